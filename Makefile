@@ -1,0 +1,39 @@
+# Two commands do everything on a fresh machine with Python 3.11+:
+#   make demo   -- create .venv, install, run the main job on the bundled samples
+#   make test   -- create .venv, install with dev extras, run the whole suite (notebooks included)
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip
+
+.PHONY: demo test bench lint clean
+
+$(BIN)/python:
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "replaykit needs Python 3.11+"'
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+# Re-install whenever pyproject.toml changes.
+$(VENV)/.installed-base: pyproject.toml | $(BIN)/python
+	$(PIP) install --quiet -e ".[fast]"
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(PIP) install --quiet -e ".[dev,fast]"
+	touch $@ $(VENV)/.installed-base
+
+demo: $(VENV)/.installed-base
+	$(BIN)/replaykit summary data/ --tenant demo
+
+test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q tests notebooks --nbval-lax -p no:cacheprovider
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python -m benchmarks
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check replaykit tests benchmarks
+	$(BIN)/mypy replaykit
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

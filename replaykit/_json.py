@@ -1,0 +1,128 @@
+"""JSON helpers: fast decoding (orjson when installed), canonical encoding and stable hashes.
+
+Canonical JSON (used for ``payload`` columns built by loaders and for ``args_hash``):
+sorted object keys, no insignificant whitespace, UTF-8 (non-ASCII characters are not escaped).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+try:  # pragma: no cover - exercised implicitly when the [fast] extra is installed
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
+
+__all__ = ["HAVE_ORJSON", "args_hash", "canonical_json", "dumps", "loads", "JSONDecodeError"]
+
+HAVE_ORJSON = _orjson is not None
+
+if _orjson is not None:
+    JSONDecodeError: tuple[type[Exception], ...] = (_orjson.JSONDecodeError, UnicodeDecodeError)
+
+    def loads(data: bytes | str) -> Any:
+        """Decode JSON text (bytes must be UTF-8)."""
+        return _orjson.loads(data)
+
+    def canonical_json(obj: Any) -> str:
+        """Canonical JSON text of ``obj``: sorted keys, compact, UTF-8."""
+        return _orjson.dumps(obj, option=_orjson.OPT_SORT_KEYS).decode("utf-8")
+
+else:  # pragma: no cover
+    JSONDecodeError = (json.JSONDecodeError, UnicodeDecodeError)
+
+    def loads(data: bytes | str) -> Any:
+        """Decode JSON text (bytes must be UTF-8)."""
+        if isinstance(data, bytes):
+            data = data.decode("utf-8")
+        return json.loads(data)
+
+    def canonical_json(obj: Any) -> str:
+        """Canonical JSON text of ``obj``: sorted keys, compact, UTF-8."""
+        return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def dumps(obj: Any) -> str:
+    """Alias of :func:`canonical_json`."""
+    return canonical_json(obj)
+
+
+def args_hash(arguments: Any) -> str:
+    """Stable hash of tool-call arguments.
+
+    ``arguments`` may be a parsed value (dict, list, ...) or a JSON string. A string that
+    parses as JSON is hashed by its parsed value, so ``'{"b":1, "a":2}'`` and
+    ``{"a": 2, "b": 1}`` hash alike; a string that does not parse is hashed as the string.
+    The hash is ``sha256`` of the canonical JSON, hex, first 32 characters.
+
+    >>> args_hash('{"b": 1, "a": 2}') == args_hash({"a": 2, "b": 1})
+    True
+    """
+    value = arguments
+    if isinstance(arguments, str):
+        try:
+            value = loads(arguments)
+        except JSONDecodeError:
+            value = arguments
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:32]
+
+
+def payload_fields(payloads: Any, fields: dict[str, Any]) -> Any:
+    """Pull typed fields out of many JSON payloads at once, column-wise (no Python row loop).
+
+    ``payloads`` is an Arrow string array (e.g. a filtered ``payload`` column) of JSON objects;
+    ``fields`` maps dotted paths (``"data.chunk.usage.inputTokens"``) to Arrow types. Returns a
+    ``pyarrow.Table`` with one column per path (named by the path), one row per payload; a
+    missing field, or a null payload, gives null. Parsing uses Arrow's multi-threaded JSON
+    reader; fields not named are skipped without being converted.
+
+    >>> import pyarrow as pa
+    >>> t = payload_fields(pa.array(['{"a": {"b": 1}}', '{"a": {}}']), {"a.b": pa.int64()})
+    >>> t.column("a.b").to_pylist()
+    [1, None]
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    arr = payloads.combine_chunks() if isinstance(payloads, pa.ChunkedArray) else payloads
+    n = len(arr)
+    if n == 0:
+        return pa.table({p: pa.array([], type=t) for p, t in fields.items()})
+    arr = pc.fill_null(pc.cast(arr, pa.large_string()), "{}")
+    # Build the nested explicit schema from the dotted paths.
+    tree: dict[str, Any] = {}
+    for path, typ in fields.items():
+        node = tree
+        parts = path.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = typ
+
+    def _type(node: Any) -> Any:
+        if isinstance(node, dict):
+            return pa.struct([pa.field(k, _type(v)) for k, v in node.items()])
+        return node
+
+    schema = pa.schema([pa.field(k, _type(v)) for k, v in tree.items()])
+    # One object per line: newlines outside JSON strings are insignificant whitespace.
+    text = pc.replace_substring_regex(pc.replace_substring(arr, "\n", " "), "$", "\n")
+    text = text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text
+    offs = np.frombuffer(text.buffers()[1], dtype=np.int64)[text.offset : text.offset + n + 1]
+    body = memoryview(text.buffers()[2])[int(offs[0]) : int(offs[-1])]
+    table = pj.read_json(
+        pa.BufferReader(pa.py_buffer(body)),
+        read_options=pj.ReadOptions(block_size=max(1 << 20, min(len(body) + 1, 64 << 20))),
+        parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+    )
+    out = {}
+    for path in fields:
+        parts = path.split(".")
+        col = table.column(parts[0])
+        for part in parts[1:]:
+            col = pc.struct_field(col, part)
+        out[path] = col
+    return pa.table(out)

@@ -1,0 +1,1 @@
+"""Deterministic generators of realistic logs (being written)."""

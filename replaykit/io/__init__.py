@@ -1,0 +1,85 @@
+"""Loaders: every supported log format into an :class:`~replaykit.EventLog`.
+
+Each format module exposes ``FORMAT`` (its name), ``sniff(path) -> None | str`` (None when the
+file looks like that format, otherwise the reason it does not) and a ``read_<format>`` loader.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..errors import FormatDetectionError
+from ..eventlog import EventLog, concat
+from . import isplay, pleach, toh
+from ._common import expand_paths
+from .isplay import read_isplay
+from .pleach import read_pleach
+from .toh import read_toh
+
+__all__ = ["FORMATS", "detect_format", "read_events", "read_isplay", "read_pleach", "read_toh"]
+
+#: format name -> module, in the order read_events tries them.
+FORMATS = {"toh": toh, "pleach": pleach, "isplay": isplay}
+
+_PATTERNS = ("*.jsonl", "*.json", "*.parquet", "*.ndjson")
+
+
+def detect_format(path: str | os.PathLike[str]) -> str:
+    """The name of the format ``path`` (one file) is in.
+
+    Raises:
+        FormatDetectionError: no format accepts the file; the error lists, for each format
+            tried, why it was rejected.
+    """
+    p = Path(path)
+    attempts: dict[str, str] = {}
+    for name, module in FORMATS.items():
+        why = module.sniff(p)
+        if why is None:
+            return name
+        attempts[name] = why
+    raise FormatDetectionError(source=str(p), attempts=attempts)
+
+
+def read_events(
+    path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    format: str = "auto",
+    **kwargs: Any,
+) -> EventLog:
+    """Load logs of any supported format; with ``format="auto"`` each file's format is sniffed.
+
+    ``path`` may be a file, a directory (searched recursively), a glob or a list of those.
+    Keyword arguments go to the format's loader (``tenant_id=...``, ``errors=...``,
+    ``progress=...``). Files of different formats are loaded with their own loaders and
+    concatenated. Files that are side files of a format (isplay branch or fixture files, toh
+    override sidecars) are picked up by that format's loader, not read as logs.
+
+    Raises:
+        FormatDetectionError: a file matches no format (says which formats were tried and why
+            each was rejected).
+        ValueError: ``format`` is not ``"auto"`` or a name in :data:`FORMATS`.
+    """
+    if format != "auto":
+        if format not in FORMATS:
+            raise ValueError(f"format must be 'auto' or one of {sorted(FORMATS)}, got {format!r}")
+        return getattr(FORMATS[format], f"read_{format}")(path, **kwargs)
+    files = expand_paths(path, patterns=_PATTERNS)
+    by_format: dict[str, list[Path]] = {}
+    for f in files:
+        if any(getattr(m, "is_side_file", lambda _p: False)(f) for m in FORMATS.values()):
+            continue
+        by_format.setdefault(detect_format(f), []).append(f)
+    logs = [
+        getattr(FORMATS[name], f"read_{name}")(paths, **_kwargs_for(name, kwargs))
+        for name, paths in by_format.items()
+    ]
+    return concat(logs)
+
+
+def _kwargs_for(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    # pleach rows carry their own tenant: tenant_id there is a filter, which is what the
+    # caller of read_events(..., tenant_id=...) means for them too.
+    return dict(kwargs)

@@ -1,0 +1,206 @@
+"""Shared loader plumbing: error policy and quarantine, progress bars, paths, tenant checks."""
+
+from __future__ import annotations
+
+import glob as _glob
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import pyarrow as pa
+
+from ..errors import LoadError
+from ..schema import quarantine_table
+
+__all__ = [
+    "ErrorPolicy",
+    "Progress",
+    "Quarantine",
+    "expand_paths",
+    "iter_lines",
+    "require_tenant",
+]
+
+ErrorPolicy = Literal["raise", "quarantine"]
+
+
+def require_tenant(tenant_id: object, *, fmt: str) -> str:
+    """Check a caller-supplied tenant id; formats without tenants never invent one.
+
+    Raises:
+        TypeError: ``tenant_id`` is None, empty or not a string.
+    """
+    if not isinstance(tenant_id, str) or not tenant_id:
+        raise TypeError(
+            f"tenant_id is required: {fmt} logs carry no tenant, so pass the owner explicitly, "
+            f"e.g. read_{fmt}(path, tenant_id='acme'); got {tenant_id!r}"
+        )
+    return tenant_id
+
+
+def check_errors_arg(errors: object) -> ErrorPolicy:
+    if errors not in ("raise", "quarantine"):
+        raise ValueError(f'errors must be "raise" or "quarantine", got {errors!r}')
+    return errors  # type: ignore[return-value]
+
+
+class Quarantine:
+    """Collects bad rows under ``errors="quarantine"``; raises them under ``errors="raise"``.
+
+    Every input row ends up either loaded or here, with its reason: the loaders' invariant is
+    ``loaded + quarantined == input rows``.
+    """
+
+    def __init__(self, errors: ErrorPolicy) -> None:
+        self.errors = check_errors_arg(errors)
+        self.rows: list[dict[str, Any]] = []
+
+    def bad(self, err: LoadError, raw: str | bytes | None = None) -> None:
+        """Record (or raise) one bad row."""
+        if self.errors == "raise":
+            raise err
+        rec = err.as_record()
+        if isinstance(raw, bytes):
+            raw = raw.decode("utf-8", errors="replace")
+        rec["raw"] = raw
+        self.rows.append(rec)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def table(self) -> pa.Table:
+        return quarantine_table(self.rows)
+
+
+class Progress:
+    """A progress bar over bytes or items that works in terminals and notebooks.
+
+    Uses ``tqdm.auto`` when installed; otherwise a minimal stderr bar. Disabled when
+    ``enabled`` is False, or when None and stderr is not a terminal and no notebook is running.
+    """
+
+    def __init__(
+        self, total: int | None, *, desc: str, unit: str = "B", enabled: bool | None = None
+    ) -> None:
+        if enabled is None:
+            enabled = _interactive()
+        self.enabled = bool(enabled)
+        self.total = total
+        self.desc = desc
+        self.unit = unit
+        self.n = 0
+        self._bar: Any = None
+        self._last_print = -1
+        if self.enabled:
+            try:
+                from tqdm.auto import tqdm
+
+                self._bar = tqdm(
+                    total=total,
+                    desc=desc,
+                    unit=unit,
+                    unit_scale=True,
+                    unit_divisor=1024 if unit == "B" else 1000,
+                    leave=False,
+                    file=sys.stderr,
+                )
+            except ImportError:  # pragma: no cover - fallback without the [fast] extra
+                self._bar = None
+
+    def update(self, n: int) -> None:
+        self.n += n
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.update(n)
+        elif self.total:  # pragma: no cover - fallback bar
+            pct = int(100 * self.n / self.total)
+            if pct != self._last_print and pct % 5 == 0:
+                self._last_print = pct
+                sys.stderr.write(f"\r{self.desc}: {pct:3d}%")
+                sys.stderr.flush()
+
+    def set_description(self, desc: str) -> None:
+        if self._bar is not None:
+            self._bar.set_description(desc)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        elif self.enabled and self.total:  # pragma: no cover
+            sys.stderr.write("\r" + " " * (len(self.desc) + 8) + "\r")
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _interactive() -> bool:
+    if "ipykernel" in sys.modules:
+        return True
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # pragma: no cover
+        return False
+
+
+def expand_paths(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    patterns: tuple[str, ...],
+) -> list[Path]:
+    """Expand files, directories (searched recursively for ``patterns``) and globs.
+
+    Raises:
+        FileNotFoundError: a path or glob matches nothing.
+    """
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    out: list[Path] = []
+    for item in items:
+        p = Path(item)
+        if p.is_dir():
+            found = sorted({f for pat in patterns for f in p.rglob(pat) if f.is_file()})
+            if not found:
+                raise FileNotFoundError(
+                    f"{p}: directory holds no files matching {', '.join(patterns)}"
+                )
+            out.extend(found)
+        elif p.is_file():
+            out.append(p)
+        else:
+            matches = sorted(Path(m) for m in _glob.glob(str(item), recursive=True))
+            files = [m for m in matches if m.is_file()]
+            if not files:
+                raise FileNotFoundError(f"{item}: no such file, directory or glob match")
+            out.extend(files)
+    # keep order, drop duplicates
+    seen: set[Path] = set()
+    unique = []
+    for f in out:
+        key = f.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique
+
+
+def iter_lines(path: Path, progress: Progress | None = None) -> Iterator[tuple[int, bytes]]:
+    """Yield (1-based line number, raw line bytes without the newline) for a file.
+
+    Blank lines are yielded too (as empty bytes) so that line numbers stay exact; callers
+    decide what a blank line means. The file is opened read-only and never modified.
+    """
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if progress is not None:
+                progress.update(len(raw))
+            if raw.endswith(b"\n"):
+                raw = raw[:-1]
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            yield lineno, raw

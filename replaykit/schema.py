@@ -1,0 +1,332 @@
+"""The canonical events schema: one row per event, whatever format the log came from.
+
+Every loader returns an :class:`~replaykit.EventLog` whose table has exactly these columns, in
+this order, with these Arrow types. Typed columns hold what folds and metrics touch; ``payload``
+keeps the rest of the event, losslessly, as JSON text.
+
+=================  ============================  =========================================================
+column             Arrow type                    meaning
+=================  ============================  =========================================================
+tenant_id          dictionary<string>            owner of the run; required, never invented
+run_id             dictionary<string>            chat / run / session id
+parent_run_id      dictionary<string>, null      parent session (subagent child, fork, branch)
+seq                int64                         position in the run; strictly increasing per run
+type               dictionary<string>            event type exactly as the source spells it
+kind               dictionary<string>            normalised category (see :data:`KINDS`)
+ts                 timestamp[us, UTC], null      when the event happened
+turn               int32, null                   turn number, when the format has turns
+step               int32, null                   step (model round trip) within the turn
+event_id           string, null                  the event's own stable id, when it has one
+ref_id             string, null                  id the event refers to: tool call id, model call id,
+                                                 interrupt id, subagent id, turn message id
+tool_name          dictionary<string>, null      tool name on tool call / result events
+args_hash          string, null                  :func:`replaykit._json.args_hash` of the tool arguments
+cache_key          string, null                  provider-cache key (``payload.cacheKey``)
+is_error           bool                          the event records a failure (error result/finish/turn)
+finish             dictionary<string>, null      finish kind of a model call (stop, tool-calls, error, ...)
+input_tokens       int64, null                   input tokens reported by this event
+output_tokens      int64, null                   output tokens reported by this event
+chunk_type         dictionary<string>, null      sub-kind of a model_chunk: text, reasoning, tool-call,
+                                                 usage, finish, block-start, block-end, ...
+text               large_string, null            text the event carries (delta, message, result text)
+inherited          bool                          copied from a parent (fork child's seed region)
+payload            large_string                  the event's own JSON, lossless
+prev_hash          string, null                  hash chain: previous row's hash
+row_hash           string, null                  hash chain: this row's hash
+source             dictionary<string>            ``<format>:<path>`` the row was loaded from
+source_line        int64, null                   1-based line in ``source`` (null for non-line sources)
+=================  ============================  =========================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import SchemaError
+
+__all__ = [
+    "COLUMN_DOCS",
+    "EVENTS_SCHEMA",
+    "KINDS",
+    "QUARANTINE_SCHEMA",
+    "empty_events",
+    "events_table",
+    "sort_events",
+    "validate",
+]
+
+_DICT = pa.dictionary(pa.int32(), pa.string())
+
+#: The normalised event categories of the ``kind`` column. Loaders map each source type to one
+#: of these; anything they do not recognise is ``"other"`` (and is kept, never dropped).
+KINDS: tuple[str, ...] = (
+    "session",  # session/run lifecycle, titles, settings, seeds
+    "user_message",  # a user (or injected) message
+    "model_request",  # a model call is sent (request header / prompt)
+    "model_chunk",  # one streamed model output chunk
+    "model_response",  # a complete model output (assistant message / model call result)
+    "tool_call",  # the agent asks for a tool
+    "tool_result",  # a tool's result (error results have is_error=True)
+    "turn_start",
+    "turn_end",
+    "step_start",
+    "step_end",
+    "approval_request",  # approval asked / interrupt raised
+    "approval_decision",  # approval decided / interrupt resolved
+    "subagent_start",
+    "subagent_end",
+    "checkpoint",
+    "intervention",  # synthetic events added by branch/replay
+    "error",  # an error that is not a tool result or finish
+    "other",
+)
+
+EVENTS_SCHEMA: pa.Schema = pa.schema(
+    [
+        pa.field("tenant_id", _DICT, nullable=False),
+        pa.field("run_id", _DICT, nullable=False),
+        pa.field("parent_run_id", _DICT),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("type", _DICT, nullable=False),
+        pa.field("kind", _DICT, nullable=False),
+        pa.field("ts", pa.timestamp("us", tz="UTC")),
+        pa.field("turn", pa.int32()),
+        pa.field("step", pa.int32()),
+        pa.field("event_id", pa.string()),
+        pa.field("ref_id", pa.string()),
+        pa.field("tool_name", _DICT),
+        pa.field("args_hash", pa.string()),
+        pa.field("cache_key", pa.string()),
+        pa.field("is_error", pa.bool_(), nullable=False),
+        pa.field("finish", _DICT),
+        pa.field("input_tokens", pa.int64()),
+        pa.field("output_tokens", pa.int64()),
+        pa.field("chunk_type", _DICT),
+        pa.field("text", pa.large_string()),
+        pa.field("inherited", pa.bool_(), nullable=False),
+        pa.field("payload", pa.large_string(), nullable=False),
+        pa.field("prev_hash", pa.string()),
+        pa.field("row_hash", pa.string()),
+        pa.field("source", _DICT, nullable=False),
+        pa.field("source_line", pa.int64()),
+    ]
+)
+
+#: One-line documentation of every column (also rendered in docs/formats.md).
+COLUMN_DOCS: dict[str, str] = {
+    "tenant_id": "owner of the run; required, never invented or defaulted",
+    "run_id": "chat / run / session id",
+    "parent_run_id": "parent session (subagent child, fork, branch); null for a root run",
+    "seq": "position of the event in its run; strictly increasing within (tenant_id, run_id)",
+    "type": "event type exactly as the source spells it",
+    "kind": "normalised category, one of replaykit.schema.KINDS",
+    "ts": "when the event happened (UTC, microseconds); null when the source has no time",
+    "turn": "turn number when the format has turns",
+    "step": "step (model round trip) within the turn",
+    "event_id": "the event's own stable id, when the source gives one",
+    "ref_id": "id the event refers to (tool call, model call, interrupt, subagent, message)",
+    "tool_name": "tool name on tool call and tool result events",
+    "args_hash": "stable hash of the canonical tool arguments (replaykit._json.args_hash)",
+    "cache_key": "provider-cache key (payload.cacheKey)",
+    "is_error": "the event records a failure (error tool result, error finish, failed turn)",
+    "finish": "finish kind of a model call (stop, tool-calls, max-tokens, error, ...)",
+    "input_tokens": "input tokens reported by this event (usage chunk / model result)",
+    "output_tokens": "output tokens reported by this event",
+    "chunk_type": "sub-kind of a model_chunk (text, reasoning, tool-call, usage, finish, ...)",
+    "text": "text the event carries: a text/reasoning delta, a message's or a result's text",
+    "inherited": "copied from a parent run (a fork child's seed region)",
+    "payload": "the event's own JSON text, lossless",
+    "prev_hash": "hash chain: the previous row's row_hash",
+    "row_hash": "hash chain: this row's hash",
+    "source": "'<format>:<path>' the row was loaded from",
+    "source_line": "1-based line number in source; null when the source is not line-based",
+}
+
+#: Rows that could not be loaded, each with its reason. ``loaded + quarantined == input rows``.
+QUARANTINE_SCHEMA: pa.Schema = pa.schema(
+    [
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("line", pa.int64()),
+        pa.field("field", pa.string()),
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("message", pa.string(), nullable=False),
+        pa.field("raw", pa.large_string()),
+    ]
+)
+
+_REQUIRED_DEFAULTS: dict[str, Any] = {"is_error": False, "inherited": False}
+
+
+def empty_events() -> pa.Table:
+    """An events table with no rows."""
+    return EVENTS_SCHEMA.empty_table()
+
+
+def _as_array(values: Any, field: pa.Field, n: int) -> pa.Array | pa.ChunkedArray:
+    if values is None:
+        if field.name in _REQUIRED_DEFAULTS:
+            return pa.array(np.full(n, _REQUIRED_DEFAULTS[field.name]), type=field.type)
+        return pa.nulls(n, type=field.type)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array):
+        arr = values
+    elif isinstance(values, np.ndarray):
+        arr = pa.array(values)
+    else:
+        value_type = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
+        arr = pa.array(values, type=value_type)
+    if pa.types.is_dictionary(field.type):
+        if not pa.types.is_dictionary(arr.type):
+            arr = pc.cast(arr, pa.string()).dictionary_encode()
+        if arr.type != field.type:
+            arr = arr.cast(field.type)
+        return arr
+    if pa.types.is_timestamp(field.type) and pa.types.is_timestamp(arr.type) and arr.type.tz is None:
+        arr = pc.assume_timezone(arr, "UTC")
+    if arr.type != field.type:
+        arr = arr.cast(field.type)
+    return arr
+
+
+def events_table(columns: Mapping[str, Any], *, sort: bool = True) -> pa.Table:
+    """Build a canonical events table from columns.
+
+    ``columns`` maps column names to Arrow arrays, numpy arrays or Python sequences. Missing
+    nullable columns become nulls; ``is_error``/``inherited`` default to False. Every other
+    required column must be given. Values are cast to the canonical types (strings are
+    dictionary-encoded where the schema says so). The result is sorted by
+    (tenant_id, run_id, seq) unless ``sort=False``.
+
+    Raises:
+        SchemaError: a required column is missing, columns differ in length, or a column
+            name is not part of the schema.
+
+    >>> t = events_table({"tenant_id": ["t"], "run_id": ["r"], "seq": [0], "type": ["x"],
+    ...                   "kind": ["other"], "payload": ["{}"], "source": ["demo:mem"]})
+    >>> t.num_rows, t.schema == EVENTS_SCHEMA
+    (1, True)
+    """
+    unknown = sorted(set(columns) - set(EVENTS_SCHEMA.names))
+    if unknown:
+        raise SchemaError([f"unknown column {name!r}" for name in unknown])
+    lengths = {name: len(v) for name, v in columns.items() if v is not None}
+    if len(set(lengths.values())) > 1:
+        raise SchemaError([f"columns differ in length: {lengths}"])
+    n = next(iter(lengths.values()), 0)
+    missing = [
+        f.name
+        for f in EVENTS_SCHEMA
+        if not f.nullable and f.name not in _REQUIRED_DEFAULTS and columns.get(f.name) is None
+    ]
+    if missing:
+        raise SchemaError([f"required column {name!r} is missing" for name in missing])
+    arrays = [_as_array(columns.get(f.name), f, n) for f in EVENTS_SCHEMA]
+    table = pa.Table.from_arrays(arrays, schema=EVENTS_SCHEMA)
+    return sort_events(table) if sort else table
+
+
+def _dictionary_rank(col: pa.ChunkedArray) -> np.ndarray:
+    """Integer sort keys for a (possibly dictionary-encoded) string column, null last."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if pa.types.is_dictionary(arr.type):
+        dict_rank = pc.rank(arr.dictionary, sort_keys="ascending", tiebreaker="dense")
+        idx = arr.indices.to_numpy(zero_copy_only=False)
+        ranks = np.asarray(dict_rank)
+        if arr.null_count:
+            valid = np.asarray(arr.is_valid())
+            out = np.full(len(arr), np.iinfo(np.int64).max, dtype=np.int64)
+            out[valid] = ranks[idx[valid]]
+            return out
+        return ranks[idx].astype(np.int64) if len(idx) else np.zeros(0, dtype=np.int64)
+    return np.asarray(pc.rank(arr, sort_keys="ascending", tiebreaker="dense"), dtype=np.int64)
+
+
+def sort_order(table: pa.Table) -> np.ndarray:
+    """Row order that sorts ``table`` by (tenant_id, run_id, seq); stable."""
+    if table.num_rows == 0:
+        return np.zeros(0, dtype=np.int64)
+    tenant = _dictionary_rank(table.column("tenant_id"))
+    run = _dictionary_rank(table.column("run_id"))
+    seq = table.column("seq").to_numpy()
+    return np.lexsort((seq, run, tenant))
+
+
+def sort_events(table: pa.Table) -> pa.Table:
+    """``table`` sorted by (tenant_id, run_id, seq); returned as is when already sorted."""
+    order = sort_order(table)
+    if len(order) and np.array_equal(order, np.arange(len(order))):
+        return table
+    return table.take(pa.array(order))
+
+
+def validate(table: pa.Table) -> pa.Table:
+    """Check that ``table`` is a canonical events table and return it unchanged.
+
+    Checks the column names, order and types, the non-null columns, that ``kind`` only holds
+    values from :data:`KINDS`, and that ``seq`` strictly increases within each
+    (tenant_id, run_id) with rows sorted by (tenant_id, run_id, seq).
+
+    Raises:
+        SchemaError: listing every problem found.
+    """
+    problems: list[str] = []
+    if not isinstance(table, pa.Table):
+        raise SchemaError([f"expected a pyarrow.Table, got {type(table).__name__}"])
+    if table.schema.names != EVENTS_SCHEMA.names:
+        missing = [n for n in EVENTS_SCHEMA.names if n not in table.schema.names]
+        extra = [n for n in table.schema.names if n not in EVENTS_SCHEMA.names]
+        if missing:
+            problems.append(f"missing columns: {missing}")
+        if extra:
+            problems.append(f"unexpected columns: {extra}")
+        if not missing and not extra:
+            problems.append(f"columns out of order: expected {EVENTS_SCHEMA.names}")
+        raise SchemaError(problems)
+    for field in EVENTS_SCHEMA:
+        got = table.schema.field(field.name).type
+        if got != field.type:
+            problems.append(f"column {field.name!r} has type {got}, expected {field.type}")
+        elif not field.nullable and table.column(field.name).null_count:
+            problems.append(
+                f"column {field.name!r} has {table.column(field.name).null_count} nulls; "
+                "it must not be null"
+            )
+    if problems:
+        raise SchemaError(problems)
+    if table.num_rows:
+        kinds = pc.unique(pc.cast(table.column("kind"), pa.string())).to_pylist()
+        bad = sorted(set(kinds) - set(KINDS))
+        if bad:
+            problems.append(f"column 'kind' has values outside KINDS: {bad}")
+        tenant = _dictionary_rank(table.column("tenant_id"))
+        run = _dictionary_rank(table.column("run_id"))
+        seq = table.column("seq").to_numpy()
+        same_run = (tenant[1:] == tenant[:-1]) & (run[1:] == run[:-1])
+        key_order_ok = (tenant[1:] > tenant[:-1]) | (
+            (tenant[1:] == tenant[:-1]) & (run[1:] >= run[:-1])
+        )
+        if not key_order_ok.all():
+            problems.append("rows are not sorted by (tenant_id, run_id, seq); use sort_events()")
+        elif (same_run & (seq[1:] <= seq[:-1])).any():
+            i = int(np.flatnonzero(same_run & (seq[1:] <= seq[:-1]))[0])
+            problems.append(
+                f"seq is not strictly increasing within run "
+                f"{table.column('run_id')[i + 1].as_py()!r}: {seq[i]} then {seq[i + 1]}"
+            )
+        if (seq < 0).any():
+            problems.append("seq has negative values")
+    if problems:
+        raise SchemaError(problems)
+    return table
+
+
+def quarantine_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """Build a quarantine table (see :data:`QUARANTINE_SCHEMA`) from row dicts."""
+    cols = {f.name: [r.get(f.name) for r in rows] for f in QUARANTINE_SCHEMA}
+    return pa.Table.from_pydict(cols, schema=QUARANTINE_SCHEMA)
