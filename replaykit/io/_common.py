@@ -141,8 +141,16 @@ class Progress:
 
 
 def _interactive() -> bool:
-    if "ipykernel" in sys.modules:
-        return True
+    """True in a running Jupyter kernel or when stderr is a terminal."""
+    if "IPython" in sys.modules:
+        try:
+            from IPython import get_ipython
+
+            shell = get_ipython()
+        except ImportError:  # pragma: no cover
+            shell = None
+        if shell is not None and getattr(shell, "kernel", None) is not None:
+            return True
     try:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):  # pragma: no cover
