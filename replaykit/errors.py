@@ -9,7 +9,14 @@ Hierarchy::
     ├── SchemaError            a table does not match the canonical events schema
     ├── LoadError              one bad input row/file (source, line, field, reason, fix)
     │   └── FormatDetectionError   read_events could not tell the format
-    └── MissingExtraError      an optional dependency is not installed (also an ImportError)
+    ├── MissingExtraError      an optional dependency is not installed (also an ImportError)
+    └── ReplayError            a replay (handle, fork, aggregate) failed (run_id, tenant_id)
+        ├── ReplayDivergenceError      the recorded world and the replay disagree
+        │   └── ReplayCacheMissError   a provider-cache read failed (key, mode, seq)
+        └── ReplayUnknownEventError    a row the stepper cannot progress past (event_type, seq)
+
+Python's own ``NotImplementedError`` marks an unfinished surface; it is deliberately *not* a
+``ReplayError``, so ``except ReplayError`` never hides an implementation gap.
 """
 
 from __future__ import annotations
@@ -20,7 +27,11 @@ __all__ = [
     "FormatDetectionError",
     "LoadError",
     "MissingExtraError",
+    "ReplayCacheMissError",
+    "ReplayDivergenceError",
+    "ReplayError",
     "ReplayKitError",
+    "ReplayUnknownEventError",
     "SchemaError",
 ]
 
@@ -117,4 +128,81 @@ class MissingExtraError(ReplayKitError, ImportError):
         super().__init__(
             f"{feature} needs the optional dependency '{module}', which is not installed. "
             f'Install it with: pip install "replaykit[{extra}]"'
+        )
+
+
+class ReplayError(ReplayKitError):
+    """A replay failed: opening a handle, stepping, forking or aggregating.
+
+    Attributes:
+        run_id: the run being replayed.
+        tenant_id: the tenant the caller passed (never inferred).
+    """
+
+    def __init__(self, message: str, *, run_id: str | None, tenant_id: str | None) -> None:
+        self.run_id = run_id
+        self.tenant_id = tenant_id
+        super().__init__(f"[tenant={tenant_id!r} run={run_id!r}] {message}")
+
+
+class ReplayDivergenceError(ReplayError):
+    """The replay cannot reproduce what the recorded log says happened."""
+
+
+class ReplayCacheMissError(ReplayDivergenceError):
+    """A provider-cache read failed under the handle's cache read mode.
+
+    Attributes:
+        key: the cache key (``payload.cacheKey``) that was looked up.
+        mode: the read mode fixed when the handle was opened.
+        seq: the ``seq`` of the row that carried the key.
+    """
+
+    def __init__(
+        self,
+        *,
+        run_id: str | None,
+        tenant_id: str | None,
+        key: str,
+        mode: str,
+        seq: int,
+    ) -> None:
+        self.key = key
+        self.mode = mode
+        self.seq = seq
+        if mode == "strict-mode":
+            why = "strict-mode forbids every cache read (hit or miss)"
+            fix = 'open the handle with cache=None to replay from the log alone'
+        else:
+            why = "the cache has no entry for it"
+            fix = 'fill the cache, or open the handle with cache_mode="best-effort" to continue'
+        super().__init__(
+            f"cache read for key {key!r} at seq {seq} failed: {why} (mode={mode}). "
+            f"To go on, {fix}.",
+            run_id=run_id,
+            tenant_id=tenant_id,
+        )
+
+
+class ReplayUnknownEventError(ReplayError):
+    """A row the stepper cannot progress past (it has no usable event type).
+
+    Rows whose type no projection models are *not* errors: they fold as no-ops.
+
+    Attributes:
+        event_type: the row's type (None or empty when missing).
+        seq: the row's ``seq``.
+    """
+
+    def __init__(
+        self, *, run_id: str | None, tenant_id: str | None, event_type: Any, seq: int
+    ) -> None:
+        self.event_type = event_type
+        self.seq = seq
+        super().__init__(
+            f"row at seq {seq} has no usable event type ({event_type!r}); the stepper cannot "
+            "progress past it. Fix the row in the source (or its loader's type mapping), or "
+            "open the handle with up_to_seq below it.",
+            run_id=run_id,
+            tenant_id=tenant_id,
         )

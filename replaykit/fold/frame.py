@@ -1,0 +1,242 @@
+"""``fold`` and :class:`StateFrame`: the state after every event, column-wise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..errors import ReplayError
+from ..eventlog import EventLog, to_pandas
+from ..schema import validate
+from ._frozen import FrozenDict
+from .engine import (
+    CollectionCol,
+    Columns,
+    KeyedCounterCol,
+    ReducerCol,
+    ScalarCol,
+    fold_field,
+    state_hashes,
+)
+from .projection import Field, resolve_projections
+
+__all__ = ["StateFrame", "fold"]
+
+
+def _require_tenant(tenant_id: Any, what: str = "tenant_id") -> str:
+    if tenant_id is None or not isinstance(tenant_id, str) or tenant_id == "":
+        raise TypeError(
+            f"{what} is required (a non-empty string from your auth context; it is never "
+            f"inferred), got {tenant_id!r}"
+        )
+    return tenant_id
+
+
+class StateFrame:
+    """The folded state after every event of a log: one row per event.
+
+    Build it with :func:`fold`. Scalar fields are columns; keyed collections are stored as
+    per-event deltas (``<name>_added`` / ``<name>_removed``) plus ``<name>_size``; keyed
+    counters as ``<name>_key``. :meth:`at` materialises the full state (collections included)
+    as immutable plain data, without re-folding.
+
+    Example:
+        >>> import replaykit as rk  # doctest: +SKIP
+        >>> sf = rk.fold(log, rk.agent())  # doctest: +SKIP
+        >>> sf.at("run-1", 12, tenant_id="acme")["tool_calls"]  # doctest: +SKIP
+    """
+
+    def __init__(self, table: pa.Table, fields: list[Field], cols: Columns, results: list[Any],
+                 hashes: np.ndarray | None) -> None:
+        self._table = table
+        self.fields = fields
+        self._cols = cols
+        self._results = results
+        self._hashes = hashes
+        self._seq_np: np.ndarray | None = None
+        self._index_d: dict[tuple[str, str], int] | None = None
+
+    @property
+    def _seq(self) -> np.ndarray:
+        if self._seq_np is None:
+            t = self._table
+            self._seq_np = t.column("seq").to_numpy() if t.num_rows else np.zeros(0, np.int64)
+        return self._seq_np
+
+    @property
+    def _index(self) -> dict[tuple[str, str], int]:
+        if self._index_d is None:  # one entry per run, built on first lookup
+            starts = pa.array(self._cols.starts)
+            tenants = self._table.column("tenant_id").take(starts).to_pylist()
+            runs = self._table.column("run_id").take(starts).to_pylist()
+            self._index_d = {(t, r): s for s, (t, r) in enumerate(zip(tenants, runs, strict=False))}
+        return self._index_d
+
+    # ------------------------------------------------------------------ basic access
+    def __len__(self) -> int:
+        return self._table.num_rows
+
+    @property
+    def num_runs(self) -> int:
+        """Number of (tenant_id, run_id) segments."""
+        return len(self._cols.starts)
+
+    def __repr__(self) -> str:
+        names = ", ".join(f.name for f in self.fields)
+        return f"StateFrame({len(self):,} events, {self.num_runs:,} runs; fields: {names})"
+
+    def _segment(self, run_id: str, tenant_id: Any) -> int:
+        _require_tenant(tenant_id)
+        seg = self._index.get((tenant_id, run_id))
+        if seg is None:
+            raise ReplayError(
+                f"tenant {tenant_id!r} has no run {run_id!r} in this frame; check the tenant "
+                "and run ids (see log.runs_df())",
+                run_id=run_id,
+                tenant_id=tenant_id,
+            )
+        return seg
+
+    def run_bounds(self, run_id: str, *, tenant_id: str) -> tuple[int, int]:
+        """Row range [start, end) of one run in the frame."""
+        seg = self._segment(run_id, tenant_id)
+        return int(self._cols.starts[seg]), int(self._cols.ends[seg])
+
+    def zero(self) -> FrozenDict:
+        """The state before any event."""
+        return FrozenDict({f.name: f.out(f.init()) for f in self.fields})
+
+    def state_at_row(self, i: int, start: int) -> FrozenDict:
+        """Full state after row ``i`` of the frame (``i < start``: the zero state)."""
+        if i < start:
+            return self.zero()
+        out = {}
+        for res in self._results:
+            if isinstance(res, (ScalarCol, ReducerCol)):
+                out[res.field.name] = res.at(i)
+            else:
+                out[res.field.name] = res.at(i, start)
+        return FrozenDict(out)
+
+    def at(self, run_id: str, seq: int | None, *, tenant_id: str) -> FrozenDict:
+        """The full state of a run after every event with ``seq <= seq``.
+
+        ``seq=None`` or a seq below the run's first event gives the zero state. Immutable
+        plain data (read-only dicts, tuples); compare with canonical JSON.
+
+        Raises:
+            TypeError: ``tenant_id`` is None or empty.
+            ReplayError: the tenant has no such run in this frame.
+        """
+        start, end = self.run_bounds(run_id, tenant_id=tenant_id)
+        if seq is None:
+            return self.zero()
+        i = start + int(np.searchsorted(self._seq[start:end], seq, side="right")) - 1
+        return self.state_at_row(i, start)
+
+    def at_step(self, run_id: str, n: int, *, tenant_id: str) -> FrozenDict:
+        """The full state of a run after its first ``n`` events (n=0: zero state).
+
+        Raises:
+            TypeError / ReplayError: as :meth:`at`; IndexError: n outside 0..len(run).
+        """
+        start, end = self.run_bounds(run_id, tenant_id=tenant_id)
+        if not 0 <= n <= end - start:
+            raise IndexError(f"run {run_id!r} has {end - start} events; n={n} is out of range")
+        return self.state_at_row(start + n - 1, start)
+
+    # ------------------------------------------------------------------ grain tables
+    def _columns(self) -> dict[str, Any]:
+        cols: dict[str, Any] = {}
+        n = len(self)
+        for res in self._results:
+            name = res.field.name
+            if isinstance(res, ScalarCol):
+                cols[name] = res.column()
+            elif isinstance(res, KeyedCounterCol):
+                cols[f"{name}_key"] = res.column(n)
+            elif isinstance(res, CollectionCol):
+                cols.update(res.columns(n))
+            elif isinstance(res, ReducerCol):
+                vals = np.empty(len(res.values) + 1, dtype=object)
+                vals[:-1] = res.values
+                vals[-1] = res.field.out(res.field.init())
+                cols[name] = vals[np.where(res.src >= 0, res.src, len(res.values))]
+        return cols
+
+    def steps_df(self) -> pd.DataFrame:
+        """One row per event: tenant_id, run_id, seq, type, kind, then the state columns.
+
+        Scalar fields hold their value after the event; keyed collections give
+        ``<name>_size``, ``<name>_added`` and ``<name>_removed``; keyed counters
+        ``<name>_key``; ``state_hash`` (uint64) when the fold computed it.
+        """
+        t = self._table
+        base = pa.table({k: t.column(k) for k in ("tenant_id", "run_id", "seq", "type", "kind")})
+        objects: dict[str, Any] = {}
+        for name, col in self._columns().items():
+            if isinstance(col, np.ndarray) and col.dtype == object:
+                objects[name] = col
+            else:
+                base = base.append_column(name, col)
+        if self._hashes is not None:
+            base = base.append_column("state_hash", pa.array(self._hashes, pa.uint64()))
+        df = to_pandas(base)
+        for name, col in objects.items():
+            df[name] = col
+        return df
+
+    def final(self, *, with_state: bool = True) -> pd.DataFrame:
+        """One row per run: its last event's row of :meth:`steps_df` (plus ``events``).
+
+        With ``with_state=True`` a ``state`` column holds the full final state (immutable).
+        """
+        df = self.steps_df()
+        if len(df) == 0:
+            return df.assign(events=pd.Series([], dtype="Int64"))
+        last = self._cols.ends - 1
+        out = df.iloc[last].reset_index(drop=True)
+        out.insert(3, "events", pd.array(self._cols.ends - self._cols.starts, dtype="Int64"))
+        if with_state:
+            out["state"] = [
+                self.state_at_row(int(e), int(s))
+                for s, e in zip(self._cols.starts, last, strict=False)
+            ]
+        return out
+
+    def state_hash(self) -> np.ndarray | None:
+        """The ``state_hash`` column as numpy uint64 (None when not computed)."""
+        return self._hashes
+
+
+def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = False) -> StateFrame:
+    """Fold every event of ``log`` through ``projections``: the state after each event.
+
+    Column-wise: each field kind is a segmented numpy/Arrow scan over rows sorted by
+    (tenant_id, run_id, seq); only ``reducer()`` fields call Python per (matching) row.
+
+    Args:
+        log: an :class:`~replaykit.EventLog` (or a canonical events table).
+        projections: one projection (``rk.agent()``), a Projection subclass, or a list.
+        state_hash: also compute ``state_hash`` per event (a 64-bit hash of the canonical
+            JSON of the full state). Off by default: it builds one JSON text per event.
+
+    Returns:
+        a :class:`StateFrame`.
+
+    Raises:
+        SchemaError: the table is not canonical, or a payload value has the wrong type.
+        ValueError / TypeError: bad projections.
+
+    >>> import replaykit as rk  # doctest: +SKIP
+    >>> rk.fold(log, rk.agent()).final()  # doctest: +SKIP
+    """
+    table = log.table if isinstance(log, EventLog) else validate(log)
+    fields = resolve_projections(projections)
+    cols = Columns(table)
+    results = [fold_field(f, cols) for f in fields]
+    hashes = state_hashes(results, cols) if state_hash else None
+    return StateFrame(table, fields, cols, results, hashes)
