@@ -1,19 +1,384 @@
-"""Grain tables computed from an EventLog (being written)."""
+"""Grain tables: one row per model call, per tool call, per turn, from any EventLog.
+
+Everything here reads the canonical columns (``kind``, ``ref_id``, ``seq``, ``turn``, ``step``,
+``chunk_type``, ``finish``, ``is_error``, tokens, ``text``) that every loader fills (see the
+loader contract in docs/formats.md), so the tables work on every format. The few details that
+have no canonical column (cache-read and reasoning tokens, error names and codes, turn end
+reasons) are pulled column-wise from the payloads of small homogeneous subsets (usage rows,
+error rows, turn-end rows) with :func:`replaykit._json.payload_fields`, trying the field paths
+each known format uses.
+
+All work is Arrow group-bys, joins and numpy; there is no Python loop over events.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ._json import payload_fields
+from .eventlog import to_pandas
+
+__all__ = ["calls_df", "tools_df", "turns_df"]
+
+_KEYS = ["tenant_id", "run_id"]
+
+#: Field paths tried (in order) for details without a canonical column, per known format.
+#: toh payloads are the event line (``data.*``); pleach payloads are the event's payload object.
+FIELD_PATHS: dict[str, list[str]] = {
+    "cache_read_tokens": [
+        "data.chunk.usage.cacheReadTokens",
+        "usage.cacheReadTokens",
+        "usage.cache_read_tokens",
+        "usage.cache_read_input_tokens",
+    ],
+    "reasoning_tokens": [
+        "data.chunk.usage.reasoningTokens",
+        "usage.reasoningTokens",
+        "usage.reasoning_tokens",
+    ],
+    "call_error_code": [
+        "data.chunk.reason.failure.code",
+        "error.code",
+        "failure.code",
+    ],
+    "tool_error_name": ["data.error.name", "error.name"],
+    "tool_error_code": ["data.error.code", "error.code"],
+    "turn_end_reason": ["data.reason.kind", "reason.kind", "reason", "outcome"],
+    "turn_error_code": ["data.reason.error.code", "reason.error.code", "error.code"],
+}
+
+
+def _table(log: Any) -> pa.Table:
+    return log.table if hasattr(log, "table") else log
+
+
+def _str(col: Any) -> pa.Array:
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    return pc.cast(arr, pa.string())
+
+
+def _one_path(payloads: pa.Array, path: str, typ: pa.DataType) -> pa.Array:
+    """One field of many payloads; a path whose values have another JSON type gives nulls."""
+    tries = [typ] if typ != pa.string() else [pa.string(), pa.int64(), pa.float64()]
+    for t in tries:
+        try:
+            col = payload_fields(payloads, {path: t}).column(path).combine_chunks()
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            continue
+        return col if col.type == typ else pc.cast(col, typ)
+    return pa.nulls(len(payloads), typ)
+
+
+def _field(payloads: pa.Array, name: str, typ: pa.DataType) -> pa.Array:
+    """The first non-null of the candidate paths :data:`FIELD_PATHS` [name], column-wise."""
+    paths = FIELD_PATHS[name]
+    if len(payloads) == 0:
+        return pa.array([], typ)
+    try:
+        t = payload_fields(payloads, dict.fromkeys(paths, typ))
+        cols = [t.column(p).combine_chunks() for p in paths]
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        cols = [_one_path(payloads, p, typ) for p in paths]
+    return pc.coalesce(*cols) if len(cols) > 1 else cols[0]
+
+
+def _base(table: pa.Table, names: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in names:
+        col = table.column(name)
+        if pa.types.is_dictionary(col.type):
+            out[name] = _str(col)
+        else:
+            out[name] = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    return out
+
+
+def _empty(columns: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series([], dtype=d) for c, d in columns.items()})
+
+
+_CALL_COLUMNS = {
+    "tenant_id": "str", "run_id": "str", "turn": "Int32", "step": "Int32",
+    "call_index": "int64", "ref_id": "str", "first_seq": "int64", "last_seq": "int64",
+    "chunks": "int64", "text": "str", "reasoning": "str", "tool_calls": "int64",
+    "input_tokens": "Int64", "output_tokens": "Int64", "cache_read_tokens": "Int64",
+    "reasoning_tokens": "Int64", "finish": "str", "error_code": "str", "finished": "bool",
+}  # fmt: skip
+
+
+def _joined_text(t: pa.Table, mask: pa.Array, keys: list[str], name: str) -> pa.Table:
+    """Per group: the ``text`` of the masked rows concatenated in seq order."""
+    sub = t.filter(mask).select([*keys, "text"])
+    sub = sub.set_column(sub.schema.get_field_index("text"), "text",
+                         pc.fill_null(pc.cast(sub.column("text"), pa.large_string()), ""))
+    agg = sub.group_by(keys, use_threads=False).aggregate([("text", "list")])
+    joined = pc.binary_join(agg.column("text_list"), pa.scalar("", pa.large_string()))
+    return agg.drop_columns(["text_list"]).append_column(name, joined)
 
 
 def calls_df(log: Any) -> pd.DataFrame:
-    raise NotImplementedError
+    """One row per model call: its chunks, text, tool calls, tokens and how it finished.
+
+    A model call is the set of rows sharing one model-call ``ref_id`` (kinds ``model_request``,
+    ``model_chunk``, ``model_response``); for streaming formats that is the chunks of one
+    (turn, step) up to and including the ``finish`` chunk, so a step may hold several calls.
+
+    Columns: ``tenant_id``, ``run_id``, ``turn``, ``step``, ``call_index`` (0-based within
+    (run, turn, step), by position), ``ref_id``, ``first_seq``/``last_seq`` (of the call's
+    rows), ``chunks`` (number of ``model_chunk`` rows), ``text`` (text deltas joined; a
+    chunkless call's response text), ``reasoning`` (reasoning deltas joined), ``tool_calls``
+    (``tool_call`` events of the run after the call's last row and before the next call's
+    last row: the calls it asked for), ``input_tokens``/``output_tokens`` (summed),
+    ``cache_read_tokens``/``reasoning_tokens`` (from usage payloads), ``finish`` (finish
+    kind), ``error_code`` (of an error finish), ``finished`` (False for a stream that ended
+    without a finish: cancelled or cut off).
+
+    Example:
+        >>> log.calls_df()[["run_id", "turn", "step", "finish", "finished"]]  # doctest: +SKIP
+
+    Raises:
+        KeyError: the table lacks a canonical column (it is not an events table).
+    """
+    table = _table(log)
+    kind = _str(table.column("kind"))
+    mask = pc.and_(
+        pc.is_in(kind, value_set=pa.array(["model_request", "model_chunk", "model_response"])),
+        pc.is_valid(table.column("ref_id")),
+    )
+    sub = table.filter(mask)
+    if sub.num_rows == 0:
+        return _empty(_CALL_COLUMNS)
+    keys = ["tenant_id", "run_id", "ref_id"]
+    b = _base(sub, [*keys, "seq", "turn", "step", "kind", "chunk_type", "finish", "is_error",
+                    "input_tokens", "output_tokens", "text", "payload"])  # fmt: skip
+    is_chunk = pc.equal(b["kind"], "model_chunk")
+    t = pa.table({
+        **{k: b[k] for k in keys},
+        "seq": b["seq"], "turn": b["turn"], "step": b["step"],
+        "chunk": pc.cast(is_chunk, pa.int64()),
+        "finish": b["finish"], "input_tokens": b["input_tokens"],
+        "output_tokens": b["output_tokens"],
+        "text": b["text"],
+    })  # fmt: skip
+    agg = t.group_by(keys, use_threads=False).aggregate([
+        ("seq", "min"), ("seq", "max"), ("turn", "first"), ("step", "first"), ("chunk", "sum"),
+        ("finish", "first"), ("input_tokens", "sum"), ("output_tokens", "sum"),
+    ])  # fmt: skip
+    ctype = pc.fill_null(b["chunk_type"], "")
+    parts = [
+        _joined_text(t, pc.and_(is_chunk, pc.equal(ctype, "text")), keys, "text"),
+        _joined_text(t, pc.and_(is_chunk, pc.equal(ctype, "reasoning")), keys, "reasoning"),
+        _joined_text(t, pc.equal(b["kind"], "model_response"), keys, "response_text"),
+    ]
+    # usage details and finish error codes from homogeneous payload subsets
+    usage_mask = pc.or_(pc.is_valid(b["input_tokens"]), pc.is_valid(b["output_tokens"]))
+    usage = t.filter(usage_mask).select(keys)
+    upay = b["payload"].filter(usage_mask)
+    usage = usage.append_column("cache_read_tokens", _field(upay, "cache_read_tokens",
+                                                            pa.int64()))  # fmt: skip
+    usage = usage.append_column("reasoning_tokens", _field(upay, "reasoning_tokens", pa.int64()))
+    parts.append(usage.group_by(keys, use_threads=False).aggregate(
+        [("cache_read_tokens", "sum"), ("reasoning_tokens", "sum")]))  # fmt: skip
+    err_mask = pc.and_(pc.is_valid(b["finish"]), b["is_error"])
+    errs = t.filter(err_mask).select(keys)
+    errs = errs.append_column("error_code", _field(b["payload"].filter(err_mask),
+                                                   "call_error_code", pa.string()))  # fmt: skip
+    parts.append(errs.group_by(keys, use_threads=False).aggregate([("error_code", "first")]))
+    for part in parts:
+        agg = agg.join(part, keys, join_type="left outer", use_threads=False)
+    df = to_pandas(agg).rename(columns={
+        "seq_min": "first_seq", "seq_max": "last_seq", "turn_first": "turn",
+        "step_first": "step", "chunk_sum": "chunks", "finish_first": "finish",
+        "input_tokens_sum": "input_tokens", "output_tokens_sum": "output_tokens",
+        "cache_read_tokens_sum": "cache_read_tokens", "reasoning_tokens_sum": "reasoning_tokens",
+        "error_code_first": "error_code",
+    })  # fmt: skip
+    df["text"] = df["text"].where(df["text"].notna(), df.pop("response_text"))
+    df = df.sort_values(["tenant_id", "run_id", "first_seq"], ignore_index=True)
+    df["call_index"] = df.groupby(["tenant_id", "run_id", "turn", "step"],
+                                  dropna=False, sort=False).cumcount().astype("int64")
+    df["tool_calls"] = _tool_calls_per_call(table, df)
+    df["finished"] = df["finish"].notna().astype(bool)
+    df["chunks"] = df["chunks"].fillna(0).astype("int64")
+    return df[list(_CALL_COLUMNS)].astype(
+        {c: d for c, d in _CALL_COLUMNS.items() if d in ("Int32", "Int64", "int64", "bool")}
+    )
+
+
+def _run_codes(*frames: pd.DataFrame) -> list[np.ndarray]:
+    """One integer code per (tenant_id, run_id), consistent across ``frames``."""
+    both = pd.concat([f[["tenant_id", "run_id"]] for f in frames], ignore_index=True)
+    codes, _ = pd.factorize(pd.MultiIndex.from_frame(both.astype(str)))
+    out, start = [], 0
+    for f in frames:
+        out.append(codes[start : start + len(f)].astype(np.int64))
+        start += len(f)
+    return out
+
+
+def _tool_calls_per_call(table: pa.Table, calls: pd.DataFrame) -> np.ndarray:
+    """Tool-call events per model call: those after its last row, up to the next call's last."""
+    is_tool = pc.equal(_str(table.column("kind")), "tool_call")
+    tools = table.filter(is_tool).select(["tenant_id", "run_id", "seq"])
+    if tools.num_rows == 0 or len(calls) == 0:
+        return np.zeros(len(calls), dtype=np.int64)
+    tdf = pd.DataFrame({
+        "tenant_id": _str(tools.column("tenant_id")).to_numpy(zero_copy_only=False),
+        "run_id": _str(tools.column("run_id")).to_numpy(zero_copy_only=False),
+        "seq": tools.column("seq").to_numpy(),
+    })  # fmt: skip
+    c_run, t_run = _run_codes(calls, tdf)
+    shift = np.int64(1) << np.int64(40)
+    c_key = c_run * shift + calls["last_seq"].to_numpy(dtype=np.int64)
+    t_key = t_run * shift + tdf["seq"].to_numpy(dtype=np.int64)
+    order = np.argsort(c_key, kind="stable")
+    pos = np.searchsorted(c_key[order], t_key, side="left") - 1
+    ok = pos >= 0
+    owner = order[np.maximum(pos, 0)]
+    ok &= c_run[owner] == t_run
+    return np.bincount(owner[ok], minlength=len(calls)).astype(np.int64)
+
+
+_TOOL_COLUMNS = {
+    "tenant_id": "str", "run_id": "str", "turn": "Int32", "step": "Int32", "call_id": "str",
+    "tool_name": "str", "args_hash": "str", "arguments": "str", "call_seq": "int64",
+    "result_seq": "Int64", "result_text": "str", "is_error": "boolean", "error_name": "str",
+    "error_code": "str", "has_result": "bool",
+}  # fmt: skip
 
 
 def tools_df(log: Any) -> pd.DataFrame:
-    raise NotImplementedError
+    """One row per tool call, with its result (the first result naming the same call id).
+
+    Columns: ``tenant_id``, ``run_id``, ``turn``, ``step``, ``call_id``, ``tool_name``,
+    ``args_hash``, ``arguments`` (raw JSON text), ``call_seq``, ``result_seq``,
+    ``result_text``, ``is_error`` (NA without a result), ``error_name``/``error_code`` (of an
+    error result, null when absent), ``has_result``. A result whose call is not in the log has
+    no row here (it is still in ``events_df()``).
+
+    Example:
+        >>> log.tools_df().groupby("tool_name")["is_error"].mean()  # doctest: +SKIP
+
+    Raises:
+        KeyError: the table lacks a canonical column (it is not an events table).
+    """
+    table = _table(log)
+    kind = _str(table.column("kind"))
+    calls = table.filter(pc.equal(kind, "tool_call"))
+    if calls.num_rows == 0:
+        return _empty(_TOOL_COLUMNS)
+    cb = _base(calls, ["tenant_id", "run_id", "turn", "step", "ref_id", "tool_name",
+                       "args_hash", "text", "seq"])  # fmt: skip
+    ct = pa.table({
+        "tenant_id": cb["tenant_id"], "run_id": cb["run_id"], "turn": cb["turn"],
+        "step": cb["step"], "call_id": cb["ref_id"], "tool_name": cb["tool_name"],
+        "args_hash": cb["args_hash"], "arguments": pc.cast(cb["text"], pa.large_string()),
+        "call_seq": cb["seq"],
+    })  # fmt: skip
+    res = table.filter(pc.and_(pc.equal(kind, "tool_result"), pc.is_valid(table.column("ref_id"))))
+    rb = _base(res, ["tenant_id", "run_id", "ref_id", "seq", "text", "is_error", "payload",
+                     "tool_name"])  # fmt: skip
+    rt = pa.table({
+        "tenant_id": rb["tenant_id"], "run_id": rb["run_id"], "call_id": rb["ref_id"],
+        "result_seq": rb["seq"], "result_text": pc.cast(rb["text"], pa.large_string()),
+        "is_error": rb["is_error"], "result_tool": rb["tool_name"],
+    })  # fmt: skip
+    err = rb["is_error"]
+    epay = rb["payload"].filter(err)
+    names = pa.nulls(res.num_rows, pa.string())
+    codes = pa.nulls(res.num_rows, pa.string())
+    if len(epay):
+        epos = pa.array(np.flatnonzero(np.asarray(err)))
+        m = np.zeros(res.num_rows, dtype=bool)
+        m[np.asarray(epos)] = True
+        names = pc.replace_with_mask(names, pa.array(m), _field(epay, "tool_error_name",
+                                                                pa.string()))  # fmt: skip
+        codes = pc.replace_with_mask(codes, pa.array(m), _field(epay, "tool_error_code",
+                                                                pa.string()))  # fmt: skip
+    rt = rt.append_column("error_name", names).append_column("error_code", codes)
+    # first result per call id (the table is sorted by seq within a run)
+    rt = rt.append_column("_row", pa.array(np.arange(rt.num_rows)))
+    firsts = rt.group_by(["tenant_id", "run_id", "call_id"], use_threads=False).aggregate(
+        [("_row", "min")])  # fmt: skip
+    rt = rt.take(firsts.column("_row_min")).drop_columns(["_row"])
+    joined = ct.join(rt, ["tenant_id", "run_id", "call_id"], join_type="left outer",
+                     use_threads=False)  # fmt: skip
+    df = to_pandas(joined)
+    df["tool_name"] = df["tool_name"].where(df["tool_name"].notna(), df.pop("result_tool"))
+    df["has_result"] = df["result_seq"].notna().astype(bool)
+    df["is_error"] = df["is_error"].astype("boolean").where(df["has_result"], pd.NA)
+    df = df.sort_values(["tenant_id", "run_id", "call_seq"], ignore_index=True)
+    return df[list(_TOOL_COLUMNS)].astype(
+        {c: d for c, d in _TOOL_COLUMNS.items() if d != "str"}
+    )
+
+
+_TURN_COLUMNS = {
+    "tenant_id": "str", "run_id": "str", "turn": "Int32", "start_seq": "int64",
+    "end_seq": "Int64", "end_reason": "str", "error_code": "str", "steps": "int64",
+    "tool_calls": "int64",
+}  # fmt: skip
 
 
 def turns_df(log: Any) -> pd.DataFrame:
-    raise NotImplementedError
+    """One row per turn (every turn number seen in a run), with how it ended.
+
+    Columns: ``tenant_id``, ``run_id``, ``turn``, ``start_seq`` (its ``turn_start`` row, else
+    its first row), ``end_seq`` (its first ``turn_end`` row; null when the turn never ended),
+    ``end_reason`` (completed, aborted, error, max-tokens, ... from the end row; ``error``
+    or ``completed`` when the end row names no reason; null when the turn never ended),
+    ``error_code`` (of an error end), ``steps`` (distinct step numbers), ``tool_calls``
+    (``tool_call`` events in the turn).
+
+    Example:
+        >>> log.turns_df()["end_reason"].value_counts()  # doctest: +SKIP
+
+    Raises:
+        KeyError: the table lacks a canonical column (it is not an events table).
+    """
+    table = _table(log)
+    sub = table.filter(pc.is_valid(table.column("turn")))
+    if sub.num_rows == 0:
+        return _empty(_TURN_COLUMNS)
+    keys = ["tenant_id", "run_id", "turn"]
+    b = _base(sub, [*keys, "seq", "step", "kind", "is_error", "payload"])
+    kind = b["kind"]
+    seq = b["seq"]
+    null_i64 = pa.scalar(None, pa.int64())
+    t = pa.table({
+        **{k: b[k] for k in keys},
+        "seq": seq,
+        "start": pc.if_else(pc.equal(kind, "turn_start"), seq, null_i64),
+        "end": pc.if_else(pc.equal(kind, "turn_end"), seq, null_i64),
+        "step": b["step"],
+        "tool": pc.cast(pc.equal(kind, "tool_call"), pa.int64()),
+    })  # fmt: skip
+    agg = t.group_by(keys, use_threads=False).aggregate([
+        ("seq", "min"), ("start", "min"), ("end", "min"),
+        ("step", "count_distinct", pc.CountOptions(mode="only_valid")), ("tool", "sum"),
+    ])  # fmt: skip
+    end_mask = pc.equal(kind, "turn_end")
+    ends = t.filter(end_mask).select([*keys, "seq"])
+    epay = b["payload"].filter(end_mask)
+    reason = _field(epay, "turn_end_reason", pa.string())
+    is_err = b["is_error"].filter(end_mask)
+    reason = pc.coalesce(reason, pc.if_else(is_err, "error", "completed"))
+    ends = ends.append_column("end_reason", reason)
+    ends = ends.append_column("error_code", _field(epay, "turn_error_code", pa.string()))
+    ends = ends.append_column("_row", pa.array(np.arange(ends.num_rows)))
+    firsts = ends.group_by(keys, use_threads=False).aggregate([("_row", "min")])
+    ends = ends.take(firsts.column("_row_min")).select([*keys, "end_reason", "error_code"])
+    agg = agg.join(ends, keys, join_type="left outer", use_threads=False)
+    df = to_pandas(agg).rename(columns={
+        "end_min": "end_seq", "step_count_distinct": "steps", "tool_sum": "tool_calls",
+    })  # fmt: skip
+    df["start_seq"] = df.pop("start_min").fillna(df.pop("seq_min"))
+    df = df.sort_values(["tenant_id", "run_id", "turn"], ignore_index=True)
+    return df[list(_TURN_COLUMNS)].astype(
+        {c: d for c, d in _TURN_COLUMNS.items() if d != "str"}
+    )
