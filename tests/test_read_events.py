@@ -1,0 +1,66 @@
+"""read_events: per-file format sniffing, mixed folders, and wrong guesses that are impossible to miss."""
+
+from __future__ import annotations
+
+import pytest
+
+import replaykit as rk
+from replaykit.io import FORMATS
+
+
+def _one_file(data_dir, fmt):
+    pattern = {"toh": "session.jsonl", "pleach": "*.jsonl", "isplay": "*.json"}[fmt]
+    files = [
+        f
+        for f in sorted((data_dir / fmt).rglob(pattern))
+        if not any(getattr(m, "is_side_file", lambda _p: False)(f) for m in FORMATS.values())
+    ]
+    assert files, f"no {fmt} sample in data/{fmt}"
+    return files[0]
+
+
+@pytest.mark.parametrize("fmt", ["toh", "pleach", "isplay"])
+def test_each_bundled_sample_is_detected_as_its_format(data_dir, fmt):
+    assert rk.detect_format(_one_file(data_dir, fmt)) == fmt
+
+
+def test_unknown_file_names_every_format_tried_and_why(tmp_path):
+    bad = tmp_path / "notes.jsonl"
+    bad.write_text('{"hello": "world"}\n')
+    with pytest.raises(rk.FormatDetectionError) as info:
+        rk.read_events(bad, tenant_id="demo")
+    err = info.value
+    assert set(err.attempts) == set(FORMATS)
+    assert all(reason for reason in err.attempts.values())
+    message = str(err)
+    for name in FORMATS:
+        assert f"{name}:" in message
+    assert "format=" in message  # the fix
+    assert err.source == str(bad)
+
+
+def test_mixed_folder_loads_every_format_with_its_own_loader(data_dir):
+    owned = rk.read_events([data_dir / "toh", data_dir / "isplay"], tenant_id="demo", progress=False)
+    assert set(owned.summary()["formats"]) == {"toh", "isplay"}
+    direct = rk.concat(
+        [
+            rk.read_toh(data_dir / "toh", tenant_id="demo", progress=False),
+            rk.read_isplay(data_dir / "isplay", tenant_id="demo", progress=False),
+        ]
+    )
+    assert owned.table.equals(direct.table)
+
+
+def test_explicit_format_skips_sniffing_and_unknown_format_is_rejected(data_dir):
+    log = rk.read_events(data_dir / "pleach", format="pleach", progress=False)
+    assert log.summary()["formats"] == ["pleach"]
+    with pytest.raises(ValueError, match="format must be 'auto' or one of"):
+        rk.read_events(data_dir, format="csv")
+
+
+def test_formats_without_tenant_never_get_one_invented(data_dir):
+    for fmt in ("toh", "isplay"):
+        with pytest.raises(TypeError, match="tenant_id"):
+            rk.read_events(data_dir / fmt, progress=False)
+        with pytest.raises(TypeError, match="tenant_id"):
+            rk.read_events(data_dir / fmt, tenant_id="", progress=False)
