@@ -23,10 +23,13 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed-base
 
 demo: $(VENV)/.installed-base
-	$(BIN)/replaykit summary data/ --tenant demo
+	@echo "== harness_event_log rows (tenants recorded on every row) =="
+	$(BIN)/replaykit summary data/pleach --no-progress
+	@echo "== harness session logs and isplay run exports (owner named explicitly) =="
+	$(BIN)/replaykit summary data/toh data/isplay --tenant demo --no-progress
 
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q tests notebooks --nbval-lax -p no:cacheprovider
+	$(BIN)/python -m pytest -q tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m benchmarks
