@@ -18,12 +18,37 @@ from .errors import (
     FormatDetectionError,
     LoadError,
     MissingExtraError,
+    ReplayCacheMissError,
+    ReplayDivergenceError,
+    ReplayError,
     ReplayKitError,
+    ReplayUnknownEventError,
     SchemaError,
 )
 from .eventlog import EventLog, concat, read_parquet
+from .fold import (  # rk.fold is the function; field builders live in replaykit.fold
+    InMemoryCache,
+    ParquetCache,
+    Projection,
+    StateFrame,
+    Verdict,
+    agent,
+    aggregate,
+    cache_coverage,
+    check_determinism,
+    fold,
+    fork,
+    harness,
+    open_replay,
+    projection,
+)
+from .grain import calls_df, tools_df, turns_df
+from .integrity import chain_heads, chain_proof, stamp_chain, verify_chain, verify_proof
 from .io import detect_format, read_events, read_isplay, read_pleach, read_toh
+from .io.isplay import IsplayBranch, read_isplay_branch, read_isplay_fixtures
+from .io.toh import OrphanRunWarning
 from .schema import EVENTS_SCHEMA, validate
+from .sql import read_sql, write_sql
 
 __version__ = "0.1.0"
 
@@ -33,6 +58,10 @@ __all__ = [
     "FormatDetectionError",
     "LoadError",
     "MissingExtraError",
+    "OrphanRunWarning",
+    "calls_df",
+    "tools_df",
+    "turns_df",
     "ReplayKitError",
     "SchemaError",
     "__version__",
@@ -41,9 +70,39 @@ __all__ = [
     "detect_format",
     "read_events",
     "read_isplay",
+    "read_isplay_branch",
+    "read_isplay_fixtures",
+    "IsplayBranch",
     "read_parquet",
     "read_pleach",
     "read_toh",
     "schema",
     "validate",
+    # fold / replay
+    "InMemoryCache",
+    "ParquetCache",
+    "Projection",
+    "ReplayCacheMissError",
+    "ReplayDivergenceError",
+    "ReplayError",
+    "ReplayUnknownEventError",
+    "StateFrame",
+    "Verdict",
+    "agent",
+    "aggregate",
+    "cache_coverage",
+    "check_determinism",
+    "fold",
+    "fork",
+    "harness",
+    "open_replay",
+    "projection",
+    # integrity / databases
+    "chain_heads",
+    "chain_proof",
+    "read_sql",
+    "stamp_chain",
+    "verify_chain",
+    "verify_proof",
+    "write_sql",
 ]

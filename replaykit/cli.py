@@ -4,6 +4,7 @@ Usage::
 
     replaykit summary PATH... [--format auto|toh|pleach|isplay] [--tenant ID]
                               [--errors raise|quarantine] [--no-progress] [--all-columns]
+    replaykit verify-chain PATH... [--format F] [--tenant ID] [--heads FILE] [--json]
 
 Exit codes: 0 success, 1 the input could not be loaded, 2 bad usage.
 """
@@ -68,6 +69,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-progress", action="store_true", help="do not show progress bars")
     p.add_argument("--all-columns", action="store_true", help="show every runs_df column")
+
+    sub.add_parser(
+        "verify-chain",
+        help="verify the per-run hash chains (exit 0 intact, 1 broken, 2 usage)",
+        add_help=False,
+    )
     return parser
 
 
@@ -99,6 +106,11 @@ def _summary(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``replaykit`` console command; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["verify-chain"]:
+        from .integrity import verify_chain_command
+
+        return verify_chain_command(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     try:

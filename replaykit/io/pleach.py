@@ -1,19 +1,1113 @@
-"""Loader for the pleach format (being written)."""
+"""Loader for pleach ``harness_event_log`` exports (JSONL or Parquet).
+
+A row: ``tenant_id``, ``chat_id``, ``sequence_number``, ``event_type``, ``payload`` (a JSON
+object), ``created_at`` (ISO-8601 text or epoch milliseconds), ``prev_hash``, ``row_hash``.
+See docs/formats.md for every event type and its mapping to the canonical columns.
+
+How JSONL is read (fast path, per block of ~32 MB, no Python loop over rows):
+
+1. Arrow's JSON reader parses every line once for the envelope scalars (this also checks
+   that every line is valid JSON of the right types).
+2. The payload's byte span is located column-wise: its key is the first ``"payload":`` of
+   the line (that byte sequence can only be an object key in valid JSON) and it ends at the
+   line's second-to-last ``}``. The spans are cut out of the block with one Arrow ``take``.
+3. The spans are parsed by Arrow again, for the typed payload fields (ids, tool, finish,
+   usage, cacheKey, ...). That parse is also the proof that each span is exactly one JSON
+   object: a wrong span would not parse, or would parse to a different number of rows.
+
+A block where any step fails (bad JSON, invalid UTF-8, a type the reader does not expect,
+a span that cannot be proven) goes to the robust path: every line is decoded on its own
+(orjson when installed) to find and report the bad rows; the good lines then go through the
+fast path again. Should that still fail (e.g. payload fields whose JSON types differ between
+rows), the good rows are built from the decoded objects and their ``payload`` column holds
+the canonical JSON of the object instead of the source text (same value, keys sorted).
+"""
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..eventlog import EventLog
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from .._json import JSONDecodeError, args_hash, canonical_json, loads
+from ..errors import LoadError
+from ..eventlog import RUNS_SCHEMA, EventLog
+from ..schema import events_table, sort_order
+from ._common import ErrorPolicy, Progress, Quarantine, check_errors_arg, expand_paths
+
+__all__ = ["FORMAT", "EVENT_KINDS", "read_pleach", "sniff"]
 
 FORMAT = "pleach"
 
+#: pleach event type -> canonical ``kind`` (anything else maps to ``"other"``).
+EVENT_KINDS: dict[str, str] = {
+    "turn.started": "turn_start",
+    "turn.completed": "turn_end",
+    "message.user": "user_message",
+    "model.requested": "model_request",
+    "model.completed": "model_response",
+    "tool.called": "tool_call",
+    "tool.completed": "tool_result",
+    "interrupt.raised": "approval_request",
+    "interrupt.resolved": "approval_decision",
+    "subagent.spawned": "subagent_start",
+    "subagent.completed": "subagent_end",
+    "checkpoint.created": "checkpoint",
+    "error.raised": "error",
+    "export.created": "other",
+    "user_card.shown": "other",
+}
 
+_REQUIRED_COLUMNS = ("tenant_id", "chat_id", "sequence_number", "event_type", "payload")
+_PATTERNS = ("*.jsonl", "*.ndjson", "*.json", "*.parquet")
+_BLOCK = 32 << 20
+
+_STR = pa.string()
+_ENVELOPE_FIELDS = [
+    ("tenant_id", _STR),
+    ("chat_id", _STR),
+    ("sequence_number", pa.int64()),
+    ("event_type", _STR),
+    ("prev_hash", _STR),
+    ("row_hash", _STR),
+]
+#: Typed payload fields read column-wise; everything else stays in ``payload`` only.
+_TYPED = pa.schema(
+    [
+        ("turn", pa.int64()),
+        ("message_id", _STR),
+        ("call_id", _STR),
+        ("tool", _STR),
+        ("finish", _STR),
+        ("text", _STR),
+        ("result", _STR),
+        ("is_error", pa.bool_()),
+        ("usage", pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64())])),
+        ("cacheKey", _STR),
+        ("interrupt_id", _STR),
+        ("reason", _STR),
+        ("subagent_id", _STR),
+        ("child_chat_id", _STR),
+        ("checkpoint_id", _STR),
+        ("export_id", _STR),
+        ("card_id", _STR),
+        ("message", _STR),
+    ]
+)
+
+_FIX_TENANT = (
+    "Every pleach row must name its tenant: fix the export, or pass errors=\"quarantine\" "
+    "to load the other rows."
+)
+
+
+class _FastPathFailed(Exception):
+    """The block cannot be read column-wise; use the robust per-line path."""
+
+
+# ----------------------------------------------------------------------------- sniffing
 def sniff(path: Path) -> str | None:
-    """None if ``path`` looks like a pleach log, else why not."""
-    return "not implemented yet"
+    """None if ``path`` looks like a pleach export, else the reason it does not.
+
+    A JSONL file's first non-blank line must be a JSON object with ``tenant_id``, ``chat_id``,
+    ``sequence_number``, ``event_type`` and ``payload``; a Parquet file must have those columns.
+    """
+    p = Path(path)
+    try:
+        if p.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            names = set(pq.read_schema(p).names)
+            missing = [c for c in _REQUIRED_COLUMNS if c not in names]
+            return f"Parquet columns {missing} are missing" if missing else None
+        with open(p, "rb") as fh:
+            for raw in fh:
+                if raw.strip():
+                    break
+            else:
+                return "file is empty"
+        try:
+            obj = loads(raw)
+        except JSONDecodeError:
+            return "first line is not valid JSON"
+        if not isinstance(obj, dict):
+            return "first line is not a JSON object"
+        missing = [c for c in _REQUIRED_COLUMNS if c not in obj]
+        if missing:
+            return f"first row lacks harness_event_log fields {missing}"
+        return None
+    except OSError as exc:
+        return f"cannot read file: {exc}"
 
 
-def read_pleach(path: Any, **kwargs: Any) -> EventLog:
-    raise NotImplementedError("read_pleach is being written")
+# ----------------------------------------------------------------------------- results
+@dataclass
+class _Part:
+    """Rows of one block in an intermediate, format-neutral shape."""
+
+    env: pa.Table  # tenant_id, chat_id, sequence_number, event_type, prev_hash, row_hash
+    created_at: pa.Array  # string, integer or timestamp values (null allowed)
+    payload: pa.Array  # large_string, JSON object text
+    typed: pa.Table  # _TYPED columns
+    line: np.ndarray  # 1-based line (or row) number
+    raw: pa.Array | None = None  # the row's raw text (for quarantine), or None
+
+
+@dataclass
+class _Counts:
+    input_rows: int = 0
+    filtered_out: int = 0
+    quarantined: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- public API
+def read_pleach(
+    path_or_glob: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    tenant_id: str | Sequence[str] | None = None,
+    errors: ErrorPolicy = "raise",
+    progress: bool | None = None,
+) -> EventLog:
+    """Load pleach ``harness_event_log`` exports (JSONL or Parquet) into an EventLog.
+
+    ``path_or_glob`` is a file, a directory (searched recursively for ``*.jsonl``,
+    ``*.ndjson``, ``*.json``, ``*.parquet``), a glob, or a list of those. Each row becomes
+    one event: ``run_id = chat_id``, ``seq = sequence_number``, ``type = event_type``,
+    ``payload`` = the source's JSON text of the payload object (lossless), plus the typed
+    columns of docs/formats.md (kind, ref_id, tool_name, args_hash, cache_key, is_error,
+    finish, input/output tokens, text; ``turn`` is carried forward from ``turn.started``;
+    a chat named by ``subagent.spawned.child_chat_id`` gets that chat as parent_run_id).
+
+    Rows carry their own tenant: ``tenant_id=`` is a *filter* (a string or a list of
+    strings); rows of other tenants are skipped, neither loaded nor quarantined, and counted
+    in ``log.extras["pleach_counts"]`` (``input_rows == loaded + quarantined + filtered_out``
+    per file). Blank lines are not rows.
+
+    Duplicate ``(tenant_id, chat_id, sequence_number)``: the first row in file order (files in
+    sorted path order) is kept; every later one is an error (reason ``duplicate_seq``).
+
+    Args:
+        path_or_glob: where to read.
+        tenant_id: keep only these tenants' rows (None: all tenants).
+        errors: ``"raise"`` stops at the first bad row with a LoadError; ``"quarantine"``
+            puts each bad row, with its reason, in ``log.quarantine`` and keeps going.
+        progress: show a progress bar over bytes (None: only when interactive).
+
+    Returns:
+        An EventLog sorted by (tenant_id, run_id, seq).
+
+    Raises:
+        LoadError: a bad row under ``errors="raise"``; reasons: ``bad_json``, ``not_object``,
+            ``bad_utf8``, ``missing_tenant``, ``missing_field`` (chat_id), ``bad_seq``,
+            ``unknown_event`` (missing/empty event_type), ``bad_payload``,
+            ``bad_timestamp``, ``bad_type``, ``duplicate_seq``, ``bad_schema`` (Parquet).
+        FileNotFoundError: nothing matches ``path_or_glob``.
+        TypeError: ``tenant_id`` is given but is not a non-empty string / list of them.
+        ValueError: ``errors`` is not ``"raise"`` or ``"quarantine"``.
+
+    Example:
+        >>> import replaykit as rk
+        >>> log = rk.read_pleach("data/pleach/*.jsonl", tenant_id="acme")  # doctest: +SKIP
+        >>> log.runs_df()[["run_id", "events", "tool_calls"]]  # doctest: +SKIP
+    """
+    policy = check_errors_arg(errors)
+    tenants = _tenant_filter(tenant_id)
+    files = expand_paths(path_or_glob, patterns=_PATTERNS)
+    quarantine = Quarantine(policy)
+    total = sum(f.stat().st_size for f in files)
+    parts: list[tuple[str, _Part]] = []
+    counts_rows: list[dict[str, Any]] = []
+    with Progress(total, desc="pleach", unit="B", enabled=progress) as bar:
+        for f in files:
+            source = f"{FORMAT}:{f}"
+            counts = _Counts()
+            before = len(quarantine)
+            if f.suffix == ".parquet":
+                file_parts = list(_read_parquet(f, source, quarantine, tenants, counts))
+                bar.update(f.stat().st_size)
+            else:
+                file_parts = list(_read_jsonl(f, source, quarantine, tenants, counts, bar))
+            counts.quarantined = len(quarantine) - before
+            parts.extend((source, p) for p in file_parts)
+            counts_rows.append(
+                {
+                    "source": source,
+                    "input_rows": counts.input_rows,
+                    "filtered_out": counts.filtered_out,
+                    "quarantined_in_file": counts.quarantined,
+                }
+            )
+    table, dup_by_source = _finish(parts, quarantine)
+    for row in counts_rows:
+        row["quarantined"] = row.pop("quarantined_in_file") + dup_by_source.get(row["source"], 0)
+        row["loaded"] = row["input_rows"] - row["filtered_out"] - row["quarantined"]
+    runs = _runs_table(table)
+    extras = {"pleach_counts": pa.Table.from_pylist(counts_rows, schema=_COUNTS_SCHEMA)}
+    return EventLog(table, runs=runs, quarantine=quarantine.table(), extras=extras)
+
+
+_COUNTS_SCHEMA = pa.schema(
+    [
+        ("source", pa.string()),
+        ("input_rows", pa.int64()),
+        ("filtered_out", pa.int64()),
+        ("quarantined", pa.int64()),
+        ("loaded", pa.int64()),
+    ]
+)
+
+
+def _tenant_filter(tenant_id: object) -> frozenset[str] | None:
+    if tenant_id is None:
+        return None
+    values = [tenant_id] if isinstance(tenant_id, str) else tenant_id
+    try:
+        values = list(values)  # type: ignore[call-overload]
+    except TypeError:
+        values = [tenant_id]
+    if not values or not all(isinstance(v, str) and v for v in values):
+        raise TypeError(
+            "tenant_id filters pleach rows by tenant: pass a non-empty string or a list of "
+            f"them, or None for every tenant; got {tenant_id!r}"
+        )
+    return frozenset(values)
+
+
+# ----------------------------------------------------------------------------- JSONL
+def _iter_blocks(path: Path, bar: Progress) -> Iterator[tuple[bytes, int]]:
+    """Yield (block bytes ending at a line end, 1-based number of its first line)."""
+    first_line = 1
+    rest = b""
+    with open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(_BLOCK)
+            bar.update(len(chunk))
+            if not chunk:
+                if rest:
+                    yield rest + b"\n", first_line
+                return
+            data = rest + chunk
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                rest = data
+                continue
+            block, rest = data[: cut + 1], data[cut + 1 :]
+            yield block, first_line
+            first_line += block.count(b"\n")
+
+
+def _read_jsonl(
+    path: Path,
+    source: str,
+    quarantine: Quarantine,
+    tenants: frozenset[str] | None,
+    counts: _Counts,
+    bar: Progress,
+) -> Iterator[_Part]:
+    for block, first_line in _iter_blocks(path, bar):
+        b = np.frombuffer(block, dtype=np.uint8)
+        nl = np.flatnonzero(b == 10)
+        starts = np.empty(len(nl), dtype=np.int64)
+        if len(nl):
+            starts[0] = 0
+            starts[1:] = nl[:-1] + 1
+        ends = nl.copy()
+        cr = (ends > starts) & (b[np.maximum(ends - 1, 0)] == 13)
+        ends[cr] -= 1
+        lineno = first_line + np.arange(len(nl), dtype=np.int64)
+        nonblank = ends > starts
+        if not nonblank.all():
+            # a line of only spaces/tabs is blank too
+            starts, ends, lineno = starts[nonblank], ends[nonblank], lineno[nonblank]
+        counts.input_rows += len(starts)
+        if not len(starts):
+            continue
+        try:
+            part = _fast_block(block, b, starts, ends, lineno)
+        except _FastPathFailed:
+            part = _robust_block(
+                block, starts, ends, lineno, source, quarantine, tenants, counts
+            )
+        part = _check_rows(part, source, quarantine, tenants, counts)
+        if part is not None:
+            yield part
+
+
+def _slices(buf: pa.Buffer, lo: np.ndarray, hi: np.ndarray, *, binary: bool = False) -> pa.Array:
+    """Arrow array of ``buf[lo[i]:hi[i]]`` for each i (one copy; spans must be ordered)."""
+    n = len(lo)
+    offs = np.empty(2 * n + 1, dtype=np.int64)
+    offs[0:-1:2] = lo
+    offs[1:-1:2] = hi
+    offs[-1] = hi[-1] if n else 0
+    typ = pa.large_binary() if binary else pa.large_string()
+    inter = pa.Array.from_buffers(typ, 2 * n, [None, pa.py_buffer(offs), buf])
+    return inter.take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int64)))
+
+
+_PAYLOAD_KEY = re.compile(rb'"payload":')
+_WS = np.zeros(256, dtype=bool)
+_WS[[9, 10, 13, 32]] = True
+
+
+def _parse_lines(buf: pa.Buffer, schema: pa.Schema, longest: int) -> pa.Table:
+    return pj.read_json(
+        pa.BufferReader(buf),
+        read_options=pj.ReadOptions(use_threads=True, block_size=max(4 << 20, longest + 2)),
+        parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+    )
+
+
+def _envelope_schema(created_at: pa.DataType) -> pa.Schema:
+    return pa.schema([*_ENVELOPE_FIELDS, ("created_at", created_at)])
+
+
+def _fast_block(
+    block: bytes, b: np.ndarray, starts: np.ndarray, ends: np.ndarray, lineno: np.ndarray
+) -> _Part:
+    n = len(starts)
+    # Every line must open an object. (Lines starting with whitespace would hide blank
+    # lines from the row count, and pyarrow 26 crashes on a buffer whose first value is a
+    # bare `null`, so anything else goes to the robust path.)
+    if not (b[starts] == ord("{")).all():
+        raise _FastPathFailed("a line does not start with '{'")
+    buf = pa.py_buffer(block)
+    # 1. UTF-8 (Arrow's JSON reader does not check bytes of fields it skips)
+    offs = np.append(starts, ends[-1]).astype(np.int64)
+    try:
+        pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offs), buf]).validate(
+            full=True
+        )
+    except pa.ArrowInvalid as exc:
+        raise _FastPathFailed("invalid UTF-8") from exc
+    # 2. envelope scalars (and JSON validity of every line)
+    env = None
+    for ts_type in (_STR, pa.int64()):
+        try:
+            env = _parse_lines(buf, _envelope_schema(ts_type), int((ends - starts).max()))
+            break
+        except pa.ArrowInvalid as exc:
+            if "created_at" not in str(exc):
+                raise _FastPathFailed(str(exc)) from exc
+    if env is None or env.num_rows != n:
+        raise _FastPathFailed("row count or created_at types differ")
+    # 3. payload spans
+    keys = np.fromiter((m.start() for m in _PAYLOAD_KEY.finditer(block)), dtype=np.int64)
+    if not len(keys):
+        raise _FastPathFailed("no payload key")
+    k = np.searchsorted(keys, starts)
+    key_pos = keys[np.minimum(k, len(keys) - 1)]
+    has = (k < len(keys)) & (key_pos < ends)
+    value = np.where(has, key_pos + 10, starts)
+    for _ in range(8):  # skip a few whitespace bytes after the colon
+        ws = has & _WS[b[np.minimum(value, len(b) - 1)]] & (value < ends)
+        if not ws.any():
+            break
+        value = value + ws
+    is_obj = has & (b[np.minimum(value, len(b) - 1)] == ord("{"))
+    if not is_obj.all():
+        raise _FastPathFailed("a row has no payload object")
+    opens = np.flatnonzero(b == ord("{"))
+    oi = np.minimum(np.searchsorted(opens, starts), len(opens) - 1)
+    second_open = opens[np.minimum(oi + 1, len(opens) - 1)]
+    if not ((opens[oi] == starts) & (second_open == value)).all():
+        raise _FastPathFailed("payload key is not provably at the top level")
+    closes = np.flatnonzero(b == ord("}"))
+    ci = np.searchsorted(closes, ends)  # closes[ci-1] = line's last '}'
+    if (ci < 2).any():
+        raise _FastPathFailed("unbalanced line")
+    pend = closes[ci - 2] + 1
+    if not ((pend > value) & (closes[ci - 1] < ends)).all():
+        raise _FastPathFailed("payload end not found")
+    payload = _slices(buf, value, pend)
+    # 4. typed payload fields; the parse also proves each span is one JSON object
+    typed = _parse_payloads(payload)
+    if typed is None:
+        raise _FastPathFailed("payload spans did not parse")
+    created = env.column("created_at").combine_chunks()
+    return _Part(
+        env=env.drop_columns(["created_at"]),
+        created_at=created,
+        payload=payload,
+        typed=typed,
+        line=lineno,
+        raw=None,
+    )
+
+
+def _parse_payloads(payload: pa.Array) -> pa.Table | None:
+    """Typed fields of many payload objects, or None when Arrow cannot parse them."""
+    n = len(payload)
+    if n == 0:
+        return _TYPED.empty_table()
+    data = payload.buffers()[2]
+    offs = np.frombuffer(payload.buffers()[1], dtype=np.int64)[payload.offset :][: n + 1]
+    halves = [(0, n)] if n < 20_000 else [(0, n // 2), (n // 2, n)]
+
+    def run(lo_hi: tuple[int, int]) -> pa.Table:
+        lo, hi = lo_hi
+        piece = data.slice(int(offs[lo]), int(offs[hi] - offs[lo]))
+        return pj.read_json(
+            pa.BufferReader(piece),
+            read_options=pj.ReadOptions(use_threads=False, block_size=int(piece.size) + 1),
+            parse_options=pj.ParseOptions(
+                explicit_schema=_TYPED, unexpected_field_behavior="ignore"
+            ),
+        )
+
+    try:
+        if len(halves) == 1:
+            tables = [run(halves[0])]
+        else:
+            with ThreadPoolExecutor(2) as pool:
+                tables = list(pool.map(run, halves))
+    except pa.ArrowInvalid:
+        return None
+    if sum(t.num_rows for t in tables) != n:
+        return None
+    return pa.concat_tables(tables).combine_chunks()
+
+
+# ----------------------------------------------------------------------------- robust path
+def _bad(
+    quarantine: Quarantine,
+    source: str,
+    line: int,
+    reason: str,
+    detail: str,
+    raw: bytes | str | None,
+    field_name: str | None = None,
+    fix: str | None = None,
+) -> None:
+    quarantine.bad(
+        LoadError(source=source, line=line, reason=reason, detail=detail, field=field_name,
+                  fix=fix),
+        raw,
+    )
+
+
+def _robust_block(
+    block: bytes,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    lineno: np.ndarray,
+    source: str,
+    quarantine: Quarantine,
+    tenants: frozenset[str] | None,
+    counts: _Counts,
+) -> _Part:
+    """Decode every line on its own; report bad ones; load the good ones."""
+    good_lines: list[bytes] = []
+    good_no: list[int] = []
+    objs: list[dict[str, Any]] = []
+    for lo, hi, no in zip(starts.tolist(), ends.tolist(), lineno.tolist(), strict=True):
+        raw = block[lo:hi]
+        if not raw.strip():
+            continue  # whitespace-only line: blank, not a row
+        try:
+            obj = loads(raw)
+        except UnicodeDecodeError:
+            _bad(quarantine, source, no, "bad_utf8", "line is not valid UTF-8", raw,
+                 fix="Re-export the file as UTF-8, or pass errors=\"quarantine\".")
+            continue
+        except JSONDecodeError as exc:
+            if _is_utf8_error(raw):
+                _bad(quarantine, source, no, "bad_utf8", "line is not valid UTF-8", raw,
+                     fix="Re-export the file as UTF-8, or pass errors=\"quarantine\".")
+            else:
+                _bad(quarantine, source, no, "bad_json",
+                     f"line is not valid JSON ({exc}); truncated or corrupted row", raw)
+            continue
+        if not isinstance(obj, dict):
+            _bad(quarantine, source, no, "not_object",
+                 f"line is a JSON {type(obj).__name__}, expected an object", raw)
+            continue
+        t = obj.get("tenant_id")
+        if tenants is not None and isinstance(t, str) and t and t not in tenants:
+            counts.filtered_out += 1  # another tenant's row: skipped, never reported
+            continue
+        problem = _row_problem(obj)
+        if problem is not None:
+            reason, fld, detail = problem
+            _bad(quarantine, source, no, reason, detail, raw, fld,
+                 _FIX_TENANT if reason == "missing_tenant" else None)
+            continue
+        good_lines.append(raw)
+        good_no.append(no)
+        objs.append(obj)
+    lines_no = np.asarray(good_no, dtype=np.int64)
+    if not good_lines:
+        return _empty_part()
+    # the good lines again through the fast path, for the source text of each payload
+    joined = b"\n".join(good_lines) + b"\n"
+    jb = np.frombuffer(joined, dtype=np.uint8)
+    nl = np.flatnonzero(jb == 10)
+    st = np.empty(len(nl), dtype=np.int64)
+    st[0] = 0
+    st[1:] = nl[:-1] + 1
+    try:
+        return _fast_block(joined, jb, st, nl, lines_no)
+    except _FastPathFailed:
+        return _part_from_objects(objs, lines_no)
+
+
+def _is_utf8_error(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _row_problem(obj: dict[str, Any]) -> tuple[str, str, str] | None:
+    """(reason, field, detail) for the first problem of a decoded row, or None."""
+    t = obj.get("tenant_id")
+    if not isinstance(t, str) or not t:
+        return ("missing_tenant", "tenant_id", f"must be a non-empty string, got {t!r}")
+    c = obj.get("chat_id")
+    if not isinstance(c, str) or not c:
+        return ("missing_field", "chat_id", f"must be a non-empty string, got {c!r}")
+    s = obj.get("sequence_number", None)
+    if type(s) is not int or s < 0 or s >= 2**63:
+        return ("bad_seq", "sequence_number", f"must be an integer >= 0, got {s!r}")
+    e = obj.get("event_type")
+    if not isinstance(e, str) or not e:
+        return ("unknown_event", "event_type",
+                f"must be a non-empty string (the event type), got {e!r}")
+    if not isinstance(obj.get("payload"), dict):
+        p = obj.get("payload")
+        return ("bad_payload", "payload", f"must be a JSON object, got {type(p).__name__}")
+    ts = obj.get("created_at")
+    if ts is not None and not (isinstance(ts, str) or type(ts) is int):
+        return ("bad_timestamp", "created_at",
+                f"must be ISO-8601 text or epoch milliseconds, got {ts!r}")
+    for h in ("prev_hash", "row_hash"):
+        v = obj.get(h)
+        if v is not None and not isinstance(v, str):
+            return ("bad_type", h, f"must be a string or null, got {v!r}")
+    return None
+
+
+def _coerce(value: Any, typ: pa.DataType) -> Any:
+    if value is None:
+        return None
+    if pa.types.is_struct(typ):
+        if not isinstance(value, dict):
+            return None
+        return {f.name: _coerce(value.get(f.name), f.type) for f in typ}
+    if pa.types.is_integer(typ):
+        return value if type(value) is int and -(2**63) <= value < 2**63 else None
+    if pa.types.is_boolean(typ):
+        return value if isinstance(value, bool) else None
+    return value if isinstance(value, str) else None
+
+
+def _typed_from_objects(payloads: list[dict[str, Any]]) -> pa.Table:
+    cols = {
+        f.name: pa.array([_coerce(p.get(f.name), f.type) for p in payloads], type=f.type)
+        for f in _TYPED
+    }
+    return pa.table(cols, schema=_TYPED)
+
+
+def _part_from_objects(objs: list[dict[str, Any]], line: np.ndarray) -> _Part:
+    env = pa.table(
+        {name: pa.array([o.get(name) for o in objs], type=typ) for name, typ in _ENVELOPE_FIELDS}
+    )
+    ts = [o.get("created_at") for o in objs]
+    created = pa.array([None if v is None else str(v) for v in ts], type=_STR)
+    payload = pa.array([canonical_json(o["payload"]) for o in objs], type=pa.large_string())
+    typed = _typed_from_objects([o["payload"] for o in objs])
+    return _Part(env=env, created_at=created, payload=payload, typed=typed, line=line)
+
+
+def _empty_part() -> _Part:
+    env = pa.schema(_ENVELOPE_FIELDS).empty_table()
+    return _Part(
+        env=env,
+        created_at=pa.array([], type=_STR),
+        payload=pa.array([], type=pa.large_string()),
+        typed=_TYPED.empty_table(),
+        line=np.zeros(0, dtype=np.int64),
+    )
+
+
+# ----------------------------------------------------------------------------- row checks
+def _check_rows(
+    part: _Part,
+    source: str,
+    quarantine: Quarantine,
+    tenants: frozenset[str] | None,
+    counts: _Counts,
+) -> _Part | None:
+    """Apply the tenant filter and the column-wise row checks; report bad rows."""
+    env = part.env
+    n = env.num_rows
+    if n == 0:
+        return None
+    tenant = env.column("tenant_id").combine_chunks()
+    keep = np.ones(n, dtype=bool)
+    if tenants is not None:
+        valid_t = pc.fill_null(pc.greater(pc.utf8_length(tenant), 0), False)
+        other = np.asarray(
+            pc.and_(valid_t, pc.invert(pc.is_in(tenant, pa.array(sorted(tenants)))))
+        )
+        counts.filtered_out += int(other.sum())
+        keep &= ~other
+    problems: list[tuple[np.ndarray, str, str, str]] = []
+
+    def empty_or_null(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+        return np.asarray(pc.fill_null(pc.equal(pc.utf8_length(col), 0), True))
+
+    problems.append(
+        (empty_or_null(tenant), "missing_tenant", "tenant_id", "must be a non-empty string")
+    )
+    problems.append(
+        (empty_or_null(env.column("chat_id")), "missing_field", "chat_id",
+         "must be a non-empty string")
+    )
+    seq = env.column("sequence_number")
+    problems.append(
+        (np.asarray(pc.fill_null(pc.less(seq, 0), True)), "bad_seq", "sequence_number",
+         "must be an integer >= 0")
+    )
+    problems.append(
+        (empty_or_null(env.column("event_type")), "unknown_event", "event_type",
+         "must be a non-empty string (the event type)")
+    )
+    ts, bad_ts = _parse_created(part.created_at)
+    problems.append(
+        (bad_ts, "bad_timestamp", "created_at",
+         "must be ISO-8601 text with a zone (e.g. 2026-01-01T00:00:00Z) or epoch milliseconds")
+    )
+    bad_any = np.zeros(n, dtype=bool)
+    first_reason: list[tuple[int, str, str, str]] = []
+    for mask, reason, fld, detail in problems:
+        m = mask & keep & ~bad_any
+        for i in np.flatnonzero(m).tolist():
+            first_reason.append((i, reason, fld, detail))
+        bad_any |= m
+    for i, reason, fld, detail in sorted(first_reason):
+        value = _value_at(env, part.created_at, fld, i)
+        _bad(quarantine, source, int(part.line[i]), reason, f"{detail}, got {value!r}",
+             _raw_row(part, i), fld, _FIX_TENANT if reason == "missing_tenant" else None)
+    keep &= ~bad_any
+    if keep.all():
+        return _Part(env, ts, part.payload, part.typed, part.line)
+    idx = pa.array(np.flatnonzero(keep))
+    return _Part(
+        env.take(idx), ts.take(idx), part.payload.take(idx), part.typed.take(idx),
+        part.line[keep],
+    )
+
+
+def _value_at(env: pa.Table, created: pa.Array, fld: str, i: int) -> Any:
+    if fld == "created_at":
+        return created[i].as_py()
+    return env.column(fld)[i].as_py()
+
+
+def _raw_row(part: _Part, i: int) -> str:
+    row = {name: part.env.column(name)[i].as_py() for name in part.env.column_names}
+    ts = part.created_at[i].as_py()
+    row["created_at"] = ts if not hasattr(ts, "isoformat") else ts.isoformat()
+    return canonical_json(row)[:-1] + ',"payload":' + part.payload[i].as_py() + "}"
+
+
+_EPOCH_MS = re.compile(r"^-?[0-9]+$")
+
+
+def _parse_created(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """created_at -> timestamp[us, UTC]; also a mask of values that could not be parsed."""
+    target = pa.timestamp("us", tz="UTC")
+    n = len(values)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if pa.types.is_timestamp(values.type):
+        if values.type.tz is None:
+            values = pc.assume_timezone(values, "UTC")
+        return values.cast(target), np.zeros(n, dtype=bool)
+    if pa.types.is_integer(values.type):
+        us = pc.multiply_checked(values.cast(pa.int64()), 1000)
+        return us.cast(target), np.zeros(n, dtype=bool)
+    values = values.cast(_STR)
+    try:
+        return values.cast(target), np.zeros(n, dtype=bool)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    # mixed: epoch-ms digit strings, ISO text with a zone, ISO text without one (UTC)
+    out: list[Any] = [None] * n
+    bad = np.zeros(n, dtype=bool)
+    import datetime as _dt
+
+    for i, v in enumerate(values.to_pylist()):  # only for files mixing representations
+        if v is None:
+            continue
+        try:
+            if _EPOCH_MS.match(v):
+                out[i] = _dt.datetime.fromtimestamp(int(v) / 1000, tz=_dt.UTC)
+            else:
+                d = _dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
+                out[i] = d if d.tzinfo else d.replace(tzinfo=_dt.UTC)
+        except (ValueError, OverflowError, OSError):
+            bad[i] = True
+    return pa.array(out, type=target), bad
+
+
+# ----------------------------------------------------------------------------- Parquet
+def _read_parquet(
+    path: Path,
+    source: str,
+    quarantine: Quarantine,
+    tenants: frozenset[str] | None,
+    counts: _Counts,
+) -> Iterator[_Part]:
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    names = set(pf.schema_arrow.names)
+    missing = [c for c in _REQUIRED_COLUMNS if c not in names]
+    if missing:
+        counts.input_rows += pf.metadata.num_rows
+        raise LoadError(
+            source=source, line=None, reason="bad_schema",
+            detail=f"Parquet file lacks harness_event_log columns {missing}",
+            fix="Export tenant_id, chat_id, sequence_number, event_type and payload.",
+        )
+    first = 1
+    for batch in pf.iter_batches(batch_size=500_000):
+        t = pa.Table.from_batches([batch])
+        n = t.num_rows
+        counts.input_rows += n
+        line = first + np.arange(n, dtype=np.int64)
+        first += n
+        env_cols = {}
+        for name, typ in _ENVELOPE_FIELDS:
+            if name in t.column_names:
+                col = t.column(name)
+                try:
+                    env_cols[name] = col.cast(typ)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise LoadError(
+                        source=source, line=None, reason="bad_type", field=name,
+                        detail=f"column has type {col.type}, expected {typ}",
+                    ) from exc
+            else:
+                env_cols[name] = pa.nulls(n, typ)
+        env = pa.table(env_cols)
+        created = (
+            t.column("created_at").combine_chunks()
+            if "created_at" in t.column_names
+            else pa.nulls(n, _STR)
+        )
+        pcol = t.column("payload").combine_chunks()
+        if pa.types.is_struct(pcol.type) or pa.types.is_map(pcol.type):
+            payload = pa.array(
+                [None if v is None else canonical_json(_map_to_dict(v)) for v in
+                 pcol.to_pylist()],
+                type=pa.large_string(),
+            )
+        else:
+            payload = pcol.cast(pa.large_string())
+        part = _parquet_payloads(env, created, payload, line, source, quarantine)
+        part = _check_rows(part, source, quarantine, tenants, counts)
+        if part is not None:
+            yield part
+
+
+def _map_to_dict(v: Any) -> Any:
+    if isinstance(v, list) and all(isinstance(x, tuple) and len(x) == 2 for x in v):
+        return dict(v)
+    return v
+
+
+def _parquet_payloads(
+    env: pa.Table, created: pa.Array, payload: pa.Array, line: np.ndarray, source: str,
+    quarantine: Quarantine,
+) -> _Part:
+    """Typed fields of Parquet payload text; rows whose payload is not an object are bad."""
+    n = len(payload)
+    ok = np.asarray(pc.fill_null(pc.starts_with(pc.utf8_ltrim_whitespace(payload), "{"), False))
+    one_line = pc.replace_substring(payload, "\n", " ")
+    typed = _parse_payloads(pc.if_else(pa.array(ok), one_line, "{}")) if ok.all() else None
+    if typed is not None:
+        return _Part(env, created, payload, typed, line)
+    # row by row: find the payloads that are not JSON objects
+    objs: list[dict[str, Any]] = []
+    keep = np.zeros(n, dtype=bool)
+    for i, text in enumerate(payload.to_pylist()):
+        try:
+            obj = loads(text) if text is not None else None
+        except JSONDecodeError:
+            obj = None
+        if not isinstance(obj, dict):
+            _bad(quarantine, source, int(line[i]), "bad_payload", "payload",
+                 f"must be the JSON text of an object, got {str(text)[:60]!r}",
+                 text)
+            continue
+        keep[i] = True
+        objs.append(obj)
+    idx = pa.array(np.flatnonzero(keep))
+    return _Part(
+        env.take(idx), created.take(idx), payload.take(idx), _typed_from_objects(objs),
+        line[keep],
+    )
+
+
+# ----------------------------------------------------------------------------- finishing
+def _finish(
+    parts: list[tuple[str, _Part]], quarantine: Quarantine
+) -> tuple[pa.Table, dict[str, int]]:
+    """Concatenate parts, drop duplicate keys, map to the canonical columns."""
+    parts[:] = [(s, p) for s, p in parts if p.env.num_rows]
+    if not parts:
+        return events_table({k: [] for k in _MIN_COLUMNS}), {}
+    env = pa.concat_tables([p.env for _, p in parts]).combine_chunks()
+    typed = pa.concat_tables([p.typed for _, p in parts]).combine_chunks()
+    payload = pa.chunked_array([p.payload for _, p in parts]).combine_chunks()
+    ts = pa.chunked_array([p.created_at for _, p in parts]).combine_chunks()
+    line = np.concatenate([p.line for _, p in parts])
+    src_idx = np.concatenate(
+        [np.full(p.env.num_rows, i, dtype=np.int32) for i, (_, p) in enumerate(parts)]
+    )
+    source_names = [s for s, _ in parts]
+    parts.clear()  # the caller's list too: release the per-block arrays before sorting
+    n = env.num_rows
+    tenant = env.column("tenant_id").dictionary_encode().combine_chunks()
+    chat = env.column("chat_id").dictionary_encode().combine_chunks()
+    seq = env.column("sequence_number").to_numpy()
+
+    # duplicates (tenant, chat, seq): keep the first in file order
+    t_idx = tenant.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    c_idx = chat.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    order = np.lexsort((np.arange(n), seq, c_idx, t_idx))
+    same = (
+        (t_idx[order][1:] == t_idx[order][:-1])
+        & (c_idx[order][1:] == c_idx[order][:-1])
+        & (seq[order][1:] == seq[order][:-1])
+    )
+    dup_by_source: dict[str, int] = {}
+    if same.any():
+        dup_rows = np.sort(order[1:][same])
+        for i in dup_rows.tolist():
+            src = source_names[src_idx[i]]
+            _bad(
+                quarantine, src, int(line[i]),
+                "duplicate_seq",
+                f"(tenant_id, chat_id, sequence_number) = ({tenant[i].as_py()!r}, "
+                f"{chat[i].as_py()!r}, {int(seq[i])}) repeats an earlier row; the first is kept",
+                None, "sequence_number",
+            )
+            dup_by_source[src] = dup_by_source.get(src, 0) + 1
+        keep = np.ones(n, dtype=bool)
+        keep[dup_rows] = False
+        idx = pa.array(np.flatnonzero(keep))
+        env, typed, payload, ts = env.take(idx), typed.take(idx), payload.take(idx), ts.take(idx)
+        tenant, chat = tenant.take(idx), chat.take(idx)
+        line, src_idx, seq = line[keep], src_idx[keep], seq[keep]
+    cols = _canonical_columns(env, typed, payload)
+    del typed
+    child = cols.pop("_child")
+    source = pa.DictionaryArray.from_arrays(
+        pa.array(src_idx, type=pa.int32()), pa.array(source_names, type=_STR)
+    )
+    table = events_table(
+        {
+            "tenant_id": tenant,
+            "run_id": chat,
+            "seq": seq,
+            "ts": ts,
+            "payload": payload,
+            "prev_hash": env.column("prev_hash"),
+            "row_hash": env.column("row_hash"),
+            "source": source,
+            "source_line": line,
+            **cols,
+        },
+        sort=False,
+    )
+    order = sort_order(table)
+    if len(order) and not np.array_equal(order, np.arange(len(order))):
+        table, child = table.take(pa.array(order)), child.take(pa.array(order))
+    return _fill_derived(table, child), dup_by_source
+
+
+_MIN_COLUMNS = ("tenant_id", "run_id", "seq", "type", "kind", "payload", "source")
+
+
+def _canonical_columns(env: pa.Table, typed: pa.Table, payload: pa.Array) -> dict[str, Any]:
+    """kind, ref_id, event_id, tool_name, args_hash, cache_key, is_error, finish, tokens, text."""
+    etype = env.column("event_type").dictionary_encode().combine_chunks()
+    type_names = etype.dictionary.to_pylist()
+    kinds = [EVENT_KINDS.get(t, "other") for t in type_names]
+    kind_values = sorted(set(kinds))
+    kind_code = np.array([kind_values.index(k) for k in kinds], dtype=np.int32)
+    t_idx = etype.indices.to_numpy(zero_copy_only=False)
+    kind = pa.DictionaryArray.from_arrays(
+        pa.array(kind_code[t_idx] if len(kind_code) else np.zeros(0, np.int32)),
+        pa.array(kind_values, type=_STR),
+    )
+
+    def is_type(*names: str) -> pa.Array:
+        codes = [i for i, t in enumerate(type_names) if t in names]
+        return pa.array(np.isin(t_idx, codes))
+
+    def col(name: str) -> pa.Array:
+        return typed.column(name).combine_chunks()
+
+    def pick(mask: pa.Array, values: pa.Array) -> pa.Array:
+        return pc.if_else(mask, values, pa.nulls(len(values), values.type))
+
+    null_s = pa.nulls(len(etype), _STR)
+    calls = is_type("model.requested", "model.completed", "tool.called", "tool.completed")
+    ref = pc.if_else(calls, col("call_id"), null_s)
+    ref = pc.if_else(is_type("interrupt.raised", "interrupt.resolved"), col("interrupt_id"), ref)
+    ref = pc.if_else(is_type("subagent.spawned", "subagent.completed"), col("subagent_id"), ref)
+    ref = pc.if_else(is_type("turn.started", "turn.completed"), col("message_id"), ref)
+    event_id = pick(is_type("message.user"), col("message_id"))
+    event_id = pc.if_else(is_type("checkpoint.created"), col("checkpoint_id"), event_id)
+    event_id = pc.if_else(is_type("export.created"), col("export_id"), event_id)
+    event_id = pc.if_else(is_type("user_card.shown"), col("card_id"), event_id)
+    tools = is_type("tool.called", "tool.completed")
+    tool_name = pick(tools, col("tool"))
+    model_done = is_type("model.completed")
+    finish = pick(model_done, col("finish"))
+    usage = typed.column("usage").combine_chunks()
+    in_tok = pick(model_done, pc.struct_field(usage, "input_tokens"))
+    out_tok = pick(model_done, pc.struct_field(usage, "output_tokens"))
+    is_error = pc.fill_null(pc.and_(is_type("tool.completed"), col("is_error")), False)
+    is_error = pc.or_(is_error, is_type("error.raised"))
+    is_error = pc.or_(is_error, pc.fill_null(pc.equal(finish, "error"), False))
+    turn = pick(is_type("turn.started", "turn.completed"), col("turn"))
+    # tool arguments: canonical JSON text and its hash (per tool call; hashed once per text)
+    called = np.flatnonzero(np.asarray(is_type("tool.called")))
+    args_text: list[str | None] = [None] * len(called)
+    hashes: list[str | None] = [None] * len(called)
+    cache: dict[str, str] = {}
+    for j, ptxt in enumerate(payload.take(pa.array(called)).to_pylist()):
+        args = loads(ptxt).get("args")
+        if args is None:
+            continue
+        a = args_text[j] = canonical_json(args)
+        h = cache.get(a)
+        if h is None:
+            h = cache[a] = args_hash(args)
+        hashes[j] = h
+    n = len(etype)
+    scatter = np.full(n, -1, dtype=np.int64)
+    scatter[called] = np.arange(len(called))
+    where = pa.array(scatter, mask=scatter < 0)
+    args_col = pa.array(args_text, type=_STR).take(where)
+    hash_col = pa.array(hashes, type=_STR).take(where)
+    # text: one pass over the (large) text-bearing fields, first present wins
+    text = pc.coalesce(args_col, col("text"), col("result"), col("message"), col("reason"))
+    return {
+        "type": etype,
+        "kind": kind,
+        "turn": turn,
+        "event_id": event_id,
+        "ref_id": ref,
+        "tool_name": tool_name,
+        "args_hash": hash_col,
+        "cache_key": col("cacheKey"),
+        "is_error": is_error,
+        "finish": finish,
+        "input_tokens": in_tok,
+        "output_tokens": out_tok,
+        "text": text,
+        "_child": pick(is_type("subagent.spawned"), col("child_chat_id")),
+    }
+
+
+def _segments(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Start index and length of each (tenant_id, run_id) run in a sorted events table."""
+    n = table.num_rows
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    t = table.column("tenant_id").combine_chunks().indices.to_numpy(zero_copy_only=False)
+    r = table.column("run_id").combine_chunks().indices.to_numpy(zero_copy_only=False)
+    change = np.ones(n, dtype=bool)
+    change[1:] = (t[1:] != t[:-1]) | (r[1:] != r[:-1])
+    starts = np.flatnonzero(change)
+    lengths = np.diff(np.append(starts, n))
+    return starts, lengths
+
+
+def _fill_derived(table: pa.Table, child: pa.Array) -> pa.Table:
+    """Carry ``turn`` forward within each run; set parent_run_id from subagent.spawned."""
+    n = table.num_rows
+    if n == 0:
+        return table
+    starts, lengths = _segments(table)
+    seg_start = np.repeat(starts, lengths)
+    # turn: the latest turn.started/turn.completed value at or before each row of the run
+    turn_col = table.column("turn").combine_chunks()
+    valid = np.asarray(turn_col.is_valid())
+    last = np.maximum.accumulate(np.where(valid, np.arange(n), -1))
+    ok = last >= seg_start
+    values = turn_col.fill_null(0).to_numpy(zero_copy_only=False)
+    turn = pa.array(values[np.maximum(last, 0)], type=pa.int32(), mask=~ok)
+    # parent_run_id: chat named as child_chat_id by a subagent.spawned row of the same tenant
+    parents: dict[tuple[str, str], str] = {}
+    spawn_rows = np.flatnonzero(np.asarray(child.is_valid()))
+    if len(spawn_rows):
+        idx = pa.array(spawn_rows)
+        tenants = table.column("tenant_id").take(idx).to_pylist()
+        runs = table.column("run_id").take(idx).to_pylist()
+        for t, r, c in zip(tenants, runs, child.take(idx).to_pylist(), strict=True):
+            parents.setdefault((t, c), r)
+    cols = {"turn": turn}
+    if parents:
+        seg_idx = pa.array(starts)
+        seg_t = table.column("tenant_id").take(seg_idx).to_pylist()
+        seg_r = table.column("run_id").take(seg_idx).to_pylist()
+        seg_parent = [parents.get((t, r)) for t, r in zip(seg_t, seg_r, strict=True)]
+        parent = pa.array(seg_parent, type=_STR).take(
+            pa.array(np.repeat(np.arange(len(starts)), lengths))
+        )
+        cols["parent_run_id"] = parent.dictionary_encode().cast(
+            table.schema.field("parent_run_id").type
+        )
+    for name, arr in cols.items():
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, table.schema.field(name), arr)
+    return table
+
+
+def _runs_table(table: pa.Table) -> pa.Table:
+    """One row per chat: tenant, run, parent, format, source, created_at (first event time)."""
+    starts, _ = _segments(table)
+    if not len(starts):
+        return RUNS_SCHEMA.empty_table()
+    idx = pa.array(starts)
+
+    def strings(name: str) -> pa.Array:
+        return pc.cast(table.column(name).take(idx), _STR)
+
+    ts = table.column("ts").combine_chunks()
+    first_ts = pa.table(
+        {"seg": np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(table)))),
+         "ts": ts}
+    ).group_by("seg", use_threads=False).aggregate([("ts", "min")]).sort_by("seg")
+    return pa.table(
+        {
+            "tenant_id": strings("tenant_id"),
+            "run_id": strings("run_id"),
+            "parent_run_id": strings("parent_run_id"),
+            "format": pa.array([FORMAT] * len(starts), type=_STR),
+            "source": strings("source"),
+            "created_at": first_ts.column("ts_min"),
+            "attrs": pa.nulls(len(starts), pa.large_string()),
+        },
+        schema=RUNS_SCHEMA,
+    )

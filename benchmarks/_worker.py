@@ -1,0 +1,98 @@
+"""One contender, one process: ``python -m benchmarks._worker NAME PATH``.
+
+Prints one JSON line: {"name", "seconds", "rows", "peak_rss_mb"}. Peak RSS is the process's
+own high-water mark (``resource.getrusage``), so imports are included for every contender.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def pleach_replaykit(path: str) -> int:
+    from replaykit.io.pleach import read_pleach
+
+    return len(read_pleach(path, progress=False))
+
+
+def pleach_pandas(path: str) -> int:
+    """What a user does without replaykit: read_json, then payload back to text and ts."""
+    import pandas as pd
+
+    df = pd.read_json(path, lines=True, convert_dates=False)
+    df["payload"] = df["payload"].map(lambda p: json.dumps(p, ensure_ascii=False))
+    df["created_at"] = pd.to_datetime(df["created_at"], utc=True, format="ISO8601")
+    return len(df)
+
+
+def pleach_duckdb(path: str) -> int:
+    """DuckDB's read_json of the same file, payload kept as JSON, materialised as Arrow."""
+    import duckdb
+
+    cols = (
+        "{tenant_id:'VARCHAR', chat_id:'VARCHAR', sequence_number:'BIGINT', "
+        "event_type:'VARCHAR', payload:'JSON', created_at:'VARCHAR', prev_hash:'VARCHAR', "
+        "row_hash:'VARCHAR'}"
+    )
+    con = duckdb.connect()
+    t = con.sql(
+        f"SELECT * FROM read_json('{path}', format='newline_delimited', columns={cols})"
+    ).to_arrow_table()
+    return t.num_rows
+
+
+def toh_replaykit(path: str) -> int:
+    from replaykit.io.toh import read_toh
+
+    return len(read_toh(path, tenant_id="bench", progress=False))
+
+
+def toh_naive(path: str) -> int:
+    """Baseline: json.loads per line, keeping the decoded objects (no expansion)."""
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            out.append(json.loads(line))
+    return len(out)
+
+
+CONTENDERS: dict[str, Callable[[str], int]] = {
+    f.__name__: f
+    for f in (pleach_replaykit, pleach_pandas, pleach_duckdb, toh_replaykit, toh_naive)
+}
+
+
+_IMPORTS = {
+    "pleach_replaykit": ("replaykit.io.pleach",),
+    "pleach_pandas": ("pandas",),
+    "pleach_duckdb": ("duckdb",),
+    "toh_replaykit": ("replaykit.io.toh",),
+    "toh_naive": (),
+}
+
+
+def main(argv: list[str]) -> None:
+    name, path = argv
+    fn = CONTENDERS[name]
+    for mod in _IMPORTS[name]:  # imports are not part of the timed work
+        __import__(mod)
+    t0 = time.perf_counter()
+    rows = fn(path)
+    seconds = time.perf_counter() - t0
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result: dict[str, Any] = {
+        "name": name,
+        "seconds": seconds,
+        "rows": rows,
+        "peak_rss_mb": peak_kb / 1024,
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

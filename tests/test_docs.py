@@ -1,0 +1,42 @@
+"""Docs stay true to the code."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_formats_doc_is_generated_from_the_current_schema():
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from make_formats_doc import render
+    finally:
+        sys.path.pop(0)
+    assert (ROOT / "docs" / "formats.md").read_text() == render(), (
+        "docs/formats.md is stale: run python tools/make_formats_doc.py"
+    )
+
+
+def test_architecture_doc_names_only_real_modules_and_every_module():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    named = set(re.findall(r"`(replaykit/[\w/]+(?:\.py)?/?)`", text))
+    for path in named:
+        assert (ROOT / path.rstrip("/")).exists(), f"architecture.md names missing {path}"
+    modules = {
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "replaykit").glob("*.py")
+        if p.name != "py.typed"
+    } | {str(p.relative_to(ROOT)) + "/" for p in (ROOT / "replaykit").iterdir() if p.is_dir()
+         and not p.name.startswith("__")}
+    unnamed = sorted(m for m in modules if m not in named and m.rstrip("/") not in named)
+    assert unnamed == [], f"architecture.md does not describe {unnamed}"
+
+
+def test_readme_shows_the_two_commands_and_links_notebooks():
+    text = (ROOT / "README.md").read_text()
+    assert "make demo" in text and "make test" in text
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        assert f"notebooks/{nb.name}" in text, f"README does not link {nb.name}"

@@ -1,0 +1,310 @@
+"""read_sql / write_sql on SQLite (always) and a real PostgreSQL server (with row-level security).
+
+The PostgreSQL server comes from Debian's ``postgresql`` package; without its binaries these
+tests skip locally and FAIL when CI=true. The ADBC drivers (the ``[sql]`` extra) follow the
+same rule.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import os
+import sqlite3
+import sys
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from _chainlogs import make_log
+from _pgserver import find_pg_bindir, temporary_postgres
+
+from replaykit import EventLog, MissingExtraError
+from replaykit.integrity import chain_heads, stamp_chain, verify_chain, verify_chain_command
+from replaykit.sql import ddl, read_sql, write_sql
+
+HOSTILE_TENANT = "x' OR '1'='1"
+DROP = "1; DROP TABLE harness_event_log"
+TENANTS = ("acme", "globex", HOSTILE_TENANT, DROP)
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _require(what: str, ok: bool) -> None:
+    if not ok:
+        if _in_ci():
+            pytest.fail(f"{what} is required in CI (CI=true) but missing")
+        pytest.skip(f"{what} not installed")
+
+
+def _has(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+        return True
+    except ImportError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def log() -> EventLog:
+    return stamp_chain(make_log(3_000, n_runs=12, tenants=TENANTS, seed=7))
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    _require("adbc-driver-postgresql", _has("adbc_driver_postgresql"))
+    _require(
+        "PostgreSQL server binaries (apt-get install postgresql)", find_pg_bindir() is not None
+    )
+    with temporary_postgres() as server:
+        yield server
+
+
+_db_counter = itertools.count()
+
+
+@pytest.fixture
+def pg_uri(pg_server) -> str:
+    """A fresh, empty database on the test server; its superuser URI."""
+    import adbc_driver_postgresql.dbapi as pg
+
+    name = f"rk_test_{next(_db_counter)}"
+    with pg.connect(pg_server.uri(), autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {name}")
+    return f"postgresql://{pg_server.superuser}@{pg_server.host}:{pg_server.port}/{name}"
+
+
+@pytest.fixture
+def sqlite_uri(tmp_path) -> str:
+    _require("adbc-driver-sqlite", _has("adbc_driver_sqlite"))
+    return f"sqlite:///{tmp_path / 'events.db'}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def uri(request) -> str:
+    return request.getfixturevalue("sqlite_uri" if request.param == "sqlite" else "pg_uri")
+
+
+def _plain(table: pa.Table) -> pa.Table:
+    """Dictionary columns decoded, chunks combined: equal data gives equal bytes."""
+    cols = []
+    for col in table.combine_chunks().columns:
+        c = col.combine_chunks()
+        cols.append(c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c)
+    return pa.Table.from_arrays(cols, names=table.schema.names)
+
+
+def _ipc_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+# --------------------------------------------------------------------------- round trip
+
+
+def test_round_trip_gives_the_same_table_bytes(uri, log):
+    assert write_sql(log, uri) == len(log)
+    back = read_sql(uri, tenant_id=list(TENANTS))
+    assert len(back) == len(log)
+    want, got = _plain(log.table), _plain(back.table)
+    assert got.schema == want.schema
+    assert got.equals(want)
+    assert _ipc_bytes(got) == _ipc_bytes(want)
+    # the chain survives the database, anchored heads included
+    assert verify_chain(back, expected_heads=chain_heads(log)).empty
+
+
+def test_reads_only_the_named_tenants(uri, log):
+    write_sql(log, uri)
+    for tenants in (["acme"], ["globex", HOSTILE_TENANT], [DROP]):
+        got = read_sql(uri, tenant_id=tenants if len(tenants) > 1 else tenants[0])
+        assert sorted(got.tenants) == sorted(tenants)
+        assert _plain(got.table).equals(_plain(log.filter(tenant_id=tenants).table))
+    assert len(read_sql(uri, tenant_id="nobody")) == 0
+
+
+def test_hostile_ids_are_bound_parameters(uri, log):
+    write_sql(log, uri)
+    hostile = read_sql(uri, tenant_id=HOSTILE_TENANT)
+    assert hostile.tenants == [HOSTILE_TENANT]
+    assert len(hostile) == len(log.filter(tenant_id=HOSTILE_TENANT))
+    none = read_sql(uri, tenant_id="nobody", run_ids=[HOSTILE_TENANT, DROP])
+    assert len(none) == 0
+    none = read_sql(uri, tenant_id=DROP, run_ids=["' OR 1=1 --"])
+    assert len(none) == 0
+    # the table is still there, with every row
+    assert len(read_sql(uri, tenant_id=list(TENANTS))) == len(log)
+    with pytest.raises(ValueError, match="plain SQL identifier"):
+        read_sql(uri, tenant_id="acme", table="harness_event_log; DROP TABLE x")
+    with pytest.raises(ValueError, match="plain SQL identifier"):
+        write_sql(log, uri, table='t" (x int); --')
+
+
+@pytest.mark.parametrize("bad", [None, "", [], [""], ["acme", None], 7, b"acme"])
+def test_tenant_is_mandatory(sqlite_uri, bad):
+    with pytest.raises(TypeError, match="tenant_id is required"):
+        read_sql(sqlite_uri, tenant_id=bad)
+
+
+def test_run_and_time_filters(uri, log):
+    write_sql(log, uri)
+    runs = log.filter(tenant_id="acme").run_ids[:2]
+    got = read_sql(uri, tenant_id="acme", run_ids=runs)
+    assert _plain(got.table).equals(_plain(log.filter(tenant_id="acme", run_ids=runs).table))
+    assert len(read_sql(uri, tenant_id="acme", run_ids=[])) == 0
+
+    ts = log.filter(tenant_id="acme").events_df()["ts"].dropna().sort_values()
+    lo, hi = ts.iloc[len(ts) // 4], ts.iloc[len(ts) // 2]
+    got = read_sql(uri, tenant_id="acme", since=lo, until=hi.tz_convert(None))  # naive = UTC
+    df = got.events_df()
+    assert df["ts"].min() == lo and df["ts"].max() == hi  # inclusive on both ends
+    want = log.filter(tenant_id="acme").events_df()
+    assert len(df) == int(((want["ts"] >= lo) & (want["ts"] <= hi)).sum())
+    with pytest.raises(ValueError, match="since"):
+        read_sql(uri, tenant_id="acme", since="yesterday-ish")
+
+
+def test_write_is_all_or_nothing(uri, log):
+    write_sql(log, uri)
+    with pytest.raises(Exception):  # noqa: B017 - driver-specific primary-key error
+        write_sql(log, uri)
+    assert len(read_sql(uri, tenant_id=list(TENANTS))) == len(log)
+
+
+def test_tampering_in_the_database_is_detected(sqlite_uri, log, capsys):
+    write_sql(log, sqlite_uri)
+    assert verify_chain_command([sqlite_uri, "--tenant", "acme"]) == 0
+    acme = log.filter(tenant_id="acme")
+    run, seq = acme.run_ids[0], 4
+    path = sqlite_uri[len("sqlite:///") :]
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "UPDATE harness_event_log SET payload = replace(payload, '\"amount\":', "
+            "'\"amount\":9') WHERE tenant_id = ? AND chat_id = ? AND sequence_number = ?",
+            ("acme", run, seq),
+        )
+    back = read_sql(sqlite_uri, tenant_id="acme")
+    problems = verify_chain(back)
+    assert problems[["run_id", "seq", "kind"]].values.tolist() == [[run, seq, "hash_mismatch"]]
+    assert verify_chain_command([sqlite_uri, "--tenant", "acme"]) == 1
+    assert verify_chain_command([sqlite_uri, "--tenant", "globex"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("intact: ") and lines[2].startswith("intact: ")
+    assert lines[1].startswith("BROKEN: 1 problem(s) in 1 of 3 run(s) (hash_mismatch=1)")
+
+
+def test_empty_result_has_the_canonical_schema(sqlite_uri, log):
+    write_sql(log.filter(tenant_id="acme"), sqlite_uri)
+    empty = read_sql(sqlite_uri, tenant_id="globex")
+    assert len(empty) == 0
+    assert empty.table.schema == log.table.schema
+
+
+def test_ddl_names_the_export_columns_first():
+    for dialect in ("sqlite", "postgresql"):
+        text = ddl(dialect)
+        cols = [line.split('"')[1] for line in text.splitlines()[1:9]]
+        assert cols == [
+            "tenant_id",
+            "chat_id",
+            "sequence_number",
+            "event_type",
+            "payload",
+            "created_at",
+            "prev_hash",
+            "row_hash",
+        ]
+    assert "TIMESTAMPTZ" in ddl("postgresql") and "TIMESTAMPTZ" not in ddl("sqlite")
+
+
+def test_missing_driver_names_the_extra(monkeypatch, log):
+    monkeypatch.setitem(sys.modules, "adbc_driver_sqlite", None)
+    monkeypatch.setitem(sys.modules, "adbc_driver_sqlite.dbapi", None)
+    monkeypatch.setitem(sys.modules, "adbc_driver_postgresql", None)
+    monkeypatch.setitem(sys.modules, "adbc_driver_postgresql.dbapi", None)
+    for target in ("sqlite:///x.db", "postgresql://u@127.0.0.1:1/db"):
+        with pytest.raises(MissingExtraError) as err:
+            read_sql(target, tenant_id="acme")
+        assert 'pip install "replaykit[sql]"' in str(err.value)
+    with pytest.raises(MissingExtraError):
+        write_sql(log, "sqlite:///x.db")
+
+
+def test_unsupported_uri():
+    with pytest.raises(ValueError, match="unsupported database URI"):
+        read_sql("mysql://db/x", tenant_id="acme")
+
+
+# --------------------------------------------------------------------------- row-level security
+
+
+def test_row_level_security_scopes_a_connection_to_its_tenant(pg_uri, log):
+    import adbc_driver_postgresql.dbapi as pg
+
+    write_sql(log, pg_uri)
+    with pg.connect(pg_uri) as conn, conn.cursor() as cur:
+        for stmt in (
+            "CREATE ROLE rk_reader LOGIN",
+            "GRANT SELECT ON harness_event_log TO rk_reader",
+            "ALTER TABLE harness_event_log ENABLE ROW LEVEL SECURITY",
+            "CREATE POLICY tenant_isolation ON harness_event_log "
+            "USING (tenant_id = current_setting('app.tenant_id', true))",
+        ):
+            if stmt.startswith("CREATE ROLE"):
+                cur.execute("SELECT 1 FROM pg_roles WHERE rolname = 'rk_reader'")
+                if cur.fetchone():
+                    continue
+            cur.execute(stmt)
+        conn.commit()
+    base, _, dbname = pg_uri.rpartition("/")
+    host = base.split("@", 1)[1]
+
+    def scoped(tenant: str | None) -> str:
+        uri = f"postgresql://rk_reader@{host}/{dbname}"
+        if tenant is not None:
+            from urllib.parse import quote
+
+            uri += "?options=" + quote(f"-c app.tenant_id={tenant}", safe="")
+        return uri
+
+    as_acme = scoped("acme")
+    got = read_sql(as_acme, tenant_id=list(TENANTS))  # asks for every tenant ...
+    assert got.tenants == ["acme"]  # ... and sees only its own
+    assert len(got) == len(log.filter(tenant_id="acme"))
+    assert len(read_sql(as_acme, tenant_id="globex")) == 0
+    assert len(read_sql(as_acme, tenant_id=HOSTILE_TENANT)) == 0
+    assert len(read_sql(scoped(None), tenant_id=list(TENANTS))) == 0  # unscoped: nothing
+    # even a raw query on the scoped connection cannot reach other tenants
+    with pg.connect(as_acme) as conn, conn.cursor() as cur:
+        cur.execute("SELECT DISTINCT tenant_id FROM harness_event_log")
+        assert cur.fetch_arrow_table().column(0).to_pylist() == ["acme"]
+    # control: the rows exist (the table owner bypasses the policy)
+    everyone = read_sql(pg_uri, tenant_id=list(TENANTS))
+    assert sorted(everyone.tenants) == sorted(TENANTS)
+
+
+def test_postgres_rejects_nul_text(pg_uri):
+    small = make_log(10, n_runs=1)
+    t = small.table
+    idx = t.schema.get_field_index("text")
+    bad = t.set_column(idx, "text", pa.array(["a\x00b"] * len(small), pa.large_string()))
+    with pytest.raises(ValueError, match="NUL"):
+        write_sql(EventLog(bad), pg_uri)
+
+
+def test_frames_read_back_match(uri, log):
+    write_sql(log, uri)
+
+    def frame(lg: EventLog) -> pd.DataFrame:  # categories differ by design: compare values
+        df = lg.events_df()
+        cats = df.select_dtypes("category").columns
+        return df.astype({c: "str" for c in cats}).reset_index(drop=True)
+
+    a, b = frame(read_sql(uri, tenant_id="acme")), frame(log.filter(tenant_id="acme"))
+    pd.testing.assert_frame_equal(a, b)
+    assert pc.sum(pc.cast(log.table.column("is_error"), pa.int64())).as_py() > 0
