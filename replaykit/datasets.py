@@ -1,1 +1,0 @@
-"""Deterministic generators of realistic logs (being written)."""
