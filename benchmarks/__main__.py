@@ -161,10 +161,42 @@ def report(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+# Benchmark modules exposing run(quick) -> [{name, value, unit, baseline, ratio, target}, ...]
+_SUITES = ("fold", "integrity", "sql")
+
+
+def _run_suite(name: str, quick: bool) -> list[dict[str, Any]]:
+    import importlib
+
+    module = importlib.import_module(f"benchmarks.bench_{name}")
+    try:
+        return list(module.run(quick=quick))
+    except Exception as exc:  # one failing suite must not hide the others' figures
+        return [{"name": f"{name}: FAILED", "value": None, "unit": "", "baseline": None,
+                 "ratio": None, "target": repr(exc)[:200]}]
+
+
+def _fmt_row(row: dict[str, Any]) -> str:
+    def f(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+        return "-" if v is None else str(v)
+
+    return (
+        f"{row.get('name', '?'):<48} {f(row.get('value')):>12} {row.get('unit', ''):<10} "
+        f"baseline {f(row.get('baseline')):>10}  ratio {f(row.get('ratio')):>8}  "
+        f"target {row.get('target', '-')}"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
-    ap.add_argument("--only", choices=("pleach", "toh"), help="run one benchmark")
+    ap.add_argument(
+        "--only",
+        choices=("pleach", "toh", *_SUITES),
+        help="run one benchmark",
+    )
     ap.add_argument("--pleach-events", type=int, default=None)
     ap.add_argument("--toh-events", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=None, help="best of N (default 1, quick 2)")
@@ -178,9 +210,15 @@ def main(argv: list[str] | None = None) -> None:
         results["pleach"] = bench_pleach(pleach_n, repeat)
     if args.only in (None, "toh"):
         results["toh"] = bench_toh(toh_n, repeat)
+    for name in _SUITES:
+        if args.only in (None, name):
+            results[name] = _run_suite(name, args.quick)
     print()
     for line in report(results):
         print(line)
+    for name in _SUITES:
+        for row in results.get(name, []):
+            print(_fmt_row(row))
     DATA.mkdir(exist_ok=True)
     out = DATA / ("results-quick.json" if args.quick else "results.json")
     out.write_text(json.dumps(results, indent=2))

@@ -92,7 +92,7 @@ def _summary(args: argparse.Namespace) -> int:
     with pd.option_context(
         "display.max_rows", 500, "display.max_columns", 50, "display.width", 200
     ):
-        print(runs.to_string(index=False))
+        print(runs.to_string(index=False, na_rep=""))
     s = log.summary()
     line = (
         f"\n{s['events']:,} events in {s['runs']:,} runs of {s['tenants']} tenant(s); "
