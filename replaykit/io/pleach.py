@@ -25,8 +25,10 @@ the canonical JSON of the object instead of the source text (same value, keys so
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -69,7 +71,7 @@ EVENT_KINDS: dict[str, str] = {
 
 _REQUIRED_COLUMNS = ("tenant_id", "chat_id", "sequence_number", "event_type", "payload")
 _PATTERNS = ("*.jsonl", "*.ndjson", "*.json", "*.parquet")
-_BLOCK = 32 << 20
+_BLOCK = 16 << 20
 
 _STR = pa.string()
 _ENVELOPE_FIELDS = [
@@ -160,6 +162,10 @@ class _Part:
     typed: pa.Table  # _TYPED columns
     line: np.ndarray  # 1-based line (or row) number
     raw: pa.Array | None = None  # the row's raw text (for quarantine), or None
+    # set by _slim once the rows are final: tool-call arguments, their hash, the text column
+    args: pa.Array | None = None
+    hashes: pa.Array | None = None
+    text: pa.Array | None = None
 
 
 @dataclass
@@ -239,6 +245,7 @@ def read_pleach(
                 file_parts = list(_read_jsonl(f, source, quarantine, tenants, counts, bar))
             counts.quarantined = len(quarantine) - before
             parts.extend((source, p) for p in file_parts)
+            del file_parts  # _finish frees the blocks as it copies them
             counts_rows.append(
                 {
                     "source": source,
@@ -284,26 +291,58 @@ def _tenant_filter(tenant_id: object) -> frozenset[str] | None:
 
 
 # ----------------------------------------------------------------------------- JSONL
-def _iter_blocks(path: Path, bar: Progress) -> Iterator[tuple[bytes, int]]:
-    """Yield (block bytes ending at a line end, 1-based number of its first line)."""
-    first_line = 1
-    rest = b""
+def _iter_blocks(path: Path, bar: Progress) -> Iterator[bytes]:
+    """Yield blocks of ~_BLOCK bytes, each ending at a line end (a final one is added)."""
     with open(path, "rb") as fh:
         while True:
             chunk = fh.read(_BLOCK)
-            bar.update(len(chunk))
             if not chunk:
-                if rest:
-                    yield rest + b"\n", first_line
                 return
-            data = rest + chunk
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                rest = data
-                continue
-            block, rest = data[: cut + 1], data[cut + 1 :]
-            yield block, first_line
-            first_line += block.count(b"\n")
+            bar.update(len(chunk))
+            if not chunk.endswith(b"\n"):
+                tail = fh.readline()  # complete the last line
+                bar.update(len(tail))
+                chunk += tail
+                if not chunk.endswith(b"\n"):
+                    chunk += b"\n"
+            yield chunk
+
+
+@dataclass
+class _Block:
+    """One block's lines (line numbers relative to the block) and its fast-path part."""
+
+    block: bytes
+    n_lines: int
+    starts: np.ndarray
+    ends: np.ndarray
+    lineno: np.ndarray  # 0-based within the block until the reader adds the offset
+    part: _Part | None  # None: the fast path failed (or no rows)
+
+
+def _prepare_block(block: bytes) -> _Block:
+    """Line spans of a block and, when possible, its rows read column-wise (thread-safe)."""
+    b = np.frombuffer(block, dtype=np.uint8)
+    nl = np.flatnonzero(b == 10)
+    starts = np.empty(len(nl), dtype=np.int64)
+    if len(nl):
+        starts[0] = 0
+        starts[1:] = nl[:-1] + 1
+    ends = nl.copy()
+    cr = (ends > starts) & (b[np.maximum(ends - 1, 0)] == 13)
+    ends[cr] -= 1
+    lineno = np.arange(len(nl), dtype=np.int64)
+    nonblank = ends > starts
+    if not nonblank.all():
+        # a line of only spaces/tabs is blank too
+        starts, ends, lineno = starts[nonblank], ends[nonblank], lineno[nonblank]
+    part = None
+    if len(starts):
+        try:
+            part = _slim(_fast_block(block, b, starts, ends, lineno))
+        except _FastPathFailed:
+            part = None
+    return _Block(block, len(nl), starts, ends, lineno, part)
 
 
 def _read_jsonl(
@@ -314,33 +353,43 @@ def _read_jsonl(
     counts: _Counts,
     bar: Progress,
 ) -> Iterator[_Part]:
-    for block, first_line in _iter_blocks(path, bar):
-        b = np.frombuffer(block, dtype=np.uint8)
-        nl = np.flatnonzero(b == 10)
-        starts = np.empty(len(nl), dtype=np.int64)
-        if len(nl):
-            starts[0] = 0
-            starts[1:] = nl[:-1] + 1
-        ends = nl.copy()
-        cr = (ends > starts) & (b[np.maximum(ends - 1, 0)] == 13)
-        ends[cr] -= 1
-        lineno = first_line + np.arange(len(nl), dtype=np.int64)
-        nonblank = ends > starts
-        if not nonblank.all():
-            # a line of only spaces/tabs is blank too
-            starts, ends, lineno = starts[nonblank], ends[nonblank], lineno[nonblank]
-        counts.input_rows += len(starts)
-        if not len(starts):
-            continue
-        try:
-            part = _fast_block(block, b, starts, ends, lineno)
-        except _FastPathFailed:
-            part = _robust_block(
-                block, starts, ends, lineno, source, quarantine, tenants, counts
-            )
-        part = _check_rows(part, source, quarantine, tenants, counts)
-        if part is not None:
-            yield part
+    # Blocks are read column-wise on two threads (Arrow and numpy release the GIL); the
+    # results are taken in file order, so row checks and quarantine stay sequential.
+    first_line = 1
+    with ThreadPoolExecutor(2) as pool:
+        pending: deque[Any] = deque()
+        blocks = _iter_blocks(path, bar)
+        done = False
+        while True:
+            while not done and len(pending) < 2:
+                block = next(blocks, None)
+                if block is None:
+                    done = True
+                else:
+                    pending.append(pool.submit(_prepare_block, block))
+            if not pending:
+                break
+            blk = pending.popleft().result()
+            lineno = blk.lineno + first_line
+            first_line += blk.n_lines
+            counts.input_rows += len(blk.starts)
+            if not len(blk.starts):
+                continue
+            part = blk.part
+            if part is None:
+                part = _slim(
+                    _robust_block(
+                        blk.block, blk.starts, blk.ends, lineno, source, quarantine,
+                        tenants, counts,
+                    )
+                )
+            else:
+                part.line = lineno
+            del blk
+            part = _check_rows(part, source, quarantine, tenants, counts)
+            pass
+            if part is not None:
+                yield part
 
 
 def _slices(buf: pa.Buffer, lo: np.ndarray, hi: np.ndarray, *, binary: bool = False) -> pa.Array:
@@ -355,7 +404,18 @@ def _slices(buf: pa.Buffer, lo: np.ndarray, hi: np.ndarray, *, binary: bool = Fa
     return inter.take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int64)))
 
 
-_PAYLOAD_KEY = re.compile(rb'"payload":')
+_PAYLOAD_KEY = b'"payload":'
+
+
+def _find_key(b: np.ndarray) -> np.ndarray:
+    """Every position of the bytes ``"payload":`` in ``b`` (vectorized, ascending)."""
+    last = len(_PAYLOAD_KEY) - 1  # the colon
+    c = np.flatnonzero(b[last:] == _PAYLOAD_KEY[last]) + last
+    for k in range(1, last + 1):
+        c = c[b[c - k] == _PAYLOAD_KEY[last - k]]
+    return c - last
+
+
 _WS = np.zeros(256, dtype=bool)
 _WS[[9, 10, 13, 32]] = True
 
@@ -402,7 +462,7 @@ def _fast_block(
     if env is None or env.num_rows != n:
         raise _FastPathFailed("row count or created_at types differ")
     # 3. payload spans
-    keys = np.fromiter((m.start() for m in _PAYLOAD_KEY.finditer(block)), dtype=np.int64)
+    keys = _find_key(b)
     if not len(keys):
         raise _FastPathFailed("no payload key")
     k = np.searchsorted(keys, starts)
@@ -702,12 +762,13 @@ def _check_rows(
         _bad(quarantine, source, int(part.line[i]), reason, f"{detail}, got {value!r}",
              _raw_row(part, i), fld, _FIX_TENANT if reason == "missing_tenant" else None)
     keep &= ~bad_any
+    extra = (part.args, part.hashes, part.text)
     if keep.all():
-        return _Part(env, ts, part.payload, part.typed, part.line)
+        return _Part(env, ts, part.payload, part.typed, part.line, None, *extra)
     idx = pa.array(np.flatnonzero(keep))
     return _Part(
         env.take(idx), ts.take(idx), part.payload.take(idx), part.typed.take(idx),
-        part.line[keep],
+        part.line[keep], None, *(None if a is None else a.take(idx) for a in extra),
     )
 
 
@@ -822,7 +883,7 @@ def _read_parquet(
         part = _parquet_payloads(env, created, payload, line, source, quarantine)
         part = _check_rows(part, source, quarantine, tenants, counts)
         if part is not None:
-            yield part
+            yield _slim(part)
 
 
 def _map_to_dict(v: Any) -> Any:
@@ -872,15 +933,23 @@ def _finish(
     parts[:] = [(s, p) for s, p in parts if p.env.num_rows]
     if not parts:
         return events_table({k: [] for k in _MIN_COLUMNS}), {}
-    env = pa.concat_tables([p.env for _, p in parts]).combine_chunks()
-    typed = pa.concat_tables([p.typed for _, p in parts]).combine_chunks()
-    payload = pa.chunked_array([p.payload for _, p in parts]).combine_chunks()
+    # Small columns are joined into single arrays; the large text columns (payload, the
+    # typed text fields, the tool arguments) stay chunked per block and are copied exactly
+    # once, straight into their final (sorted) order, by _take_runs.
+    args_col = pa.chunked_array([p.args for _, p in parts], type=_STR)
+    hash_col = pa.chunked_array([p.hashes for _, p in parts], type=_STR)
+    text = pa.chunked_array([p.text for _, p in parts], type=pa.large_string())
+    env = pa.concat_tables([p.env for _, p in parts])
+    typed = pa.concat_tables([p.typed for _, p in parts])
+    payload = pa.chunked_array([p.payload for _, p in parts], type=pa.large_string())
     ts = pa.chunked_array([p.created_at for _, p in parts]).combine_chunks()
     line = np.concatenate([p.line for _, p in parts])
+    # one dictionary entry per file (a file is read in several blocks)
+    source_names = list(dict.fromkeys(s for s, _ in parts))
+    src_code = {s: i for i, s in enumerate(source_names)}
     src_idx = np.concatenate(
-        [np.full(p.env.num_rows, i, dtype=np.int32) for i, (_, p) in enumerate(parts)]
+        [np.full(p.env.num_rows, src_code[s], dtype=np.int32) for s, p in parts]
     )
-    source_names = [s for s, _ in parts]
     parts.clear()  # the caller's list too: release the per-block arrays before sorting
     n = env.num_rows
     tenant = env.column("tenant_id").dictionary_encode().combine_chunks()
@@ -896,9 +965,13 @@ def _finish(
         & (c_idx[order][1:] == c_idx[order][:-1])
         & (seq[order][1:] == seq[order][:-1])
     )
+    del order, t_idx, c_idx
     dup_by_source: dict[str, int] = {}
     if same.any():
+        order = np.lexsort((np.arange(n), seq, chat.indices.to_numpy(zero_copy_only=False),
+                            tenant.indices.to_numpy(zero_copy_only=False)))
         dup_rows = np.sort(order[1:][same])
+        del order
         for i in dup_rows.tolist():
             src = source_names[src_idx[i]]
             _bad(
@@ -911,15 +984,26 @@ def _finish(
             dup_by_source[src] = dup_by_source.get(src, 0) + 1
         keep = np.ones(n, dtype=bool)
         keep[dup_rows] = False
-        idx = pa.array(np.flatnonzero(keep))
-        env, typed, payload, ts = env.take(idx), typed.take(idx), payload.take(idx), ts.take(idx)
+        kept = np.flatnonzero(keep)
+        idx = pa.array(kept)
+        ts = ts.take(idx)
+        env = pa.table({c: _take_runs(env.column(c), kept) for c in env.column_names})
+        typed = pa.table({c: _take_runs(typed.column(c), kept) for c in typed.column_names})
+        payload, text = _take_runs(payload, kept), _take_runs(text, kept)
+        args_col, hash_col = _take_runs(args_col, kept), _take_runs(hash_col, kept)
         tenant, chat = tenant.take(idx), chat.take(idx)
         line, src_idx, seq = line[keep], src_idx[keep], seq[keep]
-    cols = _canonical_columns(env, typed, payload)
-    del typed
+    cols = _canonical_columns(env, typed, hash_col)
+    del typed, args_col, hash_col
     child = cols.pop("_child")
     source = pa.DictionaryArray.from_arrays(
         pa.array(src_idx, type=pa.int32()), pa.array(source_names, type=_STR)
+    )
+    m = len(line)
+    # placeholder for payload (all empty strings, no data); the real column is set below
+    blank = pa.Array.from_buffers(
+        pa.large_string(), m, [None, pa.py_buffer(np.zeros(m + 1, dtype=np.int64)),
+                               pa.py_buffer(b"")]
     )
     table = events_table(
         {
@@ -927,26 +1011,177 @@ def _finish(
             "run_id": chat,
             "seq": seq,
             "ts": ts,
-            "payload": payload,
-            "prev_hash": env.column("prev_hash"),
-            "row_hash": env.column("row_hash"),
+            "payload": blank,
             "source": source,
             "source_line": line,
             **cols,
         },
         sort=False,
     )
+    prev_hash, row_hash = env.column("prev_hash"), env.column("row_hash")
+    del env, cols, tenant, chat, ts, line, src_idx, seq, blank
+    _release()
     order = sort_order(table)
     if len(order) and not np.array_equal(order, np.arange(len(order))):
-        table, child = table.take(pa.array(order)), child.take(pa.array(order))
+        idx = pa.array(order)
+        table, child = table.take(idx), child.take(idx)
+    else:
+        order = None
+    big_columns = {"payload": payload, "text": text, "prev_hash": prev_hash,
+                   "row_hash": row_hash}
+    del payload, text, prev_hash, row_hash
+    for name in list(big_columns):  # one at a time: each source is freed once copied
+        f = table.schema.field(name)
+        big = big_columns.pop(name)
+        big = big if order is None else _take_runs(big, order)
+        if big.type != f.type:
+            big = big.cast(f.type)
+        table = table.set_column(table.schema.get_field_index(name), f, big)
+        del big
+        _release()
     return _fill_derived(table, child), dup_by_source
+
+
+def _release() -> None:
+    """Hand memory freed by Arrow back to the OS (keeps the loader's peak RSS down)."""
+    pa.default_memory_pool().release_unused()
+
+
+def _take_runs(values: pa.ChunkedArray | pa.Array, order: np.ndarray) -> pa.Array:
+    """``values.take(order)`` as one array, copying the data once.
+
+    ``order`` of a sort mostly consists of long runs of consecutive rows (a chat's rows sit
+    together in the file); each run is a zero-copy slice and the slices are joined once.
+    When runs are short, the values are joined and taken in the usual way.
+    """
+    if isinstance(values, pa.Array):
+        values = pa.chunked_array([values], type=values.type)
+    n = len(order)
+    if n == 0:
+        return pa.array([], type=values.type)
+    brk = np.flatnonzero(np.diff(order) != 1) + 1
+    if len(brk) > max(1024, n // 64):
+        return values.combine_chunks().take(pa.array(order))
+    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        return _take_runs_text(values, order)
+    begin = np.concatenate([[0], brk])
+    starts = order[begin]
+    lengths = np.diff(np.append(begin, n))
+    chunks = [
+        c
+        for s, k in zip(starts.tolist(), lengths.tolist(), strict=True)
+        for c in values.slice(s, k).chunks
+    ]
+    return pa.chunked_array(chunks, type=values.type).combine_chunks()
+
+
+_TEXT_FIELDS = ("text", "result", "message", "reason")
+
+
+def _slim(part: _Part) -> _Part:
+    """Compute a block's tool arguments and ``text`` now, and drop the typed text fields.
+
+    Done per block so the large typed text columns never exist for the whole file at once.
+    """
+    args, hashes = _tool_args(part, {})
+    typed = part.typed
+    text = pc.coalesce(args, *(typed.column(c) for c in _TEXT_FIELDS))
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
+    part.typed = typed.drop_columns(list(_TEXT_FIELDS))
+    part.args, part.hashes, part.text = args, hashes, text.cast(pa.large_string())
+    return part
+
+
+def _take_runs_text(values: pa.ChunkedArray, order: np.ndarray) -> pa.Array:
+    """_take_runs for (large) strings: one numpy copy of each run's bytes, new offsets."""
+    chunks = [c for c in values.chunks if len(c)]
+    large = pa.types.is_large_string(values.type)
+    sizes = np.array([len(c) for c in chunks], dtype=np.int64)
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    off_type = np.int64 if large else np.int32
+    lo = np.empty(len(order) and int(bounds[-1]), dtype=np.int64)  # row start in its chunk
+    hi = np.empty_like(lo)
+    datas = []
+    for c, b0, b1 in zip(chunks, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        offs = np.frombuffer(c.buffers()[1], dtype=off_type)[c.offset : c.offset + len(c) + 1]
+        lo[b0:b1], hi[b0:b1] = offs[:-1], offs[1:]
+        data = c.buffers()[2]
+        datas.append(np.frombuffer(data, dtype=np.uint8) if data is not None else
+                     np.zeros(0, dtype=np.uint8))
+    cid = np.searchsorted(bounds, order, side="right") - 1
+    n = len(order)
+    brk = np.flatnonzero((np.diff(order) != 1) | (np.diff(cid) != 0)) + 1
+    first = np.concatenate([[0], brk])
+    last = np.append(brk, n) - 1
+    run_lo, run_hi, run_c = lo[order[first]], hi[order[last]], cid[first]
+    # the copy goes to Arrow's pool, which reuses memory the loader freed earlier
+    total = int((hi[order[last]] - lo[order[first]]).sum()) if n else 0
+    data = pa.allocate_buffer(total)
+    if n:
+        np.concatenate(
+            [datas[c][a:b] for c, a, b in zip(run_c.tolist(), run_lo.tolist(),
+                                              run_hi.tolist(), strict=True)],
+            out=np.frombuffer(data, dtype=np.uint8),
+        )
+    lengths = (hi - lo)[order]
+    del lo, hi
+    new_offs = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=new_offs[1:])
+    if not large:
+        if new_offs[-1] >= 2**31:
+            return _take_runs(values.cast(pa.large_string()), order).cast(values.type)
+        new_offs = new_offs.astype(np.int32)
+    validity, nulls = None, 0
+    if values.null_count:
+        valid = np.concatenate([np.asarray(c.is_valid()) for c in chunks])[order]
+        nulls = n - int(valid.sum())
+        validity = pa.array(valid).buffers()[1] if nulls else None
+    return pa.Array.from_buffers(
+        values.type, n, [validity, pa.py_buffer(new_offs), data], null_count=nulls
+    )
+
+
+def _tool_args(part: _Part, cache: dict[str, str]) -> tuple[pa.Array, pa.Array]:
+    """Canonical JSON text and hash of each tool.called row's ``args`` (null elsewhere).
+
+    Per tool call (the only per-row step: the arguments are re-serialised canonically);
+    each distinct canonical text is hashed once.
+    """
+    n = part.env.num_rows
+    etype = part.env.column("event_type")
+    called = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(etype, "tool.called"), False)))
+    args_text: list[str | None] = [None] * len(called)
+    hashes: list[str | None] = [None] * len(called)
+    for j, ptxt in enumerate(part.payload.take(pa.array(called)).to_pylist()):
+        args = loads(ptxt).get("args")
+        if args is None:
+            continue
+        a = args_text[j] = canonical_json(args)
+        h = cache.get(a)
+        if h is None:
+            # args_hash(args): a string argument is hashed by the JSON value it holds
+            h = cache[a] = (
+                args_hash(args) if isinstance(args, str)
+                else hashlib.sha256(a.encode("utf-8")).hexdigest()[:32]
+            )
+        hashes[j] = h
+    scatter = np.full(n, -1, dtype=np.int64)
+    scatter[called] = np.arange(len(called))
+    where = pa.array(scatter, mask=scatter < 0)
+    return (
+        pa.array(args_text, type=_STR).take(where),
+        pa.array(hashes, type=_STR).take(where),
+    )
 
 
 _MIN_COLUMNS = ("tenant_id", "run_id", "seq", "type", "kind", "payload", "source")
 
 
-def _canonical_columns(env: pa.Table, typed: pa.Table, payload: pa.Array) -> dict[str, Any]:
-    """kind, ref_id, event_id, tool_name, args_hash, cache_key, is_error, finish, tokens, text."""
+def _canonical_columns(
+    env: pa.Table, typed: pa.Table, hash_col: pa.ChunkedArray
+) -> dict[str, Any]:
+    """kind, ref_id, event_id, tool_name, args_hash, cache_key, is_error, finish, tokens."""
     etype = env.column("event_type").dictionary_encode().combine_chunks()
     type_names = etype.dictionary.to_pylist()
     kinds = [EVENT_KINDS.get(t, "other") for t in type_names]
@@ -962,8 +1197,8 @@ def _canonical_columns(env: pa.Table, typed: pa.Table, payload: pa.Array) -> dic
         codes = [i for i, t in enumerate(type_names) if t in names]
         return pa.array(np.isin(t_idx, codes))
 
-    def col(name: str) -> pa.Array:
-        return typed.column(name).combine_chunks()
+    def col(name: str) -> pa.ChunkedArray:
+        return typed.column(name)
 
     def pick(mask: pa.Array, values: pa.Array) -> pa.Array:
         return pc.if_else(mask, values, pa.nulls(len(values), values.type))
@@ -982,35 +1217,13 @@ def _canonical_columns(env: pa.Table, typed: pa.Table, payload: pa.Array) -> dic
     tool_name = pick(tools, col("tool"))
     model_done = is_type("model.completed")
     finish = pick(model_done, col("finish"))
-    usage = typed.column("usage").combine_chunks()
+    usage = typed.column("usage")
     in_tok = pick(model_done, pc.struct_field(usage, "input_tokens"))
     out_tok = pick(model_done, pc.struct_field(usage, "output_tokens"))
     is_error = pc.fill_null(pc.and_(is_type("tool.completed"), col("is_error")), False)
     is_error = pc.or_(is_error, is_type("error.raised"))
     is_error = pc.or_(is_error, pc.fill_null(pc.equal(finish, "error"), False))
     turn = pick(is_type("turn.started", "turn.completed"), col("turn"))
-    # tool arguments: canonical JSON text and its hash (per tool call; hashed once per text)
-    called = np.flatnonzero(np.asarray(is_type("tool.called")))
-    args_text: list[str | None] = [None] * len(called)
-    hashes: list[str | None] = [None] * len(called)
-    cache: dict[str, str] = {}
-    for j, ptxt in enumerate(payload.take(pa.array(called)).to_pylist()):
-        args = loads(ptxt).get("args")
-        if args is None:
-            continue
-        a = args_text[j] = canonical_json(args)
-        h = cache.get(a)
-        if h is None:
-            h = cache[a] = args_hash(args)
-        hashes[j] = h
-    n = len(etype)
-    scatter = np.full(n, -1, dtype=np.int64)
-    scatter[called] = np.arange(len(called))
-    where = pa.array(scatter, mask=scatter < 0)
-    args_col = pa.array(args_text, type=_STR).take(where)
-    hash_col = pa.array(hashes, type=_STR).take(where)
-    # text: one pass over the (large) text-bearing fields, first present wins
-    text = pc.coalesce(args_col, col("text"), col("result"), col("message"), col("reason"))
     return {
         "type": etype,
         "kind": kind,
@@ -1024,7 +1237,6 @@ def _canonical_columns(env: pa.Table, typed: pa.Table, payload: pa.Array) -> dic
         "finish": finish,
         "input_tokens": in_tok,
         "output_tokens": out_tok,
-        "text": text,
         "_child": pick(is_type("subagent.spawned"), col("child_chat_id")),
     }
 
