@@ -1,4 +1,4 @@
-"""Generator of toh session logs (the harness format of the corpus in ../shared/corpus/toh)."""
+"""Generator of toh session logs (the agent-harness session-log format; see docs/formats.md)."""
 
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def generate_toh(
 ) -> Path:
     """Write a realistic toh session log (``session.jsonl``) of about ``events`` events.
 
-    The log follows the corpus format (../shared/corpus/toh/README.md): a ``session`` header
+    The log follows the corpus format (documented in docs/formats.md): a ``session`` header
     line, then lines without a ``seq`` (sequence numbers are implicit), turns of steps with
     ``request/header``, streamed reasoning/text/tool-call chunks packed as
     ``reasoning-chunks`` / ``text-chunks`` / ``tool-call-chunks`` rows (one event per member,
