@@ -4,7 +4,8 @@ A row: ``tenant_id``, ``chat_id``, ``sequence_number``, ``event_type``, ``payloa
 object), ``created_at`` (ISO-8601 text or epoch milliseconds), ``prev_hash``, ``row_hash``.
 See docs/formats.md for every event type and its mapping to the canonical columns.
 
-How JSONL is read (fast path, per block of ~32 MB, no Python loop over rows):
+How JSONL is read (fast path, per block of ~16 MB, no Python loop over rows; two blocks are
+read at a time on worker threads, their rows are checked and quarantined in file order):
 
 1. Arrow's JSON reader parses every line once for the envelope scalars (this also checks
    that every line is valid JSON of the right types).
@@ -21,6 +22,10 @@ a span that cannot be proven) goes to the robust path: every line is decoded on 
 fast path again. Should that still fail (e.g. payload fields whose JSON types differ between
 rows), the good rows are built from the decoded objects and their ``payload`` column holds
 the canonical JSON of the object instead of the source text (same value, keys sorted).
+
+Memory: tool arguments and ``text`` are computed per block (the typed text fields are then
+dropped); the large text columns stay chunked per block until one copy puts them in sorted
+order (``_take_runs``), each block's source freed as soon as it is copied.
 """
 
 from __future__ import annotations
