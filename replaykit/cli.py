@@ -18,22 +18,12 @@ from collections.abc import Sequence
 import pandas as pd
 
 from .errors import LoadError, ReplayKitError
+from .eventlog import RUN_STAT_COLUMNS
 
 __all__ = ["main"]
 
-_SUMMARY_COLUMNS = [
-    "tenant_id",
-    "run_id",
-    "parent_run_id",
-    "format",
-    "events",
-    "first_ts",
-    "last_ts",
-    "turns",
-    "model_calls",
-    "tool_calls",
-    "errors",
-]
+# The runs table's computed columns, with the format after the run's identity.
+_SUMMARY_COLUMNS = [*RUN_STAT_COLUMNS[:3], "format", *RUN_STAT_COLUMNS[3:]]
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -41,6 +41,20 @@ RUNS_SCHEMA: pa.Schema = pa.schema(
     ]
 )
 
+#: The computed columns of :meth:`EventLog.runs_df`, in order (header attributes follow them).
+RUN_STAT_COLUMNS: tuple[str, ...] = (
+    "tenant_id",
+    "run_id",
+    "parent_run_id",
+    "events",
+    "first_ts",
+    "last_ts",
+    "turns",
+    "model_calls",
+    "tool_calls",
+    "errors",
+)
+
 _NULLABLE_PANDAS = {
     pa.int8(): pd.Int8Dtype(),
     pa.int16(): pd.Int16Dtype(),
@@ -205,20 +219,7 @@ class EventLog:
                 ("is_err", "sum"),
             ]
         )
-        stats = stats.rename_columns(
-            [
-                "tenant_id",
-                "run_id",
-                "parent_run_id",
-                "events",
-                "first_ts",
-                "last_ts",
-                "turns",
-                "model_calls",
-                "tool_calls",
-                "errors",
-            ]
-        )
+        stats = stats.rename_columns(list(RUN_STAT_COLUMNS))
         df = to_pandas(stats)
         meta = to_pandas(self._runs)
         if len(meta):
@@ -295,7 +296,8 @@ class EventLog:
             if values is None:
                 continue
             vals = [values] if isinstance(values, str) else list(values)
-            m = pc.is_in(_str_values(self._table.column(col)), value_set=pa.array(vals, pa.string()))
+            column = _str_values(self._table.column(col))
+            m = pc.is_in(column, value_set=pa.array(vals, pa.string()))
             mask = m if mask is None else pc.and_(mask, m)
         if mask is None:
             return self
@@ -414,12 +416,7 @@ class EventLog:
         if s["quarantined"]:
             head += f" &middot; <span style='color:#b00'>{s['quarantined']} quarantined</span>"
         runs = self.runs_df()
-        cols = [
-            c
-            for c in ("tenant_id", "run_id", "parent_run_id", "events", "turns", "model_calls",
-                      "tool_calls", "errors")
-            if c in runs.columns
-        ]
+        cols = [c for c in RUN_STAT_COLUMNS if c in runs.columns and not c.endswith("_ts")]
         shown = runs[cols].head(10)
         table = shown.to_html(index=False, escape=True, na_rep="", border=0)
         more = f"<div>&hellip; {len(runs) - 10:,} more runs</div>" if len(runs) > 10 else ""

@@ -4,38 +4,8 @@ Every loader returns an :class:`~replaykit.EventLog` whose table has exactly the
 this order, with these Arrow types. Typed columns hold what folds and metrics touch; ``payload``
 keeps the rest of the event, losslessly, as JSON text.
 
-=================  ============================  =========================================================
-column             Arrow type                    meaning
-=================  ============================  =========================================================
-tenant_id          dictionary<string>            owner of the run; required, never invented
-run_id             dictionary<string>            chat / run / session id
-parent_run_id      dictionary<string>, null      parent session (subagent child, fork, branch)
-seq                int64                         position in the run; strictly increasing per run
-type               dictionary<string>            event type exactly as the source spells it
-kind               dictionary<string>            normalised category (see :data:`KINDS`)
-ts                 timestamp[us, UTC], null      when the event happened
-turn               int32, null                   turn number, when the format has turns
-step               int32, null                   step (model round trip) within the turn
-event_id           string, null                  the event's own stable id, when it has one
-ref_id             string, null                  id the event refers to: tool call id, model call id,
-                                                 interrupt id, subagent id, turn message id
-tool_name          dictionary<string>, null      tool name on tool call / result events
-args_hash          string, null                  :func:`replaykit._json.args_hash` of the tool arguments
-cache_key          string, null                  provider-cache key (``payload.cacheKey``)
-is_error           bool                          the event records a failure (error result/finish/turn)
-finish             dictionary<string>, null      finish kind of a model call (stop, tool-calls, error, ...)
-input_tokens       int64, null                   input tokens reported by this event
-output_tokens      int64, null                   output tokens reported by this event
-chunk_type         dictionary<string>, null      sub-kind of a model_chunk: text, reasoning, tool-call,
-                                                 usage, finish, block-start, block-end, ...
-text               large_string, null            text the event carries (delta, message, result text)
-inherited          bool                          copied from a parent (fork child's seed region)
-payload            large_string                  the event's own JSON, lossless
-prev_hash          string, null                  hash chain: previous row's hash
-row_hash           string, null                  hash chain: this row's hash
-source             dictionary<string>            ``<format>:<path>`` the row was loaded from
-source_line        int64, null                   1-based line in ``source`` (null for non-line sources)
-=================  ============================  =========================================================
+The columns, their Arrow types and meanings are :data:`EVENTS_SCHEMA` and :data:`COLUMN_DOCS`
+below (rendered as a table in docs/formats.md, generated from this module).
 """
 
 from __future__ import annotations
@@ -187,7 +157,8 @@ def _as_array(values: Any, field: pa.Field, n: int) -> pa.Array | pa.ChunkedArra
         if arr.type != field.type:
             arr = arr.cast(field.type)
         return arr
-    if pa.types.is_timestamp(field.type) and pa.types.is_timestamp(arr.type) and arr.type.tz is None:
+    naive_ts = pa.types.is_timestamp(arr.type) and arr.type.tz is None
+    if pa.types.is_timestamp(field.type) and naive_ts:
         arr = pc.assume_timezone(arr, "UTC")
     if arr.type != field.type:
         arr = arr.cast(field.type)

@@ -8,27 +8,11 @@ from hypothesis import strategies as st
 
 from replaykit import EventLog
 from replaykit._json import canonical_json
+from replaykit.io.pleach import EVENT_KINDS
 from replaykit.schema import events_table
 
-TYPES = {
-    "turn.started": "turn_start",
-    "turn.completed": "turn_end",
-    "message.user": "user_message",
-    "model.requested": "model_request",
-    "model.completed": "model_response",
-    "tool.called": "tool_call",
-    "tool.completed": "tool_result",
-    "interrupt.raised": "approval_request",
-    "interrupt.resolved": "approval_decision",
-    "subagent.spawned": "subagent_start",
-    "subagent.completed": "subagent_end",
-    "export.created": "other",
-    "user_card.shown": "other",
-    "checkpoint.created": "checkpoint",
-    "error.raised": "error",
-    "x.unknown": "other",
-    "chunk": "model_chunk",
-}
+# The agreed pleach event types (and their kinds), plus an unknown type and a stream chunk.
+TYPES = {**EVENT_KINDS, "x.unknown": "other", "chunk": "model_chunk"}
 IDS = ["a", "b", "c"]
 
 
