@@ -13,7 +13,7 @@ from typing import Any
 try:  # pragma: no cover - exercised implicitly when the [fast] extra is installed
     import orjson as _orjson
 except ImportError:  # pragma: no cover
-    _orjson = None
+    _orjson = None  # type: ignore[assignment]
 
 __all__ = ["HAVE_ORJSON", "args_hash", "canonical_json", "dumps", "loads", "JSONDecodeError"]
 
@@ -30,7 +30,7 @@ if _orjson is not None:
         """Canonical JSON text of ``obj``: sorted keys, compact, UTF-8."""
         return _orjson.dumps(obj, option=_orjson.OPT_SORT_KEYS).decode("utf-8")
 
-else:  # pragma: no cover
+else:  # pragma: no cover - exercised by tests/test_json.py through _canonical_json_stdlib
     JSONDecodeError = (json.JSONDecodeError, UnicodeDecodeError)
 
     def loads(data: bytes | str) -> Any:
@@ -41,7 +41,37 @@ else:  # pragma: no cover
 
     def canonical_json(obj: Any) -> str:
         """Canonical JSON text of ``obj``: sorted keys, compact, UTF-8."""
-        return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return _canonical_json_stdlib(obj)
+
+
+def _float_text(x: float) -> str:
+    """A float as orjson writes it, so canonical text never depends on orjson being installed.
+
+    orjson and ``repr`` agree except for negative exponents: orjson writes ``1e-7`` where repr
+    writes ``1e-07``, and numbers of magnitude 1e-5 in plain decimal (``0.000015``).
+    """
+    if x != x or x in (float("inf"), float("-inf")):
+        raise ValueError(f"{x!r} is not valid JSON")
+    text = repr(x)
+    mantissa, sep, exponent = text.partition("e")
+    if not sep or not exponent.startswith("-"):
+        return text
+    power = int(exponent)
+    if power == -5:
+        sign = "-" if mantissa.startswith("-") else ""
+        digits = mantissa.lstrip("-").replace(".", "")
+        return f"{sign}0.0000{digits}"
+    return f"{mantissa}e{power}"
+
+
+def _canonical_json_stdlib(obj: Any) -> str:
+    """Canonical JSON with the standard library only, byte-identical to the orjson path."""
+    encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    iterencode = json.encoder._make_iterencode(  # type: ignore[attr-defined]
+        {}, encoder.default, json.encoder.py_encode_basestring, None, _float_text,
+        ":", ",", True, False, True,
+    )
+    return "".join(iterencode(obj, 0))
 
 
 def dumps(obj: Any) -> str:
