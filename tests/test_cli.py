@@ -56,3 +56,13 @@ def test_console_script_is_installed(data_dir):
         capture_output=True, text=True, check=True,
     )
     assert "pleach" in out.stdout
+
+
+def test_progress_bar_names_files_and_counts_bytes(data_dir, capsys):
+    import replaykit as rk
+
+    rk.read_toh(data_dir / "toh", tenant_id="demo", progress=True)
+    err = capsys.readouterr().err
+    assert "toh [1/4]" in err and "[4/4]" in err
+    rk.read_toh(data_dir / "toh", tenant_id="demo", progress=False)
+    assert capsys.readouterr().err == ""

@@ -93,6 +93,7 @@ class Progress:
         self.n = 0
         self._bar: Any = None
         self._last_print = -1
+        self._file = ""
         if self.enabled:
             try:
                 from tqdm.auto import tqdm
@@ -119,12 +120,18 @@ class Progress:
             pct = int(100 * self.n / self.total)
             if pct != self._last_print and pct % 5 == 0:
                 self._last_print = pct
-                sys.stderr.write(f"\r{self.desc}: {pct:3d}%")
+                sys.stderr.write(f"\r{self.desc} {self._file}: {pct:3d}%")
                 sys.stderr.flush()
 
     def set_description(self, desc: str) -> None:
         if self._bar is not None:
             self._bar.set_description(desc)
+
+    def next_file(self, name: str, index: int, count: int) -> None:
+        """Show which file is being read: ``<desc> [index/count] name`` (index is 1-based)."""
+        self._file = f"[{index}/{count}] {name}"
+        if self._bar is not None:
+            self._bar.set_description(f"{self.desc} {self._file}")
 
     def close(self) -> None:
         if self._bar is not None:

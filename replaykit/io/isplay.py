@@ -735,7 +735,8 @@ def read_isplay(
     seen: dict[str, str] = {}
     total = sum(f.stat().st_size for f in files)
     with Progress(total, desc="isplay", enabled=progress) as bar:
-        for f in files:
+        for i, f in enumerate(files, start=1):
+            bar.next_file(f.name, i, len(files))
             _read_file(f, acc, seen, quarantine, bar)
     return _build(acc, tenant, quarantine)
 

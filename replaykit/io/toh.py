@@ -634,8 +634,8 @@ def read_toh(
     gc.disable()
     try:
         with Progress(total, desc="toh", unit="B", enabled=progress) as prog:
-            for ctx in ctxs:
-                prog.set_description(f"toh {ctx.path.name}")
+            for i, ctx in enumerate(ctxs, start=1):
+                prog.next_file(ctx.path.name, i, len(ctxs))
                 _read_file(ctx, acc, prog)
         table, runs = _assemble(ctxs, acc, tenant, q)
     finally:
