@@ -14,6 +14,7 @@ libraries.
 from __future__ import annotations
 
 from . import datasets, schema
+from . import toh_scripts as toh
 from .errors import (
     FormatDetectionError,
     LoadError,
@@ -77,6 +78,7 @@ __all__ = [
     "read_pleach",
     "read_toh",
     "schema",
+    "toh",
     "validate",
     # fold / replay
     "InMemoryCache",
