@@ -15,11 +15,11 @@ $(BIN)/python:
 
 # Re-install whenever pyproject.toml changes.
 $(VENV)/.installed-base: pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet -e ".[fast]"
+	$(PIP) install --quiet -e ".[fast,replay]"
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet -e ".[dev,fast]"
+	$(PIP) install --quiet -e ".[dev]"
 	touch $@ $(VENV)/.installed-base
 
 demo: $(VENV)/.installed-base

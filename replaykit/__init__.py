@@ -15,6 +15,16 @@ from __future__ import annotations
 
 from . import datasets, schema
 from . import toh_scripts as toh
+from .branch import (
+    COMPARABILITY,
+    Branch,
+    Fixture,
+    FixtureRegistry,
+    ReplayResult,
+    compare,
+    replay,
+    tool_distance_matrix,
+)
 from .errors import (
     FormatDetectionError,
     LoadError,
@@ -107,4 +117,13 @@ __all__ = [
     "verify_chain",
     "verify_proof",
     "write_sql",
+    # branch / replay / compare
+    "Branch",
+    "COMPARABILITY",
+    "Fixture",
+    "FixtureRegistry",
+    "ReplayResult",
+    "compare",
+    "replay",
+    "tool_distance_matrix",
 ]

@@ -1,0 +1,644 @@
+"""replay(): re-drive a branch of a recorded run under explicit model and tool policies."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .._json import args_hash, canonical_json
+from ..errors import ReplayError
+from ..eventlog import EventLog, to_pandas
+from ..io.isplay import MODEL_POLICIES, TOOL_POLICIES
+from ..schema import EVENTS_SCHEMA, events_table
+from .branch import Branch
+from .fixtures import FixtureRegistry
+from .patches import PATCH_RECORD_KEY, apply_operations, apply_tool_args_patch
+
+__all__ = ["ReplayResult", "replay", "LIVE_MODEL_POLICIES", "LIVE_TOOL_POLICIES",
+           "EXACT_MODEL_POLICIES", "EXACT_TOOL_POLICIES"]
+
+#: Model policies that need a ``model_executor`` (replay fails fast without one).
+LIVE_MODEL_POLICIES = ("determinism-probe", "pinned-live", "compatible-live")
+#: Tool policies that need a ``tool_executor``.
+LIVE_TOOL_POLICIES = ("live-readonly", "live-explicit")
+#: Policies under which a replay can be ``exact`` (nothing is executed live).
+EXACT_MODEL_POLICIES = ("recorded-only", "blocked")
+EXACT_TOOL_POLICIES = ("recorded-only", "pause-for-fixture", "blocked")
+
+ModelExecutor = Callable[..., Any]
+ToolExecutor = Callable[..., Any]
+
+_MODEL_KINDS = ("model_request", "model_response", "model_chunk")
+_ARGS_KEYS = ("args", "arguments", "input")
+_TOOL_KEYS = ("toolName", "tool", "tool_name")
+
+
+# ------------------------------------------------------------------------- intervention matching
+
+
+def _str(col: Any) -> pa.Array:
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    return pc.cast(arr, pa.string())
+
+
+def _selector_mask(t: pa.Table, kind: str, sel: Mapping[str, Any]) -> np.ndarray:
+    """Events of one run that an intervention's selector names (all keys ANDed), column-wise."""
+    n = t.num_rows
+    m = np.ones(n, dtype=bool)
+    k = _str(t.column("kind"))
+    payload = t.column("payload")
+
+    def eq(col: str, v: Any) -> np.ndarray:
+        return np.asarray(pc.fill_null(pc.equal(_str(t.column(col)), str(v)), False))
+
+    def contains(text: str) -> np.ndarray:
+        return np.asarray(pc.fill_null(pc.match_substring(payload, text), False))
+
+    for key, v in sel.items():
+        if key == "target_ref":
+            m &= eq("ref_id", v)
+        elif key == "target_event":
+            if isinstance(v, int):
+                m &= np.asarray(pc.equal(t.column("seq"), v))
+            else:
+                m &= eq("event_id", v)
+        elif key == "target_type":
+            m &= eq("type", v) | eq("kind", v)
+        elif key == "target_tool":
+            m &= eq("tool_name", v)
+        elif key == "target_model_call":
+            m &= eq("ref_id", v) & np.isin(k.to_numpy(zero_copy_only=False), _MODEL_KINDS)
+        elif key == "target_artifact":
+            m &= contains(canonical_json(v))
+        elif key == "target_context":
+            m &= contains(canonical_json({"contextId": v})[1:-1])
+        elif key == "target_context_path":
+            m &= contains(canonical_json({"path": v})[1:-1])
+        # json_pointer is checked per candidate (below): the pointer must resolve.
+    kinds = k.to_numpy(zero_copy_only=False)
+    if kind == "tool_args_patch":
+        m &= kinds == "tool_call"
+    elif kind in ("prompt_patch", "mask") and "target_event" not in sel:
+        # a prompt or mask edit aims at the request of a model call, not its result
+        m &= (kinds == "model_request") | (kinds == "user_message") | ~np.isin(kinds, _MODEL_KINDS)
+    ptr = sel.get("json_pointer")
+    if ptr is not None:
+        import jsonpointer
+
+        for i in np.flatnonzero(m):  # candidates only
+            try:
+                jsonpointer.resolve_pointer(json.loads(payload[int(i)].as_py()), ptr)
+            except jsonpointer.JsonPointerException:
+                m[i] = False
+    return m
+
+
+def _find(obj: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]:
+    for key in keys:
+        if key in obj:
+            return key, obj[key]
+    return None, None
+
+
+# ------------------------------------------------------------------------------------ result
+
+
+class ReplayResult:
+    """What a replay produced: status, the replayed events, requirements, effects and metrics.
+
+    ``status`` is ``"completed"``, ``"paused"`` (a divergent tool call needs a fixture: see
+    :meth:`requirements_df`, then :meth:`resume`) or ``"failed"`` (``error`` says why).
+    ``events`` is an :class:`~replaykit.EventLog` holding one run, ``run_id`` =
+    ``"<base run>~<branch id>"`` with ``parent_run_id`` = the base run; events copied from
+    before the checkpoint have ``inherited=True``. :meth:`annotations_df` says where each
+    replayed event came from.
+
+    Example:
+        >>> res = rk.replay(branch, fixtures="data/isplay/fixtures.json")  # doctest: +SKIP
+        >>> res.status, res.metrics["first_divergence_step"]  # doctest: +SKIP
+        ('completed', 3)
+    """
+
+    def __init__(self, *, branch: Branch | None, status: str, events: EventLog,
+                 model_policy: str, tool_policy: str, fixtures: FixtureRegistry,
+                 requirements: list[dict[str, Any]], effects: list[dict[str, Any]],
+                 probes: list[dict[str, Any]], annotations: list[dict[str, Any]],
+                 error: str | None, replay_id: str, base: EventLog,
+                 executors: tuple[Any, Any] = (None, None)) -> None:
+        self.branch = branch
+        self.status = status
+        self.events = events
+        self.model_policy = model_policy
+        self.tool_policy = tool_policy
+        self.fixtures = fixtures
+        self.requirements = requirements
+        self.effects = effects
+        self.probes = probes
+        self.annotations = annotations
+        self.error = error
+        self.replay_id = replay_id
+        self.base = base
+        self._executors = executors
+        self._metrics: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        return (f"ReplayResult(status={self.status!r}, events={len(self.events)}, "
+                f"policy={self.model_policy}/{self.tool_policy}, "
+                f"requirements={len(self.requirements)})")
+
+    @property
+    def run_id(self) -> str:
+        return self.events.run_ids[0] if len(self.events) else ""
+
+    # ------------------------------------------------------------------ frames
+    def annotations_df(self) -> pd.DataFrame:
+        """One row per replayed event: seq, base_seq (null for new events), origin
+        (copied / recorded / patched / fixture / executor / blocked / synthetic)."""
+        return pd.DataFrame(self.annotations, columns=["seq", "base_seq", "origin"]).astype(
+            {"seq": "Int64", "base_seq": "Int64", "origin": "string"})
+
+    def requirements_df(self) -> pd.DataFrame:
+        """One row per fixture requirement: requirement_id, tool_name, args (JSON text),
+        args_hash, ref_id, step (position in the replayed run), status (open / resolved)."""
+        cols = ["requirement_id", "tool_name", "args", "args_hash", "ref_id", "step", "status"]
+        return pd.DataFrame(self.requirements, columns=cols).astype(
+            {"step": "Int64"} | {c: "string" for c in cols if c != "step"})
+
+    def effects_df(self) -> pd.DataFrame:
+        """One row per tool call after the checkpoint: how its output was obtained.
+
+        ``action`` is ``recorded`` (signature matched the recording), ``fixture``,
+        ``executed`` (live executor), ``blocked``, or ``missing`` (paused / failed there);
+        ``fixture_id`` and ``provenance`` name the fixture when one served it.
+        """
+        cols = ["step", "ref_id", "tool_name", "args_hash", "divergent", "action",
+                "fixture_id", "provenance"]
+        return pd.DataFrame(self.effects, columns=cols).astype(
+            {"step": "Int64", "divergent": "boolean"}
+            | {c: "string" for c in cols if c not in ("step", "divergent")})
+
+    def probes_df(self) -> pd.DataFrame:
+        """determinism-probe results: one row per model call (ref_id, runs, distinct_outputs,
+        deterministic, matches_recorded)."""
+        cols = ["ref_id", "runs", "distinct_outputs", "deterministic", "matches_recorded"]
+        return pd.DataFrame(self.probes, columns=cols)
+
+    def diff_df(self) -> pd.DataFrame:
+        """Base (after the checkpoint's copy) and replay aligned by event signature.
+
+        One row per aligned position: ``status`` is ``same``, ``changed`` (a replaced event),
+        ``added`` (only in the replay) or ``removed`` (only in the base); with base_seq /
+        replay_seq, kinds and tool names of both sides.
+        """
+        import difflib
+
+        from .compare import event_signatures
+
+        base = self.base.run(self.branch.run_id, tenant_id=self.branch.tenant_id) \
+            if self.branch is not None else self.base
+        b = base.table
+        r = self.events.table
+        sb = event_signatures(b).tolist()
+        sr = event_signatures(r).tolist()
+        kb = _str(b.column("kind")).to_pylist()
+        kr = _str(r.column("kind")).to_pylist()
+        tb = _str(b.column("tool_name")).to_pylist()
+        tr = _str(r.column("tool_name")).to_pylist()
+        qb = b.column("seq").to_pylist()
+        qr = r.column("seq").to_pylist()
+        rows: list[tuple[Any, ...]] = []
+        sm = difflib.SequenceMatcher(a=sb, b=sr, autojunk=False)
+        for tag, i1, i2, j1, j2 in sm.get_opcodes():  # one run: per-event API
+            if tag == "equal":
+                rows += [("same", qb[i], qr[j], kb[i], kr[j], tb[i], tr[j])
+                         for i, j in zip(range(i1, i2), range(j1, j2), strict=True)]
+                continue
+            pairs = min(i2 - i1, j2 - j1) if tag == "replace" else 0
+            for d in range(pairs):
+                i, j = i1 + d, j1 + d
+                rows.append(("changed", qb[i], qr[j], kb[i], kr[j], tb[i], tr[j]))
+            for i in range(i1 + pairs, i2):
+                rows.append(("removed", qb[i], None, kb[i], None, tb[i], None))
+            for j in range(j1 + pairs, j2):
+                rows.append(("added", None, qr[j], None, kr[j], None, tr[j]))
+        df = pd.DataFrame(rows, columns=["status", "base_seq", "replay_seq", "base_kind",
+                                         "replay_kind", "base_tool", "replay_tool"])
+        return df.astype({"base_seq": "Int64", "replay_seq": "Int64", "status": "string",
+                          "base_kind": "string", "replay_kind": "string",
+                          "base_tool": "string", "replay_tool": "string"})
+
+    # ------------------------------------------------------------------ metrics
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """Every metric of docs/metrics.md for this replay against its base run (a dict)."""
+        if self._metrics is None:
+            from .compare import compare
+
+            base = self.base.run(self.branch.run_id, tenant_id=self.branch.tenant_id) \
+                if self.branch is not None else self.base
+            pairs = pd.DataFrame({
+                "tenant_id": [base.tenants[0]], "base_run_id": [base.run_ids[0]],
+                "replay_run_id": [self.run_id], "status": [self.status],
+                "exact_policies": [self.model_policy in EXACT_MODEL_POLICIES
+                                   and self.tool_policy in EXACT_TOOL_POLICIES],
+            })
+            row = compare(base, self.events, pairs).iloc[0].to_dict()
+            self._metrics = {k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
+        return self._metrics
+
+    @property
+    def comparability(self) -> str:
+        """``exact``, ``aligned``, ``diverged_but_comparable`` or ``non_comparable``
+        (rules: docs/metrics.md; advice: :data:`replaykit.COMPARABILITY`)."""
+        return str(self.metrics["comparability"])
+
+    # ------------------------------------------------------------------ resume / persist
+    def resume(self, fixtures: Any = None) -> ReplayResult:
+        """Replay again with ``fixtures`` added to this replay's fixtures (same policies,
+        executors and replay id). Returns a new result; this one is unchanged.
+
+        Raises:
+            ReplayError: the result was loaded from disk without its branch.
+        """
+        if self.branch is None:
+            raise ReplayError("this result has no branch (loaded from disk); rebuild the "
+                              "branch and call rk.replay", run_id=None, tenant_id=None)
+        return replay(self.branch, model_policy=self.model_policy, tool_policy=self.tool_policy,
+                      fixtures=self.fixtures.merge(fixtures), model_executor=self._executors[0],
+                      tool_executor=self._executors[1], replay_id=self.replay_id)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write ``events.parquet`` plus ``manifest.json`` (status, policies, branch,
+        requirements, effects, probes, annotations, metrics) into folder ``path``."""
+        out = Path(path)
+        out.mkdir(parents=True, exist_ok=True)
+        pq.write_table(self.events.table, out / "events.parquet")
+        base_t = (self.base.run(self.branch.run_id, tenant_id=self.branch.tenant_id).table
+                  if self.branch is not None else self.base.table)
+        pq.write_table(base_t, out / "base.parquet")
+        manifest = {
+            "format": "replaykit.replay/v1", "replayId": self.replay_id, "status": self.status,
+            "error": self.error, "modelPolicy": self.model_policy,
+            "toolPolicy": self.tool_policy,
+            "branch": self.branch.to_dict() if self.branch is not None else None,
+            "tenantId": self.branch.tenant_id if self.branch is not None else None,
+            "fixtures": [f.to_dict() for f in self.fixtures],
+            "requirements": self.requirements, "effects": self.effects, "probes": self.probes,
+            "annotations": self.annotations, "metrics": self.metrics,
+        }
+        (out / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str),
+                                           encoding="utf-8")
+        return out
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> ReplayResult:
+        """Read a result written by :meth:`save`. The loaded result can be inspected and
+        compared; :meth:`resume` needs the live branch and is not available.
+
+        Raises:
+            FileNotFoundError: no manifest in ``path``.
+        """
+        p = Path(path)
+        m = json.loads((p / "manifest.json").read_text(encoding="utf-8"))
+        events = EventLog(pq.read_table(p / "events.parquet").cast(EVENTS_SCHEMA))
+        base = EventLog(pq.read_table(p / "base.parquet").cast(EVENTS_SCHEMA))
+        from .fixtures import Fixture
+
+        fx = FixtureRegistry([Fixture(
+            fixture_id=f["fixtureId"], project_id=f["projectId"], tool_name=f["toolName"],
+            output=f.get("output"), args_hash=f["matcher"].get("argsHash"),
+            args_subset=f["matcher"].get("argsSubset"),
+            scope_replay_id=(f.get("scope") or {}).get("replayId"),
+            scope_branch_id=(f.get("scope") or {}).get("branchId"),
+            is_error=bool(f.get("isError", False)), provenance=f["provenance"],
+            created_by=f.get("createdBy"), note=f.get("note")) for f in m["fixtures"]])
+        res = cls(branch=None, status=m["status"], events=events, model_policy=m["modelPolicy"],
+                  tool_policy=m["toolPolicy"], fixtures=fx, requirements=m["requirements"],
+                  effects=m["effects"], probes=m["probes"], annotations=m["annotations"],
+                  error=m["error"], replay_id=m["replayId"], base=base)
+        res._metrics = m["metrics"]
+        res.branch_dict = m["branch"]  # type: ignore[attr-defined]
+        return res
+
+
+# ------------------------------------------------------------------------------------ replay
+
+
+def _tool_output(value: Any) -> tuple[Any, bool]:
+    """(output, is_error) from what a tool executor returned."""
+    if isinstance(value, Mapping) and set(value) <= {"output", "isError"} and "output" in value:
+        return value["output"], bool(value.get("isError", False))
+    return value, False
+
+
+def _text_of(output: Any) -> str | None:
+    if output is None:
+        return None
+    if isinstance(output, str):
+        return output
+    if isinstance(output, Mapping) and isinstance(output.get("text"), str):
+        return output["text"]
+    return canonical_json(output)
+
+
+def replay(
+    branch: Branch,
+    *,
+    model_policy: str | None = None,
+    tool_policy: str | None = None,
+    fixtures: Any = None,
+    model_executor: ModelExecutor | None = None,
+    tool_executor: ToolExecutor | None = None,
+    replay_id: str | None = None,
+    probe_runs: int = 2,
+) -> ReplayResult:
+    """Re-drive ``branch``'s base run from its checkpoint under explicit policies.
+
+    Events up to the checkpoint are copied (``inherited=True``). Interventions are applied to
+    the events their selectors name after the checkpoint (one that names nothing becomes a
+    synthetic ``intervention.created`` event, kind ``intervention``; a failing patch keeps the
+    original value and records ``payload["replayPatch"]``). Then, call by call:
+
+    * model calls -- ``recorded-only``: the recorded output of the same call; ``blocked``: the
+      model is never called, the recorded output is kept and the call is logged as blocked;
+      ``determinism-probe``: ``model_executor(request, policy=...)`` is called ``probe_runs``
+      times and compared (see :meth:`ReplayResult.probes_df`), the recorded output is kept;
+      ``pinned-live`` / ``compatible-live``: the executor's output replaces the recorded one.
+    * tool calls -- when the (tool, args hash) signature equals the recording, the recorded
+      result is served. A divergent call is served by a fixture (``fixtures``) under
+      ``pause-for-fixture`` (missing: the replay ends ``paused`` with an open requirement) and
+      ``recorded-only`` (missing: ``failed``); ``blocked`` gives an error result without
+      executing; ``live-readonly`` / ``live-explicit`` call
+      ``tool_executor(tool_name, args, policy=..., readonly=...)``.
+
+    Policies default to the branch's ``replay_policy``, else recorded-only / pause-for-fixture.
+
+    Args:
+        branch: the branch to replay.
+        model_policy / tool_policy: see above (names as in the isplay CLI).
+        fixtures: a :class:`FixtureRegistry`, an iterable of fixtures, a fixtures file path.
+        model_executor / tool_executor: callables for the live and probe policies.
+        replay_id: id used for replay-scoped fixtures (default: derived from the branch).
+        probe_runs: executor calls per model call under ``determinism-probe``.
+
+    Returns:
+        A :class:`ReplayResult` (``completed``, ``paused`` or ``failed``).
+
+    Raises:
+        ValueError: an unknown policy name.
+        ReplayError: a live or probe policy without its executor (fail fast, nothing runs);
+            the branch's run or checkpoint does not exist.
+
+    Example:
+        >>> res = rk.replay(branch, model_policy="recorded-only",
+        ...                 tool_policy="pause-for-fixture")  # doctest: +SKIP
+        >>> res.status  # doctest: +SKIP
+        'paused'
+    """
+    pol = branch.replay_policy
+    mp = model_policy or (pol.model if pol else "recorded-only")
+    tp = tool_policy or (pol.tool if pol else "pause-for-fixture")
+    if mp not in MODEL_POLICIES:
+        raise ValueError(f"model_policy must be one of {MODEL_POLICIES}, got {mp!r}")
+    if tp not in TOOL_POLICIES:
+        raise ValueError(f"tool_policy must be one of {TOOL_POLICIES}, got {tp!r}")
+    if mp in LIVE_MODEL_POLICIES and model_executor is None:
+        raise ReplayError(f"model policy {mp!r} needs a model_executor callable; pass one or "
+                          "use 'recorded-only'", run_id=branch.run_id, tenant_id=branch.tenant_id)
+    if tp in LIVE_TOOL_POLICIES and tool_executor is None:
+        raise ReplayError(f"tool policy {tp!r} needs a tool_executor callable; pass one or use "
+                          "'pause-for-fixture'", run_id=branch.run_id, tenant_id=branch.tenant_id)
+    registry = FixtureRegistry.coerce(fixtures)
+    rid = replay_id or f"rp-{branch.branch_id}"
+    base = branch.base_run()
+    t = base.table
+    cp = branch.checkpoint_seq()
+    seq = t.column("seq").to_numpy()
+    after = seq > cp
+
+    # which interventions touch which events (column-wise per intervention)
+    touched: dict[int, list[Any]] = {}
+    unmatched = []
+    for iv in branch.interventions:
+        hits = np.flatnonzero(_selector_mask(t, iv.kind, iv.selector) & after)
+        if not len(hits):
+            unmatched.append(iv)
+        for h in hits.tolist():
+            touched.setdefault(h, []).append(iv)
+
+    rows = t.to_pylist()  # one run, re-driven event by event (a per-event API)
+    new_run = f"{branch.run_id}~{branch.branch_id}"
+    src_type = {r["kind"]: r["type"] for r in rows}
+    out: list[dict[str, Any]] = []
+    ann: list[dict[str, Any]] = []
+    requirements: list[dict[str, Any]] = []
+    effects: list[dict[str, Any]] = []
+    probes: list[dict[str, Any]] = []
+    status, error = "completed", None
+
+    def emit(row: dict[str, Any], origin: str, base_seq: int | None) -> None:
+        r = dict(row)
+        r["run_id"] = new_run
+        r["parent_run_id"] = branch.run_id
+        r["seq"] = len(out)
+        out.append(r)
+        ann.append({"seq": r["seq"], "base_seq": base_seq, "origin": origin})
+
+    def synthetic(like: dict[str, Any], typ: str, kind: str, payload: dict[str, Any],
+                  **cols: Any) -> dict[str, Any]:
+        r: dict[str, Any] = {c: None for c in EVENTS_SCHEMA.names}
+        r.update(tenant_id=like["tenant_id"], type=typ, kind=kind, is_error=False,
+                 inherited=False, payload=canonical_json(payload), source=f"replay:{rid}")
+        r.update(cols)
+        return r
+
+    live_outputs: dict[str, Any] = {}
+    dropped_results: set[str] = set()
+    cp_done = False
+    for i, row in enumerate(rows):
+        if not after[i]:
+            emit(dict(row, inherited=True), "copied", row["seq"])
+            continue
+        if not cp_done:
+            cp_done = True
+            for iv in unmatched:
+                emit(synthetic(row, "intervention.created", "intervention",
+                               {"type": "intervention.created", **iv.to_dict(),
+                                "matched": False}, ref_id=iv.intervention_id,
+                               text=iv.description or None), "synthetic", None)
+        r = dict(row)
+        origin = "recorded"
+        kind = r["kind"]
+        if i in touched:
+            payload = json.loads(r["payload"])
+            records = []
+            for iv in touched[i]:
+                if iv.kind == "tool_args_patch":
+                    ak, _ = _find(payload, _ARGS_KEYS)
+                    tk, _ = _find(payload, _TOOL_KEYS)
+                    view = {"args": payload.get(ak or "args"),
+                            "toolName": payload.get(tk or "toolName"),
+                            "argsHash": payload.get("argsHash"),
+                            "argsArtifactId": payload.get("argsArtifactId")}
+                    new, fails = apply_tool_args_patch(view, iv.patch)
+                    if not fails:
+                        payload[ak or "args"] = new["args"]
+                        payload[tk or "toolName"] = new["toolName"]
+                        if "argsHash" in payload or ak == "args":
+                            payload["argsHash"] = new.get("argsHash", args_hash(new["args"]))
+                        payload.pop("argsArtifactId", None)
+                else:
+                    new, fails = apply_operations(payload, iv.patch.get("operations", []))
+                    if not fails:
+                        payload = new
+                records.append({"interventionId": iv.intervention_id,
+                                "status": "failed" if fails else "applied",
+                                **({"failures": fails} if fails else {})})
+            payload[PATCH_RECORD_KEY] = records
+            r["payload"] = canonical_json(payload)
+            if kind == "tool_call":
+                ak, args = _find(payload, _ARGS_KEYS)
+                _, tool = _find(payload, _TOOL_KEYS)
+                if ak is not None:
+                    r["args_hash"] = args_hash(args)
+                    r["text"] = args if isinstance(args, str) else canonical_json(args)
+                if isinstance(tool, str):
+                    r["tool_name"] = tool
+            elif kind == "model_request" and isinstance(payload.get("prompt"), str):
+                r["text"] = payload["prompt"]
+            elif kind == "user_message" and isinstance(payload.get("text"), str):
+                r["text"] = payload["text"]
+            origin = "patched"
+
+        if kind == "model_request":
+            req = json.loads(r["payload"])
+            ref = r["ref_id"]
+            if mp == "determinism-probe":
+                assert model_executor is not None
+                outs = [canonical_json(model_executor(req, policy=mp)) for _ in range(probe_runs)]
+                recorded = next((x for x in rows[i + 1:] if x["ref_id"] == ref
+                                 and x["kind"] == "model_response"), None)
+                rec_out = (canonical_json(json.loads(recorded["payload"]).get("output"))
+                           if recorded else None)
+                probes.append({"ref_id": ref, "runs": probe_runs,
+                               "distinct_outputs": len(set(outs)),
+                               "deterministic": len(set(outs)) == 1,
+                               "matches_recorded": rec_out is not None and outs[0] == rec_out})
+            elif mp in ("pinned-live", "compatible-live"):
+                assert model_executor is not None
+                live_outputs[ref] = model_executor(req, policy=mp)
+            elif mp == "blocked":
+                effects.append({"step": len(out), "ref_id": ref, "tool_name": None,
+                                "args_hash": None, "divergent": False, "action": "blocked",
+                                "fixture_id": None, "provenance": None})
+            emit(r, origin, row["seq"])
+            continue
+        if kind in ("model_response", "model_chunk") and r["ref_id"] in live_outputs:
+            if kind == "model_chunk":
+                continue  # the live output replaces the recorded stream
+            value = live_outputs.pop(r["ref_id"])
+            payload = json.loads(r["payload"])
+            payload["output"] = value
+            r.update(payload=canonical_json(payload), text=_text_of(value),
+                     finish=(value.get("finish") if isinstance(value, Mapping) else None)
+                     or r["finish"], input_tokens=None, output_tokens=None)
+            emit(r, "executor", row["seq"])
+            continue
+        if kind == "tool_result" and r["ref_id"] in dropped_results:
+            continue
+        if kind != "tool_call":
+            emit(r, origin, row["seq"])
+            continue
+
+        # a tool call: recorded signature, or divergent and served by the tool policy
+        ref = r["ref_id"]
+        divergent = (r["tool_name"], r["args_hash"]) != (row["tool_name"], row["args_hash"])
+        eff = {"step": len(out), "ref_id": ref, "tool_name": r["tool_name"],
+               "args_hash": r["args_hash"], "divergent": divergent, "action": "recorded",
+               "fixture_id": None, "provenance": None}
+        if not divergent:
+            effects.append(eff)
+            emit(r, origin, row["seq"])
+            continue
+        dropped_results.add(ref)
+        payload = json.loads(r["payload"])
+        _, args = _find(payload, _ARGS_KEYS)
+        result_type = next((x["type"] for x in rows[i + 1:] if x["ref_id"] == ref
+                            and x["kind"] == "tool_result"), src_type.get("tool_result",
+                                                                          "tool.result"))
+        served: tuple[Any, bool, str, dict[str, Any]] | None = None
+        if tp in ("pause-for-fixture", "recorded-only"):
+            fx = registry.resolve(tool_name=r["tool_name"], args=args, args_hash=r["args_hash"],
+                                  project_id=branch.project_id, branch_id=branch.branch_id,
+                                  replay_id=rid)
+            if fx is not None:
+                served = (fx.output, fx.is_error, "fixture",
+                          {"fixtureId": fx.fixture_id, "provenance": fx.provenance})
+                eff.update(action="fixture", fixture_id=fx.fixture_id, provenance=fx.provenance)
+        elif tp == "blocked":
+            served = ({"error": {"code": "BLOCKED", "message": "tool execution blocked by "
+                                 "replay policy"}}, True, "blocked", {"blocked": True})
+            eff["action"] = "blocked"
+        else:
+            assert tool_executor is not None
+            value, err = _tool_output(tool_executor(r["tool_name"], args, policy=tp,
+                                                    readonly=tp == "live-readonly"))
+            served = (value, err, "executor", {"executedBy": tp})
+            eff["action"] = "executed"
+        emit(r, origin, row["seq"])
+        if served is None:
+            eff["action"] = "missing"
+            effects.append(eff)
+            req = {"requirement_id": f"req-{len(requirements) + 1}", "tool_name": r["tool_name"],
+                   "args": canonical_json(args), "args_hash": r["args_hash"], "ref_id": ref,
+                   "step": len(out) - 1, "status": "open"}
+            requirements.append(req)
+            if tp == "pause-for-fixture":
+                status = "paused"
+            else:
+                status = "failed"
+                error = (f"divergent tool call {r['tool_name']!r} (ref {ref}) has no recorded "
+                         "output and no fixture; tool policy 'recorded-only' fails here")
+            break
+        effects.append(eff)
+        value, err, origin2, extra = served
+        emit(synthetic(r, result_type, "tool_result",
+                       {"type": result_type, "refId": ref, "toolName": r["tool_name"],
+                        "output": value, "isError": err, **extra},
+                       ref_id=ref, tool_name=r["tool_name"], is_error=err, text=_text_of(value),
+                       turn=r.get("turn"), step=r.get("step"), ts=r.get("ts")),
+             origin2, None)
+    if not cp_done:  # checkpoint is the last event: interventions match nothing
+        for iv in unmatched:
+            emit(synthetic(rows[-1], "intervention.created", "intervention",
+                           {"type": "intervention.created", **iv.to_dict(), "matched": False},
+                           ref_id=iv.intervention_id, text=iv.description or None),
+                 "synthetic", None)
+
+    cols = {c: [r.get(c) for r in out] for c in EVENTS_SCHEMA.names}
+    cols["source"] = [s if s is not None else f"replay:{rid}" for s in cols["source"]]
+    table = events_table({k: v for k, v in cols.items()})
+    runs = base.runs
+    if runs.num_rows:
+        runs = runs.set_column(runs.schema.get_field_index("run_id"), "run_id",
+                               pa.array([new_run] * runs.num_rows, pa.string()))
+        runs = runs.set_column(runs.schema.get_field_index("parent_run_id"), "parent_run_id",
+                               pa.array([branch.run_id] * runs.num_rows, pa.string()))
+    events = EventLog(table, runs=runs)
+    return ReplayResult(branch=branch, status=status, events=events, model_policy=mp,
+                        tool_policy=tp, fixtures=registry, requirements=requirements,
+                        effects=effects, probes=probes, annotations=ann, error=error,
+                        replay_id=rid, base=branch.base,
+                        executors=(model_executor, tool_executor))
+
+
+_ = to_pandas  # re-exported helpers stay importable from one place
