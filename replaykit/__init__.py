@@ -25,6 +25,7 @@ from .branch import (
     replay,
     tool_distance_matrix,
 )
+from .cohorts import Cohorts, SemesterCalendar, cohorts
 from .errors import (
     FormatDetectionError,
     LoadError,
@@ -126,4 +127,17 @@ __all__ = [
     "compare",
     "replay",
     "tool_distance_matrix",
+    # cohorts
+    "Cohorts",
+    "SemesterCalendar",
+    "cohorts",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``rk.plots`` and ``rk.widgets`` load plotly / ipywidgets only when first used."""
+    if name in ("plots", "widgets"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'replaykit' has no attribute {name!r}")

@@ -155,6 +155,11 @@ class ReplayResult:
                 f"policy={self.model_policy}/{self.tool_policy}, "
                 f"requirements={len(self.requirements)})")
 
+    def _repr_html_(self) -> str:
+        from .._display import replay_result_html
+
+        return replay_result_html(self)
+
     @property
     def run_id(self) -> str:
         return self.events.run_ids[0] if len(self.events) else ""

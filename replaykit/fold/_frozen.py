@@ -5,9 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-import numpy as np
-import pandas as pd
-
 from .._json import canonical_json
 
 __all__ = ["FrozenDict", "freeze", "state_hash", "state_json", "thaw"]
@@ -65,18 +62,8 @@ def state_json(state: Mapping[str, Any]) -> str:
     return canonical_json(state)
 
 
-def hash_texts(texts: Any) -> np.ndarray:
-    """64-bit SipHash (pandas' vectorised ``hash_array``) of many canonical JSON texts."""
-    arr = np.asarray(texts, dtype=object)
-    if len(arr) == 0:
-        return np.zeros(0, dtype=np.uint64)
-    return pd.util.hash_array(arr, categorize=False)
-
-
 def state_hash(state: Mapping[str, Any]) -> int:
-    """The ``state_hash`` of one state: a 64-bit hash of its canonical JSON text.
+    """The ``state_hash`` of one state (see :func:`replaykit.fold.hashing.state_hash`)."""
+    from .hashing import state_hash as _state_hash
 
-    The same function, applied column-wise, fills :class:`~replaykit.StateFrame`'s
-    ``state_hash`` column, so ``state_hash(frame.at(...)) == frame`` row's hash.
-    """
-    return int(hash_texts([state_json(state)])[0])
+    return _state_hash(state)

@@ -2,8 +2,8 @@
 
 Rows are sorted by (tenant_id, run_id, seq); a *segment* is one run. Nothing here loops over
 rows in Python except :class:`~replaykit.fold.projection.Reducer` fields (the documented
-escape hatch, run on their matching rows only) and the collection/keyed-counter parts of the
-optional ``state_hash`` (run on the rows where such a field changes).
+escape hatch, run on their matching rows only). ``state_hash`` is column-wise too (see
+:mod:`replaykit.fold.hashing`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from .._json import canonical_json, payload_fields
 from ..errors import SchemaError
 from ..schema import _dictionary_rank
 from ._frozen import FrozenDict, freeze
+from .hashing import hash_json, mix, pair, text_hash, value_hash
 from .projection import (
     NOTNULL,
     Collection,
@@ -56,26 +57,28 @@ class Columns:
             self.seg = self.seg.astype(np.int32)
             self.row_start = self.row_start.astype(np.int32)
 
-    def col(self, name: str) -> pa.Array:
-        arr = self._cache.get(name)
-        if arr is None:
-            c = self.table.column(name)
-            if isinstance(c, pa.ChunkedArray):
-                c = c.unify_dictionaries() if pa.types.is_dictionary(c.type) else c
-                c = c.combine_chunks() if c.num_chunks != 1 else c.chunk(0)
-            arr = self._cache[name] = c
-        return arr
+    def col(self, name: str) -> pa.Array | pa.ChunkedArray:
+        """A column as stored (chunks are not combined: that would copy the column)."""
+        c = self.table.column(name)
+        return c.chunk(0) if isinstance(c, pa.ChunkedArray) and c.num_chunks == 1 else c
 
     def _isin(self, name: str, values: frozenset[str]) -> np.ndarray:
         arr = self.col(name)
         vs = pa.array(sorted(values), pa.string())
+        if isinstance(arr, pa.ChunkedArray):  # chunk by chunk: each has its own dictionary
+            if arr.num_chunks == 0:
+                return np.zeros(0, bool)
+            return np.concatenate([self._isin_array(ch, vs) for ch in arr.chunks])
+        return self._isin_array(arr, vs)
+
+    def _isin_array(self, arr: pa.Array, vs: pa.Array) -> np.ndarray:
         if pa.types.is_dictionary(arr.type):
             hit_dict = np.asarray(pc.is_in(arr.dictionary, value_set=vs).fill_null(False))
             idx = arr.indices.to_numpy(zero_copy_only=False)
             if arr.null_count:
                 valid = np.asarray(arr.is_valid())
                 return valid & hit_dict[np.where(valid, idx, 0)]
-            return hit_dict[idx] if len(hit_dict) else np.zeros(self.n, bool)
+            return hit_dict[idx] if len(hit_dict) else np.zeros(len(arr), bool)
         return np.asarray(pc.is_in(arr, value_set=vs).fill_null(False))
 
     def mask(self, on: On) -> np.ndarray:
@@ -114,7 +117,7 @@ class Columns:
     def values(self, value: Any, rows: np.ndarray) -> pa.Array:
         """``value`` (column, payload path or constant) on ``rows`` (sorted row indices)."""
         if isinstance(value, FromPayload):
-            sub = self.col("payload").take(pa.array(rows))
+            sub = flat(self.col("payload").take(pa.array(rows)))
             try:
                 t = payload_fields(sub, {value.path: _ARROW_TYPES[value.type]})
             except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
@@ -122,8 +125,17 @@ class Columns:
             c = t.column(value.path)
             return c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
         if isinstance(value, str):
-            return self.col(value).take(pa.array(rows))
+            return flat(self.col(value).take(pa.array(rows)))
         return pa.array(np.full(len(rows), value)) if value is not None else pa.nulls(len(rows))
+
+
+def flat(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One Arrow array (dictionaries unified) from a possibly chunked one."""
+    if not isinstance(arr, pa.ChunkedArray):
+        return arr
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.unify_dictionaries()
+    return arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
 
 
 def _as_strings(arr: pa.Array) -> pa.Array:
@@ -132,19 +144,22 @@ def _as_strings(arr: pa.Array) -> pa.Array:
     return pc.cast(arr, pa.string())
 
 
+def _check_int(t: pa.DataType, name: str) -> None:
+    if pa.types.is_dictionary(t) or not (pa.types.is_integer(t) or pa.types.is_null(t)):
+        raise SchemaError([f"counter {name!r} needs integer values, got {t}"])
+
+
 def _int_values(arr: pa.Array, name: str) -> np.ndarray:
-    if pa.types.is_dictionary(arr.type) or not (
-        pa.types.is_integer(arr.type) or pa.types.is_null(arr.type)
-    ):
-        raise SchemaError([f"counter {name!r} needs integer values, got {arr.type}"])
+    _check_int(arr.type, name)
     if pa.types.is_null(arr.type):
         return np.zeros(len(arr), dtype=np.int64)
-    return np.asarray(pc.fill_null(arr, 0).cast(pa.int64()))
+    out = np.asarray(pc.fill_null(arr, 0).cast(pa.int64()))
+    return out if out.flags.writeable else out.copy()
 
 
 def _ffill_index(valid_rows: np.ndarray, n: int, row_start: np.ndarray) -> np.ndarray:
     """For each row, the index of the latest valid row at or before it in its run, else -1."""
-    idx = np.full(n, -1, dtype=np.int64)
+    idx = np.full(n, -1, dtype=np.int32 if n < 2**31 else np.int64)
     idx[valid_rows] = valid_rows
     np.maximum.accumulate(idx, out=idx)
     idx[idx < row_start] = -1
@@ -184,6 +199,40 @@ class ScalarCol:
         return out
 
 
+def _sparse_at(rows: np.ndarray, vals: np.ndarray, i: int, start: int, zero: Any) -> Any:
+    j = int(np.searchsorted(rows, i, side="right")) - 1
+    return zero if j < 0 or rows[j] < start else vals[j]
+
+
+def _sparse_dense(rows: np.ndarray, vals: np.ndarray, c: Columns) -> np.ndarray:
+    """Dense per-row values of a run-segmented step function given at ``rows`` (0 before)."""
+    idx = np.full(c.n, -1, dtype=np.int64)
+    idx[rows] = np.arange(len(rows))
+    np.maximum.accumulate(idx, out=idx)
+    if len(rows):
+        idx[(idx >= 0) & (rows[np.maximum(idx, 0)] < c.row_start)] = -1
+    out = np.zeros(c.n, dtype=np.int64)
+    ok = idx >= 0
+    out[ok] = vals[idx[ok]]
+    return out
+
+
+@dataclass
+class CounterCol:
+    """A counter: its value changes only on ``rows`` (sorted), to ``values`` (0 before)."""
+
+    field: Field
+    rows: np.ndarray
+    values: np.ndarray
+    cols: Columns
+
+    def at(self, i: int, start: int) -> Any:
+        return int(_sparse_at(self.rows, self.values, i, start, 0))
+
+    def column(self) -> pa.Array:
+        return pa.array(_sparse_dense(self.rows, self.values, self.cols), pa.int64())
+
+
 @dataclass
 class KeyedCounterCol:
     field: Counter
@@ -213,7 +262,8 @@ class KeyedCounterCol:
 @dataclass
 class CollectionCol:
     field: Collection
-    size: np.ndarray  # running size after each row
+    size_rows: np.ndarray  # rows where the size changes (sorted)
+    size_vals: np.ndarray  # the size after each of them
     add_pos: np.ndarray  # effective adds, sorted by row
     end_pos: np.ndarray  # row of the effective remove (n: never)
     add_keys: pa.Array  # key per effective add
@@ -243,14 +293,16 @@ class CollectionCol:
             out.append(FrozenDict(d))
         return tuple(out)
 
-    def columns(self, n: int) -> dict[str, pa.Array]:
+    def columns(self, c: Columns) -> dict[str, pa.Array]:
         name = self.field.name
+        n = c.n
         add_idx = np.full(n, -1, dtype=np.int64)
         add_idx[self.add_pos] = np.arange(len(self.add_pos))
         rem_idx = np.full(n, -1, dtype=np.int64)
         rem_idx[self.rem_pos] = np.arange(len(self.rem_pos))
         return {
-            f"{name}_size": pa.array(self.size, pa.int64()),
+            f"{name}_size": pa.array(_sparse_dense(self.size_rows, self.size_vals, c),
+                                     pa.int64()),
             f"{name}_added": self.add_keys.take(pa.array(add_idx, mask=add_idx < 0)),
             f"{name}_removed": self.rem_keys.take(pa.array(rem_idx, mask=rem_idx < 0)),
         }
@@ -290,20 +342,24 @@ def _fold_counter(f: Counter, c: Columns) -> Any:
             keys,
         )
     if isinstance(f.value, int) and not isinstance(f.value, bool):
-        amounts = m.astype(np.int64)
-        if f.value != 1:
-            amounts *= f.value
+        rows = np.flatnonzero(m) if f.value else np.zeros(0, np.int64)
+        amounts = np.full(len(rows), f.value, dtype=np.int64)
     elif isinstance(f.value, str) and not (f.on.kinds or f.on.types or f.on.where):
-        amounts = _int_values(c.col(f.value), f.name)
+        arr = c.col(f.value)
+        _check_int(arr.type, f.name)
+        if pa.types.is_null(arr.type):
+            rows = np.zeros(0, np.int64)
+        else:
+            rows = np.flatnonzero(np.asarray(pc.fill_null(pc.not_equal(arr, 0), False)))
+        amounts = _int_values(arr.take(pa.array(rows)), f.name)
     else:
         rows = np.flatnonzero(m)
-        amounts = np.zeros(c.n, dtype=np.int64)
-        amounts[rows] = _int_values(c.values(f.value, rows), f.name)
-    cs = np.cumsum(amounts)
-    if len(c.starts):
-        base = np.where(c.starts > 0, cs[c.starts - 1], 0)
-        cs -= base[c.seg]
-    return ScalarCol(f, None, _compact(cs), 0)
+        amounts = _int_values(c.values(f.value, rows), f.name)
+    keep = amounts != 0  # a zero amount does not change the value
+    if not keep.all():
+        rows, amounts = rows[keep], amounts[keep]
+    vals = _run_cumsum(amounts, c.seg[rows])
+    return CounterCol(f, _compact(rows.astype(np.int64)), vals, c)
 
 
 def _fold_last(f: Last, c: Columns) -> ScalarCol:
@@ -374,7 +430,8 @@ def _fold_collection(f: Collection, c: Columns) -> CollectionCol:
     seg = c.seg[pos] if len(pos) else pos
     # group = (run, key); within a group: by row, adds before removes on the same row.
     # Rows are sorted by run, so (key, row, op) as one int64 sort key orders (run, key) groups.
-    order = np.argsort(code * (2 * n + 2) + pos * 2 + (~is_add), kind="stable")
+    # the sort keys are unique (one add and one remove per row at most): no stable sort needed
+    order = np.argsort(code * (2 * n + 2) + pos * 2 + (~is_add))
     s_pos, s_add, s_code, s_seg = pos[order], is_add[order], code[order], seg[order]
     same = np.zeros(len(order), dtype=bool)
     if len(order) > 1:
@@ -395,16 +452,19 @@ def _fold_collection(f: Collection, c: Columns) -> CollectionCol:
     nx = np.minimum(nxt, max(len(order) - 1, 0))
     ends_ok = has_end & (gid[nx] == gid) if len(order) else has_end
     end[ends_ok] = s_pos[nx[ends_ok]]
-    delta = np.zeros(n, dtype=np.int64)
-    delta[s_pos[eff_add]] = 1  # at most one effective add and one remove per row
-    delta[s_pos[eff_rem]] -= 1
-    size = np.cumsum(delta)
-    if len(c.starts):
-        base = np.where(c.starts > 0, size[c.starts - 1], 0)
-        size -= base[c.seg]
+    # running size, kept only at the rows where it changes (an add and a remove may share one)
+    ch_rows = np.concatenate([s_pos[eff_add], s_pos[eff_rem]])
+    ch_d = np.concatenate([np.ones(int(eff_add.sum()), np.int64),
+                           np.full(int(eff_rem.sum()), -1, np.int64)])
+    o = np.argsort(ch_rows)  # rows sharing a row are summed: any order
+    ch_rows, ch_d = ch_rows[o], np.cumsum(ch_d[o])
+    if len(ch_rows):
+        last_of = np.append(np.flatnonzero(ch_rows[1:] != ch_rows[:-1]), len(ch_rows) - 1)
+        ch_rows, ch_d = ch_rows[last_of], np.diff(ch_d[last_of], prepend=0)
+    size_vals = _run_cumsum(ch_d, c.seg[ch_rows])
     # effective adds, in row order, with their original (unsorted) indices into add_* arrays
     ea = order[eff_add]  # indices into the concatenated arrays, all < na
-    by_row = np.argsort(s_pos[eff_add], kind="stable")
+    by_row = np.argsort(s_pos[eff_add])  # unique rows
     ea, a_pos, a_end = ea[by_row], s_pos[eff_add][by_row], end[eff_add][by_row]
     a_take = pa.array(ea)
     items = {}
@@ -414,10 +474,11 @@ def _fold_collection(f: Collection, c: Columns) -> CollectionCol:
             vals = _as_strings(vals)
         items[name] = vals.take(a_take)
     er = order[eff_rem] - na
-    by_row = np.argsort(s_pos[eff_rem], kind="stable")
+    by_row = np.argsort(s_pos[eff_rem])  # unique rows
     return CollectionCol(
         f,
-        _compact(size),
+        _compact(ch_rows),
+        _compact(size_vals),
         a_pos,
         a_end,
         add_keys.cast(pa.string()).take(a_take),
@@ -465,93 +526,161 @@ def fold_field(f: Field, c: Columns) -> Any:
 
 
 # --------------------------------------------------------------------------- state hash
-def _json_texts_of(arr: pa.Array, initial: Any, src_none: np.ndarray | None) -> pa.Array:
-    """Canonical JSON text per row of ``arr`` (computed once per distinct value)."""
-    if pa.types.is_dictionary(arr.type):
-        arr = _as_strings(arr)
-    enc = arr.dictionary_encode()
-    uniq = [canonical_json(v) for v in enc.dictionary.to_pylist()]
-    texts = pa.array(uniq, pa.string()).take(enc.indices)
-    return pc.fill_null(texts, canonical_json(initial))
+def _shifted_change(a: np.ndarray, c: Columns, zero: int) -> np.ndarray:
+    """Rows where ``a`` differs from its value on the previous row of the run (``zero``
+    before the run's first row)."""
+    chg = np.empty(c.n, dtype=bool)
+    chg[0] = a[0] != zero
+    np.not_equal(a[1:], a[:-1], out=chg[1:])
+    chg[c.starts] = a[c.starts] != zero
+    return np.flatnonzero(chg)
 
 
-def field_texts(res: Any, c: Columns) -> pa.Array:
-    """Canonical JSON text of a field's value after each row (for ``state_hash``)."""
-    n = c.n
-    if isinstance(res, ScalarCol):
-        if res.src is None:
-            return pc.cast(pa.array(res.values), pa.string())
-        idx = pa.array(res.src, mask=res.src < 0)
-        return _json_texts_of(res.values.take(idx), res.initial, None)
-    zero = canonical_json(res.field.out(res.field.init()))
-    if isinstance(res, ReducerCol):
-        uniq = [canonical_json(v) for v in res.values]
-        return pc.fill_null(
-            pa.array(uniq, pa.string()).take(pa.array(res.src, mask=res.src < 0)), zero
-        )
-    # collections and keyed counters: text changes only where the field changes
-    if isinstance(res, KeyedCounterCol):
-        change_rows = res.pos
-    else:
-        change_rows = np.union1d(res.add_pos, res.rem_pos)
-    texts: list[str] = []
-    seg = c.seg
-    prev_seg = -1
-    acc: Any = None
+def _run_cumsum(d: np.ndarray, seg: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
+    """Cumulative sum of ``d`` (its dtype; uint64 wraps mod 2**64) restarting where ``seg`` changes.
+
+    ``d`` is consumed (modified in place and returned). Subtracting each run's total at the
+    first row of the next run makes one plain cumulative sum restart at every run.
+    """
+    if len(d) < 2:
+        return d
+    if starts is None:
+        starts = np.flatnonzero(np.concatenate(([True], seg[1:] != seg[:-1])))
+    if len(starts) > 1:
+        totals = np.add.reduceat(d, starts, dtype=d.dtype)
+        d[starts[1:]] -= totals[:-1]
+    np.cumsum(d, dtype=d.dtype, out=d)
+    return d
+
+
+def _distinct_hashes(vals: pa.Array, v0: int) -> np.ndarray:
+    """``V`` of every value of ``vals`` (nulls: ``v0``), hashing each distinct value once."""
+    enc = vals if pa.types.is_dictionary(vals.type) else vals.dictionary_encode()
+    dh = np.append(hash_json(enc.dictionary), np.uint64(v0))
+    return dh[pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)]
+
+
+def _field_changes(res: Any, c: Columns) -> tuple[np.ndarray, np.ndarray, int]:
+    """(rows where the field's value changes, V(value) on those rows, V(zero value))."""
     f = res.field
-    adds = dict(zip(res.add_pos.tolist(), range(len(res.add_pos)), strict=False)) if isinstance(
-        res, CollectionCol) else {}
-    rems = dict(zip(res.rem_pos.tolist(), range(len(res.rem_pos)), strict=False)) if isinstance(
-        res, CollectionCol) else {}
-    add_keys = res.add_keys.to_pylist() if isinstance(res, CollectionCol) else []
-    rem_keys = res.rem_keys.to_pylist() if isinstance(res, CollectionCol) else []
-    items = {k: v.to_pylist() for k, v in res.add_items.items()} if isinstance(
-        res, CollectionCol) else {}
-    kc_keys = res.codes.tolist() if isinstance(res, KeyedCounterCol) else []
-    kc_amt = res.amounts.tolist() if isinstance(res, KeyedCounterCol) else []
-    for j, row in enumerate(change_rows.tolist()):  # only rows where this field changes
-        if seg[row] != prev_seg:
-            acc = {}
-            prev_seg = seg[row]
-        if isinstance(res, KeyedCounterCol):
-            k = res.keys[kc_keys[j]]
-            acc[k] = acc.get(k, 0) + kc_amt[j]
-            texts.append(canonical_json(acc))
-            continue
-        a = adds.get(row)
-        if a is not None:
-            key = add_keys[a]
-            if f.item:
-                d = {f.key_name: key}
-                for name, _ in f.item:
-                    d[name] = items[name][a]
-                acc[key] = d
-            else:
-                acc[key] = key
-        r = rems.get(row)
-        if r is not None:
-            acc.pop(rem_keys[r], None)
-        texts.append(canonical_json(list(acc.values())))
-    idx = np.full(n, -1, dtype=np.int64)
-    idx[change_rows] = np.arange(len(change_rows))
-    np.maximum.accumulate(idx, out=idx)
-    src_row = np.where(idx >= 0, change_rows[np.maximum(idx, 0)] if len(change_rows) else 0, -1)
-    idx[src_row < c.row_start] = -1
-    return pc.fill_null(pa.array(texts, pa.string()).take(pa.array(idx, mask=idx < 0)), zero)
+    v0 = value_hash(f.out(f.init()))
+    if isinstance(res, CounterCol):  # changes exactly on its rows
+        return res.rows, _distinct_hashes(pa.array(res.values), v0), v0
+    if isinstance(res, ReducerCol):
+        rows = _shifted_change(res.src, c, -1)
+        k = res.src[rows]
+        vh = np.array([value_hash(v) for v in res.values] + [v0], dtype=np.uint64)
+        return rows, vh[np.where(k >= 0, k, len(res.values))], v0
+    if isinstance(res, ScalarCol):
+        rows = _shifted_change(res.src, c, -1)
+        k = res.src[rows]
+        # a last-value field that changes source on every row reads every row, in order
+        # (its source index only grows within a run and never passes the row)
+        if isinstance(res.field, Last) and len(rows) == c.n and len(res.values) == c.n:
+            vals = flat(res.values)
+        else:
+            vals = flat(res.values.take(pa.array(k, mask=k < 0)))
+        if len(rows) < 2:
+            return rows, _distinct_hashes(vals, v0), v0
+        # a new source row often repeats the value: keep only the rows where it changes
+        if pa.types.is_integer(vals.type):
+            v = np.asarray(pc.fill_null(vals, 0))
+            same = v[1:] == v[:-1]
+            if vals.null_count:
+                ok = np.asarray(vals.is_valid())
+                same &= ok[1:] == ok[:-1]
+        else:
+            if not pa.types.is_dictionary(vals.type):
+                vals = vals.dictionary_encode()
+            codes = pc.fill_null(vals.indices, -1).to_numpy(zero_copy_only=False)
+            same = codes[1:] == codes[:-1]
+        keep = np.empty(len(rows), dtype=bool)
+        keep[0] = True
+        np.logical_not(same, out=keep[1:])
+        keep[1:] |= rows[:-1] < c.row_start[rows[1:]]  # first change of a run
+        if not keep.all():
+            rows, vals = rows[keep], vals.filter(pa.array(keep))
+        return rows, _distinct_hashes(vals, v0), v0
+    if isinstance(res, KeyedCounterCol):
+        pos = res.pos
+        if len(pos) == 0:
+            return pos, np.zeros(0, np.uint64), v0
+        seg = c.seg[pos].astype(np.int64)
+        gkey = seg * (len(res.keys) + 1) + res.codes
+        if int(gkey.max()) < 2**62 // len(pos):  # unique keys: the fast sort is stable
+            order = np.argsort(gkey * len(pos) + np.arange(len(pos)))
+        else:
+            order = np.argsort(gkey, kind="stable")
+        gs = gkey[order]
+        a = res.amounts[order]
+        cs = np.cumsum(a)
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = gs[1:] != gs[:-1]
+        gstart = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
+        new_sorted = cs - (cs[gstart] - a[gstart])
+        new = np.empty_like(new_sorted)
+        new[order] = new_sorted
+        had = np.empty(len(order), dtype=bool)
+        had[order] = ~first
+        kh = hash_json(pa.array(res.keys, pa.string()))[res.codes]
+        d = pair(kh, _distinct_hashes(pa.array(new), 0))
+        old = np.flatnonzero(had)
+        if len(old):
+            d[old] -= pair(kh[old], _distinct_hashes(pa.array(new[old] - res.amounts[old]), 0))
+        return pos, mix(_run_cumsum(d, seg)), v0
+    # keyed collection: +E(item) where an item is added, -E(item) where it is removed
+    f = res.field
+    kh = hash_json(res.add_keys)
+    if f.item:
+        ih = pair(np.uint64(text_hash(canonical_json(f.key_name))), kh)
+        for name, _ in f.item:
+            vh = _distinct_hashes(res.add_items[name], value_hash(None))
+            ih += pair(np.uint64(text_hash(canonical_json(name))), vh)
+        ih = mix(ih)
+    else:
+        ih = kh
+    ends = res.end_pos < c.n
+    rows = np.concatenate([res.add_pos, res.end_pos[ends]])
+    if len(rows) == 0:
+        return rows.astype(np.int64), np.zeros(0, np.uint64), v0
+    d = np.concatenate([ih, np.zeros(int(ends.sum()), np.uint64) - ih[ends]])
+    o = np.argsort(rows)  # rows sharing a row are summed: any order
+    r, cs = rows[o], np.cumsum(d[o], dtype=np.uint64)
+    last = np.append(np.flatnonzero(r[1:] != r[:-1]), len(r) - 1)
+    tot = cs[last]
+    per_row = np.diff(tot, prepend=np.uint64(0))
+    ur = r[last]
+    return ur, mix(_run_cumsum(per_row, c.seg[ur])), v0
 
 
 def state_hashes(results: list[Any], c: Columns) -> np.ndarray:
-    """``state_hash`` per row: hash of the canonical JSON of the full state after the row."""
-    from ._frozen import hash_texts
+    """``state_hash`` per row (see :mod:`replaykit.fold.hashing`), column-wise.
 
+    The state's sum of field terms changes only where a field changes: each field adds
+    ``term(new) - term(previous)`` at its change rows, and a segmented cumulative sum over
+    the rows of each run gives the sum after every event.
+    """
     if c.n == 0:
         return np.zeros(0, dtype=np.uint64)
-    parts: list[Any] = []
-    for res in sorted(results, key=lambda r: r.field.name):
-        if parts:
-            parts.append(",")
-        parts.append(canonical_json(res.field.name) + ":")
-        parts.append(field_texts(res, c))
-    arrays = ["{"] + parts + ["}"]
-    text = pc.binary_join_element_wise(*arrays, "")
-    return hash_texts(text.to_numpy(zero_copy_only=False))
+    delta = np.zeros(c.n, dtype=np.uint64)
+    zeros: list[np.uint64] = []
+    for res in results:
+        rows, vh, v0 = _field_changes(res, c)
+        nh = np.uint64(text_hash(canonical_json(res.field.name)))
+        g0 = pair(nh, np.array([v0], np.uint64))[0]
+        zeros.append(g0)
+        if len(rows) == 0:
+            continue
+        g = pair(nh, vh)
+        prev = np.empty_like(g)
+        prev[0] = g0
+        prev[1:] = g[:-1]
+        newrun = np.empty(len(rows), dtype=bool)
+        newrun[0] = True
+        np.less(rows[:-1], c.row_start[rows[1:]], out=newrun[1:])
+        prev[newrun] = g0
+        np.subtract(g, prev, out=g)
+        delta[rows] += g
+    total = _run_cumsum(delta, c.seg, c.starts)
+    total += np.add.reduce(np.array(zeros, np.uint64), dtype=np.uint64)
+    return mix(total, out=total)

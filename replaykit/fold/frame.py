@@ -15,6 +15,7 @@ from ._frozen import FrozenDict
 from .engine import (
     CollectionCol,
     Columns,
+    CounterCol,
     KeyedCounterCol,
     ReducerCol,
     ScalarCol,
@@ -40,8 +41,9 @@ class StateFrame:
 
     Build it with :func:`fold`. Scalar fields are columns; keyed collections are stored as
     per-event deltas (``<name>_added`` / ``<name>_removed``) plus ``<name>_size``; keyed
-    counters as ``<name>_key``. :meth:`at` materialises the full state (collections included)
-    as immutable plain data, without re-folding.
+    counters as ``<name>_key``; ``state_hash`` (uint64) hashes the full state after each event.
+    :meth:`at` materialises the full state (collections included) as immutable plain data,
+    without re-folding.
 
     Example:
         >>> import replaykit as rk  # doctest: +SKIP
@@ -87,6 +89,11 @@ class StateFrame:
     def __repr__(self) -> str:
         names = ", ".join(f.name for f in self.fields)
         return f"StateFrame({len(self):,} events, {self.num_runs:,} runs; fields: {names})"
+
+    def _repr_html_(self) -> str:
+        from .._display import state_frame_html
+
+        return state_frame_html(self)
 
     def _segment(self, run_id: str, tenant_id: Any) -> int:
         _require_tenant(tenant_id)
@@ -154,12 +161,12 @@ class StateFrame:
         n = len(self)
         for res in self._results:
             name = res.field.name
-            if isinstance(res, ScalarCol):
+            if isinstance(res, (ScalarCol, CounterCol)):
                 cols[name] = res.column()
             elif isinstance(res, KeyedCounterCol):
                 cols[f"{name}_key"] = res.column(n)
             elif isinstance(res, CollectionCol):
-                cols.update(res.columns(n))
+                cols.update(res.columns(self._cols))
             elif isinstance(res, ReducerCol):
                 vals = np.empty(len(res.values) + 1, dtype=object)
                 vals[:-1] = res.values
@@ -172,7 +179,7 @@ class StateFrame:
 
         Scalar fields hold their value after the event; keyed collections give
         ``<name>_size``, ``<name>_added`` and ``<name>_removed``; keyed counters
-        ``<name>_key``; ``state_hash`` (uint64) when the fold computed it.
+        ``<name>_key``; ``state_hash`` (uint64; absent only with ``fold(..., state_hash=False)``).
         """
         t = self._table
         base = pa.table({k: t.column(k) for k in ("tenant_id", "run_id", "seq", "type", "kind")})
@@ -208,11 +215,18 @@ class StateFrame:
         return out
 
     def state_hash(self) -> np.ndarray | None:
-        """The ``state_hash`` column as numpy uint64 (None when not computed)."""
+        """The ``state_hash`` column as numpy uint64 (None after ``fold(..., state_hash=False)``).
+
+        Row i equals :func:`replaykit.fold.state_hash` of the state after row i (see
+        docs/fold.md for the definition).
+
+        >>> import replaykit as rk  # doctest: +SKIP
+        >>> h = rk.fold(log, rk.agent()).state_hash()  # doctest: +SKIP
+        """
         return self._hashes
 
 
-def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = False) -> StateFrame:
+def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True) -> StateFrame:
     """Fold every event of ``log`` through ``projections``: the state after each event.
 
     Column-wise: each field kind is a segmented numpy/Arrow scan over rows sorted by
@@ -221,8 +235,9 @@ def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = False
     Args:
         log: an :class:`~replaykit.EventLog` (or a canonical events table).
         projections: one projection (``rk.agent()``), a Projection subclass, or a list.
-        state_hash: also compute ``state_hash`` per event (a 64-bit hash of the canonical
-            JSON of the full state). Off by default: it builds one JSON text per event.
+        state_hash: compute the ``state_hash`` column (a 64-bit structured hash of the
+            canonical JSON of the full state after each event; see docs/fold.md). On by
+            default and column-wise; ``False`` only saves its 8 bytes per event.
 
     Returns:
         a :class:`StateFrame`.

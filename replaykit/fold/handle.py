@@ -208,7 +208,7 @@ class ReplayHandle:
         i = 0 if seq is None else int(np.searchsorted(self._seqs, seq, side="right"))
         if self._frame is None:
             assert self._table is not None
-            self._frame = fold(self._table, self._projections)
+            self._frame = fold(self._table, self._projections, state_hash=False)  # states only
         self._state = self._frame.state_at_row(i - 1, 0)
         self._acc = self._reducer.load(self._state)
         self._pos = i

@@ -40,6 +40,11 @@ class Verdict:
     first_divergence_at: int | None = None
     first_divergence_seq: int | None = None
 
+    def _repr_html_(self) -> str:
+        from .._display import verdict_html
+
+        return verdict_html(self)
+
 
 def check_determinism(
     log: EventLog,

@@ -1,0 +1,78 @@
+"""Notebook displays: compact summaries, escaped (log content is untrusted)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import replaykit as rk
+from replaykit import _display
+from replaykit.fold import Verdict
+
+
+@pytest.fixture(scope="module")
+def isplay(data_dir):
+    return rk.read_isplay(data_dir / "isplay", tenant_id="acme")
+
+
+@pytest.fixture(scope="module")
+def replays(isplay, data_dir):
+    branch = rk.Branch.load(data_dir / "isplay" / "branch-drop-fraud-clause.json", base=isplay,
+                            tenant_id="acme")
+    paused = rk.replay(branch)
+    return paused, paused.resume(data_dir / "isplay" / "fixtures.json")
+
+
+def test_state_frame_html_summarises_and_escapes(isplay):
+    evil = rk.fork(isplay, "run-claims-C-104", tenant_id="acme", at_seq=3,
+                   new_run_id="<img src=x onerror=alert(1)>")
+    sf = rk.fold(rk.concat([isplay, evil]), rk.agent())
+    out = sf._repr_html_()
+    assert "<img" not in out
+    assert "&lt;img src=x onerror=alert(1)&gt;" in out
+    assert "events: <code>41</code>" in out and "runs: <code>3</code>" in out
+    assert "tool_calls" in out and "_added" not in out
+    assert repr(sf).startswith("StateFrame(41 events, 3 runs; fields: turn, ")
+
+
+def test_replay_result_html(replays):
+    paused, done = replays
+    p = paused._repr_html_()
+    assert ">paused</span>" in p and ">non_comparable</span>" in p
+    assert "risk-signals" in p and "req-1" in p  # the open requirement is listed
+    d = done._repr_html_()
+    assert ">completed</span>" in d and ">diverged_but_comparable</span>" in d
+    assert ">sensitive to fixture</span>" in d
+    assert "first_divergence_step: <code>3</code>" in d
+    assert "fx-risk-900" in d  # effects table when nothing is open
+    assert repr(done).startswith("ReplayResult(status='completed', events=19")
+
+
+def test_verdict_html():
+    ok = Verdict(True, 19)
+    assert ">deterministic</span>" in ok._repr_html_()
+    assert "first_divergence_at" not in ok._repr_html_()
+    bad = Verdict(False, 19, 4, 7)
+    html = bad._repr_html_()
+    assert ">nondeterministic</span>" in html
+    assert "first_divergence_at: <code>4</code>" in html
+    assert "first_divergence_seq: <code>7</code>" in html
+    assert repr(bad) == ("Verdict(deterministic=False, steps=19, first_divergence_at=4, "
+                         "first_divergence_seq=7)")
+
+
+def test_summary_and_frame_html_escape_everything():
+    df = pd.DataFrame({"<th>": ["<td>x</td>", "y" * 200, None], "n": pd.array([1, None, 3],
+                                                                                dtype="Int64")})
+    out = _display.summary_html("<b>T</b>", {"<k>": "<v>"}, badges=["<x>"], table=df)
+    assert "<b>T</b>" not in out and "&lt;b&gt;T&lt;/b&gt;" in out
+    assert "&lt;k&gt;: <code>&lt;v&gt;</code>" in out and "&lt;x&gt;</span>" in out
+    assert "&lt;td&gt;x&lt;/td&gt;" in out and "<td>x</td>" not in out
+    assert "y" * 79 + "\u2026" in out and "y" * 81 not in out
+    assert "&lt;NA&gt;" not in out and "None" not in out
+    long = _display.frame_html(pd.DataFrame({"a": range(25)}))
+    assert "15 more rows" in long and long.count("<tr>") == 10  # body rows
+
+
+def test_eventlog_html_still_escapes(isplay):
+    assert "<b>EventLog</b>" in isplay._repr_html_()

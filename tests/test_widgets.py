@@ -1,0 +1,172 @@
+"""replaykit.widgets driven headless: set the controls, assert what the views show."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+pytest.importorskip("ipywidgets")
+pytest.importorskip("plotly")
+
+import pandas as pd  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import replaykit as rk  # noqa: E402
+from replaykit import widgets  # noqa: E402
+from replaykit.widgets import _pre, state_changes  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def pleach(data_dir):
+    log = rk.read_pleach(data_dir / "pleach" / "harness_event_log.jsonl")
+    sf = rk.fold(log, rk.agent())
+    first = sf.final().iloc[0]
+    return log, sf, first["run_id"], first["tenant_id"]
+
+
+@pytest.fixture(scope="module")
+def scrubber(pleach):
+    log, sf, run_id, tenant = pleach
+    return widgets.Scrubber(log, run_id, tenant_id=tenant, states=sf)
+
+
+@pytest.fixture(scope="module")
+def done(data_dir):
+    log = rk.read_isplay(data_dir / "isplay", tenant_id="acme")
+    branch = rk.Branch.load(data_dir / "isplay" / "branch-drop-fraud-clause.json", base=log,
+                            tenant_id="acme")
+    return rk.replay(branch).resume(data_dir / "isplay" / "fixtures.json")
+
+
+# --------------------------------------------------------------------------- Scrubber
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_scrubber_shows_state_frame_at(scrubber, pleach, data):
+    _, sf, run_id, tenant = pleach
+    i = data.draw(st.integers(0, len(scrubber) - 1))
+    scrubber.slider.value = i
+    seq = int(scrubber.seqs[i])
+    expected = sf.at(run_id, seq, tenant_id=tenant)
+    assert scrubber.index == i and scrubber.seq == seq
+    assert scrubber.state == expected
+    assert scrubber.state_view.value == _pre(expected)
+    before = sf.at_step(run_id, i, tenant_id=tenant)
+    assert scrubber.changes == state_changes(before, expected)
+    assert scrubber.event["seq"] == seq
+    assert f"seq {seq}" in scrubber.header.value
+
+
+def test_scrubber_moves_without_refolding(pleach, monkeypatch):
+    log, _, run_id, tenant = pleach
+    s = widgets.Scrubber(log, run_id, tenant_id=tenant)  # folds once, here
+
+    def no_fold(*a, **k):
+        raise AssertionError("the scrubber re-folded")
+
+    engine = sys.modules["replaykit.fold.engine"]  # rk.fold is the function, not the package
+    frame = sys.modules["replaykit.fold.frame"]
+
+    monkeypatch.setattr(frame, "fold_field", no_fold)
+    monkeypatch.setattr(engine, "fold_field", no_fold)
+    monkeypatch.setattr(frame, "fold", no_fold)
+    s.slider.value = len(s) - 1
+    assert s.state == s.states.at(run_id, int(s.seqs[-1]), tenant_id=tenant)
+    s.play.value = 2  # the play button drives the same slider (a link the front end runs)
+    assert s._link.source == (s.play, "value") and s._link.target == (s.slider, "value")
+
+
+def test_scrubber_escapes_log_content(pleach):
+    log, _, run_id, tenant = pleach
+    last = int(log.run(run_id, tenant_id=tenant).table.column("seq").to_numpy()[-1])
+    forked = rk.fork(log, run_id, tenant_id=tenant, at_seq=last, new_run_id="evil",
+                     events=[{"type": "note", "kind": "other",
+                              "payload": {"text": "<script>alert(1)</script>"}}])
+    s = widgets.Scrubber(forked, "evil", tenant_id=tenant)
+    s.slider.value = len(s) - 1
+    assert "<script>" not in s.event_view.value
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in s.event_view.value
+    assert s.event["payload"] == {"text": "<script>alert(1)</script>"}
+
+
+def test_scrubber_needs_tenant_and_run(pleach):
+    log, _, run_id, tenant = pleach
+    with pytest.raises(TypeError, match="tenant_id"):
+        widgets.Scrubber(log, run_id, tenant_id=None)
+    with pytest.raises(KeyError, match="no run"):
+        widgets.Scrubber(log, "no-such-run", tenant_id=tenant)
+    s = widgets.Scrubber(log, run_id, tenant_id=tenant)
+    with pytest.raises(IndexError):
+        s.show(len(s))
+
+
+def test_state_changes():
+    before = {"n": 1, "m": {"a": 1, "b": 2}, "t": "x"}
+    after = {"n": 2, "m": {"a": 5, "c": 3}, "t": "x"}
+    assert state_changes(before, after) == {
+        "n": {"before": 1, "after": 2},
+        "m": {"added": {"c": 3}, "removed": ["b"], "changed": {"a": {"before": 1, "after": 5}}},
+    }
+    assert state_changes(after, after) == {}
+
+
+# --------------------------------------------------------------------------- DiffExplorer
+def test_diff_explorer_jumps_to_first_divergence(done):
+    d = widgets.DiffExplorer(done)
+    assert d.jump_to_first_divergence() == done.metrics["first_divergence_step"] == 3
+    assert d.position.value == 3
+    assert d.current["status"] == "changed" and d.current["base_seq"] == 3
+    assert "status <b>changed</b>" in d.header.value
+    assert "&quot;seq&quot;: 3" in d.base_view.value
+    assert "&quot;seq&quot;: 3" in d.replay_view.value
+
+
+def test_diff_explorer_filters_by_status(done):
+    d = widgets.DiffExplorer(done)
+    d.status.value = "changed"
+    assert list(d.rows["status"]) == ["changed"] * 3
+    assert d.position.max == 2
+    d.position.value = 2
+    assert int(d.current["base_seq"]) == 10
+    d.status.value = "added"
+    assert len(d.rows) == 0 and "no rows" in d.header.value
+    d.jump_to_first_divergence()
+    assert d.status.value == "all" and d.position.value == 3
+
+
+# --------------------------------------------------------------------------- CohortExplorer
+def test_cohort_explorer_links_figure_table_and_scrubber(done):
+    log = rk.concat([done.base, done.events])
+    cmp = rk.compare(done.base, done.events)
+    other = cmp.assign(base_run_id="run-claims-C-231", changed_descendants=0,
+                       comparability="exact")
+    frame = pd.concat([cmp, other], ignore_index=True)  # two cohorts
+    c = widgets.CohortExplorer(frame, log=log, metric="changed_descendants")
+    boxes = [t.name for t in c.figure.data if t.type == "box"]
+    assert boxes == ["all"]
+    c.cohort.value = "comparability"
+    boxes = [t.name for t in c.figure.data if t.type == "box"]
+    assert boxes == ["diverged_but_comparable", "exact"]
+    assert c.value.options[1:] == (("diverged_but_comparable", "diverged_but_comparable"),
+                                   ("exact", "exact"))
+    c.value.value = "exact"
+    assert list(c.rows["base_run_id"]) == ["run-claims-C-231"]
+    assert c.run.value == "run-claims-C-231"
+    assert "run-claims-C-231" in c.table_view.value
+    s = c.open_run()
+    assert c.scrubber is s and c.scrubber_box.children == (s.widget,)
+    s.slider.value = 4
+    assert s.state == s.states.at("run-claims-C-231", int(s.seqs[4]), tenant_id="acme")
+    c.metric.value = "tool_signature_distance"
+    assert c.figure.layout.yaxis.title.text == "tool_signature_distance"
+
+
+def test_cohort_explorer_needs_log_to_open(done):
+    c = widgets.CohortExplorer(rk.compare(done.base, done.events))
+    assert c.metric.value == "changed_descendants"  # a replay metric, not a count of events
+    assert "replay_run_id" not in [v for _, v in c.cohort.options]
+    assert c.open.disabled
+    with pytest.raises(ValueError, match="log="):
+        c.open_run()
