@@ -48,6 +48,22 @@ SQLite uses the same columns with SQLite types: ``INTEGER`` for the integers and
 ``payload`` is TEXT, not JSONB: JSONB re-orders and re-spaces objects, which would change the
 bytes the hash chain covers.
 
+The plain export table
+----------------------
+:func:`read_sql` also reads a table with only the eight export columns (``tenant_id``,
+``chat_id``, ``sequence_number``, ``event_type``, ``payload`` as TEXT/JSON/JSONB,
+``created_at`` as TIMESTAMPTZ, ISO-8601 text or epoch ms, ``prev_hash``, ``row_hash``), which
+is what producers keep; the typed columns are derived by the pleach loader's code.
+
+Parallel reads
+--------------
+When read_sql opens the connection itself (a URI, not a connection object) and the table is
+large (SQLite: a rowid span of 200,000 or more; PostgreSQL: 64 MB or more), the rows are
+fetched on up to four connections at once (one per core): SQLite in rowid ranges, PostgreSQL
+in block (``ctid``) ranges, every connection importing one snapshot exported by the first
+(``pg_export_snapshot``), so the parts form one consistent read; a URI's row-level-security
+options apply to every connection. The drivers decode rows without holding the GIL.
+
 Row-level security
 ------------------
 Reads filter on ``tenant_id`` in the query, and are meant to run under a database role whose
@@ -68,6 +84,7 @@ import json
 import os
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -75,11 +92,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._json import canonical_json, loads
 from .errors import MissingExtraError
 from .eventlog import EventLog
 from .schema import EVENTS_SCHEMA, events_table
 
-__all__ = ["DEFAULT_TABLE", "ddl", "read_sql", "write_sql"]
+__all__ = ["DEFAULT_TABLE", "EXPORT_COLUMNS", "ddl", "read_sql", "write_sql"]
 
 DEFAULT_TABLE = "harness_event_log"
 
@@ -117,6 +135,8 @@ _CANON_TO_DB = {canon: db for db, canon, *_ in _COLUMNS}
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$")
 _INSTALL_FEATURE = "replaykit.read_sql / write_sql"
 _BATCH_ROWS = 250_000
+_PARALLEL_MIN_ROWS = 200_000
+_PARALLEL_MIN_PAGES = 8_192  # 64 MB of 8 kB blocks, roughly 200,000 events
 
 
 def _quote_table(table: str) -> str:
@@ -266,12 +286,15 @@ def _select_sql(dialect: str, table: str, where: str) -> str:
 
 def _fetch_sqlite(
     cur: Any,
-    table: str,
+    select: Any,
     tenants: list[str],
     runs: list[str] | None,
     lo: pd.Timestamp | None,
     hi: pd.Timestamp | None,
+    table: str = DEFAULT_TABLE,
+    target: str | None = None,
 ) -> pa.Table:
+    """Matching rows, sentinel dropped; ``target`` (the database file) allows parallel reads."""
     params: list[Any] = list(tenants)
     clauses = [f'"tenant_id" IN ({", ".join("?" * len(tenants))})']
     if runs is not None:
@@ -281,18 +304,59 @@ def _fetch_sqlite(
         if bound is not None:
             clauses.append(f'"created_at" {op} ?')
             params.append(_iso(bound))
-    cur.execute(_select_sql("sqlite", table, " AND ".join(clauses)), tuple(params))
-    return cur.fetch_arrow_table()
+    where = " AND ".join(clauses)
+    ranges = _rowid_ranges(cur, table) if target else None
+    if not ranges:
+        cur.execute(select(where), tuple(params))
+        return _drop_sentinel(cur.fetch_arrow_table())
+    # A large table is read in rowid ranges on parallel connections: the driver steps SQLite
+    # and builds Arrow arrays without holding the GIL, so the ranges fetch side by side.
+    sql = select(f"{where} AND rowid BETWEEN ? AND ?")
+    import adbc_driver_sqlite.dbapi as driver
+
+    def fetch_range(bounds: tuple[int, int]) -> pa.Table:
+        with driver.connect(target) as conn, conn.cursor() as part_cur:
+            part_cur.execute(sql, (*params, *bounds))
+            return _drop_sentinel(part_cur.fetch_arrow_table())
+
+    with ThreadPoolExecutor(len(ranges)) as pool:
+        return pa.concat_tables(list(pool.map(fetch_range, ranges)))
+
+
+def _drop_sentinel(raw: pa.Table) -> pa.Table:
+    flag = raw.column("__rk_sentinel")
+    if raw.num_rows and flag[0].as_py() == 1 and pc.sum(flag).as_py() == 1:
+        raw = raw.slice(1)  # the usual case: sentinel first, dropped without a copy
+    else:
+        raw = raw.filter(pc.equal(flag, 0))
+    return raw.drop_columns(["__rk_sentinel"])
+
+
+def _rowid_ranges(cur: Any, table: str) -> list[tuple[int, int]] | None:
+    """Split a large rowid table into one rowid range per core (None: read it in one go)."""
+    try:
+        cur.execute(f"SELECT min(rowid), max(rowid) FROM {_quote_table(table)}")
+        lo, hi = cur.fetch_arrow_table().to_pylist()[0].values()
+    except Exception:  # noqa: BLE001 - a WITHOUT ROWID table or a view: no rowid ranges
+        return None
+    workers = min(4, os.cpu_count() or 1)
+    if lo is None or hi is None or workers < 2 or hi - lo < _PARALLEL_MIN_ROWS:
+        return None
+    step = (hi - lo) // workers + 1
+    return [(lo + i * step, min(hi, lo + (i + 1) * step - 1)) for i in range(workers)]
 
 
 def _fetch_postgresql(
     cur: Any,
-    table: str,
+    select: Any,
     tenants: list[str],
     runs: list[str] | None,
     lo: pd.Timestamp | None,
     hi: pd.Timestamp | None,
+    table: str = DEFAULT_TABLE,
+    uri: str | None = None,
 ) -> pa.Table:
+    """Matching rows; ``uri`` (we opened the connection) allows parallel reads."""
     # The ADBC PostgreSQL driver streams a query through COPY (binary, fast) only when the
     # query has no bind parameters. So the filter values travel as ONE bound parameter, a JSON
     # document, into a transaction-local setting, and the query reads them from there: the
@@ -313,11 +377,140 @@ def _fetch_postgresql(
         clauses.append(f"\"created_at\" >= ({setting} ->> 'since')::timestamptz")
     if hi is not None:
         clauses.append(f"\"created_at\" <= ({setting} ->> 'until')::timestamptz")
-    cur.execute(_select_sql("postgresql", table, " AND ".join(clauses)))
-    return cur.fetch_arrow_table()
+    where = " AND ".join(clauses)
+    ranges = _ctid_ranges(cur, table) if uri else None
+    if not ranges:
+        cur.execute(select(where))
+        return cur.fetch_arrow_table()
+    # A large table is read in block (ctid) ranges on parallel connections that share one
+    # snapshot (exported here, imported there), so the parts form one consistent read: the
+    # driver decodes COPY data without holding the GIL, so the parts decode side by side.
+    cur.execute("SELECT pg_export_snapshot()")
+    snapshot = cur.fetch_arrow_table().column(0)[0].as_py()
+    import adbc_driver_postgresql.dbapi as pg_driver
+
+    def fetch_range(bounds: tuple[int, int | None]) -> pa.Table:
+        first, end = bounds
+        part = f"{where} AND ctid >= '({int(first)},0)'::tid"
+        if end is not None:
+            part += f" AND ctid < '({int(end)},0)'::tid"
+        with pg_driver.connect(uri) as conn, conn.cursor() as part_cur:
+            part_cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            part_cur.execute(_snapshot_sql(snapshot))
+            part_cur.execute(
+                "SELECT set_config('replaykit.read_filter', $1, true)", (json.dumps(spec),)
+            )
+            part_cur.fetch_arrow_table()
+            part_cur.execute(select(part))
+            out = part_cur.fetch_arrow_table()
+            conn.rollback()
+            return out
+
+    with ThreadPoolExecutor(len(ranges)) as pool:
+        return pa.concat_tables(list(pool.map(fetch_range, ranges)))
 
 
-def _read_table(
+def _snapshot_sql(snapshot: str) -> str:
+    if not re.fullmatch(r"[0-9A-Fa-f-]+", snapshot or ""):
+        raise ValueError(f"unexpected snapshot id {snapshot!r}")
+    return f"SET TRANSACTION SNAPSHOT '{snapshot}'"
+
+
+def _ctid_ranges(cur: Any, table: str) -> list[tuple[int, int | None]] | None:
+    """Split a large PostgreSQL table into one block range per core (None: one read)."""
+    workers = min(4, os.cpu_count() or 1)
+    if workers < 2:
+        return None
+    cur.execute(
+        "SELECT (pg_relation_size(to_regclass($1)) / current_setting('block_size')::bigint)"
+        "::bigint",
+        (_quote_table(table),),
+    )
+    pages = cur.fetch_arrow_table().column(0)[0].as_py() or 0
+    if pages < _PARALLEL_MIN_PAGES:
+        return None
+    step = pages // workers + 1
+    return [(i * step, (i + 1) * step if i < workers - 1 else None) for i in range(workers)]
+
+
+#: The ``harness_event_log`` export columns (the "plain" layout our users' tables have).
+EXPORT_COLUMNS = (
+    "tenant_id",
+    "chat_id",
+    "sequence_number",
+    "event_type",
+    "payload",
+    "created_at",
+    "prev_hash",
+    "row_hash",
+)
+_PLAIN_REQUIRED = EXPORT_COLUMNS[:5]
+
+
+def _table_columns(cur: Any, dialect: str, table: str) -> dict[str, str]:
+    """{column name: declared type, lower case} of ``table`` ({} when it does not exist)."""
+    if dialect == "sqlite":
+        schema, _, name = table.rpartition(".")
+        cur.execute(
+            "SELECT name, lower(type) FROM pragma_table_info(?, ?)", (name, schema or "main")
+        )
+    else:
+        cur.execute(
+            "SELECT attname::text, lower(format_type(atttypid, atttypmod)) FROM pg_attribute "
+            "WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped",
+            (_quote_table(table),),
+        )
+    t = cur.fetch_arrow_table()
+    return dict(zip(t.column(0).to_pylist(), t.column(1).to_pylist(), strict=True))
+
+
+def _layout(columns: dict[str, str], table: str) -> str:
+    """``"full"`` (the :func:`ddl` layout) or ``"plain"`` (the export columns only)."""
+    if all(db in columns for db, *_ in _COLUMNS):
+        return "full"
+    missing = [c for c in _PLAIN_REQUIRED if c not in columns]
+    if not columns or missing:
+        raise ValueError(
+            f"table {table!r} is not a harness_event_log table: "
+            + ("it does not exist or has no columns" if not columns else f"it lacks {missing}")
+            + "; it needs at least tenant_id, chat_id, sequence_number, event_type and payload"
+        )
+    return "plain"
+
+
+def _plain_select(
+    dialect: str, cur: Any, table: str, columns: dict[str, str], where: str
+) -> str:
+    present = [c for c in EXPORT_COLUMNS if c in columns]
+    if dialect == "postgresql":
+        exprs = [
+            f'"{c}"::text AS "{c}"' if c == "payload" and "json" in columns[c] else f'"{c}"'
+            for c in present
+        ]
+        return f"SELECT {', '.join(exprs)} FROM {_quote_table(table)} WHERE {where}"
+    # SQLite: a typed sentinel row first (see _select_sql); created_at holds either text or
+    # epoch milliseconds, so its sentinel takes the type of the stored values.
+    ts_kind = "text"
+    if "created_at" in columns:
+        cur.execute(
+            f'SELECT typeof("created_at") FROM {_quote_table(table)} '
+            'WHERE "created_at" IS NOT NULL LIMIT 1'
+        )
+        found = cur.fetch_arrow_table().column(0).to_pylist()
+        ts_kind = found[0] if found else "text"
+    sentinel = ", ".join(
+        ("0" if c == "sequence_number" or (c == "created_at" and ts_kind == "integer")
+         else "''") + f' AS "{c}"'
+        for c in present
+    )
+    cols = ", ".join(f'"{c}"' for c in present)
+    return (
+        f'SELECT 1 AS "__rk_sentinel", {sentinel} '
+        f"UNION ALL SELECT 0, {cols} FROM {_quote_table(table)} WHERE {where}"
+    )
+
+
+def _fetch_rows(
     uri: Any,
     *,
     tenant_id: Any,
@@ -325,8 +518,8 @@ def _read_table(
     run_ids: Any = None,
     since: Any = None,
     until: Any = None,
-) -> pa.Table:
-    """The matching rows as a canonical-schema Arrow table (sorted, not yet validated)."""
+) -> tuple[pa.Table, str, str, frozenset[str]]:
+    """(rows as fetched, dialect, layout ``"full"``/``"plain"``, names of JSONB columns)."""
     tenants = _tenant_list(tenant_id)
     runs = _str_list("run_ids", run_ids)
     lo = None if since is None else _utc(since, "since")
@@ -336,23 +529,94 @@ def _read_table(
     try:
         cur = conn.cursor()
         try:
-            if dialect == "postgresql":
-                raw = _fetch_postgresql(cur, table, tenants, runs, lo, hi)
+            columns = _table_columns(cur, dialect, table)
+            layout = _layout(columns, table)
+            jsonb = frozenset(c for c, typ in columns.items() if typ == "jsonb")
+            if layout == "full":
+                def select(where: str) -> str:
+                    return _select_sql(dialect, table, where)
             else:
-                raw = _fetch_sqlite(cur, table, tenants, runs, lo, hi)
+                def select(where: str) -> str:
+                    return _plain_select(dialect, cur, table, columns, where)
+                lo = hi = None  # created_at may be text or epoch ms: bounded after conversion
+            if dialect == "postgresql":
+                raw = _fetch_postgresql(
+                    cur, select, tenants, runs, lo, hi, table, uri if owned else None
+                )
+            else:
+                target = None
+                if owned:  # we opened it from a URI: parallel connections may open it too
+                    target = str(uri) if isinstance(uri, Path) else _sqlite_target(uri)
+                    if target == ":memory:" or target.startswith("file:"):
+                        target = None
+                raw = _fetch_sqlite(cur, select, tenants, runs, lo, hi, table, target)
         finally:
             cur.close()
     finally:
         if owned:
             conn.close()
-    if dialect == "sqlite":
-        flag = raw.column("__rk_sentinel")
-        if raw.num_rows and flag[0].as_py() == 1 and pc.sum(flag).as_py() == 1:
-            raw = raw.slice(1)  # the usual case: sentinel first, dropped without a copy
-        else:
-            raw = raw.filter(pc.equal(flag, 0))
-        raw = raw.drop_columns(["__rk_sentinel"])
-    return _to_canonical(raw, dialect)
+    return raw, dialect, layout, jsonb
+
+
+def _canonical_payloads(raw: pa.Table) -> pa.Table:
+    """JSONB payload text (re-spaced, keys re-ordered by PostgreSQL) -> canonical JSON text.
+
+    JSONB keeps a payload's value but not its bytes; the hash chain covers the bytes the
+    producer hashed, which for pleach exports is the canonical JSON of the payload. One JSON
+    decode and encode per row (orjson when installed): the one per-row step of this path.
+    """
+    i = raw.schema.get_field_index("payload")
+    values = raw.column(i).to_pylist()
+    text = [None if v is None else canonical_json(loads(v)) for v in values]
+    return raw.set_column(i, "payload", pa.array(text, type=pa.large_string()))
+
+
+def _plain_to_log(
+    raw: pa.Table,
+    dialect: str,
+    table: str,
+    lo: pd.Timestamp | None,
+    hi: pd.Timestamp | None,
+    jsonb: frozenset[str] = frozenset(),
+) -> EventLog:
+    """Export-column rows -> EventLog with the pleach loader's mapping (same code)."""
+    from .io.pleach import _runs_table, events_from_arrow
+
+    if "payload" in jsonb:
+        raw = _canonical_payloads(raw)
+    log = events_from_arrow(raw, source=f"pleach:{dialect}:{table}")
+    t = log.table
+    t = t.set_column(
+        t.schema.get_field_index("source_line"),
+        t.schema.field("source_line"),
+        pa.nulls(t.num_rows, t.schema.field("source_line").type),
+    )
+    if lo is not None or hi is not None:
+        ts = t.column("ts")
+        keep = pc.is_valid(ts)
+        if lo is not None:
+            keep = pc.and_(keep, pc.greater_equal(ts, pa.scalar(lo, ts.type)))
+        if hi is not None:
+            keep = pc.and_(keep, pc.less_equal(ts, pa.scalar(hi, ts.type)))
+        t = t.filter(pc.fill_null(keep, False))
+    return EventLog(t, runs=_runs_table(t), quarantine=log.quarantine, sort=False)
+
+
+def _read_log(uri: Any, *, tenant_id: Any, table: str = DEFAULT_TABLE, run_ids: Any = None,
+              since: Any = None, until: Any = None) -> EventLog:
+    raw, dialect, layout, jsonb = _fetch_rows(
+        uri, tenant_id=tenant_id, table=table, run_ids=run_ids, since=since, until=until
+    )
+    if layout == "plain":
+        lo = None if since is None else _utc(since, "since")
+        hi = None if until is None else _utc(until, "until")
+        return _plain_to_log(raw, dialect, table, lo, hi, jsonb)
+    return EventLog(_to_canonical(raw, dialect), sort=False)
+
+
+def _read_table(uri: Any, *, tenant_id: Any, table: str = DEFAULT_TABLE, **kwargs: Any) -> pa.Table:
+    """The matching rows as a canonical-schema Arrow table, sorted (used by verify-chain)."""
+    return _read_log(uri, tenant_id=tenant_id, table=table, **kwargs).table
 
 
 def _to_canonical(raw: pa.Table, dialect: str) -> pa.Table:
@@ -393,9 +657,21 @@ def read_sql(
 
     ``uri`` is ``sqlite:///relative.db``, ``sqlite:////absolute/path.db``,
     ``postgresql://user@host:port/db`` (libpq URI; ``?options=-c%20app.tenant_id%3D...``
-    scopes a row-level-security session) or an open ADBC DB-API connection. The table must
-    have the layout of :func:`ddl` (the ``harness_event_log`` export columns plus the
-    canonical ones).
+    scopes a row-level-security session) or an open ADBC DB-API connection.
+
+    Two table layouts are read, told apart by the table's columns:
+
+    * the layout of :func:`ddl` (what :func:`write_sql` creates: export columns plus the
+      canonical ones), read back exactly;
+    * a plain ``harness_event_log`` table with only the export columns
+      (:data:`EXPORT_COLUMNS`; ``payload`` TEXT/JSON/JSONB, ``created_at`` timestamp, ISO text
+      or epoch ms; ``prev_hash``/``row_hash`` optional), converted with the pleach file
+      loader's mapping (:func:`replaykit.io.pleach.events_from_arrow`): the result equals
+      ``read_pleach`` of the same rows except ``source`` (``"pleach:<dialect>:<table>"``)
+      and ``source_line`` (null). A JSONB payload is re-encoded as canonical JSON (see
+      docs/integrity.md).
+
+    Large SQLite files opened from a URI are read in rowid ranges on parallel connections.
 
     Only rows whose ``tenant_id`` is one of the named tenants are returned; ``run_ids``
     narrows to those runs; ``since``/``until`` (inclusive, UTC; naive times are taken as UTC)
@@ -404,8 +680,11 @@ def read_sql(
 
     Raises:
         TypeError: ``tenant_id`` is None, empty, or not a string / list of strings.
-        ValueError: an unsupported URI, a table name that is not a plain identifier, or a
-            bad ``since``/``until``.
+        ValueError: an unsupported URI, a table name that is not a plain identifier, a
+            table that does not exist or lacks the export columns, or a bad
+            ``since``/``until``.
+        LoadError: a plain-layout row the pleach mapping rejects (e.g. a payload that is not
+            a JSON object, an unparseable ``created_at``, a duplicate sequence number).
         MissingExtraError: the ADBC driver is not installed
             (``pip install "replaykit[sql]"``).
         SchemaError: the rows do not form a valid log (e.g. duplicate seq in a run).
@@ -413,10 +692,9 @@ def read_sql(
     >>> log = read_sql("sqlite:///events.db", tenant_id="acme")  # doctest: +SKIP
     >>> log.runs_df()[["run_id", "events"]]  # doctest: +SKIP
     """
-    t = _read_table(
+    return _read_log(
         uri, tenant_id=tenant_id, table=table, run_ids=run_ids, since=since, until=until
     )
-    return EventLog(t, sort=False)
 
 
 # --------------------------------------------------------------------------- writing

@@ -335,3 +335,98 @@ def test_loaded_plus_quarantined_equals_input_rows(
     assert c["loaded"] == len(log)
     if not only_acme:
         assert c["filtered_out"] == 0
+
+
+# ----------------------------------------------------------------------------- speed-path parity
+_ARGS_CASES: list[Any] = [
+    {"path": "a.py", "offset": 3, "limit": 2},  # keys not sorted in the source
+    {"b": [1, {"z": 1, "a": "é\u2028"}], "a": 1.5},
+    '{"y": 1, "x": [2]}',  # a string holding JSON: hashed by the value it holds
+    "not json {",
+    None,
+    [3, 1, 2],
+    7,
+    {},
+]
+
+
+def test_tool_args_hash_equals_args_hash_for_every_row(tmp_path: Path) -> None:
+    rows = [
+        row(i, "tool.called", {"call_id": f"t{i}", "tool": "x", "args": a})
+        for i, a in enumerate(_ARGS_CASES * 3)
+    ]
+    log = read_pleach(write(tmp_path / "a.jsonl", rows))
+    got = log.table.column("args_hash").to_pylist()
+    text = log.table.column("text").to_pylist()
+    for r, h, t in zip(rows, got, text, strict=True):
+        a = r["payload"]["args"]
+        assert h == (None if a is None else args_hash(a))
+        assert t == (None if a is None else json.dumps(a, sort_keys=True, ensure_ascii=False,
+                                                        separators=(",", ":")))
+
+
+def test_sort_and_duplicates_across_blocks_and_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pleach, "_BLOCK", 512)  # many small blocks
+    big = 2**62  # a sequence range too wide to pack into one sort key
+    keys = [("b", "c2", 5), ("a", "c1", 1), ("b", "c1", big), ("a", "c1", 0), ("b", "c1", 0),
+            ("a", "c1", 1), ("a", "c9", 3), ("b", "c2", 5), ("a", "c1", 0)]
+    rows = [row(s, chat_id=c, tenant_id=t, payload={"message_id": f"m{i}", "text": str(i)})
+            for i, (t, c, s) in enumerate(keys)]
+    write(tmp_path / "1.jsonl", rows[:5])
+    write(tmp_path / "2.jsonl", rows[5:])
+    log = read_pleach(tmp_path, errors="quarantine")
+    got = list(zip(log.table.column("tenant_id").to_pylist(),
+                   log.table.column("run_id").to_pylist(),
+                   log.table.column("seq").to_pylist(),
+                   log.table.column("text").to_pylist(), strict=True))
+    first: dict[tuple[str, str, int], str] = {}
+    for i, k in enumerate(keys):
+        first.setdefault(k, str(i))
+    assert got == sorted((*k, v) for k, v in first.items())
+    q = log.quarantine.to_pylist()
+    assert [r["reason"] for r in q] == ["duplicate_seq"] * 3
+    assert [(Path(r["source"].split(":", 1)[1]).name, r["line"]) for r in q] == [
+        ("2.jsonl", 1), ("2.jsonl", 3), ("2.jsonl", 4)
+    ]
+
+
+def test_memory_pool_is_restored(tmp_path: Path) -> None:
+    before = pa.default_memory_pool().backend_name
+    read_pleach(write(tmp_path / "a.jsonl", good_rows()))
+    assert pa.default_memory_pool().backend_name == before
+    with pytest.raises(LoadError):
+        read_pleach(write(tmp_path / "b.jsonl", [b"{"]))
+    assert pa.default_memory_pool().backend_name == before
+
+
+_TRICKY = [
+    # a "payload" key inside an earlier nested object: not the second '{' of the line
+    b'{"tenant_id":"acme","chat_id":"c1","sequence_number":0,"event_type":"tool.called",'
+    b'"meta":{"payload":{}},"payload":{"call_id":"a","tool":"t","args":{"b":1,"a":2}}}',
+    # braces and the key's bytes inside strings around the payload
+    b'{"x":"\\"payload\\":","tenant_id":"acme","chat_id":"c1","sequence_number":1,'
+    b'"event_type":"tool.completed","payload":{"call_id":"}{","result":"}}"},'
+    b'"prev_hash":"x}y"}',
+    # whitespace around the payload value, payload first
+    b'{"payload":  {"message_id":"m","text":"hi"} ,"tenant_id":"acme","chat_id":"c1",'
+    b'"sequence_number":2,"event_type":"message.user"}',
+    # an object after the payload
+    b'{"tenant_id":"acme","chat_id":"c1","sequence_number":3,"event_type":"message.user",'
+    b'"payload":{"message_id":"m3","text":"x"},"extra":{"q":1}}',
+]
+
+
+@pytest.mark.parametrize("line", _TRICKY)
+def test_tricky_lines_load_like_the_per_line_decoder(tmp_path: Path, line: bytes) -> None:
+    good = [row(i, chat_id="g") for i in range(3)]
+    f = write(tmp_path / "t.jsonl", [*(json.dumps(r).encode() for r in good), line])
+    log = read_pleach(f)
+    assert log.quarantine.num_rows == 0 and len(log) == 4
+    obj = json.loads(line)
+    expect = {(r["chat_id"], r["sequence_number"]): r["payload"] for r in [*good, obj]}
+    got = zip(log.table.column("run_id").to_pylist(), log.table.column("seq").to_pylist(),
+              log.table.column("payload").to_pylist(), strict=True)
+    for chat, seq, payload in got:
+        assert json.loads(payload) == expect[(chat, seq)]

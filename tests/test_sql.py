@@ -243,7 +243,7 @@ def test_unsupported_uri():
 # --------------------------------------------------------------------------- row-level security
 
 
-def test_row_level_security_scopes_a_connection_to_its_tenant(pg_uri, log):
+def test_row_level_security_scopes_a_connection_to_its_tenant(pg_uri, log, monkeypatch):
     import adbc_driver_postgresql.dbapi as pg
 
     write_sql(log, pg_uri)
@@ -286,6 +286,13 @@ def test_row_level_security_scopes_a_connection_to_its_tenant(pg_uri, log):
     # control: the rows exist (the table owner bypasses the policy)
     everyone = read_sql(pg_uri, tenant_id=list(TENANTS))
     assert sorted(everyone.tenants) == sorted(TENANTS)
+    # the parallel read (several connections, one snapshot) keeps the scope
+    import replaykit.sql as rksql
+
+    monkeypatch.setattr(rksql, "_PARALLEL_MIN_PAGES", 0)
+    got = read_sql(as_acme, tenant_id=list(TENANTS))
+    assert got.tenants == ["acme"] and len(got) == len(log.filter(tenant_id="acme"))
+    assert len(read_sql(scoped(None), tenant_id=list(TENANTS))) == 0
 
 
 def test_postgres_rejects_nul_text(pg_uri):
@@ -308,3 +315,227 @@ def test_frames_read_back_match(uri, log):
     a, b = frame(read_sql(uri, tenant_id="acme")), frame(log.filter(tenant_id="acme"))
     pd.testing.assert_frame_equal(a, b)
     assert pc.sum(pc.cast(log.table.column("is_error"), pa.int64())).as_py() > 0
+
+
+# --------------------------------------------------------------------------- plain export table
+# The table our users have: only the eight harness_event_log export columns. read_sql maps it
+# with the pleach loader's code, so it must equal read_pleach of the same rows, except for
+# `source` ("pleach:<dialect>:<table>" instead of "pleach:<path>") and `source_line` (null: a
+# database row has no line number).
+
+PLAIN_DDL = {
+    "sqlite_iso": (
+        "CREATE TABLE harness_event_log (tenant_id TEXT NOT NULL, chat_id TEXT NOT NULL, "
+        "sequence_number INTEGER NOT NULL, event_type TEXT NOT NULL, payload TEXT NOT NULL, "
+        "created_at TEXT, prev_hash TEXT, row_hash TEXT)"
+    ),
+    "sqlite_epoch": (
+        "CREATE TABLE harness_event_log (tenant_id TEXT NOT NULL, chat_id TEXT NOT NULL, "
+        "sequence_number INTEGER NOT NULL, event_type TEXT NOT NULL, payload TEXT NOT NULL, "
+        "created_at INTEGER, prev_hash TEXT, row_hash TEXT)"
+    ),
+    "postgresql": (
+        "CREATE TABLE harness_event_log (tenant_id TEXT NOT NULL, chat_id TEXT NOT NULL, "
+        "sequence_number BIGINT NOT NULL, event_type TEXT NOT NULL, payload JSONB NOT NULL, "
+        "created_at TIMESTAMPTZ, prev_hash TEXT, row_hash TEXT, "
+        "PRIMARY KEY (tenant_id, chat_id, sequence_number))"
+    ),
+}
+
+
+def _export_rows(path) -> list[dict]:
+    import json
+
+    from replaykit._json import canonical_json
+
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line)
+            r["payload"] = canonical_json(r["payload"])  # the file's bytes (generator: canonical)
+            rows.append(r)
+    return rows
+
+
+def _fill_plain(uri: str, flavour: str, rows: list[dict]) -> None:
+    cols = ("tenant_id", "chat_id", "sequence_number", "event_type", "payload", "created_at",
+            "prev_hash", "row_hash")
+    if flavour.startswith("sqlite"):
+        with sqlite3.connect(uri[len("sqlite:///") :]) as conn:
+            conn.execute(PLAIN_DDL[flavour])
+            conn.executemany(
+                f"INSERT INTO harness_event_log VALUES ({', '.join('?' * len(cols))})",
+                [tuple(r[c] for c in cols) for r in rows],
+            )
+        return
+    import adbc_driver_postgresql.dbapi as pg
+
+    stage = pa.table({c: pa.array([r[c] for r in rows], pa.string() if c != "sequence_number"
+                                   else pa.int64()) for c in cols})
+    with pg.connect(uri) as conn, conn.cursor() as cur:
+        cur.execute(PLAIN_DDL[flavour])
+        cur.adbc_ingest("rk_stage", stage, mode="create")
+        cur.execute(
+            "INSERT INTO harness_event_log SELECT tenant_id, chat_id, sequence_number, "
+            "event_type, payload::jsonb, created_at::timestamptz, prev_hash, row_hash "
+            "FROM rk_stage"
+        )
+        cur.execute("DROP TABLE rk_stage")
+        conn.commit()
+
+
+@pytest.fixture(scope="module")
+def pleach_export(tmp_path_factory):
+    from replaykit.datasets import generate_pleach
+
+    out = {}
+    for ts in ("iso", "epoch_ms"):
+        path = generate_pleach(
+            tmp_path_factory.mktemp(f"pleach_{ts}") / "export.jsonl",
+            events=3_000, runs=12, tenants=TENANTS, seed=11, timestamps=ts,
+        )
+        out[ts] = path
+    return out
+
+
+@pytest.fixture(params=["sqlite_iso", "sqlite_epoch", "postgresql"])
+def plain(request, pleach_export):
+    """(uri, flavour, read_pleach of the same rows) for a filled 8-column table."""
+    from replaykit.io.pleach import read_pleach
+
+    flavour = request.param
+    uri = request.getfixturevalue("pg_uri" if flavour == "postgresql" else "sqlite_uri")
+    path = pleach_export["epoch_ms" if flavour == "sqlite_epoch" else "iso"]
+    _fill_plain(uri, flavour, _export_rows(path))
+    return uri, flavour, read_pleach(path)
+
+
+def _no_source(table: pa.Table) -> pa.Table:
+    return _plain(table.drop_columns(["source", "source_line"]))
+
+
+def test_plain_table_reads_like_read_pleach(plain):
+    uri, flavour, want = plain
+    got = read_sql(uri, tenant_id=list(TENANTS))
+    assert len(got) == len(want) == 3_000
+    assert got.table.schema == want.table.schema
+    assert _no_source(got.table).equals(_no_source(want.table))
+    dialect = "postgresql" if flavour == "postgresql" else "sqlite"
+    assert got.table.column("source").unique().to_pylist() == [
+        f"pleach:{dialect}:harness_event_log"
+    ]
+    assert got.table.column("source_line").null_count == len(got)
+    assert got.runs.drop_columns(["source"]).equals(want.runs.drop_columns(["source"]))
+    # typed columns really were derived (not just copied through)
+    kinds = set(got.table.column("kind").to_pylist())
+    assert {"tool_call", "tool_result", "model_response", "turn_start"} <= kinds
+    # the chain the producer wrote verifies after the database (JSONB included)
+    assert verify_chain(got).empty
+    assert verify_chain(got, expected_heads=chain_heads(want)).empty
+
+
+def test_plain_table_tenant_scoping_and_hostile_ids(plain):
+    uri, _flavour, want = plain
+    for tenants in (["acme"], ["globex", HOSTILE_TENANT], [DROP]):
+        got = read_sql(uri, tenant_id=tenants if len(tenants) > 1 else tenants[0])
+        assert sorted(got.tenants) == sorted(tenants)
+        ref = want.filter(tenant_id=tenants)
+        assert _no_source(got.table).equals(_no_source(ref.table))
+    assert len(read_sql(uri, tenant_id="nobody")) == 0
+    assert len(read_sql(uri, tenant_id="nobody", run_ids=[HOSTILE_TENANT, DROP])) == 0
+    assert len(read_sql(uri, tenant_id=DROP, run_ids=["' OR 1=1 --"])) == 0
+    runs = want.filter(tenant_id=HOSTILE_TENANT).run_ids[:1]
+    got = read_sql(uri, tenant_id=HOSTILE_TENANT, run_ids=runs)
+    assert got.run_ids == runs
+    assert len(read_sql(uri, tenant_id=list(TENANTS))) == len(want)  # table intact
+
+
+def test_plain_table_time_bounds(plain):
+    uri, _flavour, want = plain
+    ref = want.filter(tenant_id="acme").events_df()
+    ts = ref["ts"].dropna().sort_values()
+    lo, hi = ts.iloc[len(ts) // 4], ts.iloc[len(ts) // 2]
+    got = read_sql(uri, tenant_id="acme", since=lo, until=hi).events_df()
+    assert got["ts"].min() == lo and got["ts"].max() == hi
+    assert len(got) == int(((ref["ts"] >= lo) & (ref["ts"] <= hi)).sum())
+
+
+def test_plain_table_tampering_is_detected(pleach_export, sqlite_uri):
+    rows = _export_rows(pleach_export["iso"])
+    victim = next(r for r in rows if r["tenant_id"] == "acme" and r["sequence_number"] == 3)
+    victim["payload"] = victim["payload"].replace("{", '{"injected":1,', 1)
+    _fill_plain(sqlite_uri, "sqlite_iso", rows)
+    problems = verify_chain(read_sql(sqlite_uri, tenant_id="acme"))
+    assert problems[["run_id", "seq", "kind"]].values.tolist() == [
+        [victim["chat_id"], 3, "hash_mismatch"]
+    ]
+    # the CLI reads the plain table too
+    assert verify_chain_command([sqlite_uri, "--tenant", "acme"]) == 1
+    assert verify_chain_command([sqlite_uri, "--tenant", "globex"]) == 0
+
+
+def test_table_without_export_columns_is_rejected(sqlite_uri):
+    with sqlite3.connect(sqlite_uri[len("sqlite:///") :]) as conn:
+        conn.execute("CREATE TABLE harness_event_log (tenant_id TEXT, chat_id TEXT)")
+    with pytest.raises(ValueError, match=r"lacks \['sequence_number', 'event_type', 'payload'\]"):
+        read_sql(sqlite_uri, tenant_id="acme")
+    with pytest.raises(ValueError, match="does not exist"):
+        read_sql(sqlite_uri, tenant_id="acme", table="no_such_table")
+
+
+def test_sqlite_parallel_rowid_ranges_read_the_same_rows(sqlite_uri, log, monkeypatch, plain_rows):
+    """Large SQLite tables are read in rowid ranges on parallel connections; force that path."""
+    import replaykit.sql as rksql
+
+    write_sql(log, sqlite_uri)
+    serial = read_sql(sqlite_uri, tenant_id=list(TENANTS))
+    monkeypatch.setattr(rksql, "_PARALLEL_MIN_ROWS", 0)
+    calls = []
+    real = rksql._rowid_ranges
+    monkeypatch.setattr(rksql, "_rowid_ranges", lambda *a: calls.append(r := real(*a)) or r)
+    monkeypatch.setattr(rksql.os, "cpu_count", lambda: 3)
+    got = read_sql(sqlite_uri, tenant_id=list(TENANTS))
+    assert len(calls[-1]) == 3  # three ranges, three connections
+    assert _ipc_bytes(_plain(got.table)) == _ipc_bytes(_plain(serial.table))
+    assert _plain(got.table).equals(_plain(log.table))
+    runs = log.filter(tenant_id=HOSTILE_TENANT).run_ids[:2]
+    got = read_sql(sqlite_uri, tenant_id=HOSTILE_TENANT, run_ids=runs)
+    want = log.filter(tenant_id=HOSTILE_TENANT, run_ids=runs)
+    assert _plain(got.table).equals(_plain(want.table))
+    # the plain export layout takes the same path
+    plain_uri = sqlite_uri.replace("events.db", "plain.db")
+    path, rows = plain_rows
+    _fill_plain(plain_uri, "sqlite_iso", rows)
+    from replaykit.io.pleach import read_pleach
+
+    got = read_sql(plain_uri, tenant_id=list(TENANTS))
+    assert _no_source(got.table).equals(_no_source(read_pleach(path).table))
+
+
+@pytest.fixture
+def plain_rows(pleach_export):
+    return pleach_export["iso"], _export_rows(pleach_export["iso"])
+
+
+def test_postgres_parallel_block_ranges_read_the_same_rows(pg_uri, log, monkeypatch):
+    """Large PostgreSQL tables are read in ctid ranges on parallel connections sharing one
+    exported snapshot; force that path and compare with the serial read."""
+    import replaykit.sql as rksql
+
+    write_sql(log, pg_uri)
+    serial = read_sql(pg_uri, tenant_id=list(TENANTS))
+    monkeypatch.setattr(rksql, "_PARALLEL_MIN_PAGES", 0)
+    monkeypatch.setattr(rksql.os, "cpu_count", lambda: 3)
+    calls = []
+    real = rksql._ctid_ranges
+    monkeypatch.setattr(rksql, "_ctid_ranges", lambda *a: calls.append(r := real(*a)) or r)
+    got = read_sql(pg_uri, tenant_id=list(TENANTS))
+    assert calls and len(calls[-1]) == 3
+    assert _ipc_bytes(_plain(got.table)) == _ipc_bytes(_plain(serial.table))
+    assert _plain(got.table).equals(_plain(log.table))
+    got = read_sql(pg_uri, tenant_id=[HOSTILE_TENANT, DROP], run_ids=None)
+    want = log.filter(tenant_id=[HOSTILE_TENANT, DROP])
+    assert _plain(got.table).equals(_plain(want.table))
+    assert verify_chain(got).empty
+    with pytest.raises(ValueError, match="snapshot"):
+        rksql._snapshot_sql("x'; DROP TABLE harness_event_log; --")

@@ -23,9 +23,12 @@ fast path again. Should that still fail (e.g. payload fields whose JSON types di
 rows), the good rows are built from the decoded objects and their ``payload`` column holds
 the canonical JSON of the object instead of the source text (same value, keys sorted).
 
-Memory: tool arguments and ``text`` are computed per block (the typed text fields are then
-dropped); the large text columns stay chunked per block until one copy puts them in sorted
-order (``_take_runs``), each block's source freed as soon as it is copied.
+Per block, on the reading threads: tool arguments, ``text`` and the row-wise canonical
+columns (the typed payload fields are then dropped). At the end only ``type``/``kind``, one
+stable sort on a packed integer key (which also finds duplicate keys) and one copy of the
+large text columns into sorted order (``_take_runs``) remain; each block's source is freed
+as soon as it is copied. Allocation goes through Arrow's system-allocator pool during the
+load (mimalloc's eager return of freed pages to the OS made page faults the largest cost).
 """
 
 from __future__ import annotations
@@ -33,9 +36,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,10 +53,10 @@ import pyarrow.json as pj
 from .._json import JSONDecodeError, args_hash, canonical_json, loads
 from ..errors import LoadError
 from ..eventlog import RUNS_SCHEMA, EventLog
-from ..schema import events_table, sort_order
+from ..schema import events_table
 from ._common import ErrorPolicy, Progress, Quarantine, check_errors_arg, expand_paths
 
-__all__ = ["FORMAT", "EVENT_KINDS", "read_pleach", "sniff"]
+__all__ = ["FORMAT", "EVENT_KINDS", "events_from_arrow", "read_pleach", "sniff"]
 
 FORMAT = "pleach"
 
@@ -164,7 +169,7 @@ class _Part:
     env: pa.Table  # tenant_id, chat_id, sequence_number, event_type, prev_hash, row_hash
     created_at: pa.Array  # string, integer or timestamp values (null allowed)
     payload: pa.Array  # large_string, JSON object text
-    typed: pa.Table  # _TYPED columns
+    typed: pa.Table  # _TYPED columns; after _slim: the canonical columns (_canonical_columns)
     line: np.ndarray  # 1-based line (or row) number
     raw: pa.Array | None = None  # the row's raw text (for quarantine), or None
     # set by _slim once the rows are final: tool-call arguments, their hash, the text column
@@ -234,6 +239,40 @@ def read_pleach(
     policy = check_errors_arg(errors)
     tenants = _tenant_filter(tenant_id)
     files = expand_paths(path_or_glob, patterns=_PATTERNS)
+    # Arrow's default pool (mimalloc) hands freed pages back to the OS quickly; the loader
+    # allocates and frees hundreds of MB per second, and re-faulting those pages cost more
+    # kernel time than the parsing itself. The system allocator reuses them. The previous
+    # pool is restored on return (buffers remember the pool they came from).
+    with _system_memory_pool():
+        return _read_pleach(files, policy, tenants, progress)
+
+
+_POOL_LOCK = threading.Lock()
+_pool_state: dict[str, Any] = {"users": 0, "saved": None}
+
+
+@contextmanager
+def _system_memory_pool() -> Iterator[None]:
+    """Use Arrow's system-allocator pool while loading (nested/concurrent calls are safe)."""
+    with _POOL_LOCK:
+        if _pool_state["users"] == 0:
+            _pool_state["saved"] = pa.default_memory_pool()
+            pa.set_memory_pool(pa.system_memory_pool())
+        _pool_state["users"] += 1
+    try:
+        yield
+    finally:
+        with _POOL_LOCK:
+            _pool_state["users"] -= 1
+            if _pool_state["users"] == 0:
+                pa.set_memory_pool(_pool_state["saved"])
+                _pool_state["saved"] = None
+
+
+def _read_pleach(
+    files: list[Path], policy: ErrorPolicy, tenants: frozenset[str] | None,
+    progress: bool | None,
+) -> EventLog:
     quarantine = Quarantine(policy)
     total = sum(f.stat().st_size for f in files)
     parts: list[tuple[str, _Part]] = []
@@ -265,7 +304,8 @@ def read_pleach(
         row["loaded"] = row["input_rows"] - row["filtered_out"] - row["quarantined"]
     runs = _runs_table(table)
     extras = {"pleach_counts": pa.Table.from_pylist(counts_rows, schema=_COUNTS_SCHEMA)}
-    return EventLog(table, runs=runs, quarantine=quarantine.table(), extras=extras)
+    # the rows are already in (tenant_id, run_id, seq) order: EventLog only validates that
+    return EventLog(table, runs=runs, quarantine=quarantine.table(), extras=extras, sort=False)
 
 
 _COUNTS_SCHEMA = pa.schema(
@@ -296,16 +336,18 @@ def _tenant_filter(tenant_id: object) -> frozenset[str] | None:
 
 
 # ----------------------------------------------------------------------------- JSONL
-def _iter_blocks(path: Path, bar: Progress) -> Iterator[bytes]:
+def _iter_blocks(path: Path, bar: Progress) -> Iterator[bytearray]:
     """Yield blocks of ~_BLOCK bytes, each ending at a line end (a final one is added)."""
     with open(path, "rb") as fh:
         while True:
-            chunk = fh.read(_BLOCK)
-            if not chunk:
+            chunk = bytearray(_BLOCK)
+            got = fh.readinto(chunk)
+            if not got:
                 return
-            bar.update(len(chunk))
+            del chunk[got:]
+            bar.update(got)
             if not chunk.endswith(b"\n"):
-                tail = fh.readline()  # complete the last line
+                tail = fh.readline()  # complete the last line (extends in place, no copy)
                 bar.update(len(tail))
                 chunk += tail
                 if not chunk.endswith(b"\n"):
@@ -317,7 +359,7 @@ def _iter_blocks(path: Path, bar: Progress) -> Iterator[bytes]:
 class _Block:
     """One block's lines (line numbers relative to the block) and its fast-path part."""
 
-    block: bytes
+    block: bytes | bytearray
     n_lines: int
     starts: np.ndarray
     ends: np.ndarray
@@ -325,10 +367,10 @@ class _Block:
     part: _Part | None  # None: the fast path failed (or no rows)
 
 
-def _prepare_block(block: bytes) -> _Block:
+def _prepare_block(block: bytes | bytearray) -> _Block:
     """Line spans of a block and, when possible, its rows read column-wise (thread-safe)."""
     b = np.frombuffer(block, dtype=np.uint8)
-    nl = np.flatnonzero(b == 10)
+    nl = _positions(b, 10)
     starts = np.empty(len(nl), dtype=np.int64)
     if len(nl):
         starts[0] = 0
@@ -409,16 +451,26 @@ def _slices(buf: pa.Buffer, lo: np.ndarray, hi: np.ndarray, *, binary: bool = Fa
     return inter.take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int64)))
 
 
+_scratch = threading.local()
+
+
+def _positions(b: np.ndarray, byte: int) -> np.ndarray:
+    """Ascending positions of ``byte`` in ``b``.
+
+    The comparison goes into a per-thread scratch mask that is reused from block to block:
+    a fresh block-sized temporary per search costs more in page faults than the search.
+    """
+    if threading.current_thread() is threading.main_thread():
+        return np.flatnonzero(b == byte)  # (robust path) keep no buffer after the load
+    mask = getattr(_scratch, "mask", None)
+    if mask is None or len(mask) < len(b):
+        mask = _scratch.mask = np.empty(max(len(b), _BLOCK + (1 << 20)), dtype=bool)
+    m = mask[: len(b)]
+    np.equal(b, byte, out=m)
+    return np.flatnonzero(m)
+
+
 _PAYLOAD_KEY = b'"payload":'
-
-
-def _find_key(b: np.ndarray) -> np.ndarray:
-    """Every position of the bytes ``"payload":`` in ``b`` (vectorized, ascending)."""
-    last = len(_PAYLOAD_KEY) - 1  # the colon
-    c = np.flatnonzero(b[last:] == _PAYLOAD_KEY[last]) + last
-    for k in range(1, last + 1):
-        c = c[b[c - k] == _PAYLOAD_KEY[last - k]]
-    return c - last
 
 
 _WS = np.zeros(256, dtype=bool)
@@ -438,7 +490,11 @@ def _envelope_schema(created_at: pa.DataType) -> pa.Schema:
 
 
 def _fast_block(
-    block: bytes, b: np.ndarray, starts: np.ndarray, ends: np.ndarray, lineno: np.ndarray
+    block: bytes | bytearray,
+    b: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    lineno: np.ndarray,
 ) -> _Part:
     n = len(starts)
     # Every line must open an object. (Lines starting with whitespace would hide blank
@@ -466,13 +522,22 @@ def _fast_block(
                 raise _FastPathFailed(str(exc)) from exc
     if env is None or env.num_rows != n:
         raise _FastPathFailed("row count or created_at types differ")
-    # 3. payload spans
-    keys = _find_key(b)
-    if not len(keys):
-        raise _FastPathFailed("no payload key")
-    k = np.searchsorted(keys, starts)
-    key_pos = keys[np.minimum(k, len(keys) - 1)]
-    has = (k < len(keys)) & (key_pos < ends)
+    # 3. payload spans: the line's second '{' must be the value of its first "payload": key
+    # (searched per line by Arrow, only as far as needed: no scan of the whole block)
+    nxt = np.empty(n + 1, dtype=np.int64)
+    nxt[:-1] = starts + 1
+    nxt[-1] = max(int(ends[-1]), int(starts[-1]) + 1)
+    rel = pc.find_substring(
+        pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(nxt), buf]), "{"
+    ).to_numpy(zero_copy_only=False)
+    second_open = starts + 1 + rel
+    second_ok = (rel >= 0) & (second_open < ends)
+    prefix_end = np.where(second_ok, second_open, ends)
+    key_rel = pc.find_substring(
+        _slices(buf, starts, prefix_end, binary=True), _PAYLOAD_KEY.decode()
+    ).to_numpy(zero_copy_only=False)
+    has = key_rel >= 0
+    key_pos = starts + key_rel
     value = np.where(has, key_pos + 10, starts)
     for _ in range(8):  # skip a few whitespace bytes after the colon
         ws = has & _WS[b[np.minimum(value, len(b) - 1)]] & (value < ends)
@@ -482,12 +547,9 @@ def _fast_block(
     is_obj = has & (b[np.minimum(value, len(b) - 1)] == ord("{"))
     if not is_obj.all():
         raise _FastPathFailed("a row has no payload object")
-    opens = np.flatnonzero(b == ord("{"))
-    oi = np.minimum(np.searchsorted(opens, starts), len(opens) - 1)
-    second_open = opens[np.minimum(oi + 1, len(opens) - 1)]
-    if not ((opens[oi] == starts) & (second_open == value)).all():
+    if not (second_ok & (second_open == value)).all():
         raise _FastPathFailed("payload key is not provably at the top level")
-    closes = np.flatnonzero(b == ord("}"))
+    closes = _positions(b, ord("}"))
     ci = np.searchsorted(closes, ends)  # closes[ci-1] = line's last '}'
     if (ci < 2).any():
         raise _FastPathFailed("unbalanced line")
@@ -562,7 +624,7 @@ def _bad(
 
 
 def _robust_block(
-    block: bytes,
+    block: bytes | bytearray,
     starts: np.ndarray,
     ends: np.ndarray,
     lineno: np.ndarray,
@@ -572,11 +634,12 @@ def _robust_block(
     counts: _Counts,
 ) -> _Part:
     """Decode every line on its own; report bad ones; load the good ones."""
+    view = memoryview(block)
     good_lines: list[bytes] = []
     good_no: list[int] = []
     objs: list[dict[str, Any]] = []
     for lo, hi, no in zip(starts.tolist(), ends.tolist(), lineno.tolist(), strict=True):
-        raw = block[lo:hi]
+        raw = bytes(view[lo:hi])
         if not raw.strip():
             continue  # whitespace-only line: blank, not a row
         try:
@@ -857,38 +920,120 @@ def _read_parquet(
         counts.input_rows += n
         line = first + np.arange(n, dtype=np.int64)
         first += n
-        env_cols = {}
-        for name, typ in _ENVELOPE_FIELDS:
-            if name in t.column_names:
-                col = t.column(name)
-                try:
-                    env_cols[name] = col.cast(typ)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                    raise LoadError(
-                        source=source, line=None, reason="bad_type", field=name,
-                        detail=f"column has type {col.type}, expected {typ}",
-                    ) from exc
-            else:
-                env_cols[name] = pa.nulls(n, typ)
-        env = pa.table(env_cols)
-        created = (
-            t.column("created_at").combine_chunks()
-            if "created_at" in t.column_names
-            else pa.nulls(n, _STR)
-        )
-        pcol = t.column("payload").combine_chunks()
-        if pa.types.is_struct(pcol.type) or pa.types.is_map(pcol.type):
-            payload = pa.array(
-                [None if v is None else canonical_json(_map_to_dict(v)) for v in
-                 pcol.to_pylist()],
-                type=pa.large_string(),
-            )
-        else:
-            payload = pcol.cast(pa.large_string())
-        part = _parquet_payloads(env, created, payload, line, source, quarantine)
-        part = _check_rows(part, source, quarantine, tenants, counts)
+        part = _part_from_arrow(t, line, source, quarantine, tenants, counts)
         if part is not None:
-            yield _slim(part)
+            yield part
+
+
+def _part_from_arrow(
+    t: pa.Table,
+    line: np.ndarray,
+    source: str,
+    quarantine: Quarantine,
+    tenants: frozenset[str] | None,
+    counts: _Counts,
+) -> _Part | None:
+    """One checked, slimmed part from an Arrow table of harness_event_log columns.
+
+    Shared by the Parquet reader and :func:`events_from_arrow` (``replaykit.read_sql``).
+    """
+    n = t.num_rows
+    env_cols = {}
+    for name, typ in _ENVELOPE_FIELDS:
+        if name in t.column_names:
+            col = t.column(name)
+            try:
+                env_cols[name] = col.cast(typ)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise LoadError(
+                    source=source, line=None, reason="bad_type", field=name,
+                    detail=f"column has type {col.type}, expected {typ}",
+                ) from exc
+        else:
+            env_cols[name] = pa.nulls(n, typ)
+    env = pa.table(env_cols)
+    created = (
+        t.column("created_at").combine_chunks()
+        if "created_at" in t.column_names
+        else pa.nulls(n, _STR)
+    )
+    pcol = t.column("payload").combine_chunks()
+    if pa.types.is_struct(pcol.type) or pa.types.is_map(pcol.type):
+        payload = pa.array(
+            [None if v is None else canonical_json(_map_to_dict(v)) for v in
+             pcol.to_pylist()],
+            type=pa.large_string(),
+        )
+    else:
+        payload = pcol.cast(pa.large_string())
+    part = _parquet_payloads(env, created, payload, line, source, quarantine)
+    part = _check_rows(part, source, quarantine, tenants, counts)
+    return None if part is None else _slim(part)
+
+
+def events_from_arrow(
+    table: pa.Table | pa.RecordBatchReader,
+    *,
+    source: str,
+    tenant_id: str | Sequence[str] | None = None,
+    errors: ErrorPolicy = "raise",
+) -> EventLog:
+    """Convert in-memory ``harness_event_log`` rows (Arrow) into an EventLog, as read_pleach does.
+
+    ``table`` has the export columns ``tenant_id``, ``chat_id``, ``sequence_number``,
+    ``event_type``, ``payload`` (JSON object text) and optionally ``created_at`` (ISO-8601
+    text, epoch milliseconds or a timestamp), ``prev_hash``, ``row_hash``; a record batch
+    reader is read batch by batch. The mapping to the canonical columns is exactly that of
+    :func:`read_pleach` (same code); ``source`` is stored in every row's ``source`` and
+    ``source_line`` is the 1-based row number in ``table``. ``tenant_id`` filters as in
+    read_pleach. Used by :func:`replaykit.read_sql` for plain ``harness_event_log`` tables.
+
+    Raises:
+        LoadError: a bad row under ``errors="raise"`` (reasons as in read_pleach; the
+            "line" is the row number).
+        TypeError: a bad ``tenant_id``. ValueError: a bad ``errors``.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> t = pa.table({"tenant_id": ["acme"], "chat_id": ["c1"], "sequence_number": [0],
+        ...               "event_type": ["tool.called"],
+        ...               "payload": ['{"call_id":"k1","tool":"search","args":{"q":"x"}}']})
+        >>> log = events_from_arrow(t, source="pleach:memory")
+        >>> log.table.column("tool_name").to_pylist(), str(log.table.column("kind")[0])
+        (['search'], 'tool_call')
+    """
+    policy = check_errors_arg(errors)
+    tenants = _tenant_filter(tenant_id)
+    missing = [c for c in _REQUIRED_COLUMNS if c not in table.schema.names]
+    if missing:
+        raise LoadError(
+            source=source, line=None, reason="bad_schema",
+            detail=f"rows lack harness_event_log columns {missing}",
+            fix="Provide tenant_id, chat_id, sequence_number, event_type and payload.",
+        )
+    quarantine = Quarantine(policy)
+    counts = _Counts()
+    if isinstance(table, pa.Table):
+        # few large batches: the per-batch steps (payload parse, checks) have fixed costs
+        batches = table.combine_chunks().to_batches(max_chunksize=1 << 20)
+    else:
+        batches = table
+    parts: list[tuple[str, _Part]] = []
+    first = 1
+    for batch in batches:
+        n = batch.num_rows
+        if not n:
+            continue
+        counts.input_rows += n
+        line = first + np.arange(n, dtype=np.int64)
+        first += n
+        part = _part_from_arrow(
+            pa.Table.from_batches([batch]), line, source, quarantine, tenants, counts
+        )
+        if part is not None:
+            parts.append((source, part))
+    out, _ = _finish(parts, quarantine)
+    return EventLog(out, runs=_runs_table(out), quarantine=quarantine.table())
 
 
 def _map_to_dict(v: Any) -> Any:
@@ -938,11 +1083,9 @@ def _finish(
     parts[:] = [(s, p) for s, p in parts if p.env.num_rows]
     if not parts:
         return events_table({k: [] for k in _MIN_COLUMNS}), {}
-    # Small columns are joined into single arrays; the large text columns (payload, the
-    # typed text fields, the tool arguments) stay chunked per block and are copied exactly
+    # Small columns are joined into single arrays; the large text columns (payload, text,
+    # prev_hash, row_hash) stay chunked per block and are copied exactly
     # once, straight into their final (sorted) order, by _take_runs.
-    args_col = pa.chunked_array([p.args for _, p in parts], type=_STR)
-    hash_col = pa.chunked_array([p.hashes for _, p in parts], type=_STR)
     text = pa.chunked_array([p.text for _, p in parts], type=pa.large_string())
     env = pa.concat_tables([p.env for _, p in parts])
     typed = pa.concat_tables([p.typed for _, p in parts])
@@ -957,26 +1100,19 @@ def _finish(
     )
     parts.clear()  # the caller's list too: release the per-block arrays before sorting
     n = env.num_rows
+    prev_hash, row_hash = env.column("prev_hash"), env.column("row_hash")
+    env = env.drop_columns(["prev_hash", "row_hash"])
     tenant = env.column("tenant_id").dictionary_encode().combine_chunks()
     chat = env.column("chat_id").dictionary_encode().combine_chunks()
     seq = env.column("sequence_number").to_numpy()
 
-    # duplicates (tenant, chat, seq): keep the first in file order
-    t_idx = tenant.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    c_idx = chat.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    order = np.lexsort((np.arange(n), seq, c_idx, t_idx))
-    same = (
-        (t_idx[order][1:] == t_idx[order][:-1])
-        & (c_idx[order][1:] == c_idx[order][:-1])
-        & (seq[order][1:] == seq[order][:-1])
-    )
-    del order, t_idx, c_idx
+    # One stable sort by (tenant_id, chat_id, sequence_number) finds the duplicates (equal
+    # neighbours; the first in file order comes first) and gives the final row order.
+    order, same = _key_order(tenant, chat, seq)
     dup_by_source: dict[str, int] = {}
+    big_idx = order  # row order for the big columns, in the rows of the parts
     if same.any():
-        order = np.lexsort((np.arange(n), seq, chat.indices.to_numpy(zero_copy_only=False),
-                            tenant.indices.to_numpy(zero_copy_only=False)))
         dup_rows = np.sort(order[1:][same])
-        del order
         for i in dup_rows.tolist():
             src = source_names[src_idx[i]]
             _bad(
@@ -990,16 +1126,17 @@ def _finish(
         keep = np.ones(n, dtype=bool)
         keep[dup_rows] = False
         kept = np.flatnonzero(keep)
+        big_idx = order[keep[order]]
+        order = (np.cumsum(keep) - 1)[big_idx]  # the same order, in the kept rows
         idx = pa.array(kept)
         ts = ts.take(idx)
         env = pa.table({c: _take_runs(env.column(c), kept) for c in env.column_names})
         typed = pa.table({c: _take_runs(typed.column(c), kept) for c in typed.column_names})
-        payload, text = _take_runs(payload, kept), _take_runs(text, kept)
-        args_col, hash_col = _take_runs(args_col, kept), _take_runs(hash_col, kept)
         tenant, chat = tenant.take(idx), chat.take(idx)
         line, src_idx, seq = line[keep], src_idx[keep], seq[keep]
-    cols = _canonical_columns(env, typed, hash_col)
-    del typed, args_col, hash_col
+    cols = {**_type_and_kind(env.column("event_type")),
+            **{c: typed.column(c) for c in typed.column_names}}
+    del typed
     child = cols.pop("_child")
     source = pa.DictionaryArray.from_arrays(
         pa.array(src_idx, type=pa.int32()), pa.array(source_names, type=_STR)
@@ -1023,28 +1160,62 @@ def _finish(
         },
         sort=False,
     )
-    prev_hash, row_hash = env.column("prev_hash"), env.column("row_hash")
     del env, cols, tenant, chat, ts, line, src_idx, seq, blank
     _release()
-    order = sort_order(table)
-    if len(order) and not np.array_equal(order, np.arange(len(order))):
-        idx = pa.array(order)
-        table, child = table.take(idx), child.take(idx)
-    else:
-        order = None
     big_columns = {"payload": payload, "text": text, "prev_hash": prev_hash,
                    "row_hash": row_hash}
     del payload, text, prev_hash, row_hash
-    for name in list(big_columns):  # one at a time: each source is freed once copied
-        f = table.schema.field(name)
-        big = big_columns.pop(name)
-        big = big if order is None else _take_runs(big, order)
-        if big.type != f.type:
-            big = big.cast(f.type)
-        table = table.set_column(table.schema.get_field_index(name), f, big)
-        del big
-        _release()
+    identity = bool(len(order)) and np.array_equal(big_idx, np.arange(n))
+    big_order = None if identity else big_idx
+    with ThreadPoolExecutor(1) as pool:
+        # the small columns are reordered by Arrow on a worker thread meanwhile
+        sorted_small = (
+            pool.submit(lambda: (table.take(pa.array(order)), child.take(pa.array(order))))
+            if big_order is not None else None
+        )
+        done: dict[str, pa.Array | pa.ChunkedArray] = {}
+        for name in list(big_columns):  # one at a time: each source is freed once copied
+            f = table.schema.field(name)
+            big = big_columns.pop(name)
+            big = big if big_order is None else _take_runs(big, big_order)
+            done[name] = big if big.type == f.type else big.cast(f.type)
+            del big
+            _release()
+        if sorted_small is not None:
+            table, child = sorted_small.result()
+    for name, big in done.items():
+        table = table.set_column(table.schema.get_field_index(name), table.schema.field(name), big)
     return _fill_derived(table, child), dup_by_source
+
+
+def _key_order(
+    tenant: pa.DictionaryArray, chat: pa.DictionaryArray, seq: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Stable row order by (tenant, chat, seq) and, in that order, "same key as the row before".
+
+    Tenants and chats are ranked by value (as ``schema.sort_order`` does) and the three keys
+    are packed into one integer when they fit, so one stable sort of small integers does it
+    (fast on the long already-ordered runs of a log file).
+    """
+    n = len(seq)
+
+    def rank(col: pa.DictionaryArray) -> tuple[np.ndarray, int]:
+        r = np.asarray(pc.rank(col.dictionary, sort_keys="ascending", tiebreaker="dense"),
+                       dtype=np.int64)
+        return r[col.indices.to_numpy(zero_copy_only=False)], int(r.max(initial=0))
+
+    t, t_max = rank(tenant)
+    c, c_max = rank(chat)
+    s_min, s_max = (int(seq.min()), int(seq.max())) if n else (0, 0)
+    span = s_max - s_min + 1
+    if s_min >= 0 and (t_max + 1) * (c_max + 1) * span < 2**62:
+        key = (t * (c_max + 1) + c) * span + (seq - s_min)
+        order = np.argsort(key, kind="stable")
+        ks = key[order]
+        return order, ks[1:] == ks[:-1]
+    order = np.lexsort((seq, c, t))
+    t, c, s = t[order], c[order], seq[order]
+    return order, (t[1:] == t[:-1]) & (c[1:] == c[:-1]) & (s[1:] == s[:-1])
 
 
 def _release() -> None:
@@ -1084,16 +1255,24 @@ _TEXT_FIELDS = ("text", "result", "message", "reason")
 
 
 def _slim(part: _Part) -> _Part:
-    """Compute a block's tool arguments and ``text`` now, and drop the typed text fields.
+    """Compute a block's tool arguments, ``text`` and canonical columns now.
 
-    Done per block so the large typed text columns never exist for the whole file at once.
+    The typed payload fields are replaced by the block's canonical columns (all but
+    ``type`` and ``kind``, which need the whole file's dictionary), so the large typed text
+    columns never exist for the whole file at once and _finish only joins and sorts.
     """
     args, hashes = _tool_args(part, {})
     typed = part.typed
     text = pc.coalesce(args, *(typed.column(c) for c in _TEXT_FIELDS))
     if isinstance(text, pa.ChunkedArray):
         text = text.combine_chunks()
-    part.typed = typed.drop_columns(list(_TEXT_FIELDS))
+    # the canonical columns are row-wise: built here, on the reading threads, per block
+    # (rows without an event_type are quarantined later by _check_rows)
+    env = part.env
+    i = env.schema.get_field_index("event_type")
+    env = env.set_column(i, env.schema.field(i), pc.fill_null(env.column(i), ""))
+    cols = _canonical_columns(env, typed, hashes)
+    part.typed = pa.table({k: v for k, v in cols.items() if k not in ("type", "kind")})
     part.args, part.hashes, part.text = args, hashes, text.cast(pa.large_string())
     return part
 
@@ -1183,13 +1362,12 @@ def _tool_args(part: _Part, cache: dict[str, str]) -> tuple[pa.Array, pa.Array]:
 _MIN_COLUMNS = ("tenant_id", "run_id", "seq", "type", "kind", "payload", "source")
 
 
-def _canonical_columns(
-    env: pa.Table, typed: pa.Table, hash_col: pa.ChunkedArray
-) -> dict[str, Any]:
-    """kind, ref_id, event_id, tool_name, args_hash, cache_key, is_error, finish, tokens."""
-    etype = env.column("event_type").dictionary_encode().combine_chunks()
-    type_names = etype.dictionary.to_pylist()
-    kinds = [EVENT_KINDS.get(t, "other") for t in type_names]
+def _type_and_kind(event_type: pa.ChunkedArray | pa.Array) -> dict[str, pa.Array]:
+    """``type`` (dictionary-encoded event_type) and ``kind`` (EVENT_KINDS, else "other")."""
+    etype = event_type.dictionary_encode()
+    if isinstance(etype, pa.ChunkedArray):
+        etype = etype.combine_chunks()
+    kinds = [EVENT_KINDS.get(t, "other") for t in etype.dictionary.to_pylist()]
     kind_values = sorted(set(kinds))
     kind_code = np.array([kind_values.index(k) for k in kinds], dtype=np.int32)
     t_idx = etype.indices.to_numpy(zero_copy_only=False)
@@ -1197,6 +1375,17 @@ def _canonical_columns(
         pa.array(kind_code[t_idx] if len(kind_code) else np.zeros(0, np.int32)),
         pa.array(kind_values, type=_STR),
     )
+    return {"type": etype, "kind": kind}
+
+
+def _canonical_columns(
+    env: pa.Table, typed: pa.Table, hash_col: pa.ChunkedArray | pa.Array
+) -> dict[str, Any]:
+    """kind, ref_id, event_id, tool_name, args_hash, cache_key, is_error, finish, tokens."""
+    tk = _type_and_kind(env.column("event_type"))
+    etype, kind = tk["type"], tk["kind"]
+    type_names = etype.dictionary.to_pylist()
+    t_idx = etype.indices.to_numpy(zero_copy_only=False)
 
     def is_type(*names: str) -> pa.Array:
         codes = [i for i, t in enumerate(type_names) if t in names]
