@@ -17,7 +17,9 @@ from replaykit.io.pleach import EVENT_KINDS, read_pleach
 
 
 def test_public_names() -> None:
-    assert set(datasets.__all__) == {"generate_isplay", "generate_pleach", "generate_toh"}
+    assert set(datasets.__all__) == {
+        "CohortData", "generate_cohorts", "generate_isplay", "generate_pleach", "generate_toh"
+    }
     assert callable(generate_pleach) and callable(generate_toh)
 
 
