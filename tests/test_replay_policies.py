@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.compute as pc
 import pytest
 
 import replaykit as rk
@@ -333,3 +334,11 @@ def test_toh_format_by_seq() -> None:
     assert res.metrics["tool_argument_changed"] == 1
     assert res.metrics["first_divergence_step"] == i
     assert res.comparability == "diverged_but_comparable"
+    # the patch lands where the harness keeps arguments: data.arguments, still a JSON string
+    patched = res.events.filter(kinds="tool_call").table
+    first = patched.filter(pc.equal(patched.column("seq"), call_seq))
+    payload = json.loads(first.column("payload")[0].as_py())
+    assert "args" not in payload
+    assert json.loads(payload["data"]["arguments"]) == {"x": 1}
+    assert first.column("args_hash")[0].as_py() == args_hash({"x": 1})
+    assert first.column("tool_name")[0].as_py() == payload["data"]["name"]

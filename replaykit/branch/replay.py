@@ -109,6 +109,33 @@ def _find(obj: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str | None, An
     return None, None
 
 
+def _slot(
+    payload: dict[str, Any], keys: tuple[str, ...], nested_keys: tuple[str, ...] = ()
+) -> tuple[dict[str, Any], str | None, Any]:
+    """Where a tool call keeps a field: the payload itself (pleach, isplay) or its ``data``
+    object (harness session logs, whose tool name is ``data.name``). Returns (container, key,
+    value); key is None when the field is absent everywhere."""
+    key, value = _find(payload, keys)
+    if key is not None:
+        return payload, key, value
+    data = payload.get("data")
+    if isinstance(data, dict):
+        key, value = _find(data, keys + nested_keys)
+        if key is not None:
+            return data, key, value
+    return payload, None, None
+
+
+def _decoded_args(value: Any) -> tuple[Any, bool]:
+    """Arguments as a JSON value, and whether the source kept them as JSON text."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value), True
+        except ValueError:
+            return value, False
+    return value, False
+
+
 # ------------------------------------------------------------------------------------ result
 
 
@@ -488,17 +515,22 @@ def replay(
             records = []
             for iv in touched[i]:
                 if iv.kind == "tool_args_patch":
-                    ak, _ = _find(payload, _ARGS_KEYS)
-                    tk, _ = _find(payload, _TOOL_KEYS)
-                    view = {"args": payload.get(ak or "args"),
-                            "toolName": payload.get(tk or "toolName"),
+                    a_box, ak, raw_args = _slot(payload, _ARGS_KEYS)
+                    t_box, tk, tool = _slot(payload, _TOOL_KEYS, ("name",))
+                    args_value, as_text = _decoded_args(raw_args)
+                    view = {"args": args_value,
+                            "toolName": tool,
                             "argsHash": payload.get("argsHash"),
                             "argsArtifactId": payload.get("argsArtifactId")}
                     new, fails = apply_tool_args_patch(view, iv.patch)
                     if not fails:
-                        payload[ak or "args"] = new["args"]
-                        payload[tk or "toolName"] = new["toolName"]
-                        if "argsHash" in payload or ak == "args":
+                        # Write back where the format keeps them, in the format's own shape
+                        # (a JSON string stays a JSON string).
+                        a_box[ak or "args"] = (
+                            canonical_json(new["args"]) if as_text else new["args"]
+                        )
+                        t_box[tk or "toolName"] = new["toolName"]
+                        if "argsHash" in payload or (ak == "args" and a_box is payload):
                             payload["argsHash"] = new.get("argsHash", args_hash(new["args"]))
                         payload.pop("argsArtifactId", None)
                 else:
@@ -511,8 +543,8 @@ def replay(
             payload[PATCH_RECORD_KEY] = records
             r["payload"] = canonical_json(payload)
             if kind == "tool_call":
-                ak, args = _find(payload, _ARGS_KEYS)
-                _, tool = _find(payload, _TOOL_KEYS)
+                _, ak, args = _slot(payload, _ARGS_KEYS)
+                _, _, tool = _slot(payload, _TOOL_KEYS, ("name",))
                 if ak is not None:
                     r["args_hash"] = args_hash(args)
                     r["text"] = args if isinstance(args, str) else canonical_json(args)
