@@ -342,3 +342,20 @@ def test_toh_format_by_seq() -> None:
     assert json.loads(payload["data"]["arguments"]) == {"x": 1}
     assert first.column("args_hash")[0].as_py() == args_hash({"x": 1})
     assert first.column("tool_name")[0].as_py() == payload["data"]["name"]
+
+
+def test_artifact_and_context_selectors_match_refs_exactly(plain: Branch) -> None:
+    def patched_ids(**selector):
+        b = plain.intervene(kind="json_patch", **selector,
+                            patch={"operations": [{"op": "add", "path": "/hit", "value": 1}]})
+        return [p["eventId"] for p in _payloads(replay(b)) if p.get("hit") == 1]
+
+    assert patched_ids(target_artifact="art-claim-C-104") != []
+    assert patched_ids(target_context="ctx-risk") == ["ev-104-012"]
+    assert patched_ids(target_context="ctx-claim", target_context_path="/claim/receipts") == [
+        "ev-104-012"
+    ]
+    # the id must be a context ref of the event: a context id used as an artifact id matches
+    # nothing (the intervention becomes a synthetic event instead)
+    assert patched_ids(target_artifact="ctx-risk") == []
+    assert patched_ids(target_context="ctx-risk", target_context_path="/claim") == []

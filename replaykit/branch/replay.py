@@ -91,15 +91,52 @@ def _selector_mask(t: pa.Table, kind: str, sel: Mapping[str, Any]) -> np.ndarray
         # a prompt or mask edit aims at the request of a model call, not its result
         m &= (kinds == "model_request") | (kinds == "user_message") | ~np.isin(kinds, _MODEL_KINDS)
     ptr = sel.get("json_pointer")
-    if ptr is not None:
+    exact_refs = any(key in sel for key in _REF_SELECTORS)
+    if ptr is not None or exact_refs:
+        # The text tests above are a column-wise pre-filter; the few candidates left are
+        # checked exactly against their parsed payload.
         import jsonpointer
 
         for i in np.flatnonzero(m):  # candidates only
-            try:
-                jsonpointer.resolve_pointer(json.loads(payload[int(i)].as_py()), ptr)
-            except jsonpointer.JsonPointerException:
+            doc = json.loads(payload[int(i)].as_py())
+            if exact_refs and not _refs_match(doc, sel):
                 m[i] = False
+                continue
+            if ptr is not None:
+                try:
+                    jsonpointer.resolve_pointer(doc, ptr)
+                except jsonpointer.JsonPointerException:
+                    m[i] = False
     return m
+
+
+_REF_SELECTORS = ("target_artifact", "target_context", "target_context_path")
+
+
+def _refs_match(doc: Mapping[str, Any], sel: Mapping[str, Any]) -> bool:
+    """Exact artifact / context selector semantics on one event payload.
+
+    ``target_artifact`` matches an entry of ``artifactRefs`` (by ``artifactId``, or the entry
+    itself when it is a string) or the event's ``argsArtifactId``. ``target_context`` and
+    ``target_context_path`` match an entry of ``contextRefs`` by ``contextId`` and ``path``;
+    given together, one entry must satisfy both.
+    """
+    if "target_artifact" in sel:
+        want = sel["target_artifact"]
+        refs = doc.get("artifactRefs") or []
+        ids = {r.get("artifactId") if isinstance(r, Mapping) else r for r in refs}
+        if want not in ids and doc.get("argsArtifactId") != want:
+            return False
+    if "target_context" in sel or "target_context_path" in sel:
+        refs = [r for r in doc.get("contextRefs") or [] if isinstance(r, Mapping)]
+        ok = any(
+            ("target_context" not in sel or r.get("contextId") == sel["target_context"])
+            and ("target_context_path" not in sel or r.get("path") == sel["target_context_path"])
+            for r in refs
+        )
+        if not ok:
+            return False
+    return True
 
 
 def _find(obj: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]:
