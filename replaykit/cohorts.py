@@ -282,6 +282,16 @@ class ReplayBatch:
         return (f"ReplayBatch(runs={len(self.runs)}, statuses={self.status_counts()}, "
                 f"live_fallbacks={self.live_fallbacks})")
 
+    def _repr_html_(self) -> str:
+        from ._display import summary_html
+
+        return summary_html(
+            "Cohort replays",
+            {"runs": len(self.runs), "live fallbacks": self.live_fallbacks, "errors": self.errors},
+            badges=[f"{k}: {v}" for k, v in self.status_counts().items()],
+            table=self.runs,
+        )
+
 
 def _default_branch(base: EventLog, tenant_id: str, run_id: str) -> Any:
     from .branch import Branch
@@ -939,6 +949,19 @@ class Cohorts:
     def __repr__(self) -> str:
         df = self._frame()
         return f"Cohorts(by={self.by!r}, cohorts={self.labels}, runs={len(df)})"
+
+    def _repr_html_(self) -> str:
+        from ._display import summary_html
+
+        by = self.by if isinstance(self.by, str) else getattr(self.by, "__name__", "callable")
+        summary = self.summary()
+        cols = [c for c in ("cohort", "runs", "events", "tool_calls", "error_rate", "abort_rate")
+                if c in summary.columns]
+        return summary_html(
+            "Cohorts",
+            {"by": by, "cohorts": len(self.labels), "runs": len(self._frame())},
+            table=summary[cols] if cols else summary,
+        )
 
 
 def cohorts(log: EventLog, by: ByArg = "semester", *,

@@ -76,3 +76,18 @@ def test_summary_and_frame_html_escape_everything():
 
 def test_eventlog_html_still_escapes(isplay):
     assert "<b>EventLog</b>" in isplay._repr_html_()
+
+
+def test_cohort_results_display_escaped_summaries():
+    import replaykit as rk
+    from replaykit.datasets import generate_cohorts
+
+    data = generate_cohorts(runs=40, events_per_run=20, seed=3)
+    groups = rk.cohorts(data.log, by="semester")
+    html_text = groups._repr_html_()
+    assert "Cohorts" in html_text and "runs: <code>40</code>" in html_text
+    for label in groups.labels:
+        assert label in html_text
+    hostile = rk.cohorts(data.log, by=lambda runs: ["<script>x</script>"] * len(runs))
+    out = hostile._repr_html_()
+    assert "<script>x" not in out and "&lt;script&gt;x" in out
