@@ -68,6 +68,29 @@ def quickstart() -> nbf.NotebookNode:
             'tools[["run_id", "turn", "step", "tool_name", "is_error", "has_result"]]'
         ),
         md(
+            "## Fold the log into per-step state\n\n"
+            "`rk.fold` turns every run into one row per event holding the state after that "
+            "event (here the format-agnostic `agent()` projection: tool calls, tokens, errors, "
+            "...). The last row of each run is its final state."
+        ),
+        code(
+            "states = rk.fold(toh, [rk.agent()])\n"
+            "final = states.final()\n"
+            "per_run_tools = toh.tools_df().groupby(\"run_id\").size()\n"
+            "for run_id, n in per_run_tools.items():\n"
+            "    assert final.loc[final[\"run_id\"] == run_id, \"tool_calls\"].item() == n\n"
+            "final[[\"run_id\", \"turn\", \"model_calls\", \"tool_calls\", "
+            "\"input_tokens\", \"output_tokens\", \"errors\"]]"
+        ),
+        md("## One picture: which tools each run called, in order"),
+        code(
+            "from replaykit import plots\n"
+            "\n"
+            "fig = plots.tool_sequences(toh)\n"
+            "assert sum(len(trace.x) for trace in fig.data) == len(toh.filter(kinds=\"tool_call\"))\n"
+            "fig"
+        ),
+        md(
             "## Bad input is never silently dropped\n\n"
             "A damaged file either raises a `LoadError` naming file, line, field and a fix, or, "
             'with `errors="quarantine"`, keeps loading and sets each bad row aside with its reason.'
