@@ -40,3 +40,14 @@ def test_readme_shows_the_two_commands_and_links_notebooks():
     assert "make demo" in text and "make test" in text
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
         assert f"notebooks/{nb.name}" in text, f"README does not link {nb.name}"
+
+
+def test_notebooks_are_committed_without_outputs():
+    import nbformat
+
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert code, f"{path.name} has no code"
+        assert all(not c.get("outputs") for c in code), f"{path.name} carries outputs"
+        assert all(c.get("execution_count") is None for c in code), path.name
