@@ -1,5 +1,6 @@
 # Two commands do everything on a fresh machine with Python 3.11+:
-#   make demo   -- create .venv, install, run the main job on the bundled samples
+#   make demo   -- create .venv, install, run the main job on the bundled samples and
+#                  write the self-contained HTML report reports/demo-rca.html
 #   make test   -- create .venv, install with dev extras, run the whole suite (notebooks included)
 PYTHON ?= python3
 VENV   ?= .venv
@@ -15,7 +16,7 @@ $(BIN)/python:
 
 # Re-install whenever pyproject.toml changes.
 $(VENV)/.installed-base: pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet -e ".[fast,replay]"
+	$(PIP) install --quiet -e ".[fast,replay,viz]"
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
@@ -27,6 +28,8 @@ demo: $(VENV)/.installed-base
 	$(BIN)/replaykit summary data/pleach --no-progress
 	@echo "== harness session logs and isplay run exports (owner named explicitly) =="
 	$(BIN)/replaykit summary data/toh data/isplay --tenant demo --no-progress
+	@echo "== root-cause-analysis report from the bundled isplay sample =="
+	$(BIN)/python -m replaykit.report.demo
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider

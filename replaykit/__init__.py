@@ -135,8 +135,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """``rk.plots`` and ``rk.widgets`` load plotly / ipywidgets only when first used."""
-    if name in ("plots", "widgets"):
+    """``rk.plots``, ``rk.widgets`` and ``rk.report`` load plotly / ipywidgets only when first
+    used."""
+    if name in ("plots", "widgets", "report"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)

@@ -5,6 +5,9 @@ Usage::
     replaykit summary PATH... [--format auto|toh|pleach|isplay] [--tenant ID]
                               [--errors raise|quarantine] [--no-progress] [--all-columns]
     replaykit verify-chain PATH... [--format F] [--tenant ID] [--heads FILE] [--json]
+    replaykit report rca --log PATH --branch FILE [--fixtures FILE] [--model-policy P]
+                         [--tool-policy P] [--tenant ID] -o rca.html
+    replaykit report cohort --log PATH --by COLUMN --a A --b B [--tenant ID] -o cohort.html
 
 Exit codes: 0 success, 1 the input could not be loaded, 2 bad usage.
 """
@@ -61,6 +64,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--all-columns", action="store_true", help="show every runs_df column")
 
     sub.add_parser(
+        "report",
+        help="write a self-contained HTML report (rca | cohort)",
+        add_help=False,
+    )
+    sub.add_parser(
         "verify-chain",
         help="verify the per-run hash chains (exit 0 intact, 1 broken, 2 usage)",
         add_help=False,
@@ -101,6 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .integrity import verify_chain_command
 
         return verify_chain_command(argv[1:])
+    if argv[:1] == ["report"]:
+        from .report.cli import report_command
+
+        return report_command(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     try:

@@ -1,0 +1,720 @@
+"""Report objects and the builders behind ``rk.report.rca`` / ``rk.report.cohort``."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import html
+import json
+import os
+import platform
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ._embed import esc, plain, script_json
+from ._template import page
+
+__all__ = ["MAX_SCRUB_EVENTS", "Report", "cohort", "rca"]
+
+#: events of the replayed run the embedded scrubber holds (a longer run keeps the first ones).
+MAX_SCRUB_EVENTS = 20_000
+#: characters of event text kept per scrubber step and per table cell.
+TEXT_CHARS = 160
+#: per-lane points of the divergence figure in a report (keeps the file small).
+FIGURE_POINTS = 2_000
+#: events shown before the first divergence in its section.
+CONTEXT_EVENTS = 3
+#: rows of the changed-descendants table.
+MAX_DESCENDANTS = 200
+
+_DEPENDENCIES = ("pyarrow", "pandas", "numpy", "plotly", "orjson", "jsonpatch", "rapidfuzz")
+
+
+# ------------------------------------------------------------------------------ Report
+class Report:
+    """One self-contained HTML report (built by :func:`rca` or :func:`cohort`).
+
+    ``html`` is the whole page: plotly.js inlined once, figures and data embedded as escaped
+    JSON, no URL the page loads. ``sections`` names the sections in page order; ``data`` holds
+    the values the page shows (metrics, first divergence, ...), for tests and code.
+
+    Example:
+        >>> rep = rk.report.rca(res, title="RCA-311", question="...")  # doctest: +SKIP
+        >>> rep.save_html("rca.html")  # doctest: +SKIP
+    """
+
+    def __init__(self, html: str, *, title: str, sections: Sequence[str],
+                 data: Mapping[str, Any]) -> None:
+        self.html = html
+        self.title = title
+        self.sections = list(sections)
+        self.data = dict(data)
+
+    def __repr__(self) -> str:
+        return (f"Report(title={self.title!r}, sections={len(self.sections)}, "
+                f"size={len(self.html.encode('utf-8')):,} bytes)")
+
+    def _repr_html_(self) -> str:
+        """The page in an isolated ``<iframe srcdoc>`` (its scripts and styles stay inside)."""
+        return ("<iframe style='width:100%;height:720px;border:1px solid #ddd' "
+                "sandbox='allow-scripts' "
+                f"srcdoc=\"{esc(self.html)}\"></iframe>")
+
+    def save_html(self, path: str | os.PathLike[str] | IO[str] | IO[bytes]) -> Path | None:
+        """Write the page to ``path`` (a file path, or an open text or binary file object).
+
+        Returns the path written (None for a file object).
+
+        Raises:
+            OSError: the file cannot be written.
+        """
+        if hasattr(path, "write"):
+            try:
+                path.write(self.html)  # type: ignore[union-attr,arg-type,call-overload]
+            except TypeError:
+                path.write(self.html.encode("utf-8"))  # type: ignore[union-attr,arg-type]
+            return None
+        p = Path(path)  # type: ignore[arg-type]
+        if p.parent and not p.parent.exists():
+            p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(self.html, encoding="utf-8")
+        return p
+
+
+# ------------------------------------------------------------------------------ helpers
+def _table(df: pd.DataFrame, *, limit: int = TEXT_CHARS, cls: str = "",
+           max_rows: int | None = None) -> str:
+    """An escaped HTML table of ``df`` (every cell through html.escape)."""
+    if max_rows is not None and len(df) > max_rows:
+        more = len(df) - max_rows
+        df = df.head(max_rows)
+    else:
+        more = 0
+    head = "".join(f"<th>{esc(c)}</th>" for c in df.columns)
+    rows = []
+    for rec in df.astype(object).itertuples(index=False, name=None):  # bounded, display only
+        cells = "".join(f"<td>{esc(None if _isna(v) else v, limit)}</td>" for v in rec)
+        rows.append(f"<tr>{cells}</tr>")
+    tail = f"<p class='note'>&hellip; {more:,} more rows</p>" if more else ""
+    return (f"<table class='{esc(cls)}'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>{tail}")
+
+
+def _isna(v: Any) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _kv(items: Mapping[str, Any]) -> str:
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in items.items())
+    return f"<table class='kv'>{rows}</table>"
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _versions() -> dict[str, str]:
+    """replaykit, Python and the installed dependencies' versions."""
+    out = {"replaykit": _version("replaykit") or "unknown", "python": platform.python_version()}
+    for dep in _DEPENDENCIES:
+        v = _version(dep)
+        if v is not None:
+            out[dep] = v
+    return out
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _source_paths(*tables: pa.Table) -> list[str]:
+    """Distinct input files named by the ``source`` column (``<format>:<path>``)."""
+    out: set[str] = set()
+    for t in tables:
+        if "source" not in t.column_names or not t.num_rows:
+            continue
+        col = pc.cast(t.column("source"), pa.string())
+        for s in pc.unique(col).to_pylist():
+            if s and ":" in s:
+                out.add(s.split(":", 1)[1])
+    return sorted(out)
+
+
+def _inputs(paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    rows = []
+    seen: set[str] = set()
+    for p in paths:
+        q = Path(p)
+        key = str(q)
+        if key in seen:
+            continue
+        seen.add(key)
+        if q.is_file():
+            rows.append({"file": key, "bytes": q.stat().st_size, "sha256": _sha256(q)})
+        elif q.is_dir():
+            for f in sorted(x for x in q.rglob("*") if x.is_file()):
+                if str(f) not in seen:
+                    seen.add(str(f))
+                    rows.append({"file": str(f), "bytes": f.stat().st_size,
+                                 "sha256": _sha256(f)})
+        else:
+            rows.append({"file": key, "bytes": None, "sha256": "not available (no such file)"})
+    return rows
+
+
+def _model_ids(t: pa.Table) -> list[str]:
+    """Distinct ``model`` / ``provider`` values named by the model rows' payloads."""
+    from .._json import payload_fields
+
+    kind = pc.cast(t.column("kind"), pa.string())
+    m = pc.fill_null(pc.is_in(kind, pa.array(["model_request", "model_response"])), False)
+    payloads = t.column("payload").filter(m)
+    if not len(payloads):
+        return []
+    found: set[str] = set()
+    for field in ("model", "provider", "modelId", "settings.model"):
+        try:
+            col = payload_fields(payloads, {field: pa.string()}).column(field)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
+            continue
+        name = field.rsplit(".", 1)[-1]
+        found.update(f"{name}={v}" for v in pc.unique(col).to_pylist() if v)
+    return sorted(found)
+
+
+_CATEGORY_KEYS = ("x", "y", "categoryarray", "ticktext", "labels")
+
+
+def _escape_categories(node: Any) -> Any:
+    """HTML-escape raw markup in category values (trace x/y, axis categories).
+
+    Plotly renders category labels and ``%{y}`` hover substitutions as its own HTML subset, so
+    a log string used as a category (a run id, a tool name) must arrive escaped. Strings that
+    hold no ``<``/``>`` (plain, or already escaped) are left as they are.
+    """
+    if isinstance(node, dict):
+        out = {}
+        for k, v in node.items():
+            if k in _CATEGORY_KEYS and isinstance(v, list):
+                out[k] = [html.escape(x) if isinstance(x, str) and ("<" in x or ">" in x)
+                          else x for x in v]
+            else:
+                out[k] = _escape_categories(v)
+        return out
+    if isinstance(node, list):
+        return [_escape_categories(v) for v in node]
+    return node
+
+
+def _figure_json(fig: Any) -> str:
+    import plotly.io as pio
+
+    spec = json.loads(pio.to_json(fig, validate=False, pretty=False))
+    return script_json(_escape_categories(spec))
+
+
+def _event_rows(t: pa.Table, positions: Sequence[int]) -> list[dict[str, Any]]:
+    keep = [p for p in positions if 0 <= p < t.num_rows]
+    if not keep:
+        return []
+    sub = t.take(pa.array(keep, pa.int64())).select(
+        ["seq", "kind", "type", "tool_name", "ref_id", "text", "payload"])
+    rows = sub.to_pylist()
+    for pos, r in zip(keep, rows, strict=True):
+        r["pos"] = pos
+    return rows
+
+
+def _pretty(payload: str | None) -> list[str]:
+    if not payload:
+        return []
+    try:
+        return json.dumps(json.loads(payload), indent=2, sort_keys=True,
+                          ensure_ascii=False).splitlines()
+    except ValueError:
+        return payload.splitlines()
+
+
+# ------------------------------------------------------------------------------ scrubber
+def scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | None = None,
+                  statuses: Mapping[int, str] | None = None,
+                  max_events: int = MAX_SCRUB_EVENTS) -> dict[str, Any]:
+    """The data the embedded scrubber walks: one step per event of a one-run log.
+
+    ``zero`` is the state before any event; ``delta[i]`` holds the fields whose value changed
+    at event ``i`` (the full new value of each), so the state after event ``i`` is ``zero``
+    updated with ``delta[0..i]`` in order -- equal to ``StateFrame.at(run, seq_i)`` of
+    ``rk.fold(events, rk.agent())``. Rows whose ``state_hash`` equals the previous row's carry
+    an empty delta without materialising the state.
+    """
+    from ..fold import agent, fold
+
+    run_id = events.run_ids[0]
+    sf = fold(events, agent())
+    start, end = sf.run_bounds(run_id, tenant_id=tenant_id)
+    n = min(end - start, max_events)
+    t = events.table.slice(0, n)
+    steps = sf.steps_df()
+    hashes = steps["state_hash"].to_numpy()[start:start + n] if "state_hash" in steps else None
+    zero = plain(sf.state_at_row(start - 1, start))
+    changed = np.ones(n, dtype=bool)
+    if hashes is not None and n:
+        prev = np.concatenate([[np.uint64(0)], hashes[:-1]])
+        changed = hashes != prev
+        changed[0] = True
+    deltas: list[dict[str, Any]] = [{} for _ in range(n)]
+    before = zero
+    for i in np.flatnonzero(changed).tolist():  # one run, per-event view data
+        now = plain(sf.state_at_row(start + i, start))
+        deltas[i] = {k: v for k, v in now.items() if before.get(k) != v}
+        before = now
+    text = pc.utf8_slice_codeunits(pc.fill_null(pc.cast(t.column("text"), pa.string()), ""),
+                                   0, TEXT_CHARS)
+    seqs = t.column("seq").to_pylist()
+    return {
+        "run_id": run_id, "total": end - start, "shown": n,
+        "seq": seqs,
+        "kind": pc.cast(t.column("kind"), pa.string()).to_pylist(),
+        "type": pc.cast(t.column("type"), pa.string()).to_pylist(),
+        "tool": pc.cast(t.column("tool_name"), pa.string()).to_pylist(),
+        "text": text.to_pylist(),
+        "origin": [(origins or {}).get(s) for s in seqs] if origins else None,
+        "status": [(statuses or {}).get(s) for s in seqs] if statuses else None,
+        "zero": zero, "delta": deltas,
+    }
+
+
+# ------------------------------------------------------------------------------ rca
+def _claim(result: Any, m: Mapping[str, Any], branch: Mapping[str, Any] | None) -> str:
+    name = (branch or {}).get("name") or (branch or {}).get("branchId") or "this branch"
+    n_fx = len(result.fixtures) if result.fixtures is not None else 0
+    step = int(m.get("first_divergence_step", -1))
+    where = (f"the replay first diverges from the recording at step {step} and "
+             f"{m.get('changed_descendants')} later event(s) differ"
+             if step >= 0 else "the replay does not diverge from the recording")
+    return (f"Under the intervention(s) of branch \u201c{name}\u201d, model policy "
+            f"{result.model_policy}, tool policy {result.tool_policy} and a set of {n_fx} "
+            f"fixture(s), {where}; replay status {result.status}, comparability "
+            f"{m.get('comparability')}. This is what changed under this intervention, these "
+            "policies and this fixture set, for this one recorded run. It is not evidence of "
+            "universal causality: other runs, policies, fixtures or live model and tool "
+            "behaviour may differ.")
+
+
+def _first_divergence(base_t: pa.Table, rep_t: pa.Table, step: int) -> dict[str, Any]:
+    if step < 0:
+        return {"step": -1, "rows": [], "args_diff": [], "kind": None}
+    lo = max(0, step - CONTEXT_EVENTS)
+    pos = list(range(lo, step + 1))
+    rows = []
+    b_rows = {r["pos"]: r for r in _event_rows(base_t, pos)}
+    r_rows = {r["pos"]: r for r in _event_rows(rep_t, pos)}
+    for p in pos:
+        for side, src in (("base", b_rows), ("replay", r_rows)):
+            r = src.get(p)
+            rows.append({"side": side, "step": p, "at_divergence": p == step,
+                         "seq": None if r is None else r["seq"],
+                         "kind": None if r is None else r["kind"],
+                         "type": None if r is None else r["type"],
+                         "tool_name": None if r is None else r["tool_name"],
+                         "text": None if r is None else r["text"]})
+    b, r = b_rows.get(step), r_rows.get(step)
+    diff = list(difflib.unified_diff(_pretty(b["payload"] if b else None),
+                                     _pretty(r["payload"] if r else None),
+                                     "base", "replay", lineterm="", n=2))
+    kind = (r or b or {}).get("kind")
+    return {"step": step, "rows": rows, "args_diff": diff[:400], "kind": kind,
+            "base_seq": b and b["seq"], "replay_seq": r and r["seq"]}
+
+
+def _tool_seq_diff(base_t: pa.Table, rep_t: pa.Table) -> pd.DataFrame:
+    def calls(t: pa.Table) -> tuple[list[Any], list[Any], list[Any]]:
+        m = pc.fill_null(pc.equal(pc.cast(t.column("kind"), pa.string()), "tool_call"), False)
+        s = t.filter(m)
+        return (pc.cast(s.column("tool_name"), pa.string()).to_pylist(),
+                pc.cast(s.column("args_hash"), pa.string()).to_pylist(),
+                s.column("seq").to_pylist())
+
+    bt, bh, bs = calls(base_t)
+    rt, rh, rs = calls(rep_t)
+    rows: list[tuple[Any, ...]] = []
+    sm = difflib.SequenceMatcher(a=list(zip(bt, bh, strict=True)),
+                                 b=list(zip(rt, rh, strict=True)), autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():  # tool calls of one run pair
+        if tag == "equal":
+            rows += [("same", bs[i], bt[i], rs[j], rt[j], "") for i, j in
+                     zip(range(i1, i2), range(j1, j2), strict=True)]
+            continue
+        pairs = min(i2 - i1, j2 - j1) if tag == "replace" else 0
+        for d in range(pairs):
+            i, j = i1 + d, j1 + d
+            what = "arguments changed" if bt[i] == rt[j] else "tool changed"
+            rows.append(("changed", bs[i], bt[i], rs[j], rt[j], what))
+        rows += [("removed", bs[i], bt[i], None, None, "") for i in range(i1 + pairs, i2)]
+        rows += [("added", None, None, rs[j], rt[j], "") for j in range(j1 + pairs, j2)]
+    return pd.DataFrame(rows, columns=["status", "base_seq", "base_tool", "replay_seq",
+                                       "replay_tool", "note"])
+
+
+def _integrity(base_t: pa.Table) -> dict[str, Any]:
+    if "row_hash" not in base_t.column_names or not base_t.num_rows \
+            or base_t.column("row_hash").null_count == base_t.num_rows:
+        return {"status": "not available",
+                "detail": "the base run carries no hash chain (no row_hash values), so its "
+                          "integrity cannot be checked from the log alone"}
+    from ..integrity import verify_chain
+
+    problems = verify_chain(base_t)
+    if problems.empty:
+        return {"status": "verified", "detail": f"hash chain intact over {base_t.num_rows:,} "
+                "events of the base run (rows cut from the end are not detectable without "
+                "an anchored head)"}
+    return {"status": "broken", "detail": f"{len(problems):,} chain problem(s)",
+            "problems": problems.head(50)}
+
+
+class _CachedDiff:
+    """``result`` with its ``diff_df()`` computed once (the figures ask for it again)."""
+
+    def __init__(self, result: Any, diff: pd.DataFrame) -> None:
+        self._result, self._diff = result, diff
+
+    def diff_df(self) -> pd.DataFrame:
+        return self._diff.copy()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._result, name)
+
+
+def rca(result: Any, *, title: str, question: str, notes: str | None = None,
+        inputs: Sequence[str | os.PathLike[str]] | None = None,
+        tenant_id: str | None = None) -> Report:
+    """A root-cause-analysis report for one replay, as a self-contained HTML page.
+
+    Sections: question and bounded claim, notes, interventions and policies, comparability
+    class with its advice (:data:`replaykit.COMPARABILITY`), metrics table, first divergence
+    (events just before and at it, payload/args diff), changed descendants, tool-sequence
+    diff, fixture provenance (with sensitive-to-fixture wording whenever a fixture served a
+    call), integrity (hash chain verified, broken or not available), reproducibility stamp
+    (versions, input files' sha256, policies, model/provider ids in the log), figures
+    (divergence timeline, tool sequences, fixture dependence, state timeline) and an
+    embedded step scrubber over the replayed run (plain JavaScript, data in the page).
+
+    Args:
+        result: a :class:`~replaykit.ReplayResult`.
+        title: page title. question: the bounded question the replay answers.
+        notes: free text shown under the question (escaped).
+        inputs: files or folders to fingerprint (default: the files named by the logs'
+            ``source`` column that exist on disk).
+        tenant_id: the tenant (default: the branch's).
+
+    Returns:
+        A :class:`Report` (``_repr_html_``, ``save_html``).
+
+    Raises:
+        TypeError: ``title`` or ``question`` is not a non-empty string.
+        MissingExtraError: plotly is not installed (``pip install "replaykit[viz]"``).
+
+    Example:
+        >>> res = rk.replay(branch, fixtures="data/isplay/fixtures.json")  # doctest: +SKIP
+        >>> rk.report.rca(res, title="RCA-311", question="Does dropping the fraud clause "
+        ...               "change the SIU escalation?").save_html("rca.html")  # doctest: +SKIP
+    """
+    for name, v in (("title", title), ("question", question)):
+        if not isinstance(v, str) or not v.strip():
+            raise TypeError(f"{name} is required (a non-empty string), got {v!r}")
+    from .. import plots
+    from ..branch.metrics import COMPARABILITY
+
+    branch = result.branch
+    tenant = tenant_id or (branch.tenant_id if branch is not None else
+                           (result.events.tenants[0] if len(result.events) else ""))
+    if branch is not None:
+        base_log = result.base.run(branch.run_id, tenant_id=branch.tenant_id)
+        bdict = branch.to_dict()
+    else:
+        base_log = result.base
+        bdict = getattr(result, "branch_dict", None)
+    base_t, rep_t = base_log.table, result.events.table
+    m = plain(dict(result.metrics))
+    cls = str(m.get("comparability"))
+    step = int(m.get("first_divergence_step", -1))
+    diff = result.diff_df()
+    annotations = result.annotations_df()
+    effects = result.effects_df()
+    requirements = result.requirements_df()
+
+    sections: list[tuple[str, str, str]] = []  # (id, heading, html)
+
+    # 1. question and claim
+    claim = _claim(result, m, bdict)
+    body = (f"<p class='question'><b>Question.</b> {esc(question)}</p>"
+            f"<p class='claim'><b>Bounded claim.</b> {esc(claim)}</p>")
+    if notes:
+        body += f"<div class='notes'><b>Notes.</b><pre>{esc(notes)}</pre></div>"
+    if result.error:
+        body += f"<p class='warn'><b>Replay error.</b> {esc(result.error)}</p>"
+    sections.append(("question", "Question and claim", body))
+
+    # 2. interventions and policies
+    ivs = (bdict or {}).get("interventions") or []
+    iv_df = pd.DataFrame([{
+        "id": iv.get("interventionId"), "kind": iv.get("kind"),
+        "selector": json.dumps(iv.get("selector"), sort_keys=True, ensure_ascii=False),
+        "patch": json.dumps(iv.get("patch"), sort_keys=True, ensure_ascii=False),
+        "description": iv.get("description")} for iv in ivs],
+        columns=["id", "kind", "selector", "patch", "description"])
+    pol = {"base run": (bdict or {}).get("baseRunId", base_log.run_ids[0] if len(base_log)
+                                          else ""),
+           "replay run": result.run_id, "tenant": tenant,
+           "branch": (bdict or {}).get("branchId"), "branch name": (bdict or {}).get("name"),
+           "checkpoint": (bdict or {}).get("checkpointId"),
+           "model policy": result.model_policy, "tool policy": result.tool_policy,
+           "fixtures available": len(result.fixtures), "replay status": result.status}
+    body = _kv(pol) + (_table(iv_df, limit=400) if len(iv_df)
+                       else "<p>No interventions: the replay re-drives the recording.</p>")
+    sections.append(("interventions", "Interventions and policies", body))
+
+    # 3. comparability
+    adv = COMPARABILITY.get(cls, {"meaning": "unknown class", "advice": ""})
+    body = (f"<p><span class='badge {esc(cls)}' id='rk-class'>{esc(cls)}</span></p>"
+            f"<p><b>Meaning.</b> {esc(adv['meaning'])}</p>"
+            f"<p><b>Report advice.</b> {esc(adv['advice'])}</p>")
+    sections.append(("comparability", "Comparability", body))
+
+    # 4. metrics
+    mdf = pd.DataFrame({"metric": list(m), "value": [m[k] for k in m]})
+    sections.append(("metrics", "Metrics", _table(mdf, cls="metrics")))
+
+    # 5. first divergence
+    fd = _first_divergence(base_t, rep_t, step)
+    if step < 0:
+        body = "<p id='rk-first-divergence'>No divergence: every event signature matches.</p>"
+    else:
+        body = (f"<p id='rk-first-divergence'>First divergence at <b>step {step}</b> "
+                f"(base seq {esc(fd['base_seq'])}, replay seq {esc(fd['replay_seq'])}, "
+                f"kind {esc(fd['kind'])}).</p>"
+                + _table(pd.DataFrame(fd["rows"]), cls="events")
+                + "<h3>Payload / arguments diff at the divergence</h3>"
+                + (f"<pre class='diff'>{esc(chr(10).join(fd['args_diff']))}</pre>"
+                   if fd["args_diff"] else "<p>The payloads are identical.</p>"))
+    sections.append(("first-divergence", "First divergence", body))
+
+    # 6. changed descendants
+    desc = diff[diff["status"] != "same"]
+    if step >= 0:
+        desc = desc[(desc["replay_seq"].fillna(-1) > int(fd["replay_seq"] or -1))
+                    | (desc["base_seq"].fillna(-1) > int(fd["base_seq"] or -1))]
+    body = (f"<p>{esc(m.get('changed_descendants'))} position(s) after the first divergence "
+            "differ (metric <code>changed_descendants</code>, by position). Aligned by event "
+            f"signature, {len(desc):,} event(s) after it are changed, added or removed:</p>"
+            + (_table(desc, max_rows=MAX_DESCENDANTS) if len(desc) else ""))
+    sections.append(("descendants", "Changed descendants", body))
+
+    # 7. tool-sequence diff
+    tsd = _tool_seq_diff(base_t, rep_t)
+    body = (f"<p>Tool-sequence distance {esc(m.get('tool_sequence_distance'))} (normalised "
+            f"{esc(m.get('tool_sequence_distance_norm'))}); over (tool, arguments hash) "
+            f"{esc(m.get('tool_signature_distance'))}.</p>" + _table(tsd, max_rows=500))
+    sections.append(("tool-diff", "Tool-sequence diff", body))
+
+    # 8. fixture provenance
+    fx_used = effects[effects["action"] == "fixture"]
+    fx_all = pd.DataFrame([{"fixture_id": f.fixture_id, "tool_name": f.tool_name,
+                            "provenance": f.provenance, "created_by": f.created_by,
+                            "note": f.note, "used": f.fixture_id in set(
+                                fx_used["fixture_id"].dropna())} for f in result.fixtures])
+    if len(fx_used):
+        body = (f"<p class='warn' id='rk-sensitive'><b>Sensitive to fixture.</b> "
+                f"{len(fx_used)} divergent tool call(s) were answered by fixtures, not by the "
+                "recording or a live tool. The conclusion holds only as far as those fixture "
+                "outputs are right: a different fixture could change what follows.</p>"
+                + _table(fx_used))
+    else:
+        body = "<p>No fixture served a call: every tool output is recorded (or executed).</p>"
+    if len(requirements):
+        body += "<h3>Open requirements</h3>" + _table(requirements)
+    if len(fx_all):
+        body += "<h3>Fixture set</h3>" + _table(fx_all)
+    sections.append(("fixtures", "Fixture provenance", body))
+
+    # 9. integrity
+    integ = _integrity(base_t)
+    body = (f"<p><span class='badge {esc(integ['status'])}' id='rk-integrity'>"
+            f"{esc(integ['status'])}</span> {esc(integ['detail'])}</p>")
+    if "problems" in integ:
+        body += _table(integ["problems"])
+    sections.append(("integrity", "Integrity", body))
+
+    # 10. reproducibility stamp
+    paths = list(inputs) if inputs is not None else [
+        p for p in _source_paths(base_t) if Path(p).exists()]
+    files = _inputs(paths)
+    versions = _versions()
+    stamp = {"generated": datetime.now(UTC).isoformat(timespec="seconds"),
+             "platform": f"{platform.system()} {platform.machine()}",
+             "model policy": result.model_policy, "tool policy": result.tool_policy,
+             "replay id": result.replay_id,
+             "models / providers in the log": ", ".join(_model_ids(base_t)) or "none found",
+             **{f"version {k}": v for k, v in versions.items()}}
+    body = _kv(stamp) + (_table(pd.DataFrame(files)) if files
+                         else "<p>No input files named (the logs came from memory).</p>")
+    sections.append(("repro", "Reproducibility stamp", body))
+
+    # 11. figures
+    figs: list[tuple[str, Any]] = []
+    figs.append(("Divergence timeline", plots.divergence_timeline(
+        _CachedDiff(result, diff), max_points=FIGURE_POINTS)))
+    both = pa.concat_tables([base_t, rep_t])
+    try:
+        figs.append(("Tool sequences", plots.tool_sequences(both)))
+    except (ValueError, KeyError):
+        pass
+    if len(effects):
+        try:
+            figs.append(("Fixture dependence", plots.fixture_dependence([result])))
+        except (ValueError, KeyError, TypeError):
+            pass
+    from ..fold import agent, fold
+
+    try:
+        states = fold(result.events, agent())
+        figs.append(("State timeline (replay)", plots.state_timeline(
+            states, result.run_id, tenant_id=result.events.tenants[0])))
+    except (ValueError, KeyError, TypeError):
+        pass
+    fig_html = []
+    fig_json = []
+    for k, (name, fig) in enumerate(figs):
+        fig_html.append(f"<h3>{esc(name)}</h3><div class='figure' id='rk-fig-{k}'></div>")
+        fig_json.append(f"<script type='application/json' class='rk-figure' "
+                        f"data-target='rk-fig-{k}'>{_figure_json(fig)}</script>")
+    sections.append(("figures", "Figures", "".join(fig_html) + "".join(fig_json)))
+
+    # 12. scrubber
+    origins = dict(zip(annotations["seq"].astype("int64"), annotations["origin"].astype(str),
+                       strict=True))
+    st = diff.dropna(subset=["replay_seq"])
+    statuses = dict(zip(st["replay_seq"].astype("int64"), st["status"].astype(str),
+                        strict=True))
+    scrub = scrubber_data(result.events, tenant_id=result.events.tenants[0], origins=origins,
+                          statuses=statuses)
+    body = _scrubber_html(scrub, step)
+    sections.append(("scrubber", "Step scrubber (replayed run)", body))
+
+    data = {"metrics": m, "first_divergence": fd, "comparability": cls,
+            "advice": adv["advice"], "integrity": integ["status"],
+            "sensitive_to_fixture": bool(len(fx_used)), "inputs": files, "versions": versions,
+            "figures": [n for n, _ in figs], "scrubber": scrub}
+    return Report(page(title, sections), title=title, sections=[s[0] for s in sections],
+                  data=data)
+
+
+def _scrubber_html(scrub: Mapping[str, Any], step: int) -> str:
+    n = int(scrub["shown"])
+    note = ("" if scrub["shown"] == scrub["total"] else
+            f"<p class='note'>Showing the first {n:,} of {scrub['total']:,} events.</p>")
+    start = max(0, min(step, n - 1)) if step >= 0 else 0
+    return (f"{note}<div class='scrubber'><div class='controls'>"
+            f"<button type='button' id='rk-scrub-prev'>&larr;</button>"
+            f"<input type='range' id='rk-scrub' min='0' max='{max(n - 1, 0)}' value='{start}' "
+            f"aria-label='event'>"
+            f"<button type='button' id='rk-scrub-next'>&rarr;</button>"
+            f"<span id='rk-scrub-label'></span></div>"
+            f"<div class='panes'><div><h4>event</h4><pre id='rk-scrub-event'></pre></div>"
+            f"<div><h4>changed</h4><pre id='rk-scrub-changes'></pre></div>"
+            f"<div><h4>state after the event</h4><pre id='rk-scrub-state'></pre></div></div>"
+            f"</div><script type='application/json' id='rk-scrub-data'>"
+            f"{script_json(scrub)}</script>")
+
+
+# ------------------------------------------------------------------------------ cohort
+def cohort(frame: pd.DataFrame, *, title: str, question: str, notes: str | None = None,
+           metric: str | None = None, by: str | None = None) -> Report:
+    """A cohort-comparison report: a ``Cohorts.compare`` frame (one row per analysis and
+    metric) or an ``rk.compare`` frame (one row per replay pair), as a self-contained page.
+
+    Sections: question and bounded claim, the table, a figure (``metric_distribution`` of
+    ``metric`` split ``by`` for a compare frame; differences with intervals for a cohort
+    comparison) and a reproducibility stamp.
+
+    Raises:
+        TypeError: ``frame`` is not a DataFrame, or title/question missing.
+        ValueError: an empty frame.
+
+    Example:
+        >>> cs = rk.cohorts(log, by="semester")  # doctest: +SKIP
+        >>> out = cs.compare("2025-fall", "2026-spring")  # doctest: +SKIP
+        >>> rk.report.cohort(out, title="Fall vs spring", question="...")  # doctest: +SKIP
+    """
+    for name, v in (("title", title), ("question", question)):
+        if not isinstance(v, str) or not v.strip():
+            raise TypeError(f"{name} is required (a non-empty string), got {v!r}")
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
+    if frame.empty:
+        raise ValueError("frame is empty: nothing to report")
+    import plotly.graph_objects as go
+
+    from .. import plots
+
+    sections: list[tuple[str, str, str]] = []
+    claim = ("These are differences between the groups of recorded runs in this frame, under "
+             "the definitions and (for replay metrics) the policies and fixtures used to build "
+             "it. They describe these runs; they do not establish what caused the differences.")
+    body = (f"<p class='question'><b>Question.</b> {esc(question)}</p>"
+            f"<p class='claim'><b>Bounded claim.</b> {esc(claim)}</p>")
+    if notes:
+        body += f"<div class='notes'><b>Notes.</b><pre>{esc(notes)}</pre></div>"
+    sections.append(("question", "Question and claim", body))
+    sections.append(("table", "Comparison table", _table(frame, max_rows=1000)))
+    figs: list[Any] = []
+    if {"metric", "diff"} <= set(frame.columns):
+        lo = frame.get("ci_low", frame["diff"])
+        hi = frame.get("ci_high", frame["diff"])
+        labels = (frame.get("analysis", pd.Series([""] * len(frame))).astype(str) + ": "
+                  + frame["metric"].astype(str)).map(esc)
+        fig = go.Figure(go.Scatter(
+            x=frame["diff"].astype(float), y=labels, mode="markers",
+            error_x={"type": "data", "symmetric": False,
+                     "array": (hi.astype(float) - frame["diff"].astype(float)).tolist(),
+                     "arrayminus": (frame["diff"].astype(float) - lo.astype(float)).tolist()}))
+        fig.update_layout(title="Differences (b - a) with intervals", template="plotly_white",
+                          height=max(300, 24 * len(frame)))
+        figs.append(fig)
+    else:
+        mcol = metric or next((c for c in ("tool_sequence_distance", "first_divergence_step")
+                               if c in frame.columns), None)
+        if mcol is not None:
+            figs.append(plots.metric_distribution(frame, mcol, by=by))
+    fig_html = "".join(f"<div class='figure' id='rk-fig-{k}'></div><script type='application/"
+                       f"json' class='rk-figure' data-target='rk-fig-{k}'>{_figure_json(f)}"
+                       "</script>" for k, f in enumerate(figs))
+    sections.append(("figures", "Figures", fig_html or "<p>No figure for this frame.</p>"))
+    versions = _versions()
+    stamp = {"generated": datetime.now(UTC).isoformat(timespec="seconds"),
+             "rows": len(frame), **{f"version {k}": v for k, v in versions.items()}}
+    sections.append(("repro", "Reproducibility stamp", _kv(stamp)))
+    return Report(page(title, sections), title=title, sections=[s[0] for s in sections],
+                  data={"rows": len(frame), "versions": versions})
+
+
+

@@ -1,0 +1,333 @@
+"""rk.report: content, escaping of hostile logs, saving, CLI and demo (no browser here)."""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import replaykit as rk
+from replaykit.report import Report, cohort, rca, scrubber_data
+from replaykit.report._embed import script_json
+from replaykit.report.cli import report_command
+
+pytest.importorskip("plotly")
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "isplay"
+BRANCH = DATA / "branch-drop-fraud-clause.json"
+FIXTURES = DATA / "fixtures.json"
+
+# Payloads that would run code if any log string reached the page unescaped.
+XSS_SCRIPT = "<script>window.__pwned='script'</script>"
+XSS_IMG = "<img src=x onerror=\"window.__pwned='img'\">"
+XSS_BREAK = "</script><script>window.__pwned='breakout'</script>"
+XSS_URL = "javascript:window.__pwned='url'"
+HOSTILE_RUN = f"run-{XSS_SCRIPT}"
+HOSTILE_TOOL = f"lookup{XSS_IMG}"
+HOSTILE_TOOL2 = f"risk{XSS_BREAK}"
+
+
+def hostile_log_files(tmp: Path) -> tuple[Path, Path]:
+    """An isplay run and a branch whose ids, tool names and payloads carry script payloads."""
+    events = [
+        {"eventId": "e0", "type": "run.started", "ts": "2025-01-01T00:00:00Z",
+         "note": XSS_BREAK},
+        {"eventId": "e1", "type": "checkpoint", "checkpointId": "cp-1"},
+        {"eventId": "e2", "type": "model.call", "refId": "mc1", "model": XSS_SCRIPT,
+         "provider": XSS_URL, "prompt": f"Read {XSS_BREAK} and {XSS_IMG}",
+         "messages": [{"role": "user", "content": f"see [link]({XSS_URL})"}]},
+        {"eventId": "e3", "type": "model.result", "refId": "mc1", "finish": "tool-calls",
+         "output": {"text": XSS_BREAK}},
+        {"eventId": "e4", "type": "tool.call", "refId": "tc1", "toolName": HOSTILE_TOOL,
+         "args": {"id": XSS_SCRIPT, "url": XSS_URL}},
+        {"eventId": "e5", "type": "tool.result", "refId": "tc1", "toolName": HOSTILE_TOOL,
+         "output": XSS_BREAK},
+        {"eventId": "e6", "type": "tool.call", "refId": "tc2", "toolName": HOSTILE_TOOL2,
+         "args": {"q": XSS_IMG}},
+        {"eventId": "e7", "type": "tool.result", "refId": "tc2", "toolName": HOSTILE_TOOL2,
+         "output": {"html": XSS_SCRIPT, "href": XSS_URL}},
+        {"eventId": "e8", "type": "run.completed", "output": XSS_IMG},
+    ]
+    doc = {"format": "isplay.run/v1",
+           "run": {"runId": HOSTILE_RUN, "projectId": "p1", "createdAt": "2025-01-01T00:00:00Z"},
+           "checkpoints": [{"checkpointId": "cp-1", "eventId": "e1"}], "events": events}
+    run = tmp / "hostile.json"
+    run.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    branch = {"format": "isplay.branch/v1", "branchId": "br-x", "baseRunId": HOSTILE_RUN,
+              "checkpointId": "cp-1", "projectId": "p1", "name": f"name {XSS_IMG}",
+              "interventions": [{"interventionId": "iv-1", "kind": "tool_args_patch",
+                                 "selector": {"target_ref": "tc1"},
+                                 "patch": {"toolName": HOSTILE_TOOL,
+                                           "args": {"id": XSS_BREAK, "url": XSS_URL}},
+                                 "description": XSS_SCRIPT}]}
+    bfile = tmp / "branch.json"
+    bfile.write_text(json.dumps(branch), encoding="utf-8")
+    return run, bfile
+
+
+def hostile_result(tmp: Path) -> Any:
+    run, bfile = hostile_log_files(tmp)
+    log = rk.read_isplay(run, tenant_id=f"t{XSS_IMG}", progress=False)
+    branch = rk.Branch.load(bfile, base=log, tenant_id=f"t{XSS_IMG}")
+    return rk.replay(branch, model_policy="recorded-only", tool_policy="blocked")
+
+
+def demo_result(tenant: str = "acme") -> Any:
+    log = rk.read_isplay(DATA, tenant_id=tenant, progress=False)
+    branch = rk.Branch.load(BRANCH, base=log, tenant_id=tenant)
+    return rk.replay(branch, model_policy="recorded-only", tool_policy="pause-for-fixture",
+                     fixtures=FIXTURES)
+
+
+@pytest.fixture(scope="module")
+def demo() -> Any:
+    return demo_result()
+
+
+@pytest.fixture(scope="module")
+def demo_report(demo: Any) -> Report:
+    return rca(demo, title="RCA-311", question="Does dropping the clause change the outcome?",
+               notes="analyst notes")
+
+
+def _scripts(page: str) -> list[str]:
+    return re.findall(r"<script\b[^>]*>(.*?)</script>", page, flags=re.S)
+
+
+# ------------------------------------------------------------------------------ content
+def test_sections_in_order(demo_report: Report) -> None:
+    assert demo_report.sections == [
+        "question", "interventions", "comparability", "metrics", "first-divergence",
+        "descendants", "tool-diff", "fixtures", "integrity", "repro", "figures", "scrubber"]
+    for sid in demo_report.sections:
+        assert f"<section id='{sid}'>" in demo_report.html
+
+
+def test_first_divergence_and_metrics(demo: Any, demo_report: Report) -> None:
+    m = demo.metrics
+    assert m["first_divergence_step"] == 3
+    fd = demo_report.data["first_divergence"]
+    assert fd["step"] == 3 and fd["kind"] == "model_request"
+    assert [r["step"] for r in fd["rows"]] == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert "First divergence at <b>step 3</b>" in demo_report.html
+    # the prompt patch removed the clause: the diff shows it on the base side only
+    assert any(line.startswith("-") and "Escalate suspected fraud." in line
+               for line in fd["args_diff"])
+    for k in ("changed_descendants", "tool_signature_distance", "comparability"):
+        assert f"<td>{html.escape(str(m[k]))}</td>" in demo_report.html
+
+
+def test_claim_comparability_and_fixture_wording(demo_report: Report) -> None:
+    page = demo_report.html
+    assert "not evidence of universal causality" in page
+    assert "model policy recorded-only, tool policy pause-for-fixture" in page
+    assert demo_report.data["comparability"] == "diverged_but_comparable"
+    assert html.escape(rk.COMPARABILITY["diverged_but_comparable"]["advice"]) in page
+    assert demo_report.data["sensitive_to_fixture"] is True
+    assert "Sensitive to fixture." in page and "fx-risk-900" in page and "analyst" in page
+
+
+def test_no_fixture_wording_without_fixtures(tmp_path: Path) -> None:
+    res = hostile_result(tmp_path)
+    rep = rca(res, title="t", question="q")
+    assert rep.data["sensitive_to_fixture"] is False
+    assert "Sensitive to fixture." not in rep.html
+
+
+def test_integrity_and_stamp(demo_report: Report) -> None:
+    assert demo_report.data["integrity"] == "not available"  # isplay exports carry no chain
+    files = {Path(f["file"]).name: f for f in demo_report.data["inputs"]}
+    import hashlib
+
+    want = hashlib.sha256((DATA / "claims-triage-C-104.json").read_bytes()).hexdigest()
+    assert files["claims-triage-C-104.json"]["sha256"] == want
+    assert want in demo_report.html
+    assert demo_report.data["versions"]["replaykit"] == rk.__version__
+    assert "version pyarrow" in demo_report.html
+
+
+def test_integrity_verified_for_a_chained_log(demo: Any) -> None:
+    import pyarrow as pa
+
+    from replaykit.report._core import _integrity
+
+    base = demo.base.run(demo.branch.run_id, tenant_id="acme")
+    chained = rk.stamp_chain(base).table
+    assert _integrity(chained)["status"] == "verified"
+    i = chained.schema.get_field_index("payload")
+    payloads = chained.column("payload").to_pylist()
+    tampered = chained.set_column(i, chained.schema.field(i),
+                                  pa.array(['{"tampered":1}'] + payloads[1:],
+                                           chained.schema.field(i).type))
+    assert _integrity(tampered)["status"] == "broken"
+
+
+def test_self_contained(demo_report: Report) -> None:
+    page = demo_report.html
+    from plotly.offline import get_plotlyjs
+
+    marker = get_plotlyjs()[:200]
+    assert page.count(marker) == 1  # plotly.js inlined exactly once
+    assert "cdn." not in page.replace(get_plotlyjs(), "")
+    # no element that loads a URL: no src= / href= other than in-page anchors
+    shell = page.replace(get_plotlyjs(), "")
+    for tag in re.findall(r"<[a-zA-Z][^>]*>", re.sub(r"<script[^>]*>.*?</script>", "", shell,
+                                                      flags=re.S)):
+        assert " src=" not in tag, tag
+        for href in re.findall(r"href=['\"]([^'\"]*)", tag):
+            assert href.startswith("#"), tag
+    assert "default-src 'none'" in page  # CSP: the browser refuses any fetch
+
+
+def test_figures_embedded(demo_report: Report) -> None:
+    specs = re.findall(r"<script type='application/json' class='rk-figure' data-target="
+                       r"'(rk-fig-\d+)'>(.*?)</script>", demo_report.html, flags=re.S)
+    assert len(specs) == len(demo_report.data["figures"]) >= 3
+    fig = json.loads(specs[0][1])
+    assert fig["layout"]["shapes"][0]["x0"] == 3  # divergence timeline marks step 3
+
+
+def test_scrubber_data_matches_state_frame(demo: Any) -> None:
+    scrub = scrubber_data(demo.events, tenant_id="acme")
+    sf = rk.fold(demo.events, rk.agent())
+    state = dict(scrub["zero"])
+    for i, seq in enumerate(scrub["seq"]):
+        state.update(scrub["delta"][i])
+        want = json.loads(json.dumps(sf.at(demo.run_id, seq, tenant_id="acme"),
+                                     default=lambda o: dict(o) if hasattr(o, "items")
+                                     else list(o)))
+        assert state == want, i
+
+
+def test_repr_html_and_save(demo_report: Report, tmp_path: Path) -> None:
+    frag = demo_report._repr_html_()
+    assert frag.startswith("<iframe") and "srcdoc=" in frag and "<script" not in frag
+    p = demo_report.save_html(tmp_path / "sub" / "r.html")
+    assert p is not None and p.read_text(encoding="utf-8") == demo_report.html
+    buf = io.StringIO()
+    assert demo_report.save_html(buf) is None and buf.getvalue() == demo_report.html
+    bbuf = io.BytesIO()
+    demo_report.save_html(bbuf)
+    assert bbuf.getvalue().decode("utf-8") == demo_report.html
+
+
+def test_title_and_question_required(demo: Any) -> None:
+    with pytest.raises(TypeError, match="question"):
+        rca(demo, title="t", question="")
+    with pytest.raises(TypeError, match="title"):
+        rca(demo, title=None, question="q")  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------ escaping
+def test_script_json_cannot_break_out() -> None:
+    val = {"a": XSS_BREAK, "b": "x\u2028y\u2029z & <!-- -->"}
+    text = script_json(val)
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert "\u2028" not in text and "\u2029" not in text
+    assert json.loads(text) == val
+
+
+def test_hostile_log_is_escaped_everywhere(tmp_path: Path) -> None:
+    res = hostile_result(tmp_path)
+    assert res.run_id.startswith(HOSTILE_RUN)
+    rep = rca(res, title=f"T {XSS_SCRIPT}", question=f"Q {XSS_BREAK}", notes=XSS_IMG)
+    page = rep.html
+    from plotly.offline import get_plotlyjs
+
+    shell = page.replace(get_plotlyjs(), "PLOTLY")
+    for raw in (XSS_SCRIPT, XSS_IMG, XSS_BREAK, "onerror=\"", "<img", "<script>window"):
+        assert raw not in shell, raw
+    # plotly renders category labels as HTML: run ids / tool names arrive there escaped
+    for spec in re.findall(r"class='rk-figure' data-target='rk-fig-\d+'>(.*?)</script>", shell,
+                           flags=re.S):
+        fig = json.loads(spec)
+        axes = [v for k, v in fig["layout"].items() if k.startswith(("xaxis", "yaxis"))]
+        for values in ([t.get("x") for t in fig["data"]] + [t.get("y") for t in fig["data"]]
+                       + [a.get("categoryarray") for a in axes]):
+            for v in values if isinstance(values, list) else []:
+                assert not (isinstance(v, str) and "<" in v), v
+    assert any(html.escape(HOSTILE_RUN) in json.dumps(json.loads(spec))
+               for spec in re.findall(r"class='rk-figure'[^>]*>(.*?)</script>", shell, re.S))
+    # exactly the page's own scripts: plotly, the figure/scrubber JSON, and the page code
+    scripts = re.findall(r"<script\b([^>]*)>", shell)
+    assert all(a in ("", " type='application/json' id='rk-scrub-data'")
+               or a.startswith(" type='application/json' class='rk-figure'") for a in scripts)
+    assert shell.count("<script>") == 2  # plotly.js and the page code
+    # the strings are there as text
+    assert html.escape(HOSTILE_TOOL) in shell
+    assert html.escape(XSS_URL) in shell or XSS_URL in shell
+    # JSON blocks still decode to the original values
+    data = json.loads(re.search(r"id='rk-scrub-data'>(.*?)</script>", shell, re.S).group(1))
+    assert data["run_id"] == res.run_id
+    assert HOSTILE_TOOL in data["tool"]
+
+
+# ------------------------------------------------------------------------------ cohort
+def test_cohort_report_from_compare_frame(demo: Any) -> None:
+    frame = rk.compare(demo.base, demo.events)
+    rep = cohort(frame, title="compare", question="How far do replays drift?",
+                 metric="first_divergence_step")
+    assert rep.sections == ["question", "table", "figures", "repro"]
+    assert "rk-fig-0" in rep.html and "diverged_but_comparable" in rep.html
+    with pytest.raises(ValueError):
+        cohort(frame.iloc[:0], title="t", question="q")
+
+
+def test_cohort_report_from_cohorts_compare() -> None:
+    from replaykit.datasets import generate_cohorts
+
+    log = generate_cohorts(runs=40, events_per_run=20, seed=1).log
+    cs = rk.cohorts(log, by="semester")
+    a, b = cs.labels[:2]
+    out = cs.compare(a, b, n_boot=50)
+    rep = cohort(out, title="cohorts", question="q")
+    assert len(re.findall(r"class='rk-figure'", rep.html)) == 1
+    assert html.escape(str(out["metric"].iloc[0])) in rep.html
+
+
+# ------------------------------------------------------------------------------ CLI, demo
+def test_cli_rca(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "rca.html"
+    rc = report_command(["rca", "--log", str(DATA), "--tenant", "demo", "--branch", str(BRANCH),
+                         "--fixtures", str(FIXTURES), "--no-progress", "-o", str(out)])
+    assert rc == 0
+    line = capsys.readouterr().out.strip().splitlines()
+    assert len(line) == 1 and "first divergence step 3" in line[0] and str(out) in line[0]
+    page = out.read_text(encoding="utf-8")
+    assert "First divergence at <b>step 3</b>" in page
+    import hashlib
+
+    assert hashlib.sha256(BRANCH.read_bytes()).hexdigest() in page  # branch file stamped
+
+
+def test_cli_rca_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = report_command(["rca", "--log", str(DATA), "--branch", str(BRANCH), "--no-progress",
+                         "-o", str(tmp_path / "x.html")])
+    assert rc == 2 and "--tenant" in capsys.readouterr().err
+    assert report_command(["rca", "-o", "x.html"]) == 2  # missing --log / --branch
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_demo_main(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from replaykit.report.demo import main
+
+    out = tmp_path / "demo-rca.html"
+    assert main([str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "first_divergence_step" in text and "diverged_but_comparable" in text
+    assert str(out.resolve()) in text
+    assert "Sensitive to fixture." in out.read_text(encoding="utf-8")
+
+
+def test_lazy_import() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, replaykit as rk; assert 'plotly' not in sys.modules; "
+            "assert callable(rk.report.rca); assert 'plotly' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
