@@ -213,6 +213,7 @@ class ReplayResult:
         self.base = base
         self._executors = executors
         self._metrics: dict[str, Any] | None = None
+        self._diff: pd.DataFrame | None = None
 
     def __repr__(self) -> str:
         return (f"ReplayResult(status={self.status!r}, events={len(self.events)}, "
@@ -266,8 +267,14 @@ class ReplayResult:
 
         One row per aligned position: ``status`` is ``same``, ``changed`` (a replaced event),
         ``added`` (only in the replay) or ``removed`` (only in the base); with base_seq /
-        replay_seq, kinds and tool names of both sides.
+        replay_seq, kinds and tool names of both sides. Computed once per result (a result
+        never changes); each call returns a fresh copy.
         """
+        if self._diff is None:
+            self._diff = self._compute_diff()
+        return self._diff.copy()
+
+    def _compute_diff(self) -> pd.DataFrame:
         import difflib
 
         from .compare import event_signatures
