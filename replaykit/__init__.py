@@ -57,7 +57,9 @@ from .fold import (  # rk.fold is the function; field builders live in replaykit
 from .grain import calls_df, tools_df, turns_df
 from .integrity import chain_heads, chain_proof, stamp_chain, verify_chain, verify_proof
 from .io import detect_format, read_events, read_isplay, read_pleach, read_toh
+from .io.inspect import inspect_state, read_inspect
 from .io.isplay import IsplayBranch, read_isplay_branch, read_isplay_fixtures
+from .io.otel import read_otel
 from .io.toh import OrphanRunWarning
 from .schema import EVENTS_SCHEMA, validate
 from .sql import read_sql, write_sql
@@ -84,6 +86,9 @@ __all__ = [
     "read_isplay",
     "read_isplay_branch",
     "read_isplay_fixtures",
+    "inspect_state",
+    "read_inspect",
+    "read_otel",
     "IsplayBranch",
     "read_parquet",
     "read_pleach",

@@ -13,18 +13,29 @@ from typing import Any
 
 from ..errors import FormatDetectionError
 from ..eventlog import EventLog, concat
-from . import isplay, pleach, toh
+from . import inspect, isplay, otel, pleach, toh
 from ._common import expand_paths
+from .inspect import read_inspect
 from .isplay import read_isplay
+from .otel import read_otel
 from .pleach import read_pleach
 from .toh import read_toh
 
-__all__ = ["FORMATS", "detect_format", "read_events", "read_isplay", "read_pleach", "read_toh"]
+__all__ = [
+    "FORMATS",
+    "detect_format",
+    "read_events",
+    "read_inspect",
+    "read_isplay",
+    "read_otel",
+    "read_pleach",
+    "read_toh",
+]
 
 #: format name -> module, in the order read_events tries them.
-FORMATS = {"toh": toh, "pleach": pleach, "isplay": isplay}
+FORMATS = {"toh": toh, "pleach": pleach, "isplay": isplay, "inspect": inspect, "otel": otel}
 
-_PATTERNS = ("*.jsonl", "*.json", "*.parquet", "*.ndjson")
+_PATTERNS = ("*.jsonl", "*.json", "*.parquet", "*.ndjson", "*.eval")
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:

@@ -1,0 +1,396 @@
+"""Loader for Inspect AI eval logs (``.eval`` and ``.json``), read through Inspect's own API.
+
+Inspect (the ``inspect_ai`` package, optional extra ``inspect``) records one eval per log file;
+each *sample* (one dataset item in one epoch) becomes one replaykit run:
+
+* ``run_id = f"{eval_id}:{sample_id}:{epoch}"`` (``eval_id`` from the log header);
+* every transcript event of the sample becomes one row, in the order Inspect recorded them,
+  with the event's own JSON (``model_dump(mode="json")``) as ``payload`` -- so ``state`` and
+  ``store`` events keep their JSON-patch ``changes``;
+* a ``tool`` event (one event in Inspect: call *and* result) becomes two rows: a ``tool_call``
+  at the event's place and a ``tool_result`` after the tool's own span has closed (so store
+  changes the tool made land between the two);
+* scores, the final store, the sample error, limits and the sample's ids go to the runs table
+  (``log.runs.attrs``).
+
+:func:`inspect_state` is a projection that applies the recorded JSON patches, so
+``rk.fold(log, projections=inspect_state())`` gives the sample's state and store at every step.
+Field-by-field mapping: ``docs/formats/inspect.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from .._json import args_hash, canonical_json
+from ..errors import LoadError, MissingExtraError
+from ..eventlog import RUNS_SCHEMA, EventLog
+from ..fold._frozen import thaw
+from ..fold.projection import Projection, projection, reducer
+from ..schema import empty_events, events_table
+from ._common import ErrorPolicy, Progress, Quarantine, expand_paths, require_tenant
+
+__all__ = ["FORMAT", "TYPE_KINDS", "inspect_state", "read_inspect", "sniff"]
+
+FORMAT = "inspect"
+_PATTERNS = ("*.eval", "*.json")
+_HEAD = 4096
+_JSON_HEAD_RE = re.compile(rb'"version"\s*:\s*\d+\s*,\s*"status"\s*:\s*"[a-z_]+"')
+
+#: Inspect event type (``event`` field) -> canonical ``kind``; any other type is ``"other"``.
+TYPE_KINDS: dict[str, str] = {
+    "sample_init": "session",
+    "model": "model_response",
+    "tool": "tool_call",  # the tool_result row split from it is kind tool_result
+    "approval": "approval_decision",
+    "input": "user_message",
+    "error": "error",
+    "state": "other",
+    "store": "other",
+    "score": "other",
+    "span_begin": "other",
+    "span_end": "other",
+}
+
+#: Inspect ``stop_reason`` -> replaykit ``finish``.
+FINISH: dict[str, str] = {
+    "stop": "stop",
+    "tool_calls": "tool-calls",
+    "max_tokens": "max-tokens",
+    "model_length": "max-tokens",
+    "content_filter": "content-filter",
+    "unknown": "unknown",
+}
+
+
+def _inspect_log_api() -> Any:
+    try:
+        from inspect_ai import log as inspect_log
+    except ImportError:
+        raise MissingExtraError("read_inspect", "inspect", "inspect_ai") from None
+    return inspect_log
+
+
+# ------------------------------------------------------------------------------------ sniffing
+
+
+def sniff(path: Path) -> str | None:
+    """None when ``path`` looks like an Inspect eval log, otherwise why it does not.
+
+    ``.eval``: a zip archive holding ``header.json`` or ``_journal/start.json``. ``.json``: the
+    document opens with Inspect's ``"version": <n>, "status": "..."`` header. Does not need
+    ``inspect_ai``.
+
+    >>> sniff(Path("logs/2025-01-01T00-00-00_task_abc.eval"))  # doctest: +SKIP
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix == ".eval":
+        try:
+            with zipfile.ZipFile(p) as zf:
+                names = set(zf.namelist())
+        except (OSError, zipfile.BadZipFile):
+            return "is a .eval file but not a readable zip archive"
+        if "header.json" in names or "_journal/start.json" in names:
+            return None
+        return "is a zip archive without Inspect's header.json / _journal/start.json"
+    if suffix != ".json":
+        return f"extension {p.suffix or '(none)'!r} is not .eval/.json"
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(_HEAD)
+    except OSError:
+        return "cannot be read"
+    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        return "does not start with a JSON object"
+    if _JSON_HEAD_RE.search(head) is None:
+        return 'has no Inspect log header ("version": <n>, "status": "...") at the start'
+    return None
+
+
+# ------------------------------------------------------------------------------------ loading
+
+
+def _dump(obj: Any) -> Any:
+    return obj.model_dump(mode="json", exclude_none=True)
+
+
+def _text_of(value: Any) -> str | None:
+    """A result / message content as text: strings as is, content parts' text joined."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = [p.get("text") or p.get("reasoning") or "" for p in value if isinstance(p, dict)]
+        return "".join(parts)
+    return canonical_json(value)
+
+
+def _tool_span_end(events: list[dict[str, Any]], i: int) -> int:
+    """Index after which the result of the tool event ``events[i]`` goes.
+
+    Inspect opens a span of type ``tool`` just before the tool event and closes it when the
+    tool returns; the result row goes after that span's end. Without such a span: right after
+    the call.
+    """
+    ev = events[i]
+    j = i - 1
+    span = None
+    while j >= 0 and events[j].get("event") == "span_begin":
+        if events[j].get("type") == "tool" and events[j].get("name") == ev.get("function"):
+            span = events[j].get("id")
+            break
+        j -= 1
+    if span is None:
+        return i
+    for k in range(i + 1, len(events)):
+        e = events[k]
+        if e.get("event") == "span_end" and e.get("id") == span:
+            return k
+    return i
+
+
+def _sample_rows(sample: Any, run_id: str, src: str) -> tuple[list[dict[str, Any]], dict]:
+    """Canonical rows of one sample (in order) and its runs-table attrs."""
+    events = [_dump(e) for e in sample.events]
+    after: dict[int, list[int]] = {}
+    for i, ev in enumerate(events):
+        if ev.get("event") == "tool":
+            after.setdefault(_tool_span_end(events, i), []).append(i)
+    rows: list[dict[str, Any]] = []
+    model_k = 0
+
+    def add(ev: dict[str, Any], kind: str, payload: dict[str, Any], **cols: Any) -> None:
+        row = {"run_id": run_id, "seq": len(rows), "type": ev.get("event") or "unknown",
+               "kind": kind, "ts": ev.get("timestamp"), "event_id": ev.get("uuid"),
+               "payload": canonical_json(payload), "source": src, "is_error": False}
+        row.update(cols)
+        rows.append(row)
+
+    for i, ev in enumerate(events):
+        typ = ev.get("event")
+        kind = TYPE_KINDS.get(typ, "other")
+        if typ == "sample_init":
+            add(ev, kind, ev)
+            state = ev.get("state") or {}
+            for msg in state.get("messages") or []:
+                if isinstance(msg, dict) and msg.get("role") in ("user", "system"):
+                    add({"event": "message", "timestamp": ev.get("timestamp")},
+                        "user_message" if msg.get("role") == "user" else "other",
+                        {"event": "message", **msg}, event_id=msg.get("id"),
+                        text=_text_of(msg.get("content")))
+        elif typ == "model":
+            model_k += 1
+            out = ev.get("output") or {}
+            choices = out.get("choices") or []
+            stop = choices[0].get("stop_reason") if choices else None
+            err = ev.get("error")
+            finish = "error" if err else FINISH.get(stop or "", stop)
+            usage = out.get("usage") or {}
+            add(ev, kind, ev, ref_id=ev.get("uuid") or f"m{model_k}", finish=finish,
+                is_error=bool(err), input_tokens=usage.get("input_tokens"),
+                output_tokens=usage.get("output_tokens"), text=out.get("completion"))
+        elif typ == "tool":
+            args = ev.get("arguments") or {}
+            add(ev, "tool_call", ev, ref_id=ev.get("id"), tool_name=ev.get("function"),
+                args_hash=args_hash(args), text=canonical_json(args))
+        elif typ == "approval":
+            add(ev, kind, ev, ref_id=(ev.get("call") or {}).get("id"))
+        elif typ in ("span_begin", "span_end", "state", "store", "score", "input", "error"):
+            add(ev, kind, ev, is_error=typ == "error",
+                text=_text_of((ev.get("error") or {}).get("message")) if typ == "error" else None)
+        else:
+            add(ev, kind, ev, is_error=bool(ev.get("error")))
+        for t in after.get(i, []):
+            tev = events[t]
+            err = tev.get("error")
+            result = {"event": "tool", "part": "result", "id": tev.get("id"),
+                      "function": tev.get("function"), "result": tev.get("result"),
+                      "error": err, "completed": tev.get("completed"),
+                      "message_id": tev.get("message_id")}
+            add({"event": "tool", "timestamp": tev.get("completed") or tev.get("timestamp"),
+                 "uuid": None}, "tool_result", {k: v for k, v in result.items() if v is not None},
+                ref_id=tev.get("id"), tool_name=tev.get("function"), is_error=bool(err),
+                text=_text_of(tev.get("result")) if not err else (err or {}).get("message"))
+    scores = {name: _dump(s) for name, s in (sample.scores or {}).items()}
+    attrs = {
+        "sample_id": sample.id,
+        "epoch": sample.epoch,
+        "sample_uuid": sample.uuid,
+        "scores": scores,
+        "store": sample.store,
+        "error": _dump(sample.error) if sample.error else None,
+        "limit": _dump(sample.limit) if getattr(sample, "limit", None) else None,
+        "target": sample.target,
+        "metadata": sample.metadata,
+        "messages": len(sample.messages or []),
+        "total_time": sample.total_time,
+        "model_usage": {k: _dump(v) for k, v in (sample.model_usage or {}).items()},
+    }
+    return rows, attrs
+
+
+def read_inspect(
+    path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    tenant_id: str,
+    errors: ErrorPolicy = "raise",
+    progress: bool | None = None,
+) -> EventLog:
+    """Load Inspect AI eval logs (``.eval`` or ``.json``): one run per sample and epoch.
+
+    Logs are read with ``inspect_ai.log.read_eval_log`` (attachments resolved). Run ids are
+    ``"{eval_id}:{sample_id}:{epoch}"``; run attributes (``log.runs.attrs``) hold the task,
+    model, eval status, the sample's scores, final store, error, target and uuid. ``path``
+    may be a file, a folder (``*.eval``, ``*.json``), a glob or a list.
+
+    Args:
+        tenant_id: owner of the runs (Inspect logs carry no tenant); required.
+        errors: ``"raise"`` (default) or ``"quarantine"``: a log Inspect cannot read becomes
+            one quarantine row (reason ``bad_log``).
+        progress: show a progress bar over files (None: when interactive).
+
+    Raises:
+        TypeError: ``tenant_id`` is None or empty.
+        MissingExtraError: ``inspect_ai`` is not installed (``pip install "replaykit[inspect]"``).
+        LoadError: a file Inspect cannot read (reason ``bad_log``) or that has no samples
+            (reason ``no_samples``, e.g. a header-only log).
+        FileNotFoundError: nothing matches ``path``.
+
+    Example:
+        >>> log = rk.read_inspect("logs/", tenant_id="acme")  # doctest: +SKIP
+        >>> log.tools_df().tool_name.value_counts().to_dict()  # doctest: +SKIP
+        {'add': 4}
+    """
+    tenant = require_tenant(tenant_id, fmt=FORMAT)
+    quarantine = Quarantine(errors)
+    api = _inspect_log_api()
+    files = expand_paths(path, patterns=_PATTERNS)
+    rows: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
+    with Progress(len(files), desc="read_inspect", unit="file", enabled=progress) as bar:
+        for k, f in enumerate(files, start=1):
+            bar.next_file(f.name, k, len(files))
+            src = f"{FORMAT}:{f}"
+            try:
+                log = api.read_eval_log(str(f), resolve_attachments=True)
+            except Exception as exc:  # noqa: BLE001 - Inspect raises many kinds; all are bad input
+                quarantine.bad(LoadError(source=str(f), line=None, reason="bad_log",
+                                         detail=f"Inspect cannot read it ({type(exc).__name__}: "
+                                         f"{str(exc)[:200]})",
+                                         fix="Check the file with `inspect log dump`; re-run the "
+                                         'eval, or pass errors="quarantine" to skip it.'))
+                bar.update(1)
+                continue
+            if not log.samples:
+                quarantine.bad(LoadError(source=str(f), line=None, reason="no_samples",
+                                         detail="holds no samples (header-only or empty log)",
+                                         fix="Point at the complete log, or pass "
+                                         'errors="quarantine" to skip it.'))
+                bar.update(1)
+                continue
+            spec = log.eval
+            head = {"format": FORMAT, "task": spec.task, "task_id": spec.task_id,
+                    "eval_id": spec.eval_id, "eval_run_id": spec.run_id, "model": spec.model,
+                    "status": log.status, "log": str(f)}
+            for sample in log.samples:
+                run_id = f"{spec.eval_id}:{sample.id}:{sample.epoch}"
+                srows, attrs = _sample_rows(sample, run_id, src)
+                rows.extend(srows)
+                started = getattr(sample, "started_at", None) or spec.created
+                runs.append({"tenant_id": tenant, "run_id": run_id, "parent_run_id": None,
+                             "format": FORMAT, "source": src, "created_at": started,
+                             "attrs": canonical_json({**head, **attrs})})
+            bar.update(1)
+    runs_table = _runs_table(runs)
+    if not rows:
+        return EventLog(empty_events(), runs=runs_table, quarantine=quarantine.table())
+    cols = {name: [r.get(name) for r in rows] for name in (
+        "run_id", "seq", "type", "kind", "event_id", "ref_id", "tool_name", "args_hash",
+        "is_error", "finish", "input_tokens", "output_tokens", "text", "payload", "source")}
+    cols["tenant_id"] = [tenant] * len(rows)
+    cols["ts"] = _timestamps([r.get("ts") for r in rows])
+    table = events_table(cols)
+    return EventLog(table, runs=runs_table, quarantine=quarantine.table())
+
+
+def _timestamps(values: list[Any]) -> pa.Array:
+    import pandas as pd
+
+    parsed = pd.to_datetime(pd.Series(values, dtype="object"), utc=True, format="ISO8601",
+                            errors="coerce")
+    return pa.array(parsed.dt.as_unit("us"), type=pa.timestamp("us", tz="UTC"))
+
+
+def _runs_table(runs: list[dict[str, Any]]) -> pa.Table:
+    if not runs:
+        return RUNS_SCHEMA.empty_table()
+    cols: dict[str, Any] = {f.name: [r[f.name] for r in runs] for f in RUNS_SCHEMA}
+    cols["created_at"] = _timestamps([None if v is None else str(v) for v in cols["created_at"]])
+    return pa.table(cols, schema=RUNS_SCHEMA)
+
+
+# ---------------------------------------------------------------------------------- projection
+
+
+def _patched(previous: Any, event: dict[str, Any], key: str) -> Any:
+    """Apply one Inspect ``state``/``store`` event's JSON patch (or take sample_init's state)."""
+    import jsonpatch
+
+    from .._json import loads
+
+    data = loads(event["payload"])
+    if event["type"] == "sample_init":
+        state = data.get("state") or {}
+        return (state.get("store") or {}) if key == "store" else state
+    doc = thaw(previous) if previous is not None else {}
+    changes = data.get("changes") or []
+    ops = [{k: v for k, v in op.items() if k != "replaced"} for op in changes]
+    try:
+        return jsonpatch.JsonPatch(ops).apply(doc, in_place=True)
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+        raise ValueError(
+            f"inspect_state: the {event['type']} event at seq {event['seq']} of run "
+            f"{event['run_id']!r} does not apply to the state folded so far ({exc}); the log "
+            "is missing events before it (fold the whole sample, not a slice)"
+        ) from None
+
+
+def _state_fn(previous: Any, event: dict[str, Any]) -> Any:
+    return _patched(previous, event, "state")
+
+
+def _store_fn(previous: Any, event: dict[str, Any]) -> Any:
+    return _patched(previous, event, "store")
+
+
+def inspect_state() -> Projection:
+    """The Inspect sample's task state and store, rebuilt from the recorded JSON patches.
+
+    Fields: ``state`` (the TaskState snapshot Inspect diffs: ``messages``, ``tools``,
+    ``tool_choice``, ``store``, ``output``, ``completed``, ``metadata``; starts from the
+    ``sample_init`` event's state, then each ``state`` event's ``changes`` are applied) and
+    ``store`` (starts from ``sample_init``'s store, then each ``store`` event's ``changes``).
+    Both are None before ``sample_init``. Uses ``jsonpatch`` (a dependency of ``inspect_ai``).
+
+    Example:
+        >>> frame = rk.fold(log, projections=inspect_state())  # doctest: +SKIP
+        >>> frame.final(run_id)["store"]  # doctest: +SKIP
+        {'total': 10}
+
+    Raises (when folded):
+        ValueError: a patch does not apply (the log lacks earlier events of the sample).
+    """
+    return projection(
+        "inspect",
+        state=reducer(_state_fn, types=("sample_init", "state")),
+        store=reducer(_store_fn, types=("sample_init", "store")),
+    )

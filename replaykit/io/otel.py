@@ -1,0 +1,419 @@
+"""Loader for OpenTelemetry trace exports in OTLP/JSON that follow the GenAI conventions.
+
+A file holds one ``ExportTraceServiceRequest`` as JSON (``{"resourceSpans": [...]}``) or, as
+``.jsonl``/``.ndjson`` (the collector's file exporter), one such document per line. Each span
+becomes an event; within a trace, events are ordered by start time. The run is the trace's
+``gen_ai.conversation.id`` (the first one set on any of its spans) or else the trace id.
+
+GenAI attributes fill the typed columns (operation ``gen_ai.operation.name``: ``chat`` /
+``text_completion`` / ``generate_content`` -> ``model_response``; ``execute_tool`` -> a
+``tool_call`` row at the span's start and a ``tool_result`` row at its end; ``invoke_agent``
+-> ``session`` for a trace's root, else ``subagent_start`` + ``subagent_end``); every attribute
+is kept in the payload. Spans recorded without content capture (no tool arguments / result, no
+model output messages) are flagged ``"replayable": false`` with the missing attributes listed --
+never guessed -- and the run gets ``replayable: false`` in ``log.runs.attrs``.
+Field-by-field mapping: ``docs/formats/otel.md``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .._json import JSONDecodeError, args_hash, canonical_json, loads
+from ..errors import LoadError
+from ..eventlog import RUNS_SCHEMA, EventLog
+from ..schema import empty_events, events_table
+from ._common import ErrorPolicy, Progress, Quarantine, expand_paths, iter_lines, require_tenant
+
+__all__ = ["FORMAT", "MODEL_OPERATIONS", "read_otel", "sniff"]
+
+FORMAT = "otel"
+_PATTERNS = ("*.json", "*.jsonl", "*.ndjson")
+_LINE_SUFFIXES = (".jsonl", ".ndjson")
+_HEAD_RE = re.compile(rb'^\s*\{\s*"resource_?[sS]pans"\s*:')
+
+#: ``gen_ai.operation.name`` values that are one model call.
+MODEL_OPERATIONS: tuple[str, ...] = ("chat", "text_completion", "generate_content")
+
+#: ``gen_ai.response.finish_reasons`` values -> replaykit ``finish``.
+FINISH: dict[str, str] = {
+    "stop": "stop",
+    "end_turn": "stop",
+    "tool_calls": "tool-calls",
+    "tool_use": "tool-calls",
+    "length": "max-tokens",
+    "max_tokens": "max-tokens",
+    "content_filter": "content-filter",
+    "error": "error",
+}
+
+_SPAN_KIND = {0: "UNSPECIFIED", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER",
+              5: "CONSUMER"}
+
+
+def sniff(path: Path) -> str | None:
+    """None when ``path`` looks like an OTLP/JSON trace export, otherwise why it does not.
+
+    The file (or a ``.jsonl`` file's first line) must open with ``{"resourceSpans":``.
+
+    >>> sniff(Path("traces.json"))  # doctest: +SKIP
+    """
+    p = Path(path)
+    if p.suffix.lower() not in (".json", ".jsonl", ".ndjson"):
+        return f"extension {p.suffix or '(none)'!r} is not .json/.jsonl/.ndjson"
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return "cannot be read"
+    if _HEAD_RE.match(head.lstrip(b"\xef\xbb\xbf")) is None:
+        return 'does not open with {"resourceSpans": ...} (an OTLP/JSON trace export)'
+    return None
+
+
+# ------------------------------------------------------------------------------------ decoding
+
+
+def _any_value(v: Any) -> Any:
+    """An OTLP ``AnyValue`` as a plain JSON value."""
+    if not isinstance(v, dict):
+        return v
+    for key in ("stringValue", "string_value"):
+        if key in v:
+            return v[key]
+    for key in ("intValue", "int_value"):
+        if key in v:
+            return int(v[key])
+    for key in ("doubleValue", "double_value"):
+        if key in v:
+            return float(v[key])
+    for key in ("boolValue", "bool_value"):
+        if key in v:
+            return bool(v[key])
+    for key in ("arrayValue", "array_value"):
+        if key in v:
+            return [_any_value(x) for x in (v[key] or {}).get("values", [])]
+    for key in ("kvlistValue", "kvlist_value"):
+        if key in v:
+            return _attributes((v[key] or {}).get("values", []))
+    for key in ("bytesValue", "bytes_value"):
+        if key in v:
+            return v[key]
+    return None
+
+
+def _attributes(items: Any) -> dict[str, Any]:
+    if not isinstance(items, list):
+        raise ValueError("attributes must be an array of {key, value}")
+    return {a["key"]: _any_value(a.get("value")) for a in items if isinstance(a, dict)}
+
+
+def _hex_id(value: Any, size: int) -> str | None:
+    """OTLP/JSON ids are hex; protobuf's generic JSON mapping writes base64. Accept both."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    if len(value) == 2 * size and re.fullmatch(r"[0-9a-fA-F]+", value):
+        return value.lower()
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"is neither {2 * size} hex digits nor base64") from None
+    if len(raw) != size:
+        raise ValueError(f"decodes to {len(raw)} bytes, expected {size}")
+    return raw.hex()
+
+
+def _maybe_json(value: Any) -> tuple[Any, str | None]:
+    """(parsed value, raw text) of an attribute that may hold JSON text."""
+    if isinstance(value, str):
+        try:
+            return loads(value), value
+        except (*JSONDecodeError, ValueError):
+            return value, value
+    if value is None:
+        return None, None
+    return value, canonical_json(value)
+
+
+def _span_record(span: dict[str, Any], resource: dict[str, Any], scope: dict[str, Any]
+                 ) -> dict[str, Any]:
+    """A span as plain JSON (the payload) plus its ids and times; raises ValueError."""
+    trace = _hex_id(span.get("traceId", span.get("trace_id")), 16)
+    sid = _hex_id(span.get("spanId", span.get("span_id")), 8)
+    if trace is None or sid is None:
+        raise ValueError("traceId and spanId are required")
+    parent = _hex_id(span.get("parentSpanId", span.get("parent_span_id")), 8)
+    start = int(span.get("startTimeUnixNano", span.get("start_time_unix_nano")) or 0)
+    end = int(span.get("endTimeUnixNano", span.get("end_time_unix_nano")) or 0) or start
+    attrs = _attributes(span.get("attributes", []))
+    kind = span.get("kind", 0)
+    events = [{"name": e.get("name"),
+               "timeUnixNano": int(e.get("timeUnixNano", e.get("time_unix_nano")) or 0),
+               "attributes": _attributes(e.get("attributes", []))}
+              for e in span.get("events", []) or []]
+    status = span.get("status") or {}
+    code = status.get("code", 0)
+    if isinstance(code, str):  # protobuf JSON writes enum names
+        code = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(code, 0)
+    return {
+        "traceId": trace, "spanId": sid, "parentSpanId": parent, "name": span.get("name"),
+        "kind": _SPAN_KIND.get(kind, kind) if isinstance(kind, int) else
+        str(kind).replace("SPAN_KIND_", ""),
+        "startTimeUnixNano": start, "endTimeUnixNano": end, "attributes": attrs,
+        "events": events, "status": {"code": int(code), "message": status.get("message")},
+        "scope": scope.get("name"), "resource": resource,
+    }
+
+
+def _spans_of(doc: Any) -> Iterable[dict[str, Any]]:
+    if not isinstance(doc, dict):
+        raise ValueError("the document is not a JSON object")
+    rs_list = doc.get("resourceSpans", doc.get("resource_spans"))
+    if not isinstance(rs_list, list):
+        raise ValueError('has no "resourceSpans" array')
+    for rs in rs_list:
+        resource = _attributes((rs.get("resource") or {}).get("attributes", []))
+        for ss in rs.get("scopeSpans", rs.get("scope_spans", [])) or []:
+            scope = ss.get("scope") or {}
+            for span in ss.get("spans", []) or []:
+                yield span, resource, scope
+
+
+# ------------------------------------------------------------------------------------ mapping
+
+
+def _rows_of_span(rec: dict[str, Any], root: bool) -> list[dict[str, Any]]:
+    """Canonical rows (without run/seq) of one span; each has its sort time ``_t``."""
+    a = rec["attributes"]
+    op = a.get("gen_ai.operation.name")
+    err = rec["status"]["code"] == 2 or "error.type" in a
+    start, end = rec["startTimeUnixNano"], rec["endTimeUnixNano"]
+    base = {"type": op or rec["name"] or "span", "event_id": rec["spanId"], "is_error": False}
+    missing: list[str] = []
+    rows: list[dict[str, Any]] = []
+    if op in MODEL_OPERATIONS:
+        out = a.get("gen_ai.output.messages")
+        has_event = any(e["name"] in ("gen_ai.choice", "gen_ai.content.completion")
+                        for e in rec["events"])
+        if out is None and "gen_ai.completion" not in a and not has_event:
+            missing.append("gen_ai.output.messages")
+        if a.get("gen_ai.input.messages") is None and "gen_ai.prompt" not in a and not any(
+            e["name"].startswith("gen_ai.") and e["name"].endswith(".message")
+            for e in rec["events"]
+        ):
+            missing.append("gen_ai.input.messages")
+        reasons = a.get("gen_ai.response.finish_reasons")
+        first = reasons[0] if isinstance(reasons, list) and reasons else reasons
+        finish = "error" if err else (FINISH.get(first, first) if first else "unknown")
+        text = None
+        if out is not None:
+            parsed, raw = _maybe_json(out)
+            text = _output_text(parsed) if not isinstance(parsed, str) else parsed
+        rows.append({**base, "kind": "model_response", "_t": end, "ref_id": rec["spanId"],
+                     "finish": finish, "is_error": err,
+                     "input_tokens": a.get("gen_ai.usage.input_tokens"),
+                     "output_tokens": a.get("gen_ai.usage.output_tokens"), "text": text})
+    elif op == "execute_tool":
+        call_id = a.get("gen_ai.tool.call.id") or rec["spanId"]
+        tool = a.get("gen_ai.tool.name")
+        args = a.get("gen_ai.tool.call.arguments")
+        result = a.get("gen_ai.tool.call.result")
+        if args is None:
+            missing.append("gen_ai.tool.call.arguments")
+        if result is None:
+            missing.append("gen_ai.tool.call.result")
+        parsed_args, args_text = _maybe_json(args)
+        rows.append({**base, "kind": "tool_call", "_t": start, "ref_id": call_id,
+                     "tool_name": tool, "text": args_text,
+                     "args_hash": args_hash(parsed_args) if args is not None else None})
+        _, result_text = _maybe_json(result)
+        rows.append({**base, "type": "execute_tool.result", "kind": "tool_result", "_t": end,
+                     "ref_id": call_id, "tool_name": tool, "is_error": err,
+                     "text": result_text if result is not None else rec["status"]["message"]})
+    elif op in ("invoke_agent", "create_agent") and not root:
+        ref = a.get("gen_ai.agent.id") or rec["spanId"]
+        rows.append({**base, "kind": "subagent_start", "_t": start, "ref_id": ref})
+        rows.append({**base, "type": f"{op}.end", "kind": "subagent_end", "_t": end,
+                     "ref_id": ref, "is_error": err})
+    else:
+        kind = "session" if op in ("invoke_agent", "create_agent") else "other"
+        rows.append({**base, "kind": "error" if err and kind == "other" else kind, "_t": start,
+                     "is_error": err})
+    payload = dict(rec)
+    payload["replayable"] = not missing
+    if missing:
+        payload["missingContent"] = missing
+    text_payload = canonical_json(payload)
+    for i, r in enumerate(rows):
+        r["payload"] = text_payload if i == 0 else canonical_json(
+            {"spanId": rec["spanId"], "part": "end", "of": r["type"],
+             "replayable": not missing})
+        r["_start"] = start
+        r["_replayable"] = not missing
+    return rows
+
+
+def _output_text(messages: Any) -> str | None:
+    """Text parts of ``gen_ai.output.messages`` (GenAI semconv message shape) joined."""
+    if not isinstance(messages, list):
+        return None
+    out = []
+    for m in messages:
+        for part in (m.get("parts") or []) if isinstance(m, dict) else []:
+            if isinstance(part, dict) and part.get("type") == "text":
+                out.append(str(part.get("content", "")))
+    return "".join(out) if out else None
+
+
+def read_otel(
+    path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    tenant_id: str,
+    errors: ErrorPolicy = "raise",
+    progress: bool | None = None,
+) -> EventLog:
+    """Load OTLP/JSON trace exports (GenAI semantic conventions) into an EventLog.
+
+    Runs: ``gen_ai.conversation.id`` of the trace, else the trace id (hex). Rows are ordered
+    by time within a run (a span's start; a tool result or subagent end at the span's end).
+    ``log.runs.attrs`` holds the trace ids, the resource attributes and ``replayable``
+    (False when any span lacks captured content).
+
+    Args:
+        tenant_id: owner of the runs (traces carry no tenant); required.
+        errors: ``"raise"`` or ``"quarantine"`` (a bad document or span becomes one
+            quarantine row: ``bad_json``, ``bad_document``, ``bad_span``).
+        progress: show a progress bar (None: when interactive).
+
+    Raises:
+        TypeError: ``tenant_id`` missing. LoadError: bad JSON / span (file:line, field,
+        reason, fix). FileNotFoundError: nothing matches ``path``.
+
+    Example:
+        >>> log = rk.read_otel("traces.json", tenant_id="acme")  # doctest: +SKIP
+        >>> log.runs_df().run_id.tolist()  # doctest: +SKIP
+        ['conv-1']
+    """
+    tenant = require_tenant(tenant_id, fmt=FORMAT)
+    quarantine = Quarantine(errors)
+    files = expand_paths(path, patterns=_PATTERNS)
+    recs: list[tuple[dict[str, Any], str, int]] = []
+    total = sum(f.stat().st_size for f in files)
+    with Progress(total, desc="read_otel", enabled=progress) as bar:
+        for k, f in enumerate(files, start=1):
+            bar.next_file(f.name, k, len(files))
+            if f.suffix.lower() in _LINE_SUFFIXES:
+                docs = [(ln, raw) for ln, raw in iter_lines(f, bar) if raw.strip()]
+            else:
+                data = f.read_bytes()
+                bar.update(len(data))
+                docs = [(1, data)]
+            for line, raw in docs:
+                try:
+                    doc = loads(raw)
+                except (*JSONDecodeError, ValueError) as exc:
+                    quarantine.bad(LoadError(source=str(f), line=line, reason="bad_json",
+                                             detail=f"is not valid JSON ({exc})",
+                                             fix="Re-export the traces as OTLP/JSON."), raw)
+                    continue
+                try:
+                    spans = list(_spans_of(doc))
+                except (ValueError, AttributeError, TypeError) as exc:
+                    quarantine.bad(LoadError(source=str(f), line=line, field="resourceSpans",
+                                             reason="bad_document", detail=str(exc),
+                                             fix="Write an ExportTraceServiceRequest: "
+                                             '{"resourceSpans": [{"scopeSpans": [...]}]}.'), raw)
+                    continue
+                for i, (span, resource, scope) in enumerate(spans):
+                    try:
+                        recs.append((_span_record(span, resource, scope), str(f), line))
+                    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                        quarantine.bad(LoadError(
+                            source=str(f), line=line, field=f"spans[{i}]", reason="bad_span",
+                            detail=str(exc), fix="Each span needs traceId, spanId, times and "
+                            "attributes as OTLP/JSON {key, value} pairs."),
+                            canonical_json(span) if isinstance(span, dict) else str(span))
+    return _build(recs, tenant, quarantine)
+
+
+def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
+           quarantine: Quarantine) -> EventLog:
+    conv: dict[str, str] = {}
+    span_ids: dict[str, set[str]] = {}
+    for rec, _, _ in recs:
+        span_ids.setdefault(rec["traceId"], set()).add(rec["spanId"])
+        c = rec["attributes"].get("gen_ai.conversation.id")
+        if c is not None and rec["traceId"] not in conv:
+            conv[rec["traceId"]] = str(c)
+    rows: list[dict[str, Any]] = []
+    for rec, src, line in recs:
+        root = rec["parentSpanId"] is None or rec["parentSpanId"] not in span_ids[rec["traceId"]]
+        run = conv.get(rec["traceId"], rec["traceId"])
+        for r in _rows_of_span(rec, root):
+            r.update(run_id=run, source=f"{FORMAT}:{src}", source_line=line,
+                     _trace=rec["traceId"], _res=rec["resource"])
+            rows.append(r)
+    runs_table = _runs(rows, tenant)
+    if not rows:
+        return EventLog(empty_events(), runs=runs_table, quarantine=quarantine.table())
+    run = np.array([r["run_id"] for r in rows], dtype=object)
+    t = np.array([r["_t"] for r in rows], dtype=np.int64)
+    start = np.array([r["_start"] for r in rows], dtype=np.int64)
+    pos = np.arange(len(rows))
+    run_codes, _ = _factorize(run)
+    order = np.lexsort((pos, start, t, run_codes))
+    sorted_runs = run_codes[order]
+    first = np.r_[True, sorted_runs[1:] != sorted_runs[:-1]]
+    group_start = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
+    seq = np.empty(len(rows), dtype=np.int64)
+    seq[order] = np.arange(len(order)) - group_start
+    cols: dict[str, Any] = {name: [r.get(name) for r in rows] for name in (
+        "run_id", "type", "kind", "event_id", "ref_id", "tool_name", "args_hash", "is_error",
+        "finish", "input_tokens", "output_tokens", "text", "payload", "source", "source_line")}
+    cols["seq"] = seq
+    cols["tenant_id"] = [tenant] * len(rows)
+    cols["ts"] = pa.array(t // 1000, type=pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+    return EventLog(events_table(cols), runs=runs_table, quarantine=quarantine.table())
+
+
+def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    uniq, codes = np.unique(values.astype(str), return_inverse=True)
+    return codes.astype(np.int64), uniq
+
+
+def _runs(rows: list[dict[str, Any]], tenant: str) -> pa.Table:
+    if not rows:
+        return RUNS_SCHEMA.empty_table()
+    by_run: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        info = by_run.setdefault(r["run_id"], {"traces": [], "replayable": True, "t": r["_t"],
+                                                "resource": r["_res"], "source": r["source"]})
+        if r["_trace"] not in info["traces"]:
+            info["traces"].append(r["_trace"])
+        info["replayable"] = info["replayable"] and r["_replayable"]
+        info["t"] = min(info["t"], r["_start"])
+    ids = sorted(by_run)
+    return pa.table({
+        "tenant_id": pa.array([tenant] * len(ids), pa.string()),
+        "run_id": pa.array(ids, pa.string()),
+        "parent_run_id": pa.nulls(len(ids), pa.string()),
+        "format": pa.array([FORMAT] * len(ids), pa.string()),
+        "source": pa.array([by_run[i]["source"] for i in ids], pa.string()),
+        "created_at": pa.array([by_run[i]["t"] // 1000 for i in ids], pa.int64()).cast(
+            pa.timestamp("us", tz="UTC")),
+        "attrs": pa.array([canonical_json({"trace_ids": by_run[i]["traces"],
+                                           "replayable": by_run[i]["replayable"],
+                                           "resource": by_run[i]["resource"]}) for i in ids],
+                          pa.large_string()),
+    }, schema=RUNS_SCHEMA)

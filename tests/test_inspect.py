@@ -1,0 +1,262 @@
+"""Inspect AI eval logs: real logs from small offline tasks (mock model + a tool).
+
+The logs are produced here by Inspect itself (``mockllm/model`` with scripted outputs, no
+network) and checked against Inspect's own readers and dataframes (``read_eval_log``,
+``inspect_ai.analysis.events_df`` / ``messages_df`` / ``samples_df``).
+Without inspect_ai these tests skip locally and fail under CI=true.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+
+import replaykit as rk
+from replaykit.errors import LoadError, MissingExtraError
+from replaykit.fold._frozen import thaw
+from replaykit.io import detect_format, read_events
+from replaykit.io.inspect import inspect_state, read_inspect, sniff
+
+try:
+    import inspect_ai  # noqa: F401
+    from inspect_ai import analysis
+    from inspect_ai.log import read_eval_log
+except ImportError:  # pragma: no cover - depends on the environment
+    if os.environ.get("CI") == "true":
+        raise
+    pytest.skip("inspect_ai is not installed (extra: inspect)", allow_module_level=True)
+
+
+def _run_task(log_dir: Path, fmt: str) -> Path:
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.scorer import includes
+    from inspect_ai.solver import generate, use_tools
+    from inspect_ai.tool import ToolError, tool
+    from inspect_ai.util import store
+
+    @tool
+    def add():  # type: ignore[no-untyped-def]
+        async def execute(x: int, y: int) -> str:
+            """Add two numbers and keep a running total in the store.
+
+            Args:
+                x: first number
+                y: second number
+            """
+            if y < 0:
+                raise ToolError("y must not be negative")
+            store().set("total", store().get("total", 0) + x + y)
+            return str(x + y)
+
+        return execute
+
+    def out(o: ModelOutput, i: int, k: int) -> ModelOutput:
+        o.usage = ModelUsage(input_tokens=i, output_tokens=k, total_tokens=i + k)
+        return o
+
+    m = "mockllm/model"
+    outputs = [
+        # sample s1: two good tool calls, then the answer
+        out(ModelOutput.for_tool_call(m, "add", {"x": 1, "y": 2}, tool_call_id="c1"), 10, 3),
+        out(ModelOutput.for_tool_call(m, "add", {"x": 3, "y": 4}, tool_call_id="c2"), 20, 4),
+        out(ModelOutput.from_content(m, "The answer is 10"), 30, 5),
+        # sample s2: a failing tool call, then a wrong answer
+        out(ModelOutput.for_tool_call(m, "add", {"x": 1, "y": -1}, tool_call_id="c3"), 11, 3),
+        out(ModelOutput.from_content(m, "I could not add them: 7"), 21, 6),
+    ]
+    task = Task(
+        dataset=[Sample(input="What is 1+2+3+4?", target="10", id="s1"),
+                 Sample(input="What is 1-1?", target="0", id="s2")],
+        solver=[use_tools(add()), generate()],
+        scorer=includes(),
+    )
+    logs = eval(task, model=get_model(m, custom_outputs=outputs), log_dir=str(log_dir),
+                log_format=fmt, display="none", max_samples=1)
+    assert logs[0].status == "success", logs[0].error
+    return Path(logs[0].location)
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("inspect_logs")
+    return {fmt: _run_task(d, fmt) for fmt in ("eval", "json")}
+
+
+def _run_ids(path: Path) -> dict[str, str]:
+    """Inspect sample uuid -> replaykit run id."""
+    el = read_eval_log(str(path))
+    return {s.uuid: f"{el.eval.eval_id}:{s.id}:{s.epoch}" for s in el.samples}
+
+
+@pytest.mark.parametrize("fmt", ["eval", "json"])
+def test_sniff_and_detect(logs: dict[str, Path], fmt: str) -> None:
+    assert sniff(logs[fmt]) is None
+    assert detect_format(logs[fmt]) == "inspect"
+
+
+def test_sniff_rejects_other_files(tmp_path: Path) -> None:
+    other = tmp_path / "x.json"
+    other.write_text('{"resourceSpans": []}')
+    assert "Inspect log header" in sniff(other)
+    bad = tmp_path / "x.eval"
+    bad.write_bytes(b"not a zip")
+    assert "zip" in sniff(bad)
+
+
+@pytest.mark.parametrize("fmt", ["eval", "json"])
+def test_event_counts_match_inspect_events_df(logs: dict[str, Path], fmt: str) -> None:
+    path = logs[fmt]
+    log = read_inspect(path, tenant_id="acme")
+    ev = analysis.events_df(str(path))
+    ids = _run_ids(path)
+    t = log.table
+    for uuid, run_id in ids.items():
+        mine = t.filter(pc.equal(pc.cast(t.column("run_id"), "string"), run_id))
+        inspect_rows = ev[ev.sample_id == uuid]
+        # every Inspect event is one row, plus the split-off tool results and input messages
+        types = pc.cast(mine.column("type"), "string").to_pylist()
+        kinds = pc.cast(mine.column("kind"), "string").to_pylist()
+        split = sum(k == "tool_result" for k in kinds) + types.count("message")
+        assert mine.num_rows - split == len(inspect_rows)
+        for name, count in inspect_rows.event.value_counts().items():
+            same = [x == name and k != "tool_result" for x, k in zip(types, kinds, strict=True)]
+            assert sum(same) == count, name
+        assert kinds.count("tool_call") == (inspect_rows.event == "tool").sum()
+        assert kinds.count("tool_result") == kinds.count("tool_call")
+        assert kinds.count("model_response") == (inspect_rows.event == "model").sum()
+    assert log.quarantine.num_rows == 0
+
+
+@pytest.mark.parametrize("fmt", ["eval", "json"])
+def test_tool_calls_match_inspect_messages_df(logs: dict[str, Path], fmt: str) -> None:
+    path = logs[fmt]
+    log = read_inspect(path, tenant_id="acme")
+    msgs = analysis.messages_df(str(path))
+    ids = _run_ids(path)
+    tools = log.tools_df()
+    for uuid, run_id in ids.items():
+        tool_msgs = msgs[(msgs.sample_id == uuid) & (msgs.role == "tool")].sort_values("order")
+        mine = tools[tools.run_id == run_id].sort_values("call_seq")
+        assert mine.call_id.tolist() == tool_msgs.tool_call_id.tolist()
+        assert mine.tool_name.tolist() == tool_msgs.tool_call_function.tolist()
+        assert mine.is_error.tolist() == tool_msgs.tool_call_error.notna().tolist()
+        assert bool(mine.has_result.all())
+    s1 = tools[tools.run_id.str.endswith(":s1:1")]
+    assert s1.result_text.tolist() == ["3", "7"]
+    assert [json.loads(a) for a in s1.arguments] == [{"x": 1, "y": 2}, {"x": 3, "y": 4}]
+    assert s1.args_hash.tolist() == [rk._json.args_hash({"x": 1, "y": 2}),
+                                     rk._json.args_hash({"x": 3, "y": 4})]
+    s2 = tools[tools.run_id.str.endswith(":s2:1")]
+    assert s2.is_error.tolist() == [True]
+
+
+def test_model_rows_and_runs_attrs(logs: dict[str, Path]) -> None:
+    path = logs["eval"]
+    log = read_inspect(path, tenant_id="acme")
+    t = log.table
+    model = t.filter(pc.equal(pc.cast(t.column("kind"), "string"), "model_response"))
+    assert pc.cast(model.column("finish"), "string").to_pylist() == [
+        "tool-calls", "tool-calls", "stop", "tool-calls", "stop"]
+    assert model.column("input_tokens").to_pylist() == [10, 20, 30, 11, 21]
+    assert model.column("output_tokens").to_pylist() == [3, 4, 5, 3, 6]
+    assert model.column("ref_id").null_count == 0
+    samples = analysis.samples_df(str(path))
+    runs = {r["run_id"]: json.loads(r["attrs"]) for r in log.runs.to_pylist()}
+    ids = _run_ids(path)
+    for _, row in samples.iterrows():
+        attrs = runs[ids[row.sample_id]]
+        assert attrs["scores"]["includes"]["value"] == row.score_includes
+        assert attrs["sample_id"] == row.id and attrs["epoch"] == row.epoch
+        assert attrs["task"] == "task" or attrs["task"]
+    by_sample = {a["sample_id"]: a for a in runs.values()}
+    assert by_sample["s1"]["store"] == {"total": 10}
+    assert by_sample["s1"]["scores"]["includes"]["value"] == "C"
+    assert by_sample["s2"]["scores"]["includes"]["value"] == "I"
+    assert set(pc.cast(log.table.column("tenant_id"), "string").to_pylist()) == {"acme"}
+    assert pc.cast(t.column("source"), "string")[0].as_py() == f"inspect:{path}"
+
+
+@pytest.mark.parametrize("fmt", ["eval", "json"])
+def test_inspect_state_fold_matches_recorded_state(logs: dict[str, Path], fmt: str) -> None:
+    path = logs[fmt]
+    log = read_inspect(path, tenant_id="acme")
+    frame = rk.fold(log, inspect_state())
+    el = read_eval_log(str(path), resolve_attachments=True)
+    for sample in el.samples:
+        run_id = f"{el.eval.eval_id}:{sample.id}:{sample.epoch}"
+        run = log.run(run_id, tenant_id="acme")
+        n = run.table.num_rows
+        final = frame.at_step(run_id, n, tenant_id="acme")
+        assert thaw(final["store"]) == sample.store
+        state = thaw(final["state"])
+        want = [m.model_dump(mode="json", exclude_none=True) for m in sample.messages]
+        assert state["messages"] == want
+        assert state["store"] == sample.store
+        assert state["output"]["completion"] == sample.output.completion
+        # the store moves exactly at the recorded store events, in order
+        types = pc.cast(run.table.column("type"), "string").to_pylist()
+        totals = [frame.at_step(run_id, i + 1, tenant_id="acme")["store"].get("total")
+                  for i, typ in enumerate(types) if typ == "store"]
+        expected = [3, 10, 10, 10] if sample.id == "s1" else []
+        assert totals[: len(expected)] == expected
+        # before sample_init nothing is known
+        assert frame.at_step(run_id, 0, tenant_id="acme")["state"] is None
+
+
+def test_read_events_sniffs_inspect_in_a_folder(logs: dict[str, Path]) -> None:
+    log = read_events(logs["eval"].parent, tenant_id="acme")
+    runs = set(pc.cast(log.table.column("run_id"), "string").to_pylist())
+    assert len(runs) == 4  # 2 samples x 2 log files
+    assert set(log.runs.column("format").to_pylist()) == {"inspect"}
+
+
+def test_tenant_required(logs: dict[str, Path]) -> None:
+    with pytest.raises(TypeError, match="tenant_id"):
+        read_inspect(logs["eval"], tenant_id=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="tenant_id"):
+        read_inspect(logs["eval"], tenant_id="")
+
+
+def test_bad_log_raises_or_quarantines(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.eval"
+    bad.write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(LoadError) as info:
+        read_inspect(bad, tenant_id="acme")
+    assert info.value.reason == "bad_log" and str(bad) in str(info.value)
+    log = read_inspect(bad, tenant_id="acme", errors="quarantine")
+    assert log.table.num_rows == 0
+    assert log.quarantine.column("reason").to_pylist() == ["bad_log"]
+
+
+def test_missing_extra(monkeypatch: pytest.MonkeyPatch, logs: dict[str, Path]) -> None:
+    monkeypatch.setitem(sys.modules, "inspect_ai", None)
+    with pytest.raises(MissingExtraError, match=r"replaykit\[inspect\]"):
+        read_inspect(logs["eval"], tenant_id="acme")
+
+
+def test_branch_replay_and_distance(logs: dict[str, Path]) -> None:
+    log = read_inspect(logs["eval"], tenant_id="acme")
+    runs = sorted(set(pc.cast(log.table.column("run_id"), "string").to_pylist()))
+    mat = rk.tool_distance_matrix(log)
+    assert mat.loc[runs[0], runs[0]] == 0
+    assert mat.loc[runs[0], runs[1]] == 1  # [add, add] vs [add]
+    s1 = next(r for r in runs if r.endswith(":s1:1"))
+    b = rk.Branch(base=log, run_id=s1, tenant_id="acme", checkpoint=0, name="bigger x")
+    b = b.intervene(kind="tool_args_patch", target="c1", patch={"args": {"x": 5, "y": 2}})
+    res = rk.replay(b)
+    assert res.status == "paused"  # the patched call diverges and has no fixture
+    req = res.requirements_df()
+    assert req.tool_name.tolist() == ["add"]
+    assert json.loads(req.args.iloc[0]) == {"x": 5, "y": 2}
+    fx = rk.Fixture("fx1", "any", "add", output="7", args_subset={"x": 5, "y": 2})
+    done = res.resume([fx])
+    assert done.status == "completed"
+    eff = done.effects_df()
+    assert eff.action.tolist()[:1] == ["fixture"]
