@@ -17,7 +17,7 @@ def test_every_public_name_resolves():
 def test_import_does_not_pull_in_plotting_or_widgets():
     code = (
         "import sys, replaykit; "
-        "heavy = [m for m in ('plotly', 'ipywidgets', 'dask', 'duckdb', 'adbc_driver_manager') "
+        "heavy = [m for m in ('plotly', 'ipywidgets', 'dask', 'duckdb', 'adbc_driver_manager', 'inspect_ai', 'opentelemetry', 'playwright') "
         "if m in sys.modules]; print(','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
