@@ -13,7 +13,7 @@ libraries.
 
 from __future__ import annotations
 
-from . import datasets, schema
+from . import datasets, engine, schema
 from . import toh_scripts as toh
 from .branch import (
     COMPARABILITY,
@@ -81,6 +81,7 @@ __all__ = [
     "__version__",
     "concat",
     "datasets",
+    "engine",
     "detect_format",
     "read_events",
     "read_isplay",

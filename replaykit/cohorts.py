@@ -968,7 +968,7 @@ def cohorts(log: EventLog, by: ByArg = "semester", *,
             tenant_id: str | Sequence[str] | None = None,
             calendar: SemesterCalendar | Sequence[tuple[str, int, int]] | None = None,
             cache: Any = None, cache_mode: CacheMode = "best-effort",
-            pair_on: ByArg = "prompt") -> Cohorts:
+            pair_on: ByArg = "prompt", engine: str = "local", client: Any = None) -> Cohorts:
     """Group the runs of ``log`` into cohorts.
 
     Args:
@@ -987,6 +987,9 @@ def cohorts(log: EventLog, by: ByArg = "semester", *,
         cache_mode: how cache reads are counted (``best-effort``: a miss is a live fallback).
         pair_on: the key of the paired analysis in :meth:`Cohorts.compare` (a runs_df
             column or a callable; default the run's first prompt).
+        engine: ``"local"`` or ``"dask"`` (``log`` may then be a Parquet dataset path or a
+            dask.dataframe; per-run measures are computed per partition, and replay-based
+            methods are unavailable); ``client``: its ``distributed.Client``.
 
     Example:
         >>> import replaykit as rk
@@ -1002,6 +1005,12 @@ def cohorts(log: EventLog, by: ByArg = "semester", *,
         KeyError: the log has none of the given tenants; ``by`` names nothing.
         ValueError: an unknown ``cache_mode`` or an invalid calendar.
     """
+    if engine != "local":
+        from .engine import _dispatch
+
+        return _dispatch.cohorts(engine, log, by, tenant_id=tenant_id, calendar=calendar,
+                                 cache=cache, cache_mode=cache_mode, pair_on=pair_on,
+                                 client=client)
     if not isinstance(log, EventLog):
         raise TypeError(f"log must be a replaykit.EventLog, got {type(log).__name__}")
     if tenant_id is not None:

@@ -347,16 +347,24 @@ class EventLog:
         return sub
 
     # ------------------------------------------------------------------ combine / persist
-    def to_parquet(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+    def to_parquet(self, path: str | os.PathLike[str], *, overwrite: bool = False,
+                   partition_events: int | None = None) -> Path:
         """Write the log as a Parquet dataset partitioned by tenant (hive layout).
 
         Layout: ``path/tenant_id=<id>/part-*.parquet`` holding whole runs sorted by
         (run_id, seq), plus ``path/_runs.parquet`` and ``path/_quarantine.parquet``.
-        Read it back with :func:`read_parquet`.
+        Read it back with :func:`read_parquet`. With ``partition_events=N`` each file holds
+        about N events and never splits a run: one task per file for ``engine="dask"``
+        (see :func:`replaykit.engine.write_partitioned`).
 
         Raises:
             FileExistsError: ``path`` exists and is not empty, unless ``overwrite=True``.
         """
+        if partition_events is not None:
+            from .engine import write_partitioned
+
+            return write_partitioned(self, path, partition_events=partition_events,
+                                     overwrite=overwrite)
         out = Path(path)
         if out.exists() and any(out.iterdir()):
             if not overwrite:

@@ -557,7 +557,8 @@ def _head_problems(table: pa.Table, starts: np.ndarray, heads: pd.DataFrame) -> 
     return pa.concat_tables(out) if out else None
 
 
-def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None) -> pd.DataFrame:
+def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
+                 engine: str = "local", client: Any = None) -> pd.DataFrame:
     """Check the hash chain of every run; one row per problem, an empty frame when intact.
 
     Columns: ``tenant_id``, ``run_id``, ``seq``, ``kind``, ``expected``, ``found``. Kinds:
@@ -581,6 +582,9 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None) -> pd.Dat
     ``row_hash`` and optional ``tenant_id`` and ``seq`` (a ``seq`` anchor only requires that
     row to exist with that hash, so a run may have grown since it was anchored).
 
+    ``engine="dask"`` (optional ``client=``) checks a Parquet dataset path, EventLog or
+    dask.dataframe partition by partition and returns the same frame (docs/scaling.md).
+
     Raises:
         TypeError: ``log`` or ``expected_heads`` has the wrong type.
         ValueError: a table lacks the needed columns; ``expected_heads`` lacks
@@ -590,6 +594,10 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None) -> pd.Dat
     >>> problems.empty  # doctest: +SKIP
     True
     """
+    if engine != "local":
+        from .engine import _dispatch
+
+        return _dispatch.verify_chain(engine, log, expected_heads, client=client)
     heads = None if expected_heads is None else _normalise_heads(expected_heads)
     table = _as_table(log)
     n = table.num_rows

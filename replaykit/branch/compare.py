@@ -116,8 +116,8 @@ def _first_diff(pairs_n: int, left: pd.DataFrame, right: pd.DataFrame, key: str
     return first, np.zeros(pairs_n, dtype=np.int64)
 
 
-def compare(base_log: EventLog, replay_log: EventLog, pairs: pd.DataFrame | None = None
-            ) -> pd.DataFrame:
+def compare(base_log: EventLog, replay_log: EventLog, pairs: pd.DataFrame | None = None,
+            *, engine: str = "local", client: Any = None) -> pd.DataFrame:
     """One row per (base run, replay run) pair with every replay metric, computed column-wise.
 
     ``pairs`` has columns ``base_run_id`` and ``replay_run_id`` (optional ``tenant_id``,
@@ -130,6 +130,9 @@ def compare(base_log: EventLog, replay_log: EventLog, pairs: pd.DataFrame | None
     (tool, args hash)), tool_argument_changed, fixture_dependency_count, sensitive_to_fixture,
     same_terminal, comparability.
 
+    ``engine="dask"`` (optional ``client=``) computes the same frame partition by partition
+    from Parquet dataset paths or EventLogs (see docs/scaling.md).
+
     Example:
         >>> df = rk.compare(log, res.events)  # doctest: +SKIP
         >>> df.loc[0, "comparability"]  # doctest: +SKIP
@@ -139,6 +142,10 @@ def compare(base_log: EventLog, replay_log: EventLog, pairs: pd.DataFrame | None
         KeyError: a pair names a run that is not in its log.
         ValueError: ``pairs`` lacks base_run_id / replay_run_id.
     """
+    if engine != "local":
+        from ..engine import _dispatch
+
+        return _dispatch.compare(engine, base_log, replay_log, pairs, client=client)
     bt, rt = _table(base_log), _table(replay_log)
     B, R = _frame(bt), _frame(rt)
     if pairs is None:

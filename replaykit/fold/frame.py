@@ -226,7 +226,8 @@ class StateFrame:
         return self._hashes
 
 
-def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True) -> StateFrame:
+def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True,
+         engine: str = "local", client: Any = None) -> StateFrame:
     """Fold every event of ``log`` through ``projections``: the state after each event.
 
     Column-wise: each field kind is a segmented numpy/Arrow scan over rows sorted by
@@ -238,9 +239,15 @@ def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True)
         state_hash: compute the ``state_hash`` column (a 64-bit structured hash of the
             canonical JSON of the full state after each event; see docs/fold.md). On by
             default and column-wise; ``False`` only saves its 8 bytes per event.
+        engine: ``"local"`` (default) or ``"dask"``: map the fold over run-aligned
+            partitions of a Parquet dataset path / EventLog / dask.dataframe and return a lazy
+            :class:`replaykit.engine.DaskStateFrame` (``final()``, ``steps_df()``,
+            ``to_parquet()``); see docs/scaling.md.
+        client: a ``distributed.Client`` for ``engine="dask"`` (default: the current one).
 
     Returns:
-        a :class:`StateFrame`.
+        a :class:`StateFrame` (with ``engine="dask"``: a lazy
+        :class:`replaykit.engine.DaskStateFrame`).
 
     Raises:
         SchemaError: the table is not canonical, or a payload value has the wrong type.
@@ -249,6 +256,10 @@ def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True)
     >>> import replaykit as rk  # doctest: +SKIP
     >>> rk.fold(log, rk.agent()).final()  # doctest: +SKIP
     """
+    if engine != "local":
+        from ..engine import _dispatch
+
+        return _dispatch.fold(engine, log, projections, state_hash=state_hash, client=client)
     table = log.table if isinstance(log, EventLog) else validate(log)
     fields = resolve_projections(projections)
     cols = Columns(table)

@@ -62,6 +62,9 @@ class _NotNull:
     def __repr__(self) -> str:
         return "NOTNULL"
 
+    def __reduce__(self) -> str:  # unpickles as the module's singleton (Dask workers)
+        return "NOTNULL"
+
 
 #: Use as a ``where`` value: the column must not be null (``on(where={"finish": NOTNULL})``).
 NOTNULL: Any = _NotNull()

@@ -1,0 +1,307 @@
+"""Run-aligned partitions of an events dataset (no Dask here: plain pyarrow).
+
+A *partition* is a unit of work that holds whole runs: one Parquet file of a dataset in the
+:meth:`EventLog.to_parquet` layout (``root/tenant_id=<id>/part-*.parquet``), one slice of an
+in-memory log, or one partition of a ``dask.dataframe``. Partitioning never splits a run:
+:func:`write_partitioned` cuts only at run boundaries, and :func:`partitions` checks the
+Parquet footers of a dataset (run-id ranges per file must not overlap within a tenant).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..errors import ReplayKitError
+from ..eventlog import EventLog
+from ..schema import EVENTS_SCHEMA, _dictionary_rank
+
+__all__ = ["EngineError", "Partition", "partitions", "write_partitioned"]
+
+#: Default size of one partition written by :func:`write_partitioned` (events, approximate:
+#: a partition closes at the first run boundary at or after this many events).
+DEFAULT_PARTITION_EVENTS = 250_000
+
+
+class EngineError(ReplayKitError):
+    """A partition failed on an engine (a worker died, or the computation raised).
+
+    Attributes:
+        partition: the partition's name (a file path relative to the dataset, or
+            ``"partition <i>"`` for in-memory and dask.dataframe sources).
+        cause: the underlying exception (None when not available).
+    """
+
+    def __init__(self, partition: str, message: str, cause: BaseException | None = None) -> None:
+        self.partition = partition
+        self.cause = cause
+        self.message = message
+        super().__init__(f"partition {partition!r}: {message}")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable across Dask workers
+        return (type(self), (self.partition, self.message, None))
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One run-aligned unit of work.
+
+    Attributes:
+        name: stable name (relative file path, or ``"partition <i>"``); used in errors,
+            progress and as the key of out-of-core outputs.
+        index: position in the dataset order (tenant, then file number).
+        path: the Parquet file (None for in-memory / dask.dataframe partitions).
+        tenant_id: the tenant of a hive partition directory (None when not known).
+        root: the dataset root (its ``_runs.parquet`` holds run header metadata).
+        table: the events of an in-memory partition (None otherwise).
+    """
+
+    name: str
+    index: int
+    path: str | None = None
+    tenant_id: str | None = None
+    root: str | None = None
+    table: pa.Table | None = None
+
+    def load(self, data: Any = None) -> EventLog:
+        """The partition as a sorted, canonical :class:`EventLog` (``data``: a pandas
+        partition of a dask.dataframe source, or a scattered Arrow table)."""
+        if self.table is not None:
+            return EventLog(self.table)
+        if isinstance(data, pa.Table):
+            return EventLog(data)
+        if data is not None:
+            return EventLog(_canonical(pa.Table.from_pandas(data, preserve_index=False)))
+        assert self.path is not None
+        t = pq.read_table(self.path)
+        if "tenant_id" not in t.schema.names:
+            t = t.append_column("tenant_id", pa.array([self.tenant_id] * t.num_rows, pa.string()))
+        return EventLog(_canonical(t))
+
+    def run_meta(self, log: EventLog) -> pa.Table | None:
+        """Rows of the dataset's ``_runs.parquet`` for the runs of ``log`` (None: none)."""
+        if self.root is None:
+            return None
+        f = Path(self.root) / "_runs.parquet"
+        if not f.exists() or len(log) == 0:
+            return None
+        runs = pc.unique(pc.cast(log.table.column("run_id"), pa.string()))
+        meta = pq.read_table(f, filters=pc.field("run_id").isin(runs))
+        if self.tenant_id is not None and "tenant_id" in meta.schema.names:
+            meta = meta.filter(pc.equal(pc.cast(meta.column("tenant_id"), pa.string()),
+                                        self.tenant_id))
+        return meta
+
+
+def _canonical(t: pa.Table) -> pa.Table:
+    missing = [f.name for f in EVENTS_SCHEMA if f.name not in t.schema.names]
+    cols = []
+    for f in EVENTS_SCHEMA:
+        if f.name in missing:
+            cols.append(pa.nulls(t.num_rows, f.type))
+            continue
+        c = t.column(f.name)
+        cols.append(c.cast(f.type) if c.type != f.type else c)
+    return pa.Table.from_arrays(cols, schema=EVENTS_SCHEMA).unify_dictionaries().combine_chunks()
+
+
+def _run_starts(table: pa.Table) -> np.ndarray:
+    n = table.num_rows
+    starts = np.ones(n, dtype=bool)
+    if n > 1:
+        tenant = _dictionary_rank(table.column("tenant_id"))
+        run = _dictionary_rank(table.column("run_id"))
+        starts[1:] = (tenant[1:] != tenant[:-1]) | (run[1:] != run[:-1])
+    return starts
+
+
+def _cuts(table: pa.Table, partition_events: int) -> list[tuple[int, int]]:
+    """Row ranges [a, b) of whole runs, about ``partition_events`` rows each, never crossing
+    a tenant boundary (column-wise: one cumulative sum over run starts)."""
+    n = table.num_rows
+    if n == 0:
+        return []
+    if partition_events < 1:
+        raise ValueError(f"partition_events must be >= 1, got {partition_events}")
+    starts = np.flatnonzero(_run_starts(table))
+    tenant = _dictionary_rank(table.column("tenant_id"))
+    t_of_run = tenant[starts]
+    new_tenant = np.r_[True, t_of_run[1:] != t_of_run[:-1]]
+    tenant_first_row = starts[new_tenant][np.cumsum(new_tenant) - 1]
+    bucket = (starts - tenant_first_row) // partition_events  # by where each run starts
+    key = np.cumsum(new_tenant) * (n + 1) + bucket
+    cut = np.r_[True, key[1:] != key[:-1]]
+    lo = starts[cut]
+    hi = np.r_[lo[1:], n]
+    return list(zip(lo.tolist(), hi.tolist(), strict=True))
+
+
+def write_partitioned(
+    log: EventLog,
+    path: str | os.PathLike[str],
+    *,
+    partition_events: int = DEFAULT_PARTITION_EVENTS,
+    overwrite: bool = False,
+) -> Path:
+    """Write ``log`` in the :meth:`EventLog.to_parquet` layout, one file per run-aligned
+    partition of about ``partition_events`` events (a file never splits a run).
+
+    Layout: ``path/tenant_id=<id>/part-<k>.parquet`` (runs sorted by run_id, seq),
+    ``path/_runs.parquet``, ``path/_quarantine.parquet``; :func:`replaykit.read_parquet`
+    reads it, and the Dask engine maps one task per file.
+
+    Example:
+        >>> import replaykit as rk  # doctest: +SKIP
+        >>> rk.engine.write_partitioned(log, "events/", partition_events=500_000)  # doctest: +SKIP
+
+    Raises:
+        FileExistsError: ``path`` exists and is not empty, unless ``overwrite=True``.
+        ValueError: ``partition_events < 1``.
+    """
+    out = Path(path)
+    if out.exists() and any(out.iterdir()):
+        if not overwrite:
+            raise FileExistsError(f"{out} exists and is not empty; pass overwrite=True")
+        import shutil
+
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    table = log.table
+    counters: dict[str, int] = {}
+    cuts = _cuts(table, partition_events)
+    body = table.drop_columns(["tenant_id"])
+    tenants = table.column("tenant_id")
+    for a, b in cuts:
+        tenant = tenants[a].as_py()
+        k = counters.get(tenant, 0)
+        counters[tenant] = k + 1
+        d = out / f"tenant_id={urllib.parse.quote(tenant, safe='')}"
+        d.mkdir(exist_ok=True)
+        pq.write_table(body.slice(a, b - a), d / f"part-{k}.parquet",
+                       row_group_size=min(1_000_000, max(1, b - a)))
+    pq.write_table(log.runs, out / "_runs.parquet")
+    pq.write_table(log.quarantine, out / "_quarantine.parquet")
+    return out
+
+
+_PART_NO = re.compile(r"(\d+)")
+
+
+def _natural(name: str) -> tuple[Any, ...]:
+    return tuple(int(s) if s.isdigit() else s for s in _PART_NO.split(name))
+
+
+def _file_partitions(root: Path, check: bool) -> list[Partition]:
+    if not root.exists():
+        raise FileNotFoundError(f"{root}: no such Parquet dataset")
+    found: list[tuple[str, Path]] = []
+    for d in sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("tenant_id=")):
+        tenant = urllib.parse.unquote(d.name.split("=", 1)[1])
+        for f in d.rglob("*.parquet"):
+            if not any(part.startswith(("_", ".")) for part in f.relative_to(d).parts):
+                found.append((tenant, f))
+    if not found:
+        raise FileNotFoundError(
+            f"{root}: no tenant_id=<id>/*.parquet files; write the dataset with "
+            "EventLog.to_parquet or replaykit.engine.write_partitioned"
+        )
+    found.sort(key=lambda tf: (tf[0], _natural(str(tf[1].relative_to(root)))))
+    parts = [
+        Partition(name=str(f.relative_to(root)), index=i, path=str(f), tenant_id=t,
+                  root=str(root))
+        for i, (t, f) in enumerate(found)
+    ]
+    if check:
+        _check_no_split(parts)
+    return parts
+
+
+def _run_range(path: str) -> tuple[str, str] | None:
+    try:
+        md = pq.ParquetFile(path).metadata
+    except (OSError, pa.ArrowException):  # unreadable: its task fails and names the file
+        return None
+    if md.num_rows == 0:
+        return None
+    names = md.schema.to_arrow_schema().names
+    if "run_id" not in names:
+        return None
+    col = names.index("run_id")
+    lo: str | None = None
+    hi: str | None = None
+    for g in range(md.num_row_groups):
+        st = md.row_group(g).column(col).statistics
+        if st is None or not st.has_min_max:
+            return None
+        mn, mx = st.min, st.max
+        mn = mn.decode() if isinstance(mn, bytes) else mn
+        mx = mx.decode() if isinstance(mx, bytes) else mx
+        lo = mn if lo is None or mn < lo else lo
+        hi = mx if hi is None or mx > hi else hi
+    assert lo is not None and hi is not None
+    return lo, hi
+
+
+def _check_no_split(parts: list[Partition]) -> None:
+    """Files of one tenant must hold disjoint run-id ranges (Parquet footer statistics)."""
+    by_tenant: dict[str | None, list[tuple[str, str, str]]] = {}
+    for p in parts:
+        assert p.path is not None
+        r = _run_range(p.path)
+        if r is not None:
+            by_tenant.setdefault(p.tenant_id, []).append((r[0], r[1], p.name))
+    for tenant, ranges in by_tenant.items():
+        ranges.sort()
+        for (_, hi, name), (lo2, _, name2) in zip(ranges, ranges[1:], strict=False):
+            if lo2 <= hi:
+                raise EngineError(
+                    name2,
+                    f"its run ids overlap those of {name!r} (tenant {tenant!r}): a run may be "
+                    "split across files, and per-run results would be wrong. Rewrite the "
+                    "dataset with replaykit.engine.write_partitioned(log, path) (files that "
+                    "never split a run).",
+                )
+
+
+def _table_partitions(log: EventLog, partition_events: int) -> list[Partition]:
+    t = log.table
+    return [Partition(name=f"partition {i}", index=i, table=t.slice(a, b - a))
+            for i, (a, b) in enumerate(_cuts(t, partition_events))]
+
+
+def partitions(
+    source: Any, *, partition_events: int = DEFAULT_PARTITION_EVENTS, check: bool = True
+) -> list[Partition]:
+    """The run-aligned partitions of ``source``, in dataset order.
+
+    ``source``: a dataset directory (:meth:`EventLog.to_parquet` / :func:`write_partitioned`
+    layout; one partition per file, checked with ``check=True`` from the Parquet footers not
+    to split runs), or an :class:`EventLog` (cut into slices of about ``partition_events``
+    events at run boundaries). dask.dataframe sources are handled by the Dask engine.
+
+    >>> parts = partitions("events/")  # doctest: +SKIP
+    >>> parts[0].name  # doctest: +SKIP
+    'tenant_id=acme/part-0.parquet'
+
+    Raises:
+        FileNotFoundError: no such dataset, or it holds no partition files.
+        EngineError: two files of one tenant hold overlapping run ids.
+        TypeError: ``source`` is neither a path nor an EventLog.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        return _file_partitions(Path(source), check)
+    if isinstance(source, EventLog):
+        return _table_partitions(source, partition_events)
+    raise TypeError(
+        "source must be a Parquet dataset path, an EventLog or a dask.dataframe in the "
+        f"canonical schema, got {type(source).__name__}"
+    )
