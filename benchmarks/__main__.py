@@ -189,6 +189,86 @@ def _fmt_row(row: dict[str, Any]) -> str:
     )
 
 
+def loader_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pleach/toh loader results as table rows (same shape as the suites' rows)."""
+    rows: list[dict[str, Any]] = []
+    p = results.get("pleach")
+    if p and "error" not in p["pleach_replaykit"]:
+        rk, pd_, dd = p["pleach_replaykit"], p["pleach_pandas"], p["pleach_duckdb"]
+        n = f"{p['events']:,} events"
+        if "error" not in pd_:
+            rows.append({"name": f"read_pleach vs pandas.read_json + normalisation ({n})",
+                         "value": rk["seconds"], "unit": "s", "baseline": pd_["seconds"],
+                         "ratio": pd_["seconds"] / rk["seconds"],
+                         "target": ">= 10x faster than pandas"})
+        if "error" not in dd:
+            rows.append({"name": f"read_pleach vs DuckDB read_json ({n})",
+                         "value": rk["seconds"], "unit": "s", "baseline": dd["seconds"],
+                         "ratio": rk["seconds"] / dd["seconds"],
+                         "target": "<= 2x DuckDB's time"})
+        rows.append({"name": f"read_pleach peak RSS ({n})", "value": rk["peak_rss_mb"],
+                     "unit": "MB", "baseline": pd_.get("peak_rss_mb"),
+                     "ratio": rk["peak_rss_mb"] / pd_["peak_rss_mb"] if "error" not in pd_
+                     else None, "target": "< 2.5 GB"})
+    t = results.get("toh")
+    if t and "error" not in t["toh_replaykit"]:
+        rk, nv = t["toh_replaykit"], t["toh_naive"]
+        rows.append({"name": f"read_toh events/s ({rk['rows']:,} events)",
+                     "value": rk["rows"] / rk["seconds"], "unit": "events/s",
+                     "baseline": nv["rows"] / nv["seconds"] if "error" not in nv else None,
+                     "ratio": nv["seconds"] / rk["seconds"] if "error" not in nv else None,
+                     "target": ">= 300,000 events/s (baseline: json.loads per line, lines/s)"})
+    return rows
+
+
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def write_performance_md(results: dict[str, Any], rows: list[dict[str, Any]],
+                         load: tuple[tuple[float, ...], tuple[float, ...]],
+                         path: Path = Path("docs/performance.md")) -> None:
+    """Replace the generated table in docs/performance.md (between the bench markers)."""
+
+    def cell(v: Any) -> str:
+        if v is None:
+            return "-"
+        if isinstance(v, float):
+            return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+        return str(v).replace("|", "/")
+
+    m = results["machine"]
+    lines = [
+        BEGIN,
+        "## Latest `make bench` run (generated)",
+        "",
+        f"Written by `python -m benchmarks` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+        f". Machine: {m.get('nproc')} cores, {cell(m.get('cpu'))}, {m.get('ram_gb')} GB RAM, "
+        f"Python {m.get('python')}, pyarrow {m.get('pyarrow')}, pandas {m.get('pandas')}. "
+        f"Load average before / after: {', '.join(f'{x:.1f}' for x in load[0])} / "
+        f"{', '.join(f'{x:.1f}' for x in load[1])}. Every baseline was measured in the same run. "
+        "Scaling curves: [img/scaling.png](img/scaling.png).",
+        "",
+        "| figure | value | unit | baseline | ratio | target |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {cell(r.get('name'))} | {cell(r.get('value'))} | {cell(r.get('unit'))} | "
+            f"{cell(r.get('baseline'))} | {cell(r.get('ratio'))} | {cell(r.get('target'))} |"
+        )
+    lines += ["", END]
+    text = path.read_text()
+    block = "\n".join(lines)
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        marker = "\n## "
+        i = text.find(marker)
+        text = text + "\n" + block + "\n" if i < 0 else text[:i] + "\n" + block + text[i:]
+    path.write_text(text)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
@@ -205,6 +285,7 @@ def main(argv: list[str] | None = None) -> None:
     toh_n = args.toh_events or (50_000 if args.quick else 1_000_000)
     repeat = args.repeat or (2 if args.quick else 1)
     results: dict[str, Any] = {"machine": _machine(), "quick": args.quick}
+    load_before = os.getloadavg()
     print("machine:", json.dumps(results["machine"]), flush=True)
     if args.only in (None, "pleach"):
         results["pleach"] = bench_pleach(pleach_n, repeat)
@@ -219,6 +300,10 @@ def main(argv: list[str] | None = None) -> None:
     for name in _SUITES:
         for row in results.get(name, []):
             print(_fmt_row(row))
+    if not args.quick and args.only is None:
+        rows = loader_rows(results) + [r for n in _SUITES for r in results.get(n, [])]
+        write_performance_md(results, rows, (load_before, os.getloadavg()))
+        print("\ntable written to docs/performance.md")
     DATA.mkdir(exist_ok=True)
     out = DATA / ("results-quick.json" if args.quick else "results.json")
     out.write_text(json.dumps(results, indent=2))
