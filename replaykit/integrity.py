@@ -39,7 +39,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .eventlog import EventLog, to_pandas
-from .schema import _dictionary_rank, sort_order
+from .schema import run_starts as _run_starts
+from .schema import sort_order
 
 __all__ = [
     "CONTENT_COLUMNS",
@@ -326,17 +327,6 @@ def _as_table(log: EventLog | pa.Table) -> pa.Table:
             log = log.take(pa.array(order))
         return log
     raise TypeError(f"expected an EventLog or a pyarrow.Table, got {type(log).__name__}")
-
-
-def _run_starts(table: pa.Table) -> np.ndarray:
-    """Boolean mask: row i starts a new (tenant_id, run_id) group (rows sorted)."""
-    n = table.num_rows
-    starts = np.ones(n, dtype=bool)
-    if n > 1:
-        tenant = _dictionary_rank(table.column("tenant_id"))
-        run = _dictionary_rank(table.column("run_id"))
-        starts[1:] = (tenant[1:] != tenant[:-1]) | (run[1:] != run[:-1])
-    return starts
 
 
 # --------------------------------------------------------------------------- stamping

@@ -228,6 +228,17 @@ def sort_order(table: pa.Table) -> np.ndarray:
     return np.lexsort((seq, run, tenant))
 
 
+def run_starts(table: pa.Table) -> np.ndarray:
+    """Boolean mask over a sorted events table: row i starts a new (tenant_id, run_id) run."""
+    n = table.num_rows
+    starts = np.ones(n, dtype=bool)
+    if n > 1:
+        tenant = _dictionary_rank(table.column("tenant_id"))
+        run = _dictionary_rank(table.column("run_id"))
+        starts[1:] = (tenant[1:] != tenant[:-1]) | (run[1:] != run[:-1])
+    return starts
+
+
 def sort_events(table: pa.Table) -> pa.Table:
     """``table`` sorted by (tenant_id, run_id, seq); returned as is when already sorted."""
     order = sort_order(table)

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from ..errors import ReplayKitError
 from ..eventlog import EventLog
 from ..schema import EVENTS_SCHEMA, _dictionary_rank
+from ..schema import run_starts as _run_starts
 
 __all__ = ["EngineError", "Partition", "partitions", "write_partitioned"]
 
@@ -112,16 +113,6 @@ def _canonical(t: pa.Table) -> pa.Table:
         c = t.column(f.name)
         cols.append(c.cast(f.type) if c.type != f.type else c)
     return pa.Table.from_arrays(cols, schema=EVENTS_SCHEMA).unify_dictionaries().combine_chunks()
-
-
-def _run_starts(table: pa.Table) -> np.ndarray:
-    n = table.num_rows
-    starts = np.ones(n, dtype=bool)
-    if n > 1:
-        tenant = _dictionary_rank(table.column("tenant_id"))
-        run = _dictionary_rank(table.column("run_id"))
-        starts[1:] = (tenant[1:] != tenant[:-1]) | (run[1:] != run[:-1])
-    return starts
 
 
 def _cuts(table: pa.Table, partition_events: int) -> list[tuple[int, int]]:
