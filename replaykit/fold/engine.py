@@ -200,7 +200,9 @@ class ScalarCol:
 
 
 def _sparse_at(rows: np.ndarray, vals: np.ndarray, i: int, start: int, zero: Any) -> Any:
-    j = int(np.searchsorted(rows, i, side="right")) - 1
+    # The key takes the array's own dtype: searching an int32 array for a Python int makes
+    # numpy cast the whole array to int64 first (O(n) per lookup instead of O(log n)).
+    j = int(np.searchsorted(rows, rows.dtype.type(i), side="right")) - 1
     return zero if j < 0 or rows[j] < start else vals[j]
 
 
