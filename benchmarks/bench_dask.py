@@ -33,8 +33,8 @@ EVENTS_PER_RUN = 100
 PARTITION_EVENTS = 250_000
 CHUNK = 1_000_000
 WORKER_MEMORY = "2GB"
-LOCAL_MAX = 5_000_000  # the local engine holds the whole log in memory
-COMPARE_MAX = 3_000_000
+LOCAL_MAX = 20_000_000  # the local engine holds the whole log in memory (~8 GB at 2e7)
+COMPARE_MAX = 20_000_000
 
 
 def _rename(log: Any, prefix: str, parent: bool = False) -> Any:
