@@ -301,6 +301,27 @@ def test_fast_path_is_taken_for_clean_data(tmp_path: Path, monkeypatch: pytest.M
     assert len(read_pleach(f)) == 300
 
 
+def test_fast_path_reads_spaced_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exports written with ``", "``/``": "`` separators (e.g. PostgreSQL's JSONB text) stay
+    on the column-wise path and load exactly like compact lines."""
+    src = generate_pleach(tmp_path / "g.jsonl", events=400, runs=5, timestamps="iso")
+    compact = read_pleach(src)
+    spaced = tmp_path / "spaced.jsonl"
+    spaced.write_text("".join(json.dumps(json.loads(line)) + "\n"
+                              for line in src.read_text().splitlines()))
+
+    def boom(*a: Any, **k: Any) -> Any:
+        raise AssertionError("robust path used for clean input")
+
+    monkeypatch.setattr(pleach, "_robust_block", boom)
+    log = read_pleach(spaced)
+    for name in compact.table.column_names:
+        if name not in ("payload", "source"):
+            assert log.table.column(name).equals(compact.table.column(name)), name
+    assert [json.loads(p) for p in log.table.column("payload").to_pylist()] == [
+        json.loads(p) for p in compact.table.column("payload").to_pylist()]
+
+
 # ----------------------------------------------------------------------------- invariant
 _CORRUPTIONS = [
     b"", b"{", b"[]", b"null", b'{"tenant_id": 5}', b"\xff\xfe", b'"str"',
@@ -412,6 +433,10 @@ _TRICKY = [
     # whitespace around the payload value, payload first
     b'{"payload":  {"message_id":"m","text":"hi"} ,"tenant_id":"acme","chat_id":"c1",'
     b'"sequence_number":2,"event_type":"message.user"}',
+    # spaces around the colon, and a '}' in a string after the payload (the candidate
+    # span then ends inside that string: the parses must reject it)
+    b'{"tenant_id": "acme", "chat_id": "c1", "sequence_number": 4, "event_type": '
+    b'"message.user", "payload" : {"message_id": "m4", "text": "a}"}, "prev_hash": "}"}',
     # an object after the payload
     b'{"tenant_id":"acme","chat_id":"c1","sequence_number":3,"event_type":"message.user",'
     b'"payload":{"message_id":"m3","text":"x"},"extra":{"q":1}}',

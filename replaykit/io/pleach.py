@@ -386,7 +386,7 @@ def _prepare_block(block: bytes | bytearray) -> _Block:
     part = None
     if len(starts):
         try:
-            part = _slim(_fast_block(block, b, starts, ends, lineno))
+            part = _slim(_fast_block(block, b, starts, ends, lineno, threads=False))
         except _FastPathFailed:
             part = None
     return _Block(block, len(nl), starts, ends, lineno, part)
@@ -470,17 +470,25 @@ def _positions(b: np.ndarray, byte: int) -> np.ndarray:
     return np.flatnonzero(m)
 
 
-_PAYLOAD_KEY = b'"payload":'
+_PAYLOAD_KEY = np.frombuffer(b'"payload":', dtype=np.uint8)
 
 
 _WS = np.zeros(256, dtype=bool)
 _WS[[9, 10, 13, 32]] = True
 
+#: stands in for each payload object in the envelope parse (an object with no such member)
+_PLACEHOLDER = ("payload", pa.struct([("__replaykit_placeholder", pa.int8())]))
 
-def _parse_lines(buf: pa.Buffer, schema: pa.Schema, longest: int) -> pa.Table:
+
+def _parse_lines(buf: pa.Buffer, schema: pa.Schema, longest: int, threads: bool) -> pa.Table:
+    """Newline-delimited JSON objects -> a table of ``schema``'s fields (others skipped).
+
+    Parse blocks of a few MB: Arrow's reader spends less CPU per byte on blocks that stay in
+    cache than on one large block.
+    """
     return pj.read_json(
         pa.BufferReader(buf),
-        read_options=pj.ReadOptions(use_threads=True, block_size=max(4 << 20, longest + 2)),
+        read_options=pj.ReadOptions(use_threads=threads, block_size=max(2 << 20, longest + 2)),
         parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
     )
 
@@ -489,13 +497,69 @@ def _envelope_schema(created_at: pa.DataType) -> pa.Schema:
     return pa.schema([*_ENVELOPE_FIELDS, ("created_at", created_at)])
 
 
+def _payload_spans(
+    block: bytes | bytearray, b: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Byte span [value, end) of each line's payload object, located column-wise.
+
+    A candidate only: the line's second ``{`` must directly follow a ``"payload":`` key
+    (whitespace allowed around the colon), so no object opens before it and, in valid JSON,
+    it is the value of the top-level ``payload`` member; it ends at the line's second-to-last
+    ``}``. :func:`_fast_block` proves both by its two parses.
+    """
+    opens = _positions(b, ord("{"))
+    closes = _positions(b, ord("}"))
+    i = np.searchsorted(opens, starts)  # opens[i] == starts (checked by the caller)
+    nxt = np.minimum(i + 1, len(opens) - 1)
+    value = opens[nxt]
+    if not ((i + 1 < len(opens)) & (value < ends)).all():
+        raise _FastPathFailed("a line has no payload object")
+    colon = value - 1
+    for _ in range(8):  # whitespace between the colon and the brace
+        ws = _WS[b[colon]] & (colon > starts)
+        if not ws.any():
+            break
+        colon = colon - ws
+    key_end = colon.copy()
+    for _ in range(8):  # ... and between the key and the colon
+        ws = _WS[b[key_end - 1]] & (key_end - 1 > starts)
+        if not ws.any():
+            break
+        key_end = key_end - ws
+    first = key_end - len(_PAYLOAD_KEY) + 1  # '"payload"' then the colon at `colon`
+    if not ((b[colon] == ord(":")) & (first > starts)).all():
+        raise _FastPathFailed("a line's first nested object is not its payload")
+    key = b[first[:, None] + np.arange(len(_PAYLOAD_KEY) - 1)]
+    if not (key == _PAYLOAD_KEY[:-1]).all():
+        raise _FastPathFailed("a line's first nested object is not its payload")
+    ci = np.searchsorted(closes, ends)  # closes[ci-1] = the line's last '}'
+    if (ci < 2).any():
+        raise _FastPathFailed("unbalanced line")
+    pend = closes[ci - 2] + 1
+    if not ((pend > value + 1) & (closes[ci - 1] < ends)).all():
+        raise _FastPathFailed("payload end not found")
+    return value, pend
+
+
 def _fast_block(
     block: bytes | bytearray,
     b: np.ndarray,
     starts: np.ndarray,
     ends: np.ndarray,
     lineno: np.ndarray,
+    *,
+    threads: bool = False,
 ) -> _Part:
+    """A block's rows, column-wise; every byte is parsed once.
+
+    1. Candidate payload spans (:func:`_payload_spans`).
+    2. The envelope parse reads each line with its payload replaced by ``{}``: the lines
+       are cut around the spans with one Arrow ``take``. Every line must parse, with an
+       object for ``payload``: so each line, with any JSON object in the span, is valid.
+    3. The spans, one per line, are parsed for the typed payload fields: exactly one
+       object per span (the row count must match). With 2. this proves each line is valid
+       JSON whose top-level ``payload`` is the span.
+    """
     n = len(starts)
     # Every line must open an object. (Lines starting with whitespace would hide blank
     # lines from the row count, and pyarrow 26 crashes on a buffer whose first value is a
@@ -503,7 +567,7 @@ def _fast_block(
     if not (b[starts] == ord("{")).all():
         raise _FastPathFailed("a line does not start with '{'")
     buf = pa.py_buffer(block)
-    # 1. UTF-8 (Arrow's JSON reader does not check bytes of fields it skips)
+    # UTF-8 (Arrow's JSON reader does not check bytes of fields it skips)
     offs = np.append(starts, ends[-1]).astype(np.int64)
     try:
         pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offs), buf]).validate(
@@ -511,59 +575,40 @@ def _fast_block(
         )
     except pa.ArrowInvalid as exc:
         raise _FastPathFailed("invalid UTF-8") from exc
-    # 2. envelope scalars (and JSON validity of every line)
+    value, pend = _payload_spans(block, b, starts, ends)
+    # the block as [line start, '{') [payload inside) ['}', next line start) pieces
+    cut = np.empty(3 * n + 1, dtype=np.int64)
+    cut[0:-1:3] = starts
+    cut[1::3] = value + 1
+    cut[2::3] = pend - 1
+    cut[-1] = len(block)
+    pieces = pa.Array.from_buffers(pa.large_binary(), 3 * n, [None, pa.py_buffer(cut), buf])
+    keep = np.arange(3 * n, dtype=np.int64).reshape(n, 3)[:, [0, 2]].ravel()
+    envelope = pieces.take(pa.array(keep))
+    eo = np.frombuffer(envelope.buffers()[1], dtype=np.int64)[: 2 * n + 1]
+    env_buf = envelope.buffers()[2].slice(int(eo[0]), int(eo[-1] - eo[0]))
+    longest = int((ends - starts).max())
     env = None
     for ts_type in (_STR, pa.int64()):
         try:
-            env = _parse_lines(buf, _envelope_schema(ts_type), int((ends - starts).max()))
+            env = _parse_lines(env_buf, pa.schema([*_envelope_schema(ts_type), _PLACEHOLDER]),
+                               longest, threads)
             break
         except pa.ArrowInvalid as exc:
             if "created_at" not in str(exc):
                 raise _FastPathFailed(str(exc)) from exc
+    del envelope, env_buf, pieces
     if env is None or env.num_rows != n:
         raise _FastPathFailed("row count or created_at types differ")
-    # 3. payload spans: the line's second '{' must be the value of its first "payload": key
-    # (searched per line by Arrow, only as far as needed: no scan of the whole block)
-    nxt = np.empty(n + 1, dtype=np.int64)
-    nxt[:-1] = starts + 1
-    nxt[-1] = max(int(ends[-1]), int(starts[-1]) + 1)
-    rel = pc.find_substring(
-        pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(nxt), buf]), "{"
-    ).to_numpy(zero_copy_only=False)
-    second_open = starts + 1 + rel
-    second_ok = (rel >= 0) & (second_open < ends)
-    prefix_end = np.where(second_ok, second_open, ends)
-    key_rel = pc.find_substring(
-        _slices(buf, starts, prefix_end, binary=True), _PAYLOAD_KEY.decode()
-    ).to_numpy(zero_copy_only=False)
-    has = key_rel >= 0
-    key_pos = starts + key_rel
-    value = np.where(has, key_pos + 10, starts)
-    for _ in range(8):  # skip a few whitespace bytes after the colon
-        ws = has & _WS[b[np.minimum(value, len(b) - 1)]] & (value < ends)
-        if not ws.any():
-            break
-        value = value + ws
-    is_obj = has & (b[np.minimum(value, len(b) - 1)] == ord("{"))
-    if not is_obj.all():
-        raise _FastPathFailed("a row has no payload object")
-    if not (second_ok & (second_open == value)).all():
-        raise _FastPathFailed("payload key is not provably at the top level")
-    closes = _positions(b, ord("}"))
-    ci = np.searchsorted(closes, ends)  # closes[ci-1] = line's last '}'
-    if (ci < 2).any():
-        raise _FastPathFailed("unbalanced line")
-    pend = closes[ci - 2] + 1
-    if not ((pend > value) & (closes[ci - 1] < ends)).all():
-        raise _FastPathFailed("payload end not found")
+    if env.column("payload").null_count:
+        raise _FastPathFailed("a row's payload is not at the top level")
     payload = _slices(buf, value, pend)
-    # 4. typed payload fields; the parse also proves each span is one JSON object
-    typed = _parse_payloads(payload)
+    typed = _parse_payloads(payload, threads=threads)
     if typed is None:
         raise _FastPathFailed("payload spans did not parse")
     created = env.column("created_at").combine_chunks()
     return _Part(
-        env=env.drop_columns(["created_at"]),
+        env=env.drop_columns(["created_at", "payload"]),
         created_at=created,
         payload=payload,
         typed=typed,
@@ -572,37 +617,26 @@ def _fast_block(
     )
 
 
-def _parse_payloads(payload: pa.Array) -> pa.Table | None:
-    """Typed fields of many payload objects, or None when Arrow cannot parse them."""
+def _parse_payloads(payload: pa.Array, *, threads: bool = True) -> pa.Table | None:
+    """Typed fields of many payload objects (one line each), or None when Arrow cannot
+    parse them or a value holds other than exactly one JSON object."""
     n = len(payload)
     if n == 0:
         return _TYPED.empty_table()
-    data = payload.buffers()[2]
-    offs = np.frombuffer(payload.buffers()[1], dtype=np.int64)[payload.offset :][: n + 1]
-    halves = [(0, n)] if n < 20_000 else [(0, n // 2), (n // 2, n)]
-
-    def run(lo_hi: tuple[int, int]) -> pa.Table:
-        lo, hi = lo_hi
-        piece = data.slice(int(offs[lo]), int(offs[hi] - offs[lo]))
-        return pj.read_json(
-            pa.BufferReader(piece),
-            read_options=pj.ReadOptions(use_threads=False, block_size=int(piece.size) + 1),
-            parse_options=pj.ParseOptions(
-                explicit_schema=_TYPED, unexpected_field_behavior="ignore"
-            ),
-        )
-
+    typ = payload.type
+    lines = pc.binary_join_element_wise(payload, pa.scalar("\n", typ), pa.scalar("", typ))
+    offs = np.frombuffer(lines.buffers()[1],
+                         dtype=np.int64 if pa.types.is_large_string(typ) else np.int32)
+    offs = offs[lines.offset:][: n + 1]
+    data = lines.buffers()[2].slice(int(offs[0]), int(offs[-1] - offs[0]))
+    longest = int(np.diff(offs).max())
     try:
-        if len(halves) == 1:
-            tables = [run(halves[0])]
-        else:
-            with ThreadPoolExecutor(2) as pool:
-                tables = list(pool.map(run, halves))
+        table = _parse_lines(data, _TYPED, longest, threads)
     except pa.ArrowInvalid:
         return None
-    if sum(t.num_rows for t in tables) != n:
+    if table.num_rows != n:
         return None
-    return pa.concat_tables(tables).combine_chunks()
+    return table.combine_chunks()
 
 
 # ----------------------------------------------------------------------------- robust path
@@ -684,7 +718,7 @@ def _robust_block(
     st[0] = 0
     st[1:] = nl[:-1] + 1
     try:
-        return _fast_block(joined, jb, st, nl, lines_no)
+        return _fast_block(joined, jb, st, nl, lines_no, threads=True)
     except _FastPathFailed:
         return _part_from_objects(objs, lines_no)
 
