@@ -574,6 +574,7 @@ def _field_changes(res: Any, c: Columns) -> tuple[np.ndarray, np.ndarray, int]:
         vh = np.array([value_hash(v) for v in res.values] + [v0], dtype=np.uint64)
         return rows, vh[np.where(k >= 0, k, len(res.values))], v0
     if isinstance(res, ScalarCol):
+        assert res.src is not None  # dense (counter) columns are CounterCol
         rows = _shifted_change(res.src, c, -1)
         k = res.src[rows]
         # a last-value field that changes source on every row reads every row, in order

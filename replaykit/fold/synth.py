@@ -39,6 +39,8 @@ _TEMPLATE = [
 _TOOLS = np.array(["search", "read_file", "write_file", "shell", "browse"])
 
 
+_NONE = np.array(None, dtype=object)  # a null in np.where over strings
+
 def _join(*parts: object) -> pa.Array:
     arrays = [p if isinstance(p, (pa.Array, pa.ChunkedArray)) else p for p in parts]
     return pc.binary_join_element_wise(*arrays, "")
@@ -82,7 +84,7 @@ def synthetic_log(
     tool = _TOOLS[rng.integers(0, len(_TOOLS), n)]
     is_tool = (tpl == 4) | (tpl == 5)
     is_model_done = (tpl == 3) | (tpl == 11)
-    finish = np.where(tpl == 3, "tool-calls", np.where(tpl == 11, "stop", None))
+    finish = np.where(tpl == 3, "tool-calls", np.where(tpl == 11, "stop", _NONE))
     err = (tpl == 5) & (rng.random(n) < 0.1)
     in_tok = np.where(is_model_done, rng.integers(100, 2000, n), 0)
     out_tok = np.where(is_model_done, rng.integers(10, 500, n), 0)
@@ -121,7 +123,7 @@ def synthetic_log(
             "turn": turn,
             "step": np.where((tpl >= 2) & (tpl <= 11), 1 + (tpl >= 10), 0).astype(np.int32),
             "ref_id": ref,
-            "tool_name": pa.array(np.where(is_tool, tool, None)),
+            "tool_name": pa.array(np.where(is_tool, tool, _NONE)),
             "cache_key": cache_key,
             "is_error": err,
             "finish": pa.array(finish),

@@ -34,6 +34,8 @@ from ..eventlog import RUNS_SCHEMA, EventLog
 from ..schema import empty_events, events_table
 from ._common import ErrorPolicy, Progress, Quarantine, expand_paths, iter_lines, require_tenant
 
+_BAD_JSON: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError)
+
 __all__ = ["FORMAT", "MODEL_OPERATIONS", "read_otel", "sniff"]
 
 FORMAT = "otel"
@@ -139,7 +141,7 @@ def _maybe_json(value: Any) -> tuple[Any, str | None]:
     if isinstance(value, str):
         try:
             return loads(value), value
-        except (*JSONDecodeError, ValueError):
+        except _BAD_JSON:
             return value, value
     if value is None:
         return None, None
@@ -176,7 +178,7 @@ def _span_record(span: dict[str, Any], resource: dict[str, Any], scope: dict[str
     }
 
 
-def _spans_of(doc: Any) -> Iterable[dict[str, Any]]:
+def _spans_of(doc: Any) -> Iterable[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
     if not isinstance(doc, dict):
         raise ValueError("the document is not a JSON object")
     rs_list = doc.get("resourceSpans", doc.get("resource_spans"))
@@ -322,7 +324,7 @@ def read_otel(
             for line, raw in docs:
                 try:
                     doc = loads(raw)
-                except (*JSONDecodeError, ValueError) as exc:
+                except _BAD_JSON as exc:
                     quarantine.bad(LoadError(source=str(f), line=line, reason="bad_json",
                                              detail=f"is not valid JSON ({exc})",
                                              fix="Re-export the traces as OTLP/JSON."), raw)

@@ -1001,8 +1001,8 @@ def _part_from_arrow(
     else:
         payload = pcol.cast(pa.large_string())
     part = _parquet_payloads(env, created, payload, line, source, quarantine)
-    part = _check_rows(part, source, quarantine, tenants, counts)
-    return None if part is None else _slim(part)
+    checked = _check_rows(part, source, quarantine, tenants, counts)
+    return None if checked is None else _slim(checked)
 
 
 def events_from_arrow(
