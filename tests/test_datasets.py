@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-
-from replaykit import read_pleach, verify_chain
-from replaykit.integrity import GENESIS
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from replaykit import datasets
+from replaykit import datasets, verify_chain
 from replaykit.datasets import generate_pleach, generate_toh
+from replaykit.integrity import GENESIS
 from replaykit.io.pleach import EVENT_KINDS, read_pleach
 
 

@@ -23,7 +23,7 @@ def _log() -> rk.EventLog:
         ("beta", "r1", 0, "turn.started", "turn_start", 30, 1, None, False),
         ("beta", "r1", 1, "<script>", "other", 31, 2, None, False),
     ]
-    cols = list(zip(*rows))
+    cols = list(zip(*rows, strict=True))
     t = events_table(
         {
             "tenant_id": cols[0],

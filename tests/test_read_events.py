@@ -1,4 +1,5 @@
-"""read_events: per-file format sniffing, mixed folders, and wrong guesses that are impossible to miss."""
+"""read_events: per-file format sniffing, mixed folders, and wrong guesses that are impossible
+to miss."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def test_unknown_file_names_every_format_tried_and_why(tmp_path):
 
 
 def test_mixed_folder_loads_every_format_with_its_own_loader(data_dir):
-    owned = rk.read_events([data_dir / "toh", data_dir / "isplay"], tenant_id="demo", progress=False)
+    owned = rk.read_events([data_dir / "toh", data_dir / "isplay"], tenant_id="demo",
+                           progress=False)
     assert set(owned.summary()["formats"]) == {"toh", "isplay"}
     direct = rk.concat(
         [

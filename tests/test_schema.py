@@ -93,7 +93,7 @@ def test_sort_events_matches_python_sort(rows):
     )
     s = sort_events(t)
     got = list(zip(s.column("tenant_id").to_pylist(), s.column("run_id").to_pylist(),
-                   s.column("seq").to_pylist()))
+                   s.column("seq").to_pylist(), strict=True))
     assert got == sorted(rows)
     if n:
         validate(s)

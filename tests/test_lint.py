@@ -1,0 +1,34 @@
+"""The code stays typed and lint-clean: ``make lint`` (ruff + mypy) runs as part of the suite."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool(name: str) -> list[str]:
+    exe = Path(sys.executable).with_name(name)
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not installed: pip install -e '.[dev]'")
+    return [found]
+
+
+def test_ruff_is_clean() -> None:
+    proc = subprocess.run([*_tool("ruff"), "check", "replaykit", "tests", "benchmarks"],
+                          cwd=ROOT, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy_is_clean() -> None:
+    proc = subprocess.run([*_tool("mypy"), "replaykit"], cwd=ROOT, capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
