@@ -302,15 +302,19 @@ def tool_sequences(data_frame: Any, runs: Sequence[str] | None = None, *,
     shown = _sample(order, max_runs)
     df = df[df["run_id"].isin(shown)]
     idx = df.groupby("run_id", sort=False).cumcount()
-    df = df.assign(call=idx.to_numpy(), tool=df["tool_name"].astype("string").fillna("?"))
+    # run ids are shown as category labels: plotly reads tags in them, so they are escaped
+    label = {r: html.escape(str(r)) for r in shown}
+    df = df.assign(call=idx.to_numpy(), tool=df["tool_name"].astype("string").fillna("?"),
+                   run_label=df["run_id"].map(label))
     fig = go.Figure()
     for i, tool in enumerate(sorted(df["tool"].unique())):
         part = df[df["tool"] == tool]
         fig.add_trace(go.Scatter(
-            x=part["call"], y=part["run_id"], mode="markers", name=html.escape(str(tool)),
+            x=part["call"], y=part["run_label"], mode="markers", name=html.escape(str(tool)),
             marker={"symbol": "square", "size": 12, "color": _color(i)},
             hovertemplate=f"{html.escape(str(tool))}<br>call %{{x}} of run %{{y}}<extra></extra>"))
-    fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(shown)), type="category",
+    fig.update_yaxes(categoryorder="array", categoryarray=[label[r] for r in reversed(shown)],
+                     type="category",
                      title="run")
     last = float(df["call"].max())
     fig.update_xaxes(title="tool call #", range=[-0.7, last + 0.7], dtick=1 if last <= 30 else None)

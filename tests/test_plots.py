@@ -130,6 +130,16 @@ def test_tool_sequences_swimlanes(isplay):
     assert list(fig.layout.yaxis.categoryarray) == ["run-claims-C-231", "run-claims-C-104"]
 
 
+def test_tool_sequences_escapes_run_ids():
+    calls = pd.DataFrame({"tenant_id": "acme", "run_id": ["<b>r&1</b>", "<b>r&1</b>", "plain"],
+                          "tool_name": ["<i>t</i>", "x", "x"]})
+    fig = plots.tool_sequences(calls)
+    ys = {y for t in fig.data for y in t.y}
+    assert ys == {"&lt;b&gt;r&amp;1&lt;/b&gt;", "plain"}
+    assert list(fig.layout.yaxis.categoryarray) == ["plain", "&lt;b&gt;r&amp;1&lt;/b&gt;"]
+    assert {t.name for t in fig.data} == {"&lt;i&gt;t&lt;/i&gt;", "x"}
+
+
 def test_tool_sequences_rejects_unknown_runs(isplay):
     with pytest.raises(KeyError, match="nope"):
         plots.tool_sequences(isplay, runs=["nope"])
