@@ -3,6 +3,8 @@ to miss."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import replaykit as rk
@@ -66,3 +68,18 @@ def test_formats_without_tenant_never_get_one_invented(data_dir):
             rk.read_events(data_dir / fmt, progress=False)
         with pytest.raises(TypeError, match="tenant_id"):
             rk.read_events(data_dir / fmt, tenant_id="", progress=False)
+
+
+def test_a_replaykit_parquet_dataset_is_read_back(tmp_path: Path, data_dir: Path) -> None:
+    log = rk.read_events(data_dir / "pleach", progress=False)
+    ds = log.to_parquet(tmp_path / "ds")
+    assert rk.io.is_dataset(ds) and not rk.io.is_dataset(data_dir / "pleach")
+    back = rk.read_events(ds)
+    assert back.table.equals(rk.read_parquet(ds).table) and len(back) == len(log)
+    one = sorted(log.tenants)[0]
+    assert set(rk.read_events(ds, tenant_id=one).tenants) == {one}
+    # with other logs in the same call (the toh logs get the tenant; the dataset is filtered)
+    toh = rk.read_events(data_dir / "toh", tenant_id="acme", progress=False)
+    both = rk.read_events([ds, data_dir / "toh"], tenant_id="acme", progress=False)
+    n_acme = len(rk.read_parquet(ds, tenant_id="acme"))
+    assert n_acme > 0 and len(both) == len(toh) + n_acme and both.tenants == ["acme"]

@@ -313,6 +313,33 @@ def test_cli_rca_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert not (tmp_path / "x.html").exists()
 
 
+def test_cli_cohort(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from replaykit.datasets import generate_cohorts
+
+    cd = generate_cohorts(tmp_path / "gen", runs=40, events_per_run=20, seed=1)
+    cs = rk.cohorts(cd.log, by="semester")
+    a, b = cs.labels[:2]
+    want = cs.compare(a, b)
+    out = tmp_path / "cohort.html"
+    rc = report_command(["cohort", "--log", str(tmp_path / "gen" / "events.parquet"),
+                         "--by", "semester", "--a", a, "--b", b, "--no-progress",
+                         "-o", str(out)])
+    assert rc == 0
+    line = capsys.readouterr().out.strip().splitlines()
+    assert line == [f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB): {len(want)} "
+                    f"comparison row(s), cohorts {a} vs {b}"]
+    page = out.read_text(encoding="utf-8")
+    assert f"Cohorts {a} vs {b}" in page
+    for metric in want["metric"].astype(str).unique():
+        assert html.escape(metric) in page
+    # a cohort label the data does not have: a usage error naming it, no file written
+    rc = report_command(["cohort", "--log", str(tmp_path / "gen" / "events.parquet"),
+                         "--by", "semester", "--a", a, "--b", "1999-spring", "--no-progress",
+                         "-o", str(tmp_path / "none.html")])
+    assert rc == 2 and "1999-spring" in capsys.readouterr().err
+    assert not (tmp_path / "none.html").exists()
+
+
 def test_demo_main(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from replaykit.report.demo import main
 

@@ -24,6 +24,7 @@ from .toh import read_toh
 __all__ = [
     "FORMATS",
     "detect_format",
+    "is_dataset",
     "read_events",
     "read_inspect",
     "read_isplay",
@@ -36,6 +37,13 @@ __all__ = [
 FORMATS = {"toh": toh, "pleach": pleach, "isplay": isplay, "inspect": inspect, "otel": otel}
 
 _PATTERNS = ("*.jsonl", "*.json", "*.parquet", "*.ndjson", "*.eval")
+
+
+def is_dataset(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` is a directory written by :meth:`EventLog.to_parquet`."""
+    p = Path(path)
+    return p.is_dir() and ((p / "_runs.parquet").exists()
+                           or any(d.is_dir() for d in p.glob("tenant_id=*")))
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
@@ -68,6 +76,12 @@ def read_events(
     concatenated. Files that are side files of a format (isplay branch or fixture files, toh
     override sidecars) are picked up by that format's loader, not read as logs.
 
+    A directory written by :meth:`EventLog.to_parquet` (``tenant_id=<id>/`` folders or a
+    ``_runs.parquet``) is read back with :func:`~replaykit.read_parquet` (``tenant_id=``
+    filters it; other loader options do not apply).
+
+    >>> log = read_events("data/", tenant_id="demo")  # doctest: +SKIP
+
     Raises:
         FormatDetectionError: a file matches no format (says which formats were tried and why
             each was rejected).
@@ -77,6 +91,15 @@ def read_events(
         if format not in FORMATS:
             raise ValueError(f"format must be 'auto' or one of {sorted(FORMATS)}, got {format!r}")
         return getattr(FORMATS[format], f"read_{format}")(path, **kwargs)
+    given = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    datasets = [p for p in given if is_dataset(p)]
+    if datasets:
+        from ..eventlog import read_parquet
+
+        rest = [p for p in given if not is_dataset(p)]
+        tenant = kwargs.get("tenant_id")
+        logs = [read_parquet(p, tenant_id=tenant) for p in datasets]
+        return concat([*logs, read_events(rest, **kwargs)] if rest else logs)
     files = expand_paths(path, patterns=_PATTERNS)
     by_format: dict[str, list[Path]] = {}
     for f in files:
