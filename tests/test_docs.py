@@ -51,3 +51,35 @@ def test_notebooks_are_committed_without_outputs():
         assert code, f"{path.name} has no code"
         assert all(not c.get("outputs") for c in code), f"{path.name} carries outputs"
         assert all(c.get("execution_count") is None for c in code), path.name
+
+
+def test_readme_quickstart_runs(tmp_path, monkeypatch):
+    """Every Python block of README.md runs, in order, as a reader would paste it; then the
+    shell commands that use replaykit's console script on what those blocks wrote."""
+    import shlex
+    import subprocess
+
+    import pytest
+
+    pytest.importorskip("dask")
+    pytest.importorskip("plotly")
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) >= 4
+    (tmp_path / "data").symlink_to(ROOT / "data")
+    monkeypatch.chdir(tmp_path)
+    ns: dict[str, object] = {}
+    for i, code in enumerate(blocks):
+        # a bare expression line shows a value in a notebook: fine to evaluate and drop here
+        exec(compile(code, f"README.md python block {i + 1}", "exec"), ns)
+    assert (tmp_path / "cohort.html").stat().st_size > 10_000
+    shell = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+    commands = [c for block in shell for c in block.replace("\\\n", " ").splitlines()
+                if c.startswith(".venv/bin/replaykit")]
+    assert len(commands) >= 5
+    exe = Path(sys.executable).with_name("replaykit")
+    for cmd in commands:
+        argv = shlex.split(cmd.split("#")[0])
+        argv[0] = str(exe)
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, (cmd, proc.stdout, proc.stderr)
