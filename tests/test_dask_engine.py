@@ -179,22 +179,29 @@ def test_fold_equals_local(client, data) -> None:
         local.at(run, 5, tenant_id=tenant))
 
 
-@pytest.mark.filterwarnings("ignore:Sending large graph")  # the test's own from_delayed
-def test_fold_eventlog_and_dask_dataframe_sources(client, data) -> None:
+def _ddf(log: rk.EventLog, rows: int = 1_000, reverse: bool = False):
+    """``log`` as a dask.dataframe of run-aligned partitions of ~``rows`` events (dictionary
+    columns as plain strings), optionally with the partitions in reverse order."""
     import dask
     import dask.dataframe as dd
 
+    frames = [log.table.slice(a, b - a) for a, b in _cuts(log.table, rows)]
+    plain = [pa.Table.from_arrays([pc.cast(c, pa.string()) if pa.types.is_dictionary(c.type)
+                                   else c for c in f.columns], names=f.column_names)
+             for f in frames]
+    if reverse:
+        plain = plain[::-1]
+    pdfs = [dask.delayed(f.to_pandas)() for f in plain]
+    return dd.from_delayed(pdfs, meta=plain[0].slice(0, 0).to_pandas())
+
+
+@pytest.mark.filterwarnings("ignore:Sending large graph")  # the test's own from_delayed
+def test_fold_eventlog_and_dask_dataframe_sources(client, data) -> None:
     log, _ = data
     want = rk.fold(log, rk.agent()).final()
     _same_final(rk.engine.dask_fold(log, rk.agent(), client=client,
                                     partition_events=900).final(), want)
-    frames = [log.table.slice(a, b - a) for a, b in _cuts(log.table, 1_000)]
-    plain = [pa.Table.from_arrays([pc.cast(c, pa.string()) if pa.types.is_dictionary(c.type)
-                                   else c for c in f.columns], names=f.column_names)
-             for f in frames]
-    pdfs = [dask.delayed(f.to_pandas)() for f in plain]
-    ddf = dd.from_delayed(pdfs, meta=plain[0].slice(0, 0).to_pandas())
-    _same_final(rk.fold(ddf, rk.agent(), engine="dask", client=client).final(), want)
+    _same_final(rk.fold(_ddf(log), rk.agent(), engine="dask", client=client).final(), want)
 
 
 def test_verify_chain_equals_local(client, data) -> None:
@@ -239,6 +246,82 @@ def test_compare_equals_local(client, data, tmp_path: Path) -> None:
     pd.testing.assert_frame_equal(
         rk.engine.dask_compare(path, rpath, pairs, client=client, pairs_per_task=7),
         rk.compare(log, rep, pairs))
+
+
+@pytest.mark.filterwarnings("ignore:Sending large graph")  # the test's own from_delayed
+def test_compare_dask_dataframe_sources_equal_local(client, data, tmp_path: Path) -> None:
+    log, path = data
+    rep = _replays(log)
+    rpath = write_partitioned(rep, tmp_path / "rep", partition_events=PART)
+    want = rk.compare(log, rep)
+    pairs = want[["tenant_id", "base_run_id", "replay_run_id"]].iloc[::-3].astype(object)
+    pairs = pairs.reset_index(drop=True)
+    want_pairs = rk.compare(log, rep, pairs)
+    untenanted = pairs.drop(columns="tenant_id").iloc[::2].reset_index(drop=True)
+    want_untenanted = rk.compare(log, rep, untenanted)
+    base_ddf, rep_ddf = _ddf(log, 900), _ddf(rep, 1_100, reverse=True)  # other cuts, order
+    for base, replay in ((path, rep_ddf), (base_ddf, rpath), (base_ddf, rep_ddf)):
+        pd.testing.assert_frame_equal(
+            rk.compare(base, replay, engine="dask", client=client), want)
+        pd.testing.assert_frame_equal(
+            rk.engine.dask_compare(base, replay, pairs, client=client, pairs_per_task=7),
+            want_pairs)
+        pd.testing.assert_frame_equal(
+            rk.engine.dask_compare(base, replay, untenanted, client=client), want_untenanted)
+    # an in-memory side next to a dask.dataframe one
+    pd.testing.assert_frame_equal(
+        rk.engine.dask_compare(base_ddf, rep, client=client, partition_events=1_500), want)
+    pd.testing.assert_frame_equal(
+        rk.engine.dask_compare(log, rep_ddf, pairs, client=client), want_pairs)
+
+
+@pytest.mark.filterwarnings("ignore:Sending large graph")  # the test's own from_delayed
+def test_compare_names_a_missing_run(client, data, tmp_path: Path) -> None:
+    log, path = data
+    rep = _replays(log)
+    rpath = write_partitioned(rep, tmp_path / "rep", partition_events=PART)
+    pairs = rk.compare(log, rep)[["tenant_id", "base_run_id", "replay_run_id"]].iloc[:4]
+    pairs = pairs.astype(object).reset_index(drop=True)
+    pairs.loc[2, "replay_run_id"] = "no-such-run"
+    with pytest.raises(KeyError, match="no-such-run"):
+        rk.compare(log, rep, pairs)
+    for replay in (rpath, _ddf(rep)):  # a task fails / the client finds it first
+        with pytest.raises(EngineError, match="no-such-run.*missing from its log"):
+            rk.engine.dask_compare(path, replay, pairs, client=client)
+    bad = pairs.copy()
+    bad.loc[2, "replay_run_id"] = pairs.loc[1, "replay_run_id"]
+    bad.loc[1, "base_run_id"] = "no-such-base"
+    with pytest.raises(EngineError, match="no-such-base") as info:
+        rk.engine.dask_compare(_ddf(log), rpath, bad, client=client)
+    assert info.value.partition == "pairs"
+
+
+def test_file_index_opens_only_files_that_can_hold_the_runs(data, tmp_path: Path) -> None:
+    from replaykit.engine._parts import file_index
+
+    log, path = data
+    parts = partitions(path)
+    index = file_index(path)
+    for p in parts:  # every run of every file is found in that file, and only there
+        t = p.load().table
+        runs = sorted(set(pc.cast(t.column("run_id"), pa.string()).to_pylist()))
+        assert index.lookup([p.tenant_id], runs) == [p.path]
+        assert p.path in index.lookup(None, runs[:1])  # (other tenants' ranges too)
+    assert index.lookup(["acme"], ["no-such-run"]) == []
+    tenant, run = parts[0].tenant_id, "\uffff-after-every-run"
+    assert index.lookup([tenant], [run]) == []
+    # a file without statistics may hold anything: it is always read
+    src = tmp_path / "src"
+    shutil.copytree(path, src)
+    victim = src / parts[1].name
+    pq.write_table(pq.read_table(victim), victim, write_statistics=False)
+    index = file_index(src)
+    assert str(victim) in index.lookup([parts[1].tenant_id], ["no-such-run"])
+    runs = pc.cast(log.table.column("run_id"), pa.string()).to_pylist()[::50]
+    tenants = pc.cast(log.table.column("tenant_id"), pa.string()).to_pylist()[::50]
+    got = index.read(sorted(set(tenants)), runs)
+    assert got.table.equals(rk.read_parquet(path, tenant_id=sorted(set(tenants)),
+                                            run_ids=runs).table)
 
 
 def test_cohort_summary_equals_local(client, tmp_path: Path) -> None:
@@ -314,6 +397,8 @@ def test_without_a_cluster_uses_local_threads(data, monkeypatch: pytest.MonkeyPa
     log, path = data
     _same_final(rk.fold(path, rk.agent(), engine="dask").final(),
                 rk.fold(log, rk.agent()).final())
+    rep = _replays(log)
+    pd.testing.assert_frame_equal(rk.engine.dask_compare(_ddf(log), rep), rk.compare(log, rep))
     src = tmp_path / "src"
     shutil.copytree(path, src)
     bad = partitions(src)[1]

@@ -131,7 +131,8 @@ def compare(base_log: EventLog, replay_log: EventLog, pairs: pd.DataFrame | None
     same_terminal, comparability.
 
     ``engine="dask"`` (optional ``client=``) computes the same frame partition by partition
-    from Parquet dataset paths or EventLogs (see docs/scaling.md).
+    from Parquet dataset paths, EventLogs or dask.dataframes whose partitions hold whole runs
+    (see docs/scaling.md).
 
     Example:
         >>> df = rk.compare(log, res.events)  # doctest: +SKIP

@@ -21,11 +21,20 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from ..errors import MissingExtraError
 from ..eventlog import EventLog, read_parquet
 from ..schema import empty_events
-from ._parts import DEFAULT_PARTITION_EVENTS, EngineError, Partition, partitions
+from ._parts import (
+    DEFAULT_PARTITION_EVENTS,
+    EngineError,
+    FileIndex,
+    Partition,
+    _canonical,
+    file_index,
+    partitions,
+)
 
 __all__ = [
     "DaskStateFrame",
@@ -122,19 +131,27 @@ def _run(fn: Callable[..., Any], parts: list[Partition], data: list[Any] | None,
                 bar.update(1)
         else:
             token = uuid.uuid4().hex[:8]
-            inputs: list[Any] = [None] * len(parts)
-            if data is not None:
-                inputs = client.compute(data)
-            elif any(p.table is not None for p in parts):  # in-memory: scatter, not graph
-                inputs = client.scatter([p.table for p in parts], hash=False)
-                parts = [dataclasses.replace(p, table=None) for p in parts]
             shared = [client.scatter(a, broadcast=True)
-                      if isinstance(a, (pd.DataFrame, pa.Table)) else a for a in args]
-            futures = {
-                client.submit(_call, fn, p, inputs[i], *shared, pure=False,
-                              key=f"replaykit-{desc}-{p.index}-{token}"): p
-                for i, p in enumerate(parts)
-            }
+                      if isinstance(a, (pd.DataFrame, pa.Table)) else
+                      client.scatter(a, broadcast=True, hash=False) if isinstance(a, EventLog)
+                      else a for a in args]
+            if data is not None:  # one graph: each task runs as soon as its inputs exist
+                import dask
+
+                tasks = [dask.delayed(_call, pure=False)(
+                    fn, p, data[i], *shared, dask_key_name=f"replaykit-{desc}-{p.index}-{token}")
+                    for i, p in enumerate(parts)]
+                futures = dict(zip(client.compute(tasks), parts, strict=True))
+            else:
+                inputs: list[Any] = [None] * len(parts)
+                if any(p.table is not None for p in parts):  # in-memory: scatter, not graph
+                    inputs = client.scatter([p.table for p in parts], hash=False)
+                    parts = [dataclasses.replace(p, table=None) for p in parts]
+                futures = {
+                    client.submit(_call, fn, p, inputs[i], *shared, pure=False,
+                                  key=f"replaykit-{desc}-{p.index}-{token}"): p
+                    for i, p in enumerate(parts)
+                }
             for fut in distributed.as_completed(list(futures)):
                 p = futures.pop(fut)
                 if fut.status == "finished":
@@ -458,31 +475,196 @@ def dask_verify_chain(source: Any, expected_heads: Any = None, *, client: Any = 
 
 
 # ----------------------------------------------------------------------------- compare
-def _read_runs(src: Any, tenants: list[str] | None, runs: list[str]) -> EventLog:
+@dataclasses.dataclass(frozen=True)
+class _Inputs:
+    """What a compare task gets besides its partition (Dask computes it before the task).
+
+    Attributes:
+        pairs: the task's pairs (rows of the caller's ``pairs``; the index is their position
+            there), or None: pair the replay partition's runs with their parents.
+        replay: the replay partitions the task needs (pandas partitions of a dask.dataframe,
+            or the Arrow table of an in-memory partition), or None: the task reads them.
+        base: the base partitions (pandas partitions of a dask.dataframe) that hold the runs
+            the task needs, or None: the task reads them.
+    """
+
+    pairs: pd.DataFrame | None
+    replay: list[Any] | None
+    base: list[Any] | None
+
+
+def _frames_log(frames: list[Any], tenants: list[str] | None = None,
+                runs: list[str] | None = None) -> EventLog:
+    """Partitions (pandas frames in the canonical schema, or canonical Arrow tables) as one
+    EventLog, keeping only ``runs`` of ``tenants`` (None: every run / tenant)."""
+    tables = []
+    for f in frames:
+        t = f if isinstance(f, pa.Table) else _canonical(pa.Table.from_pandas(
+            f, preserve_index=False))
+        if runs is not None:
+            keep = pc.is_in(pc.cast(t.column("run_id"), pa.string()),
+                            value_set=pa.array(runs, pa.string()))
+            if tenants is not None:
+                keep = pc.and_(keep, pc.is_in(pc.cast(t.column("tenant_id"), pa.string()),
+                                              value_set=pa.array(tenants, pa.string())))
+            t = t.filter(keep)
+        tables.append(t)
+    if not tables:
+        return EventLog(empty_events())
+    if len(tables) == 1:
+        return EventLog(tables[0])
+    return EventLog(pa.concat_tables(tables).unify_dictionaries().combine_chunks())
+
+
+def _side_runs(src: Any, frames: list[Any] | None, tenants: list[str] | None,
+               runs: list[str]) -> EventLog:
+    """The events of ``runs`` of ``tenants`` from one side of a compare: the given
+    dask.dataframe partitions, an in-memory EventLog, or a dataset's :class:`FileIndex`
+    (only the files that can hold the runs are opened, the run ids pushed into the scan).
+    No run metadata (``_runs.parquet``) is read: compare uses only the events."""
+    if frames is not None:
+        return _frames_log(frames, tenants, runs)
     if isinstance(src, EventLog):
         return src.filter(tenant_id=tenants, run_ids=runs)
-    return read_parquet(src, tenant_id=tenants, run_ids=runs)
+    assert isinstance(src, FileIndex)
+    return src.read(tenants, runs)
 
 
-def _compare_part(part: Partition, data: Any, base: Any, pairs: pd.DataFrame | None
-                  ) -> pd.DataFrame:
+def _compare_part(part: Partition, data: Any, base: Any, replay: Any) -> pd.DataFrame:
+    """One compare task: a replay partition paired with its parents, or a chunk of pairs.
+
+    ``base`` / ``replay``: a :class:`FileIndex`, an EventLog, or None for a dask.dataframe
+    (its partitions come in ``data``, an :class:`_Inputs`).
+    """
     from ..branch.compare import compare
 
-    if pairs is None:  # pairs come from the replay partition's parent_run_id
-        replay = part.load(data)
-        t = replay.table
+    inputs = data if isinstance(data, _Inputs) else _Inputs(None, None, None)
+    if inputs.pairs is None:  # pairs come from the replay partition's parent_run_id
+        if inputs.replay is not None:
+            rep = _frames_log(inputs.replay)
+        else:
+            rep = part.load(None if isinstance(data, _Inputs) else data)
+        t = rep.table
         parents = pc.unique(pc.drop_null(pc.cast(
             t.column("parent_run_id"), pa.string()))).to_pylist()
-        tenants = pc.unique(pc.cast(t.column("tenant_id"),
-                                                    pa.string())).to_pylist()
-        return compare(_read_runs(base, tenants, parents), replay)
-    replay_src = part.root if part.root is not None else data
+        tenants = pc.unique(pc.cast(t.column("tenant_id"), pa.string())).to_pylist()
+        return compare(_side_runs(base, inputs.base, tenants, parents), rep)
+    pairs = inputs.pairs
     tenants = None
     if "tenant_id" in pairs:
         tenants = sorted(set(pairs["tenant_id"].dropna().astype(str)))
-    b = _read_runs(base, tenants, sorted(set(pairs["base_run_id"].astype(str))))
-    r = _read_runs(replay_src, tenants, sorted(set(pairs["replay_run_id"].astype(str))))
+    b = _side_runs(base, inputs.base, tenants, sorted(set(pairs["base_run_id"].astype(str))))
+    r = _side_runs(replay, inputs.replay, tenants,
+                   sorted(set(pairs["replay_run_id"].astype(str))))
     return compare(b, r, pairs)
+
+
+_KEY_COLUMNS = ["tenant_id", "run_id", "part"]
+
+
+def _keys_part(part: Partition, data: Any, cols: list[str]) -> pd.DataFrame:
+    """Distinct (tenant_id, ``cols[1]``) of one partition as strings (rows with a null
+    dropped; the second column is named ``run_id``), reading only those columns."""
+    if isinstance(data, pa.Table):
+        t = data.select(cols)
+    elif data is not None:  # a pandas partition of a dask.dataframe (already projected)
+        t = pa.Table.from_pandas(data[cols], preserve_index=False)
+    elif part.table is not None:
+        t = part.table.select(cols)
+    else:
+        assert part.path is not None
+        names = pq.read_schema(part.path).names
+        t = pq.read_table(part.path, columns=[c for c in cols if c in names])
+        for c in cols:
+            if c not in t.column_names:
+                value = part.tenant_id if c == "tenant_id" else None
+                t = t.append_column(c, pa.array([value] * t.num_rows, pa.string()))
+    df = pd.DataFrame({new: pc.cast(t.column(c), pa.string()).to_numpy(zero_copy_only=False)
+                       for c, new in zip(cols, ["tenant_id", "run_id"], strict=True)})
+    return df.dropna().drop_duplicates()
+
+
+def _delayed_parts(ddf: Any, cols: list[str] | None = None) -> list[Any]:
+    """The partitions of a dask.dataframe as Delayed objects (only ``cols`` if given).
+
+    Partition ``i`` holds the same rows with or without ``cols``: Dask's tuning stage, which
+    merges small Parquet partitions into fewer and merges more of them once columns are
+    projected, is turned off, so the partitions are the dask.dataframe's own. A projection is
+    still pushed into a Parquet read.
+    """
+    import dask
+
+    with dask.config.set({"optimization.tune.active": False}):
+        return list((ddf if cols is None else ddf[cols]).to_delayed())
+
+
+def _key_index(source: Any, parts: list[Partition], cols: list[str], *, client: Any,
+               progress: bool | None) -> pd.DataFrame:
+    """One cheap pass over ``source``'s partitions: every distinct (tenant_id, ``cols[1]``)
+    with the partition (``part``: its index) that holds it. Only those two columns are read
+    (a Parquet-backed dask.dataframe reads just them); in-memory partitions are scanned
+    here, the others on the cluster.
+
+    Raises:
+        EngineError: a partition failed (named).
+    """
+    if _is_ddf(source):
+        projected = _delayed_parts(source, cols)
+        assert len(projected) == len(parts)
+        res = _run(_keys_part, parts, projected, (cols,), client=client,
+                   desc="compare index", progress=progress)
+    elif all(p.table is not None for p in parts):
+        res = {p.index: _keys_part(p, None, cols) for p in parts}
+    else:
+        res = _run(_keys_part, parts, None, (cols,), client=client, desc="compare index",
+                   progress=progress)
+    frames = [df.assign(part=i) for i, df in sorted(res.items())]
+    if not frames:
+        return pd.DataFrame({c: pd.Series([], dtype=object if c != "part" else np.int64)
+                             for c in _KEY_COLUMNS})
+    return pd.concat(frames, ignore_index=True)
+
+
+def _locate(pairs: pd.DataFrame, col: str, keys: pd.DataFrame, side: str) -> pd.DataFrame:
+    """(pos, part): the partitions holding each pair's ``col`` run (matched on tenant_id too
+    when ``pairs`` has it).
+
+    Raises:
+        EngineError: a pair names a run that is in no partition of ``side``.
+    """
+    on = ["tenant_id", "run_id"] if "tenant_id" in pairs else ["run_id"]
+    q = pd.DataFrame({"pos": np.arange(len(pairs)),
+                      "run_id": pairs[col].astype(str).to_numpy(object)})
+    if "tenant_id" in pairs:
+        tenant = pairs["tenant_id"].astype(object)
+        q["tenant_id"] = tenant.where(tenant.notna(), None).to_numpy(object)
+    m = q.merge(keys[[*on, "part"]].drop_duplicates(), on=on, how="left")
+    lost = m["part"].isna().to_numpy()
+    if lost.any():
+        bad = pairs.iloc[int(m["pos"].to_numpy()[lost][0])]
+        run = bad[col]
+        raise EngineError("pairs", f"pair ({bad['base_run_id']!r}, {bad['replay_run_id']!r}) "
+                          f"names a run missing from its log: {side} run {run!r} is in no "
+                          f"partition of the {side} dask.dataframe")
+    return pd.DataFrame({"pos": m["pos"].to_numpy(), "part": m["part"].to_numpy(np.int64)})
+
+
+def _by_task(where: pd.DataFrame, task_of_pos: np.ndarray, n_tasks: int) -> list[list[int]]:
+    """Per task, the sorted partitions holding the runs of its pairs."""
+    t = pd.DataFrame({"task": task_of_pos[where["pos"].to_numpy()],
+                      "part": where["part"].to_numpy()}).drop_duplicates()
+    out: list[list[int]] = [[] for _ in range(n_tasks)]
+    for task, grp in t.groupby("task")["part"]:
+        out[int(task)] = sorted(grp.tolist())
+    return out
+
+
+def _side(src: Any) -> Any:
+    """How tasks read one side: a :class:`FileIndex` (a dataset path), the EventLog, or None
+    (a dask.dataframe: its partitions are task inputs)."""
+    if isinstance(src, (str, os.PathLike)):
+        return file_index(src)
+    return None if _is_ddf(src) else src
 
 
 def dask_compare(base: Any, replay: Any, pairs: pd.DataFrame | None = None, *,
@@ -491,44 +673,128 @@ def dask_compare(base: Any, replay: Any, pairs: pd.DataFrame | None = None, *,
                  progress: bool | None = None) -> pd.DataFrame:
     """``rk.compare(base, replay, engine="dask")``: the local result, computed per partition.
 
-    ``base`` and ``replay`` are Parquet dataset paths or EventLogs. Without ``pairs`` one task
-    per replay partition pairs its runs with their parents (read from ``base`` with the run
-    ids pushed into the scan); with ``pairs``, one task per ``pairs_per_task`` pairs reads just
-    the runs it needs from both sides. Rows come back in the local engine's order.
+    ``base`` and ``replay`` are each a Parquet dataset path (:meth:`EventLog.to_parquet`
+    layout), an EventLog, or a dask.dataframe in the canonical schema whose partitions hold
+    whole runs (the caller's contract: the engine cannot check it up front; a run split
+    across partitions gives wrong metrics).
+
+    Without ``pairs`` one task per replay partition pairs its runs with their parents. With
+    ``pairs``, each task takes up to ``pairs_per_task`` pairs: sorted by replay run (so a
+    task reads few replay files), or, for a dask.dataframe replay, routed to the replay
+    partition that holds their replay run. Each task reads only the runs it needs: from a
+    dataset, only the files whose footer run-id range (indexed once on the client) can hold
+    them, with the run ids pushed into the scan; from a dask.dataframe, only the partitions
+    that hold them, found by one first pass that reads just ``tenant_id`` and ``run_id`` (and
+    ``parent_run_id`` on the replay side without pairs); a partition several tasks need is
+    computed once. Rows and dtypes are the local engine's.
 
     Raises:
         MissingExtraError: Dask is not installed.
-        EngineError: a partition failed (named; e.g. a pair names a missing run).
-        TypeError: a source that is neither a path nor an EventLog.
+        EngineError: a partition failed (named; e.g. a pair names a run missing from a
+            dataset), a pair names a run in no partition of a dask.dataframe side
+            (partition ``"pairs"``), or dataset files split a run.
+        TypeError: a source that is not a path, an EventLog or a dask.dataframe.
+        ValueError: ``pairs`` lacks base_run_id / replay_run_id, or ``pairs_per_task < 1``.
     """
+    import dask
+
+    from ..branch.compare import compare
+
     _require_dask()
     for s in (base, replay):
-        if not isinstance(s, (str, os.PathLike, EventLog)):
-            raise TypeError("compare with engine='dask' takes Parquet dataset paths or "
-                            f"EventLogs, got {type(s).__name__}")
-    if isinstance(base, os.PathLike):
-        base = str(base)
+        if not (isinstance(s, (str, os.PathLike, EventLog)) or _is_ddf(s)):
+            raise TypeError("compare with engine='dask' takes Parquet dataset paths, EventLogs "
+                            f"or dask.dataframes in the canonical schema, got {type(s).__name__}")
+    if pairs is not None:
+        missing = {"base_run_id", "replay_run_id"} - set(pairs.columns)
+        if missing:
+            raise ValueError(f"pairs needs columns base_run_id and replay_run_id; missing "
+                             f"{sorted(missing)}")
+        if pairs_per_task < 1:
+            raise ValueError(f"pairs_per_task must be >= 1, got {pairs_per_task}")
+    client = _client(client)
+    empty = EventLog(empty_events())
+    base_src = _side(base)
+    bdel = _delayed_parts(base) if _is_ddf(base) else None
+    bkeys = None
+    if _is_ddf(base):
+        bparts = [Partition(name=f"partition {i}", index=i) for i in range(len(bdel or []))]
+        bkeys = _key_index(base, bparts, ["tenant_id", "run_id"], client=client,
+                           progress=progress)
+    run = {"client": client, "desc": "compare", "progress": progress}
+
     if pairs is None:
-        parts, data = _sources(replay, partition_events)
-        res = _run(_compare_part, parts, data, (base, None), client=client, desc="compare",
-                   progress=progress)
-        return _concat(_ordered(res))
-    missing = {"base_run_id", "replay_run_id"} - set(pairs.columns)
-    if missing:
-        raise ValueError(f"pairs needs columns base_run_id and replay_run_id; missing "
-                         f"{sorted(missing)}")
-    chunks = [pairs.iloc[a:a + pairs_per_task] for a in range(0, len(pairs), pairs_per_task)]
-    root = str(replay) if isinstance(replay, (str, os.PathLike)) else None
-    parts = [Partition(name=f"pairs {i}", index=i, root=root) for i in range(len(chunks))]
-    data = None if root is not None else [replay] * len(chunks)
-    res = _ordered(_run(_compare_part_pairs, parts, data, (base, chunks), client=client,
-                        desc="compare", progress=progress))
-    return _concat(res)
+        rdata = _delayed_parts(replay) if _is_ddf(replay) else None
+        parts = partitions(replay, partition_events=partition_events) if rdata is None else \
+            [Partition(name=f"partition {i}", index=i) for i in range(len(rdata))]
+        if bdel is None and rdata is None:
+            res = _run(_compare_part, parts, None, (base_src, None), **run)
+        else:
+            need: list[list[int]] = [[] for _ in parts]
+            if bkeys is not None:
+                pk = _key_index(replay, parts, ["tenant_id", "parent_run_id"], client=client,
+                                progress=progress)
+                m = pk.merge(bkeys, on=["tenant_id", "run_id"], suffixes=("", "_b"))
+                need = _by_task(m.rename(columns={"part": "pos", "part_b": "part"}),
+                                np.arange(len(parts)), len(parts))
+            tables: list[Any] = [p.table for p in parts]
+            if client is not None and any(t is not None for t in tables):
+                tables = client.scatter(tables, hash=False)
+            data = []
+            for i, p in enumerate(parts):
+                rin = [rdata[i]] if rdata is not None else \
+                    [tables[i]] if p.table is not None else None
+                bin_ = None if bdel is None else [bdel[j] for j in need[i]]
+                data.append(dask.delayed(_Inputs, pure=False)(None, rin, bin_))
+            parts = [dataclasses.replace(p, table=None) for p in parts]
+            res = _run(_compare_part, parts, data, (base_src, None), **run)
+        out = _concat(_ordered(res)) if res else compare(empty, empty)
+        # the local engine's order (replay runs sorted), whatever the partitions' order
+        order = np.lexsort((pd.factorize(out["replay_run_id"].astype(str), sort=True)[0],
+                            pd.factorize(out["tenant_id"].astype(str), sort=True)[0]))
+        return out.iloc[order].reset_index(drop=True)
 
-
-def _compare_part_pairs(part: Partition, data: Any, base: Any, chunks: list[pd.DataFrame]
-                        ) -> pd.DataFrame:
-    return _compare_part(part, data, base, chunks[part.index])
+    P = pairs.reset_index(drop=True)
+    if not len(P):
+        return compare(empty, empty, P)
+    replay_src = _side(replay)
+    rdel = _delayed_parts(replay) if _is_ddf(replay) else None
+    chunks: list[np.ndarray] = []
+    names: list[str] = []
+    rwhere = None
+    if rdel is not None:  # route each pair to the replay partition holding its replay run
+        rparts = [Partition(name=f"partition {i}", index=i) for i in range(len(rdel))]
+        rkeys = _key_index(replay, rparts, ["tenant_id", "run_id"], client=client,
+                           progress=progress)
+        rwhere = _locate(P, "replay_run_id", rkeys, "replay")
+        home = rwhere.groupby("pos")["part"].min().sort_index().to_numpy()
+        for h in np.unique(home):
+            pos = np.flatnonzero(home == h)
+            for a in range(0, len(pos), pairs_per_task):
+                names.append(f"pairs {len(chunks)} (replay partition {h})")
+                chunks.append(pos[a:a + pairs_per_task])
+    else:  # sorted by replay run: a chunk's replay runs sit in few files
+        keys = [pd.factorize(P["replay_run_id"].astype(str), sort=True)[0]]
+        if "tenant_id" in P:
+            keys.append(pd.factorize(P["tenant_id"].astype(str), sort=True)[0])
+        pos = np.lexsort(keys)
+        chunks = [pos[a:a + pairs_per_task] for a in range(0, len(pos), pairs_per_task)]
+        names = [f"pairs {k}" for k in range(len(chunks))]
+    task_of_pos = np.empty(len(P), dtype=np.int64)
+    for k, c in enumerate(chunks):
+        task_of_pos[c] = k
+    rneed = None if rwhere is None else _by_task(rwhere, task_of_pos, len(chunks))
+    bneed = None if bkeys is None else _by_task(_locate(P, "base_run_id", bkeys, "base"),
+                                                 task_of_pos, len(chunks))
+    parts = [Partition(name=name, index=k) for k, name in enumerate(names)]
+    data = [dask.delayed(_Inputs, pure=False)(
+        P.iloc[c], None if rneed is None or rdel is None else [rdel[j] for j in rneed[k]],
+        None if bneed is None or bdel is None else [bdel[j] for j in bneed[k]])
+        for k, c in enumerate(chunks)]
+    res = _run(_compare_part, parts, data, (base_src, replay_src), **run)
+    out = _concat(_ordered(res))
+    at = np.concatenate(chunks)  # the pairs' positions, in result order
+    return out.iloc[np.argsort(at, kind="stable")].reset_index(drop=True)
 
 
 # ----------------------------------------------------------------------------- cohorts

@@ -242,17 +242,19 @@ def _run_range(path: str) -> tuple[str, str] | None:
     return lo, hi
 
 
-def _check_no_split(parts: list[Partition]) -> None:
-    """Files of one tenant must hold disjoint run-id ranges (Parquet footer statistics)."""
+def _check_no_split(parts: list[Partition],
+                    ranges: list[tuple[str, str] | None] | None = None) -> None:
+    """Files of one tenant must hold disjoint run-id ranges (Parquet footer statistics;
+    ``ranges``: the files' :func:`_run_range`, read here when not given)."""
+    if ranges is None:
+        ranges = [_run_range(p.path) for p in parts if p.path is not None]
     by_tenant: dict[str | None, list[tuple[str, str, str]]] = {}
-    for p in parts:
-        assert p.path is not None
-        r = _run_range(p.path)
+    for p, r in zip(parts, ranges, strict=True):
         if r is not None:
             by_tenant.setdefault(p.tenant_id, []).append((r[0], r[1], p.name))
-    for tenant, ranges in by_tenant.items():
-        ranges.sort()
-        for (_, hi, name), (lo2, _, name2) in zip(ranges, ranges[1:], strict=False):
+    for tenant, spans in by_tenant.items():
+        spans.sort()
+        for (_, hi, name), (lo2, _, name2) in zip(spans, spans[1:], strict=False):
             if lo2 <= hi:
                 raise EngineError(
                     name2,
@@ -261,6 +263,107 @@ def _check_no_split(parts: list[Partition]) -> None:
                     "dataset with replaykit.engine.write_partitioned(log, path) (files that "
                     "never split a run).",
                 )
+
+
+@dataclass(frozen=True)
+class FileIndex:
+    """Which files of a Parquet dataset can hold which runs, from the files' footers.
+
+    Built once on the client (:func:`file_index`: one footer read per file) and shipped to
+    the tasks, so a task that needs a few runs opens only the files that can hold them
+    instead of every file of the dataset. Per tenant, the files' run-id ranges (Parquet
+    min/max statistics, :func:`_run_range`) are sorted by their lower bound; they are
+    disjoint (:func:`_check_no_split`), so one ``np.searchsorted`` finds the only file that
+    can hold a run. A file without statistics can hold anything and is always read.
+
+    Attributes:
+        root: the dataset root.
+        files: the partition files, in dataset order.
+        ranged: tenant -> (lows, highs, positions in ``files``) of its files with
+            statistics, sorted by low.
+        unranged: tenant -> positions in ``files`` of its files without statistics.
+    """
+
+    root: str
+    files: tuple[str, ...]
+    ranged: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+    unranged: dict[str, np.ndarray]
+
+    def lookup(self, tenants: list[str] | None, run_ids: list[str]) -> list[str]:
+        """The files that can hold any of ``run_ids`` of ``tenants`` (None: any tenant), in
+        dataset order."""
+        if not run_ids:
+            return []
+        runs = np.asarray(run_ids, dtype=str)
+        hits: list[np.ndarray] = []
+        for tenant in (self.ranged.keys() | self.unranged.keys()) if tenants is None \
+                else tenants:
+            if tenant in self.ranged:
+                lows, highs, pos = self.ranged[tenant]
+                i = np.searchsorted(lows, runs, side="right") - 1  # last file with low <= run
+                ok = i >= 0
+                ok[ok] = runs[ok] <= highs[i[ok]]
+                hits.append(pos[np.unique(i[ok])])
+            if tenant in self.unranged:
+                hits.append(self.unranged[tenant])
+        found = np.unique(np.concatenate(hits)) if hits else np.zeros(0, np.int64)
+        return [self.files[k] for k in found.tolist()]
+
+    def read(self, tenants: list[str] | None, run_ids: list[str]) -> EventLog:
+        """The events of ``run_ids`` of ``tenants`` (None: any tenant), as
+        :func:`replaykit.read_parquet` with those filters gives them, but opening only the
+        files that can hold them (:meth:`lookup`). The log carries no run metadata
+        (``_runs.parquet``).
+
+        Raises:
+            OSError / pyarrow.ArrowException: a file to read is unreadable.
+        """
+        import pyarrow.dataset as ds
+
+        from ..schema import empty_events
+
+        files = self.lookup(tenants, run_ids)
+        if not files:
+            return EventLog(empty_events())
+        dataset = ds.dataset(
+            files, format="parquet", partition_base_dir=self.root,
+            partitioning=ds.partitioning(pa.schema([("tenant_id", pa.string())]),
+                                         flavor="hive"),
+        )
+        expr = ds.field("run_id").isin(run_ids)
+        if tenants is not None:
+            expr = expr & ds.field("tenant_id").isin(tenants)
+        return EventLog(_canonical(dataset.to_table(filter=expr)))
+
+
+def file_index(source: str | os.PathLike[str]) -> FileIndex:
+    """The :class:`FileIndex` of a dataset in the :meth:`EventLog.to_parquet` layout (its
+    footers are checked as :func:`partitions` checks them).
+
+    Raises:
+        FileNotFoundError: no such dataset, or it holds no partition files.
+        EngineError: two files of one tenant hold overlapping run ids.
+    """
+    root = Path(source)
+    parts = _file_partitions(root, check=False)
+    ranges = [_run_range(p.path) for p in parts if p.path is not None]
+    _check_no_split(parts, ranges)
+    ranged: dict[str, list[tuple[str, str, int]]] = {}
+    unranged: dict[str, list[int]] = {}
+    for k, (p, r) in enumerate(zip(parts, ranges, strict=True)):
+        tenant = str(p.tenant_id)
+        if r is None:
+            unranged.setdefault(tenant, []).append(k)
+        else:
+            ranged.setdefault(tenant, []).append((r[0], r[1], k))
+    arrays: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    for tenant, spans in ranged.items():
+        spans.sort()
+        arrays[tenant] = (np.asarray([s[0] for s in spans], dtype=str),
+                          np.asarray([s[1] for s in spans], dtype=str),
+                          np.asarray([s[2] for s in spans], dtype=np.int64))
+    return FileIndex(root=str(root), files=tuple(str(p.path) for p in parts), ranged=arrays,
+                     unranged={t: np.asarray(v, dtype=np.int64) for t, v in unranged.items()})
 
 
 def _table_partitions(log: EventLog, partition_events: int) -> list[Partition]:
