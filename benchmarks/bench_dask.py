@@ -49,7 +49,7 @@ def _rename(log: Any, prefix: str, parent: bool = False) -> Any:
     cols = {n: t.column(n) for n in t.column_names}
     cols["run_id"] = pc.binary_join_element_wise(prefix, run, "")
     if parent:  # a replay of every run: parent = the base run; every 50th tool renamed
-        cols["parent_run_id"] = run
+        cols["parent_run_id"] = cols["run_id"]  # the base dataset's (prefixed) run id
         tool = pc.cast(t.column("tool_name"), pa.string())
         import numpy as np
 
@@ -108,8 +108,21 @@ def _local_compare(base: Path, rep: Path) -> float:
     import replaykit as rk
 
     t0 = time.perf_counter()
-    rk.compare(rk.read_parquet(base), rk.read_parquet(rep))
-    return time.perf_counter() - t0
+    df = rk.compare(rk.read_parquet(base), rk.read_parquet(rep))
+    seconds = time.perf_counter() - t0
+    _check_pairs(df, rep)
+    return seconds
+
+
+def _check_pairs(df: Any, rep: Path) -> None:
+    """Every replay run was paired with its base run (a compare of nothing is not timed)."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    runs = ds.dataset(sorted(rep.glob("tenant_id=*/*.parquet")), format="parquet").to_table(
+        columns=["run_id"]).column("run_id")
+    n_runs = len(pc.unique(pc.cast(runs, "string")))
+    assert n_runs and len(df) == n_runs, f"compare paired {len(df)} of {n_runs} runs in {rep}"
 
 
 def _peak_rss_mb() -> float:
@@ -136,12 +149,15 @@ def _dask_runs(path: Path, rep: Path | None, workers: int) -> dict[str, Any]:
         fold_s = time.perf_counter() - t0
         shutil.rmtree(out.parent)
         compare_s = None
+        pairs = None
         if rep is not None:
             t0 = time.perf_counter()
-            rk.compare(path, rep, engine="dask", client=client)
+            df = rk.compare(path, rep, engine="dask", client=client)
             compare_s = time.perf_counter() - t0
+            _check_pairs(df, rep)
+            pairs = len(df)
         peaks = client.run(_peak_rss_mb)
-    return {"fold_s": fold_s, "compare_s": compare_s,
+    return {"fold_s": fold_s, "compare_s": compare_s, "pairs": pairs,
             "partitions": len(report), "events": int(report["events"].sum()),
             "part_seconds": [float(x) for x in report["seconds"]],
             "part_events": [int(x) for x in report["events"]],
