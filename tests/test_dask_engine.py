@@ -353,6 +353,21 @@ def test_cohort_summary_equals_local(client, tmp_path: Path) -> None:
     pd.testing.assert_frame_equal(one, rk.cohorts(log, tenant_id="acme").summary())
 
 
+def test_relative_paths_work_on_worker_processes(client, data, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workers were started in another working directory: relative dataset and output
+    paths are the caller's."""
+    from replaykit.engine import fold_to_parquet
+
+    log, path = data
+    monkeypatch.chdir(path.parent)
+    want = rk.fold(log, rk.agent()).final()
+    _same_final(rk.fold(path.name, rk.agent(), engine="dask", client=client).final(), want)
+    report = fold_to_parquet(path.name, rk.agent(), "folded-rel", client=client, progress=False)
+    assert int(report["events"].sum()) == len(log)
+    assert len(sorted((path.parent / "folded-rel").glob("tenant_id=*/*.parquet"))) == len(report)
+
+
 def test_fold_to_parquet_fails_clearly_and_resumes(client, data, tmp_path: Path) -> None:
     log, path = data
     src = tmp_path / "src"

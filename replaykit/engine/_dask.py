@@ -390,7 +390,7 @@ def fold_to_parquet(source: Any, projections: Any, path: str | os.PathLike[str],
     from ..fold.projection import resolve_projections
 
     resolve_projections(projections)
-    out = Path(path)
+    out = Path(path).absolute()  # written by workers, whose working directory may differ
     out.mkdir(parents=True, exist_ok=True)
     parts, data = _sources(source, partition_events)
     done: list[dict[str, Any]] = []

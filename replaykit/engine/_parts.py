@@ -344,7 +344,7 @@ def file_index(source: str | os.PathLike[str]) -> FileIndex:
         FileNotFoundError: no such dataset, or it holds no partition files.
         EngineError: two files of one tenant hold overlapping run ids.
     """
-    root = Path(source)
+    root = Path(source).absolute()  # workers may have another working directory
     parts = _file_partitions(root, check=False)
     ranges = [_run_range(p.path) for p in parts if p.path is not None]
     _check_no_split(parts, ranges)
@@ -392,7 +392,8 @@ def partitions(
         TypeError: ``source`` is neither a path nor an EventLog.
     """
     if isinstance(source, (str, os.PathLike)):
-        return _file_partitions(Path(source), check)
+        # absolute: the tasks may run in worker processes with another working directory
+        return _file_partitions(Path(source).absolute(), check)
     if isinstance(source, EventLog):
         return _table_partitions(source, partition_events)
     raise TypeError(
