@@ -351,6 +351,21 @@ def test_cohort_summary_equals_local(client, tmp_path: Path) -> None:
         pd.testing.assert_frame_equal(dist.summary(), local.summary())
     one = rk.cohorts(path, tenant_id="acme", engine="dask", client=client).summary()
     pd.testing.assert_frame_equal(one, rk.cohorts(log, tenant_id="acme").summary())
+    # a dask.dataframe source (partitions in reverse order)
+    local = rk.cohorts(log, by="semester", cache=cd.cache)
+    dist = rk.cohorts(_ddf(log, 700, reverse=True), by="semester", cache=cd.cache,
+                      engine="dask", client=client)
+    pd.testing.assert_frame_equal(dist.runs_df(), local.runs_df())
+    pd.testing.assert_frame_equal(dist.summary(), local.summary())
+
+
+@pytest.mark.filterwarnings("ignore:Sending large graph")  # the test's own from_delayed
+def test_verify_chain_on_a_dask_dataframe(client, data) -> None:
+    log, _ = data
+    want = rk.verify_chain(log)
+    assert len(want) >= 3
+    got = rk.verify_chain(_ddf(log, 800, reverse=True), engine="dask", client=client)
+    pd.testing.assert_frame_equal(got, want)
 
 
 def test_relative_paths_work_on_worker_processes(client, data, tmp_path: Path,
