@@ -359,3 +359,108 @@ def test_artifact_and_context_selectors_match_refs_exactly(plain: Branch) -> Non
     # nothing (the intervention becomes a synthetic event instead)
     assert patched_ids(target_artifact="ctx-risk") == []
     assert patched_ids(target_context="ctx-risk", target_context_path="/claim") == []
+
+
+# ------------------------------------------------------- live model outputs drive tool calls
+def _recorded_outputs(log: rk.EventLog) -> dict[str, dict]:
+    """model call id -> its recorded output (with its toolCalls), for a replaying executor."""
+    t = log.filter(run_ids=RUN).table
+    return {ref: json.loads(p)["output"]
+            for ref, k, p in zip(t.column("ref_id").to_pylist(), t.column("kind").to_pylist(),
+                                 t.column("payload").to_pylist(), strict=True)
+            if k == "model_response"}
+
+
+def _tools(res: ReplayResult) -> list[tuple[str, str]]:
+    t = res.events.table
+    return [(ref, tool) for ref, tool, k in zip(
+        t.column("ref_id").to_pylist(), t.column("tool_name").to_pylist(),
+        t.column("kind").to_pylist(), strict=True) if k == "tool_call"]
+
+
+def _executor(outputs: dict[str, dict]):
+    def model(request: dict, *, policy: str) -> dict:
+        return outputs[request["modelCallId"]]
+    return model
+
+
+def test_live_output_that_repeats_the_recording_is_served_from_it(log, plain) -> None:
+    executed = []
+    res = replay(plain, model_policy="compatible-live", tool_policy="live-explicit",
+                 model_executor=_executor(_recorded_outputs(log)),
+                 tool_executor=lambda *a, **k: executed.append(a))
+    assert res.status == "completed" and executed == []  # every call's result was recorded
+    base = rk.replay(plain)  # recorded-only
+    assert _tools(res) == _tools(base)
+    eff = res.effects_df()
+    assert (eff["action"] == "recorded").all() and not eff["divergent"].any()
+    results = res.events.filter(types="tool.result").table.column("text").to_pylist()
+    assert results == base.events.filter(types="tool.result").table.column("text").to_pylist()
+
+
+def test_live_output_with_other_tool_calls_replaces_the_recorded_ones(log, plain) -> None:
+    outputs = _recorded_outputs(log)
+    outputs["mc-104-2"] = {"text": "Look it up again.", "toolCalls": [
+        {"toolName": "claim-lookup", "args": {"claimId": "C-104"}, "toolCallId": "tc-live"}]}
+    executed = []
+
+    def tool(name: str, args: dict, *, policy: str, readonly: bool) -> dict:
+        executed.append((name, args))
+        return {"output": {"claimId": args["claimId"], "found": True}, "isError": False}
+
+    res = replay(plain, model_policy="pinned-live", tool_policy="live-explicit",
+                 model_executor=_executor(outputs), tool_executor=tool)
+    assert res.status == "completed"
+    assert executed == [("claim-lookup", {"claimId": "C-104"})]
+    assert _tools(res) == [("tc-104-1", "claim-lookup"), ("tc-live", "claim-lookup"),
+                           ("tc-104-3", "escalate-to-siu")]
+    assert "tc-104-2" not in set(res.events.table.column("ref_id").to_pylist())
+    eff = res.effects_df().set_index("ref_id")
+    assert eff.loc["tc-live", "action"] == "executed" and bool(eff.loc["tc-live", "divergent"])
+    call = [p for p in _payloads(res) if p.get("refId") == "tc-live"]
+    assert call[0]["modelCallId"] == "mc-104-2"
+    assert call[1]["output"] == {"claimId": "C-104", "found": True}
+    assert res.metrics["first_divergence_step"] >= 0
+    # the same live output under pause-for-fixture: paused, the new call is the requirement
+    paused = replay(plain, model_policy="pinned-live", tool_policy="pause-for-fixture",
+                    model_executor=_executor(outputs))
+    assert paused.status == "paused"
+    req = paused.requirements_df()
+    assert req[["tool_name", "ref_id"]].values.tolist() == [["claim-lookup", "tc-live"]]
+    assert req.loc[0, "args_hash"] == args_hash({"claimId": "C-104"})
+
+
+def test_live_output_without_tool_calls_drops_the_recorded_ones(log, plain) -> None:
+    outputs = _recorded_outputs(log)
+    outputs["mc-104-3"] = {"text": "Approving.", "toolCalls": []}
+    res = replay(plain, model_policy="pinned-live", tool_policy="pause-for-fixture",
+                 model_executor=_executor(outputs))
+    assert res.status == "completed"
+    assert [t for _, t in _tools(res)] == ["claim-lookup", "risk-signals"]
+    assert "tc-104-3" not in set(res.events.table.column("ref_id").to_pylist())
+
+
+def test_live_tool_call_without_a_name_is_an_error(log, plain) -> None:
+    outputs = _recorded_outputs(log)
+    outputs["mc-104-1"] = {"text": "?", "toolCalls": [{"args": {}}]}
+    with pytest.raises(rk.ReplayError, match="no tool name"):
+        replay(plain, model_policy="pinned-live", model_executor=_executor(outputs))
+
+
+def test_tool_args_patch_follows_the_call_into_the_live_output(log, branch) -> None:
+    """The branch patches tc-104-2's claimedAmount to 900; a live model that asks for the
+    recorded call (1800) under the same id gets the patch applied, and the patched call is
+    executed."""
+    executed = []
+
+    def tool(name: str, args: dict, *, policy: str, readonly: bool) -> dict:
+        executed.append((name, args["claimedAmount"]))
+        return {"output": {"score": 0.1}, "isError": False}
+
+    res = replay(branch, model_policy="compatible-live", tool_policy="live-explicit",
+                 model_executor=_executor(_recorded_outputs(log)), tool_executor=tool)
+    assert executed == [("risk-signals", 900)]
+    call = next(p for p in _payloads(res) if p.get("refId") == "tc-104-2"
+                and p.get("type") == "tool.call")
+    assert call["args"]["claimedAmount"] == 900
+    assert call["replayPatch"][0]["status"] == "applied"

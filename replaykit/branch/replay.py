@@ -416,6 +416,57 @@ def _tool_output(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
+def _live_tool_calls(output: Any, model_ref: str) -> list[tuple[str, Any, Any]] | None:
+    """(call id, tool name, args) of each tool call a live model output asks for, or None
+    when the output does not say (no ``toolCalls``/``tool_calls`` list).
+
+    Each entry is a mapping with the tool's name (``toolName``/``name``/``tool``), its
+    arguments (``args``/``arguments``/``input``; a JSON string is kept as given) and
+    optionally its id (``toolCallId``/``id``/``refId``; default ``<model call>~live-<k>``).
+
+    Raises:
+        ValueError: an entry without a tool name.
+    """
+    if not isinstance(output, Mapping):
+        return None
+    _, listed = _find(output, ("toolCalls", "tool_calls"))
+    if not isinstance(listed, list):
+        return None
+    calls = []
+    for k, c in enumerate(listed):
+        _, tool = _find(c, _TOOL_KEYS + ("name",)) if isinstance(c, Mapping) else (None, None)
+        if not isinstance(tool, str) or not tool:
+            raise ValueError(f"live output of model call {model_ref!r}: tool call {k} has no "
+                             f"tool name (toolName/name/tool): {c!r}")
+        _, args = _find(c, _ARGS_KEYS)
+        _, cid = _find(c, ("toolCallId", "id", "refId"))
+        calls.append((str(cid) if cid else f"{model_ref}~live-{k}", tool, args))
+    return calls
+
+
+def _recorded_calls_of(rows: list[dict[str, Any]], i: int, model_ref: str
+                       ) -> list[dict[str, Any]]:
+    """The recorded tool calls made by model call ``model_ref`` whose response is row ``i``:
+    those whose payload names it (``modelCallId``) or, when none does, the tool calls after
+    the response up to the next model request or turn end."""
+    named = [x for x in rows[i + 1:] if x["kind"] == "tool_call"
+             and json.loads(x["payload"]).get("modelCallId") == model_ref]
+    if named:
+        return named
+    calls = []
+    for x in rows[i + 1:]:
+        if x["kind"] in ("model_request", "turn_end", "session_end"):
+            break
+        if x["kind"] == "tool_call":
+            calls.append(x)
+    return calls
+
+
+def _recorded_result(rows: list[dict[str, Any]], call_ref: str) -> dict[str, Any] | None:
+    return next((x for x in rows if x["ref_id"] == call_ref and x["kind"] == "tool_result"),
+                None)
+
+
 def _text_of(output: Any) -> str | None:
     if output is None:
         return None
@@ -448,7 +499,10 @@ def replay(
       model is never called, the recorded output is kept and the call is logged as blocked;
       ``determinism-probe``: ``model_executor(request, policy=...)`` is called ``probe_runs``
       times and compared (see :meth:`ReplayResult.probes_df`), the recorded output is kept;
-      ``pinned-live`` / ``compatible-live``: the executor's output replaces the recorded one.
+      ``pinned-live`` / ``compatible-live``: the executor's output replaces the recorded one;
+      when it lists tool calls (``toolCalls``: name, args, optional id), they replace the
+      recorded tool calls of that model call (a call equal to a recorded one gets its
+      recorded result; others are divergent and go to the tool policy; see docs/metrics.md).
     * tool calls -- when the (tool, args hash) signature equals the recording, the recorded
       result is served. A divergent call is served by a fixture (``fixtures``) under
       ``pause-for-fixture`` (missing: the replay ends ``paused`` with an open requirement) and
@@ -537,7 +591,62 @@ def replay(
         r.update(cols)
         return r
 
+    def serve(r: dict[str, Any], args: Any, result_type: str, *, origin: str,
+              base_seq: int | None) -> bool:
+        """Emit a divergent tool call and its result under the tool policy; False when the
+        replay stops there (no fixture: paused or failed, with an open requirement)."""
+        nonlocal status, error
+        ref = r["ref_id"]
+        eff = {"step": len(out), "ref_id": ref, "tool_name": r["tool_name"],
+               "args_hash": r["args_hash"], "divergent": True, "action": "recorded",
+               "fixture_id": None, "provenance": None}
+        served: tuple[Any, bool, str, dict[str, Any]] | None = None
+        if tp in ("pause-for-fixture", "recorded-only"):
+            fx = registry.resolve(tool_name=r["tool_name"], args=args, args_hash=r["args_hash"],
+                                  project_id=branch.project_id, branch_id=branch.branch_id,
+                                  replay_id=rid)
+            if fx is not None:
+                served = (fx.output, fx.is_error, "fixture",
+                          {"fixtureId": fx.fixture_id, "provenance": fx.provenance})
+                eff.update(action="fixture", fixture_id=fx.fixture_id, provenance=fx.provenance)
+        elif tp == "blocked":
+            served = ({"error": {"code": "BLOCKED", "message": "tool execution blocked by "
+                                 "replay policy"}}, True, "blocked", {"blocked": True})
+            eff["action"] = "blocked"
+        else:
+            assert tool_executor is not None
+            value, err = _tool_output(tool_executor(r["tool_name"], args, policy=tp,
+                                                    readonly=tp == "live-readonly"))
+            served = (value, err, "executor", {"executedBy": tp})
+            eff["action"] = "executed"
+        emit(r, origin, base_seq)
+        if served is None:
+            eff["action"] = "missing"
+            effects.append(eff)
+            req = {"requirement_id": f"req-{len(requirements) + 1}", "tool_name": r["tool_name"],
+                   "args": canonical_json(args), "args_hash": r["args_hash"], "ref_id": ref,
+                   "step": len(out) - 1, "status": "open"}
+            requirements.append(req)
+            if tp == "pause-for-fixture":
+                status = "paused"
+            else:
+                status = "failed"
+                error = (f"divergent tool call {r['tool_name']!r} (ref {ref}) has no recorded "
+                         "output and no fixture; tool policy 'recorded-only' fails here")
+            return False
+        effects.append(eff)
+        value, err, origin2, extra = served
+        emit(synthetic(r, result_type, "tool_result",
+                       {"type": result_type, "refId": ref, "toolName": r["tool_name"],
+                        "output": value, "isError": err, **extra},
+                       ref_id=ref, tool_name=r["tool_name"], is_error=err, text=_text_of(value),
+                       turn=r.get("turn"), step=r.get("step"), ts=r.get("ts")),
+             origin2, None)
+        return True
+
     live_outputs: dict[str, Any] = {}
+    replaced_calls: set[str] = set()  # recorded tool calls a live model output replaced
+    call_index = {x["ref_id"]: k for k, x in enumerate(rows) if x["kind"] == "tool_call"}
     dropped_results: set[str] = set()
     cp_done = False
     for i, row in enumerate(rows):
@@ -626,13 +735,70 @@ def replay(
         if kind in ("model_response", "model_chunk") and r["ref_id"] in live_outputs:
             if kind == "model_chunk":
                 continue  # the live output replaces the recorded stream
-            value = live_outputs.pop(r["ref_id"])
+            mref = r["ref_id"]
+            value = live_outputs.pop(mref)
             payload = json.loads(r["payload"])
             payload["output"] = value
             r.update(payload=canonical_json(payload), text=_text_of(value),
                      finish=(value.get("finish") if isinstance(value, Mapping) else None)
                      or r["finish"], input_tokens=None, output_tokens=None)
             emit(r, "executor", row["seq"])
+            try:
+                calls = _live_tool_calls(value, mref)
+            except ValueError as exc:
+                raise ReplayError(str(exc), run_id=branch.run_id,
+                                  tenant_id=branch.tenant_id) from None
+            if calls is None:
+                continue  # the output names no tool calls: the recorded ones stay
+            # the model's own tool calls replace the recorded calls of this model call
+            mine = _recorded_calls_of(rows, i, mref)
+            replaced_calls.update(x["ref_id"] for x in mine)
+            recorded_by_sig = {(x["tool_name"], x["args_hash"]): x for x in mine}
+            like = mine[0] if mine else r
+            for call_id, tool, args in calls:
+                # a tool-argument patch aimed at the recorded call of the same id applies
+                # to the live call that replaces it
+                records = []
+                for iv in touched.get(call_index.get(call_id, -1), []):
+                    if iv.kind != "tool_args_patch":
+                        continue
+                    args_value, as_text = _decoded_args(args)
+                    new_call, fails = apply_tool_args_patch(
+                        {"args": args_value, "toolName": tool, "argsHash": None,
+                         "argsArtifactId": None}, iv.patch)
+                    if not fails:
+                        args = (canonical_json(new_call["args"]) if as_text
+                                else new_call["args"])
+                        tool = new_call["toolName"]
+                    records.append({"interventionId": iv.intervention_id,
+                                    "status": "failed" if fails else "applied",
+                                    **({"failures": fails} if fails else {})})
+                ah = args_hash(args) if args is not None else None
+                call = synthetic(
+                    like, src_type.get("tool_call", "tool.call"), "tool_call",
+                    {"type": src_type.get("tool_call", "tool.call"), "refId": call_id,
+                     "toolName": tool, "args": args, "argsHash": ah, "modelCallId": mref,
+                     **({PATCH_RECORD_KEY: records} if records else {})},
+                    ref_id=call_id, tool_name=tool, args_hash=ah,
+                    text=None if args is None else (
+                        args if isinstance(args, str) else canonical_json(args)),
+                    turn=r.get("turn"), step=r.get("step"), ts=r.get("ts"))
+                rec = recorded_by_sig.get((tool, ah))
+                result = None if rec is None else _recorded_result(rows, rec["ref_id"])
+                if result is not None:  # the recording has this very call's result
+                    effects.append({"step": len(out), "ref_id": call_id, "tool_name": tool,
+                                    "args_hash": ah, "divergent": False, "action": "recorded",
+                                    "fixture_id": None, "provenance": None})
+                    emit(call, "executor", None)
+                    emit(dict(result, ref_id=call_id), "recorded", result["seq"])
+                    continue
+                if not serve(call, args, src_type.get("tool_result", "tool.result"),
+                             origin="executor", base_seq=None):
+                    break
+            if status != "completed":
+                break
+            continue
+        if kind in ("tool_call", "tool_result") and r["ref_id"] in replaced_calls:
             continue
         if kind == "tool_result" and r["ref_id"] in dropped_results:
             continue
@@ -643,11 +809,10 @@ def replay(
         # a tool call: recorded signature, or divergent and served by the tool policy
         ref = r["ref_id"]
         divergent = (r["tool_name"], r["args_hash"]) != (row["tool_name"], row["args_hash"])
-        eff = {"step": len(out), "ref_id": ref, "tool_name": r["tool_name"],
-               "args_hash": r["args_hash"], "divergent": divergent, "action": "recorded",
-               "fixture_id": None, "provenance": None}
         if not divergent:
-            effects.append(eff)
+            effects.append({"step": len(out), "ref_id": ref, "tool_name": r["tool_name"],
+                            "args_hash": r["args_hash"], "divergent": False,
+                            "action": "recorded", "fixture_id": None, "provenance": None})
             emit(r, origin, row["seq"])
             continue
         dropped_results.add(ref)
@@ -656,48 +821,9 @@ def replay(
         result_type = next((x["type"] for x in rows[i + 1:] if x["ref_id"] == ref
                             and x["kind"] == "tool_result"), src_type.get("tool_result",
                                                                           "tool.result"))
-        served: tuple[Any, bool, str, dict[str, Any]] | None = None
-        if tp in ("pause-for-fixture", "recorded-only"):
-            fx = registry.resolve(tool_name=r["tool_name"], args=args, args_hash=r["args_hash"],
-                                  project_id=branch.project_id, branch_id=branch.branch_id,
-                                  replay_id=rid)
-            if fx is not None:
-                served = (fx.output, fx.is_error, "fixture",
-                          {"fixtureId": fx.fixture_id, "provenance": fx.provenance})
-                eff.update(action="fixture", fixture_id=fx.fixture_id, provenance=fx.provenance)
-        elif tp == "blocked":
-            served = ({"error": {"code": "BLOCKED", "message": "tool execution blocked by "
-                                 "replay policy"}}, True, "blocked", {"blocked": True})
-            eff["action"] = "blocked"
-        else:
-            assert tool_executor is not None
-            value, err = _tool_output(tool_executor(r["tool_name"], args, policy=tp,
-                                                    readonly=tp == "live-readonly"))
-            served = (value, err, "executor", {"executedBy": tp})
-            eff["action"] = "executed"
-        emit(r, origin, row["seq"])
-        if served is None:
-            eff["action"] = "missing"
-            effects.append(eff)
-            req = {"requirement_id": f"req-{len(requirements) + 1}", "tool_name": r["tool_name"],
-                   "args": canonical_json(args), "args_hash": r["args_hash"], "ref_id": ref,
-                   "step": len(out) - 1, "status": "open"}
-            requirements.append(req)
-            if tp == "pause-for-fixture":
-                status = "paused"
-            else:
-                status = "failed"
-                error = (f"divergent tool call {r['tool_name']!r} (ref {ref}) has no recorded "
-                         "output and no fixture; tool policy 'recorded-only' fails here")
+        if not serve(r, args, result_type, origin=origin, base_seq=row["seq"]):
             break
-        effects.append(eff)
-        value, err, origin2, extra = served
-        emit(synthetic(r, result_type, "tool_result",
-                       {"type": result_type, "refId": ref, "toolName": r["tool_name"],
-                        "output": value, "isError": err, **extra},
-                       ref_id=ref, tool_name=r["tool_name"], is_error=err, text=_text_of(value),
-                       turn=r.get("turn"), step=r.get("step"), ts=r.get("ts")),
-             origin2, None)
+
     if not cp_done:  # checkpoint is the last event: interventions match nothing
         for iv in unmatched:
             emit(synthetic(rows[-1], "intervention.created", "intervention",
