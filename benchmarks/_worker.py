@@ -46,6 +46,44 @@ def pleach_duckdb(path: str) -> int:
     return t.num_rows
 
 
+#: the typed payload fields read_pleach extracts (see replaykit.io.pleach._TYPED)
+_DUCK_FIELDS = {
+    "turn": "BIGINT", "message_id": "VARCHAR", "call_id": "VARCHAR", "tool": "VARCHAR",
+    "finish": "VARCHAR", "text": "VARCHAR", "result": "VARCHAR", "is_error": "BOOLEAN",
+    "cacheKey": "VARCHAR", "interrupt_id": "VARCHAR", "reason": "VARCHAR",
+    "subagent_id": "VARCHAR", "child_chat_id": "VARCHAR", "checkpoint_id": "VARCHAR",
+    "export_id": "VARCHAR", "card_id": "VARCHAR", "message": "VARCHAR",
+}
+
+
+def pleach_duckdb_same_work(path: str) -> int:
+    """DuckDB doing part of read_pleach's work: the read, the typed payload fields (incl.
+    token usage and tool args), timestamps, and the sort by (tenant, chat, seq). Still less
+    than read_pleach does: no validation or quarantine, no canonical args hash, no kind
+    mapping, no duplicate check."""
+    import duckdb
+
+    cols = (
+        "{tenant_id:'VARCHAR', chat_id:'VARCHAR', sequence_number:'BIGINT', "
+        "event_type:'VARCHAR', payload:'JSON', created_at:'VARCHAR', prev_hash:'VARCHAR', "
+        "row_hash:'VARCHAR'}"
+    )
+    typed = ", ".join(f"CAST(json_extract_string(payload, '$.{k}') AS {t}) AS \"{k}\""
+                      for k, t in _DUCK_FIELDS.items())
+    con = duckdb.connect()
+    t = con.sql(
+        "SELECT tenant_id, chat_id, sequence_number, event_type, payload, "
+        "CAST(created_at AS TIMESTAMPTZ) AS ts, prev_hash, row_hash, "
+        f"{typed}, "
+        "CAST(json_extract(payload, '$.usage.input_tokens') AS BIGINT) AS input_tokens, "
+        "CAST(json_extract(payload, '$.usage.output_tokens') AS BIGINT) AS output_tokens, "
+        "json_extract(payload, '$.args') AS args "
+        f"FROM read_json('{path}', format='newline_delimited', columns={cols}) "
+        "ORDER BY tenant_id, chat_id, sequence_number"
+    ).to_arrow_table()
+    return t.num_rows
+
+
 def toh_replaykit(path: str) -> int:
     from replaykit.io.toh import read_toh
 
@@ -63,7 +101,8 @@ def toh_naive(path: str) -> int:
 
 CONTENDERS: dict[str, Callable[[str], int]] = {
     f.__name__: f
-    for f in (pleach_replaykit, pleach_pandas, pleach_duckdb, toh_replaykit, toh_naive)
+    for f in (pleach_replaykit, pleach_pandas, pleach_duckdb, pleach_duckdb_same_work,
+              toh_replaykit, toh_naive)
 }
 
 
@@ -71,6 +110,7 @@ _IMPORTS = {
     "pleach_replaykit": ("replaykit.io.pleach",),
     "pleach_pandas": ("pandas",),
     "pleach_duckdb": ("duckdb",),
+    "pleach_duckdb_same_work": ("duckdb",),
     "toh_replaykit": ("replaykit.io.toh",),
     "toh_naive": (),
 }

@@ -28,7 +28,8 @@ def test_quick_benchmarks_run_end_to_end(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     res = json.loads((tmp_path / "bench-data" / "results-quick.json").read_text())
     assert res["quick"] is True
-    for fmt, contenders in (("pleach", ("pleach_replaykit", "pleach_duckdb", "pleach_pandas")),
+    for fmt, contenders in (("pleach", ("pleach_replaykit", "pleach_duckdb",
+                                       "pleach_duckdb_same_work", "pleach_pandas")),
                             ("toh", ("toh_replaykit",))):
         for name in contenders:
             got = res[fmt][name]
