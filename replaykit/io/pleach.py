@@ -636,7 +636,7 @@ def _parse_payloads(payload: pa.Array, *, threads: bool = True) -> pa.Table | No
         return None
     if table.num_rows != n:
         return None
-    return table.combine_chunks()
+    return table
 
 
 # ----------------------------------------------------------------------------- robust path
