@@ -455,3 +455,58 @@ def test_tricky_lines_load_like_the_per_line_decoder(tmp_path: Path, line: bytes
               log.table.column("payload").to_pylist(), strict=True)
     for chat, seq, payload in got:
         assert json.loads(payload) == expect[(chat, seq)]
+
+
+# ------------------------------------------------------- property: any formatting, same rows
+_TRICKY_TEXT = st.sampled_from(["}", "{", '"payload":', "a\\b", "x\ny", "é ü", "}}{{", "", "null"])
+_VALUE = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), _TRICKY_TEXT),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.sampled_from(["a", "b", "}", "payload"]), inner,
+                                            max_size=3)),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=st.lists(st.tuples(
+        st.sampled_from(["message.user", "tool.called", "tool.completed", "custom.thing"]),
+        st.dictionaries(st.sampled_from(["text", "call_id", "tool", "args", "result", "z"]),
+                        _VALUE, max_size=4),
+        st.sampled_from(["first", "middle", "last"]),   # where the payload key sits
+        st.booleans(),                                   # spaced separators
+        st.booleans(),                                   # an object member after the payload
+        st.booleans(),                                   # ... and one before it
+    ), min_size=1, max_size=12),
+    crlf=st.booleans(),
+)
+def test_any_formatting_loads_like_the_per_line_decoder(tmp_path: Path, rows: list,
+                                                        crlf: bool) -> None:
+    """Lines in any key order and spacing, with braces, quotes and the payload key's bytes
+    inside strings, load to exactly the rows json.loads sees (fast path or not)."""
+    lines = []
+    expect = {}
+    for i, (etype, payload, where, spaced, extra, before) in enumerate(rows):
+        env = {"tenant_id": "acme", "chat_id": f"c{i % 3}", "sequence_number": i,
+               "event_type": etype, "created_at": "2026-01-01T00:00:00Z"}
+        items = list(env.items())
+        pos = {"first": 0, "middle": 2, "last": len(items)}[where]
+        items.insert(pos, ("payload", payload))
+        if extra:
+            items.append(("meta", {"note": "}", "n": 1}))
+        if before:
+            items.insert(0, ("meta0", {"payload": {"not": "this"}}))
+        sep = (", ", ": ") if spaced else (",", ":")
+        lines.append(json.dumps(dict(items), ensure_ascii=False, separators=sep).encode())
+        expect[(f"c{i % 3}", i)] = (etype, payload)
+    f = tmp_path / "p.jsonl"
+    f.write_bytes(b"".join(line + (b"\r\n" if crlf else b"\n") for line in lines))
+    log = read_pleach(f)
+    assert len(log) == len(rows) and log.quarantine.num_rows == 0
+    t = log.table
+    got = zip(t.column("run_id").to_pylist(), t.column("seq").to_pylist(),
+              t.column("type").to_pylist(), t.column("payload").to_pylist(), strict=True)
+    for chat, seq, etype, payload in got:
+        assert (etype, json.loads(payload)) == expect[(chat, seq)]
