@@ -53,7 +53,7 @@ import pyarrow.json as pj
 from .._json import JSONDecodeError, args_hash, canonical_json, loads
 from ..errors import LoadError
 from ..eventlog import RUNS_SCHEMA, EventLog
-from ..schema import events_table
+from ..schema import EVENTS_SCHEMA, events_table
 from ._common import ErrorPolicy, Progress, Quarantine, check_errors_arg, expand_paths
 
 __all__ = ["FORMAT", "EVENT_KINDS", "events_from_arrow", "read_pleach", "sniff"]
@@ -82,6 +82,7 @@ EVENT_KINDS: dict[str, str] = {
 _REQUIRED_COLUMNS = ("tenant_id", "chat_id", "sequence_number", "event_type", "payload")
 _PATTERNS = ("*.jsonl", "*.ndjson", "*.json", "*.parquet")
 _BLOCK = 16 << 20
+_THREADS = 2
 
 _STR = pa.string()
 _ENVELOPE_FIELDS = [
@@ -403,12 +404,12 @@ def _read_jsonl(
     # Blocks are read column-wise on two threads (Arrow and numpy release the GIL); the
     # results are taken in file order, so row checks and quarantine stay sequential.
     first_line = 1
-    with ThreadPoolExecutor(2) as pool:
+    with ThreadPoolExecutor(_THREADS) as pool:
         pending: deque[Any] = deque()
         blocks = _iter_blocks(path, bar)
         done = False
         while True:
-            while not done and len(pending) < 2:
+            while not done and len(pending) < _THREADS:
                 block = next(blocks, None)
                 if block is None:
                     done = True
@@ -1168,55 +1169,55 @@ def _finish(
         typed = pa.table({c: _take_runs(typed.column(c), kept) for c in typed.column_names})
         tenant, chat = tenant.take(idx), chat.take(idx)
         line, src_idx, seq = line[keep], src_idx[keep], seq[keep]
-    cols = {**_type_and_kind(env.column("event_type")),
-            **{c: typed.column(c) for c in typed.column_names}}
-    del typed
-    child = cols.pop("_child")
-    source = pa.DictionaryArray.from_arrays(
-        pa.array(src_idx, type=pa.int32()), pa.array(source_names, type=_STR)
-    )
-    m = len(line)
-    # placeholder for payload (all empty strings, no data); the real column is set below
-    blank = pa.Array.from_buffers(
-        pa.large_string(), m, [None, pa.py_buffer(np.zeros(m + 1, dtype=np.int64)),
-                               pa.py_buffer(b"")]
-    )
-    table = events_table(
-        {
-            "tenant_id": tenant,
-            "run_id": chat,
-            "seq": seq,
-            "ts": ts,
-            "payload": blank,
-            "source": source,
-            "source_line": line,
-            **cols,
-        },
-        sort=False,
-    )
-    del env, cols, tenant, chat, ts, line, src_idx, seq, blank
-    _release()
+    # The big columns are copied into sorted order on two threads (Arrow's concatenation
+    # releases the GIL), starting now; the small columns are built here meanwhile.
     big_columns = {"payload": payload, "text": text, "prev_hash": prev_hash,
                    "row_hash": row_hash}
     del payload, text, prev_hash, row_hash
     identity = bool(len(order)) and np.array_equal(big_idx, np.arange(n))
     big_order = None if identity else big_idx
-    with ThreadPoolExecutor(1) as pool:
-        # the small columns are reordered by Arrow on a worker thread meanwhile
-        sorted_small = (
-            pool.submit(lambda: (table.take(pa.array(order)), child.take(pa.array(order))))
-            if big_order is not None else None
+
+    def copy_big(name: str) -> pa.Array | pa.ChunkedArray:
+        typ = EVENTS_SCHEMA.field(name).type
+        big = big_columns.pop(name)  # the source is freed once copied
+        big = big if big_order is None else _take_runs(big, big_order)
+        _release()
+        return big if big.type == typ else big.cast(typ)
+
+    with ThreadPoolExecutor(2) as pool:
+        names = sorted(big_columns, key=lambda k: -big_columns[k].nbytes)
+        copies = {name: pool.submit(copy_big, name) for name in names}
+        cols = {**_type_and_kind(env.column("event_type")),
+                **{c: typed.column(c) for c in typed.column_names}}
+        del typed
+        child = cols.pop("_child")
+        source = pa.DictionaryArray.from_arrays(
+            pa.array(src_idx, type=pa.int32()), pa.array(source_names, type=_STR)
         )
-        done: dict[str, pa.Array | pa.ChunkedArray] = {}
-        for name in list(big_columns):  # one at a time: each source is freed once copied
-            f = table.schema.field(name)
-            big = big_columns.pop(name)
-            big = big if big_order is None else _take_runs(big, big_order)
-            done[name] = big if big.type == f.type else big.cast(f.type)
-            del big
-            _release()
-        if sorted_small is not None:
-            table, child = sorted_small.result()
+        m = len(line)
+        # placeholder for payload (all empty strings, no data); the real column is set below
+        blank = pa.Array.from_buffers(
+            pa.large_string(), m, [None, pa.py_buffer(np.zeros(m + 1, dtype=np.int64)),
+                                   pa.py_buffer(b"")]
+        )
+        table = events_table(
+            {
+                "tenant_id": tenant,
+                "run_id": chat,
+                "seq": seq,
+                "ts": ts,
+                "payload": blank,
+                "source": source,
+                "source_line": line,
+                **cols,
+            },
+            sort=False,
+        )
+        del env, cols, tenant, chat, ts, line, src_idx, seq, blank
+        if big_order is not None:
+            idx = pa.array(order)
+            table, child = table.take(idx), child.take(idx)
+        done = {name: fut.result() for name, fut in copies.items()}
     for name, big in done.items():
         table = table.set_column(table.schema.get_field_index(name), table.schema.field(name), big)
     return _fill_derived(table, child), dup_by_source
@@ -1312,52 +1313,25 @@ def _slim(part: _Part) -> _Part:
 
 
 def _take_runs_text(values: pa.ChunkedArray, order: np.ndarray) -> pa.Array:
-    """_take_runs for (large) strings: one numpy copy of each run's bytes, new offsets."""
+    """_take_runs for (large) strings: one zero-copy slice per run of consecutive rows (a
+    loop over runs, not rows), joined by Arrow's concatenation (one copy; releases the GIL,
+    so columns can be copied on several threads)."""
     chunks = [c for c in values.chunks if len(c)]
-    large = pa.types.is_large_string(values.type)
     sizes = np.array([len(c) for c in chunks], dtype=np.int64)
     bounds = np.concatenate([[0], np.cumsum(sizes)])
-    off_type = np.int64 if large else np.int32
-    lo = np.empty(len(order) and int(bounds[-1]), dtype=np.int64)  # row start in its chunk
-    hi = np.empty_like(lo)
-    datas = []
-    for c, b0, b1 in zip(chunks, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        offs = np.frombuffer(c.buffers()[1], dtype=off_type)[c.offset : c.offset + len(c) + 1]
-        lo[b0:b1], hi[b0:b1] = offs[:-1], offs[1:]
-        data = c.buffers()[2]
-        datas.append(np.frombuffer(data, dtype=np.uint8) if data is not None else
-                     np.zeros(0, dtype=np.uint8))
-    cid = np.searchsorted(bounds, order, side="right") - 1
     n = len(order)
+    cid = np.searchsorted(bounds, order, side="right") - 1
     brk = np.flatnonzero((np.diff(order) != 1) | (np.diff(cid) != 0)) + 1
     first = np.concatenate([[0], brk])
-    last = np.append(brk, n) - 1
-    run_lo, run_hi, run_c = lo[order[first]], hi[order[last]], cid[first]
-    # the copy goes to Arrow's pool, which reuses memory the loader freed earlier
-    total = int((hi[order[last]] - lo[order[first]]).sum()) if n else 0
-    data = pa.allocate_buffer(total)
-    if n:
-        np.concatenate(
-            [datas[c][a:b] for c, a, b in zip(run_c.tolist(), run_lo.tolist(),
-                                              run_hi.tolist(), strict=True)],
-            out=np.frombuffer(data, dtype=np.uint8),
-        )
-    lengths = (hi - lo)[order]
-    del lo, hi
-    new_offs = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=new_offs[1:])
-    if not large:
-        if new_offs[-1] >= 2**31:
-            return _take_runs(values.cast(pa.large_string()), order).cast(values.type)
-        new_offs = new_offs.astype(np.int32)
-    validity, nulls = None, 0
-    if values.null_count:
-        valid = np.concatenate([np.asarray(c.is_valid()) for c in chunks])[order]
-        nulls = n - int(valid.sum())
-        validity = pa.array(valid).buffers()[1] if nulls else None
-    return pa.Array.from_buffers(
-        values.type, n, [validity, pa.py_buffer(new_offs), data], null_count=nulls
-    )
+    lengths = np.diff(np.append(first, n))
+    run_c = cid[first]
+    starts = order[first] - bounds[run_c]
+    slices = [chunks[c].slice(a, k) for c, a, k in zip(run_c.tolist(), starts.tolist(),
+                                                       lengths.tolist(), strict=True)]
+    try:
+        return pa.concat_arrays(slices)
+    except pa.ArrowInvalid:  # offsets of a string column would overflow: large offsets
+        return pa.concat_arrays([x.cast(pa.large_string()) for x in slices]).cast(values.type)
 
 
 def _tool_args(part: _Part, cache: dict[str, str]) -> tuple[pa.Array, pa.Array]:
