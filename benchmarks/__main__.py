@@ -110,7 +110,7 @@ def bench_pleach(events: int, repeat: int) -> dict[str, Any]:
     print(f"pleach: {events:,} events, {size_mb:,.0f} MB", flush=True)
     res = {n: _run(n, path, repeat)
            for n in ("pleach_replaykit", "pleach_duckdb", "pleach_duckdb_same_work")}
-    res["pleach_pandas"] = _run("pleach_pandas", path, 1)
+    res["pleach_pandas"] = _run("pleach_pandas", path, repeat)  # best of N for every contender
     return {"file_mb": size_mb, "events": events, **res}
 
 
@@ -291,11 +291,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--pleach-events", type=int, default=None)
     ap.add_argument("--toh-events", type=int, default=None)
-    ap.add_argument("--repeat", type=int, default=None, help="best of N (default 1, quick 2)")
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="loaders: best of N runs, every contender (default 3; quick 2)")
     args = ap.parse_args(argv)
     pleach_n = args.pleach_events or (100_000 if args.quick else 2_000_000)
     toh_n = args.toh_events or (50_000 if args.quick else 1_000_000)
-    repeat = args.repeat or (2 if args.quick else 1)
+    repeat = args.repeat or (2 if args.quick else 3)
     results: dict[str, Any] = {"machine": _machine(), "quick": args.quick}
     load_before = os.getloadavg()
     print("machine:", json.dumps(results["machine"]), flush=True)

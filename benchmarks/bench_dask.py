@@ -63,6 +63,9 @@ def _rename(log: Any, prefix: str, parent: bool = False) -> Any:
 
 def _dataset(events: int, replay: bool = False) -> Path:
     """A run-partitioned dataset of ``events`` events, generated in 1M-event chunks."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     from replaykit.engine import write_partitioned
     from replaykit.fold.synth import synthetic_log
 
@@ -73,6 +76,7 @@ def _dataset(events: int, replay: bool = False) -> Path:
     tmp = Path(tempfile.mkdtemp(dir=DATA))
     out = tmp / "ds"
     k = 0
+    runs_tables = []
     for start in range(0, events, CHUNK):
         n = min(CHUNK, events - start)
         log = synthetic_log(n, max(1, n // EVENTS_PER_RUN), seed=k)
@@ -82,11 +86,12 @@ def _dataset(events: int, replay: bool = False) -> Path:
             dest = out / f.parent.name / f"part-{k * 1000 + int(f.stem.split('-')[1])}.parquet"
             dest.parent.mkdir(parents=True, exist_ok=True)
             f.rename(dest)
+        runs_tables.append(pq.read_table(part / "_runs.parquet"))  # every chunk's runs
         if k == 0:
-            shutil.copy(part / "_runs.parquet", out / "_runs.parquet")
             shutil.copy(part / "_quarantine.parquet", out / "_quarantine.parquet")
         shutil.rmtree(part)
         k += 1
+    pq.write_table(pa.concat_tables(runs_tables), out / "_runs.parquet")
     if path.exists():
         shutil.rmtree(path)
     out.rename(path)

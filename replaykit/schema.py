@@ -137,12 +137,15 @@ def empty_events() -> pa.Table:
     return EVENTS_SCHEMA.empty_table()
 
 
-def _as_array(values: Any, field: pa.Field, n: int) -> pa.Array | pa.ChunkedArray:
+def _as_array(values: Any, field: pa.Field, n: int, combine: bool = True
+              ) -> pa.Array | pa.ChunkedArray:
     if values is None:
         if field.name in _REQUIRED_DEFAULTS:
             return pa.array(np.full(n, _REQUIRED_DEFAULTS[field.name]), type=field.type)
         return pa.nulls(n, type=field.type)
     if isinstance(values, pa.ChunkedArray):
+        if not combine:
+            return _as_chunked(values, field)
         values = values.combine_chunks()
     if isinstance(values, pa.Array):
         arr = values
@@ -165,14 +168,28 @@ def _as_array(values: Any, field: pa.Field, n: int) -> pa.Array | pa.ChunkedArra
     return arr
 
 
-def events_table(columns: Mapping[str, Any], *, sort: bool = True) -> pa.Table:
+def _as_chunked(values: pa.ChunkedArray, field: pa.Field) -> pa.ChunkedArray:
+    """_as_array for a chunked column, keeping its chunks (no concatenation)."""
+    if pa.types.is_dictionary(field.type):
+        if not pa.types.is_dictionary(values.type):
+            values = pc.cast(values, pa.string()).dictionary_encode()
+        return values.cast(field.type) if values.type != field.type else values
+    if pa.types.is_timestamp(values.type) and values.type.tz is None and \
+            pa.types.is_timestamp(field.type):
+        values = pc.assume_timezone(values, "UTC")
+    return values.cast(field.type) if values.type != field.type else values
+
+
+def events_table(columns: Mapping[str, Any], *, sort: bool = True,
+                 combine: bool = True) -> pa.Table:
     """Build a canonical events table from columns.
 
     ``columns`` maps column names to Arrow arrays, numpy arrays or Python sequences. Missing
     nullable columns become nulls; ``is_error``/``inherited`` default to False. Every other
     required column must be given. Values are cast to the canonical types (strings are
     dictionary-encoded where the schema says so). The result is sorted by
-    (tenant_id, run_id, seq) unless ``sort=False``.
+    (tenant_id, run_id, seq) unless ``sort=False``. Chunked columns are concatenated unless
+    ``combine=False`` (for a caller that reorders the table next anyway).
 
     Raises:
         SchemaError: a required column is missing, columns differ in length, or a column
@@ -197,7 +214,7 @@ def events_table(columns: Mapping[str, Any], *, sort: bool = True) -> pa.Table:
     ]
     if missing:
         raise SchemaError([f"required column {name!r} is missing" for name in missing])
-    arrays = [_as_array(columns.get(f.name), f, n) for f in EVENTS_SCHEMA]
+    arrays = [_as_array(columns.get(f.name), f, n, combine) for f in EVENTS_SCHEMA]
     table = pa.Table.from_arrays(arrays, schema=EVENTS_SCHEMA)
     return sort_events(table) if sort else table
 

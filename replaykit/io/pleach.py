@@ -1211,7 +1211,7 @@ def _finish(
                 "source_line": line,
                 **cols,
             },
-            sort=False,
+            sort=False, combine=big_order is None,  # the take below makes them contiguous
         )
         del env, cols, tenant, chat, ts, line, src_idx, seq, blank
         if big_order is not None:
