@@ -98,6 +98,34 @@ def _base(table: pa.Table, names: list[str]) -> dict[str, Any]:
     return out
 
 
+def _joint_keys(left: list[Any], right: list[Any]) -> tuple[pa.Array, pa.Array]:
+    """One int64 per row of ``left`` and of ``right`` (parallel lists of key columns), equal
+    exactly when all key columns are equal (nulls equal nulls); column-wise: each column is
+    dictionary-encoded over both sides and the codes are combined (re-encoded when the
+    product of the cardinalities would overflow)."""
+    n = len(left[0])
+    key = None
+    for lc, rc in zip(left, right, strict=True):
+        both = pa.chunked_array(
+            [c for col in (lc, rc) for c in (col.chunks if isinstance(col, pa.ChunkedArray)
+                                             else [col])]
+        )
+        if pa.types.is_dictionary(both.type):
+            both = both.cast(both.type.value_type)
+        enc = both.dictionary_encode().combine_chunks()
+        codes = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        codes += 1  # null -> 0
+        size = len(enc.dictionary) + 1
+        if key is None:
+            key = codes
+        else:
+            if int(key.max(initial=0)) + 1 > (2**62) // size:
+                key = np.unique(key, return_inverse=True)[1].astype(np.int64)
+            key = key * size + codes
+    assert key is not None
+    return pa.array(key[:n]), pa.array(key[n:])
+
+
 def _empty(columns: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series([], dtype=d) for c, d in columns.items()})
 
@@ -153,12 +181,16 @@ def calls_df(log: Any) -> pd.DataFrame:
     sub = table.filter(mask)
     if sub.num_rows == 0:
         return _empty(_CALL_COLUMNS)
-    keys = ["tenant_id", "run_id", "ref_id"]
-    b = _base(sub, [*keys, "seq", "turn", "step", "kind", "chunk_type", "finish", "is_error",
-                    "input_tokens", "output_tokens", "text", "payload"])  # fmt: skip
+    b = _base(sub, ["tenant_id", "run_id", "ref_id", "seq", "turn", "step", "kind",
+                    "chunk_type", "finish", "is_error", "input_tokens", "output_tokens", "text",
+                    "payload"])  # fmt: skip
+    # one int64 per (tenant_id, run_id, ref_id): every grouping and join below uses it
+    key, _ = _joint_keys([b["tenant_id"], b["run_id"], b["ref_id"]],
+                         [pa.array([], pa.string())] * 3)
+    keys = ["_key"]
     is_chunk = pc.equal(b["kind"], "model_chunk")
     t = pa.table({
-        **{k: b[k] for k in keys},
+        "_key": key, "_row": pa.array(np.arange(sub.num_rows)),
         "seq": b["seq"], "turn": b["turn"], "step": b["step"],
         "chunk": pc.cast(is_chunk, pa.int64()),
         "finish": b["finish"], "input_tokens": b["input_tokens"],
@@ -166,6 +198,7 @@ def calls_df(log: Any) -> pd.DataFrame:
         "text": b["text"],
     })  # fmt: skip
     agg = t.group_by(keys, use_threads=False).aggregate([
+        ("_row", "min"),
         ("seq", "min"), ("seq", "max"), ("turn", "first"), ("step", "first"), ("chunk", "sum"),
         ("finish", "first"), ("input_tokens", "sum"), ("output_tokens", "sum"),
     ])  # fmt: skip
@@ -191,6 +224,13 @@ def calls_df(log: Any) -> pd.DataFrame:
     parts.append(errs.group_by(keys, use_threads=False).aggregate([("error_code", "first")]))
     for part in parts:
         agg = agg.join(part, keys, join_type="left outer", use_threads=False)
+    # the log's order: (tenant, run) as sorted, then first seq = the call's first row
+    agg = agg.take(pa.array(np.argsort(agg.column("_row_min").to_numpy(), kind="stable")))
+    first = agg.column("_row_min")
+    ids = {k: b[k].take(first) for k in ("tenant_id", "run_id", "ref_id")}
+    agg = agg.drop_columns(["_key", "_row_min"])
+    for k, v in reversed(list(ids.items())):
+        agg = agg.add_column(0, k, v)
     df = to_pandas(agg).rename(columns={
         "seq_min": "first_seq", "seq_max": "last_seq", "turn_first": "turn",
         "step_first": "step", "chunk_sum": "chunks", "finish_first": "finish",
@@ -199,7 +239,6 @@ def calls_df(log: Any) -> pd.DataFrame:
         "error_code_first": "error_code",
     })  # fmt: skip
     df["text"] = df["text"].where(df["text"].notna(), df.pop("response_text"))
-    df = df.sort_values(["tenant_id", "run_id", "first_seq"], ignore_index=True)
     df["call_index"] = df.groupby(["tenant_id", "run_id", "turn", "step"],
                                   dropna=False, sort=False).cumcount().astype("int64")
     df["tool_calls"] = _tool_calls_per_call(table, df)
@@ -301,18 +340,25 @@ def tools_df(log: Any) -> pd.DataFrame:
         codes = pc.replace_with_mask(codes, pa.array(m), _field(epay, "tool_error_code",
                                                                 pa.string()))  # fmt: skip
     rt = rt.append_column("error_name", names).append_column("error_code", codes)
+    # one integer key per (tenant_id, run_id, call_id) over calls and results together, so
+    # the grouping and the join below work on int64 instead of three string columns
+    ckey, rkey = _joint_keys([ct.column(c) for c in ("tenant_id", "run_id", "call_id")],
+                             [rt.column(c) for c in ("tenant_id", "run_id", "call_id")])
     # first result per call id (the table is sorted by seq within a run)
-    rt = rt.append_column("_row", pa.array(np.arange(rt.num_rows)))
-    firsts = rt.group_by(["tenant_id", "run_id", "call_id"], use_threads=False).aggregate(
-        [("_row", "min")])  # fmt: skip
-    rt = rt.take(firsts.column("_row_min")).drop_columns(["_row"])
-    joined = ct.join(rt, ["tenant_id", "run_id", "call_id"], join_type="left outer",
-                     use_threads=False)  # fmt: skip
-    df = to_pandas(joined)
+    rt = rt.append_column("_key", rkey).append_column("_row", pa.array(np.arange(rt.num_rows)))
+    firsts = rt.group_by(["_key"], use_threads=False).aggregate([("_row", "min")])
+    rt = rt.take(firsts.column("_row_min")).drop_columns(
+        ["_row", "tenant_id", "run_id", "call_id"])
+    ct = ct.append_column("_key", ckey).append_column(
+        "_crow", pa.array(np.arange(ct.num_rows)))
+    joined = ct.join(rt, ["_key"], join_type="left outer", use_threads=False)
+    # back to the calls' order (the log's: tenant, run, seq); a join does not keep it
+    joined = joined.take(pa.array(np.argsort(joined.column("_crow").to_numpy(),
+                                             kind="stable")))
+    df = to_pandas(joined.drop_columns(["_key", "_crow"]))
     df["tool_name"] = df["tool_name"].where(df["tool_name"].notna(), df.pop("result_tool"))
     df["has_result"] = df["result_seq"].notna().astype(bool)
     df["is_error"] = df["is_error"].astype("boolean").where(df["has_result"], pd.NA)
-    df = df.sort_values(["tenant_id", "run_id", "call_seq"], ignore_index=True)
     return df[list(_TOOL_COLUMNS)].astype(
         {c: d for c, d in _TOOL_COLUMNS.items() if d != "str"}
     )
