@@ -111,11 +111,23 @@ def _joint_keys(left: list[Any], right: list[Any]) -> tuple[pa.Array, pa.Array]:
                                              else [col])]
         )
         if pa.types.is_dictionary(both.type):
-            both = both.cast(both.type.value_type)
-        enc = both.dictionary_encode().combine_chunks()
-        codes = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-        codes += 1  # null -> 0
-        size = len(enc.dictionary) + 1
+            # no decoding: one shared dictionary, its (possibly repeated) values coded once
+            both = both.unify_dictionaries()
+            dictionary = both.chunk(0).dictionary if both.num_chunks else \
+                pa.array([], both.type.value_type)
+            denc = dictionary.dictionary_encode()
+            remap = np.append(pc.fill_null(denc.indices, -1).to_numpy(zero_copy_only=False)
+                              .astype(np.int64), -1)
+            idx = np.concatenate([pc.fill_null(c.indices, -1).to_numpy(zero_copy_only=False)
+                                  for c in both.chunks]).astype(np.int64) \
+                if both.num_chunks else np.zeros(0, np.int64)
+            codes = remap[idx] + 1  # null (-1 -> remap[-1] = -1) -> 0
+            size = len(denc.dictionary) + 1
+        else:
+            enc = both.dictionary_encode().combine_chunks()
+            codes = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+            codes += 1  # null -> 0
+            size = len(enc.dictionary) + 1
         if key is None:
             key = codes
         else:
@@ -124,6 +136,19 @@ def _joint_keys(left: list[Any], right: list[Any]) -> tuple[pa.Array, pa.Array]:
             key = key * size + codes
     assert key is not None
     return pa.array(key[:n]), pa.array(key[n:])
+
+
+def _run_rank(table: pa.Table, rows: np.ndarray) -> np.ndarray:
+    """For rows of a table sorted by (tenant_id, run_id, ...): the rank of each row's run in
+    that order (rows of one run are contiguous, so the run's position among run starts)."""
+    if not len(rows):
+        return np.zeros(0, dtype=np.int64)
+    key, _ = _joint_keys([table.column("tenant_id"), table.column("run_id")],
+                         [table.column("tenant_id").slice(0, 0),
+                          table.column("run_id").slice(0, 0)])
+    k = key.to_numpy()
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    return np.searchsorted(starts, rows, side="right") - 1
 
 
 def _empty(columns: dict[str, str]) -> pd.DataFrame:
@@ -391,13 +416,16 @@ def turns_df(log: Any) -> pd.DataFrame:
     sub = table.filter(pc.is_valid(table.column("turn")))
     if sub.num_rows == 0:
         return _empty(_TURN_COLUMNS)
-    keys = ["tenant_id", "run_id", "turn"]
-    b = _base(sub, [*keys, "seq", "step", "kind", "is_error", "payload"])
+    b = _base(sub, ["seq", "step", "kind", "is_error", "payload"])
     kind = b["kind"]
     seq = b["seq"]
     null_i64 = pa.scalar(None, pa.int64())
+    # one int64 per (tenant_id, run_id, turn) for the grouping and the join
+    key, _ = _joint_keys([sub.column(c) for c in ("tenant_id", "run_id", "turn")],
+                         [sub.column(c).slice(0, 0) for c in ("tenant_id", "run_id", "turn")])
+    keys = ["_key"]
     t = pa.table({
-        **{k: b[k] for k in keys},
+        "_key": key, "_row": pa.array(np.arange(sub.num_rows)),
         "seq": seq,
         "start": pc.if_else(pc.equal(kind, "turn_start"), seq, null_i64),
         "end": pc.if_else(pc.equal(kind, "turn_end"), seq, null_i64),
@@ -405,7 +433,7 @@ def turns_df(log: Any) -> pd.DataFrame:
         "tool": pc.cast(pc.equal(kind, "tool_call"), pa.int64()),
     })  # fmt: skip
     agg = t.group_by(keys, use_threads=False).aggregate([
-        ("seq", "min"), ("start", "min"), ("end", "min"),
+        ("_row", "min"), ("seq", "min"), ("start", "min"), ("end", "min"),
         ("step", "count_distinct", pc.CountOptions(mode="only_valid")), ("tool", "sum"),
     ])  # fmt: skip
     end_mask = pc.equal(kind, "turn_end")
@@ -420,11 +448,22 @@ def turns_df(log: Any) -> pd.DataFrame:
     firsts = ends.group_by(keys, use_threads=False).aggregate([("_row", "min")])
     ends = ends.take(firsts.column("_row_min")).select([*keys, "end_reason", "error_code"])
     agg = agg.join(ends, keys, join_type="left outer", use_threads=False)
+    # ids of each turn from its first row; order (tenant, run) as the log, then turn
+    first = agg.column("_row_min")
+    ids = {k: _str(sub.column(k).take(first)) if k != "turn" else sub.column(k).take(first)
+           for k in ("tenant_id", "run_id", "turn")}
+    run_first = agg.column("_row_min").to_numpy()  # log order of the runs (a run's rows
+    # are contiguous, so any row of it orders it among runs)
+    order = np.lexsort((pc.fill_null(ids["turn"], -(2**31)).to_numpy(zero_copy_only=False),
+                        _run_rank(sub, run_first)))
+    agg = agg.drop_columns(["_key", "_row_min"])
+    for k, v in reversed(list(ids.items())):
+        agg = agg.add_column(0, k, v)
+    agg = agg.take(pa.array(order))
     df = to_pandas(agg).rename(columns={
         "end_min": "end_seq", "step_count_distinct": "steps", "tool_sum": "tool_calls",
     })  # fmt: skip
     df["start_seq"] = df.pop("start_min").fillna(df.pop("seq_min"))
-    df = df.sort_values(["tenant_id", "run_id", "turn"], ignore_index=True)
     return df[list(_TURN_COLUMNS)].astype(
         {c: d for c, d in _TURN_COLUMNS.items() if d != "str"}
     )

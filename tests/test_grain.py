@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit.grain import calls_df, tools_df, turns_df
+from replaykit.grain import _joint_keys, calls_df, tools_df, turns_df
 from replaykit.schema import events_table
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "toh"
@@ -191,3 +193,33 @@ def test_toh_sample_tools_and_turns(sample: rk.EventLog) -> None:
     ]
     assert turns["error_code"].iloc[1] == "SERVER"
     assert turns["steps"].tolist()[:2] == [3, 2]
+
+
+# ------------------------------------------------------------ the joint keys grain tables use
+_VAL = st.one_of(st.none(), st.sampled_from(["a", "b", "é", ""]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows=st.lists(st.tuples(_VAL, _VAL, st.one_of(st.none(), st.integers(0, 3))),
+                     min_size=1, max_size=30),
+       split=st.integers(0, 30), dict_cols=st.tuples(st.booleans(), st.booleans()))
+def test_joint_keys_equal_exactly_when_the_rows_are(rows, split, dict_cols) -> None:
+    import pyarrow as pa
+
+    split = min(split, len(rows))
+    left, right = rows[:split], rows[split:]
+
+    def cols(part):
+        out = []
+        for j, typ in enumerate((pa.string(), pa.string(), pa.int32())):
+            arr = pa.array([r[j] for r in part], typ)
+            if j < 2 and dict_cols[j]:
+                arr = arr.dictionary_encode()
+            out.append(arr)
+        return out
+
+    lk, rk_ = _joint_keys(cols(left), cols(right))
+    keys = lk.to_pylist() + rk_.to_pylist()
+    for a in range(len(rows)):
+        for b in range(len(rows)):
+            assert (keys[a] == keys[b]) == (rows[a] == rows[b])
