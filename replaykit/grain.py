@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from ._json import payload_fields
 from .eventlog import to_pandas
+from .schema import run_starts, sort_events
 
 __all__ = ["calls_df", "tools_df", "turns_df"]
 
@@ -54,7 +55,10 @@ FIELD_PATHS: dict[str, list[str]] = {
 
 
 def _table(log: Any) -> pa.Table:
-    return log.table if hasattr(log, "table") else log
+    """The events table of ``log``, sorted by (tenant_id, run_id, seq): the grain tables
+    take their row order from it (an EventLog's table already is; a bare table is sorted
+    here, or returned as is when it already is)."""
+    return log.table if hasattr(log, "table") else sort_events(log)
 
 
 def _str(col: Any) -> pa.Array:
@@ -136,19 +140,6 @@ def _joint_keys(left: list[Any], right: list[Any]) -> tuple[pa.Array, pa.Array]:
             key = key * size + codes
     assert key is not None
     return pa.array(key[:n]), pa.array(key[n:])
-
-
-def _run_rank(table: pa.Table, rows: np.ndarray) -> np.ndarray:
-    """For rows of a table sorted by (tenant_id, run_id, ...): the rank of each row's run in
-    that order (rows of one run are contiguous, so the run's position among run starts)."""
-    if not len(rows):
-        return np.zeros(0, dtype=np.int64)
-    key, _ = _joint_keys([table.column("tenant_id"), table.column("run_id")],
-                         [table.column("tenant_id").slice(0, 0),
-                          table.column("run_id").slice(0, 0)])
-    k = key.to_numpy()
-    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-    return np.searchsorted(starts, rows, side="right") - 1
 
 
 def _empty(columns: dict[str, str]) -> pd.DataFrame:
@@ -274,32 +265,23 @@ def calls_df(log: Any) -> pd.DataFrame:
     )
 
 
-def _run_codes(*frames: pd.DataFrame) -> list[np.ndarray]:
-    """One integer code per (tenant_id, run_id), consistent across ``frames``."""
-    both = pd.concat([f[["tenant_id", "run_id"]] for f in frames], ignore_index=True)
-    codes, _ = pd.factorize(pd.MultiIndex.from_frame(both.astype(str)))
-    out, start = [], 0
-    for f in frames:
-        out.append(codes[start : start + len(f)].astype(np.int64))
-        start += len(f)
-    return out
-
-
 def _tool_calls_per_call(table: pa.Table, calls: pd.DataFrame) -> np.ndarray:
     """Tool-call events per model call: those after its last row, up to the next call's last."""
     is_tool = pc.equal(_str(table.column("kind")), "tool_call")
     tools = table.filter(is_tool).select(["tenant_id", "run_id", "seq"])
     if tools.num_rows == 0 or len(calls) == 0:
         return np.zeros(len(calls), dtype=np.int64)
-    tdf = pd.DataFrame({
-        "tenant_id": _str(tools.column("tenant_id")).to_numpy(zero_copy_only=False),
-        "run_id": _str(tools.column("run_id")).to_numpy(zero_copy_only=False),
-        "seq": tools.column("seq").to_numpy(),
-    })  # fmt: skip
-    c_run, t_run = _run_codes(calls, tdf)
+    c_key_, t_key_ = _joint_keys(
+        [pa.array(calls[c].astype(str).to_numpy(object), pa.string())
+         for c in ("tenant_id", "run_id")],
+        [_str(tools.column(c)) for c in ("tenant_id", "run_id")])
+    # dense run codes (0 .. runs-1), so code * 2**40 + seq fits an int64
+    dense = np.unique(np.concatenate([c_key_.to_numpy(), t_key_.to_numpy()]),
+                      return_inverse=True)[1].astype(np.int64)
+    c_run, t_run = dense[: len(calls)], dense[len(calls):]
     shift = np.int64(1) << np.int64(40)
     c_key = c_run * shift + calls["last_seq"].to_numpy(dtype=np.int64)
-    t_key = t_run * shift + tdf["seq"].to_numpy(dtype=np.int64)
+    t_key = t_run * shift + tools.column("seq").to_numpy().astype(np.int64)
     order = np.argsort(c_key, kind="stable")
     pos = np.searchsorted(c_key[order], t_key, side="left") - 1
     ok = pos >= 0
@@ -452,10 +434,11 @@ def turns_df(log: Any) -> pd.DataFrame:
     first = agg.column("_row_min")
     ids = {k: _str(sub.column(k).take(first)) if k != "turn" else sub.column(k).take(first)
            for k in ("tenant_id", "run_id", "turn")}
-    run_first = agg.column("_row_min").to_numpy()  # log order of the runs (a run's rows
-    # are contiguous, so any row of it orders it among runs)
+    # a run's rank in the log's order: the runs' rows are contiguous in the sorted table
+    run_rank = np.searchsorted(np.flatnonzero(run_starts(sub)), first.to_numpy(),
+                               side="right") - 1
     order = np.lexsort((pc.fill_null(ids["turn"], -(2**31)).to_numpy(zero_copy_only=False),
-                        _run_rank(sub, run_first)))
+                        run_rank))
     agg = agg.drop_columns(["_key", "_row_min"])
     for k, v in reversed(list(ids.items())):
         agg = agg.add_column(0, k, v)

@@ -143,11 +143,10 @@ def _as_array(values: Any, field: pa.Field, n: int, combine: bool = True
         if field.name in _REQUIRED_DEFAULTS:
             return pa.array(np.full(n, _REQUIRED_DEFAULTS[field.name]), type=field.type)
         return pa.nulls(n, type=field.type)
-    if isinstance(values, pa.ChunkedArray):
-        if not combine:
-            return _as_chunked(values, field)
+    if isinstance(values, pa.ChunkedArray) and combine:
         values = values.combine_chunks()
-    if isinstance(values, pa.Array):
+    arr: pa.Array | pa.ChunkedArray
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):  # the casts below keep chunks
         arr = values
     elif isinstance(values, np.ndarray):
         arr = pa.array(values)
@@ -166,18 +165,6 @@ def _as_array(values: Any, field: pa.Field, n: int, combine: bool = True
     if arr.type != field.type:
         arr = arr.cast(field.type)
     return arr
-
-
-def _as_chunked(values: pa.ChunkedArray, field: pa.Field) -> pa.ChunkedArray:
-    """_as_array for a chunked column, keeping its chunks (no concatenation)."""
-    if pa.types.is_dictionary(field.type):
-        if not pa.types.is_dictionary(values.type):
-            values = pc.cast(values, pa.string()).dictionary_encode()
-        return values.cast(field.type) if values.type != field.type else values
-    if pa.types.is_timestamp(values.type) and values.type.tz is None and \
-            pa.types.is_timestamp(field.type):
-        values = pc.assume_timezone(values, "UTC")
-    return values.cast(field.type) if values.type != field.type else values
 
 
 def events_table(columns: Mapping[str, Any], *, sort: bool = True,

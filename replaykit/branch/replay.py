@@ -444,27 +444,38 @@ def _live_tool_calls(output: Any, model_ref: str) -> list[tuple[str, Any, Any]] 
     return calls
 
 
-def _recorded_calls_of(rows: list[dict[str, Any]], i: int, model_ref: str
-                       ) -> list[dict[str, Any]]:
-    """The recorded tool calls made by model call ``model_ref`` whose response is row ``i``:
-    those whose payload names it (``modelCallId``) or, when none does, the tool calls after
-    the response up to the next model request or turn end."""
-    named = [x for x in rows[i + 1:] if x["kind"] == "tool_call"
-             and json.loads(x["payload"]).get("modelCallId") == model_ref]
-    if named:
-        return named
-    calls = []
-    for x in rows[i + 1:]:
-        if x["kind"] in ("model_request", "turn_end", "session_end"):
-            break
-        if x["kind"] == "tool_call":
-            calls.append(x)
-    return calls
+class _Recorded:
+    """The base run's tool calls by the model call that names them (``modelCallId``), and
+    each call's first result; built once per replay, when a live output first names tool
+    calls (one payload decode per tool call, not one per live model call)."""
 
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        self.rows = rows
+        self.by_model: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        self.results: dict[str, dict[str, Any]] = {}
+        for k, x in enumerate(rows):
+            if x["kind"] == "tool_call":
+                payload = json.loads(x["payload"])
+                model = payload.get("modelCallId") if isinstance(payload, dict) else None
+                if isinstance(model, str):
+                    self.by_model.setdefault(model, []).append((k, x))
+            elif x["kind"] == "tool_result" and x["ref_id"] is not None:
+                self.results.setdefault(x["ref_id"], x)
 
-def _recorded_result(rows: list[dict[str, Any]], call_ref: str) -> dict[str, Any] | None:
-    return next((x for x in rows if x["ref_id"] == call_ref and x["kind"] == "tool_result"),
-                None)
+    def calls_of(self, i: int, model_ref: str) -> list[dict[str, Any]]:
+        """The recorded tool calls made by model call ``model_ref`` whose response is row
+        ``i``: those after it whose payload names it or, when none does, the tool calls after
+        the response up to the next model request or turn end."""
+        named = [x for k, x in self.by_model.get(model_ref, []) if k > i]
+        if named:
+            return named
+        calls = []
+        for x in self.rows[i + 1:]:
+            if x["kind"] in ("model_request", "turn_end", "session_end"):
+                break
+            if x["kind"] == "tool_call":
+                calls.append(x)
+        return calls
 
 
 def _text_of(output: Any) -> str | None:
@@ -646,6 +657,7 @@ def replay(
 
     live_outputs: dict[str, Any] = {}
     replaced_calls: set[str] = set()  # recorded tool calls a live model output replaced
+    recorded: _Recorded | None = None
     call_index = {x["ref_id"]: k for k, x in enumerate(rows) if x["kind"] == "tool_call"}
     dropped_results: set[str] = set()
     cp_done = False
@@ -751,7 +763,9 @@ def replay(
             if calls is None:
                 continue  # the output names no tool calls: the recorded ones stay
             # the model's own tool calls replace the recorded calls of this model call
-            mine = _recorded_calls_of(rows, i, mref)
+            if recorded is None:
+                recorded = _Recorded(rows)
+            mine = recorded.calls_of(i, mref)
             replaced_calls.update(x["ref_id"] for x in mine)
             recorded_by_sig = {(x["tool_name"], x["args_hash"]): x for x in mine}
             like = mine[0] if mine else r
@@ -784,7 +798,7 @@ def replay(
                         args if isinstance(args, str) else canonical_json(args)),
                     turn=r.get("turn"), step=r.get("step"), ts=r.get("ts"))
                 rec = recorded_by_sig.get((tool, ah))
-                result = None if rec is None else _recorded_result(rows, rec["ref_id"])
+                result = None if rec is None else recorded.results.get(rec["ref_id"])
                 if result is not None:  # the recording has this very call's result
                     effects.append({"step": len(out), "ref_id": call_id, "tool_name": tool,
                                     "args_hash": ah, "divergent": False, "action": "recorded",

@@ -92,11 +92,12 @@ def read_events(
             raise ValueError(f"format must be 'auto' or one of {sorted(FORMATS)}, got {format!r}")
         return getattr(FORMATS[format], f"read_{format}")(path, **kwargs)
     given = [path] if isinstance(path, (str, os.PathLike)) else list(path)
-    datasets = [p for p in given if is_dataset(p)]
+    flags = [is_dataset(p) for p in given]
+    datasets = [p for p, f in zip(given, flags, strict=True) if f]
     if datasets:
         from ..eventlog import read_parquet
 
-        rest = [p for p in given if not is_dataset(p)]
+        rest = [p for p, f in zip(given, flags, strict=True) if not f]
         tenant = kwargs.get("tenant_id")
         logs = [read_parquet(p, tenant_id=tenant) for p in datasets]
         return concat([*logs, read_events(rest, **kwargs)] if rest else logs)

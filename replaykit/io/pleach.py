@@ -499,7 +499,7 @@ def _envelope_schema(created_at: pa.DataType) -> pa.Schema:
 
 
 def _payload_spans(
-    block: bytes | bytearray, b: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    b: np.ndarray, starts: np.ndarray, ends: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Byte span [value, end) of each line's payload object, located column-wise.
 
@@ -576,7 +576,7 @@ def _fast_block(
         )
     except pa.ArrowInvalid as exc:
         raise _FastPathFailed("invalid UTF-8") from exc
-    value, pend = _payload_spans(block, b, starts, ends)
+    value, pend = _payload_spans(b, starts, ends)
     # the block as [line start, '{') [payload inside) ['}', next line start) pieces
     cut = np.empty(3 * n + 1, dtype=np.int64)
     cut[0:-1:3] = starts
@@ -1262,28 +1262,35 @@ def _take_runs(values: pa.ChunkedArray | pa.Array, order: np.ndarray) -> pa.Arra
     """``values.take(order)`` as one array, copying the data once.
 
     ``order`` of a sort mostly consists of long runs of consecutive rows (a chat's rows sit
-    together in the file); each run is a zero-copy slice and the slices are joined once.
-    When runs are short, the values are joined and taken in the usual way.
+    together in the file); each run (split where it crosses a chunk) is a zero-copy slice
+    -- a loop over runs, not rows -- and the slices are joined by one Arrow concatenation,
+    which releases the GIL, so columns can be copied on several threads. When runs are
+    short, the values are joined and taken in the usual way.
     """
     if isinstance(values, pa.Array):
         values = pa.chunked_array([values], type=values.type)
     n = len(order)
     if n == 0:
         return pa.array([], type=values.type)
-    brk = np.flatnonzero(np.diff(order) != 1) + 1
-    if len(brk) > max(1024, n // 64):
+    if len(np.flatnonzero(np.diff(order) != 1)) > max(1024, n // 64):
         return values.combine_chunks().take(pa.array(order))
-    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
-        return _take_runs_text(values, order)
-    begin = np.concatenate([[0], brk])
-    starts = order[begin]
-    lengths = np.diff(np.append(begin, n))
-    chunks = [
-        c
-        for s, k in zip(starts.tolist(), lengths.tolist(), strict=True)
-        for c in values.slice(s, k).chunks
-    ]
-    return pa.chunked_array(chunks, type=values.type).combine_chunks()
+    chunks = [c for c in values.chunks if len(c)]
+    bounds = np.concatenate([[0], np.cumsum([len(c) for c in chunks])]).astype(np.int64)
+    cid = np.searchsorted(bounds, order, side="right") - 1
+    first = np.concatenate([[0], np.flatnonzero((np.diff(order) != 1) | (np.diff(cid) != 0))
+                            + 1])
+    lengths = np.diff(np.append(first, n))
+    run_c = cid[first]
+    starts = order[first] - bounds[run_c]
+    slices = [chunks[c].slice(a, k) for c, a, k in zip(run_c.tolist(), starts.tolist(),
+                                                       lengths.tolist(), strict=True)]
+    try:
+        return pa.chunked_array(slices, type=values.type).combine_chunks()
+    except pa.ArrowInvalid:  # a string column whose offsets would overflow: large offsets
+        if not pa.types.is_string(values.type):
+            raise
+        return pa.chunked_array([x.cast(pa.large_string()) for x in slices]
+                                ).combine_chunks().cast(values.type)
 
 
 _TEXT_FIELDS = ("text", "result", "message", "reason")
@@ -1310,28 +1317,6 @@ def _slim(part: _Part) -> _Part:
     part.typed = pa.table({k: v for k, v in cols.items() if k not in ("type", "kind")})
     part.args, part.hashes, part.text = args, hashes, text.cast(pa.large_string())
     return part
-
-
-def _take_runs_text(values: pa.ChunkedArray, order: np.ndarray) -> pa.Array:
-    """_take_runs for (large) strings: one zero-copy slice per run of consecutive rows (a
-    loop over runs, not rows), joined by Arrow's concatenation (one copy; releases the GIL,
-    so columns can be copied on several threads)."""
-    chunks = [c for c in values.chunks if len(c)]
-    sizes = np.array([len(c) for c in chunks], dtype=np.int64)
-    bounds = np.concatenate([[0], np.cumsum(sizes)])
-    n = len(order)
-    cid = np.searchsorted(bounds, order, side="right") - 1
-    brk = np.flatnonzero((np.diff(order) != 1) | (np.diff(cid) != 0)) + 1
-    first = np.concatenate([[0], brk])
-    lengths = np.diff(np.append(first, n))
-    run_c = cid[first]
-    starts = order[first] - bounds[run_c]
-    slices = [chunks[c].slice(a, k) for c, a, k in zip(run_c.tolist(), starts.tolist(),
-                                                       lengths.tolist(), strict=True)]
-    try:
-        return pa.concat_arrays(slices)
-    except pa.ArrowInvalid:  # offsets of a string column would overflow: large offsets
-        return pa.concat_arrays([x.cast(pa.large_string()) for x in slices]).cast(values.type)
 
 
 def _tool_args(part: _Part, cache: dict[str, str]) -> tuple[pa.Array, pa.Array]:
