@@ -275,39 +275,28 @@ class ReplayResult:
         return self._diff.copy()
 
     def _compute_diff(self) -> pd.DataFrame:
-        import difflib
-
+        from .._align import align, expand
         from .compare import event_signatures
 
         base = self.base.run(self.branch.run_id, tenant_id=self.branch.tenant_id) \
             if self.branch is not None else self.base
         b = base.table
         r = self.events.table
-        sb = event_signatures(b).tolist()
-        sr = event_signatures(r).tolist()
-        kb = _str(b.column("kind")).to_pylist()
-        kr = _str(r.column("kind")).to_pylist()
-        tb = _str(b.column("tool_name")).to_pylist()
-        tr = _str(r.column("tool_name")).to_pylist()
-        qb = b.column("seq").to_pylist()
-        qr = r.column("seq").to_pylist()
-        rows: list[tuple[Any, ...]] = []
-        sm = difflib.SequenceMatcher(a=sb, b=sr, autojunk=False)
-        for tag, i1, i2, j1, j2 in sm.get_opcodes():  # one run: per-event API
-            if tag == "equal":
-                rows += [("same", qb[i], qr[j], kb[i], kr[j], tb[i], tr[j])
-                         for i, j in zip(range(i1, i2), range(j1, j2), strict=True)]
-                continue
-            pairs = min(i2 - i1, j2 - j1) if tag == "replace" else 0
-            for d in range(pairs):
-                i, j = i1 + d, j1 + d
-                rows.append(("changed", qb[i], qr[j], kb[i], kr[j], tb[i], tr[j]))
-            for i in range(i1 + pairs, i2):
-                rows.append(("removed", qb[i], None, kb[i], None, tb[i], None))
-            for j in range(j1 + pairs, j2):
-                rows.append(("added", None, qr[j], None, kr[j], None, tr[j]))
-        df = pd.DataFrame(rows, columns=["status", "base_seq", "replay_seq", "base_kind",
-                                         "replay_kind", "base_tool", "replay_tool"])
+        # Near-linear alignment (replaykit._align), then column-wise takes: no per-event loop.
+        status, i, j = expand(align(event_signatures(b), event_signatures(r)))
+
+        def side(t: pa.Table, idx: np.ndarray, col: str) -> pa.Array:
+            arr = _str(t.column(col)) if col != "seq" else t.column(col).combine_chunks()
+            taken = arr.take(pa.array(np.where(idx >= 0, idx, 0), type=pa.int64()))
+            return pc.if_else(pa.array(idx >= 0), taken, pa.scalar(None, taken.type))
+
+        cols = {"status": pa.array(status, type=pa.string())}
+        for name, col in (("seq", "seq"), ("kind", "kind"), ("tool", "tool_name")):
+            cols[f"base_{name}"] = side(b, i, col)
+            cols[f"replay_{name}"] = side(r, j, col)
+        order = ["status", "base_seq", "replay_seq", "base_kind", "replay_kind",
+                 "base_tool", "replay_tool"]
+        df = pa.table({k: cols[k] for k in order}).to_pandas()
         return df.astype({"base_seq": "Int64", "replay_seq": "Int64", "status": "string",
                           "base_kind": "string", "replay_kind": "string",
                           "base_tool": "string", "replay_tool": "string"})
