@@ -166,8 +166,9 @@ def align(a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray) -> list[
     """difflib-style opcodes aligning ``a`` to ``b``, near-linear in ``len(a) + len(b)``.
 
     Example:
-        >>> align([1, 2, 3, 4], [1, 9, 3, 4, 5])
-        [('equal', 0, 1, 0, 1), ('replace', 1, 2, 1, 2), ('equal', 2, 4, 2, 4), ('insert', 4, 4, 4, 5)]
+        >>> align([1, 2, 3, 4], [1, 9, 3, 4, 5])  # doctest: +NORMALIZE_WHITESPACE
+        [('equal', 0, 1, 0, 1), ('replace', 1, 2, 1, 2), ('equal', 2, 4, 2, 4),
+         ('insert', 4, 4, 4, 5)]
     """
     ca, cb = _codes(a, b)
     return _merge(_align(ca, cb, 0, 0, 0))
@@ -179,23 +180,22 @@ def expand(ops: list[Opcode]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ``status`` is ``same``, ``changed`` (paired positions of a replace), ``removed`` (only in
     ``a``) or ``added`` (only in ``b``), in alignment order.
     """
-    st: list[str] = []
-    i_start: list[int] = []
-    j_start: list[int] = []
-    length: list[int] = []
+    segs: list[tuple[str, int, int, int]] = []  # (status, i start, j start, length)
     for tag, i1, i2, j1, j2 in ops:  # over opcodes
         if tag == "equal":
-            st.append("same"); i_start.append(i1); j_start.append(j1); length.append(i2 - i1)
+            segs.append(("same", i1, j1, i2 - i1))
             continue
         pairs = min(i2 - i1, j2 - j1) if tag == "replace" else 0
         if pairs:
-            st.append("changed"); i_start.append(i1); j_start.append(j1); length.append(pairs)
+            segs.append(("changed", i1, j1, pairs))
         if i2 - i1 > pairs:
-            st.append("removed"); i_start.append(i1 + pairs); j_start.append(-1)
-            length.append(i2 - i1 - pairs)
+            segs.append(("removed", i1 + pairs, -1, i2 - i1 - pairs))
         if j2 - j1 > pairs:
-            st.append("added"); i_start.append(-1); j_start.append(j1 + pairs)
-            length.append(j2 - j1 - pairs)
+            segs.append(("added", -1, j1 + pairs, j2 - j1 - pairs))
+    st = [s[0] for s in segs]
+    i_start = [s[1] for s in segs]
+    j_start = [s[2] for s in segs]
+    length = [s[3] for s in segs]
     lens = np.asarray(length, dtype=np.int64)
     total = int(lens.sum()) if len(lens) else 0
     offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
