@@ -15,6 +15,10 @@ from ..errors import LoadError
 from ..schema import quarantine_table
 
 __all__ = [
+    "EPOCH_MS_MAX",
+    "EPOCH_MS_MIN",
+    "INT64_MAX",
+    "INT64_MIN",
     "ErrorPolicy",
     "Progress",
     "Quarantine",
@@ -24,6 +28,21 @@ __all__ = [
 ]
 
 ErrorPolicy = Literal["raise", "quarantine"]
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: epoch milliseconds accepted as event times: years 1 to 9999 (what a timestamp[us] holds and
+#: Python's datetime can show); outside it a time is an error, never an overflowed value.
+EPOCH_MS_MIN, EPOCH_MS_MAX = -62_135_596_800_000, 253_402_300_799_999
+
+
+def is_int64(v: object) -> bool:
+    """True for a Python int (not a bool) that fits a signed 64-bit column."""
+    return type(v) is int and INT64_MIN <= v <= INT64_MAX
+
+
+def is_epoch_ms(v: object) -> bool:
+    """True for an int or float epoch-milliseconds value within years 1..9999."""
+    return type(v) in (int, float) and EPOCH_MS_MIN <= v <= EPOCH_MS_MAX  # type: ignore[operator]
 
 
 def require_tenant(tenant_id: object, *, fmt: str) -> str:
