@@ -25,6 +25,7 @@ __all__ = [
     "expand_paths",
     "iter_lines",
     "require_tenant",
+    "unexpected_input",
 ]
 
 ErrorPolicy = Literal["raise", "quarantine"]
@@ -57,6 +58,28 @@ def require_tenant(tenant_id: object, *, fmt: str) -> str:
             f"e.g. read_{fmt}(path, tenant_id='acme'); got {tenant_id!r}"
         )
     return tenant_id
+
+
+#: what a last-resort guard converts: errors of Python and Arrow that bad input can still cause
+#: in code that has no specific check for it (every known case has one, with its own reason)
+UNEXPECTED = (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError,
+              RecursionError, pa.ArrowException)  # fmt: skip
+
+
+def unexpected_input(exc: BaseException, sources: Iterable[str]) -> LoadError:
+    """A LoadError (reason ``unexpected_input``) for an error no specific check caught.
+
+    Used only as a narrow final guard around a loader's assembly step, in addition to the
+    specific checks, so that a caller still gets a ``ReplayKitError`` naming the files.
+    """
+    names = sorted(set(sources))
+    where = names[0] if len(names) == 1 else f"{names[0]} (and {len(names) - 1} more files)"
+    return LoadError(
+        source=where if names else "(no file)", line=None, reason="unexpected_input",
+        detail=f"could not be loaded: {type(exc).__name__}: {str(exc)[:300]}",
+        fix="This input hits a case replaykit does not check yet; please report it with the "
+            "file. Loading the files one by one shows which one it is.",
+    )
 
 
 def check_errors_arg(errors: object) -> ErrorPolicy:
