@@ -495,10 +495,31 @@ def read_parquet(
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
+        LoadError: a file of the dataset is not readable Parquet or not a replaykit table
+            (reason ``bad_parquet``, naming the dataset folder).
     """
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"{root}: no such Parquet dataset")
+    for bound in (since, until):  # a bad bound is the caller's error: raised as itself, here
+        if bound is not None:
+            pd.Timestamp(bound, tz="UTC")
+    try:
+        return _read_dataset(root, tenant_id, run_ids, types, since, until)
+    except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
+        from .errors import LoadError
+
+        raise LoadError(
+            source=str(root), line=None, reason="bad_parquet",
+            detail=f"is not a readable replaykit Parquet dataset ({type(exc).__name__}: "
+                   f"{str(exc)[:300]})",
+            fix="Write it again with EventLog.to_parquet, or remove the damaged file.",
+        ) from exc
+
+
+def _read_dataset(root: Path, tenant_id: str | Sequence[str] | None,
+                  run_ids: str | Sequence[str] | None, types: str | Sequence[str] | None,
+                  since: Any, until: Any) -> EventLog:  # fmt: skip
     dataset = ds.dataset(
         root,
         format="parquet",

@@ -54,7 +54,15 @@ from .._json import JSONDecodeError, args_hash, canonical_json, loads
 from ..errors import LoadError
 from ..eventlog import RUNS_SCHEMA, EventLog
 from ..schema import EVENTS_SCHEMA, events_table
-from ._common import ErrorPolicy, Progress, Quarantine, check_errors_arg, expand_paths
+from ._common import (
+    EPOCH_MS_MAX,
+    EPOCH_MS_MIN,
+    ErrorPolicy,
+    Progress,
+    Quarantine,
+    check_errors_arg,
+    expand_paths,
+)
 
 __all__ = ["FORMAT", "EVENT_KINDS", "events_from_arrow", "read_pleach", "sniff"]
 
@@ -139,7 +147,10 @@ def sniff(path: Path) -> str | None:
         if p.suffix == ".parquet":
             import pyarrow.parquet as pq
 
-            names = set(pq.read_schema(p).names)
+            try:
+                names = set(pq.read_schema(p).names)
+            except pa.ArrowException as exc:
+                return f"not a readable Parquet file ({exc})"
             missing = [c for c in _REQUIRED_COLUMNS if c not in names]
             return f"Parquet columns {missing} are missing" if missing else None
         with open(p, "rb") as fh:
@@ -284,7 +295,7 @@ def _read_pleach(
             counts = _Counts()
             before = len(quarantine)
             if f.suffix == ".parquet":
-                file_parts = list(_read_parquet(f, source, quarantine, tenants, counts))
+                file_parts = _read_parquet_file(f, source, quarantine, tenants, counts)
                 bar.update(f.stat().st_size)
             else:
                 file_parts = list(_read_jsonl(f, source, quarantine, tenants, counts, bar))
@@ -381,6 +392,10 @@ def _prepare_block(block: bytes | bytearray) -> _Block:
     ends[cr] -= 1
     lineno = np.arange(len(nl), dtype=np.int64)
     nonblank = ends > starts
+    # a line of only whitespace is blank too (checked one by one: such lines are rare)
+    for i in np.flatnonzero(nonblank & _BLANK[b[np.minimum(starts, max(len(b) - 1, 0))]]):
+        if not bytes(block[starts[i]:ends[i]]).strip():
+            nonblank[i] = False
     if not nonblank.all():
         # a line of only spaces/tabs is blank too
         starts, ends, lineno = starts[nonblank], ends[nonblank], lineno[nonblank]
@@ -476,6 +491,11 @@ _PAYLOAD_KEY = np.frombuffer(b'"payload":', dtype=np.uint8)
 
 _WS = np.zeros(256, dtype=bool)
 _WS[[9, 10, 13, 32]] = True
+#: bytes that bytes.strip() removes: a line starting with one may be blank
+_BLANK = np.zeros(256, dtype=bool)
+_BLANK[[9, 10, 11, 12, 13, 32]] = True
+#: a NaN/Infinity literal in value position: Arrow's JSON reader accepts them, JSON does not
+_NONFINITE = re.compile(rb"[:,\[]\s*-?(?:NaN|Infinity)")
 
 #: stands in for each payload object in the envelope parse (an object with no such member)
 _PLACEHOLDER = ("payload", pa.struct([("__replaykit_placeholder", pa.int8())]))
@@ -567,6 +587,8 @@ def _fast_block(
     # bare `null`, so anything else goes to the robust path.)
     if not (b[starts] == ord("{")).all():
         raise _FastPathFailed("a line does not start with '{'")
+    if (b"NaN" in block or b"Infinity" in block) and _NONFINITE.search(block):
+        raise _FastPathFailed("a line may hold a NaN/Infinity literal (not JSON)")
     buf = pa.py_buffer(block)
     # UTF-8 (Arrow's JSON reader does not check bytes of fields it skips)
     offs = np.append(starts, ends[-1]).astype(np.int64)
@@ -902,8 +924,12 @@ def _parse_created(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
             values = pc.assume_timezone(values, "UTC")
         return values.cast(target), np.zeros(n, dtype=bool)
     if pa.types.is_integer(values.type):
+        out_of_range = pc.or_(pc.less(values, EPOCH_MS_MIN), pc.greater(values, EPOCH_MS_MAX))
+        bad = np.asarray(pc.fill_null(out_of_range, False))
+        if bad.any():  # beyond years 1..9999: bad_timestamp, never an overflowed time
+            values = pc.if_else(pa.array(bad), pa.scalar(None, values.type), values)
         us = pc.multiply_checked(values.cast(pa.int64()), 1000)
-        return us.cast(target), np.zeros(n, dtype=bool)
+        return us.cast(target), bad
     values = values.cast(_STR)
     try:
         return values.cast(target), np.zeros(n, dtype=bool)
@@ -919,7 +945,11 @@ def _parse_created(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
             continue
         try:
             if _EPOCH_MS.match(v):
-                out[i] = _dt.datetime.fromtimestamp(int(v) / 1000, tz=_dt.UTC)
+                ms = int(v)
+                if not EPOCH_MS_MIN <= ms <= EPOCH_MS_MAX:
+                    raise ValueError("epoch milliseconds beyond years 1..9999")
+                out[i] = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC) + _dt.timedelta(
+                    milliseconds=ms)
             else:
                 d = _dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
                 out[i] = d if d.tzinfo else d.replace(tzinfo=_dt.UTC)
@@ -929,6 +959,38 @@ def _parse_created(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
 
 
 # ----------------------------------------------------------------------------- Parquet
+def _read_parquet_file(
+    path: Path,
+    source: str,
+    quarantine: Quarantine,
+    tenants: frozenset[str] | None,
+    counts: _Counts,
+) -> list[_Part]:
+    """A Parquet file's parts; a file that cannot be read as an export is rejected whole.
+
+    A rejected file (not Parquet, damaged, or the wrong columns/types) is one bad row: it
+    raises :class:`LoadError` under ``errors="raise"``; under quarantine it is one quarantine
+    row (``line`` null) and counts as one input row, and loading goes on.
+    """
+    before = len(quarantine.rows)
+    try:
+        return list(_read_parquet(path, source, quarantine, tenants, counts))
+    except LoadError as exc:
+        if exc.line is not None:  # a row error under errors="raise"
+            raise
+        err = exc
+    except (pa.ArrowException, OSError) as exc:
+        err = LoadError(
+            source=source, line=None, reason="bad_parquet",
+            detail=f"is not a readable Parquet file ({exc})",
+            fix="Re-export the file, or remove it from the input (errors=\"quarantine\" skips it).",
+        )
+    del quarantine.rows[before:]
+    counts.input_rows, counts.filtered_out = 1, 0
+    quarantine.bad(err)
+    return []
+
+
 def _read_parquet(
     path: Path,
     source: str,
@@ -993,6 +1055,16 @@ def _part_from_arrow(
         else pa.nulls(n, _STR)
     )
     pcol = t.column("payload").combine_chunks()
+    for name, col_type, ok in (
+        ("payload", pcol.type, _payload_type_ok), ("created_at", created.type, _created_type_ok),
+    ):
+        if not ok(col_type):
+            raise LoadError(
+                source=source, line=None, reason="bad_type", field=name,
+                detail=f"column has type {col_type}, which replaykit cannot read",
+                fix="payload: JSON text (or a struct/map); created_at: ISO-8601 text, epoch "
+                    "milliseconds or a timestamp.",
+            )
     if pa.types.is_struct(pcol.type) or pa.types.is_map(pcol.type):
         payload = pa.array(
             [None if v is None else canonical_json(_map_to_dict(v)) for v in
@@ -1069,6 +1141,16 @@ def events_from_arrow(
             parts.append((source, part))
     out, _ = _finish(parts, quarantine)
     return EventLog(out, runs=_runs_table(out), quarantine=quarantine.table())
+
+
+def _payload_type_ok(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_struct(t)
+            or pa.types.is_map(t) or pa.types.is_null(t))  # fmt: skip
+
+
+def _created_type_ok(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
+            or pa.types.is_timestamp(t) or pa.types.is_null(t))  # fmt: skip
 
 
 def _map_to_dict(v: Any) -> Any:
