@@ -270,6 +270,13 @@ class EventLog:
 
         return turns_df(self)
 
+    def stamps_df(self) -> pd.DataFrame:
+        """Reproducibility stamps per run (model, provider, versions, sampling config, prompt,
+        policy and tool identities). See :func:`replaykit.stamps.stamps_df`."""
+        from .stamps import stamps_df
+
+        return stamps_df(self)
+
     # ------------------------------------------------------------------ selection
     def filter(
         self,
