@@ -75,6 +75,8 @@ _INTS = ("max_tokens", "seed", "tools")
 #: Fields whose value is assembled from several sub-fields (``safety_policy.sandbox``, ...).
 _OBJECT_FIELDS = ("safety_policy", "package_versions", "plugin_versions")
 
+_BAD_JSON: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError)
+
 _Getter = Callable[[Any], "tuple[Any, str] | None"]
 
 
@@ -144,7 +146,7 @@ def _maybe_json(v: Any) -> Any:
     if isinstance(v, str) and v[:1] in "[{":
         try:
             return loads(v)
-        except (*JSONDecodeError, ValueError):
+        except _BAD_JSON:
             return v
     return v
 
@@ -273,6 +275,45 @@ def _prefixed(doc: Any, path: str, package: str) -> tuple[Any, str] | None:
     return None
 
 
+# Fields that collect every value a run records (a set, not a carried-forward value):
+# format -> (event types, field, regex with one group over the payload text). Column-wise
+# (Arrow regex extraction), so every matching event is read without decoding its JSON.
+_SET_RULES: dict[str, list[tuple[tuple[str, ...], str, str]]] = {
+    "toh": [(("user/message", "agent/inbox/spliced"), "plugins",
+             r'"kind":"plugin","plugin":"(?P<v>[^"\\]+)"')],
+}
+
+
+def _set_fields(t: pa.Table) -> pd.DataFrame:
+    """Per run: each set field as a sorted JSON list text, plus its source."""
+    frames = []
+    typ = _s(t.column("type"))
+    fmt = pc.replace_substring_regex(_s(t.column("source")), r":.*$", "")
+    for fname, rules in _SET_RULES.items():
+        for types, field, regex in rules:
+            m = pc.and_(pc.equal(fmt, fname), pc.is_in(typ, value_set=pa.array(types)))
+            sub = t.filter(pc.fill_null(m, False))
+            if not sub.num_rows:
+                continue
+            got = pc.struct_field(pc.extract_regex(sub.column("payload"), regex), "v")
+            df = pd.DataFrame({"tenant_id": _s(sub.column("tenant_id")).to_numpy(
+                zero_copy_only=False), "run_id": _s(sub.column("run_id")).to_numpy(
+                zero_copy_only=False), "v": _s(got).to_numpy(zero_copy_only=False)}).dropna()
+            if not len(df):
+                continue
+            agg = df.drop_duplicates().sort_values("v").groupby(
+                ["tenant_id", "run_id"], sort=False)["v"].agg(list).reset_index()
+            agg[field] = [canonical_json(v) for v in agg.pop("v")]
+            agg[f"src:{field}"] = f"{'|'.join(types)} (every event)"
+            frames.append(agg)
+    if not frames:
+        return pd.DataFrame(columns=["tenant_id", "run_id"])
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.merge(f, on=["tenant_id", "run_id"], how="outer")
+    return out
+
+
 # ------------------------------------------------------------------------------ extraction
 
 
@@ -327,11 +368,15 @@ def _event_stamps(t: pa.Table) -> pd.DataFrame:
     kind = _s(t.column("kind"))
     fmt = pc.replace_substring_regex(_s(t.column("source")), r":.*$", "")
     frames = []
+    # rows of another source (generated logs, custom loaders) get the rules that match their
+    # source event type
+    other = pc.invert(pc.is_in(fmt, value_set=pa.array(list(_RULES), pa.string())))
     for fname, rules in _RULES.items():
         in_fmt = pc.equal(fmt, fname)
         for match, values, getters in rules:
             col = typ if match == "type" else kind
-            m = pc.and_(in_fmt, pc.is_in(col, value_set=pa.array(values, pa.string())))
+            where = pc.or_(in_fmt, other) if match == "type" else in_fmt
+            m = pc.and_(where, pc.is_in(col, value_set=pa.array(values, pa.string())))
             idx = np.flatnonzero(np.asarray(pc.fill_null(m, False)))
             if not len(idx):
                 continue
@@ -342,7 +387,7 @@ def _event_stamps(t: pa.Table) -> pd.DataFrame:
             for text in pay.dictionary.to_pylist():  # each distinct payload once
                 try:
                     doc = loads(text)
-                except (*JSONDecodeError, ValueError):
+                except _BAD_JSON:
                     doc = None
                 decoded.append(_extract(doc, getters, label) if isinstance(doc, Mapping)
                                else ({}, {}))
@@ -378,7 +423,7 @@ def _run_level(runs: pa.Table) -> pd.DataFrame:
                 continue
             try:
                 doc = loads(attrs)
-            except (*JSONDecodeError, ValueError):
+            except _BAD_JSON:
                 continue
             if not isinstance(doc, Mapping):
                 continue
@@ -465,6 +510,10 @@ def stamps_df(log: Any) -> pd.DataFrame:
         [("seq", "min"), ("seq", "max")]).to_pandas()
     ev = _event_stamps(t)
     runlvl = _run_level(log.runs)
+    sets = _set_fields(t)
+    if len(sets):
+        runlvl = sets if not len(runlvl) else runlvl.merge(sets, on=["tenant_id", "run_id"],
+                                                             how="outer")
     fields = [c for c in ev.columns if c not in ("tenant_id", "run_id", "seq")]
     rk = ["tenant_id", "run_id"]
     if len(ev):
@@ -615,54 +664,65 @@ def stamp_diff(a: Any, b: Any, *, all_fields: bool = False) -> pd.DataFrame:
         {"field": "string", "a": "string", "b": "string", "changed": "boolean"})
 
 
-def stamp_drift(cohorts: Any, *, fields: Sequence[str] | None = None) -> pd.DataFrame:
+def stamp_drift(cohorts: Any, *, fields: Sequence[str] | None = None,
+                min_shift: float = 0.2) -> pd.DataFrame:
     """Stamp changes between consecutive cohorts (chronological for semesters).
 
-    ``cohorts`` is a :class:`replaykit.Cohorts`. For each field (default: every
-    :data:`STAMP_FIELDS` field) and each pair of consecutive cohorts whose dominant value
-    differs, one row: ``field``, ``from_cohort``, ``to_cohort``, ``from_value``,
-    ``to_value`` (dominant value: the most common one among the cohort's runs), ``from_share``
-    / ``to_share`` (share of the cohort's runs stamped with it) and ``headline`` (one
-    sentence, e.g. ``"model changed from gpt-4o to gpt-4.1 between 2025-spring and
-    2025-fall"``). Empty when no stamp drifts. A cohort report should put the headlines
-    first: a drifted stamp confounds every other difference between those cohorts.
+    ``cohorts`` is a :class:`replaykit.Cohorts`. Per field (default: every
+    :data:`STAMP_FIELDS` field) and pair of consecutive cohorts, the field *drifts* when the
+    cohorts' dominant values (the most common value among their runs; ``"(not recorded)"``
+    counts as a value) differ and the distributions of the field's values over the runs
+    differ by at least ``min_shift`` (total variation distance, 0..1: 1 when no run of one
+    cohort has a value of the other). Runs mixing several models at random in both cohorts
+    have a small shift and are not reported.
+
+    One row per drift: ``field``, ``from_cohort``, ``to_cohort``, ``from_value``,
+    ``to_value``, ``from_share`` / ``to_share`` (share of the cohort's runs with its dominant
+    value), ``shift`` and ``headline`` (one sentence, e.g. ``"model changed from gpt-4o (100%
+    of runs) to gpt-4.1 (100%) between 2025-fall and 2026-spring"``). Empty when nothing
+    drifts. A cohort report should show the headlines first: a drifted stamp confounds
+    every other difference between those cohorts.
 
     Example:
         >>> rk.stamp_drift(rk.cohorts(log))[["field", "headline"]]  # doctest: +SKIP
+
+    Raises:
+        ValueError: an unknown field, or ``min_shift`` outside [0, 1].
     """
+    F = list(fields) if fields is not None else list(STAMP_FIELDS)
+    unknown = [f for f in F if f not in STAMP_FIELDS]
+    if unknown:
+        raise ValueError(f"unknown stamp fields {unknown}; choose from {list(STAMP_FIELDS)}")
+    if not 0.0 <= min_shift <= 1.0:
+        raise ValueError(f"min_shift must be in [0, 1], got {min_shift}")
     runs = cohorts.runs_df()[["tenant_id", "run_id", "cohort"]].astype(
         {"tenant_id": "string", "run_id": "string", "cohort": "string"})
     rs = run_stamps(stamps_df(cohorts.log))
     rs = rs.astype({"tenant_id": "string", "run_id": "string"}).merge(
         runs, on=["tenant_id", "run_id"], how="inner")
     labels = list(cohorts.labels)
-    F = list(fields) if fields is not None else list(STAMP_FIELDS)
-    unknown = [f for f in F if f not in STAMP_FIELDS]
-    if unknown:
-        raise ValueError(f"unknown stamp fields {unknown}; choose from {list(STAMP_FIELDS)}")
     cols = ["field", "from_cohort", "to_cohort", "from_value", "to_value", "from_share",
-            "to_share", "headline"]
+            "to_share", "shift", "headline"]
     rows = []
-    dom: dict[str, dict[str, tuple[Any, float]]] = {}
     for f in F:
-        v = rs[["cohort", f]].copy()
-        v[f] = v[f].astype("string").fillna("(not recorded)")
-        counts = v.groupby(["cohort", f], sort=False).size().reset_index(name="n")
-        counts = counts.sort_values(["cohort", "n", f], ascending=[True, False, True])
-        tot = counts.groupby("cohort")["n"].sum()
-        top = counts.drop_duplicates("cohort").set_index("cohort")
-        dom[f] = {c: (top.at[c, f], float(top.at[c, "n"] / tot[c])) for c in top.index}
-    for f in F:
+        v = rs[f].astype("string").fillna("(not recorded)")
+        share = pd.crosstab(rs["cohort"], v, normalize="index")  # cohort x value shares
         for c1, c2 in zip(labels, labels[1:], strict=False):
-            if c1 not in dom[f] or c2 not in dom[f]:
+            if c1 not in share.index or c2 not in share.index:
                 continue
-            (v1, s1), (v2, s2) = dom[f][c1], dom[f][c2]
-            if v1 == v2:
+            a, b = share.loc[c1], share.loc[c2]
+            # dominant value: highest share, ties broken by the value's text
+            v1 = sorted(a[a == a.max()].index)[0]
+            v2 = sorted(b[b == b.max()].index)[0]
+            shift = float((a - b).abs().sum() / 2)
+            if v1 == v2 or shift < min_shift:
                 continue
+            s1, s2 = float(a[v1]), float(b[v2])
             rows.append({"field": f, "from_cohort": c1, "to_cohort": c2, "from_value": v1,
-                         "to_value": v2, "from_share": s1, "to_share": s2,
-                         "headline": f"{f} changed from {v1} to {v2} between {c1} and {c2}"})
+                         "to_value": v2, "from_share": s1, "to_share": s2, "shift": shift,
+                         "headline": f"{f} changed from {v1} ({s1:.0%} of runs) to {v2} "
+                                     f"({s2:.0%}) between {c1} and {c2}"})
     return pd.DataFrame(rows, columns=cols).astype(
         {"field": "string", "from_cohort": "string", "to_cohort": "string",
          "from_value": "string", "to_value": "string", "from_share": "float64",
-         "to_share": "float64", "headline": "string"})
+         "to_share": "float64", "shift": "float64", "headline": "string"})
