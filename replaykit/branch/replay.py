@@ -18,7 +18,7 @@ from .._json import args_hash, canonical_json
 from ..errors import ReplayError
 from ..eventlog import EventLog, to_pandas
 from ..io.isplay import MODEL_POLICIES, TOOL_POLICIES
-from ..schema import EVENTS_SCHEMA, events_table
+from ..schema import EVENTS_SCHEMA, EXTENSION_COLUMNS, cast_events, events_table
 from .branch import Branch
 from .fixtures import FixtureRegistry
 from .patches import PATCH_RECORD_KEY, apply_operations, apply_tool_args_patch
@@ -183,8 +183,11 @@ class ReplayResult:
     :meth:`requirements_df`, then :meth:`resume`) or ``"failed"`` (``error`` says why).
     ``events`` is an :class:`~replaykit.EventLog` holding one run, ``run_id`` =
     ``"<base run>~<branch id>"`` with ``parent_run_id`` = the base run; events copied from
-    before the checkpoint have ``inherited=True``. :meth:`annotations_df` says where each
-    replayed event came from.
+    before the checkpoint have ``inherited=True``. Its table carries one column after the
+    canonical ones, ``replay_origin`` (copied / recorded / patched / fixture / executor /
+    blocked / synthetic: where each event came from; see
+    :data:`replaykit.schema.EXTENSION_COLUMNS`), so the origin stays with ``result.events``;
+    :meth:`annotations_df` also gives each event's base seq.
 
     Example:
         >>> res = rk.replay(branch, fixtures="data/isplay/fixtures.json")  # doctest: +SKIP
@@ -385,7 +388,7 @@ class ReplayResult:
         """
         p = Path(path)
         m = json.loads((p / "manifest.json").read_text(encoding="utf-8"))
-        events = EventLog(pq.read_table(p / "events.parquet").cast(EVENTS_SCHEMA))
+        events = EventLog(cast_events(pq.read_table(p / "events.parquet")))
         base = EventLog(pq.read_table(p / "base.parquet").cast(EVENTS_SCHEMA))
         from .fixtures import Fixture
 
@@ -848,6 +851,10 @@ def replay(
     cols = {c: [r.get(c) for r in out] for c in EVENTS_SCHEMA.names}
     cols["source"] = [s if s is not None else f"replay:{rid}" for s in cols["source"]]
     table = events_table({k: v for k, v in cols.items()})
+    # each event's origin travels with the events (schema.EXTENSION_COLUMNS)
+    origin = pa.array([a["origin"] for a in ann], pa.string()).dictionary_encode()
+    table = table.append_column(EXTENSION_COLUMNS.field("replay_origin"),
+                                origin.cast(EXTENSION_COLUMNS.field("replay_origin").type))
     runs = base.runs
     if runs.num_rows:
         runs = runs.set_column(runs.schema.get_field_index("run_id"), "run_id",
