@@ -90,3 +90,66 @@ def test_cache_mode_is_locked_and_part_of_the_identity():
     assert h.identity == ("acme", run, None, None, "strict-mode")
     assert h.identity != other.identity
     assert h.identity[:4] == other.identity[:4]
+
+
+# ----------------------------------------------------------------------------- read modes
+@pytest.fixture(scope="module")
+def keyed():
+    log = rk.read_pleach(DATA / "pleach" / "harness_event_log.jsonl")
+    run = log.runs_df().iloc[0]
+    br = rk.Branch(base=log, run_id=run.run_id, tenant_id=run.tenant_id, checkpoint=0,
+                   name="keyed")
+    t = log.run(run.run_id, tenant_id=run.tenant_id).table
+    rows = [(s, k) for s, k in zip(t.column("seq").to_pylist(),
+                                   t.column("cache_key").to_pylist(), strict=True)
+            if k is not None and s > 0]
+    assert len(rows) >= 3
+    return br, rows
+
+
+def test_replay_honours_the_three_read_modes(keyed):
+    br, rows = keyed
+    missing_seq, missing_key = rows[1]
+    cache = InMemoryCache({k: "v" for s, k in rows if k != missing_key})
+    best = rk.replay(br, cache=cache, cache_mode="best-effort")
+    assert best.status == "completed"
+    lk = best.cache_lookups_df()
+    assert lk["cache_key"].tolist() == [k for _, k in rows]
+    assert lk["base_seq"].tolist() == [s for s, _ in rows]
+    assert lk.set_index("cache_key").loc[missing_key, "via"] == "live"
+    assert int(lk["hit"].sum()) == len(rows) - 1
+    with pytest.raises(rk.ReplayCacheMissError) as miss:
+        rk.replay(br, cache=cache)  # cross-mode-readable is the default: a miss raises
+    assert (miss.value.key, miss.value.seq, miss.value.mode) == (
+        missing_key, missing_seq, "cross-mode-readable")
+    full = InMemoryCache({k: "v" for _, k in rows})
+    assert rk.replay(br, cache=full).status == "completed"  # every read hits
+    with pytest.raises(rk.ReplayCacheMissError) as strict:
+        rk.replay(br, cache=full, cache_mode="strict-mode")  # any read raises, even a hit
+    assert (strict.value.key, strict.value.seq) == (rows[0][1], rows[0][0])
+    assert rk.replay(br).cache_lookups_df().empty  # no cache: the log alone
+    with pytest.raises(ValueError, match="cache_mode"):
+        rk.replay(br, cache=full, cache_mode="lenient")
+    # resume keeps the mode
+    assert best.resume().cache_lookups_df()["via"].tolist() == lk["via"].tolist()
+
+
+def test_cohort_replays_honour_the_read_modes():
+    from replaykit.datasets import generate_cohorts
+
+    d = generate_cohorts(runs=8, events_per_run=30, cache_eviction=[0.5, 0.0], seed=4)
+    statuses = {}
+    for mode in ("best-effort", "cross-mode-readable", "strict-mode"):
+        rb = rk.cohorts(d.log, cache=d.cache, cache_mode=mode).replay(progress=False)
+        statuses[mode] = rb.runs.set_index("run_id")["status"]
+        if mode != "best-effort":
+            err = rb.runs.loc[rb.runs["status"] == "error", "error"]
+            assert err.str.startswith("ReplayCacheMissError").all()
+    assert (statuses["best-effort"] == "completed").all()
+    # cross-mode: exactly the runs with an evicted key after seq 0 fail
+    cov = rk.cache_coverage(d.log, d.cache)
+    cov = cov[cov["seq"] > 0]
+    missing = set(cov.loc[~cov["hit"], "run_id"])
+    assert missing and set(statuses["cross-mode-readable"][lambda s: s == "error"].index) \
+        == missing
+    assert set(statuses["strict-mode"][lambda s: s == "error"].index) == set(cov["run_id"])

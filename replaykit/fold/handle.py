@@ -375,7 +375,7 @@ def _root_state(obj: Any, from_seq: int | None, run_id: str
     if isinstance(obj, (str, bytes)):
         try:
             obj = loads(obj)
-        except (*JSONDecodeError, ValueError) as exc:
+        except (*JSONDecodeError, ValueError) as exc:  # type: ignore[misc]
             raise ValueError(f"from_state is not valid JSON: {exc}") from None
     if hasattr(obj, "to_dict") and not isinstance(obj, Mapping):  # a pandas row
         obj = obj.to_dict()
