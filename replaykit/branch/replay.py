@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 
 from .._json import args_hash, canonical_json
 from ..errors import ReplayCacheMissError, ReplayError
-from ..fold.cache import CACHE_MODES
 from ..eventlog import EventLog, to_pandas
+from ..fold.cache import CACHE_MODES
 from ..io.isplay import MODEL_POLICIES, TOOL_POLICIES
 from ..schema import EVENTS_SCHEMA, EXTENSION_COLUMNS, cast_events, events_table
 from .branch import Branch
