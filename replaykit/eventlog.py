@@ -111,7 +111,8 @@ class EventLog:
         sort: bool = True,
     ) -> None:
         if sort:
-            table = sort_events(table) if table.schema == EVENTS_SCHEMA else table
+            canonical = table.schema.names[:len(EVENTS_SCHEMA)] == EVENTS_SCHEMA.names
+            table = sort_events(table) if canonical else table
         validate(table)
         self._table = table
         self._runs = _empty_runs() if runs is None else runs.cast(RUNS_SCHEMA)
@@ -269,6 +270,13 @@ class EventLog:
         from .grain import turns_df
 
         return turns_df(self)
+
+    def stamps_df(self) -> pd.DataFrame:
+        """Reproducibility stamps per run (model, provider, versions, sampling config, prompt,
+        policy and tool identities). See :func:`replaykit.stamps.stamps_df`."""
+        from .stamps import stamps_df
+
+        return stamps_df(self)
 
     # ------------------------------------------------------------------ selection
     def filter(
@@ -449,7 +457,11 @@ def concat(logs: Iterable[EventLog]) -> EventLog:
     logs = list(logs)
     if not logs:
         return EventLog(empty_events())
-    table = pa.concat_tables([lg.table for lg in logs]).unify_dictionaries().combine_chunks()
+    tables = [lg.table for lg in logs]
+    same = all(t.schema == tables[0].schema for t in tables)
+    # logs with extension columns (a replay's replay_origin): the others get nulls there
+    table = pa.concat_tables(tables, promote_options="none" if same else "permissive")
+    table = table.unify_dictionaries().combine_chunks()
     table = sort_events(table)
     if table.num_rows > 1:
         tenant = _dictionary_rank(table.column("tenant_id"))

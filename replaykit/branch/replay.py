@@ -15,10 +15,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .._json import args_hash, canonical_json
-from ..errors import ReplayError
+from ..errors import ReplayCacheMissError, ReplayError
 from ..eventlog import EventLog, to_pandas
+from ..fold.cache import CACHE_MODES
 from ..io.isplay import MODEL_POLICIES, TOOL_POLICIES
-from ..schema import EVENTS_SCHEMA, events_table
+from ..schema import EVENTS_SCHEMA, EXTENSION_COLUMNS, cast_events, events_table
 from .branch import Branch
 from .fixtures import FixtureRegistry
 from .patches import PATCH_RECORD_KEY, apply_operations, apply_tool_args_patch
@@ -183,8 +184,11 @@ class ReplayResult:
     :meth:`requirements_df`, then :meth:`resume`) or ``"failed"`` (``error`` says why).
     ``events`` is an :class:`~replaykit.EventLog` holding one run, ``run_id`` =
     ``"<base run>~<branch id>"`` with ``parent_run_id`` = the base run; events copied from
-    before the checkpoint have ``inherited=True``. :meth:`annotations_df` says where each
-    replayed event came from.
+    before the checkpoint have ``inherited=True``. Its table carries one column after the
+    canonical ones, ``replay_origin`` (copied / recorded / patched / fixture / executor /
+    blocked / synthetic: where each event came from; see
+    :data:`replaykit.schema.EXTENSION_COLUMNS`), so the origin stays with ``result.events``;
+    :meth:`annotations_df` also gives each event's base seq.
 
     Example:
         >>> res = rk.replay(branch, fixtures="data/isplay/fixtures.json")  # doctest: +SKIP
@@ -197,7 +201,9 @@ class ReplayResult:
                  requirements: list[dict[str, Any]], effects: list[dict[str, Any]],
                  probes: list[dict[str, Any]], annotations: list[dict[str, Any]],
                  error: str | None, replay_id: str, base: EventLog,
-                 executors: tuple[Any, Any] = (None, None)) -> None:
+                 executors: tuple[Any, Any] = (None, None),
+                 cache: tuple[Any, str] = (None, "cross-mode-readable"),
+                 cache_lookups: list[dict[str, Any]] | None = None) -> None:
         self.branch = branch
         self.status = status
         self.events = events
@@ -212,6 +218,9 @@ class ReplayResult:
         self.replay_id = replay_id
         self.base = base
         self._executors = executors
+        self._cache = cache
+        self.cache_mode = cache[1]
+        self.cache_lookups = list(cache_lookups or [])
         self._metrics: dict[str, Any] | None = None
         self._diff: pd.DataFrame | None = None
 
@@ -235,6 +244,14 @@ class ReplayResult:
         (copied / recorded / patched / fixture / executor / blocked / synthetic)."""
         return pd.DataFrame(self.annotations, columns=["seq", "base_seq", "origin"]).astype(
             {"seq": "Int64", "base_seq": "Int64", "origin": "string"})
+
+    def cache_lookups_df(self) -> pd.DataFrame:
+        """One row per cache read of the replay (see ``cache=`` of :func:`replay`): seq (in
+        the replayed run), base_seq, cache_key, hit, via (``cache`` / ``live``)."""
+        cols = ["seq", "base_seq", "cache_key", "hit", "via"]
+        return pd.DataFrame(self.cache_lookups, columns=cols).astype(
+            {"seq": "Int64", "base_seq": "Int64", "cache_key": "string", "hit": "boolean",
+             "via": "string"})
 
     def requirements_df(self) -> pd.DataFrame:
         """One row per fixture requirement: requirement_id, tool_name, args (JSON text),
@@ -339,7 +356,8 @@ class ReplayResult:
                               "branch and call rk.replay", run_id=None, tenant_id=None)
         return replay(self.branch, model_policy=self.model_policy, tool_policy=self.tool_policy,
                       fixtures=self.fixtures.merge(fixtures), model_executor=self._executors[0],
-                      tool_executor=self._executors[1], replay_id=self.replay_id)
+                      tool_executor=self._executors[1], replay_id=self.replay_id,
+                      cache=self._cache[0], cache_mode=self._cache[1])
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write ``events.parquet`` plus ``manifest.json`` (status, policies, branch,
@@ -374,7 +392,7 @@ class ReplayResult:
         """
         p = Path(path)
         m = json.loads((p / "manifest.json").read_text(encoding="utf-8"))
-        events = EventLog(pq.read_table(p / "events.parquet").cast(EVENTS_SCHEMA))
+        events = EventLog(cast_events(pq.read_table(p / "events.parquet")))
         base = EventLog(pq.read_table(p / "base.parquet").cast(EVENTS_SCHEMA))
         from .fixtures import Fixture
 
@@ -487,6 +505,8 @@ def replay(
     tool_executor: ToolExecutor | None = None,
     replay_id: str | None = None,
     probe_runs: int = 2,
+    cache: Any = None,
+    cache_mode: str = "cross-mode-readable",
 ) -> ReplayResult:
     """Re-drive ``branch``'s base run from its checkpoint under explicit policies.
 
@@ -519,6 +539,13 @@ def replay(
         model_executor / tool_executor: callables for the live and probe policies.
         replay_id: id used for replay-scoped fixtures (default: derived from the branch).
         probe_runs: executor calls per model call under ``determinism-probe``.
+        cache / cache_mode: a provider cache (``get(key)``, e.g. :class:`~replaykit.InMemoryCache`)
+            read for every re-served event after the checkpoint that carries a ``cache_key``
+            (origin ``recorded`` or ``patched``), under the read modes of
+            :func:`replaykit.open_replay`: ``cross-mode-readable`` (default) -- a miss raises
+            :class:`~replaykit.ReplayCacheMissError`; ``strict-mode`` -- any read raises;
+            ``best-effort`` -- a miss goes on (``via="live"``). Every read is listed in
+            :meth:`ReplayResult.cache_lookups_df`. ``cache=None`` replays from the log alone.
 
     Returns:
         A :class:`ReplayResult` (``completed``, ``paused`` or ``failed``).
@@ -527,6 +554,8 @@ def replay(
         ValueError: an unknown policy name.
         ReplayError: a live or probe policy without its executor (fail fast, nothing runs);
             the branch's run or checkpoint does not exist.
+        ReplayCacheMissError: a cache read fails under ``cache_mode`` (``key``, ``mode`` and
+            ``seq`` -- the base run's seq of the event -- name it).
 
     Example:
         >>> res = rk.replay(branch, model_policy="recorded-only",
@@ -541,6 +570,8 @@ def replay(
         raise ValueError(f"model_policy must be one of {MODEL_POLICIES}, got {mp!r}")
     if tp not in TOOL_POLICIES:
         raise ValueError(f"tool_policy must be one of {TOOL_POLICIES}, got {tp!r}")
+    if cache_mode not in CACHE_MODES:
+        raise ValueError(f"cache_mode must be one of {CACHE_MODES}, got {cache_mode!r}")
     if mp in LIVE_MODEL_POLICIES and model_executor is None:
         raise ReplayError(f"model policy {mp!r} needs a model_executor callable; pass one or "
                           "use 'recorded-only'", run_id=branch.run_id, tenant_id=branch.tenant_id)
@@ -575,7 +606,25 @@ def replay(
     probes: list[dict[str, Any]] = []
     status, error = "completed", None
 
+    lookups: list[dict[str, Any]] = []
+
+    def read_cache(row: dict[str, Any], base_seq: int | None) -> None:
+        """The cache read of one re-served keyed event, under the locked read mode."""
+        key = row["cache_key"]
+        at = base_seq if base_seq is not None else len(out)
+        if cache_mode == "strict-mode":
+            raise ReplayCacheMissError(run_id=branch.run_id, tenant_id=branch.tenant_id,
+                                       key=key, mode=cache_mode, seq=at)
+        hit = cache.get(key) is not None
+        if not hit and cache_mode == "cross-mode-readable":
+            raise ReplayCacheMissError(run_id=branch.run_id, tenant_id=branch.tenant_id,
+                                       key=key, mode=cache_mode, seq=at)
+        lookups.append({"seq": len(out), "base_seq": base_seq, "cache_key": key, "hit": hit,
+                        "via": "cache" if hit else "live"})
+
     def emit(row: dict[str, Any], origin: str, base_seq: int | None) -> None:
+        if cache is not None and origin in ("recorded", "patched") and row.get("cache_key"):
+            read_cache(row, base_seq)
         r = dict(row)
         r["run_id"] = new_run
         r["parent_run_id"] = branch.run_id
@@ -837,6 +886,10 @@ def replay(
     cols = {c: [r.get(c) for r in out] for c in EVENTS_SCHEMA.names}
     cols["source"] = [s if s is not None else f"replay:{rid}" for s in cols["source"]]
     table = events_table({k: v for k, v in cols.items()})
+    # each event's origin travels with the events (schema.EXTENSION_COLUMNS)
+    origin = pa.array([a["origin"] for a in ann], pa.string()).dictionary_encode()
+    table = table.append_column(EXTENSION_COLUMNS.field("replay_origin"),
+                                origin.cast(EXTENSION_COLUMNS.field("replay_origin").type))
     runs = base.runs
     if runs.num_rows:
         runs = runs.set_column(runs.schema.get_field_index("run_id"), "run_id",
@@ -848,7 +901,8 @@ def replay(
                         tool_policy=tp, fixtures=registry, requirements=requirements,
                         effects=effects, probes=probes, annotations=ann, error=error,
                         replay_id=rid, base=branch.base,
-                        executors=(model_executor, tool_executor))
+                        executors=(model_executor, tool_executor),
+                        cache=(cache, cache_mode), cache_lookups=lookups)
 
 
 _ = to_pandas  # re-exported helpers stay importable from one place
