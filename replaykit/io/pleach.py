@@ -1498,9 +1498,11 @@ def _typed_payloads(payload: pa.Array) -> pa.Table:
     another JSON type is null, as Arrow's typed parse would have refused it). A text that
     is not a JSON object (possible only in a tampered table) reads as ``{}``.
     """
-    ok = np.asarray(pc.fill_null(pc.starts_with(pc.utf8_ltrim_whitespace(payload), "{"), False))
-    if ok.all():
-        typed = _parse_payloads(pc.replace_substring(payload, "\n", " "))
+    ok = pc.all(pc.fill_null(pc.starts_with(pc.utf8_ltrim_whitespace(payload), "{"), False))
+    if ok.as_py() is not False:
+        if pc.any(pc.match_substring(payload, "\n")).as_py():
+            payload = pc.replace_substring(payload, "\n", " ")  # whitespace: one line each
+        typed = _parse_payloads(payload, threads=True)
         if typed is not None:
             return typed
     objs: list[dict[str, Any]] = []
