@@ -34,6 +34,7 @@ load (mimalloc's eager return of freed pages to the OS made page faults the larg
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import threading
@@ -64,7 +65,10 @@ from ._common import (
     expand_paths,
 )
 
-__all__ = ["FORMAT", "EVENT_KINDS", "events_from_arrow", "read_pleach", "sniff"]
+__all__ = [
+    "DERIVED_COLUMNS", "EVENT_KINDS", "FORMAT", "derive_columns", "events_from_arrow",
+    "read_pleach", "sniff",
+]
 
 FORMAT = "pleach"
 
@@ -743,7 +747,7 @@ def _robust_block(
     try:
         return _fast_block(joined, jb, st, nl, lines_no, threads=True)
     except _FastPathFailed:
-        return _part_from_objects(objs, lines_no)
+        return _part_from_objects(objs, lines_no, good_lines)
 
 
 def _is_utf8_error(raw: bytes) -> bool:
@@ -805,13 +809,62 @@ def _typed_from_objects(payloads: list[dict[str, Any]]) -> pa.Table:
     return pa.table(cols, schema=_TYPED)
 
 
-def _part_from_objects(objs: list[dict[str, Any]], line: np.ndarray) -> _Part:
+_JSON_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def _member_text(text: str, key: str) -> str | None:
+    """The exact source text of the value of top-level member ``key`` of a JSON object.
+
+    ``text`` must be a valid JSON object (the caller decoded it already). The members are
+    walked with the standard library's scanner, so the value's text is cut out exactly as
+    the source spells it (whitespace, key order, number spelling kept); the last member
+    wins when the key repeats, as in the decoded object. None when there is no such member.
+    """
+    ws = _JSON_WS.match
+    i = ws(text, 0).end()
+    if text[i : i + 1] != "{":
+        return None
+    i = ws(text, i + 1).end()
+    found = None
+    if text[i : i + 1] == "}":
+        return None
+    while text[i : i + 1] == '"':
+        k, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+        i = ws(text, i).end()
+        if text[i : i + 1] != ":":
+            return None
+        i = ws(text, i + 1).end()
+        _, end = _DECODER.raw_decode(text, i)
+        if k == key:
+            found = text[i:end]
+        i = ws(text, end).end()
+        if text[i : i + 1] == "}":
+            return found
+        if text[i : i + 1] != ",":
+            return None
+        i = ws(text, i + 1).end()
+    return None
+
+
+def _part_from_objects(objs: list[dict[str, Any]], line: np.ndarray,
+                       raw_lines: list[bytes]) -> _Part:
+    """A part built from decoded rows (when no column-wise parse can read the block).
+
+    ``payload`` is still the payload's source text, exactly as in the line (the hashed form
+    does not depend on which path read the block; docs/integrity.md).
+    """
     env = pa.table(
         {name: pa.array([o.get(name) for o in objs], type=typ) for name, typ in _ENVELOPE_FIELDS}
     )
     ts = [o.get("created_at") for o in objs]
     created = pa.array([None if v is None else str(v) for v in ts], type=_STR)
-    payload = pa.array([canonical_json(o["payload"]) for o in objs], type=pa.large_string())
+    texts = [_member_text(raw.decode("utf-8"), "payload") for raw in raw_lines]
+    payload = pa.array(
+        [canonical_json(o["payload"]) if t is None else t for o, t in zip(objs, texts,
+                                                                          strict=True)],
+        type=pa.large_string(),
+    )
     typed = _typed_from_objects([o["payload"] for o in objs])
     return _Part(env=env, created_at=created, payload=payload, typed=typed, line=line)
 
@@ -1508,6 +1561,80 @@ def _canonical_columns(
         "output_tokens": out_tok,
         "_child": pick(is_type("subagent.spawned"), col("child_chat_id")),
     }
+
+
+#: The canonical columns read_pleach derives from ``type`` + ``payload`` (and the run):
+#: what :func:`derive_columns` re-derives and ``verify_chain`` compares.
+DERIVED_COLUMNS: tuple[str, ...] = (
+    "parent_run_id", "kind", "turn", "step", "event_id", "ref_id", "tool_name", "args_hash",
+    "cache_key", "is_error", "finish", "input_tokens", "output_tokens", "chunk_type", "text",
+    "inherited",
+)
+
+
+def _typed_payloads(payload: pa.Array) -> pa.Table:
+    """The typed payload fields of payload texts, read exactly as the loader reads them.
+
+    One Arrow parse when every text is a JSON object Arrow can read with the typed schema;
+    otherwise the texts are decoded one by one (:func:`_typed_from_objects`: a field of
+    another JSON type is null, as Arrow's typed parse would have refused it). A text that
+    is not a JSON object (possible only in a tampered table) reads as ``{}``.
+    """
+    ok = pc.all(pc.fill_null(pc.starts_with(pc.utf8_ltrim_whitespace(payload), "{"), False))
+    if ok.as_py() is not False:
+        if pc.any(pc.match_substring(payload, "\n")).as_py():
+            payload = pc.replace_substring(payload, "\n", " ")  # whitespace: one line each
+        typed = _parse_payloads(payload, threads=True)
+        if typed is not None:
+            return typed
+    objs: list[dict[str, Any]] = []
+    for text in payload.to_pylist():  # only for tables Arrow cannot read column-wise
+        try:
+            obj = loads(text) if text is not None else None
+        except JSONDecodeError:
+            obj = None
+        objs.append(obj if isinstance(obj, dict) else {})
+    return _typed_from_objects(objs)
+
+
+def derive_columns(table: pa.Table) -> dict[str, pa.Array]:
+    """The :data:`DERIVED_COLUMNS` that read_pleach would give the rows of ``table``.
+
+    ``table`` is a canonical events table (or any table with ``tenant_id``, ``run_id``,
+    ``type`` and ``payload``) sorted by (tenant_id, run_id, seq). The derivation is the
+    loader's own code (:func:`_slim`, :func:`_canonical_columns`, :func:`_fill_derived`),
+    column-wise, so a verifier can check stored derived columns against the hashed
+    content (``replaykit.verify_chain``). ``turn`` is carried forward within each run and
+    ``parent_run_id`` comes from ``subagent.spawned`` rows of the same tenant in ``table``.
+
+    >>> log = read_pleach("data/pleach/harness_event_log.jsonl")  # doctest: +SKIP
+    >>> derive_columns(log.table)["tool_name"].equals(log.table.column("tool_name"))
+    True
+    """
+    n = table.num_rows
+
+    def plain(name: str) -> pa.Array:
+        col = table.column(name)
+        arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        return arr.cast(arr.type.value_type) if pa.types.is_dictionary(arr.type) else arr
+
+    etype = pc.fill_null(plain("type").cast(_STR), "")
+    payload = plain("payload").cast(pa.large_string())
+    env = pa.table({"event_type": etype})
+    part = _slim(_Part(env=env, created_at=pa.nulls(n, _STR), payload=payload,
+                       typed=_typed_payloads(payload), line=np.zeros(n, dtype=np.int64)))
+    cols = {**_type_and_kind(etype), **{c: part.typed.column(c) for c in part.typed.column_names}}
+    cols["text"] = part.text
+    child = cols.pop("_child")
+    cols.pop("type")
+    cols["tenant_id"] = plain("tenant_id")
+    cols["run_id"] = plain("run_id")
+    cols["seq"] = np.zeros(n, dtype=np.int64)
+    cols["payload"] = pa.nulls(n, pa.large_string()).fill_null("")
+    cols["type"] = etype
+    cols["source"] = pa.nulls(n, _STR).fill_null("")
+    derived = _fill_derived(events_table(cols, sort=False), child)
+    return {name: derived.column(name).combine_chunks() for name in DERIVED_COLUMNS}
 
 
 def _segments(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
