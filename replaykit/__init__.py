@@ -36,6 +36,7 @@ from .errors import (
     ReplayKitError,
     ReplayUnknownEventError,
     SchemaError,
+    SQLError,
 )
 from .eventlog import EventLog, concat, read_parquet
 from .fold import (  # rk.fold is the function; field builders live in replaykit.fold
@@ -79,6 +80,7 @@ __all__ = [
     "turns_df",
     "ReplayKitError",
     "SchemaError",
+    "SQLError",
     "__version__",
     "concat",
     "datasets",
