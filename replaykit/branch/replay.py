@@ -318,6 +318,37 @@ class ReplayResult:
                           "base_kind": "string", "replay_kind": "string",
                           "base_tool": "string", "replay_tool": "string"})
 
+    def changes_df(self) -> pd.DataFrame:
+        """Values, not flags: one row per changed JSON path of every changed event (path,
+        before, after, where the replayed value came from); see
+        :func:`replaykit.branch.findings.changes_df`.
+
+        Example:
+            >>> done.changes_df().query("key")[["tool_name", "label", "before", "after"]]
+            ... # doctest: +SKIP
+        """
+        from .findings import changes_df
+
+        return changes_df(self)
+
+    def summary(self) -> Any:
+        """The computed findings: outcome (with the key changed values and where they came
+        from), strength of evidence, the caveats the policies imply, open requirements.
+
+        Returns a :class:`~replaykit.branch.findings.Summary`: ``.text`` (plain text),
+        ``.to_frame()`` (one row per sentence, with the report section holding its evidence),
+        ``.values`` (the changed values named). The same sentences open ``rk.report.rca``.
+        Rules: docs/report.md.
+
+        Example:
+            >>> print(done.summary().text)  # doctest: +SKIP
+            Outcome:
+              - The replay first diverges from the recording at step 3 ...
+        """
+        from .findings import summarize
+
+        return summarize(self)
+
     # ------------------------------------------------------------------ metrics
     @property
     def metrics(self) -> dict[str, Any]:
