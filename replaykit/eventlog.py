@@ -38,6 +38,10 @@ __all__ = ["EventLog", "RUNS_SCHEMA", "concat", "read_parquet"]
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
 
+#: Footer (schema metadata) key where a dataset file written by replaykit names its tenant;
+#: readers check it against the file's ``tenant_id=`` folder.
+TENANT_KEY = b"replaykit.tenant_id"
+
 #: Per-run metadata that loaders find in headers (not computed from events).
 RUNS_SCHEMA: pa.Schema = pa.schema(
     [
@@ -568,13 +572,16 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
     """The events of dataset files, each checked against its partition folder's tenant.
 
     ``files``: (folder tenant, file) pairs (:func:`partition_files`); ``filter``: a
-    ``pyarrow.dataset`` expression pushed into the scan. A row's own ``tenant_id`` must
-    equal its folder's tenant; a file where any row's disagrees is a ``LoadError`` naming
-    the file (reason ``partition_mismatch``) under ``errors="raise"``, or under
-    ``"quarantine"`` all its (scanned) rows go to ``bad`` as quarantine rows (raw: the
-    payload; no tenant: the rows' owner is unknown). A row without a tenant_id (a file
-    written before files kept the column, or a null) takes its folder's tenant. Checked per
-    record batch on the dictionary of the column (no per-row Python).
+    ``pyarrow.dataset`` expression pushed into the scan. A file belongs to its folder's
+    tenant: the tenant its footer names (:data:`TENANT_KEY`, written by
+    :meth:`EventLog.to_parquet`) and every value of a ``tenant_id`` column it has must be
+    that tenant. A file where either disagrees is a ``LoadError`` naming the file (reason
+    ``partition_mismatch``) under ``errors="raise"``; under ``"quarantine"`` all its
+    (scanned) rows go to ``bad`` as quarantine rows of no known tenant (raw: the payload),
+    plus one row for the folder's tenant without raw content. A file that names no tenant
+    (no footer key, no tenant_id column, or nulls there: written by older versions or by
+    other tools) takes its folder's tenant. Checked once per file and per record batch on
+    the dictionary of the column (no per-row Python).
 
     Returns:
         a table in :data:`~replaykit.schema.EVENTS_SCHEMA` (not sorted).
@@ -582,11 +589,16 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
     if not files:
         return empty_events()
     paths = [str(f) for _, f in files]
-    dataset = ds.dataset(paths, format="parquet")
+    # a tenant_id column (foreign files) straight from the Parquet dictionary pages
+    fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
+        dictionary_columns={"tenant_id"}))
+    dataset = ds.dataset(paths, format=fmt)
     schema = dataset.schema
-    if "tenant_id" not in schema.names:
-        schema = schema.append(pa.field("tenant_id", _DICT))
-        dataset = ds.dataset(paths, format="parquet", schema=schema)
+    if "tenant_id" not in schema.names or schema.field("tenant_id").type != _DICT:
+        i = schema.get_field_index("tenant_id")
+        schema = (schema.append(pa.field("tenant_id", _DICT)) if i < 0
+                  else schema.set(i, pa.field("tenant_id", _DICT)))
+        dataset = ds.dataset(paths, format=fmt, schema=schema)
     names = [n for n in EVENTS_SCHEMA.names if n in schema.names]
     tenant_of = {p: t for (t, _), p in zip(files, paths, strict=True)}
     tenant_dict = pa.array(sorted(set(tenant_of.values())), pa.string())
@@ -594,6 +606,18 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
     t_pos = names.index("tenant_id")
     batches: list[tuple[str, pa.RecordBatch]] = []
     tainted: dict[str, int] = {}
+    claims: dict[str, bytes | None] = {}
+
+    def _mismatch(path: str, want: str, rows: int) -> None:
+        if errors == "raise":
+            raise LoadError(
+                source=path, line=None, field="tenant_id", reason="partition_mismatch",
+                detail=(f"{rows} row(s) are another tenant's than their partition folder's "
+                        f"({want!r}): the file's tenant_id column or its footer says so; rows "
+                        "are never relabelled"),
+                fix=("the file is not this tenant's: move it to its own tenant's folder or "
+                     "remove it (or pass errors=\"quarantine\")"))
+        tainted[path] = tainted.get(path, 0) + rows
     scanner = dataset.scanner(columns=names, filter=filter)
     for tagged in scanner.scan_batches():
         batch = tagged.record_batch
@@ -601,6 +625,12 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
             continue
         path = tagged.fragment.path
         want = tenant_of[path]
+        if path not in claims:  # once per file: the tenant its footer names, if any
+            meta = tagged.fragment.physical_schema.metadata or {}
+            claims[path] = meta.get(TENANT_KEY)
+        claim = claims[path]
+        if claim is not None and claim != want.encode("utf-8"):
+            _mismatch(path, want, batch.num_rows)
         col = batch.column(t_pos)
         if col.null_count < len(col):
             if pa.types.is_dictionary(col.type):  # the few dictionary entries in use
@@ -608,16 +638,8 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
             else:
                 seen = pc.unique(col.drop_null())
             if len(seen) != 1 or seen[0].as_py() != want:
-                other = int(pc.sum(pc.fill_null(pc.not_equal(
-                    pc.cast(col, pa.string()), want), False)).as_py() or 0)
-                if errors == "raise":
-                    raise LoadError(
-                        source=path, line=None, field="tenant_id", reason="partition_mismatch",
-                        detail=(f"{other} row(s) carry a tenant_id other than their partition "
-                                f"folder's ({want!r}); rows are never relabelled"),
-                        fix=("the file is not this tenant's: move it to its own tenant's "
-                             "folder or remove it (or pass errors=\"quarantine\")"))
-                tainted[path] = tainted.get(path, 0) + other
+                _mismatch(path, want, int(pc.sum(pc.fill_null(pc.not_equal(
+                    pc.cast(col, pa.string()), want), False)).as_py() or 0))
         code = np.full(batch.num_rows, code_of[want], dtype=np.int32)
         tenant = pa.DictionaryArray.from_arrays(pa.array(code), tenant_dict)
         batches.append((path, batch.set_column(t_pos, "tenant_id", tenant)))

@@ -64,7 +64,8 @@ PARTITION_PREFIX = "tenant_id="
 #: Longest tenant id accepted, in characters.
 TENANT_ID_MAX_LEN = 256
 
-#: Characters a tenant id may not contain (an RE2 character class, as Arrow's regex kernels read it).
+#: Characters a tenant id may not contain (an RE2 character class, as Arrow's regex kernels
+#: read it).
 BAD_TENANT_PATTERN = "[\\x00-\\x1f\\x7f-\\x9f\\x{2028}\\x{2029}]"
 _BAD = re.compile("[\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029]")
 
@@ -223,8 +224,9 @@ def partition_dir_tenant(name: str) -> tuple[str | None, str | None]:
     if problem is not None:
         return tenant, f"folder {name!r} decodes to tenant id {tenant!r}, which {problem}"
     if encode_partition_value(tenant) != value:
+        expected = PARTITION_PREFIX + encode_partition_value(tenant)
         return tenant, (f"folder {name!r} is not the canonical encoding of tenant id "
-                        f"{tenant!r} (expected {PARTITION_PREFIX + encode_partition_value(tenant)!r})")
+                        f"{tenant!r} (expected {expected!r})")
     return tenant, None
 
 

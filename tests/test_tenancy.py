@@ -24,7 +24,6 @@ from replaykit.schema import QUARANTINE_SCHEMA, events_table
 from replaykit.tenancy import (
     TENANT_ID_MAX_LEN,
     decode_partition_value,
-    encode_partition_value,
     partition_dir_name,
     partition_dir_tenant,
     scope_side_table,
@@ -318,7 +317,8 @@ def test_partition_value_round_trips(tenant: str) -> None:
     assert partition_dir_tenant(name) == (tenant, None)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(valid_tenant_ids, min_size=1, max_size=3, unique=True))
 def test_to_parquet_read_parquet_round_trip_of_any_valid_tenant(tmp_path: Path,
                                                                 tenants: list[str]) -> None:
@@ -418,11 +418,31 @@ def test_engine_partition_readers_use_the_same_check(tmp_path: Path) -> None:
     assert index.read(["globex"], ["g1"]).tenants == ["globex"]
 
 
-def test_a_file_without_tenant_column_takes_its_folder_tenant(tmp_path: Path) -> None:
+def test_a_file_moved_to_another_tenant_folder_is_caught_by_its_footer(tmp_path: Path) -> None:
+    root = rk.EventLog(_events([("acme", "a1", 0), ("globex", "g1", 0)])).to_parquet(
+        tmp_path / "ds")
+    moved = root / "tenant_id=acme" / "part-1.parquet"
+    shutil.move(root / "tenant_id=globex" / "part-0.parquet", moved)
+    assert "tenant_id" not in pq.read_schema(moved).names  # the folder names it (hive)
+    with pytest.raises(LoadError) as e:
+        rk.read_parquet(root, tenant_id="acme")
+    assert e.value.reason == "partition_mismatch" and e.value.source == str(moved)
+    assert rk.read_parquet(root, errors="quarantine").run_ids == ["a1"]
+
+
+def test_a_file_that_names_no_tenant_takes_its_folder_tenant(tmp_path: Path) -> None:
     root = rk.EventLog(_events([("acme", "a1", 0)])).to_parquet(tmp_path / "ds")
-    assert "tenant_id" in pq.read_schema(next(root.rglob("part-*.parquet"))).names
     pq.write_table(_events([("x", "legacy", 0)]).drop_columns(["tenant_id"]),
-                   root / "tenant_id=acme" / "part-7.parquet")
+                   root / "tenant_id=acme" / "part-7.parquet")  # no column, no footer key
     back = rk.read_parquet(root)
     assert back.tenants == ["acme"] and back.run_ids == ["a1", "legacy"]
     assert [p.load().tenants for p in partitions(root)] == [["acme"], ["acme"]]
+
+
+def test_datasets_stay_readable_by_hive_readers(tmp_path: Path) -> None:
+    import pandas as pd
+
+    root = rk.EventLog(_events([("acme", "a1", 0), ("a/b c", "x", 0)])).to_parquet(
+        tmp_path / "ds", partition_events=1)
+    df = pd.read_parquet(root)
+    assert sorted(df["tenant_id"].astype(str).unique()) == ["a/b c", "acme"]

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import ReplayKitError
-from ..eventlog import EventLog, partition_files, read_partition_files
+from ..eventlog import TENANT_KEY, EventLog, partition_files, read_partition_files
 from ..schema import EVENTS_SCHEMA, _dictionary_rank
 from ..schema import run_starts as _run_starts
 from ..tenancy import check_tenant_column, partition_dir_name, partition_dir_tenant
@@ -155,8 +155,10 @@ def write_partitioned(
         >>> rk.engine.write_partitioned(log, "events/", partition_events=500_000)  # doctest: +SKIP
 
     Folder names are :func:`replaykit.tenancy.partition_dir_name` (the tenant id
-    percent-encoded, reversibly), and every file keeps its ``tenant_id`` column so readers
-    check each row against its folder.
+    percent-encoded, reversibly), and every file names its tenant in its footer metadata
+    (key ``replaykit.tenant_id``) so readers check each file against its folder; the
+    ``tenant_id`` column itself is left to the folder (hive layout, as pandas and Dask read
+    it).
 
     Raises:
         FileExistsError: ``path`` exists and is not empty, unless ``overwrite=True``.
@@ -179,6 +181,7 @@ def write_partitioned(
     table = log.table
     counters: dict[str, int] = {}
     cuts = _cuts(table, partition_events)
+    body = table.drop_columns(["tenant_id"])
     tenants = table.column("tenant_id")
     for a, b in cuts:
         tenant = tenants[a].as_py()
@@ -186,8 +189,12 @@ def write_partitioned(
         counters[tenant] = k + 1
         d = out / partition_dir_name(tenant)
         d.mkdir(exist_ok=True)
-        # the file keeps its tenant_id column: readers check it against the folder
-        pq.write_table(table.slice(a, b - a), d / f"part-{k}.parquet",
+        # the file names its tenant in its footer (TENANT_KEY), which readers check against
+        # the folder; no tenant_id column, so hive readers (pandas.read_parquet(path), ...)
+        # still take it from the folder without a type clash
+        part = body.slice(a, b - a).replace_schema_metadata(
+            {**(body.schema.metadata or {}), TENANT_KEY: tenant.encode("utf-8")})
+        pq.write_table(part, d / f"part-{k}.parquet",
                        row_group_size=min(1_000_000, max(1, b - a)))
     pq.write_table(log.runs, out / "_runs.parquet")
     pq.write_table(log.quarantine, out / "_quarantine.parquet")
