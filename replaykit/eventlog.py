@@ -315,7 +315,7 @@ class EventLog:
         Raises:
             LoadError: ``reason="bad_tenant"``: a ``tenant_id`` breaks the tenant-id rule.
         """
-        if tenant_id is not None:
+        if tenant_id is not None and not (isinstance(tenant_id, (list, tuple)) and not tenant_id):
             tenant_id = check_tenant_ids(tenant_id, source="EventLog.filter(tenant_id=...)")
         mask = None
         for col, values in (
