@@ -126,11 +126,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"replaykit {args.command}: {exc}", file=sys.stderr)
         return 2
     except LoadError as exc:
-        if exc.reason == "bad_tenant" and exc.source.endswith("(tenant_id=...)"):
-            # a missing / bad tenant argument: a usage error
-            print(f"replaykit {args.command}: {exc} (on the command line: --tenant ID)",
-                  file=sys.stderr)
-            return 2
         print(f"replaykit {args.command}: {exc}", file=sys.stderr)
         return 1
     except ReplayKitError as exc:

@@ -41,8 +41,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .errors import LoadError
+
 __all__ = [
     "BAD_TENANT_PATTERN",
+    "BadTenantError",
     "PARTITION_PREFIX",
     "TENANT_ID_MAX_LEN",
     "bad_tenant_mask",
@@ -84,19 +87,26 @@ def tenant_id_problem(value: object) -> str | None:
     return None
 
 
+class BadTenantError(LoadError, TypeError):
+    """A caller-supplied tenant id breaks the tenant-id rule (``reason="bad_tenant"``).
+
+    A :class:`~replaykit.errors.LoadError` (so a ``ReplayKitError``); also a ``TypeError``,
+    which a missing tenant id raised before the rule existed, so old handlers keep working.
+    """
+
+
 def check_tenant_id(value: object, *, source: str = "<argument>", line: int | None = None,
                     field: str = "tenant_id") -> str:
     """Return ``value`` if it is a valid tenant id, else raise ``LoadError(reason="bad_tenant")``.
 
     Raises:
-        LoadError: ``value`` breaks the tenant-id rule (the message says which part).
+        BadTenantError: (a ``LoadError``, ``reason="bad_tenant"``) ``value`` breaks the
+            tenant-id rule (the message says which part).
     """
     problem = tenant_id_problem(value)
     if problem is None:
         return value  # type: ignore[return-value]
-    from .errors import LoadError
-
-    raise LoadError(
+    raise BadTenantError(
         source=source, line=line, field=field, reason="bad_tenant",
         detail=f"tenant id {value!r} {problem}",
         fix=("a tenant id is a non-empty string of at most "
@@ -159,9 +169,7 @@ def check_tenant_ids(value: object, *, source: str = "<argument>",
     except TypeError:
         values = [value]
     if not values:
-        from .errors import LoadError
-
-        raise LoadError(source=source, line=None, field=field, reason="bad_tenant",
+        raise BadTenantError(source=source, line=None, field=field, reason="bad_tenant",
                         detail=f"is an empty list of tenant ids ({value!r})",
                         fix="pass a tenant id, a non-empty list of them, or None for all")
     return [check_tenant_id(v, source=source, field=field) for v in values]
@@ -185,8 +193,6 @@ def check_tenant_column(values: pa.Array | pa.ChunkedArray, *, source: str,
     i = int(np.flatnonzero(bad)[0])
     value = values[i].as_py()
     problem = tenant_id_problem(value) or "is null"
-    from .errors import LoadError
-
     raise LoadError(
         source=source, line=None, field=field, reason="bad_tenant",
         detail=f"row {i}: tenant id {value!r} {problem} ({int(bad.sum())} bad row(s))",

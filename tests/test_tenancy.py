@@ -446,3 +446,14 @@ def test_datasets_stay_readable_by_hive_readers(tmp_path: Path) -> None:
         tmp_path / "ds", partition_events=1)
     df = pd.read_parquet(root)
     assert sorted(df["tenant_id"].astype(str).unique()) == ["a/b c", "acme"]
+
+
+def test_bad_tenant_error_is_a_load_error_that_old_handlers_still_catch() -> None:
+    from replaykit.tenancy import BadTenantError
+
+    with pytest.raises(BadTenantError) as e:
+        rk.read_toh(DATA / "toh", tenant_id=None)  # type: ignore[arg-type]
+    err = e.value
+    assert isinstance(err, LoadError) and isinstance(err, rk.ReplayKitError)
+    assert isinstance(err, TypeError)  # what a missing tenant raised before the rule
+    assert err.reason == "bad_tenant" and err.field == "tenant_id"

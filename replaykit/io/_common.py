@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from ..errors import LoadError
 from ..schema import quarantine_table
-from ..tenancy import check_tenant_id
+from ..tenancy import BadTenantError, check_tenant_id
 
 __all__ = [
     "ErrorPolicy",
@@ -33,11 +33,11 @@ def require_tenant(tenant_id: object, *, fmt: str) -> str:
     The id must follow the one tenant-id rule (:mod:`replaykit.tenancy`).
 
     Raises:
-        LoadError: ``reason="bad_tenant"``: ``tenant_id`` is None, empty, not a string, too
-            long or holds control characters.
+        BadTenantError: (a ``LoadError``, ``reason="bad_tenant"``; also a ``TypeError``)
+            ``tenant_id`` is None, empty, not a string, too long or holds control characters.
     """
     if tenant_id is None:
-        raise LoadError(
+        raise BadTenantError(
             source=f"read_{fmt}(tenant_id=...)", line=None, field="tenant_id",
             reason="bad_tenant",
             detail=f"is required: {fmt} logs carry no tenant, so pass the owner explicitly",
