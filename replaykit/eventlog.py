@@ -592,14 +592,10 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
     # a tenant_id column (foreign files) straight from the Parquet dictionary pages
     fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
         dictionary_columns={"tenant_id"}))
-    dataset = ds.dataset(paths, format=fmt)
-    schema = dataset.schema
-    if "tenant_id" not in schema.names or schema.field("tenant_id").type != _DICT:
-        i = schema.get_field_index("tenant_id")
-        schema = (schema.append(pa.field("tenant_id", _DICT)) if i < 0
-                  else schema.set(i, pa.field("tenant_id", _DICT)))
-        dataset = ds.dataset(paths, format=fmt, schema=schema)
-    names = [n for n in EVENTS_SCHEMA.names if n in schema.names]
+    # the canonical columns, whatever the first file holds (absent ones read as nulls)
+    schema = pa.schema([f.with_nullable(True) for f in EVENTS_SCHEMA])
+    dataset = ds.dataset(paths, format=fmt, schema=schema)
+    names = list(EVENTS_SCHEMA.names)
     tenant_of = {p: t for (t, _), p in zip(files, paths, strict=True)}
     tenant_dict = pa.array(sorted(set(tenant_of.values())), pa.string())
     code_of = {t: i for i, t in enumerate(tenant_dict.to_pylist())}
@@ -619,7 +615,7 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
                      "remove it (or pass errors=\"quarantine\")"))
         tainted[path] = tainted.get(path, 0) + rows
     scanner = dataset.scanner(columns=names, filter=filter)
-    for tagged in scanner.scan_batches():
+    for tagged in _scan(scanner, paths):
         batch = tagged.record_batch
         if batch.num_rows == 0:
             continue
@@ -688,6 +684,24 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
         c = table.column(f.name)
         cols.append(c.cast(f.type) if c.type != f.type else c)
     return pa.Table.from_arrays(cols, schema=EVENTS_SCHEMA).unify_dictionaries().combine_chunks()
+
+
+def _scan(scanner: ds.Scanner, paths: list[str]) -> Iterable[Any]:
+    """The scanner's tagged batches; an unreadable file or a column of the wrong type is a
+    LoadError (reason ``bad_parquet``), not a raw Arrow error."""
+    it = iter(scanner.scan_batches())
+    while True:
+        try:
+            tagged = next(it)
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError) as exc:
+            raise LoadError(
+                source=os.path.commonpath(paths) if len(paths) > 1 else paths[0], line=None,
+                reason="bad_parquet", detail=f"a dataset file cannot be read as events ({exc})",
+                fix="rewrite the dataset with EventLog.to_parquet, or remove the bad file",
+            ) from exc
+        yield tagged
 
 
 def read_parquet(

@@ -457,3 +457,12 @@ def test_bad_tenant_error_is_a_load_error_that_old_handlers_still_catch() -> Non
     assert isinstance(err, LoadError) and isinstance(err, rk.ReplayKitError)
     assert isinstance(err, TypeError)  # what a missing tenant raised before the rule
     assert err.reason == "bad_tenant" and err.field == "tenant_id"
+
+
+def test_a_dataset_file_of_the_wrong_shape_is_a_load_error(tmp_path: Path) -> None:
+    root = rk.EventLog(_events([("acme", "a1", 0)])).to_parquet(tmp_path / "ds")
+    pq.write_table(pa.table({"run_id": ["x"], "seq": ["not a number"]}),
+                   root / "tenant_id=acme" / "part-3.parquet")
+    with pytest.raises(LoadError) as e:
+        rk.read_parquet(root)
+    assert e.value.reason == "bad_parquet" and "tenant_id=acme" in e.value.source
