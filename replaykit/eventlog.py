@@ -614,6 +614,7 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
                 fix=("the file is not this tenant's: move it to its own tenant's folder or "
                      "remove it (or pass errors=\"quarantine\")"))
         tainted[path] = tainted.get(path, 0) + rows
+
     scanner = dataset.scanner(columns=names, filter=filter)
     for tagged in _scan(scanner, paths):
         batch = tagged.record_batch
@@ -657,8 +658,7 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
         if bad is None:
             continue
         n = batch.num_rows
-        payload = (batch.column(names.index("payload")) if "payload" in names
-                   else pa.nulls(n, pa.large_string()))
+        payload = batch.column(names.index("payload"))
         msg = (f"{path}: field 'tenant_id' {tainted[path]} row(s) of this file carry a "
                f"tenant_id other than their partition folder's (reason=partition_mismatch). "
                "The whole file is quarantined: move it to its own tenant's folder or remove it.")
@@ -675,15 +675,9 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
         bad.extend(bad_rows.to_pylist())
     if not out:
         return empty_events()
-    table = pa.Table.from_batches([b for b in out])
-    cols = []
-    for f in EVENTS_SCHEMA:
-        if f.name not in table.schema.names:
-            cols.append(pa.nulls(table.num_rows, f.type))
-            continue
-        c = table.column(f.name)
-        cols.append(c.cast(f.type) if c.type != f.type else c)
-    return pa.Table.from_arrays(cols, schema=EVENTS_SCHEMA).unify_dictionaries().combine_chunks()
+    table = pa.Table.from_batches(out)
+    return pa.Table.from_arrays(table.columns, schema=EVENTS_SCHEMA).unify_dictionaries() \
+        .combine_chunks()
 
 
 def _scan(scanner: ds.Scanner, paths: list[str]) -> Iterable[Any]:
