@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPEAT = 5
+REPEAT = 7
 
 
 def _unchecked_read(root: Path, tenant_id: list[str] | None) -> Any:
