@@ -248,8 +248,9 @@ def scope_side_table(table: pa.Table, *, tenants: Sequence[str] | None = None,
 
     ``tenants`` / ``run_ids`` None: no restriction on that column. With a restriction, the
     table must have the column (``tenant_id`` / ``run_id``), else None (drop it from the view);
-    rows whose value is null or not in the set are left out. So a quarantined row whose tenant
-    could not be read shows only in an all-tenants view.
+    rows whose value is null or not in the set are left out, and so are rows of no known
+    tenant in any restricted view. So a quarantined row whose tenant could not be read shows
+    only in an unrestricted (all-tenants) log.
 
     Example:
         >>> import pyarrow as pa
@@ -270,6 +271,9 @@ def scope_side_table(table: pa.Table, *, tenants: Sequence[str] | None = None,
         mask = m if mask is None else pc.and_(mask, m)
     if mask is None:
         return table
+    if tenants is None and "tenant_id" in table.schema.names:
+        # a run view of every tenant still shows no row of unknown tenant
+        mask = pc.and_(mask, pc.is_valid(table.column("tenant_id")))
     return table.filter(pc.fill_null(mask, False))
 
 

@@ -125,6 +125,12 @@ def test_views_scope_quarantine_and_every_side_table(data, pick) -> None:
          if q["tenant_id"] == t and q["run_id"] == r], key=repr)
     assert _pairs(one.extras["per_run"]) == [(t, r)]
     assert "per_tenant" not in one.extras and "everyone" not in one.extras
+    # a run view across tenants: that run's rows of known tenants only
+    runs_view = log.filter(run_ids=[r])
+    assert _pairs(runs_view.quarantine) == sorted(
+        [(q["tenant_id"], q["run_id"]) for q in qrows
+         if q["run_id"] == r and q["tenant_id"] is not None], key=repr)
+    assert "per_tenant" not in runs_view.extras
     # views of views stay scoped; selections that keep every tenant keep everything
     assert one.window(up_to_seq=0).quarantine.equals(one.quarantine)
     assert view.filter(types="message.user").quarantine.equals(view.quarantine)
@@ -197,7 +203,7 @@ def test_caller_tenant_quarantine_rows_name_their_tenant_and_run(tmp_path: Path)
 def test_scope_side_table_drops_nulls_and_missing_columns() -> None:
     t = pa.table({"tenant_id": ["acme", None, "globex"], "run_id": ["r", "r", None]})
     assert scope_side_table(t, tenants=["acme", "globex"]).num_rows == 2
-    assert scope_side_table(t, run_ids=["r"]).column("tenant_id").to_pylist() == ["acme", None]
+    assert scope_side_table(t, run_ids=["r"]).column("tenant_id").to_pylist() == ["acme"]
     assert scope_side_table(t, tenants=["acme"], run_ids=["r"]).num_rows == 1
     assert scope_side_table(t.drop_columns(["run_id"]), run_ids=["r"]) is None
     assert scope_side_table(t).equals(t)
