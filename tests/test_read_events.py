@@ -64,9 +64,9 @@ def test_explicit_format_skips_sniffing_and_unknown_format_is_rejected(data_dir)
 
 def test_formats_without_tenant_never_get_one_invented(data_dir):
     for fmt in ("toh", "isplay"):
-        with pytest.raises(TypeError, match="tenant_id"):
+        with pytest.raises(rk.LoadError, match="reason=bad_tenant"):
             rk.read_events(data_dir / fmt, progress=False)
-        with pytest.raises(TypeError, match="tenant_id"):
+        with pytest.raises(rk.LoadError, match="reason=bad_tenant"):
             rk.read_events(data_dir / fmt, tenant_id="", progress=False)
 
 

@@ -181,9 +181,9 @@ def test_sniff_and_side_files(tmp_path: Path) -> None:
 
 
 def test_tenant_is_required() -> None:
-    with pytest.raises(TypeError, match="tenant_id"):
+    with pytest.raises(LoadError, match="reason=bad_tenant"):
         read_toh(DATA, tenant_id=None)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="tenant_id"):
+    with pytest.raises(LoadError, match="reason=bad_tenant"):
         read_toh(DATA, tenant_id="")
     with pytest.raises(ValueError, match="errors"):
         read_toh(DATA, tenant_id="t", errors="ignore")  # type: ignore[arg-type]

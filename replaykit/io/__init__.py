@@ -79,7 +79,8 @@ def read_events(
 
     A directory written by :meth:`EventLog.to_parquet` (``tenant_id=<id>/`` folders or a
     ``_runs.parquet``) is read back with :func:`~replaykit.read_parquet` (``tenant_id=``
-    filters it; other loader options do not apply).
+    filters it and scopes its quarantine, ``errors=`` applies to its partition checks;
+    other loader options do not apply).
 
     >>> log = read_events("data/", tenant_id="demo")  # doctest: +SKIP
 
@@ -91,11 +92,13 @@ def read_events(
         FormatDetectionError: (``errors="raise"``) a file matches no format (says which
             formats were tried and why each was rejected).
         ValueError: ``format`` is not ``"auto"`` or a name in :data:`FORMATS`.
+        LoadError: ``reason="bad_tenant"``: a format without tenants and no (or a bad)
+            ``tenant_id``; the loaders' and read_parquet's own errors.
     """
     if format != "auto":
         if format not in FORMATS:
             raise ValueError(f"format must be 'auto' or one of {sorted(FORMATS)}, got {format!r}")
-        return getattr(FORMATS[format], f"read_{format}")(path, **kwargs)
+        return getattr(FORMATS[format], f"read_{format}")(path, **_kwargs_for(format, kwargs))
     given = [path] if isinstance(path, (str, os.PathLike)) else list(path)
     flags = [is_dataset(p) for p in given]
     datasets = [p for p, f in zip(given, flags, strict=True) if f]
@@ -104,7 +107,8 @@ def read_events(
 
         rest = [p for p, f in zip(given, flags, strict=True) if not f]
         tenant = kwargs.get("tenant_id")
-        logs = [read_parquet(p, tenant_id=tenant) for p in datasets]
+        errors = kwargs.get("errors", "raise")
+        logs = [read_parquet(p, tenant_id=tenant, errors=errors) for p in datasets]
         return concat([*logs, read_events(rest, **kwargs)] if rest else logs)
     files = expand_paths(path, patterns=_PATTERNS)
     quarantine = Quarantine(kwargs.get("errors", "raise"))
@@ -127,5 +131,8 @@ def read_events(
 
 def _kwargs_for(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     # pleach rows carry their own tenant: tenant_id there is a filter, which is what the
-    # caller of read_events(..., tenant_id=...) means for them too.
-    return dict(kwargs)
+    # caller of read_events(..., tenant_id=...) means for them too. The other formats need
+    # it: without one their loader raises LoadError(reason="bad_tenant"), never a TypeError.
+    out = dict(kwargs)
+    out.setdefault("tenant_id", None)
+    return out
