@@ -97,7 +97,7 @@ class EventLog:
 
     Example:
         >>> import replaykit as rk
-        >>> log = rk.read_events("data/", tenant_id="demo")  # doctest: +SKIP
+        >>> log = rk.read_events("data/", owner="demo")  # doctest: +SKIP
         >>> log.runs_df()[["run_id", "events", "tool_calls"]]  # doctest: +SKIP
     """
 

@@ -812,6 +812,8 @@ def _load_for_cli(args: argparse.Namespace) -> pa.Table:
                 kwargs: dict[str, Any] = {}
                 if tenants:
                     kwargs["tenant_id"] = tenants[0] if len(tenants) == 1 else tenants
+                    if len(tenants) == 1:  # also the owner of logs that record no tenant
+                        kwargs["owner"] = tenants[0]
                 log = read_events(p, format=args.format, **kwargs)
                 if tenants:
                     log = log.filter(tenant_id=tenants)
