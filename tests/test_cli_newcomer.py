@@ -256,3 +256,42 @@ def test_generate_other_formats_reads_back(kind, tmp_path):
     assert proc.returncode == 0, proc.stderr
     log = rk.read_events(out, owner="t", progress=False)
     assert len(log) > 0 and log.summary()["formats"] == [kind]
+
+
+# ------------------------------------------------------------------------------ rca args
+def test_rca_and_the_cli_agree_on_what_is_required(data_dir, tmp_path):
+    import inspect
+    import re
+
+    from replaykit.report import rca
+    from replaykit.report.cli import _parser as report_parser
+    from replaykit.report.cli import report_command
+
+    params = inspect.signature(rca).parameters
+    lib_required = {n for n, p in params.items() if p.default is p.empty and n != "result"}
+    sub = next(a for a in report_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    cli_required = {a.dest for a in sub.choices["rca"]._actions if a.required}
+    # the CLI needs what makes the replay result (log, branch) and where to write it; the
+    # library takes the result itself: neither demands a title or a question
+    assert lib_required == set()
+    assert cli_required == {"log", "branch", "output"}
+    branch = data_dir / "isplay" / "branch-drop-fraud-clause.json"
+    fixtures = data_dir / "isplay" / "fixtures.json"
+    log = rk.read_isplay(data_dir / "isplay", tenant_id="demo", progress=False)
+    res = rk.replay(rk.Branch.load(branch, base=log, tenant_id="demo"), fixtures=fixtures)
+    page = rca(res).html
+    out = tmp_path / "rca.html"
+    assert report_command(["rca", "--log", str(data_dir / "isplay"), "--tenant", "demo",
+                           "--branch", str(branch), "--fixtures", str(fixtures), "-o", str(out),
+                           "--no-progress"]) == 0
+    cli_page = out.read_text(encoding="utf-8")
+
+    def title(text: str) -> str:
+        return re.search(r"<title>(.*?)</title>", text, flags=re.S).group(1)  # type: ignore[union-attr]
+
+    def question(text: str) -> str:
+        return re.search(r"<b>Question.</b> (.*?)</p>", text, flags=re.S).group(1)  # type: ignore[union-attr]
+
+    assert title(page) == title(cli_page) == "Replay of run-claims-C-104: remove escalation clause"
+    assert question(page) == question(cli_page)
+    assert "run-claims-C-104" in question(page)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import FormatDetectionError, LoadError, ReplayKitError
+from ..errors import FormatDetectionError, MissingTenantError, ReplayKitError
 from ..eventlog import EventLog, concat
 from . import inspect, isplay, otel, pleach, toh
 from ._common import expand_paths
@@ -105,8 +105,10 @@ def read_events(
     >>> acme = read_events("data/pleach", tenant_id="acme")  # doctest: +SKIP
 
     Raises:
-        LoadError: reason ``missing_tenant``, naming the first such file, when files that
-            record no tenant are read without ``owner=``; a bad row under ``errors="raise"``.
+        MissingTenantError: a :class:`LoadError` (reason ``missing_tenant``, naming the first
+            such file; also a ``TypeError``) when files that record no tenant are read
+            without ``owner=``.
+        LoadError: a bad row under ``errors="raise"``.
         FormatDetectionError: a file matches no format (says which formats were tried and why
             each was rejected).
         ValueError: ``format`` is not ``"auto"`` or a name in :data:`FORMATS`.
@@ -153,7 +155,7 @@ def _read_format(name: str, paths: list[Any], owner: str | None,
     if owner is None:
         if tenant_id is None:
             first = expand_paths(paths, patterns=_PATTERNS)[0] if paths else "<no files>"
-            raise LoadError(
+            raise MissingTenantError(
                 source=str(first), line=None, reason="missing_tenant",
                 detail=f"is a {name} log, which records no tenant, and no owner was named",
                 fix=f"Name the owner: read_events(path, owner='ID') or "
