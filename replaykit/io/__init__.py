@@ -118,8 +118,8 @@ def read_events(
     if format != "auto":
         if format not in FORMATS:
             raise ValueError(f"format must be 'auto' or one of {sorted(FORMATS)}, got {format!r}")
-        files = [path] if isinstance(path, (str, os.PathLike)) else list(path)
-        return _read_format(format, files, owner, tenant_id, kwargs)
+        named = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+        return _read_format(format, named, owner, tenant_id, kwargs)
     given = [path] if isinstance(path, (str, os.PathLike)) else list(path)
     flags = [is_dataset(p) for p in given]
     datasets = [p for p, f in zip(given, flags, strict=True) if f]

@@ -17,6 +17,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 __all__ = ["report_command"]
 
@@ -61,7 +62,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _load(args: argparse.Namespace) -> object:
     from ..io import read_events
 
-    kwargs: dict[str, object] = {"progress": not args.no_progress}
+    kwargs: dict[str, Any] = {"progress": False if args.no_progress else None}  # bars: tty only
     if args.tenant is not None:
         kwargs["tenant_id"] = args.tenant
     paths = args.log if len(args.log) > 1 else args.log[0]
