@@ -167,6 +167,11 @@ def test_to_polars_shares_the_events(pleach):
     assert df["seq"].to_list() == pleach.table.column("seq").to_pylist()
     assert df.filter(pl.col("kind") == "tool_call").height == \
         len(pleach.filter(kinds="tool_call"))
+    # no copy: the numeric columns are the log's own Arrow buffers
+    for name in ("seq", "input_tokens"):
+        col = pleach.table.column(name)
+        assert col.num_chunks == 1
+        assert df[name].to_arrow().buffers()[1].address == col.chunk(0).buffers()[1].address
 
 
 def test_to_duckdb_is_a_relation_over_the_arrow_table(pleach):
