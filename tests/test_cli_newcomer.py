@@ -53,7 +53,12 @@ def _all_parsers() -> list[argparse.ArgumentParser]:
         for a in p._actions:
             if isinstance(a, argparse._SubParsersAction):
                 todo.extend(v for v in a.choices.values() if v.add_help)
-    return out + [cli._replay_view_parser(v) for v in cli._RESULT_VIEWS]
+    from replaykit.report.cli import _parser as report_parser
+
+    report = report_parser()
+    sub = next(a for a in report._actions if isinstance(a, argparse._SubParsersAction))
+    return (out + [cli._replay_view_parser(v) for v in cli._RESULT_VIEWS]
+            + [report, *sub.choices.values()])
 
 
 def test_every_option_and_argument_has_help():

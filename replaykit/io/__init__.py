@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import FormatDetectionError, MissingTenantError, ReplayKitError
 from ..eventlog import EventLog, concat
 from . import inspect, isplay, otel, pleach, toh
-from ._common import expand_paths
+from ._common import expand_paths, require_tenant
 from .inspect import read_inspect
 from .isplay import read_isplay
 from .otel import read_otel
@@ -113,8 +113,8 @@ def read_events(
             each was rejected).
         ValueError: ``format`` is not ``"auto"`` or a name in :data:`FORMATS`.
     """
-    if owner is not None and (not isinstance(owner, str) or not owner):
-        raise TypeError(f"owner must be a non-empty tenant id string, got {owner!r}")
+    if owner is not None:
+        require_tenant(owner, fmt="toh")  # the one tenant-id rule, before any file is read
     if format != "auto":
         if format not in FORMATS:
             raise ValueError(f"format must be 'auto' or one of {sorted(FORMATS)}, got {format!r}")
