@@ -37,6 +37,7 @@ from .errors import (
     ReplayKitError,
     ReplayUnknownEventError,
     SchemaError,
+    SQLError,
 )
 from .eventlog import EventLog, concat, read_parquet
 from .fold import (  # rk.fold is the function; field builders live in replaykit.fold
@@ -64,6 +65,7 @@ from .io.otel import read_otel
 from .io.toh import OrphanRunWarning
 from .schema import EVENTS_SCHEMA, validate
 from .sql import read_sql, write_sql
+from .stamps import STAMP_FIELDS, stamp_diff, stamp_drift
 
 __version__ = "0.1.0"
 
@@ -80,6 +82,7 @@ __all__ = [
     "turns_df",
     "ReplayKitError",
     "SchemaError",
+    "SQLError",
     "__version__",
     "concat",
     "datasets",
@@ -135,6 +138,10 @@ __all__ = [
     "compare",
     "replay",
     "tool_distance_matrix",
+    # reproducibility stamps
+    "STAMP_FIELDS",
+    "stamp_diff",
+    "stamp_drift",
     # cohorts
     "Cohorts",
     "SemesterCalendar",

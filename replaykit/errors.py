@@ -11,10 +11,18 @@ Hierarchy::
     │   ├── FormatDetectionError   read_events could not tell the format
     │   └── MissingTenantError     no owner named for logs that record no tenant
     ├── MissingExtraError      an optional dependency is not installed (also an ImportError)
+    ├── SQLError               a database refused a read or write (table, operation, reason, fix)
     └── ReplayError            a replay (handle, fork, aggregate) failed (run_id, tenant_id)
         ├── ReplayDivergenceError      the recorded world and the replay disagree
         │   └── ReplayCacheMissError   a provider-cache read failed (key, mode, seq)
         └── ReplayUnknownEventError    a row the stepper cannot progress past (event_type, seq)
+
+Every error pickles and unpickles with all its attributes and the same message (so it crosses
+a ``multiprocessing`` / ``concurrent.futures`` / joblib / Dask process boundary): the base class
+rebuilds the instance from its message and attribute dict without calling ``__init__``. An
+attribute that cannot be pickled (say, a worker's exception holding a lock) crosses as a
+representation: an exception becomes ``RuntimeError("<module.Type>: <message>")``, anything
+else its ``repr``.
 
 Python's own ``NotImplementedError`` marks an unfinished surface; it is deliberately *not* a
 ``ReplayError``, so ``except ReplayError`` never hides an implementation gap.
@@ -22,6 +30,7 @@ Python's own ``NotImplementedError`` marks an unfinished surface; it is delibera
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 __all__ = [
@@ -34,12 +43,52 @@ __all__ = [
     "ReplayError",
     "ReplayKitError",
     "ReplayUnknownEventError",
+    "SQLError",
     "SchemaError",
 ]
 
 
+def _picklable(value: Any) -> Any:
+    """``value`` if it pickles, else a representation that does (see the module docstring)."""
+    try:
+        pickle.loads(pickle.dumps(value))  # some exceptions pickle but do not unpickle
+        return value
+    except Exception:  # noqa: BLE001 - any pickling failure: fall back to a representation
+        if isinstance(value, BaseException):
+            kind = f"{type(value).__module__}.{type(value).__qualname__}"
+            return RuntimeError(f"{kind}: {value}")
+        return repr(value)
+
+
+def _rebuild(cls: type[ReplayKitError], args: tuple[Any, ...], state: dict[str, Any],
+             cause: BaseException | None) -> ReplayKitError:
+    """Unpickle a :class:`ReplayKitError` without calling its ``__init__``."""
+    err = cls.__new__(cls, *args)
+    err.args = args
+    err.__dict__.update(state)
+    if cause is not None:
+        err.__cause__ = cause
+    return err
+
+
 class ReplayKitError(Exception):
-    """Root of every error replaykit raises on purpose."""
+    """Root of every error replaykit raises on purpose.
+
+    Every subclass pickles with all its attributes and the same message, with no code of its
+    own (:meth:`__reduce__` is generic).
+
+    >>> import pickle
+    >>> err = LoadError(source="a.jsonl", line=3, reason="bad_json", detail="is not JSON")
+    >>> back = pickle.loads(pickle.dumps(err))
+    >>> (type(back).__name__, back.line, back.reason, str(back) == str(err))
+    ('LoadError', 3, 'bad_json', True)
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        state = {k: _picklable(v) for k, v in self.__dict__.items()}
+        cause = self.__cause__
+        return (_rebuild, (type(self), tuple(self.args), state,
+                           None if cause is None else _picklable(cause)))
 
 
 class SchemaError(ReplayKitError):
@@ -139,6 +188,34 @@ class MissingExtraError(ReplayKitError, ImportError):
         super().__init__(
             f"{feature} needs the optional dependency '{module}', which is not installed. "
             f'Install it with: pip install "replaykit[{extra}]"'
+        )
+
+
+class SQLError(ReplayKitError):
+    """A database refused a read or a write (the driver's own error, translated).
+
+    Attributes:
+        table: the table read or written.
+        operation: ``"read"`` or ``"write"``.
+        reason: a short machine-readable code: ``rls_denied`` (a row-level-security policy
+            refused the rows), ``permission_denied``, ``duplicate_key``, ``bad_value``,
+            ``unsupported``, ``connection``, ``database_error``.
+        detail: the database's message.
+        fix: what to do about it.
+        sqlstate: the SQLSTATE code when the driver gave one (PostgreSQL), else None.
+    """
+
+    def __init__(self, *, table: str, operation: str, reason: str, detail: str, fix: str,
+                 sqlstate: str | None = None) -> None:
+        self.table = table
+        self.operation = operation
+        self.reason = reason
+        self.detail = detail
+        self.fix = fix
+        self.sqlstate = sqlstate
+        state = f", SQLSTATE {sqlstate}" if sqlstate else ""
+        super().__init__(
+            f"{operation} of table {table!r} failed: {detail} (reason={reason}{state}). {fix}"
         )
 
 

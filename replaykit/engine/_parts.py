@@ -47,9 +47,8 @@ class EngineError(ReplayKitError):
         self.cause = cause
         self.message = message
         super().__init__(f"partition {partition!r}: {message}")
-
-    def __reduce__(self) -> tuple[Any, ...]:  # picklable across Dask workers
-        return (type(self), (self.partition, self.message, None))
+        # Pickling (across Dask or process-pool workers) is ReplayKitError's: ``cause``
+        # crosses as itself when it pickles, else as a RuntimeError naming its type and message.
 
 
 @dataclass(frozen=True)

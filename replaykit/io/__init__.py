@@ -14,8 +14,9 @@ from typing import Any
 
 from ..errors import FormatDetectionError, MissingTenantError, ReplayKitError
 from ..eventlog import EventLog, concat
+from ..schema import empty_events
 from . import inspect, isplay, otel, pleach, toh
-from ._common import expand_paths, require_tenant
+from ._common import Quarantine, expand_paths, require_tenant
 from .inspect import read_inspect
 from .isplay import read_isplay
 from .otel import read_otel
@@ -104,13 +105,17 @@ def read_events(
     >>> log = read_events("data/", owner="demo")  # doctest: +SKIP
     >>> acme = read_events("data/pleach", tenant_id="acme")  # doctest: +SKIP
 
+    With ``errors="quarantine"``, a file that matches no format (empty, binary, another
+    format) becomes one quarantine row (reason ``unknown_format``, the formats tried and why
+    each rejected it) and the other files load.
+
     Raises:
         MissingTenantError: a :class:`LoadError` (reason ``missing_tenant``, naming the first
             such file; also a ``TypeError``) when files that record no tenant are read
             without ``owner=``.
         LoadError: a bad row under ``errors="raise"``.
-        FormatDetectionError: a file matches no format (says which formats were tried and why
-            each was rejected).
+        FormatDetectionError: (``errors="raise"``) a file matches no format (says which
+            formats were tried and why each was rejected).
         ValueError: ``format`` is not ``"auto"`` or a name in :data:`FORMATS`.
     """
     if owner is not None:
@@ -132,14 +137,20 @@ def read_events(
             logs.append(read_events(rest, owner=owner, tenant_id=tenant_id, **kwargs))
         return concat(logs)
     files = expand_paths(path, patterns=_PATTERNS)
+    quarantine = Quarantine(kwargs.get("errors", "raise"))
     by_format: dict[str, list[Path]] = {}
     for f in files:
         if any(getattr(m, "is_side_file", lambda _p: False)(f) for m in FORMATS.values()):
             continue
-        by_format.setdefault(detect_format(f), []).append(f)
+        try:
+            by_format.setdefault(detect_format(f), []).append(f)
+        except FormatDetectionError as exc:  # raised under "raise"; one row under quarantine
+            quarantine.bad(exc)
     logs = []
     for name, paths in by_format.items():  # a loop, not a comprehension: warnings' stacklevel
         logs.append(_read_format(name, paths, owner, tenant_id, kwargs))
+    if len(quarantine):
+        logs.append(EventLog(empty_events(), quarantine=quarantine.table()))
     return concat(logs)
 
 
