@@ -717,7 +717,7 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     figs: list[tuple[str, Any]] = []
     figs.append(("Divergence timeline", plots.divergence_timeline(
         _CachedDiff(result, diff), max_points=FIGURE_POINTS)))
-    both = pa.concat_tables([base_t, rep_t])
+    both = pa.concat_tables([base_t, rep_t], promote_options="permissive")  # + replay_origin
     try:
         figs.append(("Tool sequences", plots.tool_sequences(both)))
     except (ValueError, KeyError):
