@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import html
 import os
+import re
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -116,7 +118,7 @@ class EventLog:
 
     Example:
         >>> import replaykit as rk
-        >>> log = rk.read_events("data/", tenant_id="demo")  # doctest: +SKIP
+        >>> log = rk.read_events("data/", owner="demo")  # doctest: +SKIP
         >>> log.runs_df()[["run_id", "events", "tool_calls"]]  # doctest: +SKIP
     """
 
@@ -163,6 +165,119 @@ class EventLog:
 
     def __len__(self) -> int:
         return self._table.num_rows
+
+    def __getitem__(self, key: int | slice) -> Any:
+        """Events by position: ``log[i]`` is one event as a dict, ``log[a:b]`` an EventLog.
+
+        Positions count in the log's order (tenant, run, seq); negative positions count from
+        the end, as for a list. A slice keeps the header rows of the runs it holds.
+
+        >>> log[0]["seq"], len(log[:10])  # doctest: +SKIP
+        (0, 10)
+
+        Raises:
+            IndexError: an integer position outside the log.
+            TypeError: a key that is neither an int nor a slice.
+        """
+        n = self._table.num_rows
+        if isinstance(key, slice):
+            start, stop, step = key.indices(n)
+            if step == 1:
+                table = self._table.slice(start, max(0, stop - start))
+            else:
+                table = self._table.take(pa.array(range(start, stop, step), pa.int64()))
+            return self._replace(table, runs=self._runs_of(table))
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            i = int(key) + n if key < 0 else int(key)
+            if not 0 <= i < n:
+                raise IndexError(f"event position {key} is outside this log of {n} events")
+            return self._table.slice(i, 1).to_pylist()[0]
+        raise TypeError(f"EventLog positions are ints or slices, got {type(key).__name__}; "
+                        "use log.filter(...) to select by tenant, run, type or kind")
+
+    def head(self, n: int = 5) -> pd.DataFrame:
+        """The first ``n`` events as a DataFrame (like ``DataFrame.head``).
+
+        >>> log.head(3)[["run_id", "seq", "type"]]  # doctest: +SKIP
+        """
+        return to_pandas(self._table.slice(0, max(0, n)))
+
+    def _runs_of(self, table: pa.Table) -> pa.Table:
+        """The header rows of the (tenant, run) pairs present in ``table``."""
+        if not self._runs.num_rows:
+            return self._runs
+        keys = pa.table({"tenant_id": _str_values(table.column("tenant_id")),
+                         "run_id": _str_values(table.column("run_id"))})
+        keys = keys.group_by(["tenant_id", "run_id"], use_threads=False).aggregate([])
+        keep = set(zip(keys.column("tenant_id").to_pylist(), keys.column("run_id").to_pylist(),
+                       strict=True))  # one entry per run, not per event
+        mask = [(t, r) in keep for t, r in zip(self._runs.column("tenant_id").to_pylist(),
+                                                 self._runs.column("run_id").to_pylist(),
+                                                 strict=True)]
+        return self._runs.filter(pa.array(mask, pa.bool_()))
+
+    def quarantine_df(self) -> pd.DataFrame:
+        """The quarantine as a DataFrame: one row per input row that could not be loaded
+        (source, line, field, reason, message, raw).
+
+        >>> log.quarantine_df()[["source", "line", "reason"]]  # doctest: +SKIP
+        """
+        return to_pandas(self._quarantine)
+
+    def extras_df(self, name: str) -> pd.DataFrame:
+        """One format-specific side table (see :attr:`extras`) as a DataFrame.
+
+        >>> log = rk.read_isplay("data/isplay", tenant_id="demo")  # doctest: +SKIP
+        >>> log.extras_df("checkpoints")  # doctest: +SKIP
+
+        Raises:
+            KeyError: the log has no side table ``name`` (the message lists the ones it has).
+        """
+        if name not in self._extras:
+            have = ", ".join(sorted(self._extras)) or "none"
+            raise KeyError(f"this log has no side table {name!r} (it has: {have})")
+        return to_pandas(self._extras[name])
+
+    def to_polars(self) -> Any:
+        """The events as a ``polars.DataFrame`` built on the same Arrow buffers (no copy of
+        the data for the columns polars can share).
+
+        >>> log.to_polars().group_by("kind").len()  # doctest: +SKIP
+
+        Raises:
+            MissingExtraError: polars is not installed (``pip install "replaykit[frames]"``).
+        """
+        try:
+            import polars as pl
+        except ImportError:
+            from .errors import MissingExtraError
+
+            raise MissingExtraError("EventLog.to_polars()", "frames", "polars") from None
+        return pl.from_arrow(self._table, rechunk=False)
+
+    def to_duckdb(self, connection: Any = None) -> Any:
+        """A DuckDB relation over the events that scans this log's Arrow table in place (no
+        copy). Query it with SQL: the relation's ``.query(name, sql)`` or a connection's
+        ``register``.
+
+        >>> rel = log.to_duckdb()  # doctest: +SKIP
+        >>> sql = "select kind, count(*) from events group by kind"
+        >>> rel.query("events", sql).df()  # doctest: +SKIP
+
+        Args:
+            connection: a ``duckdb.DuckDBPyConnection`` (default: DuckDB's default one).
+
+        Raises:
+            MissingExtraError: duckdb is not installed (``pip install "replaykit[frames]"``).
+        """
+        try:
+            import duckdb
+        except ImportError:
+            from .errors import MissingExtraError
+
+            raise MissingExtraError("EventLog.to_duckdb()", "frames", "duckdb") from None
+        con = duckdb.default_connection() if connection is None else connection
+        return con.from_arrow(self._table)
 
     @property
     def num_runs(self) -> int:
@@ -252,8 +367,13 @@ class EventLog:
                 meta, on=["tenant_id", "run_id"], how="outer", suffixes=("", "_meta")
             )
             df["parent_run_id"] = df["parent_run_id"].fillna(df.pop("parent_run_id_meta"))
-            attrs = _expand_attrs(df.pop("attrs"))
+            attrs = _expand_attrs(df.pop("attrs"), df.columns)
             df = pd.concat([df, attrs], axis=1)
+            # runs whose events carry no time (e.g. toh sessions) take the header's createdAt
+            no_ts = df["first_ts"].isna() & df["created_at"].notna()
+            if no_ts.any():
+                df.loc[no_ts, "first_ts"] = df.loc[no_ts, "created_at"]
+                df.loc[no_ts, "last_ts"] = df.loc[no_ts, "created_at"]
         else:
             df["format"] = self._formats_per_run(df)
             df["source"] = pd.Series([None] * len(df), dtype="object")
@@ -337,6 +457,8 @@ class EventLog:
             vals = [values] if isinstance(values, str) else list(values)
             column = _str_values(self._table.column(col))
             m = pc.is_in(column, value_set=pa.array(vals, pa.string()))
+            if col in ("type", "kind") and self._table.num_rows:
+                _warn_absent(col, vals, column)
             mask = m if mask is None else pc.and_(mask, m)
         if mask is None:
             return self
@@ -467,12 +589,43 @@ class EventLog:
         return f"<div class='replaykit-eventlog'><div>{head}</div>{table}{more}</div>"
 
 
-def _expand_attrs(attrs: pd.Series) -> pd.DataFrame:
-    """Header attributes (JSON objects per run) as columns (one row per run, not per event)."""
+def _warn_absent(col: str, wanted: list[str], column: pa.Array) -> None:
+    """Warn when a type/kind filter names values the log does not contain at all."""
+    present = sorted(v for v in pc.unique(column).to_pylist() if v is not None)
+    missing = [v for v in wanted if v not in set(present)]
+    if missing:
+        arg = "types" if col == "type" else "kinds"
+        warnings.warn(
+            f"filter({arg}=...): {', '.join(map(repr, missing))} not in this log; its "
+            f"{arg} are: {', '.join(present)} (formats spell types differently, e.g. "
+            "'tool/call' in toh logs, 'tool.called' in pleach ones; kinds are the same for "
+            "every format)",
+            UserWarning, stacklevel=3)
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _snake(name: str) -> str:
+    """``delegationDepth`` -> ``delegation_depth`` (snake_case keys stay as they are)."""
+    return _CAMEL.sub("_", name).lower()
+
+
+def _expand_attrs(attrs: pd.Series, taken: Iterable[str] = ()) -> pd.DataFrame:
+    """Header attributes (JSON objects per run) as snake_case columns (one row per run, not
+    per event); an attribute whose name a computed column already has gets an ``attr_`` prefix."""
     from ._json import loads
 
     records = [loads(a) if isinstance(a, str) and a else {} for a in attrs]
     frame = pd.DataFrame.from_records(records, index=attrs.index)
+    used = set(taken)
+    names = []
+    for c in frame.columns:
+        n = _snake(str(c))
+        n = f"attr_{n}" if n in used else n
+        used.add(n)
+        names.append(n)
+    frame.columns = names
     return frame
 
 
@@ -716,6 +869,7 @@ def read_parquet(
     tenant_id: str | Sequence[str] | None = None,
     run_ids: str | Sequence[str] | None = None,
     types: str | Sequence[str] | None = None,
+    kinds: str | Sequence[str] | None = None,
     since: Any = None,
     until: Any = None,
     errors: str = "raise",
@@ -723,9 +877,9 @@ def read_parquet(
     """Read a dataset written by :meth:`EventLog.to_parquet`, pushing filters down.
 
     ``tenant_id`` prunes partitions (other tenants' files are never opened); ``run_ids``,
-    ``types`` and the ``since``/``until`` time bounds (inclusive; anything pandas can turn
-    into a UTC timestamp) are pushed into the Parquet scan so row groups that cannot match
-    are skipped.
+    ``types``, ``kinds`` (as in :meth:`EventLog.filter`) and the ``since``/``until`` time
+    bounds (inclusive; anything pandas can turn into a UTC timestamp) are pushed into the
+    Parquet scan so row groups that cannot match are skipped.
 
     Tenancy checks (:mod:`replaykit.tenancy`): each ``tenant_id=<id>`` folder must be the
     canonical percent-encoding of a valid tenant id and decodes to exactly that id; each
@@ -758,7 +912,7 @@ def read_parquet(
         if bound is not None:
             pd.Timestamp(bound, tz="UTC")
     try:
-        return _read_dataset(root, tenant_id, run_ids, types, since, until, errors)
+        return _read_dataset(root, tenant_id, run_ids, types, since, until, errors, kinds)
     except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
         from .errors import LoadError
 
@@ -772,7 +926,8 @@ def read_parquet(
 
 def _read_dataset(root: Path, tenant_id: str | Sequence[str] | None,
                   run_ids: str | Sequence[str] | None, types: str | Sequence[str] | None,
-                  since: Any, until: Any, errors: str) -> EventLog:  # fmt: skip
+                  since: Any, until: Any, errors: str,
+                  kinds: str | Sequence[str] | None = None) -> EventLog:  # fmt: skip
 
     def _values(v: str | Sequence[str]) -> list[str]:
         return [v] if isinstance(v, str) else list(v)
@@ -790,6 +945,8 @@ def _read_dataset(root: Path, tenant_id: str | Sequence[str] | None,
         _and(ds.field("run_id").isin(runs_wanted))
     if types is not None:
         _and(ds.field("type").isin(_values(types)))
+    if kinds is not None:
+        _and(ds.field("kind").isin(_values(kinds)))
     if since is not None:
         _and(ds.field("ts") >= pa.scalar(pd.Timestamp(since, tz="UTC").as_unit("us"),
                                           type=pa.timestamp("us", tz="UTC")))
