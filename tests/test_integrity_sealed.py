@@ -366,3 +366,154 @@ def test_member_text_cuts_the_payload_as_spelled():
     assert pleach._member_text(line, "payload") == '{"z":1e3}'  # the last one, as decoded
     assert pleach._member_text('{"a": {"payload": {}}}', "payload") is None
     assert pleach._member_text(' {"payload" :\t{"k": "v" }}', "payload") == '{"k": "v" }'
+
+
+# --------------------------------------------------------------------------- item 8: derived
+# columns are checked against the hashed content
+
+import sqlite3  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import replaykit as rk  # noqa: E402
+from replaykit.datasets import generate_pleach  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+@functools.cache
+def pleach_log() -> EventLog:
+    import tempfile
+
+    path = generate_pleach(Path(tempfile.mkdtemp()) / "log.jsonl", events=1200, runs=8,
+                           tenants=("acme",), seed=3)
+    return rk.read_pleach(path, progress=False)
+
+
+def _row_for(column: str) -> tuple[int, object]:
+    """A row of pleach_log() and a forged value for ``column`` there."""
+    t = pleach_log().table
+
+    def first(mask) -> int:
+        return int(np.flatnonzero(np.asarray(mask))[0])
+
+    kind = pc.cast(t.column("kind"), pa.string())
+    if column == "parent_run_id":
+        i = first(t.column("parent_run_id").is_null())
+        runs = pc.unique(pc.cast(t.column("run_id"), pa.string())).to_pylist()
+        own = pc.cast(t.column("run_id"), pa.string())[i].as_py()
+        return i, next(r for r in runs if r != own)  # a run of the log that never spawned it
+    if column == "kind":
+        return first(pc.equal(kind, "tool_call")), "other"
+    if column == "turn":
+        i = first(t.column("turn").is_valid())
+        return i, t.column("turn")[i].as_py() + 1
+    if column in ("is_error", "inherited"):
+        i = first(pc.equal(kind, "tool_result"))
+        return i, not t.column(column)[i].as_py()
+    if column in ("step", "input_tokens", "output_tokens"):
+        return first(pc.equal(kind, "model_response")), 12345
+    return first(pc.equal(kind, "tool_call")), "forged"
+
+
+def _set_value(t: pa.Table, column: str, i: int, value) -> pa.Table:
+    col = t.column(column).combine_chunks()
+    typ = col.type.value_type if pa.types.is_dictionary(col.type) else col.type
+    values = pc.cast(col, typ).to_pylist()
+    values[i] = value
+    return t.set_column(t.schema.get_field_index(column), t.schema.field(column),
+                        pa.array(values, typ).cast(col.type) if pa.types.is_dictionary(col.type)
+                        else pa.array(values, typ))
+
+
+def test_pleach_derived_columns_are_the_loaders():
+    from replaykit.io.pleach import DERIVED_COLUMNS, derive_columns
+
+    t = pleach_log().table
+    derived = derive_columns(t)
+    for c in DERIVED_COLUMNS:
+        stored = t.column(c).combine_chunks()
+        if pa.types.is_dictionary(stored.type):
+            stored, got = stored.cast(pa.string()), derived[c].cast(pa.string())
+        else:
+            got = derived[c]
+        assert got.equals(stored), c
+    # the sample has something in every column it derives (else the tamper test is weak)
+    for c in ("parent_run_id", "turn", "event_id", "ref_id", "tool_name", "args_hash",
+              "cache_key", "finish", "input_tokens", "output_tokens", "text"):
+        assert t.column(c).null_count < t.num_rows, c
+    assert verify_chain(pleach_log()).empty
+
+
+DERIVED = ["parent_run_id", "kind", "turn", "step", "event_id", "ref_id", "tool_name",
+           "args_hash", "cache_key", "is_error", "finish", "input_tokens", "output_tokens",
+           "chunk_type", "text", "inherited"]
+
+
+@pytest.mark.parametrize("column", DERIVED)
+def test_tampered_derived_column_in_parquet_is_reported(column, tmp_path):
+    from replaykit.io.pleach import DERIVED_COLUMNS
+
+    assert sorted(DERIVED) == sorted(DERIVED_COLUMNS)
+    i, value = _row_for(column)
+    t = _set_value(pleach_log().table, column, i, value)
+    EventLog(t, runs=pleach_log().runs).to_parquet(tmp_path / "ds")
+    back = rk.read_parquet(tmp_path / "ds")
+    p = verify_chain(back)
+    assert _kinds(p) == {"derived_mismatch": 1}, p
+    row = p.iloc[0]
+    assert row["seq"] == t.column("seq")[i].as_py()
+    assert row["expected"].startswith(column + "=") and row["found"].startswith(column + "=")
+    shown = str(value).lower() if isinstance(value, bool) else str(value)
+    assert row["found"] == f"{column}={shown}"
+
+
+_SQL_VALUE = {"is_error": int, "inherited": int}
+
+
+@pytest.mark.parametrize("column", DERIVED)
+def test_tampered_derived_column_in_sqlite_is_reported(column, tmp_path, capsys):
+    db = tmp_path / "events.db"
+    uri = f"sqlite:///{db}"
+    rk.write_sql(pleach_log(), uri)
+    i, value = _row_for(column)
+    t = pleach_log().table
+    key = (pc.cast(t.column("tenant_id"), pa.string())[i].as_py(),
+           pc.cast(t.column("run_id"), pa.string())[i].as_py(), t.column("seq")[i].as_py())
+    with sqlite3.connect(db) as con:
+        n = con.execute(
+            f'UPDATE harness_event_log SET "{column}" = ? WHERE tenant_id = ? AND chat_id = ? '
+            "AND sequence_number = ?", (_SQL_VALUE.get(column, lambda v: v)(value), *key),
+        ).rowcount
+    assert n == 1
+    assert verify_chain_command([uri, "--tenant", "acme", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["problem_counts"] == {"derived_mismatch": 1}
+    assert report["problems"][0]["seq"] == key[2]
+    assert report["problems"][0]["expected"].startswith(column + "=")
+
+
+def test_untampered_samples_have_no_derived_mismatch(tmp_path):
+    for path in (DATA / "pleach" / "harness_event_log.jsonl",
+                 DATA / "pleach" / "harness_event_log_hashed.parquet"):
+        p = verify_chain(rk.read_pleach(path, progress=False))
+        assert "derived_mismatch" not in set(p["kind"]), path
+    assert verify_chain(rk.read_pleach(DATA / "pleach" / "harness_event_log_hashed.parquet")).empty
+    for fmt, ts in (("jsonl", "mixed"), ("parquet", "epoch_ms")):
+        path = generate_pleach(tmp_path / f"g.{fmt}", events=700, runs=5, seed=9, format=fmt,
+                               timestamps=ts)
+        assert verify_chain(rk.read_pleach(path, progress=False)).empty, fmt
+    # a database round trip (write_sql layout) and a plain harness_event_log table
+    uri = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    rk.write_sql(pleach_log(), uri)
+    assert verify_chain(rk.read_sql(uri, tenant_id="acme")).empty
+    for sub in ("toh", "isplay"):  # other formats: their rows are not pleach-derived
+        log = rk.read_events(DATA / sub, tenant_id="demo", progress=False)
+        p = verify_chain(stamp_chain(log, overwrite=True))
+        assert p.empty, sub
+
+
+def test_a_child_run_verified_without_its_parent_is_not_a_mismatch():
+    t = pleach_log().table
+    child = t.filter(t.column("parent_run_id").is_valid())
+    run = pc.cast(child.column("run_id"), pa.string())[0].as_py()
+    assert verify_chain(pleach_log().run(run, tenant_id="acme")).empty
