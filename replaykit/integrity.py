@@ -956,7 +956,28 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     # the derived-column check (mostly Arrow's JSON parser, which releases the GIL) runs on
     # a second thread while this one hashes
     pool = ThreadPoolExecutor(1) if derived and n else None
-    derived_future = None if pool is None else pool.submit(_derived_problems, table)
+    try:
+        derived_future = None if pool is None else pool.submit(_derived_problems, table)
+        starts = _chain_problems(table, n, parts)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    if heads is not None:
+        hp = _head_problems(table, starts, heads)
+        if hp is not None:
+            parts.append(hp)
+    if manifest is not None:
+        parts.extend(_manifest_problems(table, starts, manifest))
+    if derived_future is not None:
+        parts.extend(derived_future.result())
+    return _problem_frame(parts)
+
+
+def _chain_problems(table: pa.Table, n: int, parts: list[pa.Table]) -> np.ndarray:
+    """hash_mismatch, link_mismatch, seq_gap and duplicate_seq of a sorted table (added to
+    ``parts``); returns the run-start mask."""
+    if not n:
+        return np.zeros(0, dtype=bool)
     if n:
         starts = _run_starts(table)
         stored_row = pc.cast(_plain(table.column("row_hash")), pa.string())
@@ -1003,18 +1024,7 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
                     pa.array([f"{s} rows" for s in sizes.tolist()], pa.string()),
                 )
             )
-    else:
-        starts = np.zeros(0, dtype=bool)
-    if heads is not None:
-        hp = _head_problems(table, starts, heads)
-        if hp is not None:
-            parts.append(hp)
-    if manifest is not None:
-        parts.extend(_manifest_problems(table, starts, manifest))
-    if pool is not None and derived_future is not None:
-        with pool:
-            parts.extend(derived_future.result())
-    return _problem_frame(parts)
+    return starts
 
 
 # --------------------------------------------------------------------------- proofs
