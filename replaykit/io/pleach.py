@@ -791,6 +791,11 @@ _JSON_WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
 
+def _skip_ws(text: str, i: int) -> int:
+    m = _JSON_WS.match(text, i)
+    return i if m is None else m.end()
+
+
 def _member_text(text: str, key: str) -> str | None:
     """The exact source text of the value of top-level member ``key`` of a JSON object.
 
@@ -799,29 +804,28 @@ def _member_text(text: str, key: str) -> str | None:
     the source spells it (whitespace, key order, number spelling kept); the last member
     wins when the key repeats, as in the decoded object. None when there is no such member.
     """
-    ws = _JSON_WS.match
-    i = ws(text, 0).end()
+    i = _skip_ws(text, 0)
     if text[i : i + 1] != "{":
         return None
-    i = ws(text, i + 1).end()
+    i = _skip_ws(text, i + 1)
     found = None
     if text[i : i + 1] == "}":
         return None
     while text[i : i + 1] == '"':
         k, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
-        i = ws(text, i).end()
+        i = _skip_ws(text, i)
         if text[i : i + 1] != ":":
             return None
-        i = ws(text, i + 1).end()
+        i = _skip_ws(text, i + 1)
         _, end = _DECODER.raw_decode(text, i)
         if k == key:
             found = text[i:end]
-        i = ws(text, end).end()
+        i = _skip_ws(text, end)
         if text[i : i + 1] == "}":
             return found
         if text[i : i + 1] != ",":
             return None
-        i = ws(text, i + 1).end()
+        i = _skip_ws(text, i + 1)
     return None
 
 
