@@ -13,10 +13,12 @@ of the row's *content* columns::
     {"payload":<payload text, verbatim>,"run_id":"…","seq":17,"tenant_id":"…",
      "ts":<microseconds since the Unix epoch, UTC, or null>,"type":"…"}
 
-Content = what the producer recorded (:data:`CONTENT_COLUMNS`). Everything else in the
-canonical schema is either derived from ``type`` + ``payload`` by a loader (kind, ref_id,
-tool_name, tokens, …), provenance/storage (source, source_line) or the chain itself
-(prev_hash, row_hash), and is not hashed.
+Content = what the producer recorded (:data:`CONTENT_COLUMNS`); a NULL payload (raw tables
+only) leaves the ``payload`` member out. Everything else in the canonical schema is either
+derived from ``type`` + ``payload`` by a loader (kind, ref_id, tool_name, tokens, …; not
+hashed, but re-derived and compared by :func:`verify_chain`), provenance/storage (source,
+source_line) or the chain itself (prev_hash, row_hash). :func:`chain_manifest` is the anchored
+record of a log: every run of every tenant with its head, sealed by one digest.
 
 Verification is column-wise: the canonical content bytes of every row are built with Arrow
 string kernels, the link, sequence and head checks are numpy/Arrow comparisons, and only the
@@ -911,13 +913,24 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     * ``seq_gap`` -- ``seq`` jumps by more than one (expected = previous seq + 1).
     * ``duplicate_seq`` -- more than one row holds this seq (found = how many rows).
     * ``head_mismatch`` -- an anchored head (``expected_heads``) is not in the log with that
-      hash (found = the stored hash, or null when the row is missing).
+      hash (found = the stored hash, or null when the row is missing); with a manifest, also
+      a run that goes on past its anchored head (at its last seq, found = its last hash).
+    * ``unexpected_run`` -- (manifest) a run of the log the manifest does not list, e.g. a
+      fabricated run with its own valid chain (seq/found = the run's head).
+    * ``missing_run`` -- (manifest) a run the manifest lists that is not in the log.
+    * ``derived_mismatch`` -- a stored derived column (tool_name, is_error, text, tokens,
+      ...) differs from what the loader derives from the row's hashed type + payload;
+      expected / found are ``"<column>=<value>"``. Checked for rows whose ``source`` is
+      pleach (re-derived by :func:`replaykit.io.pleach.derive_columns`); ``derived=False``
+      skips the check.
 
     ``log`` may be an :class:`EventLog` or a ``pyarrow.Table`` with the content and hash
     columns in any order (rows are stably sorted by tenant, run, seq; a raw table may hold
     duplicate seqs, which an EventLog cannot). Without ``expected_heads`` rows cut from the
-    *end* of a run cannot be detected: nothing after them is left to disagree. Anchors are
-    the frame :func:`chain_heads` returns, a mapping ``{run_id or (tenant_id, run_id):
+    *end* of a run, and whole runs added or removed, cannot be detected. The anchor to use is
+    a :class:`ChainManifest` (:func:`chain_manifest`; or its dict form): every run of every
+    tenant with its head. Older anchors are still accepted: the frame :func:`chain_heads`
+    returns, a mapping ``{run_id or (tenant_id, run_id):
     row_hash}`` (checked against the run's last row) or records with ``run_id``,
     ``row_hash`` and optional ``tenant_id`` and ``seq`` (a ``seq`` anchor only requires that
     row to exist with that hash, so a run may have grown since it was anchored).
@@ -928,9 +941,10 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     Raises:
         TypeError: ``log`` or ``expected_heads`` has the wrong type.
         ValueError: a table lacks the needed columns; ``expected_heads`` lacks
-            run_id/row_hash.
+            run_id/row_hash; a manifest or ``derived=False`` with ``engine="dask"``.
+        ManifestError: a manifest (dict form) whose digest does not match its content.
 
-    >>> problems = verify_chain(log, expected_heads=chain_heads(trusted))  # doctest: +SKIP
+    >>> problems = verify_chain(log, expected_heads=chain_manifest(trusted))  # doctest: +SKIP
     >>> problems.empty  # doctest: +SKIP
     True
     """
