@@ -778,28 +778,47 @@ def _head_problems(table: pa.Table, starts: np.ndarray, heads: pd.DataFrame) -> 
     return pa.concat_tables(out) if out else None
 
 
-def _derived_problems(table: pa.Table) -> list[pa.Table]:
-    """derived_mismatch: stored derived columns that the hashed content does not give.
-
-    Rows whose ``source`` names the pleach format are re-derived with the pleach loader's
-    own code (:func:`replaykit.io.pleach.derive_columns`, column-wise) and every derived
-    column present in ``table`` is compared, nulls equal to nulls. ``expected`` /
-    ``found`` are ``"<column>=<value>"`` (``null`` for a missing value).
-    """
-    from .io.pleach import DERIVED_COLUMNS, derive_columns
+def _pleach_rows(table: pa.Table) -> pa.Table | None:
+    """The rows of ``table`` whose derived columns the pleach loader made (None: none)."""
+    from .io.pleach import DERIVED_COLUMNS
     from .io.pleach import FORMAT as PLEACH
 
     names = table.schema.names
-    cols = [c for c in DERIVED_COLUMNS if c in names]
-    if "source" not in names or not cols or not table.num_rows:
-        return []
+    if "source" not in names or not table.num_rows or not any(
+            c in names for c in DERIVED_COLUMNS):
+        return None
     source = pc.cast(_plain(table.column("source")), pa.string())
     mine = pc.fill_null(pc.starts_with(source, PLEACH + ":"), False)
     count = pc.sum(pc.cast(mine, pa.int64())).as_py() or 0
     if not count:
+        return None
+    return table if count == table.num_rows else table.filter(mine)
+
+
+def _typed_of(sub: pa.Table) -> pa.Table:
+    """The pleach loader's typed payload fields of ``sub`` (one Arrow parse, GIL released)."""
+    from .io.pleach import _typed_payloads
+
+    return _typed_payloads(pc.cast(_plain(sub.column("payload")), _LS))
+
+
+def _derived_problems(sub: pa.Table | None, typed: pa.Table | None = None
+                      ) -> list[pa.Table]:
+    """derived_mismatch: stored derived columns that the hashed content does not give.
+
+    ``sub`` holds the rows whose ``source`` names the pleach format (:func:`_pleach_rows`);
+    they are re-derived with the pleach loader's own code
+    (:func:`replaykit.io.pleach.derive_columns`, column-wise; ``typed`` is
+    :func:`_typed_of` ``sub`` when already parsed) and every derived column present is
+    compared, nulls equal to nulls. ``expected`` / ``found`` are ``"<column>=<value>"``
+    (``null`` for a missing value).
+    """
+    from .io.pleach import DERIVED_COLUMNS, derive_columns
+
+    if sub is None:
         return []
-    sub = table if count == table.num_rows else table.filter(mine)
-    derived = derive_columns(sub)
+    cols = [c for c in DERIVED_COLUMNS if c in sub.schema.names]
+    derived = derive_columns(sub, typed=typed)
     out = []
     for c in cols:
         stored, want = _plain(sub.column(c)), _plain(derived[c])
@@ -967,11 +986,14 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     table = _as_table(log)
     n = table.num_rows
     parts: list[pa.Table] = []
-    # the derived-column check (mostly Arrow's JSON parser, which releases the GIL) runs on
-    # a second thread while this one hashes
-    pool = ThreadPoolExecutor(1) if derived and n else None
+    # the derived-column check's payload parse (Arrow's JSON reader, which releases the GIL
+    # for its whole run) goes on a second thread while this one hashes; the rest of the
+    # check (many short Arrow calls) runs here afterwards, as it would only queue for the
+    # GIL behind the hashing loop
+    sub = _pleach_rows(table) if derived else None
+    pool = ThreadPoolExecutor(1) if sub is not None else None
     try:
-        derived_future = None if pool is None else pool.submit(_derived_problems, table)
+        typed_future = None if pool is None else pool.submit(_typed_of, sub)
         starts = _chain_problems(table, n, parts)
     finally:
         if pool is not None:
@@ -982,8 +1004,8 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
             parts.append(hp)
     if manifest is not None:
         parts.extend(_manifest_problems(table, starts, manifest))
-    if derived_future is not None:
-        parts.extend(derived_future.result())
+    if typed_future is not None:
+        parts.extend(_derived_problems(sub, typed_future.result()))
     return _problem_frame(parts)
 
 

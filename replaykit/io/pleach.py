@@ -1532,7 +1532,8 @@ def _all_open_objects(payload: pa.Array) -> bool:
     return bool((data[offs[:-1]] == ord("{")).all())
 
 
-def derive_columns(table: pa.Table) -> dict[str, pa.Array]:
+def derive_columns(table: pa.Table, *, typed: pa.Table | None = None
+                   ) -> dict[str, pa.Array]:
     """The :data:`DERIVED_COLUMNS` that read_pleach would give the rows of ``table``.
 
     ``table`` is a canonical events table (or any table with ``tenant_id``, ``run_id``,
@@ -1541,8 +1542,10 @@ def derive_columns(table: pa.Table) -> dict[str, pa.Array]:
     column-wise, so a verifier can check stored derived columns against the hashed
     content (``replaykit.verify_chain``). ``turn`` is carried forward within each run and
     ``parent_run_id`` comes from ``subagent.spawned`` rows of the same tenant in ``table``.
-    Values have the canonical types, except that columns the schema dictionary-encodes other
-    than ``kind`` and ``parent_run_id`` are plain strings (compare values, not encodings).
+    ``typed`` is ``_typed_payloads`` of the table's payloads when the caller has it already
+    (e.g. parsed on another thread). Values have the canonical types, except that columns
+    the schema dictionary-encodes other than ``kind`` and ``parent_run_id`` are plain
+    strings (compare values, not encodings).
 
     >>> log = read_pleach("data/pleach/harness_event_log.jsonl")  # doctest: +SKIP
     >>> stored = log.table.column("tool_name").cast(pa.string())  # doctest: +SKIP
@@ -1559,8 +1562,10 @@ def derive_columns(table: pa.Table) -> dict[str, pa.Array]:
     etype = pc.fill_null(plain("type").cast(_STR), "")
     payload = plain("payload").cast(pa.large_string())
     env = pa.table({"event_type": etype})
+    if typed is None:
+        typed = _typed_payloads(payload)
     part = _slim(_Part(env=env, created_at=pa.nulls(n, _STR), payload=payload,
-                       typed=_typed_payloads(payload), line=np.zeros(n, dtype=np.int64)))
+                       typed=typed, line=np.zeros(n, dtype=np.int64)))
     cols = {**_type_and_kind(etype), **{c: part.typed.column(c) for c in part.typed.column_names}}
     cols["text"] = part.text
     child = cols.pop("_child")
