@@ -57,7 +57,15 @@ from .fold import (  # rk.fold is the function; field builders live in replaykit
     projection,
 )
 from .grain import calls_df, tools_df, turns_df
-from .integrity import chain_heads, chain_proof, stamp_chain, verify_chain, verify_proof
+from .integrity import (
+    ChainManifest,
+    chain_heads,
+    chain_manifest,
+    chain_proof,
+    stamp_chain,
+    verify_chain,
+    verify_proof,
+)
 from .io import detect_format, read_events, read_isplay, read_pleach, read_toh
 from .io.inspect import inspect_state, read_inspect
 from .io.isplay import IsplayBranch, read_isplay_branch, read_isplay_fixtures
@@ -122,7 +130,9 @@ __all__ = [
     "open_replay",
     "projection",
     # integrity / databases
+    "ChainManifest",
     "chain_heads",
+    "chain_manifest",
     "chain_proof",
     "read_sql",
     "stamp_chain",

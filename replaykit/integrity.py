@@ -13,10 +13,12 @@ of the row's *content* columns::
     {"payload":<payload text, verbatim>,"run_id":"…","seq":17,"tenant_id":"…",
      "ts":<microseconds since the Unix epoch, UTC, or null>,"type":"…"}
 
-Content = what the producer recorded (:data:`CONTENT_COLUMNS`). Everything else in the
-canonical schema is either derived from ``type`` + ``payload`` by a loader (kind, ref_id,
-tool_name, tokens, …), provenance/storage (source, source_line) or the chain itself
-(prev_hash, row_hash), and is not hashed.
+Content = what the producer recorded (:data:`CONTENT_COLUMNS`); a NULL payload (raw tables
+only) leaves the ``payload`` member out. Everything else in the canonical schema is either
+derived from ``type`` + ``payload`` by a loader (kind, ref_id, tool_name, tokens, …; not
+hashed, but re-derived and compared by :func:`verify_chain`), provenance/storage (source,
+source_line) or the chain itself (prev_hash, row_hash). :func:`chain_manifest` is the anchored
+record of a log: every run of every tenant with its head, sealed by one digest.
 
 Verification is column-wise: the canonical content bytes of every row are built with Arrow
 string kernels, the link, sequence and head checks are numpy/Arrow comparisons, and only the
@@ -776,28 +778,47 @@ def _head_problems(table: pa.Table, starts: np.ndarray, heads: pd.DataFrame) -> 
     return pa.concat_tables(out) if out else None
 
 
-def _derived_problems(table: pa.Table) -> list[pa.Table]:
-    """derived_mismatch: stored derived columns that the hashed content does not give.
-
-    Rows whose ``source`` names the pleach format are re-derived with the pleach loader's
-    own code (:func:`replaykit.io.pleach.derive_columns`, column-wise) and every derived
-    column present in ``table`` is compared, nulls equal to nulls. ``expected`` /
-    ``found`` are ``"<column>=<value>"`` (``null`` for a missing value).
-    """
-    from .io.pleach import DERIVED_COLUMNS, derive_columns
+def _pleach_rows(table: pa.Table) -> pa.Table | None:
+    """The rows of ``table`` whose derived columns the pleach loader made (None: none)."""
+    from .io.pleach import DERIVED_COLUMNS
     from .io.pleach import FORMAT as PLEACH
 
     names = table.schema.names
-    cols = [c for c in DERIVED_COLUMNS if c in names]
-    if "source" not in names or not cols or not table.num_rows:
-        return []
+    if "source" not in names or not table.num_rows or not any(
+            c in names for c in DERIVED_COLUMNS):
+        return None
     source = pc.cast(_plain(table.column("source")), pa.string())
     mine = pc.fill_null(pc.starts_with(source, PLEACH + ":"), False)
     count = pc.sum(pc.cast(mine, pa.int64())).as_py() or 0
     if not count:
+        return None
+    return table if count == table.num_rows else table.filter(mine)
+
+
+def _typed_of(sub: pa.Table) -> pa.Table:
+    """The pleach loader's typed payload fields of ``sub`` (one Arrow parse, GIL released)."""
+    from .io.pleach import _typed_payloads
+
+    return _typed_payloads(pc.cast(_plain(sub.column("payload")), _LS))
+
+
+def _derived_problems(sub: pa.Table | None, typed: pa.Table | None = None
+                      ) -> list[pa.Table]:
+    """derived_mismatch: stored derived columns that the hashed content does not give.
+
+    ``sub`` holds the rows whose ``source`` names the pleach format (:func:`_pleach_rows`);
+    they are re-derived with the pleach loader's own code
+    (:func:`replaykit.io.pleach.derive_columns`, column-wise; ``typed`` is
+    :func:`_typed_of` ``sub`` when already parsed) and every derived column present is
+    compared, nulls equal to nulls. ``expected`` / ``found`` are ``"<column>=<value>"``
+    (``null`` for a missing value).
+    """
+    from .io.pleach import DERIVED_COLUMNS, derive_columns
+
+    if sub is None:
         return []
-    sub = table if count == table.num_rows else table.filter(mine)
-    derived = derive_columns(sub)
+    cols = [c for c in DERIVED_COLUMNS if c in sub.schema.names]
+    derived = derive_columns(sub, typed=typed)
     out = []
     for c in cols:
         stored, want = _plain(sub.column(c)), _plain(derived[c])
@@ -911,13 +932,24 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     * ``seq_gap`` -- ``seq`` jumps by more than one (expected = previous seq + 1).
     * ``duplicate_seq`` -- more than one row holds this seq (found = how many rows).
     * ``head_mismatch`` -- an anchored head (``expected_heads``) is not in the log with that
-      hash (found = the stored hash, or null when the row is missing).
+      hash (found = the stored hash, or null when the row is missing); with a manifest, also
+      a run that goes on past its anchored head (at its last seq, found = its last hash).
+    * ``unexpected_run`` -- (manifest) a run of the log the manifest does not list, e.g. a
+      fabricated run with its own valid chain (seq/found = the run's head).
+    * ``missing_run`` -- (manifest) a run the manifest lists that is not in the log.
+    * ``derived_mismatch`` -- a stored derived column (tool_name, is_error, text, tokens,
+      ...) differs from what the loader derives from the row's hashed type + payload;
+      expected / found are ``"<column>=<value>"``. Checked for rows whose ``source`` is
+      pleach (re-derived by :func:`replaykit.io.pleach.derive_columns`); ``derived=False``
+      skips the check.
 
     ``log`` may be an :class:`EventLog` or a ``pyarrow.Table`` with the content and hash
     columns in any order (rows are stably sorted by tenant, run, seq; a raw table may hold
     duplicate seqs, which an EventLog cannot). Without ``expected_heads`` rows cut from the
-    *end* of a run cannot be detected: nothing after them is left to disagree. Anchors are
-    the frame :func:`chain_heads` returns, a mapping ``{run_id or (tenant_id, run_id):
+    *end* of a run, and whole runs added or removed, cannot be detected. The anchor to use is
+    a :class:`ChainManifest` (:func:`chain_manifest`; or its dict form): every run of every
+    tenant with its head. Older anchors are still accepted: the frame :func:`chain_heads`
+    returns, a mapping ``{run_id or (tenant_id, run_id):
     row_hash}`` (checked against the run's last row) or records with ``run_id``,
     ``row_hash`` and optional ``tenant_id`` and ``seq`` (a ``seq`` anchor only requires that
     row to exist with that hash, so a run may have grown since it was anchored).
@@ -928,9 +960,10 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     Raises:
         TypeError: ``log`` or ``expected_heads`` has the wrong type.
         ValueError: a table lacks the needed columns; ``expected_heads`` lacks
-            run_id/row_hash.
+            run_id/row_hash; a manifest or ``derived=False`` with ``engine="dask"``.
+        ManifestError: a manifest (dict form) whose digest does not match its content.
 
-    >>> problems = verify_chain(log, expected_heads=chain_heads(trusted))  # doctest: +SKIP
+    >>> problems = verify_chain(log, expected_heads=chain_manifest(trusted))  # doctest: +SKIP
     >>> problems.empty  # doctest: +SKIP
     True
     """
@@ -953,10 +986,34 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     table = _as_table(log)
     n = table.num_rows
     parts: list[pa.Table] = []
-    # the derived-column check (mostly Arrow's JSON parser, which releases the GIL) runs on
-    # a second thread while this one hashes
-    pool = ThreadPoolExecutor(1) if derived and n else None
-    derived_future = None if pool is None else pool.submit(_derived_problems, table)
+    # the derived-column check's payload parse (Arrow's JSON reader, which releases the GIL
+    # for its whole run) goes on a second thread while this one hashes; the rest of the
+    # check (many short Arrow calls) runs here afterwards, as it would only queue for the
+    # GIL behind the hashing loop
+    sub = _pleach_rows(table) if derived else None
+    pool = ThreadPoolExecutor(1) if sub is not None else None
+    try:
+        typed_future = None if pool is None else pool.submit(_typed_of, sub)
+        starts = _chain_problems(table, n, parts)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    if heads is not None:
+        hp = _head_problems(table, starts, heads)
+        if hp is not None:
+            parts.append(hp)
+    if manifest is not None:
+        parts.extend(_manifest_problems(table, starts, manifest))
+    if typed_future is not None:
+        parts.extend(_derived_problems(sub, typed_future.result()))
+    return _problem_frame(parts)
+
+
+def _chain_problems(table: pa.Table, n: int, parts: list[pa.Table]) -> np.ndarray:
+    """hash_mismatch, link_mismatch, seq_gap and duplicate_seq of a sorted table (added to
+    ``parts``); returns the run-start mask."""
+    if not n:
+        return np.zeros(0, dtype=bool)
     if n:
         starts = _run_starts(table)
         stored_row = pc.cast(_plain(table.column("row_hash")), pa.string())
@@ -1003,18 +1060,7 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
                     pa.array([f"{s} rows" for s in sizes.tolist()], pa.string()),
                 )
             )
-    else:
-        starts = np.zeros(0, dtype=bool)
-    if heads is not None:
-        hp = _head_problems(table, starts, heads)
-        if hp is not None:
-            parts.append(hp)
-    if manifest is not None:
-        parts.extend(_manifest_problems(table, starts, manifest))
-    if pool is not None and derived_future is not None:
-        with pool:
-            parts.extend(derived_future.result())
-    return _problem_frame(parts)
+    return starts
 
 
 # --------------------------------------------------------------------------- proofs

@@ -234,3 +234,286 @@ def test_null_payload_does_not_hash_like_the_text_null():
 
     col = _content_column(nulled, strict=False).to_pylist()
     assert [c.encode() for c in col] == [row_content(r) for r in nulled.to_pylist()]
+
+
+# --------------------------------------------------------------------------- item 7: one
+# hashed payload form, whatever path read the block
+
+import hashlib  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from replaykit.io import pleach  # noqa: E402
+
+_T0_MS = 1_767_225_600_000  # 2026-01-01
+
+
+def _spell(payload: dict, style: int) -> str:
+    """The payload's JSON text as some producer might spell it (never with a newline)."""
+    items = list(payload.items())
+    if style & 1:
+        items.reverse()
+    seps = (", ", ": ") if style & 2 else (",", ":")
+    text = json.dumps(dict(items), separators=seps, ensure_ascii=bool(style & 4))
+    return "{ " + text[1:-1] + " }" if style & 8 else text
+
+
+def _export(rows: list[tuple[str, str, dict, int]]) -> tuple[bytes, list[str]]:
+    """pleach JSONL of (chat, event_type, payload, spelling) rows, chained by the producer
+    over its own payload text; also returns each row's payload text."""
+    lines, texts = [], []
+    prev: dict[str, str] = {}
+    seq: dict[str, int] = {}
+    for chat, etype, payload, style in rows:
+        s = seq.get(chat, 0)
+        seq[chat] = s + 1
+        ms = _T0_MS + 1000 * len(lines)
+        text = _spell(payload, style)
+        p = prev.get(chat, "0" * 64)
+        content = row_content({"payload": text, "run_id": chat, "seq": s, "tenant_id": "acme",
+                               "ts": ms * 1000, "type": etype})
+        h = hashlib.sha256(p.encode() + content).hexdigest()
+        prev[chat] = h
+        head = json.dumps({"tenant_id": "acme", "chat_id": chat, "sequence_number": s,
+                           "event_type": etype})
+        lines.append(f'{head[:-1]}, "payload":{text}, "created_at":{ms}, '
+                     f'"prev_hash":"{p}","row_hash":"{h}"}}')
+        texts.append(text)
+    return ("\n".join(lines) + "\n").encode(), texts
+
+
+def _read(path, *, fallback: bool, block: int = 1 << 20) -> EventLog:
+    """read_pleach with a small block size, the fast path or (fallback=True) only the
+    row-by-row path."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pleach, "_BLOCK", block)
+        if fallback:
+            def refuse(*args, **kwargs):
+                raise pleach._FastPathFailed("forced by the test")
+
+            mp.setattr(pleach, "_fast_block", refuse)
+        return pleach.read_pleach(path, progress=False)
+
+
+def _verdict(log: EventLog) -> list[tuple]:
+    p = verify_chain(log)
+    return sorted(zip(p["run_id"], p["seq"].astype(int), p["kind"], p["expected"].astype(str),
+                      p["found"].astype(str), strict=True))
+
+
+_words = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
+_payloads = st.fixed_dictionaries(
+    {"call_id": _words, "text": _words},
+    optional={"turn": st.integers(0, 50), "note": st.lists(st.integers(-5, 5), max_size=3),
+              "tool": st.sampled_from(["search", "bash"]), "args": st.dictionaries(
+                  st.sampled_from(["q", "n"]), st.integers(0, 9) | _words, max_size=2)},
+)
+_types = st.sampled_from(["turn.started", "message.user", "tool.called", "tool.completed",
+                          "model.completed"])
+_rows = st.lists(st.tuples(st.sampled_from(["c1", "c2"]), _types, _payloads,
+                           st.integers(0, 15)), min_size=1, max_size=25)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=_rows, mixed_at=st.none() | st.integers(0, 24), edits=st.sets(st.integers(0, 24)))
+def test_fast_and_row_by_row_paths_give_the_same_verdict(tmp_path_factory, rows, mixed_at,
+                                                         edits):
+    if mixed_at is not None:  # one row whose typed field has another JSON type
+        i = mixed_at % len(rows)
+        rows[i] = (rows[i][0], rows[i][1], {**rows[i][2], "turn": "three"}, rows[i][3])
+    data, texts = _export(rows)
+    edited = {e % len(rows) for e in edits}
+    lines = data.split(b"\n")
+    for i in edited:  # a whitespace-only edit of the payload, after it was hashed
+        t = texts[i].encode()
+        lines[i] = lines[i].replace(b'"payload":' + t, b'"payload":' + t[:1] + b" " + t[1:], 1)
+    path = tmp_path_factory.mktemp("p") / "log.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    fast = _read(path, fallback=False, block=512)
+    slow = _read(path, fallback=True, block=512)
+    # the same payload bytes (the source text of each payload member) on both paths
+    assert fast.table.column("payload").to_pylist() == slow.table.column("payload").to_pylist()
+    assert _verdict(fast) == _verdict(slow)
+    # ... and that verdict is right: exactly the edited rows, as hash_mismatch
+    got = {(r, s) for r, s, k, _, _ in _verdict(fast)}
+    assert {k for _, _, k, _, _ in _verdict(fast)} <= {"hash_mismatch"}
+    want = {(rows[i][0], sum(1 for r in rows[:i] if r[0] == rows[i][0])) for i in edited}
+    assert got == want
+
+
+def test_producer_spelled_payloads_verify_in_a_block_with_a_mixed_type_row(tmp_path):
+    """The issue's case: one row of a block has a payload field of another JSON type."""
+    rows = [("c1", "tool.called", {"call_id": f"k{i}", "tool": "search", "args": {"q": i},
+                                    "turn": i}, 3) for i in range(320)]
+    rows[100] = ("c1", "turn.started", {"turn": "one hundred", "message_id": "m"}, 3)
+    data, texts = _export(rows)
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(data)
+    log = pleach.read_pleach(path, progress=False)  # the block falls back to the row path
+    assert log.table.column("payload").to_pylist() == texts
+    assert verify_chain(log).empty
+    # a whitespace-only edit of one payload is detected there
+    lines = data.split(b"\n")
+    lines[7] = lines[7].replace(b'"payload":{', b'"payload":{ ', 1)
+    path.write_bytes(b"\n".join(lines))
+    p = verify_chain(pleach.read_pleach(path, progress=False))
+    assert _kinds(p) == {"hash_mismatch": 1} and p.iloc[0]["seq"] == 7
+
+
+def test_member_text_cuts_the_payload_as_spelled():
+    line = '{"payload" : { "b" : [1, 2.50], "a":"}" } , "x": {"payload": 1}, "payload":{"z":1e3}}'
+    assert pleach._member_text(line, "payload") == '{"z":1e3}'  # the last one, as decoded
+    assert pleach._member_text('{"a": {"payload": {}}}', "payload") is None
+    assert pleach._member_text(' {"payload" :\t{"k": "v" }}', "payload") == '{"k": "v" }'
+
+
+# --------------------------------------------------------------------------- item 8: derived
+# columns are checked against the hashed content
+
+import sqlite3  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import replaykit as rk  # noqa: E402
+from replaykit.datasets import generate_pleach  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+@functools.cache
+def pleach_log() -> EventLog:
+    import tempfile
+
+    path = generate_pleach(Path(tempfile.mkdtemp()) / "log.jsonl", events=1200, runs=8,
+                           tenants=("acme",), seed=3)
+    return rk.read_pleach(path, progress=False)
+
+
+def _row_for(column: str) -> tuple[int, object]:
+    """A row of pleach_log() and a forged value for ``column`` there."""
+    t = pleach_log().table
+
+    def first(mask) -> int:
+        return int(np.flatnonzero(np.asarray(mask))[0])
+
+    kind = pc.cast(t.column("kind"), pa.string())
+    if column == "parent_run_id":
+        i = first(t.column("parent_run_id").is_null())
+        runs = pc.unique(pc.cast(t.column("run_id"), pa.string())).to_pylist()
+        own = pc.cast(t.column("run_id"), pa.string())[i].as_py()
+        return i, next(r for r in runs if r != own)  # a run of the log that never spawned it
+    if column == "kind":
+        return first(pc.equal(kind, "tool_call")), "other"
+    if column == "turn":
+        i = first(t.column("turn").is_valid())
+        return i, t.column("turn")[i].as_py() + 1
+    if column in ("is_error", "inherited"):
+        i = first(pc.equal(kind, "tool_result"))
+        return i, not t.column(column)[i].as_py()
+    if column in ("step", "input_tokens", "output_tokens"):
+        return first(pc.equal(kind, "model_response")), 12345
+    return first(pc.equal(kind, "tool_call")), "forged"
+
+
+def _set_value(t: pa.Table, column: str, i: int, value) -> pa.Table:
+    col = t.column(column).combine_chunks()
+    typ = col.type.value_type if pa.types.is_dictionary(col.type) else col.type
+    values = pc.cast(col, typ).to_pylist()
+    values[i] = value
+    return t.set_column(t.schema.get_field_index(column), t.schema.field(column),
+                        pa.array(values, typ).cast(col.type) if pa.types.is_dictionary(col.type)
+                        else pa.array(values, typ))
+
+
+def test_pleach_derived_columns_are_the_loaders():
+    from replaykit.io.pleach import DERIVED_COLUMNS, derive_columns
+
+    t = pleach_log().table
+    derived = derive_columns(t)
+    for c in DERIVED_COLUMNS:
+        stored = t.column(c).combine_chunks()
+        if pa.types.is_dictionary(stored.type):
+            stored, got = stored.cast(pa.string()), derived[c].cast(pa.string())
+        else:
+            got = derived[c]
+        assert got.equals(stored), c
+    # the sample has something in every column it derives (else the tamper test is weak)
+    for c in ("parent_run_id", "turn", "event_id", "ref_id", "tool_name", "args_hash",
+              "cache_key", "finish", "input_tokens", "output_tokens", "text"):
+        assert t.column(c).null_count < t.num_rows, c
+    assert verify_chain(pleach_log()).empty
+
+
+DERIVED = ["parent_run_id", "kind", "turn", "step", "event_id", "ref_id", "tool_name",
+           "args_hash", "cache_key", "is_error", "finish", "input_tokens", "output_tokens",
+           "chunk_type", "text", "inherited"]
+
+
+@pytest.mark.parametrize("column", DERIVED)
+def test_tampered_derived_column_in_parquet_is_reported(column, tmp_path):
+    from replaykit.io.pleach import DERIVED_COLUMNS
+
+    assert sorted(DERIVED) == sorted(DERIVED_COLUMNS)
+    i, value = _row_for(column)
+    t = _set_value(pleach_log().table, column, i, value)
+    EventLog(t, runs=pleach_log().runs).to_parquet(tmp_path / "ds")
+    back = rk.read_parquet(tmp_path / "ds")
+    p = verify_chain(back)
+    assert _kinds(p) == {"derived_mismatch": 1}, p
+    row = p.iloc[0]
+    assert row["seq"] == t.column("seq")[i].as_py()
+    assert row["expected"].startswith(column + "=") and row["found"].startswith(column + "=")
+    shown = str(value).lower() if isinstance(value, bool) else str(value)
+    assert row["found"] == f"{column}={shown}"
+
+
+_SQL_VALUE = {"is_error": int, "inherited": int}
+
+
+@pytest.mark.parametrize("column", DERIVED)
+def test_tampered_derived_column_in_sqlite_is_reported(column, tmp_path, capsys):
+    db = tmp_path / "events.db"
+    uri = f"sqlite:///{db}"
+    rk.write_sql(pleach_log(), uri)
+    i, value = _row_for(column)
+    t = pleach_log().table
+    key = (pc.cast(t.column("tenant_id"), pa.string())[i].as_py(),
+           pc.cast(t.column("run_id"), pa.string())[i].as_py(), t.column("seq")[i].as_py())
+    with sqlite3.connect(db) as con:
+        n = con.execute(
+            f'UPDATE harness_event_log SET "{column}" = ? WHERE tenant_id = ? AND chat_id = ? '
+            "AND sequence_number = ?", (_SQL_VALUE.get(column, lambda v: v)(value), *key),
+        ).rowcount
+    assert n == 1
+    assert verify_chain_command([uri, "--tenant", "acme", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["problem_counts"] == {"derived_mismatch": 1}
+    assert report["problems"][0]["seq"] == key[2]
+    assert report["problems"][0]["expected"].startswith(column + "=")
+
+
+def test_untampered_samples_have_no_derived_mismatch(tmp_path):
+    for path in (DATA / "pleach" / "harness_event_log.jsonl",
+                 DATA / "pleach" / "harness_event_log_hashed.parquet"):
+        p = verify_chain(rk.read_pleach(path, progress=False))
+        assert "derived_mismatch" not in set(p["kind"]), path
+    assert verify_chain(rk.read_pleach(DATA / "pleach" / "harness_event_log_hashed.parquet")).empty
+    for fmt, ts in (("jsonl", "mixed"), ("parquet", "epoch_ms")):
+        path = generate_pleach(tmp_path / f"g.{fmt}", events=700, runs=5, seed=9, format=fmt,
+                               timestamps=ts)
+        assert verify_chain(rk.read_pleach(path, progress=False)).empty, fmt
+    # a database round trip (write_sql layout) and a plain harness_event_log table
+    uri = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    rk.write_sql(pleach_log(), uri)
+    assert verify_chain(rk.read_sql(uri, tenant_id="acme")).empty
+    for sub in ("toh", "isplay"):  # other formats: their rows are not pleach-derived
+        log = rk.read_events(DATA / sub, tenant_id="demo", progress=False)
+        p = verify_chain(stamp_chain(log, overwrite=True))
+        assert p.empty, sub
+
+
+def test_a_child_run_verified_without_its_parent_is_not_a_mismatch():
+    t = pleach_log().table
+    child = t.filter(t.column("parent_run_id").is_valid())
+    run = pc.cast(child.column("run_id"), pa.string())[0].as_py()
+    assert verify_chain(pleach_log().run(run, tenant_id="acme")).empty

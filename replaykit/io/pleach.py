@@ -839,6 +839,11 @@ _JSON_WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
 
+def _skip_ws(text: str, i: int) -> int:
+    m = _JSON_WS.match(text, i)
+    return i if m is None else m.end()
+
+
 def _member_text(text: str, key: str) -> str | None:
     """The exact source text of the value of top-level member ``key`` of a JSON object.
 
@@ -847,29 +852,28 @@ def _member_text(text: str, key: str) -> str | None:
     the source spells it (whitespace, key order, number spelling kept); the last member
     wins when the key repeats, as in the decoded object. None when there is no such member.
     """
-    ws = _JSON_WS.match
-    i = ws(text, 0).end()
+    i = _skip_ws(text, 0)
     if text[i : i + 1] != "{":
         return None
-    i = ws(text, i + 1).end()
+    i = _skip_ws(text, i + 1)
     found = None
     if text[i : i + 1] == "}":
         return None
     while text[i : i + 1] == '"':
         k, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
-        i = ws(text, i).end()
+        i = _skip_ws(text, i)
         if text[i : i + 1] != ":":
             return None
-        i = ws(text, i + 1).end()
+        i = _skip_ws(text, i + 1)
         _, end = _DECODER.raw_decode(text, i)
         if k == key:
             found = text[i:end]
-        i = ws(text, end).end()
+        i = _skip_ws(text, end)
         if text[i : i + 1] == "}":
             return found
         if text[i : i + 1] != ",":
             return None
-        i = ws(text, i + 1).end()
+        i = _skip_ws(text, i + 1)
     return None
 
 
@@ -1612,8 +1616,8 @@ def _typed_payloads(payload: pa.Array) -> pa.Table:
     another JSON type is null, as Arrow's typed parse would have refused it). A text that
     is not a JSON object (possible only in a tampered table) reads as ``{}``.
     """
-    ok = pc.all(pc.fill_null(pc.starts_with(pc.utf8_ltrim_whitespace(payload), "{"), False))
-    if ok.as_py() is not False:
+    if _all_open_objects(payload) or pc.all(pc.fill_null(
+            pc.starts_with(pc.utf8_ltrim_whitespace(payload), "{"), False)).as_py() is not False:
         if pc.any(pc.match_substring(payload, "\n")).as_py():
             payload = pc.replace_substring(payload, "\n", " ")  # whitespace: one line each
         typed = _parse_payloads(payload, threads=True)
@@ -1629,7 +1633,21 @@ def _typed_payloads(payload: pa.Array) -> pa.Table:
     return _typed_from_objects(objs)
 
 
-def derive_columns(table: pa.Table) -> dict[str, pa.Array]:
+def _all_open_objects(payload: pa.Array) -> bool:
+    """True when every value of a large_string array is non-null and starts with ``{``
+    (one gather over the offsets; False does not mean some value is not an object)."""
+    n = len(payload)
+    if payload.null_count or not n:
+        return False
+    offs = np.frombuffer(payload.buffers()[1], dtype=np.int64)[payload.offset:][: n + 1]
+    if not (offs[1:] > offs[:-1]).all():
+        return False
+    data = np.frombuffer(payload.buffers()[2], dtype=np.uint8)
+    return bool((data[offs[:-1]] == ord("{")).all())
+
+
+def derive_columns(table: pa.Table, *, typed: pa.Table | None = None
+                   ) -> dict[str, pa.Array]:
     """The :data:`DERIVED_COLUMNS` that read_pleach would give the rows of ``table``.
 
     ``table`` is a canonical events table (or any table with ``tenant_id``, ``run_id``,
@@ -1638,9 +1656,14 @@ def derive_columns(table: pa.Table) -> dict[str, pa.Array]:
     column-wise, so a verifier can check stored derived columns against the hashed
     content (``replaykit.verify_chain``). ``turn`` is carried forward within each run and
     ``parent_run_id`` comes from ``subagent.spawned`` rows of the same tenant in ``table``.
+    ``typed`` is ``_typed_payloads`` of the table's payloads when the caller has it already
+    (e.g. parsed on another thread). Values have the canonical types, except that columns
+    the schema dictionary-encodes other than ``kind`` and ``parent_run_id`` are plain
+    strings (compare values, not encodings).
 
     >>> log = read_pleach("data/pleach/harness_event_log.jsonl")  # doctest: +SKIP
-    >>> derive_columns(log.table)["tool_name"].equals(log.table.column("tool_name"))
+    >>> stored = log.table.column("tool_name").cast(pa.string())  # doctest: +SKIP
+    >>> derive_columns(log.table)["tool_name"].equals(stored.combine_chunks())  # doctest: +SKIP
     True
     """
     n = table.num_rows
@@ -1653,20 +1676,45 @@ def derive_columns(table: pa.Table) -> dict[str, pa.Array]:
     etype = pc.fill_null(plain("type").cast(_STR), "")
     payload = plain("payload").cast(pa.large_string())
     env = pa.table({"event_type": etype})
+    if typed is None:
+        typed = _typed_payloads(payload)
     part = _slim(_Part(env=env, created_at=pa.nulls(n, _STR), payload=payload,
-                       typed=_typed_payloads(payload), line=np.zeros(n, dtype=np.int64)))
+                       typed=typed, line=np.zeros(n, dtype=np.int64)))
     cols = {**_type_and_kind(etype), **{c: part.typed.column(c) for c in part.typed.column_names}}
     cols["text"] = part.text
     child = cols.pop("_child")
-    cols.pop("type")
-    cols["tenant_id"] = plain("tenant_id")
-    cols["run_id"] = plain("run_id")
-    cols["seq"] = np.zeros(n, dtype=np.int64)
-    cols["payload"] = pa.nulls(n, pa.large_string()).fill_null("")
-    cols["type"] = etype
-    cols["source"] = pa.nulls(n, _STR).fill_null("")
-    derived = _fill_derived(events_table(cols, sort=False), child)
-    return {name: derived.column(name).combine_chunks() for name in DERIVED_COLUMNS}
+
+    def keys(name: str) -> pa.Array:
+        col = table.column(name)
+        arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        arr = arr if pa.types.is_dictionary(arr.type) else pc.cast(arr, _STR).dictionary_encode()
+        return arr.cast(EVENTS_SCHEMA.field(name).type)
+
+    runs = pa.Table.from_arrays(
+        [keys("tenant_id"), keys("run_id"), pc.cast(cols.pop("turn"), pa.int32()),
+         pa.nulls(n, EVENTS_SCHEMA.field("parent_run_id").type)],
+        schema=pa.schema([EVENTS_SCHEMA.field(c) for c in ("tenant_id", "run_id", "turn",
+                                                            "parent_run_id")]),
+    )
+    runs = _fill_derived(runs, child)  # turn carried forward, parent_run_id from spawns
+    out: dict[str, pa.Array] = {}
+    for name in DERIVED_COLUMNS:
+        typ = EVENTS_SCHEMA.field(name).type
+        if name in ("turn", "parent_run_id"):
+            arr = runs.column(name).combine_chunks()
+        elif name == "kind":
+            arr = cols["kind"]
+        elif name in cols:
+            arr = cols[name]
+            arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+            value_type = typ.value_type if pa.types.is_dictionary(typ) else typ
+            arr = arr if arr.type == value_type else arr.cast(value_type)
+        elif name == "inherited":
+            arr = pa.array(np.zeros(n, dtype=bool))
+        else:  # step, chunk_type: pleach has neither
+            arr = pa.nulls(n, typ.value_type if pa.types.is_dictionary(typ) else typ)
+        out[name] = arr
+    return out
 
 
 def _segments(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
