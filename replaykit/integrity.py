@@ -69,6 +69,7 @@ PROBLEM_KINDS: tuple[str, ...] = (
     "seq_gap",
     "duplicate_seq",
     "head_mismatch",
+    "malformed_value",
 )
 
 _PROOF_VERSION = 1
@@ -562,6 +563,10 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     * ``duplicate_seq`` -- more than one row holds this seq (found = how many rows).
     * ``head_mismatch`` -- an anchored head (``expected_heads``) is not in the log with that
       hash (found = the stored hash, or null when the row is missing).
+    * ``malformed_value`` -- a stored row held a value not of its column's type (SQLite:
+      text in ``sequence_number``, a real in ``turn``, ...), so the loader quarantined it
+      (``read_sql(..., errors="quarantine")``): tampering (expected = the columns' types,
+      found = the stored values and the rowid). Reported for an :class:`EventLog`'s quarantine.
 
     ``log`` may be an :class:`EventLog` or a ``pyarrow.Table`` with the content and hash
     columns in any order (rows are stably sorted by tenant, run, seq; a raw table may hold
@@ -644,6 +649,10 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
         hp = _head_problems(table, starts, heads)
         if hp is not None:
             parts.append(hp)
+    if isinstance(log, EventLog) and log.quarantine.num_rows:
+        from .sql import malformed_problems
+
+        parts.append(malformed_problems(log.quarantine))
     return _problem_frame(parts)
 
 
@@ -786,18 +795,23 @@ def verify_proof(proof: Mapping[str, Any], *, expected_head: Any = None) -> bool
 _SQL_PREFIXES = ("sqlite://", "postgresql://", "postgres://")
 
 
-def _load_for_cli(args: argparse.Namespace) -> pa.Table:
+def _load_for_cli(args: argparse.Namespace, malformed: list[pa.Table] | None = None) -> pa.Table:
+    """The logs as one table; rows of a database holding malformed values are left out and
+    their ``malformed_value`` problems appended to ``malformed``."""
     tenants = args.tenant or None
     sql = [p for p in args.paths if str(p).startswith(_SQL_PREFIXES)]
     files = [p for p in args.paths if p not in sql]
     tables: list[pa.Table] = []
     if sql:
-        from .sql import _read_table
+        from .sql import malformed_problems, read_sql
 
         if not tenants:
             raise TypeError("reading a database needs --tenant ID (repeatable)")
         for uri in sql:
-            tables.append(_read_table(uri, tenant_id=tenants, table=args.table))
+            db_log = read_sql(uri, tenant_id=tenants, table=args.table, errors="quarantine")
+            tables.append(db_log.table)
+            if malformed is not None and db_log.quarantine.num_rows:
+                malformed.append(malformed_problems(db_log.quarantine))
     if files:
         from pathlib import Path
 
@@ -912,8 +926,14 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
         if args.heads:
             with open(args.heads, encoding="utf-8") as fh:
                 heads = _normalise_heads(json.load(fh))
-        table = _load_for_cli(args)
+        malformed: list[pa.Table] = []
+        table = _load_for_cli(args, malformed)
         problems = verify_chain(table, expected_heads=heads)
+        if malformed:  # stored values not of their column's type: tampering, not "unreadable"
+            problems = _problem_frame(
+                [pa.Table.from_pandas(problems, schema=_PROBLEM_SCHEMA, preserve_index=False),
+                 *malformed]
+            )
     except (ReplayKitError, OSError, TypeError, ValueError, ImportError) as exc:
         print(f"replaykit verify-chain: error: {exc}", file=sys.stderr)
         return 2

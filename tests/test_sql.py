@@ -170,8 +170,10 @@ def test_run_and_time_filters(uri, log):
 
 
 def test_write_is_all_or_nothing(uri, log):
+    from replaykit import SQLError
+
     write_sql(log, uri)
-    with pytest.raises(Exception):  # noqa: B017 - driver-specific primary-key error
+    with pytest.raises(SQLError):
         write_sql(log, uri)
     assert len(read_sql(uri, tenant_id=list(TENANTS))) == len(log)
 
@@ -243,56 +245,205 @@ def test_unsupported_uri():
 # --------------------------------------------------------------------------- row-level security
 
 
-def test_row_level_security_scopes_a_connection_to_its_tenant(pg_uri, log, monkeypatch):
-    import adbc_driver_postgresql.dbapi as pg
+_role_counter = itertools.count()
 
-    write_sql(log, pg_uri)
-    with pg.connect(pg_uri) as conn, conn.cursor() as cur:
-        for stmt in (
-            "CREATE ROLE rk_reader LOGIN",
-            "GRANT SELECT ON harness_event_log TO rk_reader",
-            "ALTER TABLE harness_event_log ENABLE ROW LEVEL SECURITY",
-            "CREATE POLICY tenant_isolation ON harness_event_log "
-            "USING (tenant_id = current_setting('app.tenant_id', true))",
-        ):
-            if stmt.startswith("CREATE ROLE"):
-                cur.execute("SELECT 1 FROM pg_roles WHERE rolname = 'rk_reader'")
-                if cur.fetchone():
-                    continue
-            cur.execute(stmt)
-        conn.commit()
-    base, _, dbname = pg_uri.rpartition("/")
-    host = base.split("@", 1)[1]
 
-    def scoped(tenant: str | None) -> str:
-        uri = f"postgresql://rk_reader@{host}/{dbname}"
-        if tenant is not None:
-            from urllib.parse import quote
+class _Rls:
+    """A database under the docs/security.md recipe: a non-superuser owner, a reader per
+    tenant, a writer for acme. ``uri(role, options)`` connects as one of them."""
 
-            uri += "?options=" + quote(f"-c app.tenant_id={tenant}", safe="")
-        return uri
+    def __init__(self, server, admin_uri: str, log: EventLog) -> None:
+        import adbc_driver_postgresql.dbapi as pg
 
-    as_acme = scoped("acme")
-    got = read_sql(as_acme, tenant_id=list(TENANTS))  # asks for every tenant ...
-    assert got.tenants == ["acme"]  # ... and sees only its own
-    assert len(got) == len(log.filter(tenant_id="acme"))
-    assert len(read_sql(as_acme, tenant_id="globex")) == 0
-    assert len(read_sql(as_acme, tenant_id=HOSTILE_TENANT)) == 0
-    assert len(read_sql(scoped(None), tenant_id=list(TENANTS))) == 0  # unscoped: nothing
-    # even a raw query on the scoped connection cannot reach other tenants
-    with pg.connect(as_acme) as conn, conn.cursor() as cur:
-        cur.execute("SELECT DISTINCT tenant_id FROM harness_event_log")
-        assert cur.fetch_arrow_table().column(0).to_pylist() == ["acme"]
-    # control: the rows exist (the table owner bypasses the policy)
-    everyone = read_sql(pg_uri, tenant_id=list(TENANTS))
-    assert sorted(everyone.tenants) == sorted(TENANTS)
+        from replaykit.sql import rls_grant_sql, rls_setup_sql
+
+        self.server = server
+        self.dbname = admin_uri.rpartition("/")[2]
+        k = next(_role_counter)
+        self.owner, self.acme, self.globex, self.writer = (
+            f"rk_owner_{k}", f"rk_acme_{k}", f"rk_globex_{k}", f"rk_acme_writer_{k}")
+        write_sql(log, admin_uri)
+        with pg.connect(admin_uri) as conn, conn.cursor() as cur:
+            for role in (self.owner, self.acme, self.globex, self.writer):
+                cur.execute(f'CREATE ROLE "{role}" LOGIN NOSUPERUSER NOBYPASSRLS')
+            cur.execute(f'ALTER TABLE harness_event_log OWNER TO "{self.owner}"')
+            cur.execute(f'GRANT CREATE ON SCHEMA public TO "{self.owner}"')
+            conn.commit()
+        # the recipe runs as the (non-superuser) owner, exactly as documented
+        with pg.connect(self.uri(self.owner)) as conn, conn.cursor() as cur:
+            script = (rls_setup_sql() + rls_grant_sql(self.acme, "acme")
+                      + rls_grant_sql(self.globex, ["globex", HOSTILE_TENANT])
+                      + rls_grant_sql(self.writer, "acme", write=True))
+            for stmt in script.split(";\n"):
+                if stmt.strip() and not stmt.strip().startswith("--") or "\n" in stmt.strip():
+                    cur.execute(stmt)
+            conn.commit()
+
+    def uri(self, role: str, options: str | None = None) -> str:
+        from urllib.parse import quote
+
+        uri = f"postgresql://{role}@{self.server.host}:{self.server.port}/{self.dbname}"
+        return uri + ("?options=" + quote(options, safe="") if options else "")
+
+
+@pytest.fixture
+def rls(pg_server, pg_uri, log) -> _Rls:
+    return _Rls(pg_server, pg_uri, log)
+
+
+def test_rls_recipe_scopes_each_role_to_its_mapped_tenants(rls, log, pg_uri, monkeypatch):
+    n_acme = len(log.filter(tenant_id="acme"))
+    got = read_sql(rls.uri(rls.acme), tenant_id=list(TENANTS))  # asks for every tenant ...
+    assert got.tenants == ["acme"] and len(got) == n_acme  # ... and sees only its own
+    assert _plain(got.table).equals(_plain(log.filter(tenant_id="acme").table))
+    got = read_sql(rls.uri(rls.globex), tenant_id=list(TENANTS))
+    assert sorted(got.tenants) == sorted(["globex", HOSTILE_TENANT])
+    assert len(read_sql(rls.uri(rls.acme), tenant_id="globex")) == 0
     # the parallel read (several connections, one snapshot) keeps the scope
     import replaykit.sql as rksql
 
     monkeypatch.setattr(rksql, "_PARALLEL_MIN_PAGES", 0)
-    got = read_sql(as_acme, tenant_id=list(TENANTS))
-    assert got.tenants == ["acme"] and len(got) == len(log.filter(tenant_id="acme"))
-    assert len(read_sql(scoped(None), tenant_id=list(TENANTS))) == 0
+    got = read_sql(rls.uri(rls.acme), tenant_id=list(TENANTS))
+    assert got.tenants == ["acme"] and len(got) == n_acme
+    # control: every row is there (the superuser bypasses row-level security)
+    assert len(read_sql(pg_uri, tenant_id=list(TENANTS))) == len(log)
+
+
+def _raw_count(conn, tenant: str) -> int:
+    with conn.cursor() as cur:
+        cur.execute("SELECT count(*) FROM harness_event_log WHERE tenant_id = $1", (tenant,))
+        return int(cur.fetchone()[0])
+
+
+@pytest.mark.parametrize("attempt", [
+    "uri_option_app_tenant", "second_uri_option", "set_app_tenant", "set_config",
+    "set_role", "uri_option_role", "reset_role", "session_authorization",
+    "row_security_off", "write_mapping", "table_owner",
+])
+def test_no_client_side_switch_reads_another_tenant(rls, log, attempt):
+    """Every way a client can try to become globex leaves an acme reader with 0 globex rows
+    (read_sql and a raw query alike); a refused attempt is a replaykit SQLError."""
+    import adbc_driver_manager
+    import adbc_driver_postgresql.dbapi as pg
+
+    from replaykit import SQLError
+
+    assert len(log.filter(tenant_id="globex")) > 0
+    role, options, statement = rls.acme, None, None
+    if attempt == "uri_option_app_tenant":
+        options = "-c app.tenant_id=globex"
+    elif attempt == "second_uri_option":
+        options = "-c app.tenant_id=acme -c app.tenant_id=globex"
+    elif attempt == "set_app_tenant":
+        statement = "SET app.tenant_id = 'globex'"
+    elif attempt == "set_config":
+        statement = "SELECT set_config('app.tenant_id', 'globex', false)"
+    elif attempt == "set_role":
+        statement = f'SET ROLE "{rls.globex}"'
+    elif attempt == "uri_option_role":
+        options = f"-c role={rls.globex}"
+    elif attempt == "reset_role":
+        statement = "RESET ROLE"
+    elif attempt == "session_authorization":
+        statement = f'SET SESSION AUTHORIZATION "{rls.globex}"'
+    elif attempt == "row_security_off":
+        options = "-c row_security=off"
+    elif attempt == "write_mapping":
+        statement = (f"INSERT INTO replaykit_tenant_roles VALUES ('{rls.acme}', 'globex')")
+    elif attempt == "table_owner":
+        role = rls.owner
+    uri = rls.uri(role, options)
+    if attempt in ("uri_option_role",):
+        with pytest.raises(SQLError) as err:
+            read_sql(uri, tenant_id="globex")
+        assert err.value.reason == "permission_denied" and err.value.table == "harness_event_log"
+        return
+    if attempt == "row_security_off":
+        with pytest.raises(SQLError) as err:
+            read_sql(uri, tenant_id="globex")
+        assert err.value.reason == "rls_denied"
+        assert "row_security" in err.value.fix
+        return
+    with pg.connect(uri, autocommit=True) as conn:
+        if statement is not None:
+            refused = attempt in ("set_role", "session_authorization", "write_mapping")
+            try:
+                with conn.cursor() as cur:
+                    cur.execute(statement)
+                    if statement.startswith("SELECT"):
+                        cur.fetchall()
+                assert not refused, f"{statement!r} was accepted"
+            except adbc_driver_manager.ProgrammingError:
+                assert refused, f"{statement!r} was refused"
+        assert len(read_sql(conn, tenant_id="globex")) == 0
+        assert len(read_sql(conn, tenant_id=list(TENANTS))) == (
+            0 if role == rls.owner else len(log.filter(tenant_id="acme")))
+        assert _raw_count(conn, "globex") == 0
+
+
+def _renamed_runs(log: EventLog, prefix: str) -> EventLog:
+    """``log`` with every run id prefixed (new runs, not yet in the table), re-stamped."""
+    t = log.table
+    runs = pc.binary_join_element_wise(prefix, pc.cast(t.column("run_id"), pa.string()), "")
+    i = t.schema.get_field_index("run_id")
+    return stamp_chain(EventLog(t.set_column(i, "run_id", runs.dictionary_encode())),
+                       overwrite=True)
+
+
+def test_write_sql_under_rls_writes_own_tenant_and_refuses_others(rls, pg_uri):
+    from replaykit import SQLError
+
+    fresh = _renamed_runs(make_log(400, n_runs=4, tenants=("acme", "globex"), seed=99), "new-")
+    before = len(read_sql(pg_uri, tenant_id=list(TENANTS)))
+    # another tenant's rows: refused with a replaykit error, nothing written
+    with pytest.raises(SQLError) as err:
+        write_sql(fresh, rls.uri(rls.writer))
+    assert err.value.reason == "rls_denied" and err.value.operation == "write"
+    assert "harness_event_log" in str(err.value) and "rls_grant_sql" in err.value.fix
+    assert len(read_sql(pg_uri, tenant_id=list(TENANTS))) == before
+    # a reader has no INSERT at all
+    with pytest.raises(SQLError) as err:
+        write_sql(fresh.filter(tenant_id="acme"), rls.uri(rls.acme))
+    assert err.value.reason == "permission_denied"
+    # its own tenant's rows go in (COPY is refused under RLS: the staged INSERT path)
+    own = fresh.filter(tenant_id="acme")
+    assert write_sql(own, rls.uri(rls.writer)) == len(own)
+    back = read_sql(rls.uri(rls.acme), tenant_id="acme", run_ids=own.run_ids)
+    assert _plain(back.table).equals(_plain(own.table))  # times, booleans, hashes exact
+    assert verify_chain(back).empty
+    assert len(read_sql(pg_uri, tenant_id=list(TENANTS))) == before + len(own)
+
+
+def test_driver_errors_become_replaykit_errors(uri, log, pg_server):
+    from replaykit import SQLError
+
+    write_sql(log, uri)
+    with pytest.raises(SQLError) as err:
+        write_sql(log, uri)
+    assert err.value.reason == "duplicate_key" and err.value.table == "harness_event_log"
+    assert "already in the table" in err.value.fix
+    assert len(read_sql(uri, tenant_id=list(TENANTS))) == len(log)
+    if uri.startswith("postgresql"):
+        assert err.value.sqlstate == "23505"
+        with pytest.raises(SQLError) as err:
+            read_sql(f"postgresql://no_such_role@{pg_server.host}:{pg_server.port}/x",
+                     tenant_id="acme")
+        assert err.value.reason == "connection" and "Check the URI" in err.value.fix
+
+
+def test_docs_recipe_is_the_helper_and_the_old_one_is_gone():
+    from pathlib import Path
+
+    from replaykit.sql import rls_setup_sql
+
+    root = Path(__file__).resolve().parents[1]
+    security = (root / "docs" / "security.md").read_text()
+    assert rls_setup_sql().strip() in security
+    for path in [root / "README.md", *root.glob("docs/*.md"), root / "replaykit" / "sql.py",
+                 root / "notebooks" / "tools" / "make_notebooks.py"]:
+        if path.exists():
+            text = path.read_text()
+            assert "current_setting('app.tenant_id'" not in text, path
 
 
 def test_postgres_rejects_nul_text(pg_uri):
