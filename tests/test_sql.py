@@ -690,3 +690,185 @@ def test_postgres_parallel_block_ranges_read_the_same_rows(pg_uri, log, monkeypa
     assert verify_chain(got).empty
     with pytest.raises(ValueError, match="snapshot"):
         rksql._snapshot_sql("x'; DROP TABLE harness_event_log; --")
+
+
+# --------------------------------------------------------------------------- byte-exact tenants
+
+
+@pytest.mark.parametrize("collation", ["NOCASE", "RTRIM"])
+def test_sqlite_tenant_match_is_byte_exact_whatever_the_collation(sqlite_uri, log, collation):
+    path = sqlite_uri[len("sqlite:///") :]
+    text = ddl("sqlite").replace('"tenant_id" TEXT NOT NULL',
+                                 f'"tenant_id" TEXT COLLATE {collation} NOT NULL')
+    text = text.replace('"chat_id" TEXT NOT NULL', f'"chat_id" TEXT COLLATE {collation} NOT NULL')
+    with sqlite3.connect(path) as conn:
+        conn.execute(text)
+    write_sql(log, sqlite_uri)
+    acme = log.filter(tenant_id="acme")
+    for lookalike in ("ACME", "Acme", "acme ", "acme  "):
+        assert len(read_sql(sqlite_uri, tenant_id=lookalike)) == 0, lookalike
+    run = acme.run_ids[0]
+    for lookalike in (run.upper(), run + " "):
+        if lookalike != run:
+            assert len(read_sql(sqlite_uri, tenant_id="acme", run_ids=[lookalike])) == 0
+    assert _plain(read_sql(sqlite_uri, tenant_id="acme").table).equals(_plain(acme.table))
+    got = read_sql(sqlite_uri, tenant_id="acme", run_ids=[run])
+    assert got.run_ids == [run] and len(got) == len(acme.filter(run_ids=[run]))
+
+
+def test_postgres_tenant_match_is_byte_exact_under_a_case_insensitive_collation(
+    pg_uri, pleach_export
+):
+    """A plain table whose tenant and run columns use a nondeterministic ICU collation."""
+    import adbc_driver_postgresql.dbapi as pg
+
+    from replaykit.io.pleach import read_pleach
+
+    uri, want = pg_uri, read_pleach(pleach_export["iso"])
+    _fill_plain(uri, "postgresql", _export_rows(pleach_export["iso"]))
+    with pg.connect(uri) as conn, conn.cursor() as cur:
+        cur.execute("CREATE COLLATION rk_ci (provider = icu, locale = 'und-u-ks-level2', "
+                    "deterministic = false)")
+        cur.execute("ALTER TABLE harness_event_log DROP CONSTRAINT harness_event_log_pkey")
+        for col in ("tenant_id", "chat_id"):
+            cur.execute(f"ALTER TABLE harness_event_log ALTER COLUMN {col} TYPE text "
+                        "COLLATE rk_ci")
+        cur.execute("SELECT count(*) FROM harness_event_log WHERE tenant_id = 'ACME'")
+        assert cur.fetchone()[0] > 0  # the collation really folds case
+        conn.commit()
+    assert len(read_sql(uri, tenant_id="ACME")) == 0
+    assert len(read_sql(uri, tenant_id=["ACME", "GLOBEX"])) == 0
+    acme = want.filter(tenant_id="acme")
+    run = acme.run_ids[0]
+    assert len(read_sql(uri, tenant_id="acme", run_ids=[run.upper()])) == 0 or run.upper() == run
+    assert _no_source(read_sql(uri, tenant_id="acme").table).equals(_no_source(acme.table))
+
+
+def test_rows_the_database_should_not_have_returned_are_dropped(uri, log, monkeypatch):
+    """The re-check: even when the query matches every row, only the tenant asked for (and
+    its runs) come back."""
+    import replaykit.sql as rksql
+
+    write_sql(log, uri)
+    monkeypatch.setattr(rksql, "_sqlite_where", lambda *a: ("1 = 1", []))
+    monkeypatch.setattr(rksql, "_pg_exact", lambda column, declared: f'TRUE OR "{column}"')
+    got = read_sql(uri, tenant_id="acme")
+    assert got.tenants == ["acme"]
+    assert _plain(got.table).equals(_plain(log.filter(tenant_id="acme").table))
+    runs = log.filter(tenant_id="globex").run_ids[:1]
+    got = read_sql(uri, tenant_id="globex", run_ids=runs)
+    assert got.run_ids == runs
+
+
+@pytest.mark.parametrize("bad", ["acme\x00x", "acme\ncme", "acme" + "x" * 253])
+def test_tenant_arguments_and_stored_tenants_follow_the_rule(sqlite_uri, log, bad):
+    from replaykit import LoadError
+
+    with pytest.raises(LoadError) as err:
+        read_sql(sqlite_uri, tenant_id=bad)
+    assert err.value.reason == "bad_tenant"
+    t = log.table
+    i = t.schema.get_field_index("tenant_id")
+    tenants = pc.cast(t.column("tenant_id"), pa.string()).to_pylist()
+    tenants = [bad if v == "acme" else v for v in tenants]
+    hostile = EventLog(t.set_column(i, "tenant_id", pa.array(tenants).dictionary_encode()))
+    with pytest.raises(LoadError) as err:
+        write_sql(hostile, sqlite_uri)
+    assert err.value.reason == "bad_tenant" and "write_sql" in str(err.value)
+
+
+# --------------------------------------------------------------------------- malformed values
+# SQLite stores any value in any column. Values not of their column's type are tampering: a
+# replaykit error naming table, column and rowid, or quarantined rows that verify-chain lists.
+
+_WRONG = {  # column -> SQL literals that are not of its type (after SQLite's affinity)
+    "sequence_number": ["'x'", "1.5", "X'00'"],
+    "created_at": ["'garbage'", "'2025-13-45T99:00:00Z'", "X'3230'", "12345"],
+    "is_error": ["'yes'", "2", "0.5", "-1"],
+    "inherited": ["'no'", "7"],
+    "turn": ["1.5", "'three'", "X'00'", "4294967296"],
+    "step": ["2.25", "'x'", "-4294967296"],
+    "input_tokens": ["'many'", "2.5e-3"],
+    "source_line": ["'l'", "2.5"],
+    "payload": ["X'7b7d'"],
+    "event_type": ["X'6869'"],
+    "row_hash": ["X'00ff'", "3.5"],
+}
+
+
+def _corrupt(path: str, edits: list[tuple[int, str, str]]) -> None:
+    with sqlite3.connect(path) as conn:
+        for rowid, col, literal in edits:
+            conn.execute(f'UPDATE harness_event_log SET "{col}" = {literal} WHERE rowid = ?',
+                         (rowid,))
+
+
+def test_malformed_values_fuzz(tmp_path, log, capsys):
+    """Seeded fuzz: random wrong-typed values in random rows. read_sql names every one under
+    errors="raise", quarantines exactly those rows otherwise, and verify-chain says BROKEN."""
+    import random
+    import shutil
+
+    from replaykit import LoadError
+
+    _require("adbc-driver-sqlite", _has("adbc_driver_sqlite"))
+    clean = tmp_path / "clean.db"
+    write_sql(log, f"sqlite:///{clean}")
+    with sqlite3.connect(clean) as conn:
+        keyed = dict(((r, (t, c, s))) for r, t, c, s in conn.execute(
+            "SELECT rowid, tenant_id, chat_id, sequence_number FROM harness_event_log"))
+    acme_rowids = sorted(r for r, k in keyed.items() if k[0] == "acme")
+    rng = random.Random(1414)
+    for case in range(24):
+        path = tmp_path / f"case{case}.db"
+        shutil.copy(clean, path)
+        uri = f"sqlite:///{path}"
+        rows = rng.sample(acme_rowids, rng.randint(1, 3))
+        edits = []
+        for r in rows:
+            col = rng.choice(sorted(_WRONG))
+            edits.append((r, col, rng.choice(_WRONG[col])))
+        _corrupt(str(path), edits)
+        with pytest.raises(LoadError) as err:
+            read_sql(uri, tenant_id="acme")
+        e = err.value
+        assert e.reason == "malformed_value" and e.source == "sqlite:harness_event_log"
+        msg = str(e)
+        for r, col, _lit in edits:
+            assert f"rowid {r} " in msg and f"'{col}' holds" in msg, (edits, msg)
+        got = read_sql(uri, tenant_id="acme", errors="quarantine")
+        q = got.quarantine
+        assert sorted(q.column("line").to_pylist()) == sorted(rows)
+        assert set(q.column("reason").to_pylist()) == {"malformed_value"}
+        assert len(got) == len(log.filter(tenant_id="acme")) - len(rows)
+        # the other tenants are untouched and their reads unaffected
+        other = read_sql(uri, tenant_id="globex")
+        assert _plain(other.table).equals(_plain(log.filter(tenant_id="globex").table))
+        problems = verify_chain(got)
+        bad = problems[problems["kind"] == "malformed_value"]
+        assert sorted(bad["found"].str.extract(r"rowid (\d+)")[0].astype(int)) == sorted(rows)
+        seqs = {keyed[r][2] for r, col, _ in edits if col != "sequence_number"}
+        assert seqs <= set(bad["seq"].dropna().astype(int))
+        assert verify_chain_command([uri, "--tenant", "acme"]) == 1
+        out = capsys.readouterr().out
+        assert out.startswith("BROKEN: ") and "malformed_value=" in out
+        assert verify_chain_command([uri, "--tenant", "globex"]) == 0
+        capsys.readouterr()
+
+
+def test_malformed_values_in_a_plain_table(sqlite_uri, plain_rows):
+    from replaykit import LoadError
+
+    path, rows = plain_rows
+    _fill_plain(sqlite_uri, "sqlite_iso", rows)
+    db = sqlite_uri[len("sqlite:///") :]
+    with sqlite3.connect(db) as conn:
+        rid = conn.execute("SELECT min(rowid) FROM harness_event_log WHERE tenant_id = 'acme' "
+                           "AND sequence_number = 2").fetchone()[0]
+        conn.execute("UPDATE harness_event_log SET sequence_number = 'two' WHERE rowid = ?",
+                     (rid,))
+    with pytest.raises(LoadError, match=rf"rowid {rid} .*'sequence_number' holds 'two'"):
+        read_sql(sqlite_uri, tenant_id="acme")
+    got = read_sql(sqlite_uri, tenant_id="acme", errors="quarantine")
+    assert got.quarantine.column("line").to_pylist() == [rid]
+    assert verify_chain_command([sqlite_uri, "--tenant", "acme"]) == 1
