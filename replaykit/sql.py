@@ -61,21 +61,19 @@ When read_sql opens the connection itself (a URI, not a connection object) and t
 large (SQLite: a rowid span of 200,000 or more; PostgreSQL: 64 MB or more), the rows are
 fetched on up to four connections at once (one per core): SQLite in rowid ranges, PostgreSQL
 in block (``ctid``) ranges, every connection importing one snapshot exported by the first
-(``pg_export_snapshot``), so the parts form one consistent read; a URI's row-level-security
-options apply to every connection. The drivers decode rows without holding the GIL.
+(``pg_export_snapshot``), so the parts form one consistent read; every connection logs in as
+the URI's role, so a row-level-security policy applies to each. The drivers decode rows without holding the GIL.
 
 Row-level security
 ------------------
-Reads filter on ``tenant_id`` in the query, and are meant to run under a database role whose
-row-level-security policy limits it to its tenant(s), e.g.::
-
-    ALTER TABLE harness_event_log ENABLE ROW LEVEL SECURITY;
-    CREATE POLICY tenant_isolation ON harness_event_log
-        USING (tenant_id = current_setting('app.tenant_id', true));
-
-with the connection scoped through the URI:
-``postgresql://reader@host/db?options=-c%20app.tenant_id%3Dacme``. Both must agree for a row
-to be returned.
+Reads filter on ``tenant_id`` in the query (byte-exact, whatever the column's collation) and
+re-check the rows that come back. Against a reader who can run any SQL, PostgreSQL enforces the
+scope itself with the recipe of docs/security.md (:func:`rls_setup_sql`,
+:func:`rls_grant_sql`): the policy keys on ``current_user`` through a mapping table the reader
+cannot write, with ``FORCE ROW LEVEL SECURITY``, so no connection option, ``SET`` or
+``set_config`` a client sends changes what it reads. :func:`write_sql` writes under that
+policy too (staged through a temporary table, since PostgreSQL refuses ``COPY`` under RLS).
+Driver errors become :class:`~replaykit.SQLError` (table, reason, fix).
 """
 
 from __future__ import annotations
