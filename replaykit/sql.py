@@ -62,7 +62,8 @@ large (SQLite: a rowid span of 200,000 or more; PostgreSQL: 64 MB or more), the 
 fetched on up to four connections at once (one per core): SQLite in rowid ranges, PostgreSQL
 in block (``ctid``) ranges, every connection importing one snapshot exported by the first
 (``pg_export_snapshot``), so the parts form one consistent read; every connection logs in as
-the URI's role, so a row-level-security policy applies to each. The drivers decode rows without holding the GIL.
+the URI's role, so a row-level-security policy applies to each. The drivers decode rows
+without holding the GIL.
 
 Row-level security
 ------------------
