@@ -289,8 +289,8 @@ _FIXES = {
     ("unsupported", "read"): "The database does not support this read; see docs/security.md.",
     ("unsupported", "write"): "The database does not support this write; see docs/security.md.",
     ("connection", "read"): (
-        "Check the URI (host, port, database, user) and that the server lets this role connect "
-        "with these options."
+        "Check the URI (PostgreSQL: host, port, database, user, and that the server lets this "
+        "role connect with these options; SQLite: that the path is an existing database file)."
     ),
     ("database_error", "read"): "See the database's message above.",
 }
@@ -310,7 +310,10 @@ def _reason_of(exc: BaseException) -> tuple[str, str | None]:
         return "bad_value", state
     if state == "0A000":
         return "unsupported", state
-    if (state or "").startswith(("08", "28", "3D")) or "failed to connect" in text:
+    if (state or "").startswith(("08", "28", "3D")) or any(
+        k in text for k in ("failed to connect", "failed to open", "unable to open",
+                            "not a database")
+    ):
         return "connection", state
     return "database_error", state
 
@@ -327,7 +330,8 @@ def _sql_error(exc: BaseException, table: str, operation: str) -> SQLError:
     reason, state = _reason_of(exc)
     detail = " ".join(str(exc).split())
     detail = re.sub(r"\s*Query was: .*$", "", detail)[:600]
-    fix = _FIXES.get((reason, operation)) or _FIXES[("database_error", "read")]
+    fix = (_FIXES.get((reason, operation)) or _FIXES.get((reason, "read"))
+           or _FIXES[("database_error", "read")])
     return SQLError(table=table, operation=operation, reason=reason, detail=detail, fix=fix,
                     sqlstate=state)
 

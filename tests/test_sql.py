@@ -429,6 +429,25 @@ def test_driver_errors_become_replaykit_errors(uri, log, pg_server):
             read_sql(f"postgresql://no_such_role@{pg_server.host}:{pg_server.port}/x",
                      tenant_id="acme")
         assert err.value.reason == "connection" and "Check the URI" in err.value.fix
+        # a role without SELECT on the table
+        import adbc_driver_postgresql.dbapi as pg
+
+        role = f"rk_nogrant_{next(_role_counter)}"
+        with pg.connect(uri, autocommit=True) as conn, conn.cursor() as cur:
+            cur.execute(f'CREATE ROLE "{role}" LOGIN')
+        base, _, dbname = uri.rpartition("/")
+        denied = f"postgresql://{role}@{base.split('@', 1)[1]}/{dbname}"
+        with pytest.raises(SQLError) as err:
+            read_sql(denied, tenant_id="acme")
+        assert err.value.reason == "permission_denied" and "GRANT" not in err.value.detail
+        assert "Grant the role SELECT" in err.value.fix and err.value.sqlstate == "42501"
+    else:
+        path = uri[len("sqlite:///") :]
+        with open(path, "wb") as fh:
+            fh.write(b"this is not a database file" * 100)
+        with pytest.raises(SQLError) as err:
+            read_sql(uri, tenant_id="acme")
+        assert err.value.reason == "connection" and "existing database file" in err.value.fix
 
 
 def test_docs_recipe_is_the_helper_and_the_old_one_is_gone():
@@ -742,6 +761,15 @@ def test_postgres_tenant_match_is_byte_exact_under_a_case_insensitive_collation(
     run = acme.run_ids[0]
     assert len(read_sql(uri, tenant_id="acme", run_ids=[run.upper()])) == 0 or run.upper() == run
     assert _no_source(read_sql(uri, tenant_id="acme").table).equals(_no_source(acme.table))
+    # citext compares case-insensitively through its own operators, whatever the collation
+    with pg.connect(uri) as conn, conn.cursor() as cur:
+        cur.execute("CREATE EXTENSION IF NOT EXISTS citext")
+        cur.execute("ALTER TABLE harness_event_log ALTER COLUMN tenant_id TYPE citext")
+        cur.execute("SELECT count(*) FROM harness_event_log WHERE tenant_id = 'ACME'")
+        assert cur.fetchone()[0] > 0
+        conn.commit()
+    assert len(read_sql(uri, tenant_id="ACME")) == 0
+    assert len(read_sql(uri, tenant_id="acme")) == len(acme)
 
 
 def test_rows_the_database_should_not_have_returned_are_dropped(uri, log, monkeypatch):
