@@ -796,8 +796,9 @@ _SQL_PREFIXES = ("sqlite://", "postgresql://", "postgres://")
 
 
 def _load_for_cli(args: argparse.Namespace, malformed: list[pa.Table] | None = None) -> pa.Table:
-    """The logs as one table; rows of a database holding malformed values are left out and
-    their ``malformed_value`` problems appended to ``malformed``."""
+    """The logs as one table; rows of a database that cannot be read (values not of their
+    column's type, payloads that are not JSON objects, ...) are left out and reported as
+    ``malformed_value`` problems appended to ``malformed``."""
     tenants = args.tenant or None
     sql = [p for p in args.paths if str(p).startswith(_SQL_PREFIXES)]
     files = [p for p in args.paths if p not in sql]
@@ -811,7 +812,7 @@ def _load_for_cli(args: argparse.Namespace, malformed: list[pa.Table] | None = N
             db_log = read_sql(uri, tenant_id=tenants, table=args.table, errors="quarantine")
             tables.append(db_log.table)
             if malformed is not None and db_log.quarantine.num_rows:
-                malformed.append(malformed_problems(db_log.quarantine))
+                malformed.append(malformed_problems(db_log.quarantine, every_reason=True))
     if files:
         from pathlib import Path
 

@@ -968,14 +968,24 @@ def _short(literal: str, limit: int = 60) -> str:
     return literal if len(literal) <= limit else literal[: limit - 3] + "..."
 
 
-def malformed_problems(quarantine: pa.Table) -> pa.Table:
-    """The ``malformed_value`` rows of a quarantine as :func:`~replaykit.verify_chain`
-    problems (tenant_id, run_id, seq, kind, expected, found)."""
+def malformed_problems(quarantine: pa.Table, *, every_reason: bool = False) -> pa.Table:
+    """Quarantined rows as :func:`~replaykit.verify_chain` problems of kind ``malformed_value``
+    (tenant_id, run_id, seq, kind, expected, found): the ``malformed_value`` rows, or with
+    ``every_reason`` every row (a row of a database that the loader rejected for another
+    reason, such as a payload that is not a JSON object, has expected = the reason, found =
+    the message, and no tenant, run or seq)."""
     reasons = quarantine.column("reason")
-    rows = quarantine.filter(pc.equal(reasons, "malformed_value")) if len(reasons) else quarantine
+    rows = quarantine
+    if not every_reason and len(reasons):
+        rows = quarantine.filter(pc.equal(reasons, "malformed_value"))
     recs = []
-    for raw in rows.column("raw").to_pylist():
-        rec = json.loads(raw) if raw else {}
+    for q in rows.to_pylist():
+        if q["reason"] != "malformed_value":
+            recs.append({"tenant_id": None, "run_id": None, "seq": None,
+                         "kind": "malformed_value", "expected": q["reason"],
+                         "found": q["message"]})
+            continue
+        rec = json.loads(q["raw"]) if q["raw"] else {}
         cols = rec.get("columns", {})
         vals = rec.get("values", {})
         recs.append({

@@ -883,7 +883,9 @@ def test_malformed_values_fuzz(tmp_path, log, capsys):
         capsys.readouterr()
 
 
-def test_malformed_values_in_a_plain_table(sqlite_uri, plain_rows):
+def test_malformed_values_in_a_plain_table(sqlite_uri, plain_rows, capsys):
+    import json
+
     from replaykit import LoadError
 
     path, rows = plain_rows
@@ -899,3 +901,16 @@ def test_malformed_values_in_a_plain_table(sqlite_uri, plain_rows):
     got = read_sql(sqlite_uri, tenant_id="acme", errors="quarantine")
     assert got.quarantine.column("line").to_pylist() == [rid]
     assert verify_chain_command([sqlite_uri, "--tenant", "acme"]) == 1
+    # a stored payload that is not a JSON object is a malformed stored value too: the CLI
+    # lists it (BROKEN), it does not give up with "unreadable input"
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE harness_event_log SET sequence_number = 2 WHERE rowid = ?", (rid,))
+        last = conn.execute("SELECT rowid FROM harness_event_log WHERE tenant_id = 'globex' "
+                            "ORDER BY chat_id DESC, sequence_number DESC LIMIT 1").fetchone()[0]
+        conn.execute("UPDATE harness_event_log SET payload = '[1, 2]' WHERE rowid = ?", (last,))
+    assert verify_chain_command([sqlite_uri, "--tenant", "acme"]) == 0
+    capsys.readouterr()
+    assert verify_chain_command([sqlite_uri, "--tenant", "globex", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["problem_counts"] == {"malformed_value": 1}
+    assert report["problems"][0]["expected"] == "bad_payload"
