@@ -318,7 +318,7 @@ def _raw_count(conn, tenant: str) -> int:
 @pytest.mark.parametrize("attempt", [
     "uri_option_app_tenant", "second_uri_option", "set_app_tenant", "set_config",
     "set_role", "uri_option_role", "reset_role", "session_authorization",
-    "row_security_off", "write_mapping", "table_owner",
+    "row_security_off", "write_mapping", "shadow_mapping", "table_owner",
 ])
 def test_no_client_side_switch_reads_another_tenant(rls, log, attempt):
     """Every way a client can try to become globex leaves an acme reader with 0 globex rows
@@ -350,6 +350,9 @@ def test_no_client_side_switch_reads_another_tenant(rls, log, attempt):
         options = "-c row_security=off"
     elif attempt == "write_mapping":
         statement = (f"INSERT INTO replaykit_tenant_roles VALUES ('{rls.acme}', 'globex')")
+    elif attempt == "shadow_mapping":  # a temp table of the same name, first in search_path
+        statement = ("CREATE TEMP TABLE replaykit_tenant_roles AS "
+                     "SELECT current_user::text AS role_name, 'globex'::text AS tenant_id")
     elif attempt == "table_owner":
         role = rls.owner
     uri = rls.uri(role, options)
