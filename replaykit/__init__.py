@@ -64,6 +64,7 @@ from .io.otel import read_otel
 from .io.toh import OrphanRunWarning
 from .schema import EVENTS_SCHEMA, validate
 from .sql import read_sql, write_sql
+from .stamps import STAMP_FIELDS, stamp_diff, stamp_drift
 
 __version__ = "0.1.0"
 
@@ -135,6 +136,10 @@ __all__ = [
     "compare",
     "replay",
     "tool_distance_matrix",
+    # reproducibility stamps
+    "STAMP_FIELDS",
+    "stamp_diff",
+    "stamp_drift",
     # cohorts
     "Cohorts",
     "SemesterCalendar",

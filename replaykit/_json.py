@@ -15,33 +15,138 @@ try:  # pragma: no cover - exercised implicitly when the [fast] extra is install
 except ImportError:  # pragma: no cover
     _orjson = None  # type: ignore[assignment]
 
-__all__ = ["HAVE_ORJSON", "args_hash", "canonical_json", "dumps", "loads", "JSONDecodeError"]
+__all__ = [
+    "HAVE_ORJSON", "MAX_DEPTH", "JSONDecodeError", "JSONTooDeep", "args_hash", "canonical_json",
+    "dumps", "loads",
+]  # fmt: skip
 
 HAVE_ORJSON = _orjson is not None
 
-if _orjson is not None:
-    JSONDecodeError: tuple[type[Exception], ...] = (_orjson.JSONDecodeError, UnicodeDecodeError)
+#: JSON nested deeper than this (arrays and objects) is rejected by :func:`loads`
+#: (:class:`JSONTooDeep`), so every accepted value can be re-encoded and walked safely.
+MAX_DEPTH = 200
 
-    def loads(data: bytes | str) -> Any:
-        """Decode JSON text (bytes must be UTF-8)."""
-        return _orjson.loads(data)
 
-    def canonical_json(obj: Any) -> str:
-        """Canonical JSON text of ``obj``: sorted keys, compact, UTF-8."""
-        return _orjson.dumps(obj, option=_orjson.OPT_SORT_KEYS).decode("utf-8")
+class JSONTooDeep(ValueError):
+    """JSON text nested deeper than :data:`MAX_DEPTH` levels (loaders: reason ``too_deep``)."""
 
-else:  # pragma: no cover - exercised by tests/test_json.py through _canonical_json_stdlib
-    JSONDecodeError = (json.JSONDecodeError, UnicodeDecodeError)
+    def __init__(self, depth: int | None = None) -> None:
+        self.depth = depth
+        what = f"{depth} levels" if depth is not None else "too many levels"
+        super().__init__(f"JSON is nested {what} deep (at most {MAX_DEPTH} are accepted)")
 
-    def loads(data: bytes | str) -> Any:
-        """Decode JSON text (bytes must be UTF-8)."""
-        if isinstance(data, bytes):
-            data = data.decode("utf-8")
-        return json.loads(data)
 
-    def canonical_json(obj: Any) -> str:
-        """Canonical JSON text of ``obj``: sorted keys, compact, UTF-8."""
+class _NotFinite(ValueError):
+    """A NaN/Infinity literal or a number too large for a double: not JSON."""
+
+
+# A run of 19+ digits may be an integer beyond 64 bits: orjson would turn it into a float and
+# lose digits, so such text is decoded by the standard library (exact Python ints) instead.
+# (Digits are mapped to "0" by one translate, then searched: much faster than a regex.)
+_DIGITS_B = bytes.maketrans(b"0123456789", b"0000000000")
+_DIGITS_S = str.maketrans("123456789", "000000000")
+_LONG_B = b"0" * 19
+_LONG_S = "0" * 19
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NotFinite(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    x = float(text)
+    if x in (float("inf"), float("-inf")):
+        raise _NotFinite(f"number {text} is too large for a double")
+    return x
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of arrays/objects in a decoded value (iterative; scalars are 0)."""
+    best = 0
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            v = v.values()
+        elif not isinstance(v, list):
+            continue
+        best = max(best, d)
+        stack.extend((c, d + 1) for c in v if isinstance(c, (dict, list)))
+    return best
+
+
+def _stdlib_loads(data: bytes | str) -> Any:
+    if isinstance(data, bytes):
+        data = data.decode("utf-8")
+    try:
+        return json.loads(data, parse_constant=_reject_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise JSONTooDeep() from None
+
+
+def _has_long_int(data: bytes | str) -> bool:
+    if isinstance(data, bytes):
+        return _LONG_B in data.translate(_DIGITS_B)
+    return _LONG_S in data.translate(_DIGITS_S)
+
+
+def _too_deep(data: bytes | str, value: Any) -> bool:
+    if len(data) <= 2 * MAX_DEPTH:
+        return False
+    if isinstance(data, bytes):
+        opened = data.count(b"{") + data.count(b"[")
+    else:
+        opened = data.count("{") + data.count("[")
+    return opened > MAX_DEPTH and _depth(value) > MAX_DEPTH
+
+
+def loads(data: bytes | str) -> Any:
+    """Decode JSON text (bytes must be UTF-8), strictly and without loss.
+
+    ``NaN``/``Infinity`` literals and numbers beyond a double's range are rejected (they are
+    not JSON); integers keep every digit (also beyond 64 bits); text nested deeper than
+    :data:`MAX_DEPTH` levels raises :class:`JSONTooDeep`. Every error is in
+    :data:`JSONDecodeError`.
+
+    >>> loads(b'{"n": 123456789012345678901234567890}')
+    {'n': 123456789012345678901234567890}
+    """
+    if _orjson is not None and not _has_long_int(data):
+        value = _orjson.loads(data)
+    else:
+        value = _stdlib_loads(data)
+    if _too_deep(data, value):
+        raise JSONTooDeep(_depth(value))
+    return value
+
+
+def canonical_json(obj: Any) -> str:
+    """Canonical JSON text of ``obj``: sorted keys, compact, UTF-8.
+
+    Integers beyond 64 bits (which orjson cannot write) are written with every digit.
+
+    Raises:
+        JSONTooDeep: ``obj`` is nested too deep to encode.
+    """
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(obj, option=_orjson.OPT_SORT_KEYS).decode("utf-8")
+        except TypeError as exc:
+            if "Recursion" in str(exc):
+                raise JSONTooDeep() from None
+    try:
         return _canonical_json_stdlib(obj)
+    except RecursionError:
+        raise JSONTooDeep() from None
+
+
+if _orjson is not None:
+    JSONDecodeError: tuple[type[Exception], ...] = (
+        _orjson.JSONDecodeError, UnicodeDecodeError, json.JSONDecodeError, _NotFinite,
+        JSONTooDeep,
+    )  # fmt: skip
+else:  # pragma: no cover - exercised by tests/test_json.py through _canonical_json_stdlib
+    JSONDecodeError = (json.JSONDecodeError, UnicodeDecodeError, _NotFinite, JSONTooDeep)
 
 
 def _float_text(x: float) -> str:

@@ -822,8 +822,12 @@ class Cohorts:
         :func:`replaykit.replay` (``model_policy``, ``tool_policy``, ``fixtures`` and other
         keyword arguments passed through); a run whose branch or replay raises becomes a row
         with ``status="error"`` and its error text, and the rest go on. Re-driven events that
-        carry a ``cache_key`` read the cache under best-effort: a miss is a live fallback,
-        counted per run (``ReplayBatch.live_fallbacks`` in total). All metrics are computed
+        carry a ``cache_key`` read the cache under the cohorts' ``cache_mode``: under
+        ``best-effort`` a miss is a live fallback, counted per run
+        (``ReplayBatch.live_fallbacks`` in total); under ``cross-mode-readable`` a miss, and
+        under ``strict-mode`` any read, stops that run's replay with
+        :class:`~replaykit.ReplayCacheMissError` (its row has ``status="error"`` and the
+        error's text; the other runs go on). All metrics are computed
         afterwards in one column-wise :func:`replaykit.compare` over every replay. A progress
         bar (tqdm when installed) shows runs done; ``progress=None`` shows it only when
         interactive.
@@ -861,6 +865,11 @@ class Cohorts:
         if limit is not None:
             todo = todo[:limit]
         make = branch if branch is not None else _default_branch
+        # each replay reads the cache under the cohorts' locked read mode
+        read_kw: dict[str, Any] = {}
+        if self.cache is not None:
+            read_kw = {k: v for k, v in (("cache", self.cache), ("cache_mode", self.cache_mode))
+                       if k not in replay_kwargs}
         # each run's header row (project id, ...) and the side tables travel with its slice
         hdr = self.log.runs
         hdr_at: dict[tuple[str, str], int] = {}
@@ -885,7 +894,7 @@ class Cohorts:
                                     extras=self.log.extras)
                     br = make(base, tenant, run)
                     res = replay(br, model_policy=model_policy, tool_policy=tool_policy,
-                                 fixtures=fixtures, **replay_kwargs)
+                                 fixtures=fixtures, **read_kw, **replay_kwargs)
                     row.update(status=res.status, error=res.error, replay_run_id=res.run_id,
                                exact_policies=(res.model_policy in EXACT_MODEL_POLICIES
                                                and res.tool_policy in EXACT_TOOL_POLICIES))
@@ -984,7 +993,9 @@ def cohorts(log: EventLog, by: ByArg = "semester", *,
             tuples; default spring (Jan 1) / summer (Jun 1) / fall (Sep 1), UTC.
         cache: a provider cache (``get(key)``; ``InMemoryCache``, ``ParquetCache``) for cache
             coverage and replay cache reads.
-        cache_mode: how cache reads are counted (``best-effort``: a miss is a live fallback).
+        cache_mode: how cache reads are counted and replayed (``best-effort``: a miss is a
+            live fallback; ``cross-mode-readable`` / ``strict-mode``: a replayed run whose
+            read fails ends with ``status="error"``, see :meth:`Cohorts.replay`).
         pair_on: the key of the paired analysis in :meth:`Cohorts.compare` (a runs_df
             column or a callable; default the run's first prompt).
         engine: ``"local"`` or ``"dask"`` (``log`` may then be a Parquet dataset path or a

@@ -111,7 +111,8 @@ class EventLog:
         sort: bool = True,
     ) -> None:
         if sort:
-            table = sort_events(table) if table.schema == EVENTS_SCHEMA else table
+            canonical = table.schema.names[:len(EVENTS_SCHEMA)] == EVENTS_SCHEMA.names
+            table = sort_events(table) if canonical else table
         validate(table)
         self._table = table
         self._runs = _empty_runs() if runs is None else runs.cast(RUNS_SCHEMA)
@@ -269,6 +270,13 @@ class EventLog:
         from .grain import turns_df
 
         return turns_df(self)
+
+    def stamps_df(self) -> pd.DataFrame:
+        """Reproducibility stamps per run (model, provider, versions, sampling config, prompt,
+        policy and tool identities). See :func:`replaykit.stamps.stamps_df`."""
+        from .stamps import stamps_df
+
+        return stamps_df(self)
 
     # ------------------------------------------------------------------ selection
     def filter(
@@ -449,7 +457,11 @@ def concat(logs: Iterable[EventLog]) -> EventLog:
     logs = list(logs)
     if not logs:
         return EventLog(empty_events())
-    table = pa.concat_tables([lg.table for lg in logs]).unify_dictionaries().combine_chunks()
+    tables = [lg.table for lg in logs]
+    same = all(t.schema == tables[0].schema for t in tables)
+    # logs with extension columns (a replay's replay_origin): the others get nulls there
+    table = pa.concat_tables(tables, promote_options="none" if same else "permissive")
+    table = table.unify_dictionaries().combine_chunks()
     table = sort_events(table)
     if table.num_rows > 1:
         tenant = _dictionary_rank(table.column("tenant_id"))
@@ -495,10 +507,31 @@ def read_parquet(
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
+        LoadError: a file of the dataset is not readable Parquet or not a replaykit table
+            (reason ``bad_parquet``, naming the dataset folder).
     """
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"{root}: no such Parquet dataset")
+    for bound in (since, until):  # a bad bound is the caller's error: raised as itself, here
+        if bound is not None:
+            pd.Timestamp(bound, tz="UTC")
+    try:
+        return _read_dataset(root, tenant_id, run_ids, types, since, until)
+    except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
+        from .errors import LoadError
+
+        raise LoadError(
+            source=str(root), line=None, reason="bad_parquet",
+            detail=f"is not a readable replaykit Parquet dataset ({type(exc).__name__}: "
+                   f"{str(exc)[:300]})",
+            fix="Write it again with EventLog.to_parquet, or remove the damaged file.",
+        ) from exc
+
+
+def _read_dataset(root: Path, tenant_id: str | Sequence[str] | None,
+                  run_ids: str | Sequence[str] | None, types: str | Sequence[str] | None,
+                  since: Any, until: Any) -> EventLog:  # fmt: skip
     dataset = ds.dataset(
         root,
         format="parquet",

@@ -31,6 +31,8 @@ import json
 import math
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,6 +40,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .errors import ReplayKitError
 from .eventlog import EventLog, to_pandas
 from .schema import run_starts as _run_starts
 from .schema import sort_order
@@ -46,8 +49,12 @@ __all__ = [
     "CONTENT_COLUMNS",
     "GENESIS",
     "PROBLEM_KINDS",
+    "ChainManifest",
+    "ManifestError",
+    "RunHead",
     "canonical_json",
     "chain_heads",
+    "chain_manifest",
     "chain_proof",
     "row_content",
     "stamp_chain",
@@ -69,6 +76,9 @@ PROBLEM_KINDS: tuple[str, ...] = (
     "seq_gap",
     "duplicate_seq",
     "head_mismatch",
+    "unexpected_run",
+    "missing_run",
+    "derived_mismatch",
     "malformed_value",
 )
 
@@ -206,8 +216,10 @@ def row_content(row: Mapping[str, Any]) -> bytes:
         "ts": _ts_micros(row.get("ts")),
         "type": row["type"],
     }
-    text = '{"payload":' + ("null" if payload is None else payload) + "," + canonical_json(rest)[1:]
-    return text.encode("utf-8")
+    # a NULL payload (possible in a raw table only) leaves the member out: it must not hash
+    # like the JSON text "null"
+    head = "{" if payload is None else '{"payload":' + payload + ","
+    return (head + canonical_json(rest)[1:]).encode("utf-8")
 
 
 def _row_hash(prev_hash: str, content: bytes) -> str:
@@ -271,15 +283,18 @@ def _content_column(table: pa.Table, *, strict: bool = True) -> pa.Array:
         if mm["min"].as_py() < -_MAX_SAFE_INT or mm["max"].as_py() > _MAX_SAFE_INT:
             raise ValueError("ts values must lie within +-(2**53 - 1) microseconds to be hashed")
     ts_text = pc.fill_null(pc.cast(ts_int, _LS), "null")
-    payload = pc.fill_null(pc.cast(_plain(table.column("payload")), _LS), "null")
+    payload = pc.cast(_plain(table.column("payload")), _LS)
 
     def lit(s: str) -> pa.Scalar:
         return pa.scalar(s, _LS)
 
+    # '{"payload":<text>,' -- or just '{' for a NULL payload (the member is left out, so a
+    # NULL never hashes like the JSON text "null")
+    head = pc.fill_null(pc.binary_join_element_wise(
+        lit('{"payload":'), payload, lit(","), lit("")), "{")
     parts = [
-        lit('{"payload":'),
-        payload,
-        lit(',"run_id":'),
+        head,
+        lit('"run_id":'),
         _json_string_column(table.column("run_id")),
         lit(',"seq":'),
         pc.fill_null(pc.cast(seq, _LS), "null"),
@@ -410,6 +425,211 @@ def chain_heads(log: EventLog | pa.Table) -> pd.DataFrame:
     return to_pandas(sub)
 
 
+# --------------------------------------------------------------------------- manifest
+
+_MANIFEST_VERSION = 1
+_MANIFEST_KEY = "replaykit_chain_manifest"
+
+
+class ManifestError(ReplayKitError, ValueError):
+    """A chain manifest is malformed, or its digest does not match its content.
+
+    A manifest whose digest disagrees with its runs was edited after it was made (or
+    damaged): it is refused rather than trusted. Make a fresh one from a trusted copy of
+    the log with :func:`chain_manifest`.
+    """
+
+
+@dataclass(frozen=True)
+class RunHead:
+    """The anchored head of one run: its last row's ``seq`` and ``row_hash``."""
+
+    seq: int
+    row_hash: str
+
+
+def _manifest_body(tenants: Mapping[str, Mapping[str, RunHead]]) -> dict[str, Any]:
+    return {
+        _MANIFEST_KEY: _MANIFEST_VERSION,
+        "algorithm": "sha256",
+        "tenants": {
+            t: {r: {"seq": h.seq, "row_hash": h.row_hash} for r, h in runs.items()}
+            for t, runs in tenants.items()
+        },
+    }
+
+
+def _manifest_digest(tenants: Mapping[str, Mapping[str, RunHead]]) -> str:
+    body = canonical_json(_manifest_body(tenants)).encode("utf-8")
+    return hashlib.sha256(body).hexdigest()
+
+
+@dataclass(frozen=True)
+class ChainManifest:
+    """The anchored record of a log: for each tenant, every run and its head, plus a digest.
+
+    ``tenants`` maps tenant id -> run id -> :class:`RunHead`. ``digest`` is the lowercase hex
+    SHA-256 of the canonical JSON (:func:`canonical_json`) of the manifest without its
+    ``digest`` member, so the whole manifest is anchored (signed, published, mailed) by that
+    one value. Passed to :func:`verify_chain` as ``expected_heads``, a run in the log that
+    the manifest does not list is ``unexpected_run``, a listed run that is not in the log
+    is ``missing_run``, and each listed run's last row must be its head (``head_mismatch``
+    otherwise). Build one with :func:`chain_manifest`; store it with :meth:`to_json`.
+
+    Raises:
+        ManifestError: the digest does not match the content (the manifest was edited), or
+            the content is malformed (a non-string id, a non-integer seq, a bad hash).
+
+    >>> m = chain_manifest(chained)  # doctest: +SKIP
+    >>> ChainManifest.from_json(m.to_json()) == m  # doctest: +SKIP
+    True
+    """
+
+    tenants: Mapping[str, Mapping[str, RunHead]]
+    digest: str
+
+    def __post_init__(self) -> None:
+        for t, runs in self.tenants.items():
+            if not isinstance(t, str) or not isinstance(runs, Mapping):
+                raise ManifestError(f"manifest tenant {t!r}: expected a string id and its runs")
+            for r, h in runs.items():
+                ok = (
+                    isinstance(r, str)
+                    and isinstance(h, RunHead)
+                    and type(h.seq) is int
+                    and isinstance(h.row_hash, str)
+                    and len(h.row_hash) == 64
+                )
+                if not ok:
+                    raise ManifestError(
+                        f"manifest run {r!r} of tenant {t!r}: expected a string run id with an "
+                        "integer seq and a 64-character hex row_hash"
+                    )
+        want = _manifest_digest(self.tenants)
+        if self.digest != want:
+            raise ManifestError(
+                f"manifest digest {self.digest!r} does not match its content (sha256 "
+                f"{want!r}): the manifest was changed after it was made; make a new one from "
+                "a trusted copy of the log with replaykit.integrity.chain_manifest(log)"
+            )
+
+    @classmethod
+    def build(cls, tenants: Mapping[str, Mapping[str, RunHead]]) -> ChainManifest:
+        """A manifest of ``tenants`` with its digest computed."""
+        frozen = {t: dict(runs) for t, runs in tenants.items()}
+        return cls(frozen, _manifest_digest(frozen))
+
+    @property
+    def n_runs(self) -> int:
+        """How many runs the manifest lists (over all tenants)."""
+        return sum(len(runs) for runs in self.tenants.values())
+
+    def heads(self) -> pd.DataFrame:
+        """The listed runs as a frame: tenant_id, run_id, seq, row_hash (as chain_heads)."""
+        recs = [
+            {"tenant_id": t, "run_id": r, "seq": h.seq, "row_hash": h.row_hash}
+            for t, runs in self.tenants.items()
+            for r, h in runs.items()
+        ]
+        df = pd.DataFrame.from_records(recs, columns=["tenant_id", "run_id", "seq", "row_hash"])
+        df["seq"] = pd.array(df["seq"], dtype="Int64")
+        return df
+
+    def for_tenants(self, tenants: Iterable[str]) -> ChainManifest:
+        """The part of the manifest that covers ``tenants`` (with its own digest)."""
+        keep = set(tenants)
+        return ChainManifest.build({t: r for t, r in self.tenants.items() if t in keep})
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict (the body plus ``digest``)."""
+        return {**_manifest_body(self.tenants), "digest": self.digest}
+
+    def to_json(self) -> str:
+        """The manifest as canonical JSON text (what :meth:`from_json` reads)."""
+        return canonical_json(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, obj: Any) -> ChainManifest:
+        """Read a manifest from :meth:`to_dict` output; the digest is checked.
+
+        Raises:
+            ManifestError: not a manifest, a malformed one, or one whose digest does not
+                match its content.
+        """
+        if not isinstance(obj, Mapping) or obj.get(_MANIFEST_KEY) is None:
+            raise ManifestError(
+                f"not a replaykit chain manifest (no {_MANIFEST_KEY!r} member); make one with "
+                "replaykit.integrity.chain_manifest(log).to_json()"
+            )
+        if obj.get(_MANIFEST_KEY) != _MANIFEST_VERSION or obj.get("algorithm") != "sha256":
+            raise ManifestError(
+                f"unsupported chain manifest (version {obj.get(_MANIFEST_KEY)!r}, algorithm "
+                f"{obj.get('algorithm')!r}); this replaykit reads version {_MANIFEST_VERSION}, "
+                "sha256"
+            )
+        extra = sorted(set(obj) - {_MANIFEST_KEY, "algorithm", "tenants", "digest"})
+        if extra:
+            raise ManifestError(f"chain manifest has unknown members {extra}")
+        tenants = obj.get("tenants")
+        digest = obj.get("digest")
+        if not isinstance(tenants, Mapping) or not isinstance(digest, str):
+            raise ManifestError("chain manifest needs a 'tenants' object and a 'digest' string")
+        out: dict[str, dict[str, RunHead]] = {}
+        for t, runs in tenants.items():
+            if not isinstance(runs, Mapping):
+                raise ManifestError(f"manifest tenant {t!r}: its runs must be an object")
+            out[t] = {}
+            for r, h in runs.items():
+                if not isinstance(h, Mapping) or set(h) != {"seq", "row_hash"}:
+                    raise ManifestError(
+                        f"manifest run {r!r} of tenant {t!r} must be {{'seq': int, "
+                        "'row_hash': str}}"
+                    )
+                out[t][r] = RunHead(h["seq"], h["row_hash"])
+        return cls(out, digest)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ChainManifest:
+        """Read a manifest from :meth:`to_json` text; the digest is checked.
+
+        Raises:
+            ManifestError: not JSON, not a manifest, or a digest that does not match.
+        """
+        try:
+            obj = json.loads(text)
+        except ValueError as exc:
+            raise ManifestError(f"chain manifest is not valid JSON: {exc}") from exc
+        return cls.from_dict(obj)
+
+
+def chain_manifest(log: EventLog | pa.Table) -> ChainManifest:
+    """The :class:`ChainManifest` of ``log``: every run of every tenant with its head.
+
+    Anchor the manifest (or just its ``digest``) somewhere the log's writer cannot change;
+    ``verify_chain(log, expected_heads=manifest)`` then also detects runs added to the log
+    (``unexpected_run``), runs removed from it (``missing_run``) and rows cut from or added
+    to the end of a run (``head_mismatch``).
+
+    >>> manifest = chain_manifest(chained)  # doctest: +SKIP
+    >>> open("manifest.json", "w").write(manifest.to_json())  # doctest: +SKIP
+    >>> verify_chain(chained, expected_heads=manifest).empty  # doctest: +SKIP
+    True
+    """
+    heads = chain_heads(log)
+    tenants: dict[str, dict[str, RunHead]] = {}
+    for t, r, s, h in zip(
+        heads["tenant_id"].tolist(), heads["run_id"].tolist(), heads["seq"].tolist(),
+        heads["row_hash"].tolist(), strict=True,
+    ):
+        if not isinstance(h, str):
+            raise ValueError(
+                f"run {r!r} of tenant {t!r} has no row_hash on its last row: stamp the log "
+                "with stamp_chain before making its manifest"
+            )
+        tenants.setdefault(t, {})[r] = RunHead(int(s), h)
+    return ChainManifest.build(tenants)
+
+
 # --------------------------------------------------------------------------- verification
 
 _PROBLEM_SCHEMA = pa.schema(
@@ -448,6 +668,15 @@ def _problems(
         "found": pc.cast(found.filter(m), pa.string()),
     }
     return pa.table(cols, schema=_PROBLEM_SCHEMA)
+
+
+def _as_manifest(expected_heads: Any) -> ChainManifest | None:
+    """``expected_heads`` as a manifest (a ChainManifest or its dict form), else None."""
+    if isinstance(expected_heads, ChainManifest):
+        return expected_heads
+    if isinstance(expected_heads, Mapping) and _MANIFEST_KEY in expected_heads:
+        return ChainManifest.from_dict(expected_heads)
+    return None
 
 
 def _normalise_heads(expected_heads: Any) -> pd.DataFrame:
@@ -548,8 +777,129 @@ def _head_problems(table: pa.Table, starts: np.ndarray, heads: pd.DataFrame) -> 
     return pa.concat_tables(out) if out else None
 
 
+def _derived_problems(table: pa.Table) -> list[pa.Table]:
+    """derived_mismatch: stored derived columns that the hashed content does not give.
+
+    Rows whose ``source`` names the pleach format are re-derived with the pleach loader's
+    own code (:func:`replaykit.io.pleach.derive_columns`, column-wise) and every derived
+    column present in ``table`` is compared, nulls equal to nulls. ``expected`` /
+    ``found`` are ``"<column>=<value>"`` (``null`` for a missing value).
+    """
+    from .io.pleach import DERIVED_COLUMNS, derive_columns
+    from .io.pleach import FORMAT as PLEACH
+
+    names = table.schema.names
+    cols = [c for c in DERIVED_COLUMNS if c in names]
+    if "source" not in names or not cols or not table.num_rows:
+        return []
+    source = pc.cast(_plain(table.column("source")), pa.string())
+    mine = pc.fill_null(pc.starts_with(source, PLEACH + ":"), False)
+    count = pc.sum(pc.cast(mine, pa.int64())).as_py() or 0
+    if not count:
+        return []
+    sub = table if count == table.num_rows else table.filter(mine)
+    derived = derive_columns(sub)
+    out = []
+    for c in cols:
+        stored, want = _plain(sub.column(c)), _plain(derived[c])
+        if stored.type != want.type:
+            try:
+                stored = stored.cast(want.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                stored, want = pc.cast(stored, _LS), pc.cast(want, _LS)
+        same = pc.or_kleene(
+            pc.fill_null(pc.equal(stored, want), False),
+            pc.and_(pc.is_null(stored), pc.is_null(want)),
+        )
+        bad = pc.invert(same)
+        if c == "parent_run_id" and pc.any(bad).as_py():
+            # a parent in another part of the log cannot be re-derived from this part:
+            # only a stored parent that is a run here (or a parent the rows give) is checked
+            tenant = pc.cast(_plain(sub.column("tenant_id")), pa.string())
+            sep = pa.scalar("\x1f")
+            runs = pc.unique(pc.binary_join_element_wise(
+                tenant, pc.cast(_plain(sub.column("run_id")), pa.string()), sep))
+            named = pc.binary_join_element_wise(tenant, pc.cast(stored, pa.string()), sep)
+            checkable = pc.or_(pc.is_valid(want), pc.fill_null(pc.is_in(named, runs), False))
+            bad = pc.and_(bad, checkable)
+        if not pc.any(bad).as_py():
+            continue
+
+        def shown(arr: pa.Array, col: str = c) -> pa.Array:
+            text = pc.fill_null(pc.cast(arr, _LS), "null")
+            return pc.binary_join_element_wise(pa.scalar(col + "=", _LS), text,
+                                               pa.scalar("", _LS))
+
+        out.append(_problems(sub, bad, "derived_mismatch", shown(want), shown(stored)))
+    return out
+
+
+def _manifest_problems(
+    table: pa.Table, starts: np.ndarray, manifest: ChainManifest
+) -> list[pa.Table]:
+    """unexpected_run, missing_run and head_mismatch of a log against its manifest."""
+    n = table.num_rows
+    last = np.flatnonzero(np.append(starts[1:], True)) if n else np.zeros(0, dtype=np.int64)
+    idx = pa.array(last, pa.int64())
+    lasts = to_pandas(
+        pa.table(
+            {
+                "tenant_id": _plain(table.column("tenant_id")).take(idx),
+                "run_id": _plain(table.column("run_id")).take(idx),
+                "seq": table.column("seq").combine_chunks().take(idx),
+                "row_hash": pc.cast(_plain(table.column("row_hash")), pa.string()).take(idx),
+            }
+        )
+    )
+    heads = manifest.heads()
+    merged = lasts.merge(
+        heads, on=["tenant_id", "run_id"], how="outer", suffixes=("_found", "_expected"),
+        indicator=True,
+    )
+
+    def frame(rows: pd.DataFrame, kind: str, seq: str, expected: str | None,
+              found: str | None) -> pa.Table:
+        def strings(col: str | None) -> pa.Array:
+            if col is None:
+                return pa.nulls(len(rows), pa.string())
+            v = rows[col].astype(object)
+            return pa.array(v.where(v.notna(), None), pa.string())
+
+        return pa.table(
+            {
+                "tenant_id": pa.array(rows["tenant_id"].astype(object), pa.string()),
+                "run_id": pa.array(rows["run_id"].astype(object), pa.string()),
+                "seq": pa.array(rows[seq].astype(object), pa.int64()),
+                "kind": pa.array([kind] * len(rows), pa.string()),
+                "expected": strings(expected),
+                "found": strings(found),
+            },
+            schema=_PROBLEM_SCHEMA,
+        )
+
+    out = []
+    extra = merged[merged["_merge"] == "left_only"]
+    if len(extra):  # in the log, not in the manifest: seq/found = the run's head
+        out.append(frame(extra, "unexpected_run", "seq_found", None, "row_hash_found"))
+    gone = merged[merged["_merge"] == "right_only"]
+    if len(gone):  # in the manifest, not in the log
+        out.append(frame(gone, "missing_run", "seq_expected", "row_hash_expected", None))
+    both = manifest.heads().merge(lasts[["tenant_id", "run_id"]], on=["tenant_id", "run_id"])
+    hp = _head_problems(table, starts, both)  # the anchored row must hold the anchored hash
+    if hp is not None:
+        out.append(hp)
+    matched = merged[merged["_merge"] == "both"]
+    grown = matched[matched["seq_found"].astype("Int64") != matched["seq_expected"].astype("Int64")]
+    grown = grown[grown["seq_found"].astype("Int64") > grown["seq_expected"].astype("Int64")]
+    if len(grown):  # rows after the anchored head: the run's head is not the anchored one
+        out.append(frame(grown, "head_mismatch", "seq_found", "row_hash_expected",
+                         "row_hash_found"))
+    return out
+
+
 def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
-                 engine: str = "local", client: Any = None) -> pd.DataFrame:
+                 derived: bool = True, engine: str = "local", client: Any = None
+                 ) -> pd.DataFrame:
     """Check the hash chain of every run; one row per problem, an empty frame when intact.
 
     Columns: ``tenant_id``, ``run_id``, ``seq``, ``kind``, ``expected``, ``found``. Kinds:
@@ -590,13 +940,28 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     True
     """
     if engine != "local":
+        if not derived:
+            raise ValueError("derived=False is supported by engine='local' only")
+        if _as_manifest(expected_heads) is not None:
+            raise ValueError(
+                "a ChainManifest is checked by engine='local' only; pass "
+                "expected_heads=manifest.heads() to check its heads per partition"
+            )
         from .engine import _dispatch
 
         return _dispatch.verify_chain(engine, log, expected_heads, client=client)
-    heads = None if expected_heads is None else _normalise_heads(expected_heads)
+    manifest = _as_manifest(expected_heads)
+    if manifest is not None:
+        heads = None
+    else:
+        heads = None if expected_heads is None else _normalise_heads(expected_heads)
     table = _as_table(log)
     n = table.num_rows
     parts: list[pa.Table] = []
+    # the derived-column check (mostly Arrow's JSON parser, which releases the GIL) runs on
+    # a second thread while this one hashes
+    pool = ThreadPoolExecutor(1) if derived and n else None
+    derived_future = None if pool is None else pool.submit(_derived_problems, table)
     if n:
         starts = _run_starts(table)
         stored_row = pc.cast(_plain(table.column("row_hash")), pa.string())
@@ -649,6 +1014,11 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
         hp = _head_problems(table, starts, heads)
         if hp is not None:
             parts.append(hp)
+    if manifest is not None:
+        parts.extend(_manifest_problems(table, starts, manifest))
+    if pool is not None and derived_future is not None:
+        with pool:
+            parts.extend(derived_future.result())
     if isinstance(log, EventLog) and log.quarantine.num_rows:
         from .sql import malformed_problems
 
@@ -858,7 +1228,7 @@ def _summary(table: pa.Table, problems: pd.DataFrame, anchored: int) -> tuple[st
         ],
     }
     anch = (
-        f", {anchored} anchored head(s) match"
+        f", manifest of {anchored} run(s) matches"
         if anchored
         else ", no anchored heads (tail cuts undetectable)"
     )
@@ -882,6 +1252,26 @@ def _summary(table: pa.Table, problems: pd.DataFrame, anchored: int) -> tuple[st
     return line, report
 
 
+def _read_manifest_file(path: str) -> ChainManifest:
+    """The chain manifest stored in ``path`` (``ChainManifest.to_json`` text)."""
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise ManifestError(f"{path}: not valid JSON ({exc})") from exc
+    if isinstance(obj, list):
+        raise ManifestError(
+            f"{path} is a list of run heads (the old --heads format), which cannot show runs "
+            "added to or removed from the log; write a manifest instead: "
+            "open(path, 'w').write(replaykit.integrity.chain_manifest(trusted_log).to_json())"
+        )
+    try:
+        return ChainManifest.from_dict(obj)
+    except ManifestError as exc:
+        raise ManifestError(f"{path}: {exc}") from exc
+
+
 def verify_chain_command(argv: Sequence[str] | None = None) -> int:
     """``replaykit verify-chain PATH... [--format F] [--tenant ID] [--heads FILE] [--json]``.
 
@@ -889,8 +1279,9 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
     ``EventLog.to_parquet``, or database URIs ``sqlite:///file.db`` /
     ``postgresql://...`` which need ``--tenant``), verifies every run's chain and prints a
     one-line summary (or, with ``--json``, a JSON report on stdout and the summary on
-    stderr). ``--heads FILE`` is a JSON list of anchored heads (records with run_id,
-    row_hash, optional tenant_id and seq, as :func:`chain_heads` gives them).
+    stderr). ``--heads FILE`` is a chain manifest (``chain_manifest(log).to_json()``): every
+    run of every tenant with its head and the manifest's digest; with ``--tenant`` only those
+    tenants' part of it is checked. A manifest whose digest does not match is refused (exit 2).
 
     Returns the exit code: 0 intact, 1 the chain is broken, 2 bad usage or unreadable input.
 
@@ -914,7 +1305,9 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
         "--tenant", action="append", metavar="ID", help="tenant to verify (repeatable)"
     )
     parser.add_argument("--table", default="harness_event_log", help="table name for DB URIs")
-    parser.add_argument("--heads", metavar="FILE", help="JSON file of anchored heads")
+    parser.add_argument(
+        "--heads", metavar="FILE", help="chain manifest JSON (chain_manifest(log).to_json())"
+    )
     parser.add_argument("--json", action="store_true", help="print a JSON report on stdout")
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
@@ -925,8 +1318,9 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
     try:
         heads = None
         if args.heads:
-            with open(args.heads, encoding="utf-8") as fh:
-                heads = _normalise_heads(json.load(fh))
+            heads = _read_manifest_file(args.heads)
+            if args.tenant:
+                heads = heads.for_tenants(args.tenant)
         malformed: list[pa.Table] = []
         table = _load_for_cli(args, malformed)
         problems = verify_chain(table, expected_heads=heads)
@@ -938,7 +1332,9 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
     except (ReplayKitError, OSError, TypeError, ValueError, ImportError) as exc:
         print(f"replaykit verify-chain: error: {exc}", file=sys.stderr)
         return 2
-    line, report = _summary(table, problems, 0 if heads is None else len(heads))
+    line, report = _summary(table, problems, 0 if heads is None else heads.n_runs)
+    if heads is not None:
+        report["manifest_digest"] = heads.digest
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         print(line, file=sys.stderr)

@@ -134,12 +134,22 @@ def _shown(title: str, shown: int, total: int, what: str) -> str:
     return title if shown >= total else f"{title} (showing {shown:,} of {total:,} {what})"
 
 
+#: x-axis title of every per-event figure: the event's 0-based position in its run.
+STEP_LABEL = "step (position in run)"
+
+
+def _esc(text: Any) -> str:
+    """Escape ``<``, ``>`` and ``&`` for plotly's HTML subset (never quotes: plotly does not
+    decode ``&quot;``, so a quote escaped here would show as the literal entity)."""
+    return html.escape(str(text), quote=False)
+
+
 def _hover(series: pd.Series) -> pd.Series:
     """Escaped, shortened hover text (log content is untrusted; plotly renders some HTML)."""
     s = series.astype("string").fillna("")
     long = s.str.len() > HOVER_TEXT
     s = s.where(~long, s.str.slice(0, HOVER_TEXT - 1) + "\u2026")
-    return s.map(html.escape, na_action="ignore").astype(object)
+    return s.map(_esc, na_action="ignore").astype(object)
 
 
 def _layout(fig: go.Figure, title: str, height: int | None, **kw: Any) -> go.Figure:
@@ -160,7 +170,8 @@ def _lane(table: pa.Table) -> pd.DataFrame:
     kind = df["kind"].astype("string").fillna("")
     tool = df["tool_name"].astype("string").fillna("")
     label = kind.where(tool == "", kind + " \u00b7 " + tool)
-    df["hover"] = ("seq " + df["seq"].astype("string").fillna("?") + " \u00b7 "
+    df["hover"] = ("step " + df["pos"].astype("string") + " \u00b7 seq "
+                   + df["seq"].astype("string").fillna("?") + " \u00b7 "
                    + _hover(label).astype(str) + "<br>" + _hover(df["text"]).astype(str))
     return df
 
@@ -235,6 +246,13 @@ def divergence_timeline(result: Any, *, max_points: int = MAX_POINTS,
             marker={"color": color, "symbol": symbol, "size": 11,
                     "line": {"width": np.where(changed, 2, 0).tolist(), "color": "#000"}},
             hovertext=part["hover"], hoverinfo="text"))
+    if (rep["status"] != "same").any():
+        # the outline drawn on replay markers that differ from the base, in the legend too
+        fig.add_trace(go.Scatter(
+            x=[None], y=[None], mode="markers", name="outlined: differs from the base",
+            legendgroup="outline", hoverinfo="skip",
+            marker={"color": "rgba(0,0,0,0)", "symbol": "circle", "size": 11,
+                    "line": {"width": 2, "color": "#000"}}))
     m = result.metrics
     step = int(m["first_divergence_step"])
     if step >= 0:
@@ -244,8 +262,8 @@ def divergence_timeline(result: Any, *, max_points: int = MAX_POINTS,
     default = (f"Replay {result.run_id}: {m['comparability']}, "
                f"{m['changed_descendants']} changed after the divergence")
     fig.update_yaxes(categoryorder="array", categoryarray=["replay", "base"])
-    fig.update_xaxes(title="step (position in run)", rangemode="tozero")
-    fig = _layout(fig, title or html.escape(default), height, legend_title="",
+    fig.update_xaxes(title=STEP_LABEL, rangemode="tozero")
+    fig = _layout(fig, title or _esc(default), height, legend_title="",
                   hovermode="closest")
     fig.update_layout(legend={"orientation": "h", "y": -0.35, "x": 0})
     return fig
@@ -303,16 +321,16 @@ def tool_sequences(data_frame: Any, runs: Sequence[str] | None = None, *,
     df = df[df["run_id"].isin(shown)]
     idx = df.groupby("run_id", sort=False).cumcount()
     # run ids are shown as category labels: plotly reads tags in them, so they are escaped
-    label = {r: html.escape(str(r)) for r in shown}
+    label = {r: _esc(str(r)) for r in shown}
     df = df.assign(call=idx.to_numpy(), tool=df["tool_name"].astype("string").fillna("?"),
                    run_label=df["run_id"].map(label))
     fig = go.Figure()
     for i, tool in enumerate(sorted(df["tool"].unique())):
         part = df[df["tool"] == tool]
         fig.add_trace(go.Scatter(
-            x=part["call"], y=part["run_label"], mode="markers", name=html.escape(str(tool)),
+            x=part["call"], y=part["run_label"], mode="markers", name=_esc(str(tool)),
             marker={"symbol": "square", "size": 12, "color": _color(i)},
-            hovertemplate=f"{html.escape(str(tool))}<br>call %{{x}} of run %{{y}}<extra></extra>"))
+            hovertemplate=f"{_esc(str(tool))}<br>call %{{x}} of run %{{y}}<extra></extra>"))
     fig.update_yaxes(categoryorder="array", categoryarray=[label[r] for r in reversed(shown)],
                      type="category",
                      title="run")
@@ -368,7 +386,7 @@ def tool_distance_heatmap(matrix: pd.DataFrame, *, cluster: bool = True,
     sub = matrix.iloc[keep, keep]
     d = sub.to_numpy(dtype=float)
     order = _spectral_order(d) if cluster else np.arange(len(d))
-    labels = [html.escape(str(r)) for r in sub.index[order]]
+    labels = [_esc(str(r)) for r in sub.index[order]]
     z = d[np.ix_(order, order)]
     small = len(labels) <= 30
     fig = go.Figure(go.Heatmap(
@@ -446,10 +464,10 @@ def fixture_dependence(results_or_frame: Any, *, max_runs: int = MAX_RUNS,
         ranked = ranked.sort_values(["n", "replay"], ascending=[False, True]).head(max_runs)
         counts = counts.loc[ranked["replay"]]
         total = total.loc[ranked["replay"]]
-    labels = [html.escape(str(r)) for r in counts.index]
+    labels = [_esc(str(r)) for r in counts.index]
     fig = go.Figure()
     for i, prov in enumerate(counts.columns):
-        fig.add_trace(go.Bar(x=labels, y=counts[prov].to_numpy(), name=html.escape(str(prov)),
+        fig.add_trace(go.Bar(x=labels, y=counts[prov].to_numpy(), name=_esc(str(prov)),
                              marker_color=_color(i)))
     sens = total.to_numpy() > 0
     fig.add_trace(go.Scatter(
@@ -457,10 +475,14 @@ def fixture_dependence(results_or_frame: Any, *, max_runs: int = MAX_RUNS,
         y=(total.to_numpy()[sens] + 0.3), mode="markers", name="sensitive to fixture",
         marker={"symbol": "triangle-down", "size": 12, "color": "#c62828"},
         hovertemplate="%{x}: sensitive to fixture<extra></extra>"))
-    fig.update_layout(barmode="stack")
+    fig.update_layout(barmode="stack", bargap=0.5)
+    if len(counts) <= 4:  # a few replays: slim bars, not one bar across the whole figure
+        fig.update_traces(width=0.3, selector={"type": "bar"})
     top = float(total.max()) if len(total) else 0.0
-    fig.update_yaxes(title="fixture-served calls", rangemode="tozero",
+    fig.update_yaxes(title="fixture-served calls", range=[0, top + 1],
                      dtick=1 if top <= 10 else None)
+    if height is None and len(counts) <= 4:
+        height = 320
     fig.update_xaxes(title="replay", type="category")
     return _layout(fig, title or _shown("Fixture dependence by provenance", len(counts),
                                         len(replays), "replays"), height,
@@ -507,7 +529,7 @@ def metric_distribution(compare_df: pd.DataFrame, metric: str, by: str | None = 
     stats["lo"], stats["hi"] = wb.min(), wb.max()
     fig = go.Figure()
     for i, (k, row) in enumerate(stats.iterrows()):  # one row per cohort, not per run
-        name = html.escape(str(k))
+        name = _esc(str(k))
         fig.add_trace(go.Box(
             name=name, x=[f"{name} (n={int(row['n']):,})"], q1=[row["q1"]],
             median=[row["median"]], q3=[row["q3"]],
@@ -516,7 +538,7 @@ def metric_distribution(compare_df: pd.DataFrame, metric: str, by: str | None = 
             hovertemplate=(f"{name} (n={int(row['n']):,})<br>median {row['median']:.4g}"
                            f"<br>mean {row['mean']:.4g}<extra></extra>")))
     if len(df) <= MAX_STRIP:  # few values: draw each one on its box (one extra trace)
-        xlab = {k: f"{html.escape(str(k))} (n={int(n):,})" for k, n in stats["n"].items()}
+        xlab = {k: f"{_esc(str(k))} (n={int(n):,})" for k, n in stats["n"].items()}
         fig.add_trace(go.Scatter(
             x=df["k"].map(xlab), y=df["v"], mode="markers", name="values",
             marker={"color": "rgba(0,0,0,0.5)", "size": 7, "symbol": "circle-open"},
@@ -559,7 +581,11 @@ _NOT_FIELDS = {"tenant_id", "run_id", "seq", "type", "kind", "state_hash", "even
 def state_timeline(states: Any, run_id: str, fields: Sequence[str] | None = None, *,
                    tenant_id: str | None = None, max_points: int = MAX_POINTS,
                    title: str | None = None, height: int | None = None) -> go.Figure:
-    """State fields of one run over seq: one panel per field, sharing the seq axis.
+    """State fields of one run over its steps: one panel per field, sharing the step axis.
+
+    x is the event's position in the run (``step``, as in :func:`divergence_timeline`); the
+    hover names both the step and the event's ``seq``. By default fields that never change in
+    the run are folded away (named in the title and in ``fig.layout.meta["folded"]``).
 
     Numeric fields (counters, sizes of keyed collections, token totals) are step lines (the
     value holds until the next event changes it); text fields (``last_tool``, ``last_finish``)
@@ -581,6 +607,12 @@ def state_timeline(states: Any, run_id: str, fields: Sequence[str] | None = None
                   and not c.endswith(("_added", "_removed", "_key"))
                   and (pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_string_dtype(df[c]))
                   and not pd.api.types.is_bool_dtype(df[c]) and df[c].notna().any()]
+        # panels with no variation are folded away: named in the title, not drawn
+        flat = [c for c in fields if df[c].nunique(dropna=False) <= 1]
+        if len(flat) < len(fields):
+            fields = [c for c in fields if c not in flat]
+    else:
+        flat = []
     fields = list(fields)
     _need(df, *fields, what="state_timeline fields")
     if not fields:
@@ -588,8 +620,9 @@ def state_timeline(states: Any, run_id: str, fields: Sequence[str] | None = None
     h = height or 140 + 130 * len(fields)
     gap = min(0.3 / max(len(fields) - 1, 1), 45 / h)  # ~45 px between panels for the titles
     fig = make_subplots(rows=len(fields), cols=1, shared_xaxes=True, vertical_spacing=gap,
-                        subplot_titles=[html.escape(f) for f in fields])
+                        subplot_titles=[_esc(f) for f in fields])
     seq = df["seq"].to_numpy()
+    pos = np.arange(len(df), dtype=np.int64)
     for i, f in enumerate(fields, start=1):
         col = df[f]
         numeric = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
@@ -605,15 +638,27 @@ def state_timeline(states: Any, run_id: str, fields: Sequence[str] | None = None
         if len(idx) > max_points:
             idx = idx[_sample(range(len(idx)), max_points)]
         if numeric:
-            fig.add_trace(go.Scatter(x=seq[idx], y=vals[idx], mode="lines", name=f,
+            fig.add_trace(go.Scatter(x=pos[idx], y=vals[idx], mode="lines", name=f,
+                                     customdata=seq[idx],
+                                     hovertemplate=f"{_esc(f)} %{{y}}<br>step %{{x}} \u00b7 "
+                                     "seq %{customdata}<extra></extra>",
                                      line={"shape": "hv", "color": _color(i - 1)}), row=i, col=1)
         else:
-            fig.add_trace(go.Scatter(x=seq[idx], y=[html.escape(v) for v in vals[idx]],
-                                     mode="markers", name=f,
+            fig.add_trace(go.Scatter(x=pos[idx], y=[_esc(v) for v in vals[idx]],
+                                     mode="markers", name=f, customdata=seq[idx],
+                                     hovertemplate=f"{_esc(f)} %{{y}}<br>step %{{x}} \u00b7 "
+                                     "seq %{customdata}<extra></extra>",
                                      marker={"color": _color(i - 1), "size": 8}), row=i, col=1)
             fig.update_yaxes(type="category", tickmode="linear", dtick=1, row=i, col=1)
-    fig.update_xaxes(title="seq", row=len(fields), col=1)
-    return _layout(fig, title or html.escape(f"State of {run_id}"), h, showlegend=False)
+    fig.update_xaxes(title=STEP_LABEL, row=len(fields), col=1)
+    default = f"State of {run_id}"
+    if flat:
+        default += " (constant, not drawn: " + ", ".join(
+            f"{c}={df[c].iloc[0]}" for c in flat[:6]) + (", \u2026" if len(flat) > 6 else "") \
+            + ")"
+    fig = _layout(fig, title or _esc(default), h, showlegend=False)
+    fig.layout.meta = {"folded": flat}
+    return fig
 
 
 # --------------------------------------------------------------------------- cohort trend
@@ -684,7 +729,7 @@ def cohort_trend(frame: pd.DataFrame, metric: str, period: str = "period", *,
     fig = go.Figure()
     for i, c in enumerate(cohorts):
         part = stats if c is None else stats[stats[by] == c]
-        name = metric if c is None else html.escape(str(c))
+        name = metric if c is None else _esc(str(c))
         color = _color(i)
         r, gg, b = (int(color[k:k + 2], 16) for k in (1, 3, 5))
         x = part[period].tolist()

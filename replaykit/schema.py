@@ -22,6 +22,8 @@ from .errors import SchemaError
 __all__ = [
     "COLUMN_DOCS",
     "EVENTS_SCHEMA",
+    "EXTENSION_COLUMNS",
+    "EXTENSION_DOCS",
     "KINDS",
     "QUARANTINE_SCHEMA",
     "empty_events",
@@ -115,6 +117,19 @@ COLUMN_DOCS: dict[str, str] = {
     "row_hash": "hash chain: this row's hash",
     "source": "'<format>:<path>' the row was loaded from",
     "source_line": "1-based line number in source; null when the source is not line-based",
+}
+
+#: Optional columns a table may carry after the canonical ones (any subset, in this order).
+#: Loaders never produce them; :func:`validate` accepts them; Parquet datasets and SQL tables
+#: store the canonical columns only (``ReplayResult.save`` keeps them).
+EXTENSION_COLUMNS: pa.Schema = pa.schema([pa.field("replay_origin", _DICT)])
+
+#: One-line documentation of every extension column.
+EXTENSION_DOCS: dict[str, str] = {
+    "replay_origin": "in ReplayResult.events only: where the replayed event came from -- "
+                     "copied (before the checkpoint), recorded, patched (an intervention "
+                     "edited it), fixture (fixture-served), executor (a live model or tool "
+                     "executor), blocked, synthetic (made by the replay)",
 }
 
 #: Rows that could not be loaded, each with its reason. ``loaded + quarantined == input rows``.
@@ -254,7 +269,8 @@ def sort_events(table: pa.Table) -> pa.Table:
 def validate(table: pa.Table) -> pa.Table:
     """Check that ``table`` is a canonical events table and return it unchanged.
 
-    Checks the column names, order and types, the non-null columns, that ``kind`` only holds
+    Checks the column names, order and types (the canonical columns, optionally followed by
+    :data:`EXTENSION_COLUMNS`), the non-null columns, that ``kind`` only holds
     values from :data:`KINDS`, and that ``seq`` strictly increases within each
     (tenant_id, run_id) with rows sorted by (tenant_id, run_id, seq).
 
@@ -264,9 +280,20 @@ def validate(table: pa.Table) -> pa.Table:
     problems: list[str] = []
     if not isinstance(table, pa.Table):
         raise SchemaError([f"expected a pyarrow.Table, got {type(table).__name__}"])
-    if table.schema.names != EVENTS_SCHEMA.names:
-        missing = [n for n in EVENTS_SCHEMA.names if n not in table.schema.names]
-        extra = [n for n in table.schema.names if n not in EVENTS_SCHEMA.names]
+    names = table.schema.names
+    n_canon = len(EVENTS_SCHEMA.names)
+    ext = names[n_canon:]
+    if names[:n_canon] == EVENTS_SCHEMA.names and ext and ext == [
+            e for e in EXTENSION_COLUMNS.names if e in ext]:
+        for name in ext:
+            got = table.schema.field(name).type
+            if got != EXTENSION_COLUMNS.field(name).type:
+                problems.append(f"column {name!r} has type {got}, expected "
+                                f"{EXTENSION_COLUMNS.field(name).type}")
+        names = names[:n_canon]
+    if names != EVENTS_SCHEMA.names:
+        missing = [n for n in EVENTS_SCHEMA.names if n not in names]
+        extra = [n for n in names if n not in EVENTS_SCHEMA.names]
         if missing:
             problems.append(f"missing columns: {missing}")
         if extra:
@@ -310,6 +337,13 @@ def validate(table: pa.Table) -> pa.Table:
     if problems:
         raise SchemaError(problems)
     return table
+
+
+def cast_events(table: pa.Table) -> pa.Table:
+    """``table`` cast to the canonical types, keeping its known extension columns (e.g. a
+    replay's ``events.parquet``, whose dictionary columns Parquet may have decoded)."""
+    fields = list(EVENTS_SCHEMA) + [f for f in EXTENSION_COLUMNS if f.name in table.schema.names]
+    return table.select([f.name for f in fields]).cast(pa.schema(fields))
 
 
 def quarantine_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:

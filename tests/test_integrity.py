@@ -21,6 +21,7 @@ from replaykit.integrity import (
     GENESIS,
     canonical_json,
     chain_heads,
+    chain_manifest,
     chain_proof,
     row_content,
     stamp_chain,
@@ -391,11 +392,12 @@ def test_verify_chain_command_exit_codes(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith(f"intact: {N_ROWS} events in 12 run(s)") and out.count("\n") == 1
 
-    heads_file = tmp_path / "heads.json"
-    heads_file.write_text(heads().to_json(orient="records"))
+    heads_file = tmp_path / "manifest.json"
+    heads_file.write_text(chain_manifest(chained()).to_json())
     assert verify_chain_command([str(good), "--heads", str(heads_file), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["intact"] is True and report["anchored_heads"] == 12
+    assert report["manifest_digest"] == chain_manifest(chained()).digest
 
     bad = tmp_path / "bad"
     _log(_set(plain_table(), "type", 7, "forged")).to_parquet(bad)

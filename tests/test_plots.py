@@ -88,7 +88,12 @@ def test_divergence_timeline_marks_first_divergence(replays):
     assert fig.layout.shapes[0].x0 == 3 and fig.layout.shapes[0].x1 == 3
     assert [t.name for t in fig.data] == ["base: same", "base: changed", "replay: copied",
                                           "replay: recorded", "replay: patched",
-                                          "replay: fixture"]
+                                          "replay: fixture", "outlined: differs from the base"]
+    # every marker style drawn is in the legend: the outline has its own legend entry
+    outlined = [t for t in fig.data if t.legendgroup == "replay"
+                and max(t.marker.line.width) > 0]
+    assert outlined and _trace(fig, "outlined: differs from the base").showlegend is not False
+    assert fig.layout.xaxis.title.text == plots.STEP_LABEL
     assert list(_trace(fig, "base: changed").x) == [3, 9, 10]
     assert list(_trace(fig, "replay: fixture").x) == [10]
     assert list(_trace(fig, "replay: copied").x) == [0, 1, 2]
@@ -108,10 +113,22 @@ def test_divergence_timeline_without_divergence_has_no_marker(replays):
 
 
 def test_hover_text_is_escaped():
-    out = plots._hover(pd.Series(["<script>alert(1)</script>", None, "x" * 500]))
+    out = plots._hover(pd.Series(["<script>alert(1)</script>", None, "x" * 500,
+                                  'say "hi" & \'bye\''], dtype=object))
     assert out[0] == "&lt;script&gt;alert(1)&lt;/script&gt;"
     assert out[1] == ""
     assert len(out[2]) == plots.HOVER_TEXT and out[2].endswith("\u2026")
+    # quotes stay quotes: plotly does not decode &quot; (it would show literally)
+    assert out[3] == 'say "hi" &amp; \'bye\''
+
+
+def test_divergence_timeline_hover_has_no_quote_entities(replays):
+    _, done, _ = replays
+    fig = plots.divergence_timeline(done)
+    hovers = [h for t in fig.data if t.hovertext is not None for h in t.hovertext]
+    assert any('"' in h for h in hovers)  # the payload text holds quotes ...
+    assert not any("&quot;" in h or "&#x27;" in h for h in hovers)  # ... shown as quotes
+    assert all(h.startswith("step ") and " \u00b7 seq " in h for h in hovers)
 
 
 # --------------------------------------------------------------------------- tool sequences
@@ -201,6 +218,11 @@ def test_fixture_dependence_from_results(replays):
     sens = _trace(fig, "sensitive to fixture")
     assert list(sens.x) == [bars.x[1]]
     assert fig.layout.barmode == "stack"
+    # a few replays: slim bars and headroom above the tallest (not one bar filling the chart)
+    assert bars.width == 0.3
+    assert list(fig.layout.yaxis.range) == [0, 2]
+    one = plots.fixture_dependence([done])
+    assert _trace(one, "analyst").width == 0.3 and one.layout.height == 320
 
 
 def test_fixture_dependence_from_frame_caps_replays():
@@ -271,9 +293,13 @@ def test_state_timeline_matches_steps_df(pleach_states):
     steps = steps[(steps["run_id"] == first["run_id"]) & (steps["tenant_id"] == first["tenant_id"])]
     tc = fig.data[0]
     assert tc.line.shape == "hv"
-    # change points only, and each point's value is the frame's value at that seq
-    by_seq = dict(zip(steps["seq"], steps["tool_calls"], strict=True))
-    assert all(by_seq[int(x)] == y for x, y in zip(tc.x, tc.y, strict=True))
+    # change points only, x is the step (position in the run), each point's value is the
+    # frame's value at that step; the hover names the event's seq
+    by_step = dict(enumerate(steps["tool_calls"]))
+    assert all(by_step[int(x)] == y for x, y in zip(tc.x, tc.y, strict=True))
+    seqs = steps["seq"].tolist()
+    assert [int(s) for s in tc.customdata] == [seqs[int(x)] for x in tc.x]
+    assert fig.layout.xaxis2.title.text == plots.STEP_LABEL
     assert tc.y[-1] == steps["tool_calls"].iloc[-1]
     assert sorted(set(tc.y)) == sorted(set(steps["tool_calls"]))
     assert fig.data[1].mode == "markers"
@@ -291,6 +317,14 @@ def test_state_timeline_default_fields_and_tenant_rule(pleach_states):
     assert not any(n.endswith(("_added", "_removed")) for n in names)
     with pytest.raises(KeyError):
         plots.state_timeline(sf, first["run_id"], ["nope"], tenant_id=first["tenant_id"])
+    # panels with no variation are folded away and named in the title
+    steps = sf.steps_df()
+    steps = steps[(steps["run_id"] == first["run_id"]) & (steps["tenant_id"] == first["tenant_id"])]
+    flat = list(fig.layout.meta["folded"])
+    assert flat and all(steps[c].nunique(dropna=False) == 1 for c in flat)
+    assert not set(flat) & set(names)
+    assert all(steps[n].nunique(dropna=False) > 1 for n in names)
+    assert all(c in fig.layout.title.text for c in flat[:6])
 
 
 def test_state_timeline_thins_long_runs():

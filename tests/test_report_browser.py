@@ -54,6 +54,18 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
+def cohort_frame() -> tuple[Any, Any]:
+    """A three-semester generated log whose last semester aborts and errors more: a compare
+    frame of the last two semesters (some intervals exclude zero) and its Cohorts."""
+    from replaykit.datasets import generate_cohorts
+
+    cd = generate_cohorts(runs=360, events_per_run=20,
+                          semesters=("2025-spring", "2025-fall", "2026-spring"),
+                          error_rate=(0.05, 0.06, 0.14), abort_rate=(0.02, 0.03, 0.12), seed=3)
+    cs = rk.cohorts(cd.log, by="semester")
+    return cs.compare("2025-fall", "2026-spring", n_boot=400), cs
+
+
 class Opened:
     def __init__(self, page: Any, console: list[tuple[str, str]], requests: list[str]) -> None:
         self.page, self.console, self.requests = page, console, requests

@@ -22,7 +22,7 @@ COMPARE_COLUMNS = (
     "base_tool_calls", "replay_tool_calls", "first_divergence_step", "changed_descendants",
     "tool_sequence_distance", "tool_sequence_distance_norm", "tool_signature_distance",
     "tool_argument_changed", "fixture_dependency_count", "sensitive_to_fixture",
-    "same_terminal", "comparability",
+    "same_terminal", "comparability", "stamps_changed",
 )
 
 _CODE_BASE = 0xE000  # code points from here up avoid surrogates; room for ~1.1M symbols
@@ -128,7 +128,9 @@ def compare(base_log: EventLog, replay_log: EventLog, pairs: pd.DataFrame | None
     Columns (:data:`COMPARE_COLUMNS`; definitions in docs/metrics.md): first_divergence_step,
     changed_descendants, tool_sequence_distance (+ ``_norm``), tool_signature_distance (over
     (tool, args hash)), tool_argument_changed, fixture_dependency_count, sensitive_to_fixture,
-    same_terminal, comparability.
+    same_terminal, comparability, stamps_changed (the reproducibility-stamp fields recorded
+    on both runs whose values differ, comma-separated; ``""`` when none: see
+    :func:`replaykit.stamps.stamps_df`).
 
     ``engine="dask"`` (optional ``client=``) computes the same frame partition by partition
     from Parquet dataset paths, EventLogs or dask.dataframes whose partitions hold whole runs
@@ -274,6 +276,7 @@ def compare(base_log: EventLog, replay_log: EventLog, pairs: pd.DataFrame | None
         "tool_signature_distance": sdist, "tool_argument_changed": arg_changed,
         "fixture_dependency_count": fixtures, "sensitive_to_fixture": fixtures > 0,
         "same_terminal": same_terminal, "comparability": comp,
+        "stamps_changed": _stamps_changed(base_log, replay_log, P),
     })
     ints = ["base_events", "replay_events", "base_tool_calls", "replay_tool_calls",
             "first_divergence_step", "changed_descendants", "tool_sequence_distance",
@@ -284,7 +287,23 @@ def compare(base_log: EventLog, replay_log: EventLog, pairs: pd.DataFrame | None
                                                     "base_run_id": "string",
                                                     "replay_run_id": "string",
                                                     "status": "string",
-                                                    "comparability": "string"})
+                                                    "comparability": "string",
+                                                    "stamps_changed": "string"})
+
+
+def _stamps_changed(base_log: Any, replay_log: Any, pairs: pd.DataFrame) -> np.ndarray:
+    """Per pair: stamp fields recorded on both runs with different values (see stamps.py)."""
+    from ..stamps import run_stamps, stamps_changed, stamps_df
+
+    if not len(pairs):
+        return np.zeros(0, dtype=object)
+
+    def side(log: Any, ids: pd.Series) -> pd.DataFrame:
+        lg = log if isinstance(log, EventLog) else EventLog(_table(log), sort=False)
+        return run_stamps(stamps_df(lg.filter(run_ids=sorted(set(ids.astype(str))))))
+
+    return stamps_changed(side(base_log, pairs["base_run_id"]),
+                          side(replay_log, pairs["replay_run_id"]), pairs)
 
 
 def tool_distance_matrix(log: EventLog, runs: Sequence[str] | None = None, *,

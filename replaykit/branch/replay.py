@@ -15,10 +15,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .._json import args_hash, canonical_json
-from ..errors import ReplayError
+from ..errors import ReplayCacheMissError, ReplayError
 from ..eventlog import EventLog, to_pandas
+from ..fold.cache import CACHE_MODES
 from ..io.isplay import MODEL_POLICIES, TOOL_POLICIES
-from ..schema import EVENTS_SCHEMA, events_table
+from ..schema import EVENTS_SCHEMA, EXTENSION_COLUMNS, cast_events, events_table
 from .branch import Branch
 from .fixtures import FixtureRegistry
 from .patches import PATCH_RECORD_KEY, apply_operations, apply_tool_args_patch
@@ -183,8 +184,11 @@ class ReplayResult:
     :meth:`requirements_df`, then :meth:`resume`) or ``"failed"`` (``error`` says why).
     ``events`` is an :class:`~replaykit.EventLog` holding one run, ``run_id`` =
     ``"<base run>~<branch id>"`` with ``parent_run_id`` = the base run; events copied from
-    before the checkpoint have ``inherited=True``. :meth:`annotations_df` says where each
-    replayed event came from.
+    before the checkpoint have ``inherited=True``. Its table carries one column after the
+    canonical ones, ``replay_origin`` (copied / recorded / patched / fixture / executor /
+    blocked / synthetic: where each event came from; see
+    :data:`replaykit.schema.EXTENSION_COLUMNS`), so the origin stays with ``result.events``;
+    :meth:`annotations_df` also gives each event's base seq.
 
     Example:
         >>> res = rk.replay(branch, fixtures="data/isplay/fixtures.json")  # doctest: +SKIP
@@ -197,7 +201,9 @@ class ReplayResult:
                  requirements: list[dict[str, Any]], effects: list[dict[str, Any]],
                  probes: list[dict[str, Any]], annotations: list[dict[str, Any]],
                  error: str | None, replay_id: str, base: EventLog,
-                 executors: tuple[Any, Any] = (None, None)) -> None:
+                 executors: tuple[Any, Any] = (None, None),
+                 cache: tuple[Any, str] = (None, "cross-mode-readable"),
+                 cache_lookups: list[dict[str, Any]] | None = None) -> None:
         self.branch = branch
         self.status = status
         self.events = events
@@ -212,6 +218,9 @@ class ReplayResult:
         self.replay_id = replay_id
         self.base = base
         self._executors = executors
+        self._cache = cache
+        self.cache_mode = cache[1]
+        self.cache_lookups = list(cache_lookups or [])
         self._metrics: dict[str, Any] | None = None
         self._diff: pd.DataFrame | None = None
 
@@ -235,6 +244,14 @@ class ReplayResult:
         (copied / recorded / patched / fixture / executor / blocked / synthetic)."""
         return pd.DataFrame(self.annotations, columns=["seq", "base_seq", "origin"]).astype(
             {"seq": "Int64", "base_seq": "Int64", "origin": "string"})
+
+    def cache_lookups_df(self) -> pd.DataFrame:
+        """One row per cache read of the replay (see ``cache=`` of :func:`replay`): seq (in
+        the replayed run), base_seq, cache_key, hit, via (``cache`` / ``live``)."""
+        cols = ["seq", "base_seq", "cache_key", "hit", "via"]
+        return pd.DataFrame(self.cache_lookups, columns=cols).astype(
+            {"seq": "Int64", "base_seq": "Int64", "cache_key": "string", "hit": "boolean",
+             "via": "string"})
 
     def requirements_df(self) -> pd.DataFrame:
         """One row per fixture requirement: requirement_id, tool_name, args (JSON text),
@@ -275,42 +292,62 @@ class ReplayResult:
         return self._diff.copy()
 
     def _compute_diff(self) -> pd.DataFrame:
-        import difflib
-
+        from .._align import align, expand
         from .compare import event_signatures
 
         base = self.base.run(self.branch.run_id, tenant_id=self.branch.tenant_id) \
             if self.branch is not None else self.base
         b = base.table
         r = self.events.table
-        sb = event_signatures(b).tolist()
-        sr = event_signatures(r).tolist()
-        kb = _str(b.column("kind")).to_pylist()
-        kr = _str(r.column("kind")).to_pylist()
-        tb = _str(b.column("tool_name")).to_pylist()
-        tr = _str(r.column("tool_name")).to_pylist()
-        qb = b.column("seq").to_pylist()
-        qr = r.column("seq").to_pylist()
-        rows: list[tuple[Any, ...]] = []
-        sm = difflib.SequenceMatcher(a=sb, b=sr, autojunk=False)
-        for tag, i1, i2, j1, j2 in sm.get_opcodes():  # one run: per-event API
-            if tag == "equal":
-                rows += [("same", qb[i], qr[j], kb[i], kr[j], tb[i], tr[j])
-                         for i, j in zip(range(i1, i2), range(j1, j2), strict=True)]
-                continue
-            pairs = min(i2 - i1, j2 - j1) if tag == "replace" else 0
-            for d in range(pairs):
-                i, j = i1 + d, j1 + d
-                rows.append(("changed", qb[i], qr[j], kb[i], kr[j], tb[i], tr[j]))
-            for i in range(i1 + pairs, i2):
-                rows.append(("removed", qb[i], None, kb[i], None, tb[i], None))
-            for j in range(j1 + pairs, j2):
-                rows.append(("added", None, qr[j], None, kr[j], None, tr[j]))
-        df = pd.DataFrame(rows, columns=["status", "base_seq", "replay_seq", "base_kind",
-                                         "replay_kind", "base_tool", "replay_tool"])
+        # Near-linear alignment (replaykit._align), then column-wise takes: no per-event loop.
+        status, i, j = expand(align(event_signatures(b), event_signatures(r)))
+
+        def side(t: pa.Table, idx: np.ndarray, col: str) -> pa.Array:
+            arr = _str(t.column(col)) if col != "seq" else t.column(col).combine_chunks()
+            taken = arr.take(pa.array(np.where(idx >= 0, idx, 0), type=pa.int64()))
+            return pc.if_else(pa.array(idx >= 0), taken, pa.scalar(None, taken.type))
+
+        cols = {"status": pa.array(status, type=pa.string())}
+        for name, col in (("seq", "seq"), ("kind", "kind"), ("tool", "tool_name")):
+            cols[f"base_{name}"] = side(b, i, col)
+            cols[f"replay_{name}"] = side(r, j, col)
+        order = ["status", "base_seq", "replay_seq", "base_kind", "replay_kind",
+                 "base_tool", "replay_tool"]
+        df = pa.table({k: cols[k] for k in order}).to_pandas()
         return df.astype({"base_seq": "Int64", "replay_seq": "Int64", "status": "string",
                           "base_kind": "string", "replay_kind": "string",
                           "base_tool": "string", "replay_tool": "string"})
+
+    def changes_df(self) -> pd.DataFrame:
+        """Values, not flags: one row per changed JSON path of every changed event (path,
+        before, after, where the replayed value came from); see
+        :func:`replaykit.branch.findings.changes_df`.
+
+        Example:
+            >>> done.changes_df().query("key")[["tool_name", "label", "before", "after"]]
+            ... # doctest: +SKIP
+        """
+        from .findings import changes_df
+
+        return changes_df(self)
+
+    def summary(self) -> Any:
+        """The computed findings: outcome (with the key changed values and where they came
+        from), strength of evidence, the caveats the policies imply, open requirements.
+
+        Returns a :class:`~replaykit.branch.findings.Summary`: ``.text`` (plain text),
+        ``.to_frame()`` (one row per sentence, with the report section holding its evidence),
+        ``.values`` (the changed values named). The same sentences open ``rk.report.rca``.
+        Rules: docs/report.md.
+
+        Example:
+            >>> print(done.summary().text)  # doctest: +SKIP
+            Outcome:
+              - The replay first diverges from the recording at step 3 ...
+        """
+        from .findings import summarize
+
+        return summarize(self)
 
     # ------------------------------------------------------------------ metrics
     @property
@@ -350,7 +387,8 @@ class ReplayResult:
                               "branch and call rk.replay", run_id=None, tenant_id=None)
         return replay(self.branch, model_policy=self.model_policy, tool_policy=self.tool_policy,
                       fixtures=self.fixtures.merge(fixtures), model_executor=self._executors[0],
-                      tool_executor=self._executors[1], replay_id=self.replay_id)
+                      tool_executor=self._executors[1], replay_id=self.replay_id,
+                      cache=self._cache[0], cache_mode=self._cache[1])
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write ``events.parquet`` plus ``manifest.json`` (status, policies, branch,
@@ -385,7 +423,7 @@ class ReplayResult:
         """
         p = Path(path)
         m = json.loads((p / "manifest.json").read_text(encoding="utf-8"))
-        events = EventLog(pq.read_table(p / "events.parquet").cast(EVENTS_SCHEMA))
+        events = EventLog(cast_events(pq.read_table(p / "events.parquet")))
         base = EventLog(pq.read_table(p / "base.parquet").cast(EVENTS_SCHEMA))
         from .fixtures import Fixture
 
@@ -498,6 +536,8 @@ def replay(
     tool_executor: ToolExecutor | None = None,
     replay_id: str | None = None,
     probe_runs: int = 2,
+    cache: Any = None,
+    cache_mode: str = "cross-mode-readable",
 ) -> ReplayResult:
     """Re-drive ``branch``'s base run from its checkpoint under explicit policies.
 
@@ -530,6 +570,13 @@ def replay(
         model_executor / tool_executor: callables for the live and probe policies.
         replay_id: id used for replay-scoped fixtures (default: derived from the branch).
         probe_runs: executor calls per model call under ``determinism-probe``.
+        cache / cache_mode: a provider cache (``get(key)``, e.g. :class:`~replaykit.InMemoryCache`)
+            read for every re-served event after the checkpoint that carries a ``cache_key``
+            (origin ``recorded`` or ``patched``), under the read modes of
+            :func:`replaykit.open_replay`: ``cross-mode-readable`` (default) -- a miss raises
+            :class:`~replaykit.ReplayCacheMissError`; ``strict-mode`` -- any read raises;
+            ``best-effort`` -- a miss goes on (``via="live"``). Every read is listed in
+            :meth:`ReplayResult.cache_lookups_df`. ``cache=None`` replays from the log alone.
 
     Returns:
         A :class:`ReplayResult` (``completed``, ``paused`` or ``failed``).
@@ -538,6 +585,8 @@ def replay(
         ValueError: an unknown policy name.
         ReplayError: a live or probe policy without its executor (fail fast, nothing runs);
             the branch's run or checkpoint does not exist.
+        ReplayCacheMissError: a cache read fails under ``cache_mode`` (``key``, ``mode`` and
+            ``seq`` -- the base run's seq of the event -- name it).
 
     Example:
         >>> res = rk.replay(branch, model_policy="recorded-only",
@@ -552,6 +601,8 @@ def replay(
         raise ValueError(f"model_policy must be one of {MODEL_POLICIES}, got {mp!r}")
     if tp not in TOOL_POLICIES:
         raise ValueError(f"tool_policy must be one of {TOOL_POLICIES}, got {tp!r}")
+    if cache_mode not in CACHE_MODES:
+        raise ValueError(f"cache_mode must be one of {CACHE_MODES}, got {cache_mode!r}")
     if mp in LIVE_MODEL_POLICIES and model_executor is None:
         raise ReplayError(f"model policy {mp!r} needs a model_executor callable; pass one or "
                           "use 'recorded-only'", run_id=branch.run_id, tenant_id=branch.tenant_id)
@@ -586,7 +637,25 @@ def replay(
     probes: list[dict[str, Any]] = []
     status, error = "completed", None
 
+    lookups: list[dict[str, Any]] = []
+
+    def read_cache(row: dict[str, Any], base_seq: int | None) -> None:
+        """The cache read of one re-served keyed event, under the locked read mode."""
+        key = row["cache_key"]
+        at = base_seq if base_seq is not None else len(out)
+        if cache_mode == "strict-mode":
+            raise ReplayCacheMissError(run_id=branch.run_id, tenant_id=branch.tenant_id,
+                                       key=key, mode=cache_mode, seq=at)
+        hit = cache.get(key) is not None
+        if not hit and cache_mode == "cross-mode-readable":
+            raise ReplayCacheMissError(run_id=branch.run_id, tenant_id=branch.tenant_id,
+                                       key=key, mode=cache_mode, seq=at)
+        lookups.append({"seq": len(out), "base_seq": base_seq, "cache_key": key, "hit": hit,
+                        "via": "cache" if hit else "live"})
+
     def emit(row: dict[str, Any], origin: str, base_seq: int | None) -> None:
+        if cache is not None and origin in ("recorded", "patched") and row.get("cache_key"):
+            read_cache(row, base_seq)
         r = dict(row)
         r["run_id"] = new_run
         r["parent_run_id"] = branch.run_id
@@ -848,6 +917,10 @@ def replay(
     cols = {c: [r.get(c) for r in out] for c in EVENTS_SCHEMA.names}
     cols["source"] = [s if s is not None else f"replay:{rid}" for s in cols["source"]]
     table = events_table({k: v for k, v in cols.items()})
+    # each event's origin travels with the events (schema.EXTENSION_COLUMNS)
+    origin = pa.array([a["origin"] for a in ann], pa.string()).dictionary_encode()
+    table = table.append_column(EXTENSION_COLUMNS.field("replay_origin"),
+                                origin.cast(EXTENSION_COLUMNS.field("replay_origin").type))
     runs = base.runs
     if runs.num_rows:
         runs = runs.set_column(runs.schema.get_field_index("run_id"), "run_id",
@@ -859,7 +932,8 @@ def replay(
                         tool_policy=tp, fixtures=registry, requirements=requirements,
                         effects=effects, probes=probes, annotations=ann, error=error,
                         replay_id=rid, base=branch.base,
-                        executors=(model_executor, tool_executor))
+                        executors=(model_executor, tool_executor),
+                        cache=(cache, cache_mode), cache_lookups=lookups)
 
 
 _ = to_pandas  # re-exported helpers stay importable from one place

@@ -122,6 +122,7 @@ def generate_cohorts(
     error_rate: float | Sequence[float] = 0.05,
     abort_rate: float | Sequence[float] = 0.03,
     cache_eviction: float | Sequence[float] = 0.1,
+    model: str | Sequence[str | None] | None = None,
     seed: int = 0,
 ) -> CohortData:
     """A multi-semester, multi-tenant log with controllable drift; deterministic by ``seed``.
@@ -136,7 +137,9 @@ def generate_cohorts(
     * ``error_rate``: probability that a tool result is an error;
     * ``abort_rate``: probability that a run is cut off inside its last turn (no
       ``turn.completed``);
-    * ``cache_eviction``: share of the semester's cache keys missing from the returned cache.
+    * ``cache_eviction``: share of the semester's cache keys missing from the returned cache;
+    * ``model``: the model every run of the semester requests (None: each run picks one of
+      three at random), e.g. ``[None, "gpt-5.1"]`` for a model drift.
 
     Every ``model.completed`` carries a ``cacheKey`` (and a third of the tool results). With
     ``path``, the log is written to ``<path>/events.parquet`` (read it back with
@@ -257,7 +260,11 @@ def generate_cohorts(
     in_tok = np.where(is_done, rng.integers(500, 40_000, N), 0)
     out_tok = np.where(is_done, rng.integers(10, 2_000, N), 0)
     finish = np.where(is_done, np.where(final, "stop", "tool-calls"), np.array(None, object))
-    model = _MODELS[rng.integers(0, len(_MODELS), R)][e_run]
+    run_model = _MODELS[rng.integers(0, len(_MODELS), R)].astype(object)
+    if model is not None:
+        fixed = np.array(_per_semester(model, ns, "model"), dtype=object)[sem]
+        run_model = np.where(pd.isna(fixed), run_model, fixed)
+    model_e = run_model[e_run]
     # cache keys: every model.completed, a third of the tool results
     key_tr = (role == 5) & (rng.random(N) < 1 / 3)
     has_key = is_done | key_tr
@@ -285,7 +292,7 @@ def generate_cohorts(
     msg_id = _join("msg.", run_col, ".t", _num(turn_no))
     err_s = pc.if_else(pa.array(is_error), pa.scalar("true"), pa.scalar("false"))
     fin_s = pa.array(finish, pa.string())
-    model_s = pa.array(model, pa.string())
+    model_s = pa.array(model_e, pa.string())
     fin0 = pc.fill_null(fin_s, "")
     tool0 = pc.fill_null(tool_s, "")
     text0 = pc.fill_null(text, "")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from ..errors import ReplayCacheMissError, ReplayError, ReplayUnknownEventError
 from ..eventlog import EventLog
-from ._frozen import FrozenDict
+from ._frozen import FrozenDict, freeze
 from .cache import CACHE_MODES, CacheLookup, CacheMode
 from .frame import StateFrame, _require_tenant, fold
 from .projection import agent
@@ -73,12 +73,13 @@ class ReplayHandle:
         projections: Any,
         cache: Any,
         cache_mode: CacheMode,
+        from_state: Mapping[str, Any] | None = None,
     ) -> None:
         self.run_id = run_id
         self.tenant_id = tenant_id
         self.from_seq = from_seq
         self.up_to_seq = up_to_seq
-        self.cache_mode = cache_mode
+        self._cache_mode = cache_mode
         self._cache = cache
         self._projections = projections
         self._reducer = ScalarReducer(projections)
@@ -97,13 +98,41 @@ class ReplayHandle:
         self._rows: list[dict[str, Any]] = []
         self._rows_from = 0
         self._frame: StateFrame | None = None
-        self._acc = self._reducer.zero()
+        self._from_state = from_state is not None
+        if from_state is not None:
+            want = [f.name for f in self._reducer.fields]
+            missing = [n for n in want if n not in from_state]
+            if missing:
+                raise ValueError(
+                    f"from_state lacks the fields {missing} of the projections; pass a state "
+                    "folded with the same projections (rk.fold(log, projections).at(...))")
+            self._acc = self._reducer.load(freeze({n: from_state[n] for n in want}))
+        else:
+            self._acc = self._reducer.zero()
         self._zero = self._reducer.snapshot(self._acc)
         self._state = self._zero
         self._pos = 0
         self._closed = False
 
     # ------------------------------------------------------------------ observation
+    @property
+    def cache_mode(self) -> CacheMode:
+        """The cache read mode, fixed when the handle opens (part of :attr:`identity`)."""
+        return self._cache_mode
+
+    @cache_mode.setter
+    def cache_mode(self, value: object) -> None:
+        raise AttributeError(
+            f"cache_mode is locked when the handle opens (it is {self._cache_mode!r}); a "
+            "mid-replay switch would make the divergence signal incoherent. Open a new handle "
+            f"with rk.open_replay(..., cache_mode={value!r})")
+
+    @property
+    def identity(self) -> tuple[str, str, int | None, int | None, str]:
+        """What the handle replays and how: (tenant_id, run_id, from_seq, up_to_seq,
+        cache_mode). Two handles with equal identities walk the same states."""
+        return (self.tenant_id, self.run_id, self.from_seq, self.up_to_seq, self._cache_mode)
+
     @property
     def state(self) -> FrozenDict:
         """The current state (the frozen zero state before the first step)."""
@@ -206,6 +235,16 @@ class ReplayHandle:
         """
         self._check_open()
         i = 0 if seq is None else int(np.searchsorted(self._seqs, seq, side="right"))
+        if self._from_state:
+            # rooted at a saved state: re-fold from that state (the fold engine starts at
+            # zero), row by row -- deterministic and independent of the cursor
+            acc = self._reducer.load(self._zero)
+            for k in range(i):
+                self._reducer.apply(acc, dict(self._row(k)))
+            self._acc = acc
+            self._state = self._reducer.snapshot(acc)
+            self._pos = i
+            return self._state
         if self._frame is None:
             assert self._table is not None
             self._frame = fold(self._table, self._projections, state_hash=False)  # states only
@@ -272,6 +311,7 @@ def open_replay(
     projections: Any = None,
     cache: Any = None,
     cache_mode: CacheMode = "cross-mode-readable",
+    from_state: Any = None,
 ) -> ReplayHandle:
     """Open a replay handle over one run of one tenant.
 
@@ -286,6 +326,13 @@ def open_replay(
             replays from the log alone.
         cache_mode: ``"cross-mode-readable"`` (default; a miss raises), ``"strict-mode"``
             (any read raises) or ``"best-effort"`` (a miss continues, ``via="live"``).
+            Locked for the handle's life: assigning ``h.cache_mode`` raises AttributeError.
+        from_state: start from a saved state instead of zero (snapshot-rooted replay): the
+            state after event ``from_seq``, as a mapping (``StateFrame.at(...)``,
+            ``h.state``), its JSON text (``replaykit.fold.state_json``), or a row of
+            ``StateFrame.final()`` / ``steps_df()`` with ``run_id``, ``seq`` and ``state``
+            (its ``seq`` is the ``from_seq``). Stepping on gives, at every later event, the
+            same state as the full fold of the run (docs/fold.md).
 
     Example:
         >>> with rk.open_replay(log, "chat-1", tenant_id="acme") as h:  # doctest: +SKIP
@@ -294,7 +341,8 @@ def open_replay(
 
     Raises:
         TypeError: ``tenant_id`` or ``run_id`` is None or empty.
-        ValueError: unknown ``cache_mode``.
+        ValueError: unknown ``cache_mode``; ``from_state`` without a seq, with a seq other
+            than ``from_seq``, not valid JSON, or lacking a field of the projections.
         ReplayError: the tenant does not own such a run (no other tenant's rows are read).
     """
     _require_tenant(tenant_id)
@@ -302,6 +350,9 @@ def open_replay(
         raise TypeError(f"run_id is required (a non-empty string), got {run_id!r}")
     if cache_mode not in CACHE_MODES:
         raise ValueError(f"cache_mode must be one of {CACHE_MODES}, got {cache_mode!r}")
+    state = None
+    if from_state is not None:
+        state, from_seq = _root_state(from_state, from_seq, run_id)
     return ReplayHandle(
         log,
         run_id,
@@ -311,4 +362,36 @@ def open_replay(
         projections=agent() if projections is None else projections,
         cache=cache,
         cache_mode=cache_mode,
+        from_state=state,
     )
+
+
+def _root_state(obj: Any, from_seq: int | None, run_id: str
+                ) -> tuple[Mapping[str, Any], int]:
+    """(state, seq) of a ``from_state`` argument (see :func:`open_replay`)."""
+    from .._json import JSONDecodeError, loads
+
+    seq = from_seq
+    if isinstance(obj, (str, bytes)):
+        try:
+            obj = loads(obj)
+        except (*JSONDecodeError, ValueError) as exc:  # type: ignore[misc]
+            raise ValueError(f"from_state is not valid JSON: {exc}") from None
+    if hasattr(obj, "to_dict") and not isinstance(obj, Mapping):  # a pandas row
+        obj = obj.to_dict()
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"from_state must be a state mapping, its JSON text or a StateFrame "
+                         f"row, got {type(obj).__name__}")
+    if {"run_id", "seq", "state"} <= set(obj):  # a StateFrame row
+        if str(obj["run_id"]) != run_id:
+            raise ValueError(f"from_state is a row of run {obj['run_id']!r}, not {run_id!r}")
+        row_seq = int(obj["seq"])
+        if seq is not None and seq != row_seq:
+            raise ValueError(f"from_state is the state after seq {row_seq}, but from_seq="
+                             f"{seq}; drop from_seq or pass the matching row")
+        seq, obj = row_seq, obj["state"]
+        if isinstance(obj, (str, bytes)):
+            obj = loads(obj)
+    if seq is None:
+        raise ValueError("from_state needs from_seq: the seq of the event the state is after")
+    return obj, int(seq)

@@ -14,7 +14,8 @@ from typing import Any
 from ..errors import FormatDetectionError
 from ..eventlog import EventLog, concat
 from . import inspect, isplay, otel, pleach, toh
-from ._common import expand_paths
+from ..schema import empty_events
+from ._common import Quarantine, expand_paths
 from .inspect import read_inspect
 from .isplay import read_isplay
 from .otel import read_otel
@@ -82,9 +83,13 @@ def read_events(
 
     >>> log = read_events("data/", tenant_id="demo")  # doctest: +SKIP
 
+    With ``errors="quarantine"``, a file that matches no format (empty, binary, another
+    format) becomes one quarantine row (reason ``unknown_format``, the formats tried and why
+    each rejected it) and the other files load.
+
     Raises:
-        FormatDetectionError: a file matches no format (says which formats were tried and why
-            each was rejected).
+        FormatDetectionError: (``errors="raise"``) a file matches no format (says which
+            formats were tried and why each was rejected).
         ValueError: ``format`` is not ``"auto"`` or a name in :data:`FORMATS`.
     """
     if format != "auto":
@@ -102,15 +107,21 @@ def read_events(
         logs = [read_parquet(p, tenant_id=tenant) for p in datasets]
         return concat([*logs, read_events(rest, **kwargs)] if rest else logs)
     files = expand_paths(path, patterns=_PATTERNS)
+    quarantine = Quarantine(kwargs.get("errors", "raise"))
     by_format: dict[str, list[Path]] = {}
     for f in files:
         if any(getattr(m, "is_side_file", lambda _p: False)(f) for m in FORMATS.values()):
             continue
-        by_format.setdefault(detect_format(f), []).append(f)
+        try:
+            by_format.setdefault(detect_format(f), []).append(f)
+        except FormatDetectionError as exc:  # raised under "raise"; one row under quarantine
+            quarantine.bad(exc)
     logs = [
         getattr(FORMATS[name], f"read_{name}")(paths, **_kwargs_for(name, kwargs))
         for name, paths in by_format.items()
     ]
+    if len(quarantine):
+        logs.append(EventLog(empty_events(), quarantine=quarantine.table()))
     return concat(logs)
 
 

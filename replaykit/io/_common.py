@@ -15,15 +15,35 @@ from ..errors import LoadError
 from ..schema import quarantine_table
 
 __all__ = [
+    "EPOCH_MS_MAX",
+    "EPOCH_MS_MIN",
+    "INT64_MAX",
+    "INT64_MIN",
     "ErrorPolicy",
     "Progress",
     "Quarantine",
     "expand_paths",
     "iter_lines",
     "require_tenant",
+    "unexpected_input",
 ]
 
 ErrorPolicy = Literal["raise", "quarantine"]
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: epoch milliseconds accepted as event times: years 1 to 9999 (what a timestamp[us] holds and
+#: Python's datetime can show); outside it a time is an error, never an overflowed value.
+EPOCH_MS_MIN, EPOCH_MS_MAX = -62_135_596_800_000, 253_402_300_799_999
+
+
+def is_int64(v: object) -> bool:
+    """True for a Python int (not a bool) that fits a signed 64-bit column."""
+    return type(v) is int and INT64_MIN <= v <= INT64_MAX
+
+
+def is_epoch_ms(v: object) -> bool:
+    """True for an int or float epoch-milliseconds value within years 1..9999."""
+    return type(v) in (int, float) and EPOCH_MS_MIN <= v <= EPOCH_MS_MAX  # type: ignore[operator]
 
 
 def require_tenant(tenant_id: object, *, fmt: str) -> str:
@@ -38,6 +58,28 @@ def require_tenant(tenant_id: object, *, fmt: str) -> str:
             f"e.g. read_{fmt}(path, tenant_id='acme'); got {tenant_id!r}"
         )
     return tenant_id
+
+
+#: what a last-resort guard converts: errors of Python and Arrow that bad input can still cause
+#: in code that has no specific check for it (every known case has one, with its own reason)
+UNEXPECTED = (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError,
+              RecursionError, pa.ArrowException)  # fmt: skip
+
+
+def unexpected_input(exc: BaseException, sources: Iterable[str]) -> LoadError:
+    """A LoadError (reason ``unexpected_input``) for an error no specific check caught.
+
+    Used only as a narrow final guard around a loader's assembly step, in addition to the
+    specific checks, so that a caller still gets a ``ReplayKitError`` naming the files.
+    """
+    names = sorted(set(sources))
+    where = names[0] if len(names) == 1 else f"{names[0]} (and {len(names) - 1} more files)"
+    return LoadError(
+        source=where if names else "(no file)", line=None, reason="unexpected_input",
+        detail=f"could not be loaded: {type(exc).__name__}: {str(exc)[:300]}",
+        fix="This input hits a case replaykit does not check yet; please report it with the "
+            "file. Loading the files one by one shows which one it is.",
+    )
 
 
 def check_errors_arg(errors: object) -> ErrorPolicy:

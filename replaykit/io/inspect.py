@@ -300,7 +300,11 @@ def read_inspect(
             spec = log.eval
             head = {"format": FORMAT, "task": spec.task, "task_id": spec.task_id,
                     "eval_id": spec.eval_id, "eval_run_id": spec.run_id, "model": spec.model,
-                    "status": log.status, "log": str(f)}
+                    "status": log.status, "log": str(f),
+                    # reproducibility stamps (replaykit.stamps): versions and sampling config
+                    "packages": dict(getattr(spec, "packages", None) or {}),
+                    "generate_config": _dump(spec.model_generate_config)
+                    if getattr(spec, "model_generate_config", None) is not None else None}
             for sample in log.samples:
                 run_id = f"{spec.eval_id}:{sample.id}:{sample.epoch}"
                 srows, attrs = _sample_rows(sample, run_id, src)

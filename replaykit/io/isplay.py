@@ -30,7 +30,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._json import JSONDecodeError, args_hash, canonical_json, loads, payload_fields
+from .._json import (
+    MAX_DEPTH,
+    JSONDecodeError,
+    JSONTooDeep,
+    args_hash,
+    canonical_json,
+    loads,
+    payload_fields,
+)
 from ..errors import LoadError
 from ..eventlog import RUNS_SCHEMA, EventLog, to_pandas
 from ..schema import empty_events, events_table
@@ -142,6 +150,7 @@ _FIX = {
     "bad_json": "Fix the JSON syntax (the position is in the message) or pass "
     'errors="quarantine" to skip this document.',
     "bad_utf8": "Re-export the file as UTF-8.",
+    "too_deep": f"Flatten the JSON: at most {MAX_DEPTH} levels of nesting are accepted.",
     "not_object": "Each run document and each event must be a JSON object.",
     "bad_format": f'Set "format": "{RUN_FORMAT}" at the top of each run document.',
     "side_file": "Read branch files with read_isplay_branch() and fixture files with "
@@ -248,7 +257,15 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-_DEC = json.JSONDecoder(parse_constant=_reject_constant)
+def _finite_float(text: str) -> float:
+    x = float(text)
+    if x in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text} is too large for a double")
+    return x
+
+
+_DEC = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+_INT64_MAX = 2**63 - 1
 scanstring = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
@@ -378,6 +395,14 @@ _TYPE_WORDS = {str: "a string", int: "an integer", bool: "true or false", dict: 
                list: "an array"}
 
 
+def _raw_text(v: Any) -> str:
+    """JSON text of a rejected value for its quarantine row (never fails on deep values)."""
+    try:
+        return canonical_json(v)
+    except (JSONTooDeep, TypeError, ValueError):
+        return json.dumps(v, default=str)
+
+
 def _json_type(v: Any) -> str:
     if v is None:
         return "null"
@@ -399,14 +424,16 @@ def _check_types(ev: dict[str, Any]) -> tuple[str, str, str] | None:
         if not isinstance(value, want) or (want is int and isinstance(value, bool)):
             return key, "bad_type", f"must be {_TYPE_WORDS[want]}, got {_json_type(value)}"  # type: ignore[index]
         checked: Any = value
-        if key in ("seq", "turn", "step") and checked < 0:
-            return key, "bad_seq" if key == "seq" else "bad_value", f"must be >= 0, got {value}"
+        if key in ("seq", "turn", "step") and not 0 <= checked <= _INT64_MAX:
+            return (key, "bad_seq" if key == "seq" else "bad_value",
+                    f"must be >= 0 and fit in 64 bits, got {value}")
         if key == "usage":
             for sub in ("inputTokens", "outputTokens"):
                 v = checked.get(sub)
-                if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                if v is not None and (not isinstance(v, int) or isinstance(v, bool)
+                                      or not 0 <= v <= _INT64_MAX):
                     return (f"usage.{sub}", "bad_type",
-                            f"must be an integer >= 0, got {_json_type(v)}")
+                            f"must be an integer >= 0 that fits in 64 bits, got {_json_type(v)}")
     return None
 
 
@@ -513,17 +540,21 @@ def _document(
     if created is not None and not isinstance(created, str):
         return doc_error("bad_type", f"must be an ISO-8601 string, got {_json_type(created)}",
                          "run.createdAt")
+    attrs = {k: v for k, v in run.items() if k not in ("runId", "parentRunId", "createdAt")}
+    other = {k: v for k, v in top.items() if k not in ("format", "run")}
+    if other:
+        attrs["documentFields"] = other
+    try:
+        attrs_json = canonical_json(attrs)
+    except JSONTooDeep as exc:
+        return doc_error("too_deep", f"is not accepted: {exc}", "run")
     seen_runs[run_id] = f"{src}:{doc_line}"
     d = len(acc.run_ids)
     acc.run_ids.append(run_id)
     acc.parent_ids.append(parent)
     acc.sources.append(src)
     acc.created.append(created)
-    attrs = {k: v for k, v in run.items() if k not in ("runId", "parentRunId", "createdAt")}
-    other = {k: v for k, v in top.items() if k not in ("format", "run")}
-    if other:
-        attrs["documentFields"] = other
-    acc.attrs.append(canonical_json(attrs))
+    acc.attrs.append(attrs_json)
 
     events = arrays.get("events", [])
     ev_lines = lines["events"] if isinstance(lines, dict) else None
@@ -536,14 +567,16 @@ def _document(
                 LoadError(source=src, line=line, field=path, reason="not_object",
                           detail=f"must be a JSON object, got {_json_type(ev)}",
                           fix=_FIX["not_object"]),
-                canonical_json(ev),
+                _raw_text(ev),
             )
             continue
         bad = _check_types(ev)
         if bad is None:
             try:
                 payload = canonical_json(ev)
-            except (TypeError, ValueError) as exc:  # e.g. an integer beyond 64 bits
+            except JSONTooDeep as exc:
+                bad = ("", "too_deep", f"is not accepted: {exc}")
+            except (TypeError, ValueError) as exc:
                 bad = ("", "bad_value", f"cannot be stored as JSON: {exc}")
         if bad is not None:
             fld, reason, detail = bad
@@ -634,6 +667,9 @@ def _read_file(path: Path, acc: _Runs, seen: dict[str, str], quarantine: Quarant
         return file_error("bad_json", "is empty (expected one run document)", 1)
     try:
         top, arrays = _walk_document(text)
+    except RecursionError:
+        return file_error("too_deep", f"is nested too deep (at most {MAX_DEPTH} levels are "
+                          "accepted)", 1)
     except (_Syntax, ValueError):
         err_line, msg, syntax = _json_error(text)
         if syntax:
@@ -936,7 +972,7 @@ def _checkpoints(acc: _Runs, tenant: str, loaded: pa.Table, quarantine: Quaranti
             rows["checkpoint_id"].append(cp["checkpointId"])
             rows["event_id"].append(cp["eventId"])
             rows["label"].append(cp.get("label"))
-            rows["raw"].append(canonical_json(cp))
+            rows["raw"].append(_raw_text(cp))
     cp_t = pa.table(
         {
             "d": pa.array(rows["d"], pa.int64()),

@@ -32,7 +32,16 @@ from .._json import JSONDecodeError, args_hash, canonical_json, loads
 from ..errors import LoadError
 from ..eventlog import RUNS_SCHEMA, EventLog
 from ..schema import empty_events, events_table
-from ._common import ErrorPolicy, Progress, Quarantine, expand_paths, iter_lines, require_tenant
+from ._common import (
+    UNEXPECTED,
+    ErrorPolicy,
+    Progress,
+    Quarantine,
+    expand_paths,
+    iter_lines,
+    require_tenant,
+    unexpected_input,
+)
 
 _BAD_JSON: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError)
 
@@ -94,7 +103,7 @@ def _any_value(v: Any) -> Any:
             return v[key]
     for key in ("intValue", "int_value"):
         if key in v:
-            return int(v[key])
+            return _int64(v[key], "intValue")
     for key in ("doubleValue", "double_value"):
         if key in v:
             return float(v[key])
@@ -111,6 +120,22 @@ def _any_value(v: Any) -> Any:
         if key in v:
             return v[key]
     return None
+
+
+def _int64(value: Any, what: str) -> int:
+    """An OTLP int64 (a number or its decimal text); ValueError when it is not one."""
+    n = int(value)  # ValueError/TypeError for text that is no integer
+    if not -(2**63) <= n < 2**63 or (isinstance(value, float) and n != value):
+        raise ValueError(f"{what} must be a 64-bit integer, got {value!r}")
+    return n
+
+
+def _nanos(value: Any) -> int:
+    """Unix nanoseconds (0 when absent); ValueError beyond what a 64-bit time can hold."""
+    n = _int64(value or 0, "a time in unix nanoseconds")
+    if n < 0:
+        raise ValueError(f"times in unix nanoseconds must be >= 0, got {value!r}")
+    return n
 
 
 def _attributes(items: Any) -> dict[str, Any]:
@@ -156,12 +181,12 @@ def _span_record(span: dict[str, Any], resource: dict[str, Any], scope: dict[str
     if trace is None or sid is None:
         raise ValueError("traceId and spanId are required")
     parent = _hex_id(span.get("parentSpanId", span.get("parent_span_id")), 8)
-    start = int(span.get("startTimeUnixNano", span.get("start_time_unix_nano")) or 0)
-    end = int(span.get("endTimeUnixNano", span.get("end_time_unix_nano")) or 0) or start
+    start = _nanos(span.get("startTimeUnixNano", span.get("start_time_unix_nano")))
+    end = _nanos(span.get("endTimeUnixNano", span.get("end_time_unix_nano"))) or start
     attrs = _attributes(span.get("attributes", []))
     kind = span.get("kind", 0)
     events = [{"name": e.get("name"),
-               "timeUnixNano": int(e.get("timeUnixNano", e.get("time_unix_nano")) or 0),
+               "timeUnixNano": _nanos(e.get("timeUnixNano", e.get("time_unix_nano"))),
                "attributes": _attributes(e.get("attributes", []))}
               for e in span.get("events", []) or []]
     status = span.get("status") or {}
@@ -331,7 +356,7 @@ def read_otel(
                     continue
                 try:
                     spans = list(_spans_of(doc))
-                except (ValueError, AttributeError, TypeError) as exc:
+                except (ValueError, AttributeError, TypeError, KeyError) as exc:
                     quarantine.bad(LoadError(source=str(f), line=line, field="resourceSpans",
                                              reason="bad_document", detail=str(exc),
                                              fix="Write an ExportTraceServiceRequest: "
@@ -346,7 +371,10 @@ def read_otel(
                             detail=str(exc), fix="Each span needs traceId, spanId, times and "
                             "attributes as OTLP/JSON {key, value} pairs."),
                             canonical_json(span) if isinstance(span, dict) else str(span))
-    return _build(recs, tenant, quarantine)
+    try:
+        return _build(recs, tenant, quarantine)
+    except UNEXPECTED as exc:  # last-resort guard (see unexpected_input); not a real check
+        raise unexpected_input(exc, (src for _, src, _ in recs)) from exc
 
 
 def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,

@@ -34,6 +34,7 @@ load (mimalloc's eager return of freed pages to the OS made page faults the larg
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import threading
@@ -54,9 +55,20 @@ from .._json import JSONDecodeError, args_hash, canonical_json, loads
 from ..errors import LoadError
 from ..eventlog import RUNS_SCHEMA, EventLog
 from ..schema import EVENTS_SCHEMA, events_table
-from ._common import ErrorPolicy, Progress, Quarantine, check_errors_arg, expand_paths
+from ._common import (
+    EPOCH_MS_MAX,
+    EPOCH_MS_MIN,
+    ErrorPolicy,
+    Progress,
+    Quarantine,
+    check_errors_arg,
+    expand_paths,
+)
 
-__all__ = ["FORMAT", "EVENT_KINDS", "events_from_arrow", "read_pleach", "sniff"]
+__all__ = [
+    "DERIVED_COLUMNS", "EVENT_KINDS", "FORMAT", "derive_columns", "events_from_arrow",
+    "read_pleach", "sniff",
+]
 
 FORMAT = "pleach"
 
@@ -139,7 +151,10 @@ def sniff(path: Path) -> str | None:
         if p.suffix == ".parquet":
             import pyarrow.parquet as pq
 
-            names = set(pq.read_schema(p).names)
+            try:
+                names = set(pq.read_schema(p).names)
+            except pa.ArrowException as exc:
+                return f"not a readable Parquet file ({exc})"
             missing = [c for c in _REQUIRED_COLUMNS if c not in names]
             return f"Parquet columns {missing} are missing" if missing else None
         with open(p, "rb") as fh:
@@ -284,7 +299,7 @@ def _read_pleach(
             counts = _Counts()
             before = len(quarantine)
             if f.suffix == ".parquet":
-                file_parts = list(_read_parquet(f, source, quarantine, tenants, counts))
+                file_parts = _read_parquet_file(f, source, quarantine, tenants, counts)
                 bar.update(f.stat().st_size)
             else:
                 file_parts = list(_read_jsonl(f, source, quarantine, tenants, counts, bar))
@@ -381,6 +396,10 @@ def _prepare_block(block: bytes | bytearray) -> _Block:
     ends[cr] -= 1
     lineno = np.arange(len(nl), dtype=np.int64)
     nonblank = ends > starts
+    # a line of only whitespace is blank too (checked one by one: such lines are rare)
+    for i in np.flatnonzero(nonblank & _BLANK[b[np.minimum(starts, max(len(b) - 1, 0))]]):
+        if not bytes(block[starts[i]:ends[i]]).strip():
+            nonblank[i] = False
     if not nonblank.all():
         # a line of only spaces/tabs is blank too
         starts, ends, lineno = starts[nonblank], ends[nonblank], lineno[nonblank]
@@ -476,6 +495,11 @@ _PAYLOAD_KEY = np.frombuffer(b'"payload":', dtype=np.uint8)
 
 _WS = np.zeros(256, dtype=bool)
 _WS[[9, 10, 13, 32]] = True
+#: bytes that bytes.strip() removes: a line starting with one may be blank
+_BLANK = np.zeros(256, dtype=bool)
+_BLANK[[9, 10, 11, 12, 13, 32]] = True
+#: a NaN/Infinity literal in value position: Arrow's JSON reader accepts them, JSON does not
+_NONFINITE = re.compile(rb"[:,\[]\s*-?(?:NaN|Infinity)")
 
 #: stands in for each payload object in the envelope parse (an object with no such member)
 _PLACEHOLDER = ("payload", pa.struct([("__replaykit_placeholder", pa.int8())]))
@@ -567,6 +591,8 @@ def _fast_block(
     # bare `null`, so anything else goes to the robust path.)
     if not (b[starts] == ord("{")).all():
         raise _FastPathFailed("a line does not start with '{'")
+    if (b"NaN" in block or b"Infinity" in block) and _NONFINITE.search(block):
+        raise _FastPathFailed("a line may hold a NaN/Infinity literal (not JSON)")
     buf = pa.py_buffer(block)
     # UTF-8 (Arrow's JSON reader does not check bytes of fields it skips)
     offs = np.append(starts, ends[-1]).astype(np.int64)
@@ -721,7 +747,7 @@ def _robust_block(
     try:
         return _fast_block(joined, jb, st, nl, lines_no, threads=True)
     except _FastPathFailed:
-        return _part_from_objects(objs, lines_no)
+        return _part_from_objects(objs, lines_no, good_lines)
 
 
 def _is_utf8_error(raw: bytes) -> bool:
@@ -783,13 +809,62 @@ def _typed_from_objects(payloads: list[dict[str, Any]]) -> pa.Table:
     return pa.table(cols, schema=_TYPED)
 
 
-def _part_from_objects(objs: list[dict[str, Any]], line: np.ndarray) -> _Part:
+_JSON_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def _member_text(text: str, key: str) -> str | None:
+    """The exact source text of the value of top-level member ``key`` of a JSON object.
+
+    ``text`` must be a valid JSON object (the caller decoded it already). The members are
+    walked with the standard library's scanner, so the value's text is cut out exactly as
+    the source spells it (whitespace, key order, number spelling kept); the last member
+    wins when the key repeats, as in the decoded object. None when there is no such member.
+    """
+    ws = _JSON_WS.match
+    i = ws(text, 0).end()
+    if text[i : i + 1] != "{":
+        return None
+    i = ws(text, i + 1).end()
+    found = None
+    if text[i : i + 1] == "}":
+        return None
+    while text[i : i + 1] == '"':
+        k, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+        i = ws(text, i).end()
+        if text[i : i + 1] != ":":
+            return None
+        i = ws(text, i + 1).end()
+        _, end = _DECODER.raw_decode(text, i)
+        if k == key:
+            found = text[i:end]
+        i = ws(text, end).end()
+        if text[i : i + 1] == "}":
+            return found
+        if text[i : i + 1] != ",":
+            return None
+        i = ws(text, i + 1).end()
+    return None
+
+
+def _part_from_objects(objs: list[dict[str, Any]], line: np.ndarray,
+                       raw_lines: list[bytes]) -> _Part:
+    """A part built from decoded rows (when no column-wise parse can read the block).
+
+    ``payload`` is still the payload's source text, exactly as in the line (the hashed form
+    does not depend on which path read the block; docs/integrity.md).
+    """
     env = pa.table(
         {name: pa.array([o.get(name) for o in objs], type=typ) for name, typ in _ENVELOPE_FIELDS}
     )
     ts = [o.get("created_at") for o in objs]
     created = pa.array([None if v is None else str(v) for v in ts], type=_STR)
-    payload = pa.array([canonical_json(o["payload"]) for o in objs], type=pa.large_string())
+    texts = [_member_text(raw.decode("utf-8"), "payload") for raw in raw_lines]
+    payload = pa.array(
+        [canonical_json(o["payload"]) if t is None else t for o, t in zip(objs, texts,
+                                                                          strict=True)],
+        type=pa.large_string(),
+    )
     typed = _typed_from_objects([o["payload"] for o in objs])
     return _Part(env=env, created_at=created, payload=payload, typed=typed, line=line)
 
@@ -902,8 +977,12 @@ def _parse_created(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
             values = pc.assume_timezone(values, "UTC")
         return values.cast(target), np.zeros(n, dtype=bool)
     if pa.types.is_integer(values.type):
+        out_of_range = pc.or_(pc.less(values, EPOCH_MS_MIN), pc.greater(values, EPOCH_MS_MAX))
+        bad = np.asarray(pc.fill_null(out_of_range, False))
+        if bad.any():  # beyond years 1..9999: bad_timestamp, never an overflowed time
+            values = pc.if_else(pa.array(bad), pa.scalar(None, values.type), values)
         us = pc.multiply_checked(values.cast(pa.int64()), 1000)
-        return us.cast(target), np.zeros(n, dtype=bool)
+        return us.cast(target), bad
     values = values.cast(_STR)
     try:
         return values.cast(target), np.zeros(n, dtype=bool)
@@ -919,7 +998,11 @@ def _parse_created(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
             continue
         try:
             if _EPOCH_MS.match(v):
-                out[i] = _dt.datetime.fromtimestamp(int(v) / 1000, tz=_dt.UTC)
+                ms = int(v)
+                if not EPOCH_MS_MIN <= ms <= EPOCH_MS_MAX:
+                    raise ValueError("epoch milliseconds beyond years 1..9999")
+                out[i] = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC) + _dt.timedelta(
+                    milliseconds=ms)
             else:
                 d = _dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
                 out[i] = d if d.tzinfo else d.replace(tzinfo=_dt.UTC)
@@ -929,6 +1012,38 @@ def _parse_created(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
 
 
 # ----------------------------------------------------------------------------- Parquet
+def _read_parquet_file(
+    path: Path,
+    source: str,
+    quarantine: Quarantine,
+    tenants: frozenset[str] | None,
+    counts: _Counts,
+) -> list[_Part]:
+    """A Parquet file's parts; a file that cannot be read as an export is rejected whole.
+
+    A rejected file (not Parquet, damaged, or the wrong columns/types) is one bad row: it
+    raises :class:`LoadError` under ``errors="raise"``; under quarantine it is one quarantine
+    row (``line`` null) and counts as one input row, and loading goes on.
+    """
+    before = len(quarantine.rows)
+    try:
+        return list(_read_parquet(path, source, quarantine, tenants, counts))
+    except LoadError as exc:
+        if exc.line is not None:  # a row error under errors="raise"
+            raise
+        err = exc
+    except (pa.ArrowException, OSError) as exc:
+        err = LoadError(
+            source=source, line=None, reason="bad_parquet",
+            detail=f"is not a readable Parquet file ({exc})",
+            fix="Re-export the file, or remove it from the input (errors=\"quarantine\" skips it).",
+        )
+    del quarantine.rows[before:]
+    counts.input_rows, counts.filtered_out = 1, 0
+    quarantine.bad(err)
+    return []
+
+
 def _read_parquet(
     path: Path,
     source: str,
@@ -993,6 +1108,16 @@ def _part_from_arrow(
         else pa.nulls(n, _STR)
     )
     pcol = t.column("payload").combine_chunks()
+    for name, col_type, ok in (
+        ("payload", pcol.type, _payload_type_ok), ("created_at", created.type, _created_type_ok),
+    ):
+        if not ok(col_type):
+            raise LoadError(
+                source=source, line=None, reason="bad_type", field=name,
+                detail=f"column has type {col_type}, which replaykit cannot read",
+                fix="payload: JSON text (or a struct/map); created_at: ISO-8601 text, epoch "
+                    "milliseconds or a timestamp.",
+            )
     if pa.types.is_struct(pcol.type) or pa.types.is_map(pcol.type):
         payload = pa.array(
             [None if v is None else canonical_json(_map_to_dict(v)) for v in
@@ -1069,6 +1194,16 @@ def events_from_arrow(
             parts.append((source, part))
     out, _ = _finish(parts, quarantine)
     return EventLog(out, runs=_runs_table(out), quarantine=quarantine.table())
+
+
+def _payload_type_ok(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_struct(t)
+            or pa.types.is_map(t) or pa.types.is_null(t))  # fmt: skip
+
+
+def _created_type_ok(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
+            or pa.types.is_timestamp(t) or pa.types.is_null(t))  # fmt: skip
 
 
 def _map_to_dict(v: Any) -> Any:
@@ -1426,6 +1561,80 @@ def _canonical_columns(
         "output_tokens": out_tok,
         "_child": pick(is_type("subagent.spawned"), col("child_chat_id")),
     }
+
+
+#: The canonical columns read_pleach derives from ``type`` + ``payload`` (and the run):
+#: what :func:`derive_columns` re-derives and ``verify_chain`` compares.
+DERIVED_COLUMNS: tuple[str, ...] = (
+    "parent_run_id", "kind", "turn", "step", "event_id", "ref_id", "tool_name", "args_hash",
+    "cache_key", "is_error", "finish", "input_tokens", "output_tokens", "chunk_type", "text",
+    "inherited",
+)
+
+
+def _typed_payloads(payload: pa.Array) -> pa.Table:
+    """The typed payload fields of payload texts, read exactly as the loader reads them.
+
+    One Arrow parse when every text is a JSON object Arrow can read with the typed schema;
+    otherwise the texts are decoded one by one (:func:`_typed_from_objects`: a field of
+    another JSON type is null, as Arrow's typed parse would have refused it). A text that
+    is not a JSON object (possible only in a tampered table) reads as ``{}``.
+    """
+    ok = pc.all(pc.fill_null(pc.starts_with(pc.utf8_ltrim_whitespace(payload), "{"), False))
+    if ok.as_py() is not False:
+        if pc.any(pc.match_substring(payload, "\n")).as_py():
+            payload = pc.replace_substring(payload, "\n", " ")  # whitespace: one line each
+        typed = _parse_payloads(payload, threads=True)
+        if typed is not None:
+            return typed
+    objs: list[dict[str, Any]] = []
+    for text in payload.to_pylist():  # only for tables Arrow cannot read column-wise
+        try:
+            obj = loads(text) if text is not None else None
+        except JSONDecodeError:
+            obj = None
+        objs.append(obj if isinstance(obj, dict) else {})
+    return _typed_from_objects(objs)
+
+
+def derive_columns(table: pa.Table) -> dict[str, pa.Array]:
+    """The :data:`DERIVED_COLUMNS` that read_pleach would give the rows of ``table``.
+
+    ``table`` is a canonical events table (or any table with ``tenant_id``, ``run_id``,
+    ``type`` and ``payload``) sorted by (tenant_id, run_id, seq). The derivation is the
+    loader's own code (:func:`_slim`, :func:`_canonical_columns`, :func:`_fill_derived`),
+    column-wise, so a verifier can check stored derived columns against the hashed
+    content (``replaykit.verify_chain``). ``turn`` is carried forward within each run and
+    ``parent_run_id`` comes from ``subagent.spawned`` rows of the same tenant in ``table``.
+
+    >>> log = read_pleach("data/pleach/harness_event_log.jsonl")  # doctest: +SKIP
+    >>> derive_columns(log.table)["tool_name"].equals(log.table.column("tool_name"))
+    True
+    """
+    n = table.num_rows
+
+    def plain(name: str) -> pa.Array:
+        col = table.column(name)
+        arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        return arr.cast(arr.type.value_type) if pa.types.is_dictionary(arr.type) else arr
+
+    etype = pc.fill_null(plain("type").cast(_STR), "")
+    payload = plain("payload").cast(pa.large_string())
+    env = pa.table({"event_type": etype})
+    part = _slim(_Part(env=env, created_at=pa.nulls(n, _STR), payload=payload,
+                       typed=_typed_payloads(payload), line=np.zeros(n, dtype=np.int64)))
+    cols = {**_type_and_kind(etype), **{c: part.typed.column(c) for c in part.typed.column_names}}
+    cols["text"] = part.text
+    child = cols.pop("_child")
+    cols.pop("type")
+    cols["tenant_id"] = plain("tenant_id")
+    cols["run_id"] = plain("run_id")
+    cols["seq"] = np.zeros(n, dtype=np.int64)
+    cols["payload"] = pa.nulls(n, pa.large_string()).fill_null("")
+    cols["type"] = etype
+    cols["source"] = pa.nulls(n, _STR).fill_null("")
+    derived = _fill_derived(events_table(cols, sort=False), child)
+    return {name: derived.column(name).combine_chunks() for name in DERIVED_COLUMNS}
 
 
 def _segments(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:

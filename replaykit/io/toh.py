@@ -16,6 +16,7 @@ operations over all files at once.
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import re
 import warnings
@@ -27,11 +28,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._json import HAVE_ORJSON, JSONDecodeError, args_hash, canonical_json, loads
+from .._json import HAVE_ORJSON, JSONDecodeError, JSONTooDeep, args_hash, canonical_json, loads
 from ..errors import LoadError
 from ..eventlog import RUNS_SCHEMA, EventLog
 from ..schema import EVENTS_SCHEMA
-from ._common import ErrorPolicy, Progress, Quarantine, expand_paths, require_tenant
+from ._common import (
+    ErrorPolicy,
+    Progress,
+    Quarantine,
+    expand_paths,
+    is_epoch_ms,
+    is_int64,
+    require_tenant,
+)
 
 __all__ = ["FORMAT", "OrphanRunWarning", "is_side_file", "read_toh", "sniff"]
 
@@ -179,6 +188,10 @@ def _int_or_none(v: Any) -> int | None:
     return v if type(v) is int and _INT32[0] <= v <= _INT32[1] else None
 
 
+def _tokens_ok(v: Any) -> bool:
+    return v is None or is_int64(v)
+
+
 def _str_or_none(v: Any) -> str | None:
     return v if type(v) is str else None
 
@@ -187,7 +200,10 @@ if HAVE_ORJSON:
     import orjson as _orjson
 
     def _dump(obj: Any) -> bytes | str:
-        return _orjson.dumps(obj, option=_orjson.OPT_SORT_KEYS)
+        try:
+            return _orjson.dumps(obj, option=_orjson.OPT_SORT_KEYS)
+        except TypeError:  # an integer beyond 64 bits: written with every digit
+            return canonical_json(obj).encode("utf-8")
 
 else:  # pragma: no cover
     _dump = canonical_json
@@ -318,7 +334,9 @@ class _FileCtx:
                          fix=fix)  # fmt: skip
 
 
-def _bad_json(raw: bytes) -> tuple[str, str]:
+def _bad_json(raw: bytes, exc: Exception) -> tuple[str, str]:
+    if isinstance(exc, JSONTooDeep):
+        return "too_deep", f"is not accepted: {exc}"
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -343,13 +361,13 @@ def _check_header(ctx: _FileCtx, obj: Any, lineno: int) -> LoadError | None:
     if ps is not None and not isinstance(ps, str):
         return ctx.err(lineno, "bad_header", f"must be a string, got {ps!r}", field="parentSession")
     sl = obj.get("seedLength")
-    if sl is not None and (type(sl) is not int or sl < 0):
+    if sl is not None and (not is_int64(sl) or sl < 0):
         return ctx.err(lineno, "bad_header", f"must be an integer >= 0, got {sl!r}",
                        field="seedLength")
     ca = obj.get("createdAt")
-    if ca is not None and (type(ca) not in (int, float)):
-        return ctx.err(lineno, "bad_header", f"must be epoch milliseconds, got {ca!r}",
-                       field="createdAt")
+    if ca is not None and not is_epoch_ms(ca):
+        return ctx.err(lineno, "bad_header", "must be epoch milliseconds (years 1 to 9999), "
+                       f"got {ca!r}", field="createdAt")
     return None
 
 
@@ -374,6 +392,8 @@ def _packed_problem(obj: dict, t: str) -> tuple[str, str] | None:
     dt = data["dt"]
     if type(dt) is not list or (dt and not set(map(type, dt)) <= {int}):
         return "data.dt", "must be an array of integer gaps (milliseconds)"
+    if dt and not (is_int64(min(dt)) and is_int64(max(dt))):
+        return "data.dt", "gaps must fit in 64 bits"
     if len(dt) != len(members) - 1:
         return "data.dt", (f"must have len({key}) - 1 = {len(members) - 1} entries, "
                            f"got {len(dt)}")
@@ -388,6 +408,15 @@ def _packed_problem(obj: dict, t: str) -> tuple[str, str] | None:
         v = obj.get(f)
         if v is not None and (type(v) is not int or (f == "seq0" and v < 0)):
             return f, "must be an integer" + (" >= 0" if f == "seq0" else "") + f", got {v!r}"
+    seq0 = obj.get("seq0")
+    if seq0 is not None and not is_int64(seq0 + len(members) - 1):
+        return "seq0", f"seq0 + members - 1 must fit in 64 bits, got seq0={seq0!r}"
+    time0 = obj.get("time0")
+    if time0 is not None:
+        if not is_epoch_ms(time0):
+            return "time0", f"must be epoch milliseconds (years 1 to 9999), got {time0!r}"
+        if dt and not all(map(is_epoch_ms, itertools.accumulate(dt, initial=time0))):
+            return "data.dt", "member times time0 + sum(gaps) must stay within years 1 to 9999"
     return None
 
 
@@ -414,11 +443,11 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
                 continue
             try:
                 obj = loads(raw)  # a trailing newline is insignificant whitespace
-            except JSONDecodeError:
+            except JSONDecodeError as exc:
                 raw = raw.rstrip(b"\r\n")
                 if not raw.strip():
                     continue  # blank lines are skipped (line numbers stay exact)
-                reason, detail = _bad_json(raw)
+                reason, detail = _bad_json(raw, exc)
                 err = ctx.err(lineno, reason, detail)
                 if header_line is None:
                     headless_reason = f"its session header (line {lineno}) {detail}"
@@ -459,18 +488,24 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
                 _add_packed(acc, fi, lineno, t, obj)
                 continue
             seq = obj.get("seq")
-            if seq is not None and (type(seq) is not int or seq < 0):
+            if seq is not None and (not is_int64(seq) or seq < 0):
                 acc.phantoms.append((fi, lineno, 1))
                 q.bad(ctx.err(lineno, "bad_seq", f"must be an integer >= 0, got {seq!r}",
                               field="seq"), raw.rstrip(b"\r\n"))
                 continue
             tm = obj.get("time")
-            if tm is not None and type(tm) not in (int, float):
+            if tm is not None and not is_epoch_ms(tm):
                 acc.phantoms.append((fi, lineno, 1))
-                q.bad(ctx.err(lineno, "bad_time", f"must be epoch milliseconds, got {tm!r}",
-                              field="time"), raw.rstrip(b"\r\n"))
+                q.bad(ctx.err(lineno, "bad_time", "must be epoch milliseconds (years 1 to 9999), "
+                              f"got {tm!r}", field="time"), raw.rstrip(b"\r\n"))
                 continue
             turn, step, ctype, text, rare = _decode_event(obj, t)
+            if rare is not None and not (_tokens_ok(rare[6]) and _tokens_ok(rare[7])):
+                acc.phantoms.append((fi, lineno, 1))
+                q.bad(ctx.err(lineno, "bad_tokens", "must be integers that fit in 64 bits, got "
+                              f"{rare[6]!r}, {rare[7]!r}", field="data.chunk.usage"),
+                      raw.rstrip(b"\r\n"))
+                continue
             if rare is not None or seq is not None or tm is not None:
                 rare_append((len(rows), seq, tm) + (rare or _NO_RARE))
             rows_append((fi, lineno, t, _dump(obj), turn, step, ctype, text))

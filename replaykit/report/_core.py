@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._embed import esc, plain, script_json
-from ._template import page
+from ._template import Markup, json_script, page, render
 
 __all__ = ["MAX_SCRUB_EVENTS", "Report", "cohort", "rca"]
 
@@ -90,22 +90,88 @@ class Report:
 
 
 # ------------------------------------------------------------------------------ helpers
+def fmt_number(v: Any, *, digits: int = 3, percent: bool = False, signed: bool = False) -> str:
+    """A number for people: thousands separators, ``digits`` significant digits for
+    non-integers, percentages for rates (``percent=True``: 0.0523 -> ``5.23%``).
+
+    >>> fmt_number(1234567), fmt_number(-1.6699999999999946), fmt_number(0.0523, percent=True)
+    ('1,234,567', '-1.67', '5.23%')
+    """
+    if v is None or _isna(v):
+        return ""
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if not isinstance(v, (int, float, np.integer, np.floating)):
+        return str(v)
+    x = float(v) * (100 if percent else 1)
+    sign = "+" if signed and x > 0 else ""
+    suffix = "%" if percent else ""
+    if not np.isfinite(x):
+        return str(x)
+    if not percent and float(x).is_integer() and abs(x) < 1e15:
+        return f"{sign}{int(x):,}"
+    if x == 0:
+        return f"0{suffix}"
+    mag = int(np.floor(np.log10(abs(x))))
+    dec = max(0, digits - 1 - mag)
+    return f"{sign}{x:,.{dec}f}{suffix}"
+
+
 def _table(df: pd.DataFrame, *, limit: int = TEXT_CHARS, cls: str = "",
-           max_rows: int | None = None) -> str:
-    """An escaped HTML table of ``df`` (every cell through html.escape)."""
+           max_rows: int | None = None, tid: str | None = None,
+           row_classes: Sequence[str] | None = None,
+           cell_classes: pd.DataFrame | None = None,
+           formatters: Mapping[str, Any] | None = None,
+           markup: Sequence[str] = ()) -> str:
+    """``df`` as an escaped HTML table through the pandas Styler (cells and headers escaped
+    by Styler, numbers formatted by :func:`fmt_number`, long text cut with an ellipsis).
+    Columns named in ``markup`` hold :class:`Markup` built (and escaped) here, kept as is."""
     if max_rows is not None and len(df) > max_rows:
         more = len(df) - max_rows
         df = df.head(max_rows)
+        if row_classes is not None:
+            row_classes = list(row_classes)[:max_rows]
+        if cell_classes is not None:
+            cell_classes = cell_classes.head(max_rows)
     else:
         more = 0
-    head = "".join(f"<th>{esc(c)}</th>" for c in df.columns)
-    rows = []
-    for rec in df.astype(object).itertuples(index=False, name=None):  # bounded, display only
-        cells = "".join(f"<td>{esc(None if _isna(v) else v, limit)}</td>" for v in rec)
-        rows.append(f"<tr>{cells}</tr>")
+    df = df.reset_index(drop=True)
+    num_cols = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c])
+                and not pd.api.types.is_bool_dtype(df[c])]
+    fmts: dict[Any, Any] = {}
+    for c in df.columns:
+        if formatters and c in formatters:
+            fmts[c] = formatters[c]
+        elif c in num_cols:
+            fmts[c] = fmt_number
+        else:
+            fmts[c] = (lambda v: "" if v is None or _isna(v) else _cut(v, limit))
+    classes = pd.DataFrame("", index=df.index, columns=df.columns)
+    for c in num_cols:
+        classes[c] = "num"
+    if cell_classes is not None:
+        cc = cell_classes.reset_index(drop=True).reindex(index=df.index, columns=df.columns)
+        classes = (classes + " " + cc.fillna("")).apply(lambda col: col.str.strip())
+    if row_classes is not None:
+        rc = pd.Series(list(row_classes), index=df.index).fillna("")
+        classes = classes.apply(lambda col: (col + " " + rc).str.strip())
+    uid = tid or "t" + hashlib.sha1("|".join(map(str, df.columns)).encode()).hexdigest()[:8]
+    sty = (df.style.format({c: f for c, f in fmts.items() if c not in markup}, escape="html")
+           .format_index(escape="html", axis=1)
+           .hide(axis="index").set_td_classes(classes).set_uuid(uid))
+    if markup:
+        sty = sty.format(lambda v: str(v) if isinstance(v, Markup) else str(esc(v)),
+                         subset=list(markup), escape=None)
+    sty = sty.set_table_attributes(f'class="{esc(cls)}"')
+    out = sty.to_html(doctype_html=False)
     tail = f"<p class='note'>&hellip; {more:,} more rows</p>" if more else ""
-    return (f"<table class='{esc(cls)}'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>{tail}")
+    wrap_id = f" id='{esc(tid)}'" if tid else ""
+    return f"<div class='tablewrap'{wrap_id}>{out}</div>{tail}"
+
+
+def _cut(v: Any, limit: int) -> str:
+    text = str(v)
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 def _isna(v: Any) -> bool:
@@ -116,8 +182,7 @@ def _isna(v: Any) -> bool:
 
 
 def _kv(items: Mapping[str, Any]) -> str:
-    rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in items.items())
-    return f"<table class='kv'>{rows}</table>"
+    return str(render("kv.html", items=[(k, "" if v is None else v) for k, v in items.items()]))
 
 
 def _version(name: str) -> str | None:
@@ -214,7 +279,7 @@ def _escape_categories(node: Any) -> Any:
         out = {}
         for k, v in node.items():
             if k in _CATEGORY_KEYS and isinstance(v, list):
-                out[k] = [html.escape(x) if isinstance(x, str) and ("<" in x or ">" in x)
+                out[k] = [html.escape(x, quote=False) if isinstance(x, str) and ("<" in x or ">" in x)
                           else x for x in v]
             else:
                 out[k] = _escape_categories(v)
@@ -463,6 +528,20 @@ def rca(result: Any, *, title: str, question: str, notes: str | None = None,
     requirements = result.requirements_df()
 
     sections: list[tuple[str, str, str]] = []  # (id, heading, html)
+    from ..branch.findings import changes_df as _changes_df
+    from ..branch.findings import summarize
+
+    summary = summarize(result)
+    changes = summary_values = _changes_df(result)
+
+    # 0. findings: the computed summary, each sentence linking to its evidence
+    groups = [{"kind": k, "title": summary.TITLES[k],
+               "rows": [r for r in summary.rows if r["kind"] == k]}
+              for k in summary.KINDS if any(r["kind"] == k for r in summary.rows)]
+    status_line = (f"Replay {result.status} \u00b7 comparability {cls} \u00b7 model policy "
+                   f"{result.model_policy} \u00b7 tool policy {result.tool_policy}")
+    sections.append(("findings", "Findings", str(render(
+        "findings.html", headline=status_line, groups=groups))))
 
     # 1. question and claim
     claim = _claim(result, m, bdict)
@@ -474,7 +553,24 @@ def rca(result: Any, *, title: str, question: str, notes: str | None = None,
         body += f"<p class='warn'><b>Replay error.</b> {esc(result.error)}</p>"
     sections.append(("question", "Question and claim", body))
 
-    # 2. interventions and policies
+    # 2. open requirements (what a paused / failed replay needs to finish)
+    reqs = []
+    for r in summary.requirements:
+        spec = r["fixture"]
+        cli = ("replaykit report rca --log LOG... --branch BRANCH.json "
+               f"--fixtures fixtures.json{' --tenant ' + tenant if tenant else ''} -o rca.html")
+        tbl = pd.DataFrame([{"tool": r["tool_name"], "call id": r["ref_id"],
+                             "step": r["step"], "args hash": r["args_hash"],
+                             "selector (fixture matcher)": f"toolName={r['tool_name']} & "
+                             f"argsHash={r['args_hash']}", "arguments": r["args"]}])
+        reqs.append({"requirement_id": r["requirement_id"], "tool_name": r["tool_name"],
+                     "table": Markup(_table(tbl, limit=400)),
+                     "spec_json": json.dumps(spec, indent=2, ensure_ascii=False),
+                     "cli": cli})
+    sections.append(("requirements", "Open requirements", str(render(
+        "requirements.html", reqs=reqs, status=result.status))))
+
+    # 3. interventions and policies
     ivs = (bdict or {}).get("interventions") or []
     iv_df = pd.DataFrame([{
         "id": iv.get("interventionId"), "kind": iv.get("kind"),
@@ -493,50 +589,72 @@ def rca(result: Any, *, title: str, question: str, notes: str | None = None,
                        else "<p>No interventions: the replay re-drives the recording.</p>")
     sections.append(("interventions", "Interventions and policies", body))
 
-    # 3. comparability
+    # 4. comparability
     adv = COMPARABILITY.get(cls, {"meaning": "unknown class", "advice": ""})
     body = (f"<p><span class='badge {esc(cls)}' id='rk-class'>{esc(cls)}</span></p>"
             f"<p><b>Meaning.</b> {esc(adv['meaning'])}</p>"
             f"<p><b>Report advice.</b> {esc(adv['advice'])}</p>")
     sections.append(("comparability", "Comparability", body))
 
-    # 4. metrics
-    mdf = pd.DataFrame({"metric": list(m), "value": [m[k] for k in m]})
-    sections.append(("metrics", "Metrics", _table(mdf, cls="metrics")))
+    # 5. changed values: the structural JSON diff of every changed event
+    sections.append(("changes", "Changed values", _changes_html(changes)))
 
-    # 5. first divergence
+    # 6. first divergence
     fd = _first_divergence(base_t, rep_t, step)
     if step < 0:
         body = "<p id='rk-first-divergence'>No divergence: every event signature matches.</p>"
     else:
+        here = changes[changes["step"] == step] if len(changes) else changes
         body = (f"<p id='rk-first-divergence'>First divergence at <b>step {step}</b> "
                 f"(base seq {esc(fd['base_seq'])}, replay seq {esc(fd['replay_seq'])}, "
                 f"kind {esc(fd['kind'])}).</p>"
                 + _table(pd.DataFrame(fd["rows"]), cls="events")
-                + "<h3>Payload / arguments diff at the divergence</h3>"
+                + "<h3>Changed values at the divergence</h3>"
+                + (_table(_change_rows(here), limit=600, markup=["before", "after"])
+                   if len(here)
+                   else "<p>The payloads are identical.</p>")
+                + "<details><summary>unified diff of the two payloads</summary>"
                 + (f"<pre class='diff'>{esc(chr(10).join(fd['args_diff']))}</pre>"
-                   if fd["args_diff"] else "<p>The payloads are identical.</p>"))
+                   if fd["args_diff"] else "<p>The payloads are identical.</p>")
+                + "</details>")
     sections.append(("first-divergence", "First divergence", body))
 
-    # 6. changed descendants
+    # 7. changed descendants, each with its values
     desc = diff[diff["status"] != "same"]
     if step >= 0:
         desc = desc[(desc["replay_seq"].fillna(-1) > int(fd["replay_seq"] or -1))
                     | (desc["base_seq"].fillna(-1) > int(fd["base_seq"] or -1))]
+    desc = desc.assign(**{"changed values": _values_by_row(changes, desc.index)})
     body = (f"<p>{esc(m.get('changed_descendants'))} position(s) after the first divergence "
             "differ (metric <code>changed_descendants</code>, by position). Aligned by event "
             f"signature, {len(desc):,} event(s) after it are changed, added or removed:</p>"
-            + (_table(desc, max_rows=MAX_DESCENDANTS) if len(desc) else ""))
+            + (_table(desc, max_rows=MAX_DESCENDANTS, limit=300) if len(desc) else ""))
     sections.append(("descendants", "Changed descendants", body))
 
-    # 7. tool-sequence diff
+    # 8. tool-sequence diff, with the argument changes
     tsd = _tool_seq_diff(base_t, rep_t)
+    if len(tsd) and len(changes):
+        by_seq = {}
+        for k, g in changes[changes["key"] & (changes["kind"] == "tool_call")].groupby(
+                "replay_seq"):
+            by_seq[int(k)] = "; ".join(_value_text(r) for r in g.itertuples())
+        tsd["arguments change"] = [by_seq.get(int(s), "") if not _isna(s) else ""
+                                   for s in tsd["replay_seq"]]
     body = (f"<p>Tool-sequence distance {esc(m.get('tool_sequence_distance'))} (normalised "
             f"{esc(m.get('tool_sequence_distance_norm'))}); over (tool, arguments hash) "
-            f"{esc(m.get('tool_signature_distance'))}.</p>" + _table(tsd, max_rows=500))
+            f"{esc(m.get('tool_signature_distance'))}.</p>" + _table(tsd, max_rows=500,
+                                                                     limit=300))
     sections.append(("tool-diff", "Tool-sequence diff", body))
 
-    # 8. fixture provenance
+    # 9. transcript and run tree
+    from ._transcript import run_tree_html, transcript_html
+
+    body = ("<h3>Replayed run</h3>" + transcript_html(rep_t, origins=dict(zip(
+        annotations["seq"].astype("int64"), annotations["origin"].astype(str), strict=True)))
+        + "<h3>Run tree</h3>" + run_tree_html([base_t, rep_t]))
+    sections.append(("transcript", "Transcript and run tree", body))
+
+    # 10. fixture provenance
     fx_used = effects[effects["action"] == "fixture"]
     fx_all = pd.DataFrame([{"fixture_id": f.fixture_id, "tool_name": f.tool_name,
                             "provenance": f.provenance, "created_by": f.created_by,
@@ -551,12 +669,13 @@ def rca(result: Any, *, title: str, question: str, notes: str | None = None,
     else:
         body = "<p>No fixture served a call: every tool output is recorded (or executed).</p>"
     if len(requirements):
-        body += "<h3>Open requirements</h3>" + _table(requirements)
+        body += ("<h3>Requirements</h3>" + _table(requirements)
+                 + "<p><a href='#requirements'>what would satisfy the open ones &rarr;</a></p>")
     if len(fx_all):
         body += "<h3>Fixture set</h3>" + _table(fx_all)
     sections.append(("fixtures", "Fixture provenance", body))
 
-    # 9. integrity
+    # 11. integrity
     integ = _integrity(base_t)
     body = (f"<p><span class='badge {esc(integ['status'])}' id='rk-integrity'>"
             f"{esc(integ['status'])}</span> {esc(integ['detail'])}</p>")
@@ -564,7 +683,11 @@ def rca(result: Any, *, title: str, question: str, notes: str | None = None,
         body += _table(integ["problems"])
     sections.append(("integrity", "Integrity", body))
 
-    # 10. reproducibility stamp
+    # 12. metrics
+    mdf = pd.DataFrame({"metric": list(m), "value": [m[k] for k in m]})
+    sections.append(("metrics", "Metrics", _table(mdf, cls="metrics")))
+
+    # 13. reproducibility stamp
     paths = list(inputs) if inputs is not None else [
         p for p in _source_paths(base_t) if Path(p).exists()]
     files = _inputs(paths)
@@ -579,7 +702,7 @@ def rca(result: Any, *, title: str, question: str, notes: str | None = None,
                          else "<p>No input files named (the logs came from memory).</p>")
     sections.append(("repro", "Reproducibility stamp", body))
 
-    # 11. figures
+    # 14. figures
     figs: list[tuple[str, Any]] = []
     figs.append(("Divergence timeline", plots.divergence_timeline(
         _CachedDiff(result, diff), max_points=FIGURE_POINTS)))
@@ -597,8 +720,9 @@ def rca(result: Any, *, title: str, question: str, notes: str | None = None,
 
     try:
         states = fold(result.events, agent())
-        figs.append(("State timeline (replay)", plots.state_timeline(
-            states, result.run_id, tenant_id=result.events.tenants[0])))
+        figs.append(("State timeline (replay; fields that never change are folded away)",
+                     plots.state_timeline(states, result.run_id,
+                                          tenant_id=result.events.tenants[0])))
     except (ValueError, KeyError, TypeError):
         pass
     fig_html = []
@@ -609,7 +733,7 @@ def rca(result: Any, *, title: str, question: str, notes: str | None = None,
                         f"data-target='rk-fig-{k}'>{_figure_json(fig)}</script>")
     sections.append(("figures", "Figures", "".join(fig_html) + "".join(fig_json)))
 
-    # 12. scrubber
+    # 15. scrubber: base and replay at the same step
     origins = dict(zip(annotations["seq"].astype("int64"), annotations["origin"].astype(str),
                        strict=True))
     st = diff.dropna(subset=["replay_seq"])
@@ -617,44 +741,136 @@ def rca(result: Any, *, title: str, question: str, notes: str | None = None,
                         strict=True))
     scrub = scrubber_data(result.events, tenant_id=result.events.tenants[0], origins=origins,
                           statuses=statuses)
-    body = _scrubber_html(scrub, step)
-    sections.append(("scrubber", "Step scrubber (replayed run)", body))
+    sb = diff.dropna(subset=["base_seq"])
+    base_scrub = scrubber_data(base_log, tenant_id=base_log.tenants[0], statuses=dict(zip(
+        sb["base_seq"].astype("int64"), sb["status"].astype(str), strict=True)))
+    body = _scrubber_html(scrub, base_scrub, step)
+    sections.append(("scrubber", "Step scrubber (base and replay)", body))
 
     data = {"metrics": m, "first_divergence": fd, "comparability": cls,
             "advice": adv["advice"], "integrity": integ["status"],
             "sensitive_to_fixture": bool(len(fx_used)), "inputs": files, "versions": versions,
-            "figures": [n for n, _ in figs], "scrubber": scrub}
+            "figures": [n for n, _ in figs], "scrubber": scrub, "base_scrubber": base_scrub,
+            "summary": summary, "changes": summary_values}
     return Report(page(title, sections), title=title, sections=[s[0] for s in sections],
                   data=data)
 
 
-def _scrubber_html(scrub: Mapping[str, Any], step: int) -> str:
-    n = int(scrub["shown"])
+def _value_text(r: Any) -> str:
+    if r.op == "changed":
+        return f"{r.label}: {_cut(r.before, 60)} \u2192 {_cut(r.after, 60)}"
+    if r.op == "added":
+        return f"{r.label}: added {_cut(r.after, 60)}"
+    return f"{r.label}: removed {_cut(r.before, 60)}"
+
+
+def _values_by_row(changes: pd.DataFrame, rows: Any) -> list[str]:
+    """Per diff_df row: its key value changes as ``path: before -> after; ...``."""
+    if not len(changes):
+        return ["" for _ in rows]
+    key = changes[changes["key"]]
+    text = {int(k): "; ".join(_value_text(r) for r in g.itertuples())
+            for k, g in key.groupby("row")}
+    return [text.get(int(r), "") for r in rows]
+
+
+def _inline_diff(before: str, after: str) -> tuple[Markup, Markup]:
+    """Word-level highlighting of two texts: removed words in ``<del>``, added in ``<ins>``
+    (every word escaped)."""
+    import re
+
+    from markupsafe import escape
+
+    a = re.split(r"(\s+)", before)
+    b = re.split(r"(\s+)", after)
+    sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    left: list[str] = []
+    right: list[str] = []
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():  # one changed value
+        x, y = str(escape("".join(a[i1:i2]))), str(escape("".join(b[j1:j2])))
+        if tag == "equal":
+            left.append(x)
+            right.append(y)
+            continue
+        if x:
+            left.append(f"<del>{x}</del>")
+        if y:
+            right.append(f"<ins>{y}</ins>")
+    return Markup("".join(left)), Markup("".join(right))
+
+
+def _value_cells(changes: pd.DataFrame, limit: int = 600) -> tuple[list[Any], list[Any]]:
+    """before / after cells: JSON text, long strings with their changed words marked."""
+    bs, as_ = [], []
+    for op, b, a in zip(changes["op"], changes["before"], changes["after"], strict=True):
+        bt = "" if b is None or _isna(b) else str(b)
+        at = "" if a is None or _isna(a) else str(a)
+        if op == "changed" and bt.startswith('"') and at.startswith('"') \
+                and max(len(bt), len(at)) > 40:
+            x, y = _inline_diff(json.loads(bt), json.loads(at))
+            bs.append(x)
+            as_.append(y)
+        else:
+            bs.append(_cut(bt, limit))
+            as_.append(_cut(at, limit))
+    return bs, as_
+
+
+def _change_rows(changes: pd.DataFrame) -> pd.DataFrame:
+    """The changed-values table a reader sees: one row per changed path."""
+    src = [(f"fixture {f} ({p})" if o == "fixture" else str(o) if isinstance(o, str) else "")
+           for o, f, p in zip(changes["origin"], changes["fixture_id"], changes["provenance"],
+                              strict=True)]
+    what = [f"{k} \u00b7 {t}" if isinstance(t, str) and t else str(k)
+            for k, t in zip(changes["kind"], changes["tool_name"], strict=True)]
+    before, after = _value_cells(changes)
+    return pd.DataFrame({"step": changes["step"].to_numpy(), "event": what, "source": src,
+                         "path": changes["label"].to_numpy(), "change": changes["op"].to_numpy(),
+                         "before": pd.Series(before, dtype=object),
+                         "after": pd.Series(after, dtype=object)})
+
+
+def _changes_html(changes: pd.DataFrame) -> str:
+    if not len(changes):
+        return str(render("changes.html", n=0, events=0, table=""))
+    view = _change_rows(changes)
+    rows = ["hit" if k else "" for k in changes["key"]]
+    cells = pd.DataFrame("", index=view.index, columns=view.columns)
+    cells["change"] = ["op-" + str(o) for o in changes["op"]]
+    cells["before"] = ["before" if o != "added" else "" for o in changes["op"]]
+    cells["after"] = ["after" if o != "removed" else "" for o in changes["op"]]
+    table = _table(view, tid="rk-changes", limit=600, row_classes=rows, cell_classes=cells,
+                   markup=["before", "after"])
+    return str(render("changes.html", n=len(changes), events=changes["row"].nunique(),
+                      table=Markup(table)))
+
+
+def _scrubber_html(scrub: Mapping[str, Any], base: Mapping[str, Any] | None,
+                   step: int) -> str:
+    n = max(int(scrub["shown"]), int(base["shown"]) if base else 0)
     note = ("" if scrub["shown"] == scrub["total"] else
-            f"<p class='note'>Showing the first {n:,} of {scrub['total']:,} events.</p>")
+            f"Showing the first {int(scrub['shown']):,} of {int(scrub['total']):,} events.")
     start = max(0, min(step, n - 1)) if step >= 0 else 0
-    return (f"{note}<div class='scrubber'><div class='controls'>"
-            f"<button type='button' id='rk-scrub-prev'>&larr;</button>"
-            f"<input type='range' id='rk-scrub' min='0' max='{max(n - 1, 0)}' value='{start}' "
-            f"aria-label='event'>"
-            f"<button type='button' id='rk-scrub-next'>&rarr;</button>"
-            f"<span id='rk-scrub-label'></span></div>"
-            f"<div class='panes'><div><h4>event</h4><pre id='rk-scrub-event'></pre></div>"
-            f"<div><h4>changed</h4><pre id='rk-scrub-changes'></pre></div>"
-            f"<div><h4>state after the event</h4><pre id='rk-scrub-state'></pre></div></div>"
-            f"</div><script type='application/json' id='rk-scrub-data'>"
-            f"{script_json(scrub)}</script>")
+    return str(render("scrubber.html", note=note, max=max(n - 1, 0), start=start,
+                      data=json_script({"replay": scrub, "base": base})))
 
 
 # ------------------------------------------------------------------------------ cohort
 def cohort(frame: pd.DataFrame, *, title: str, question: str, notes: str | None = None,
-           metric: str | None = None, by: str | None = None) -> Report:
+           metric: str | None = None, by: str | None = None,
+           cohorts: Any = None) -> Report:
     """A cohort-comparison report: a ``Cohorts.compare`` frame (one row per analysis and
     metric) or an ``rk.compare`` frame (one row per replay pair), as a self-contained page.
 
-    Sections: question and bounded claim, the table, a figure (``metric_distribution`` of
-    ``metric`` split ``by`` for a compare frame; differences with intervals for a cohort
-    comparison) and a reproducibility stamp.
+    For a ``Cohorts.compare`` frame the page opens with its findings: the headline ("k of m
+    measures moved beyond their interval; j after Holm correction"), each measure whose
+    interval excludes zero in words, what paired and unpaired mean here (with n) and the
+    multiple-comparison caveat. Then one table and one interval figure per unit (rates in
+    percentage points, counts, tokens: each on its own axis), rows whose interval excludes
+    zero highlighted, corrected columns (:func:`replaykit.report._cohort.adjust`), and --
+    with ``cohorts=`` (the :class:`~replaykit.Cohorts` the frame came from) -- the trend of
+    every measure over all its cohorts (semesters). For an ``rk.compare`` frame: a summary,
+    the table and ``metric_distribution`` of ``metric`` split ``by``.
 
     Raises:
         TypeError: ``frame`` is not a DataFrame, or title/question missing.
@@ -663,7 +879,8 @@ def cohort(frame: pd.DataFrame, *, title: str, question: str, notes: str | None 
     Example:
         >>> cs = rk.cohorts(log, by="semester")  # doctest: +SKIP
         >>> out = cs.compare("2025-fall", "2026-spring")  # doctest: +SKIP
-        >>> rk.report.cohort(out, title="Fall vs spring", question="...")  # doctest: +SKIP
+        >>> rk.report.cohort(out, title="Fall vs spring", question="...",
+        ...                  cohorts=cs)  # doctest: +SKIP
     """
     for name, v in (("title", title), ("question", question)):
         if not isinstance(v, str) or not v.strip():
@@ -672,49 +889,218 @@ def cohort(frame: pd.DataFrame, *, title: str, question: str, notes: str | None 
         raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
     if frame.empty:
         raise ValueError("frame is empty: nothing to report")
-    import plotly.graph_objects as go
-
     from .. import plots
 
     sections: list[tuple[str, str, str]] = []
     claim = ("These are differences between the groups of recorded runs in this frame, under "
              "the definitions and (for replay metrics) the policies and fixtures used to build "
              "it. They describe these runs; they do not establish what caused the differences.")
-    body = (f"<p class='question'><b>Question.</b> {esc(question)}</p>"
-            f"<p class='claim'><b>Bounded claim.</b> {esc(claim)}</p>")
+    question_body = (f"<p class='question'><b>Question.</b> {esc(question)}</p>"
+                     f"<p class='claim'><b>Bounded claim.</b> {esc(claim)}</p>")
     if notes:
-        body += f"<div class='notes'><b>Notes.</b><pre>{esc(notes)}</pre></div>"
-    sections.append(("question", "Question and claim", body))
-    sections.append(("table", "Comparison table", _table(frame, max_rows=1000)))
-    figs: list[Any] = []
-    if {"metric", "diff"} <= set(frame.columns):
-        lo = frame.get("ci_low", frame["diff"])
-        hi = frame.get("ci_high", frame["diff"])
-        labels = (frame.get("analysis", pd.Series([""] * len(frame))).astype(str) + ": "
-                  + frame["metric"].astype(str)).map(esc)
-        fig = go.Figure(go.Scatter(
-            x=frame["diff"].astype(float), y=labels, mode="markers",
-            error_x={"type": "data", "symmetric": False,
-                     "array": (hi.astype(float) - frame["diff"].astype(float)).tolist(),
-                     "arrayminus": (frame["diff"].astype(float) - lo.astype(float)).tolist()}))
-        fig.update_layout(title="Differences (b - a) with intervals", template="plotly_white",
-                          height=max(300, 24 * len(frame)))
-        figs.append(fig)
+        question_body += f"<div class='notes'><b>Notes.</b><pre>{esc(notes)}</pre></div>"
+    data: dict[str, Any] = {"rows": len(frame)}
+    figs: list[tuple[str, Any]] = []
+    if {"metric", "diff", "ci_low", "ci_high", "analysis"} <= set(frame.columns):
+        from ._cohort import UNITS, adjust, cohort_findings
+
+        adj = adjust(frame)
+        headline, rows = cohort_findings(adj)
+        data.update(adjusted=adj, headline=headline, findings=rows)
+        groups = [{"kind": k, "title": t, "rows": [r for r in rows if r["kind"] == k]}
+                  for k, t in (("outcome", "Outcome"), ("evidence", "How the comparison is "
+                                                                     "made"),
+                               ("caveat", "Caveats"))]
+        sections.append(("findings", "Findings", str(render(
+            "findings.html", headline=headline, groups=[g for g in groups if g["rows"]]))))
+        sections.append(("question", "Question and claim", question_body))
+        for analysis in ("unpaired", "paired"):
+            part = adj[adj["analysis"] == analysis]
+            if part.empty:
+                continue
+            body = ""
+            for unit in UNITS:
+                u = part[part["unit"] == unit]
+                if u.empty:
+                    continue
+                body += (f"<h3 id='unit-{unit}-{analysis}'>{esc(unit)}"
+                         f"{' (percentage points)' if unit == 'rates' else ''}</h3>"
+                         + _cohort_table(u, unit))
+            sections.append((f"table-{analysis}", f"Measures ({analysis})", body))
+        for unit in UNITS:
+            u = adj[adj["unit"] == unit]
+            if len(u):
+                figs.append((unit, _forest(u, unit)))
+        fig_html = "".join(
+            f"<h3 id='unit-{esc(unit)}'>Differences with intervals: {esc(unit)}</h3>"
+            f"<div class='figure' id='rk-fig-{k}' data-unit='{esc(unit)}'></div>"
+            for k, (unit, _) in enumerate(figs))
+        trend_figs = []
+        if cohorts is not None:
+            try:
+                trend_figs = _trends(cohorts, adj)
+            except (KeyError, ValueError, TypeError):
+                trend_figs = []
+        for unit, fig in trend_figs:
+            k = len(figs)
+            figs.append((f"trend-{unit}", fig))
+            fig_html += (f"<h3>Trend over cohorts: {esc(unit)}</h3><div class='figure' "
+                         f"id='rk-fig-{k}' data-trend='{esc(unit)}'></div>")
+        if cohorts is None:
+            fig_html += ("<p class='note'>Pass <code>cohorts=</code> (the Cohorts the frame "
+                         "came from) to draw each measure's trend over all cohorts.</p>")
+        fig_html += "".join(f"<script type='application/json' class='rk-figure' "
+                            f"data-target='rk-fig-{k}'>{_figure_json(f)}</script>"
+                            for k, (_, f) in enumerate(figs))
+        sections.append(("figures", "Figures", fig_html))
     else:
+        n = len(frame)
+        sents = [{"kind": "outcome", "sentence": f"{n:,} row(s) compared.", "section": "table"}]
+        if "comparability" in frame.columns:
+            counts = frame["comparability"].astype(str).value_counts()
+            sents.append({"kind": "outcome", "sentence": "Comparability: " + ", ".join(
+                f"{c} {fmt_number(v)} of {n:,}" for c, v in counts.items()) + ".",
+                "section": "table"})
         mcol = metric or next((c for c in ("tool_sequence_distance", "first_divergence_step")
                                if c in frame.columns), None)
+        if mcol is not None and pd.api.types.is_numeric_dtype(frame[mcol]):
+            vals = frame[mcol].astype(float)
+            sents.append({"kind": "outcome", "sentence": (
+                f"{mcol}: median {fmt_number(vals.median())}, mean {fmt_number(vals.mean())}"
+                f", max {fmt_number(vals.max())}."), "section": "figures"})
+        sents.append({"kind": "caveat", "sentence": claim, "section": "question"})
+        data.update(findings=sents)
+        sections.append(("findings", "Findings", str(render(
+            "findings.html", headline=None, groups=[
+                {"kind": k, "title": t, "rows": [r for r in sents if r["kind"] == k]}
+                for k, t in (("outcome", "Outcome"), ("caveat", "Caveats"))]))))
+        sections.append(("question", "Question and claim", question_body))
+        sections.append(("table", "Comparison table", _table(frame, max_rows=1000)))
         if mcol is not None:
-            figs.append(plots.metric_distribution(frame, mcol, by=by))
-    fig_html = "".join(f"<div class='figure' id='rk-fig-{k}'></div><script type='application/"
-                       f"json' class='rk-figure' data-target='rk-fig-{k}'>{_figure_json(f)}"
-                       "</script>" for k, f in enumerate(figs))
-    sections.append(("figures", "Figures", fig_html or "<p>No figure for this frame.</p>"))
+            figs.append((mcol, plots.metric_distribution(frame, mcol, by=by)))
+        fig_html = "".join(f"<div class='figure' id='rk-fig-{k}'></div><script type='application/"
+                           f"json' class='rk-figure' data-target='rk-fig-{k}'>{_figure_json(f)}"
+                           "</script>" for k, (_, f) in enumerate(figs))
+        sections.append(("figures", "Figures", fig_html or "<p>No figure for this frame.</p>"))
     versions = _versions()
     stamp = {"generated": datetime.now(UTC).isoformat(timespec="seconds"),
              "rows": len(frame), **{f"version {k}": v for k, v in versions.items()}}
     sections.append(("repro", "Reproducibility stamp", _kv(stamp)))
+    data["versions"] = versions
+    data["figures"] = [n for n, _ in figs]
     return Report(page(title, sections), title=title, sections=[s[0] for s in sections],
-                  data={"rows": len(frame), "versions": versions})
+                  data=data)
 
 
+def _cohort_table(u: pd.DataFrame, unit: str) -> str:
+    """One unit's measures: formatted for people, corrected columns, hits highlighted."""
+    pct = unit == "rates"
 
+    def f(v: Any, signed: bool = False) -> str:
+        s = fmt_number(v, percent=pct, signed=signed)
+        return s.replace("%", " pp") if pct and signed else s
+
+    view = pd.DataFrame({
+        "measure": u["metric"].astype(str).to_numpy(),
+        "n (a / b)": [f"{fmt_number(a)} / {fmt_number(b)}" for a, b in
+                      zip(u["n_a"], u["n_b"], strict=True)],
+        str(u["cohort_a"].iloc[0]): [f(v) for v in u["value_a"]],
+        str(u["cohort_b"].iloc[0]): [f(v) for v in u["value_b"]],
+        "difference": [f(v, True) for v in u["diff"]],
+        "interval": [f"{f(a, True)} to {f(b, True)}" for a, b in
+                     zip(u["ci_low"], u["ci_high"], strict=True)],
+        "relative": [fmt_number(v, percent=True, signed=True) for v in u["rel_diff"]],
+        "effect size": [f"{fmt_number(v, signed=True)} ({k})" if not _isna(v) else ""
+                        for v, k in zip(u["effect_size"], u["effect_size_kind"], strict=True)],
+        "p (approx.)": [fmt_number(v) for v in u["p_value"]],
+        "Holm p": [fmt_number(v) for v in u["p_holm"]],
+        "BH p": [fmt_number(v) for v in u["p_bh"]],
+        "beyond interval": ["yes" if x else "no" for x in u["excludes_zero"].fillna(False)],
+        "after correction": ["Holm" if h else "BH only" if b else "no"
+                             for h, b in zip(u["holm"], u["bh"], strict=True)],
+    })
+    hits = u["excludes_zero"].fillna(False).to_numpy(dtype=bool)
+    return _table(view, cls="cohort", row_classes=["hit" if h else "" for h in hits])
+
+
+def _forest(u: pd.DataFrame, unit: str) -> Any:
+    """Differences with intervals for one unit, on its own axis; hits in red."""
+    import plotly.graph_objects as go
+
+    scale = 100.0 if unit == "rates" else 1.0
+    u = u.iloc[::-1]
+    labels = [html.escape(f"{m} ({a})", quote=False) for m, a in
+              zip(u["metric"].astype(str), u["analysis"].astype(str), strict=True)]
+    d = u["diff"].astype(float).to_numpy() * scale
+    lo = u["ci_low"].astype(float).to_numpy() * scale
+    hi = u["ci_high"].astype(float).to_numpy() * scale
+    hit = u["excludes_zero"].fillna(False).to_numpy(dtype=bool)
+    fig = go.Figure()
+    unit_label = "percentage points" if unit == "rates" else unit
+    for mask, name, color in ((hit, "interval excludes zero", "#c62828"),
+                              (~hit, "interval includes zero", "#78909c")):
+        if not mask.any():
+            continue
+        fig.add_trace(go.Scatter(
+            x=d[mask], y=[lab for lab, k in zip(labels, mask, strict=True) if k],
+            mode="markers", name=name, marker={"color": color, "size": 9},
+            error_x={"type": "data", "symmetric": False, "array": (hi - d)[mask].tolist(),
+                     "arrayminus": (d - lo)[mask].tolist(), "color": color, "thickness": 2},
+            customdata=np.c_[lo[mask], hi[mask]],
+            hovertemplate=(f"%{{y}}<br>difference %{{x:.3g}} {unit_label}<br>interval "
+                           "%{customdata[0]:.3g} to %{customdata[1]:.3g}<extra></extra>")))
+    fig.add_vline(x=0, line_color="#424242", line_width=1)
+    fig.update_xaxes(title=f"difference (b \u2212 a), {unit_label}", zeroline=False)
+    fig.update_yaxes(type="category", automargin=True)
+    fig.update_layout(template="plotly_white", height=max(220, 60 + 26 * len(u)),
+                      margin={"l": 10, "r": 20, "t": 30, "b": 50},
+                      legend={"orientation": "h", "y": 1.08, "x": 0},
+                      title=None)
+    return fig
+
+
+def _trends(cs: Any, adj: pd.DataFrame) -> list[tuple[str, Any]]:
+    """Per unit: one small panel per measure, its per-cohort value over all cohorts."""
+    from plotly.subplots import make_subplots
+
+    s = cs.summary()
+    if "tool_calls_per_run" not in s and {"tool_calls", "runs"} <= set(s.columns):
+        s["tool_calls_per_run"] = s["tool_calls"].astype(float) / s["runs"].astype(float)
+    if "model_calls_per_run" not in s and {"model_calls", "runs"} <= set(s.columns):
+        s["model_calls_per_run"] = s["model_calls"].astype(float) / s["runs"].astype(float)
+    out = []
+    from ._cohort import UNITS
+
+    hits = set(adj.loc[adj["excludes_zero"].fillna(False).to_numpy(dtype=bool), "metric"]
+               .astype(str))
+    for unit in UNITS:
+        ms = [m for m in pd.unique(adj.loc[adj["unit"] == unit, "metric"].astype(str))
+              if m in s.columns]
+        if not ms:
+            continue
+        cols = min(4, len(ms))
+        nrows = -(-len(ms) // cols)
+        fig = make_subplots(rows=nrows, cols=cols, subplot_titles=[
+            html.escape(m + (" \u2605" if m in hits else ""), quote=False) for m in ms],
+            horizontal_spacing=0.07, vertical_spacing=min(0.25, 0.6 / max(nrows, 1)))
+        scale = 100.0 if unit == "rates" else 1.0
+        for i, m in enumerate(ms):
+            r, c = i // cols + 1, i % cols + 1
+            fig.add_trace(_go_scatter(s["cohort"].astype(str).tolist(),
+                                     (s[m].astype(float) * scale).tolist(), m, m in hits),
+                          row=r, col=c)
+            fig.update_yaxes(ticksuffix=" %" if unit == "rates" else "", row=r, col=c)
+            fig.update_xaxes(type="category", row=r, col=c)
+        fig.update_layout(template="plotly_white", showlegend=False,
+                          height=120 + 190 * nrows, margin={"t": 50, "b": 40})
+        out.append((unit, fig))
+    return out
+
+
+def _go_scatter(x: list[str], y: list[float], name: str, hit: bool) -> Any:
+    import plotly.graph_objects as go
+
+    color = "#c62828" if hit else "#4e79a7"
+    return go.Scatter(x=[html.escape(v, quote=False) for v in x], y=y, mode="lines+markers",
+                      name=html.escape(name, quote=False), line={"color": color},
+                      hovertemplate="%{x}: %{y:.3g}<extra></extra>")

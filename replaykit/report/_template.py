@@ -1,13 +1,23 @@
-"""The HTML page of a report: styles, plotly.js inlined once, the figure and scrubber code."""
+"""The HTML of a report: Jinja2 templates (autoescape on), styles, plotly.js inlined once, and
+the page's own script (figures, change stepping, the base/replay scrubber).
+
+Escaping lives in one place: every value a template prints is escaped by Jinja2 unless it is
+:class:`markupsafe.Markup` built here (a rendered template or a pandas Styler table, which
+escapes its cells itself). Data for scripts goes through :func:`._embed.script_json`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
-from ._embed import esc
+from jinja2 import DictLoader, Environment, select_autoescape
+from markupsafe import Markup
 
-__all__ = ["page"]
+from ._embed import script_json
+
+__all__ = ["Markup", "page", "render"]
 
 # No URL the page loads: default-src 'none' blocks every fetch, image, font and frame; only
 # the inline scripts and styles of the page itself run.
@@ -27,41 +37,85 @@ main{padding:0 28px 40px;max-width:1300px}
 section{background:#fff;border:1px solid #e0e0e0;border-radius:6px;margin:18px 0;
  padding:6px 18px 14px}
 h2{font-size:18px;border-bottom:1px solid #eee;padding-bottom:4px}
-table{border-collapse:collapse;font-size:12px;margin:6px 0;max-width:100%}
-th,td{border:1px solid #e0e0e0;padding:3px 6px;text-align:left;vertical-align:top;
- word-break:break-word}
-th{background:#f5f5f5}
+.tablewrap{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;font-size:12px;margin:6px 0}
+th,td{border:1px solid #e0e0e0;padding:3px 6px;text-align:left;vertical-align:top}
+td{overflow-wrap:break-word;word-break:normal;max-width:520px}
+del{background:#ffcdd2;text-decoration:line-through}
+ins{background:#c8e6c9;text-decoration:none}
+th{background:#f5f5f5;white-space:nowrap;word-break:keep-all}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.kv th{width:230px}
 pre{background:#f6f8fa;padding:8px;font-size:11.5px;overflow:auto;max-height:420px;
  white-space:pre-wrap;word-break:break-word;margin:0}
 .badge{display:inline-block;padding:2px 10px;border-radius:10px;color:#fff;background:#616161;
  font-weight:600}
-.badge.exact,.badge.verified{background:#2e7d32}.badge.aligned{background:#558b2f}
-.badge.diverged_but_comparable{background:#ef6c00}
-.badge.non_comparable,.badge.broken{background:#c62828}
+.badge.exact,.badge.verified,.badge.completed{background:#2e7d32}
+.badge.aligned{background:#558b2f}
+.badge.diverged_but_comparable,.badge.paused{background:#ef6c00}
+.badge.non_comparable,.badge.broken,.badge.failed{background:#c62828}
 .warn{background:#fff3e0;border-left:4px solid #ef6c00;padding:6px 10px}
 .claim{background:#e3f2fd;border-left:4px solid #1565c0;padding:6px 10px}
 .note{color:#666;font-size:12px}
 .figure{width:100%;min-height:320px}
+#findings{border:2px solid #1565c0}
+#findings h3{margin:10px 0 2px;font-size:14px;color:#37474f}
+#findings ul{margin:2px 0 6px;padding-left:22px}
+#findings li{margin:2px 0}
+#findings li a.ev{font-size:12px;margin-left:6px;color:#1565c0;white-space:nowrap}
+#findings li.caveat{color:#8d3b00}
+.headline{font-size:16px;font-weight:600;margin:8px 0}
+.fixture-spec pre{max-height:260px}
+td.hit{background:#fff8e1}
+td.hit.col0{border-left:4px solid #ef6c00}
+tr.current td{outline:2px solid #1565c0;outline-offset:-2px}
+.op-changed{background:#fff3e0}.op-added{background:#e8f5e9}.op-removed{background:#ffebee}
+span.before{color:#b71c1c;text-decoration:line-through}
+span.after{color:#1b5e20;font-weight:600}
+code.path{font-weight:600;color:#0d47a1}
+.changes-nav{display:flex;gap:8px;align-items:center;margin:6px 0}
 .scrubber .controls{display:flex;align-items:center;gap:8px;margin:8px 0}
 .scrubber input[type=range]{flex:1}
-.scrubber .panes{display:grid;grid-template-columns:1fr 1fr 1fr;gap:10px}
+.scrubber .panes{display:grid;grid-template-columns:1fr 1fr;gap:10px}
 .scrubber h4{margin:4px 0}
-#rk-scrub-label{font-family:monospace;font-size:12px;min-width:380px}
-tr.div td{background:#ffebee}
+.scrubber .state div{font-family:monospace;font-size:11.5px;white-space:pre-wrap;
+ word-break:break-word;padding:0 4px}
+.scrubber .state div.differs{background:#fff3e0;border-left:3px solid #ef6c00}
+#rk-scrub-label{font-family:monospace;font-size:12px;flex:0 1 520px;min-width:0;
+ overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.transcript .msg{border-left:3px solid #90a4ae;margin:6px 0;padding:2px 8px}
+.transcript .msg.user_message{border-color:#1565c0}
+.transcript .msg.model_response{border-color:#2e7d32}
+.transcript .msg.tool_call{border-color:#ef6c00}
+.transcript .msg.tool_result{border-color:#6d4c41}
+.transcript .who{font-size:11px;color:#555;text-transform:uppercase;letter-spacing:.04em}
+.transcript .origin{font-size:11px;color:#fff;background:#9e9e9e;border-radius:6px;
+ padding:0 5px;margin-left:6px}
+.transcript .origin.patched{background:#ef6c00}.transcript .origin.fixture{background:#c62828}
+.transcript .body{white-space:pre-wrap;word-break:break-word}
+details>summary{cursor:pointer;color:#37474f;font-size:12px}
+.tree ul{list-style:none;padding-left:18px;margin:0}
+.tree li{margin:1px 0;font-size:12px}
+.tree .row{display:grid;grid-template-columns:minmax(260px,1fr) 80px 2fr;gap:8px;
+ align-items:center}
+.tree .bar{position:relative;height:10px;background:#f1f1f1}
+.tree .bar span{position:absolute;top:0;height:10px;background:#4e79a7;min-width:2px}
+.tree .bar span.tool{background:#f28e2b}.tree .bar span.turn{background:#9ecae1}
+.tree .dur{font-variant-numeric:tabular-nums;text-align:right;color:#555}
 """
 
 # Everything the scripts read comes from <script type="application/json"> elements and is
-# written with textContent: no data ever reaches innerHTML.
+# written with textContent / createElement: no data ever reaches innerHTML.
 _JS = r"""
 (function(){
   "use strict";
   function json(el){ return JSON.parse(el.textContent); }
+  function $(id){ return document.getElementById(id); }
   // figures
   var figs = document.querySelectorAll("script.rk-figure");
   for (var k = 0; k < figs.length; k++) {
     var spec = json(figs[k]);
-    var target = document.getElementById(figs[k].getAttribute("data-target"));
+    var target = $(figs[k].getAttribute("data-target"));
     if (target && window.Plotly) {
       window.Plotly.newPlot(target, spec.data || [], spec.layout || {},
         {responsive: true, displaylogo: false, showLink: false, showSendToCloud: false,
@@ -69,17 +123,43 @@ _JS = r"""
          modeBarButtonsToRemove: ["sendDataToCloud"]});
     }
   }
-  // scrubber
-  var dataEl = document.getElementById("rk-scrub-data");
+  // stepping from change to change (changed-values table)
+  var rows = document.querySelectorAll("#rk-changes tbody tr");
+  var cur = -1;
+  function goChange(i){
+    if (!rows.length) { return; }
+    i = (i + rows.length) % rows.length;
+    if (cur >= 0) { rows[cur].classList.remove("current"); }
+    cur = i; rows[i].classList.add("current");
+    rows[i].scrollIntoView({block: "nearest"});
+    var lab = $("rk-change-label");
+    if (lab) { lab.textContent = "change " + (i + 1) + " of " + rows.length; }
+  }
+  if ($("rk-change-next")) {
+    $("rk-change-next").addEventListener("click", function(){ goChange(cur + 1); });
+    $("rk-change-prev").addEventListener("click", function(){ goChange(cur - 1); });
+    document.addEventListener("keydown", function(e){
+      var t = e.target && e.target.tagName;
+      if (t === "INPUT" || t === "TEXTAREA" || t === "SELECT") { return; }
+      if (e.key === "n" || e.key === "j") { goChange(cur + 1); }
+      if (e.key === "p" || e.key === "k") { goChange(cur - 1); }
+    });
+    window.rkGoChange = goChange;
+  }
+  // scrubber: base and replay at the same step
+  var dataEl = $("rk-scrub-data");
   if (!dataEl) { return; }
-  var d = json(dataEl);
-  var slider = document.getElementById("rk-scrub");
-  var n = d.seq.length;
-  var cache = {i: -1, state: null};
+  var all = json(dataEl);
+  var sides = {replay: all.replay, base: all.base};
+  var slider = $("rk-scrub");
+  var n = Math.max(all.replay.seq.length, all.base ? all.base.seq.length : 0);
   function clone(o){ return JSON.parse(JSON.stringify(o)); }
-  function stateAt(i){
-    var s, from;
-    if (cache.i >= 0 && cache.i <= i) { s = cache.state; from = cache.i + 1; }
+  function makeCache(){ return {i: -1, state: null}; }
+  var caches = {replay: makeCache(), base: makeCache()};
+  function stateAt(name, i){
+    var d = sides[name], c = caches[name], s, from;
+    i = Math.min(i, d.seq.length - 1);
+    if (c.i >= 0 && c.i <= i) { s = c.state; from = c.i + 1; }
     else { s = clone(d.zero); from = 0; }
     for (var j = from; j <= i; j++) {
       var delta = d.delta[j];
@@ -87,39 +167,180 @@ _JS = r"""
         if (Object.prototype.hasOwnProperty.call(delta, key)) { s[key] = delta[key]; }
       }
     }
-    cache = {i: i, state: s};
+    caches[name] = {i: i, state: s};
     return s;
   }
-  function show(i){
-    i = Math.max(0, Math.min(n - 1, i | 0));
-    if (String(slider.value) !== String(i)) { slider.value = String(i); }
+  function eventAt(d, i){
+    if (i >= d.seq.length) { return null; }
     var ev = {step: i, seq: d.seq[i], kind: d.kind[i], type: d.type[i]};
     if (d.tool[i] !== null) { ev.tool_name = d.tool[i]; }
     if (d.origin) { ev.origin = d.origin[i]; }
     if (d.status) { ev.alignment = d.status[i]; }
     ev.text = d.text[i];
-    var state = stateAt(i);
-    document.getElementById("rk-scrub-label").textContent =
-      "event " + (i + 1) + " of " + n + " \u00b7 step " + i + " \u00b7 seq " + d.seq[i] +
-      " \u00b7 " + d.kind[i] + (d.origin ? " \u00b7 " + d.origin[i] : "");
-    document.getElementById("rk-scrub-event").textContent = JSON.stringify(ev, null, 2);
-    var ch = d.delta[i];
-    document.getElementById("rk-scrub-changes").textContent =
+    return ev;
+  }
+  function drawState(el, state, other){
+    while (el.firstChild) { el.removeChild(el.firstChild); }
+    var keys = Object.keys(state).sort();
+    for (var k = 0; k < keys.length; k++) {
+      var div = document.createElement("div");
+      var v = JSON.stringify(state[keys[k]]);
+      div.textContent = keys[k] + ": " + v;
+      if (other && JSON.stringify(other[keys[k]]) !== v) { div.className = "differs"; }
+      el.appendChild(div);
+    }
+  }
+  function show(i){
+    i = Math.max(0, Math.min(n - 1, i | 0));
+    if (String(slider.value) !== String(i)) { slider.value = String(i); }
+    var r = all.replay, b = all.base;
+    var rev = eventAt(r, i), bev = b ? eventAt(b, i) : null;
+    var rstate = i < r.seq.length ? stateAt("replay", i) : null;
+    var bstate = b && i < b.seq.length ? stateAt("base", i) : null;
+    var label = "step " + i + " of " + (n - 1) + " \u00b7 replay seq " +
+      (rev ? rev.seq + " " + rev.kind + (r.origin ? " (" + r.origin[i] + ")" : "") : "\u2014") +
+      " \u00b7 base seq " + (bev ? bev.seq + " " + bev.kind : "\u2014");
+    var lab = $("rk-scrub-label");
+    lab.textContent = label; lab.setAttribute("title", label);
+    $("rk-scrub-event").textContent = rev ? JSON.stringify(rev, null, 2) : "(no event)";
+    $("rk-scrub-base-event").textContent = bev ? JSON.stringify(bev, null, 2) : "(no event)";
+    var ch = i < r.delta.length ? r.delta[i] : {};
+    $("rk-scrub-changes").textContent =
       Object.keys(ch).length ? JSON.stringify(ch, null, 2) : "no change";
-    var st = document.getElementById("rk-scrub-state");
-    st.textContent = JSON.stringify(state, null, 2);
+    var st = $("rk-scrub-state");
+    if (rstate) { drawState(st, rstate, bstate); } else { st.textContent = "(no event)"; }
     st.setAttribute("data-step", String(i));
+    st.setAttribute("data-json", rstate ? JSON.stringify(rstate) : "null");
+    var bst = $("rk-scrub-base-state");
+    if (bstate) { drawState(bst, bstate, rstate); } else { bst.textContent = "(no event)"; }
+    bst.setAttribute("data-json", bstate ? JSON.stringify(bstate) : "null");
   }
   slider.addEventListener("input", function(){ show(parseInt(slider.value, 10)); });
   slider.addEventListener("change", function(){ show(parseInt(slider.value, 10)); });
-  document.getElementById("rk-scrub-prev").addEventListener("click", function(){
+  $("rk-scrub-prev").addEventListener("click", function(){
     show(parseInt(slider.value, 10) - 1); });
-  document.getElementById("rk-scrub-next").addEventListener("click", function(){
+  $("rk-scrub-next").addEventListener("click", function(){
     show(parseInt(slider.value, 10) + 1); });
   window.rkScrubTo = show;
   if (n) { show(parseInt(slider.value, 10)); }
 })();
 """
+
+_TEMPLATES = {
+    "page.html": """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{{ csp }}">
+<meta name="viewport" content="width=device-width,initial-scale=1">
+<title>{{ title }}</title><style>{{ css }}</style><script>{{ plotly_js }}</script></head><body>
+<header><h1>{{ title }}</h1><p>replaykit report &middot; self-contained: works offline, loads
+nothing from the network</p></header>
+<nav>{% for s in sections %}<a href="#{{ s.id }}">{{ s.heading }}</a>{% endfor %}</nav>
+<main>{% for s in sections %}<section id="{{ s.id }}"><h2>{{ s.heading }}</h2>{{ s.body }}
+</section>{% endfor %}</main><script>{{ js }}</script></body></html>""",
+
+    "transcript.html": """<div class="transcript">{% for it in items %}
+{% if it.message %}<div class="msg {{ it.kind }}" data-step="{{ it.step }}"><div class="who">
+step {{ it.step }} &middot; {{ it.who }}{% if it.tool %} &middot; {{ it.tool }}{% endif %}
+{% if it.ref %} <span class="note">({{ it.ref }})</span>{% endif %}
+{% if it.origin and it.origin not in ("copied", "recorded") %}<span class="origin
+ {{ it.origin }}">{{ it.origin }}</span>{% endif %}{% if it.error %} <b>error</b>{% endif %}
+</div>{% if it.kind != "model_request" and it.text and not it.detail %}
+<div class="body">{{ it.text }}</div>{% endif %}
+{% if it.detail %}<details open><summary>{{
+ "arguments" if it.kind == "tool_call" else "output" }}</summary><pre>{{ it.detail }}</pre>
+</details>{% endif %}<details><summary>{{ "prompt and " if it.kind == "model_request" }}payload
+</summary><pre>{{ it.payload }}</pre></details></div>
+{% else %}<div class="note" data-step="{{ it.step }}">step {{ it.step }} &middot; {{ it.kind }}
+{% if it.text %}: {{ it.text|truncate(120) }}{% endif %}</div>{% endif %}{% endfor %}
+{% if more %}<p class="note">&hellip; {{ more }} more events not shown</p>{% endif %}
+</div>""",
+
+    "runtree.html": """{% macro run(n) %}<li class="run"><details open><summary><b>run
+ {{ n.run_id }}</b>{% if n.parent_run_id %} (child of {{ n.parent_run_id }}){% endif %}
+ &middot; {{ n.events }} events &middot; {{ n.model_calls }} model calls &middot;
+ {{ n.tool_calls }} tool calls{% if n.duration is not none %} &middot;
+ {{ n.duration|dur }}{% endif %}</summary><ul>{% for tn in n.turns %}<li><details open>
+<summary>turn {{ tn.turn if tn.turn is not none else "(none)" }} &middot;
+ {{ tn.calls|length }} calls{% if tn.duration is not none %} &middot;
+ {{ tn.duration|dur }}{% endif %}</summary><ul>{% for c in tn.calls %}<li><div class="row">
+<span>{{ "⚙" if c.type == "tool" else "◆" }} {{ c.name }} <span class="note">
+{{ c.ref }} &middot; step {{ c.step }}</span></span><span class="dur">{{ c.duration|dur
+ if c.duration is not none else "" }}</span><span class="bar">{% if c.left is not none %}
+<span class="{{ c.type }}" style="left:{{ c.left }}%;width:{{ c.width }}%"></span>{% endif %}
+</span></div></li>{% endfor %}</ul></details></li>{% endfor %}</ul>
+{% if n.children %}<ul>{% for ch in n.children %}{{ run(ch) }}{% endfor %}</ul>{% endif %}
+</details></li>{% endmacro %}<div class="tree"><ul>{% for r in roots %}{{ run(r) }}
+{% endfor %}</ul><p class="note">Bars: when each call started and how long it took, on the
+run's own time axis (timestamps of the log; none are drawn when the log has none).</p></div>""",
+
+    "kv.html": """<table class="kv">{% for k, v in items %}<tr><th>{{ k }}</th><td>{{ v }}</td>
+</tr>{% endfor %}</table>""",
+
+    "findings.html": """{% if headline %}<p class="headline" id="rk-headline">{{ headline }}</p>
+{% endif %}{% for group in groups %}<h3>{{ group.title }}</h3><ul class="{{ group.kind }}">
+{% for r in group.rows %}<li class="{{ r.kind }}" data-kind="{{ r.kind }}">{{ r.sentence }}
+<a class="ev" href="#{{ r.section }}">evidence &rarr;</a></li>{% endfor %}</ul>{% endfor %}""",
+
+    "requirements.html": """{% if not reqs %}<p id="rk-no-requirements">No open requirement:
+every divergent tool call got an output.</p>{% else %}<p class="warn"><b>The replay
+{{ status }}.</b> {{ reqs|length }} divergent tool call(s) have neither a recorded output nor a
+fixture. Each is named below with a fixture that would satisfy it.</p>
+{% for r in reqs %}<div class="requirement" id="rk-req-{{ loop.index0 }}">
+<h3>{{ r.requirement_id }}: {{ r.tool_name }}</h3>{{ r.table }}
+<div class="fixture-spec"><p>Write this fixture (fill in <code>output</code>) into a fixtures
+file (<code>{"format": "isplay.fixtures/v1", "fixtures": [ ... ]}</code>) and re-run:</p>
+<pre>{{ r.spec_json }}</pre><pre class="cli">{{ r.cli }}</pre>
+<p class="note">In Python: <code>result.resume(fixtures)</code> with the same file or a
+<code>rk.Fixture</code>.</p></div></div>{% endfor %}{% endif %}""",
+
+    "changes.html": """{% if not n %}<p>No event changed: nothing to show.</p>{% else %}
+<p>{{ n }} changed value(s) in {{ events }} event(s). Key values are highlighted; bookkeeping
+paths (argument hashes, patch records) are listed but not highlighted. Step through them with
+the buttons or the <kbd>n</kbd> / <kbd>p</kbd> keys.</p>
+<div class="changes-nav"><button type="button" id="rk-change-prev">&larr; previous change
+</button><button type="button" id="rk-change-next">next change &rarr;</button>
+<span id="rk-change-label"></span></div>{{ table }}{% endif %}""",
+
+    "scrubber.html": """{% if note %}<p class="note">{{ note }}</p>{% endif %}
+<div class="scrubber"><div class="controls">
+<button type="button" id="rk-scrub-prev" aria-label="previous step">&larr;</button>
+<input type="range" id="rk-scrub" min="0" max="{{ max }}" value="{{ start }}"
+ aria-label="step">
+<button type="button" id="rk-scrub-next" aria-label="next step">&rarr;</button>
+<span id="rk-scrub-label"></span></div>
+<div class="panes"><div><h4>base (recording): event at this step</h4>
+<pre id="rk-scrub-base-event"></pre></div>
+<div><h4>replay: event at this step</h4><pre id="rk-scrub-event"></pre></div>
+<div><h4>base: state after it</h4><div class="state" id="rk-scrub-base-state"></div></div>
+<div><h4>replay: state after it (fields that differ from the base are marked)</h4>
+<div class="state" id="rk-scrub-state"></div>
+<h4>replay: changed at this step</h4><pre id="rk-scrub-changes"></pre></div></div></div>
+<script type="application/json" id="rk-scrub-data">{{ data }}</script>""",
+}
+
+
+@lru_cache(maxsize=1)
+def _env() -> Environment:
+    env = Environment(loader=DictLoader(_TEMPLATES), autoescape=select_autoescape(default=True),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters["dur"] = _duration
+    return env
+
+
+def _duration(seconds: float | None) -> str:
+    """1.234 -> ``1.23 s``; 0.0123 -> ``12.3 ms``; 125 -> ``2 min 5 s``."""
+    if seconds is None:
+        return ""
+    s = float(seconds)
+    if s < 1:
+        return f"{s * 1000:.3g} ms"
+    if s < 60:
+        return f"{s:.3g} s"
+    return f"{int(s // 60)} min {int(round(s % 60))} s"
+
+
+def render(name: str, **ctx: Any) -> Markup:
+    """Render one of the page's templates (autoescaped) as trusted markup."""
+    return Markup(_env().get_template(name).render(**ctx))
 
 
 @lru_cache(maxsize=1)
@@ -131,16 +352,15 @@ def _plotly_js() -> str:
     return js.replace("</script", "<\\/script")
 
 
+def json_script(obj: Any) -> Markup:
+    """``obj`` as script-safe JSON markup (for a ``<script type="application/json">``)."""
+    return Markup(script_json(obj))
+
+
 def page(title: str, sections: Sequence[tuple[str, str, str]]) -> str:
     """The full HTML document: ``sections`` are (id, heading, trusted HTML body) in order."""
-    nav = "".join(f"<a href='#{esc(sid)}'>{esc(head)}</a>" for sid, head, _ in sections)
-    body = "".join(f"<section id='{esc(sid)}'><h2>{esc(head)}</h2>{html}</section>"
-                   for sid, head, html in sections)
-    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-            f"<meta http-equiv='Content-Security-Policy' content=\"{_CSP}\">"
-            "<meta name='viewport' content='width=device-width,initial-scale=1'>"
-            f"<title>{esc(title)}</title><style>{_CSS}</style>"
-            f"<script>{_plotly_js()}</script></head><body>"
-            f"<header><h1>{esc(title)}</h1><p>replaykit report &middot; self-contained: "
-            "works offline, loads nothing from the network</p></header>"
-            f"<nav>{nav}</nav><main>{body}</main><script>{_JS}</script></body></html>")
+    return _env().get_template("page.html").render(
+        title=title, csp=_CSP, css=Markup(_CSS), js=Markup(_JS),
+        plotly_js=Markup(_plotly_js()),
+        sections=[{"id": sid, "heading": head, "body": Markup(body)}
+                  for sid, head, body in sections])

@@ -1,0 +1,526 @@
+"""What a replay found, stated in sentences: the computed summary behind ``result.summary()``
+and the findings box at the top of an RCA report.
+
+Every sentence is derived from frames the result already holds (``diff_df``,
+``annotations_df``, ``effects_df``, ``requirements_df``, ``metrics``), never templated from
+fixed prose alone; docs/report.md shows the rule behind each one. :func:`json_changes` is the
+structural JSON diff (paths, before, after) the report, the summary and the DiffExplorer share.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["BOOKKEEPING_KEYS", "Summary", "changes_df", "fixture_spec", "json_changes",
+           "summarize"]
+
+#: Payload keys that record how the replay produced an event (not what the event says); a
+#: change under them is shown in diffs but never named as a "key changed value".
+BOOKKEEPING_KEYS = frozenset({"replayPatch", "argsHash", "argsArtifactId", "fixtureId",
+                              "provenance", "executedBy", "blocked", "eventId", "ts"})
+
+_MISSING = object()
+
+#: value changes named per event in a summary sentence.
+VALUES_PER_EVENT = 3
+#: events whose changed values a summary sentence names.
+EVENTS_NAMED = 4
+
+
+def _pointer_get(doc: Any, path: str) -> Any:
+    import jsonpointer
+
+    try:
+        return jsonpointer.resolve_pointer(doc, path)
+    except jsonpointer.JsonPointerException:
+        return _MISSING
+
+
+def json_changes(before: Any, after: Any) -> list[dict[str, Any]]:
+    """The structural difference of two JSON values: one row per changed path.
+
+    Built on :func:`jsonpatch.make_patch`; each row has ``path`` (a JSON pointer), ``op``
+    (``changed``, ``added`` or ``removed``), ``before`` and ``after`` (absent sides are None
+    with ``op`` saying which). A move becomes a removal and an addition.
+
+    >>> json_changes({"a": 1, "b": [1, 2]}, {"a": 2, "b": [1], "c": "x"})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [{'path': '/a', 'op': 'changed', 'before': 1, 'after': 2},
+     {'path': '/b/1', 'op': 'removed', 'before': 2, 'after': None},
+     {'path': '/c', 'op': 'added', 'before': None, 'after': 'x'}]
+
+    Raises:
+        MissingExtraError: jsonpatch is not installed (``pip install "replaykit[replay]"``).
+    """
+    try:
+        import jsonpatch
+    except ImportError:  # pragma: no cover - jsonpatch ships with the replay extra
+        from ..errors import MissingExtraError
+
+        raise MissingExtraError("replaykit.branch.findings", "replay", "jsonpatch") from None
+    if before == after:
+        return []
+    if not isinstance(before, (dict, list)) or not isinstance(after, (dict, list)) \
+            or type(before) is not type(after):
+        return [{"path": "", "op": "changed", "before": before, "after": after}]
+    rows: list[dict[str, Any]] = []
+    for op in jsonpatch.make_patch(before, after).patch:
+        kind, path = op["op"], op["path"]
+        if kind == "replace":
+            rows.append({"path": path, "op": "changed",
+                         "before": _none(_pointer_get(before, path)), "after": op["value"]})
+        elif kind == "add":
+            # an add into a list inserts (nothing is overwritten); into an object it is new
+            rows.append({"path": path, "op": "added", "before": None, "after": op["value"]})
+        elif kind == "remove":
+            rows.append({"path": path, "op": "removed",
+                         "before": _none(_pointer_get(before, path)), "after": None})
+        elif kind == "move":
+            rows.append({"path": op["from"], "op": "removed",
+                         "before": _none(_pointer_get(before, op["from"])), "after": None})
+            rows.append({"path": path, "op": "added", "before": None,
+                         "after": _pointer_get(after, path)})
+        elif kind == "copy":
+            rows.append({"path": path, "op": "added", "before": None,
+                         "after": _pointer_get(after, path)})
+    rows.sort(key=lambda r: _path_key(r["path"]))
+    return rows
+
+
+def _path_key(path: str) -> tuple[Any, ...]:
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in path.split("/"))
+
+
+def _none(v: Any) -> Any:
+    return None if v is _MISSING else v
+
+
+def _decode(payload: Any) -> Any:
+    if not isinstance(payload, str) or not payload:
+        return payload
+    try:
+        return json.loads(payload)
+    except ValueError:
+        return payload
+
+
+def _is_bookkeeping(path: str) -> bool:
+    parts = [p for p in path.split("/") if p]
+    return bool(parts) and (parts[0] in BOOKKEEPING_KEYS or parts[-1] in BOOKKEEPING_KEYS)
+
+
+def _short(v: Any, limit: int = 60) -> str:
+    text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, sort_keys=True)
+    if isinstance(v, str):
+        text = json.dumps(v, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def _label(path: str) -> str:
+    """``/output/signals/1`` -> ``output.signals[1]``."""
+    out = ""
+    for p in (x for x in path.split("/") if x):
+        p = p.replace("~1", "/").replace("~0", "~")
+        out += f"[{p}]" if p.isdigit() else (f".{p}" if out else p)
+    return out or "(value)"
+
+
+def changes_df(result: Any) -> pd.DataFrame:
+    """One row per changed JSON path of every changed aligned event of a replay.
+
+    Rows of ``result.diff_df()`` with status ``changed`` (both sides exist) are diffed payload
+    against payload with :func:`json_changes`; ``added`` / ``removed`` rows give one row with
+    the whole event on one side. Columns: ``row`` (the diff_df row), ``step`` (position in the
+    replayed run; for a removed event, in the base run), ``base_seq``, ``replay_seq``,
+    ``kind``, ``tool_name``, ``ref_id``, ``origin`` (where the replayed event came from),
+    ``status``, ``path``, ``label`` (``output.score``), ``op``, ``before``, ``after`` (JSON
+    text), ``key`` (False for bookkeeping paths such as ``/argsHash``, see
+    :data:`BOOKKEEPING_KEYS`), ``fixture_id`` and ``provenance`` (fixture-served events).
+
+    Example:
+        >>> ch = changes_df(done)  # doctest: +SKIP
+        >>> ch.loc[ch.key, ["tool_name", "label", "before", "after"]]  # doctest: +SKIP
+    """
+    cols = ["row", "step", "base_seq", "replay_seq", "kind", "tool_name", "ref_id", "origin",
+            "status", "path", "label", "op", "before", "after", "key", "fixture_id",
+            "provenance"]
+    diff = result.diff_df()
+    diff = diff[diff["status"] != "same"]
+    if diff.empty:
+        return pd.DataFrame(columns=cols)
+    base_t = _base_table(result)
+    rep_t = result.events.table
+    pb = _positions(base_t)
+    pr = _positions(rep_t)
+    ann = result.annotations_df()
+    origin = dict(zip(ann["seq"].astype("int64"), ann["origin"].astype(str), strict=True))
+    want_b = [pb[int(s)] for s in diff["base_seq"].dropna()]
+    want_r = [pr[int(s)] for s in diff["replay_seq"].dropna()]
+    cols_ev = ["seq", "kind", "tool_name", "ref_id", "payload"]
+    b_rows = {r["seq"]: r for r in base_t.take(want_b).select(cols_ev).to_pylist()}
+    r_rows = {r["seq"]: r for r in rep_t.take(want_r).select(cols_ev).to_pylist()}
+    out: list[dict[str, Any]] = []
+    for k, d in diff.iterrows():  # changed events only (bounded by the divergence)
+        bs = None if pd.isna(d["base_seq"]) else int(d["base_seq"])
+        rs = None if pd.isna(d["replay_seq"]) else int(d["replay_seq"])
+        b = b_rows.get(bs) if bs is not None else None
+        r = r_rows.get(rs) if rs is not None else None
+        ev = r or b or {}
+        bp = _decode(b["payload"]) if b else None
+        rp = _decode(r["payload"]) if r else None
+        base = {"row": int(k), "step": pr[rs] if rs is not None else pb[bs],
+                "base_seq": bs, "replay_seq": rs, "kind": ev.get("kind"),
+                "tool_name": ev.get("tool_name"), "ref_id": ev.get("ref_id"),
+                "origin": origin.get(rs) if rs is not None else None,
+                "status": d["status"],
+                "fixture_id": rp.get("fixtureId") if isinstance(rp, Mapping) else None,
+                "provenance": rp.get("provenance") if isinstance(rp, Mapping) else None}
+        if b is None or r is None:
+            whole = rp if r is not None else bp
+            out.append(base | {"path": "", "label": "(whole event)",
+                               "op": "added" if r is not None else "removed",
+                               "before": None if r is not None else _json(whole),
+                               "after": _json(whole) if r is not None else None,
+                               "key": True})
+            continue
+        for c in json_changes(bp, rp):
+            out.append(base | {"path": c["path"], "label": _label(c["path"]), "op": c["op"],
+                               "before": None if c["op"] == "added" else _json(c["before"]),
+                               "after": None if c["op"] == "removed" else _json(c["after"]),
+                               "key": not _is_bookkeeping(c["path"])})
+    df = pd.DataFrame(out, columns=cols)
+    return df.astype({"row": "int64", "step": "int64", "base_seq": "Int64",
+                      "replay_seq": "Int64", "key": "bool"})
+
+
+def _json(v: Any) -> str:
+    return json.dumps(v, ensure_ascii=False, sort_keys=True)
+
+
+def _base_table(result: Any) -> Any:
+    if result.branch is not None:
+        return result.base.run(result.branch.run_id, tenant_id=result.branch.tenant_id).table
+    return result.base.table
+
+
+def _positions(t: Any) -> dict[int, int]:
+    return {int(s): i for i, s in enumerate(t.column("seq").to_pylist())}
+
+
+def fixture_spec(result: Any, requirement: Mapping[str, Any]) -> dict[str, Any]:
+    """An ``isplay.fixtures/v1`` entry that would satisfy one open requirement of a replay.
+
+    Matched by the call's arguments hash and scoped to the branch; ``output`` is left for the
+    author to fill in (``"<the tool's output>"``), provenance ``analyst``.
+
+    Example:
+        >>> req = paused.requirements_df().iloc[0]  # doctest: +SKIP
+        >>> fixture_spec(paused, req)["matcher"]  # doctest: +SKIP
+        {'argsHash': '87529baee44bed63b2c011e2e53c3540'}
+    """
+    branch = result.branch
+    bdict = branch.to_dict() if branch is not None else (getattr(result, "branch_dict", None)
+                                                          or {})
+    spec: dict[str, Any] = {
+        "fixtureId": f"fx-{requirement['requirement_id']}",
+        "projectId": bdict.get("projectId") or "",
+        "toolName": requirement["tool_name"],
+    }
+    if bdict.get("branchId"):
+        spec["scope"] = {"branchId": bdict["branchId"]}
+    spec["matcher"] = {"argsHash": requirement["args_hash"]}
+    spec["output"] = "<the tool's output for these arguments>"
+    spec["provenance"] = "analyst"
+    spec["note"] = (f"answers call {requirement['ref_id']} with arguments "
+                    f"{requirement['args']}")
+    return spec
+
+
+# ------------------------------------------------------------------------------- summary
+class Summary:
+    """The computed findings of a replay: sentences grouped as outcome, evidence, caveats
+    and open requirements, each naming the report section that holds its evidence.
+
+    ``text`` is the summary as plain text; :meth:`to_frame` one row per sentence (``kind``,
+    ``sentence``, ``section``, ``derived_from``); ``values`` the key changed values the outcome
+    names (a DataFrame, rows of :func:`changes_df`).
+
+    Example:
+        >>> s = done.summary()  # doctest: +SKIP
+        >>> print(s.text)  # doctest: +SKIP
+        >>> s.to_frame()  # doctest: +SKIP
+    """
+
+    KINDS = ("outcome", "evidence", "caveat", "requirement")
+    TITLES = {"outcome": "Outcome", "evidence": "Strength of evidence", "caveat": "Caveats",
+              "requirement": "Open requirements"}
+
+    def __init__(self, rows: Sequence[Mapping[str, Any]], values: pd.DataFrame,
+                 requirements: Sequence[Mapping[str, Any]] = ()) -> None:
+        self.rows = [dict(r) for r in rows]
+        self.values = values
+        self.requirements = [dict(r) for r in requirements]
+
+    def sentences(self, kind: str) -> list[str]:
+        """The sentences of one kind, in order."""
+        return [r["sentence"] for r in self.rows if r["kind"] == kind]
+
+    @property
+    def text(self) -> str:
+        parts = []
+        for kind in self.KINDS:
+            s = self.sentences(kind)
+            if s:
+                parts.append(f"{self.TITLES[kind]}:\n" + "\n".join(f"  - {x}" for x in s))
+        return "\n".join(parts)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per sentence: kind, sentence, section (report anchor), derived_from."""
+        return pd.DataFrame(self.rows, columns=["kind", "sentence", "section", "derived_from"])
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"Summary({len(self.rows)} sentences)\n{self.text}"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        out = ["<div class='replaykit-summary'>"]
+        for kind in self.KINDS:
+            s = self.sentences(kind)
+            if s:
+                out.append(f"<b>{self.TITLES[kind]}</b><ul>"
+                           + "".join(f"<li>{html.escape(x)}</li>" for x in s) + "</ul>")
+        out.append("</div>")
+        return "".join(out)
+
+
+def _values_phrase(rows: pd.DataFrame) -> str:
+    parts = []
+    for r in rows.head(VALUES_PER_EVENT).itertuples(index=False):
+        if r.op == "changed":
+            parts.append(f"{r.label} {_short(json.loads(r.before))} \u2192 "
+                         f"{_short(json.loads(r.after))}")
+        elif r.op == "added":
+            parts.append(f"{r.label} {_short(json.loads(r.after))} added")
+        else:
+            parts.append(f"{r.label} {_short(json.loads(r.before))} removed")
+    more = len(rows) - VALUES_PER_EVENT
+    if more > 0:
+        parts.append(f"{more} more")
+    return ", ".join(parts)
+
+
+def _source_phrase(result: Any, ev: Any, patched_by: Mapping[int, list[str]]) -> str:
+    origin = ev.origin
+    if origin == "fixture":
+        fx = next((f for f in result.fixtures if f.fixture_id == ev.fixture_id), None)
+        who = f", by {fx.created_by}" if fx is not None and fx.created_by else ""
+        return (f"served by fixture {ev.fixture_id} (provenance {ev.provenance}{who}), not by "
+                "the recording or a live tool")
+    if origin == "patched":
+        ivs = patched_by.get(int(ev.replay_seq), []) if not pd.isna(ev.replay_seq) else []
+        return "patched by intervention " + ", ".join(ivs) if ivs else "patched"
+    if origin == "executor":
+        return f"from a live executor (policy {result.model_policy}/{result.tool_policy})"
+    if origin == "blocked":
+        return "an error result: execution blocked by the tool policy"
+    if origin == "synthetic":
+        return "a synthetic event the replay added"
+    if origin in ("recorded", "copied"):
+        return "recorded"
+    return str(origin)
+
+
+def _patched_by(result: Any) -> dict[int, list[str]]:
+    """replay seq -> ids of the interventions applied to that event (from ``replayPatch``)."""
+    from .patches import PATCH_RECORD_KEY
+
+    ann = result.annotations_df()
+    seqs = ann.loc[ann["origin"] == "patched", "seq"].astype("int64").tolist()
+    if not seqs:
+        return {}
+    t = result.events.table
+    pos = _positions(t)
+    out: dict[int, list[str]] = {}
+    for s, p in zip(seqs, t.take([pos[s] for s in seqs]).column("payload").to_pylist(),
+                    strict=True):
+        doc = _decode(p)
+        recs = doc.get(PATCH_RECORD_KEY, []) if isinstance(doc, Mapping) else []
+        out[s] = [str(r.get("interventionId")) for r in recs if r.get("status") == "applied"]
+    return out
+
+
+def _terminal(t: Any) -> tuple[str | None, Any]:
+    """(kind, payload) of a run's last event."""
+    if not t.num_rows:
+        return None, None
+    last = t.slice(t.num_rows - 1, 1).select(["kind", "payload"]).to_pylist()[0]
+    return last["kind"], _decode(last["payload"])
+
+
+def _outcome_value(doc: Any) -> str | None:
+    if isinstance(doc, Mapping):
+        for k in ("outcome", "status", "result", "output"):
+            if k in doc and isinstance(doc[k], (str, int, float, bool)):
+                return f"{k} {_short(doc[k], 40)}"
+    return None
+
+
+def summarize(result: Any) -> Summary:
+    """The findings of one replay (see :class:`Summary` and docs/report.md for each rule).
+
+    Raises:
+        MissingExtraError: jsonpatch is missing (the ``replay`` extra).
+    """
+    from ..io.isplay import MODEL_POLICIES  # noqa: F401  (policy names are validated there)
+    from .metrics import COMPARABILITY
+
+    m = result.metrics
+    step = int(m.get("first_divergence_step", -1))
+    cls = str(m.get("comparability"))
+    rows: list[dict[str, Any]] = []
+
+    def add(kind: str, sentence: str, section: str, derived: str) -> None:
+        rows.append({"kind": kind, "sentence": sentence, "section": section,
+                     "derived_from": derived})
+
+    ch = changes_df(result)
+    key = ch[ch["key"]] if len(ch) else ch
+    patched_by = _patched_by(result)
+    effects = result.effects_df()
+    ann = result.annotations_df()
+    base_t = _base_table(result)
+    rep_t = result.events.table
+
+    # ---- outcome
+    if result.status != "completed":
+        reqs = result.requirements_df()
+        open_reqs = reqs[reqs["status"] == "open"]
+        where = (f" at step {int(open_reqs['step'].iloc[0])}" if len(open_reqs) else "")
+        what = (f": no recorded output and no fixture for the divergent call of "
+                f"{open_reqs['tool_name'].iloc[0]} (call {open_reqs['ref_id'].iloc[0]})"
+                if len(open_reqs) else (f": {result.error}" if result.error else ""))
+        add("outcome", f"The replay did not finish: it {result.status}{where}{what}. No "
+            "outcome can be read from it yet; the open requirements below say what would "
+            "let it finish.", "requirements", "status, requirements_df()")
+    if step < 0:
+        add("outcome", "The replay does not diverge from the recording: every event signature "
+            "matches, so this intervention changed nothing observable under these policies.",
+            "first-divergence", "metrics.first_divergence_step == -1")
+    else:
+        div = ann[ann["seq"] == step]
+        org = str(div["origin"].iloc[0]) if len(div) else "?"
+        kind = rep_t.column("kind")[step].as_py() if step < rep_t.num_rows else None
+        ivs = patched_by.get(step, [])
+        how = (f"patched by {', '.join(ivs)}" if ivs else org)
+        add("outcome", f"The replay first diverges from the recording at step {step} "
+            f"({kind}, {how}); {m.get('changed_descendants')} later position(s) differ.",
+            "first-divergence", "metrics.first_divergence_step, annotations_df().origin, "
+            "metrics.changed_descendants")
+    if len(key):
+        events = key.drop_duplicates("row")
+        tools = events[events["kind"].isin(["tool_call", "tool_result"])]
+        named = tools if len(tools) else events
+        for ev in named.head(EVENTS_NAMED).itertuples(index=False):
+            vals = key[key["row"] == ev.row]
+            what = {"tool_call": "was called with", "tool_result": "returned"}.get(
+                str(ev.kind), "changed")
+            who = ev.tool_name if isinstance(ev.tool_name, str) and ev.tool_name else ev.kind
+            add("outcome", f"{who} {what} {_values_phrase(vals)} at step {ev.step} "
+                f"({_source_phrase(result, ev, patched_by)}).", "changes",
+                "changes_df() rows with key=True, origin, fixture_id/provenance")
+        rest = events[~events["row"].isin(named.head(EVENTS_NAMED)["row"])]
+        if len(rest):
+            kinds = rest["kind"].value_counts()
+            add("outcome", "Other changed events: " + ", ".join(
+                f"{n} {k}" for k, n in kinds.items()) + " (see the changed-values table).",
+                "changes", "changes_df() rows not named above")
+    if result.status == "completed" and step >= 0:
+        bk, bdoc = _terminal(base_t)
+        rk_, rdoc = _terminal(rep_t)
+        same = bk == rk_ and _outcome_value(bdoc) == _outcome_value(rdoc)
+        val = _outcome_value(rdoc)
+        if same:
+            add("outcome", f"The run ends in the same terminal state as the recording "
+                f"({rk_}{', ' + val if val else ''}).", "descendants",
+                "last event of base and replay: kind and outcome field")
+        else:
+            add("outcome", f"The run ends differently: recording {bk}"
+                f"{', ' + str(_outcome_value(bdoc)) if _outcome_value(bdoc) else ''}, replay "
+                f"{rk_}{', ' + val if val else ''}.", "descendants",
+                "last event of base and replay: kind and outcome field")
+
+    # ---- evidence
+    adv = COMPARABILITY.get(cls, {"meaning": "unknown class", "advice": ""})
+    add("evidence", f"Comparability {cls}: {adv['meaning']} {adv['advice']}", "comparability",
+        "metrics.comparability (rules in docs/metrics.md)")
+    live_m = result.model_policy in ("pinned-live", "compatible-live")
+    live_t = result.tool_policy in ("live-readonly", "live-explicit")
+    ran = ("nothing was executed live" if not (live_m or live_t) else
+           "live " + " and ".join(x for x, y in (("model calls", live_m),
+                                                 ("tool calls", live_t)) if y)
+           + " ran during the replay")
+    add("evidence", f"Policies: model {result.model_policy}, tool {result.tool_policy}; "
+        f"{ran}.", "interventions", "model_policy, tool_policy")
+    after = effects[effects["tool_name"].notna()] if len(effects) else effects
+    fx = effects[effects["action"] == "fixture"] if len(effects) else effects
+    if len(fx):
+        ids = ", ".join(f"{r.fixture_id} ({r.provenance})" for r in fx.itertuples())
+        add("evidence", f"Sensitive to fixture: {len(fx)} of {len(after)} tool call(s) after "
+            f"the checkpoint were answered by fixture(s) {ids}; the conclusion holds only as "
+            "far as those outputs are right.", "fixtures", "effects_df().action == 'fixture'")
+    else:
+        add("evidence", f"No fixture served a call: all {len(after)} tool call(s) after the "
+            "checkpoint got their recorded (or executed) output.", "fixtures",
+            "effects_df().action")
+
+    # ---- caveats
+    model_after = ann[(ann["seq"] > step)] if step >= 0 else ann.iloc[:0]
+    if step >= 0 and len(model_after):
+        kinds = rep_t.column("kind").to_pylist()
+        copied = [s for s in model_after["seq"].astype("int64")
+                  if kinds[s] == "model_response"]
+        if result.model_policy in ("recorded-only", "blocked") and copied:
+            add("caveat", f"Model outputs after step {step} ({len(copied)} model "
+                f"response(s)) were copied from the recording under the "
+                f"{result.model_policy} model policy: the model never answered the changed "
+                "inputs, so whatever the model decided afterwards (including the same "
+                "terminal state) is guaranteed by the policy, not observed.", "interventions",
+                "model_policy in (recorded-only, blocked), model_response rows after the "
+                "first divergence")
+        elif live_m and copied:
+            add("caveat", f"Model outputs after step {step} came from a live model (policy "
+                f"{result.model_policy}): another run of the same replay may answer "
+                "differently.", "interventions", "model_policy is live")
+        elif result.model_policy == "determinism-probe":
+            add("caveat", "Under determinism-probe the recorded model outputs were kept; the "
+                "probe only checks whether the model repeats itself.", "interventions",
+                "model_policy == determinism-probe")
+    if result.tool_policy == "blocked" and len(effects) \
+            and (effects["action"] == "blocked").any():
+        add("caveat", "Divergent tool calls were blocked (they got an error result) instead "
+            "of being executed: what the tool would have returned is not known.", "fixtures",
+            "effects_df().action == 'blocked'")
+
+    # ---- requirements
+    reqs = result.requirements_df()
+    open_reqs = reqs[reqs["status"] == "open"] if len(reqs) else reqs
+    specs = []
+    for r in open_reqs.to_dict("records"):
+        spec = fixture_spec(result, r)
+        specs.append(r | {"fixture": spec})
+        add("requirement", f"{r['requirement_id']}: tool {r['tool_name']}, call {r['ref_id']} "
+            f"at step {r['step']}, arguments {_short(_decode(r['args']), 80)} (args hash "
+            f"{r['args_hash']}) has no recorded output and no fixture. It is satisfied by a "
+            f"fixture matched on toolName={r['tool_name']} and argsHash={r['args_hash']}; "
+            "write it (the spec is in the requirements section) to a fixtures file and "
+            "re-run with --fixtures FILE (in Python: result.resume(fixtures)).",
+            "requirements", "requirements_df() rows with status open")
+    return Summary(rows, key.reset_index(drop=True) if len(key) else key, specs)

@@ -1,0 +1,728 @@
+"""Reproducibility stamps: what a log records about the controllable variables of each run.
+
+A re-execution against a hosted model is not bit-for-bit reproducible, but every variable the
+caller controls (model id and provider, package versions, sampling settings, system prompt,
+safety policy, tool definitions, plugins) can be read from the log, so a divergence between a
+base and a replay -- or between two cohorts -- can be attributed to the variable that changed.
+
+* :func:`stamps_df` (also ``log.stamps_df()``): one row per run, or one per distinct stamp
+  with its seq range when the stamps change inside a run (a model switch);
+* :func:`stamp_diff`: field, value in a, value in b for two runs or two cohorts;
+* :func:`stamp_drift`: stamp changes between consecutive cohorts (what a cohort report puts in
+  its headline, since a model or temperature change confounds every other difference);
+* :func:`run_stamps` / :func:`stamps_changed`: one summary per run and the fields that differ
+  per (base, replay) pair (used by :func:`replaykit.compare`).
+
+Where each field comes from, per format: docs/formats.md ("Reproducibility stamps").
+
+How it scales: the stamp-bearing events (request headers, model calls/requests, policy events,
+session spans) are selected column-wise; each *distinct* payload among them is decoded once and
+the values are broadcast back; the per-run carry-forward and the change detection are pandas
+group operations. No step loops over every event of the log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ._json import JSONDecodeError, canonical_json, loads
+
+__all__ = [
+    "STAMP_FIELDS",
+    "run_stamps",
+    "stamp_diff",
+    "stamp_drift",
+    "stamps_changed",
+    "stamps_df",
+]
+
+#: The stamp fields, in column order, with what each one means.
+STAMP_FIELDS: dict[str, str] = {
+    "model": "model id requested",
+    "model_version": "model id/version the provider reported back (response model)",
+    "provider": "model provider (gen_ai.provider.name, provider, Inspect model prefix)",
+    "transport": "how the provider is reached: native / router / byok (only when recorded)",
+    "provider_sdk_version": "version of the provider SDK making the call",
+    "harness_version": "agent / harness name and version",
+    "package_versions": "package -> version (JSON object text)",
+    "client_version": "client / host application version (e.g. OTel service.version)",
+    "temperature": "sampling temperature",
+    "top_p": "nucleus sampling top_p",
+    "max_tokens": "output token limit",
+    "stop_sequences": "stop sequences (JSON list text)",
+    "seed": "sampling seed",
+    "reasoning_effort": "reasoning effort setting",
+    "system_prompt_hash": "sha256 (first 16 hex) of the system prompt text",
+    "system_prompt": "the system prompt text, where recorded",
+    "safety_policy": "approval / sandbox / permission / safety settings (JSON object text)",
+    "tool_schema_hash": "sha256 (first 16 hex) of the canonical JSON of the tool definitions",
+    "tools": "number of tool definitions",
+    "plugins": "plugin names seen (JSON list text)",
+    "plugin_versions": "plugin -> version (JSON object text), where recorded",
+}
+
+_FLOATS = ("temperature", "top_p")
+#: Fields read from responses: they hold for the request that precedes them.
+_RESPONSE_FIELDS = ("model_version",)
+_INTS = ("max_tokens", "seed", "tools")
+#: Fields whose value is assembled from several sub-fields (``safety_policy.sandbox``, ...).
+_OBJECT_FIELDS = ("safety_policy", "package_versions", "plugin_versions")
+
+_BAD_JSON: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError)
+
+_Getter = Callable[[Any], "tuple[Any, str] | None"]
+
+
+def _hash16(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _placeholder(v: Any) -> bool:
+    """Snapshot placeholders such as ``{{system}}`` stand for a value the log does not keep."""
+    return isinstance(v, str) and v.startswith("{{") and v.endswith("}}")
+
+
+def _at(doc: Any, path: Sequence[str]) -> Any:
+    for key in path:
+        if not isinstance(doc, Mapping):
+            return None
+        doc = doc.get(key)
+    return doc
+
+
+def _p(*paths: str | tuple[str, ...]) -> _Getter:
+    """The first non-null value at one of ``paths`` (dotted text, or a tuple of keys for keys
+    that contain dots, e.g. ``("attributes", "gen_ai.request.model")``)."""
+    keyed = [(p.split(".") if isinstance(p, str) else list(p)) for p in paths]
+
+    def get(doc: Any) -> tuple[Any, str] | None:
+        for keys in keyed:
+            v = _at(doc, keys)
+            if v is not None and v != "" and not _placeholder(v):
+                return v, ".".join(keys)
+        return None
+
+    return get
+
+
+def _system_of_messages(*paths: str) -> _Getter:
+    """Text of the first ``role == "system"`` message of a message list."""
+    keyed = [p.split(".") for p in paths]
+
+    def get(doc: Any) -> tuple[Any, str] | None:
+        for keys in keyed:
+            msgs = _at(doc, keys)
+            if not isinstance(msgs, list):
+                continue
+            for m in msgs:
+                if isinstance(m, Mapping) and m.get("role") == "system":
+                    text = _content_text(m.get("content"))
+                    if text:
+                        return text, ".".join(keys) + "[role=system].content"
+        return None
+
+    return get
+
+
+def _content_text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [c.get("text") if isinstance(c, Mapping) else c for c in content]
+        texts = [p for p in parts if isinstance(p, str)]
+        return "".join(texts) if texts else None
+    return None
+
+
+def _maybe_json(v: Any) -> Any:
+    """OTel keeps structured attributes as JSON text; decode it when it is."""
+    if isinstance(v, str) and v[:1] in "[{":
+        try:
+            return loads(v)
+        except _BAD_JSON:
+            return v
+    return v
+
+
+def _inspect_provider(doc: Any) -> tuple[Any, str] | None:
+    m = doc.get("model") if isinstance(doc, Mapping) else None
+    if isinstance(m, str) and "/" in m:
+        return m.split("/", 1)[0], "model (provider/ prefix)"
+    return None
+
+
+# Rule: (match on column, values, {field: getter}). ``"type"`` matches the event's source type,
+# ``"kind"`` its canonical kind. Later rules at the same event add fields; for one field the
+# first getter that finds a value wins.
+_Rule = tuple[str, tuple[str, ...], dict[str, _Getter]]
+
+_CFG = "data.header.config"
+_RULES: dict[str, list[_Rule]] = {
+    "toh": [
+        ("type", ("request/header",), {
+            "model": _p(f"{_CFG}.model"), "provider": _p(f"{_CFG}.provider"),
+            "transport": _p(f"{_CFG}.transport"),
+            "temperature": _p(f"{_CFG}.temperature"), "top_p": _p(f"{_CFG}.topP"),
+            "max_tokens": _p(f"{_CFG}.maxTokens"),
+            "stop_sequences": _p(f"{_CFG}.stopSequences", f"{_CFG}.stop"),
+            "seed": _p(f"{_CFG}.seed"), "reasoning_effort": _p(f"{_CFG}.reasoningEffort"),
+            "system_prompt": _p("data.header.system"), "tool_defs": _p("data.header.tools"),
+        }),
+        ("type", ("request/context",), {"model": _p("data.model"),
+                                         "provider": _p("data.provider")}),
+        ("type", ("approval/policy",), {"safety_policy.approval": _p("data.policy")}),
+        ("type", ("sandbox/mode",), {"safety_policy.sandbox": _p("data.mode")}),
+        ("type", ("permission/preset",), {"safety_policy.permission": _p("data.preset")}),
+    ],
+    "pleach": [
+        ("type", ("model.requested",), {
+            "model": _p("model"), "provider": _p("provider"), "transport": _p("transport"),
+            "temperature": _p("settings.temperature"),
+            "top_p": _p("settings.top_p", "settings.topP"),
+            "max_tokens": _p("settings.max_tokens", "settings.maxTokens"),
+            "stop_sequences": _p("settings.stop_sequences", "settings.stopSequences",
+                                 "settings.stop"),
+            "seed": _p("settings.seed"),
+            "reasoning_effort": _p("settings.reasoning_effort", "settings.reasoningEffort"),
+            "system_prompt": _system_of_messages("messages"),
+            "tool_defs": _p("tools", "settings.tools"),
+        }),
+        ("type", ("model.completed",), {"model_version": _p("model")}),
+    ],
+    "isplay": [
+        ("type", ("model.call",), {
+            "model": _p("settings.model", "model"), "provider": _p("settings.provider",
+                                                                   "provider"),
+            "transport": _p("settings.transport"),
+            "temperature": _p("settings.temperature"),
+            "top_p": _p("settings.topP", "settings.top_p"),
+            "max_tokens": _p("settings.maxTokens", "settings.max_tokens"),
+            "stop_sequences": _p("settings.stopSequences", "settings.stop"),
+            "seed": _p("settings.seed"),
+            "reasoning_effort": _p("settings.reasoningEffort"),
+            "system_prompt": _p("prompt", "system"),
+            "tool_defs": _p("tools"),
+            "safety_policy.policy": _p("settings.safetyPolicy"),
+        }),
+        ("type", ("model.result",), {"model_version": _p("model", "output.model")}),
+    ],
+    "otel": [
+        ("kind", ("model_response",), {
+            "model": _p(("attributes", "gen_ai.request.model")),
+            "model_version": _p(("attributes", "gen_ai.response.model")),
+            "provider": _p(("attributes", "gen_ai.provider.name"),
+                           ("attributes", "gen_ai.system")),
+            "temperature": _p(("attributes", "gen_ai.request.temperature")),
+            "top_p": _p(("attributes", "gen_ai.request.top_p")),
+            "max_tokens": _p(("attributes", "gen_ai.request.max_tokens")),
+            "stop_sequences": _p(("attributes", "gen_ai.request.stop_sequences")),
+            "seed": _p(("attributes", "gen_ai.request.seed")),
+            "system_prompt": _p(("attributes", "gen_ai.system_instructions")),
+            "tool_defs": _p(("attributes", "gen_ai.tool.definitions")),
+            "client_version": _p(("resource", "service.version")),
+            "harness_version": _p(("resource", "gen_ai.agent.version")),
+        }),
+    ],
+    "inspect": [
+        ("type", ("model",), {
+            "model": _p("model"), "provider": _inspect_provider,
+            "model_version": _p("output.model"),
+            "temperature": _p("config.temperature"), "top_p": _p("config.top_p"),
+            "max_tokens": _p("config.max_tokens"), "stop_sequences": _p("config.stop_seqs"),
+            "seed": _p("config.seed"), "reasoning_effort": _p("config.reasoning_effort"),
+            "system_prompt": _system_of_messages("input"),
+            "tool_defs": _p("tools"),
+        }),
+    ],
+}
+
+# Run-level fields from ``log.runs.attrs`` (lower priority than the events of the run).
+_RUN_RULES: dict[str, dict[str, _Getter]] = {
+    "isplay": {"harness_version": lambda a: _name_version(a.get("agent"), "agent"),
+               "client_version": _p("client.version", "metadata.clientVersion")},
+    "otel": {"client_version": _p(("resource", "service.version")),
+             "harness_version": _p(("resource", "gen_ai.agent.version"))},
+    "inspect": {"model": _p("model"), "package_versions": _p("packages"),
+                "temperature": _p("generate_config.temperature"),
+                "top_p": _p("generate_config.top_p"),
+                "max_tokens": _p("generate_config.max_tokens"),
+                "stop_sequences": _p("generate_config.stop_seqs"),
+                "seed": _p("generate_config.seed"),
+                "harness_version": lambda a: _prefixed(a, "packages", "inspect_ai")},
+    "toh": {"harness_version": _p("harnessVersion", "clientVersion")},
+    "pleach": {},
+}
+
+
+def _name_version(v: Any, path: str) -> tuple[Any, str] | None:
+    if isinstance(v, Mapping) and v.get("version") is not None:
+        name = v.get("name")
+        return (f"{name}@{v['version']}" if name else str(v["version"])), f"{path}.version"
+    return None
+
+
+def _prefixed(doc: Any, path: str, package: str) -> tuple[Any, str] | None:
+    pk = doc.get(path) if isinstance(doc, Mapping) else None
+    if isinstance(pk, Mapping) and pk.get(package):
+        return f"{package}@{pk[package]}", f"{path}.{package}"
+    return None
+
+
+# Fields that collect every value a run records (a set, not a carried-forward value):
+# format -> (event types, field, regex with one group over the payload text). Column-wise
+# (Arrow regex extraction), so every matching event is read without decoding its JSON.
+_SET_RULES: dict[str, list[tuple[tuple[str, ...], str, str]]] = {
+    "toh": [(("user/message", "agent/inbox/spliced"), "plugins",
+             r'"kind":"plugin","plugin":"(?P<v>[^"\\]+)"')],
+}
+
+
+def _set_fields(t: pa.Table) -> pd.DataFrame:
+    """Per run: each set field as a sorted JSON list text, plus its source."""
+    frames = []
+    typ = _s(t.column("type"))
+    fmt = pc.replace_substring_regex(_s(t.column("source")), r":.*$", "")
+    for fname, rules in _SET_RULES.items():
+        for types, field, regex in rules:
+            m = pc.and_(pc.equal(fmt, fname), pc.is_in(typ, value_set=pa.array(types)))
+            sub = t.filter(pc.fill_null(m, False))
+            if not sub.num_rows:
+                continue
+            got = pc.struct_field(pc.extract_regex(sub.column("payload"), regex), "v")
+            df = pd.DataFrame({"tenant_id": _s(sub.column("tenant_id")).to_numpy(
+                zero_copy_only=False), "run_id": _s(sub.column("run_id")).to_numpy(
+                zero_copy_only=False), "v": _s(got).to_numpy(zero_copy_only=False)}).dropna()
+            if not len(df):
+                continue
+            agg = df.drop_duplicates().sort_values("v").groupby(
+                ["tenant_id", "run_id"], sort=False)["v"].agg(list).reset_index()
+            agg[field] = [canonical_json(v) for v in agg.pop("v")]
+            agg[f"src:{field}"] = f"{'|'.join(types)} (every event)"
+            frames.append(agg)
+    if not frames:
+        return pd.DataFrame(columns=["tenant_id", "run_id"])
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.merge(f, on=["tenant_id", "run_id"], how="outer")
+    return out
+
+
+# ------------------------------------------------------------------------------ extraction
+
+
+def _finish(field: str, value: Any) -> tuple[str, Any] | list[tuple[str, Any]]:
+    """Normalise one extracted value; tool definitions and system prompts become identities."""
+    value = _maybe_json(value)
+    if field == "tool_defs":
+        n = len(value) if isinstance(value, list) else None
+        return [("tool_schema_hash", _hash16(canonical_json(value))), ("tools", n)]
+    if field == "system_prompt":
+        text = value if isinstance(value, str) else canonical_json(value)
+        return [("system_prompt_hash", _hash16(text)), ("system_prompt", text)]
+    if field in ("stop_sequences",) or isinstance(value, (list, dict)):
+        return field, canonical_json(value)
+    return field, value
+
+
+def _extract(doc: Any, getters: Mapping[str, _Getter], label: str
+             ) -> tuple[dict[str, Any], dict[str, str]]:
+    vals: dict[str, Any] = {}
+    srcs: dict[str, str] = {}
+    for field, get in getters.items():
+        got = get(doc)
+        if got is None:
+            continue
+        value, path = got
+        done = _finish(field, value)
+        for f, v in done if isinstance(done, list) else [done]:
+            if v is None or f in vals:
+                continue
+            vals[f] = v
+            srcs[f] = f"{label} {path}"
+    return vals, srcs
+
+
+def _fmt_of(source: pa.Array) -> np.ndarray:
+    return np.asarray(pc.replace_substring_regex(pc.cast(source, pa.string()), r":.*$", "")
+                      .to_numpy(zero_copy_only=False), dtype=object)
+
+
+def _s(col: Any) -> pa.Array:
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    return pc.cast(arr, pa.string())
+
+
+def _event_stamps(t: pa.Table) -> pd.DataFrame:
+    """One row per stamp-bearing event: tenant_id, run_id, seq, one column per field found
+    and ``src:<field>`` with where it came from."""
+    if t.num_rows == 0:
+        return pd.DataFrame(columns=["tenant_id", "run_id", "seq"])
+    typ = _s(t.column("type"))
+    kind = _s(t.column("kind"))
+    fmt = pc.replace_substring_regex(_s(t.column("source")), r":.*$", "")
+    frames = []
+    # rows of another source (generated logs, custom loaders) get the rules that match their
+    # source event type
+    other = pc.invert(pc.is_in(fmt, value_set=pa.array(list(_RULES), pa.string())))
+    for fname, rules in _RULES.items():
+        in_fmt = pc.equal(fmt, fname)
+        for match, values, getters in rules:
+            col = typ if match == "type" else kind
+            where = pc.or_(in_fmt, other) if match == "type" else in_fmt
+            m = pc.and_(where, pc.is_in(col, value_set=pa.array(values, pa.string())))
+            idx = np.flatnonzero(np.asarray(pc.fill_null(m, False)))
+            if not len(idx):
+                continue
+            sub = t.take(pa.array(idx))
+            pay = sub.column("payload").combine_chunks().dictionary_encode()
+            label = "|".join(values)
+            decoded = []
+            for text in pay.dictionary.to_pylist():  # each distinct payload once
+                try:
+                    doc = loads(text)
+                except _BAD_JSON:
+                    doc = None
+                decoded.append(_extract(doc, getters, label) if isinstance(doc, Mapping)
+                               else ({}, {}))
+            codes = pay.indices.to_numpy(zero_copy_only=False)
+            vals = pd.DataFrame.from_records([d[0] for d in decoded])
+            srcs = pd.DataFrame.from_records([d[1] for d in decoded]).add_prefix("src:")
+            per = pd.concat([vals, srcs], axis=1)
+            if per.shape[1] == 0:
+                continue
+            per = per.iloc[codes].reset_index(drop=True)
+            per.insert(0, "seq", sub.column("seq").to_numpy())
+            per.insert(0, "run_id", _s(sub.column("run_id")).to_numpy(zero_copy_only=False))
+            per.insert(0, "tenant_id", _s(sub.column("tenant_id")).to_numpy(
+                zero_copy_only=False))
+            frames.append(per)
+    if not frames:
+        return pd.DataFrame(columns=["tenant_id", "run_id", "seq"])
+    ev = pd.concat(frames, ignore_index=True)
+    # several rules can hit one event: one row per event, first value per field
+    return ev.groupby(["tenant_id", "run_id", "seq"], sort=True, as_index=False).first()
+
+
+def _run_level(runs: pa.Table) -> pd.DataFrame:
+    """Run-level stamp values from the runs table's ``attrs`` (one decode per run header)."""
+    rows = []
+    if runs.num_rows:
+        for tenant, run, fmt, attrs in zip(runs.column("tenant_id").to_pylist(),
+                                           runs.column("run_id").to_pylist(),
+                                           runs.column("format").to_pylist(),
+                                           runs.column("attrs").to_pylist(), strict=True):
+            getters = _RUN_RULES.get(str(fmt))
+            if not getters or not attrs:
+                continue
+            try:
+                doc = loads(attrs)
+            except _BAD_JSON:
+                continue
+            if not isinstance(doc, Mapping):
+                continue
+            vals, srcs = _extract(doc, getters, "runs.attrs")
+            rows.append({"tenant_id": tenant, "run_id": run, **vals,
+                         **{f"src:{k}": v for k, v in srcs.items()}})
+    if not rows:
+        return pd.DataFrame(columns=["tenant_id", "run_id"])
+    return pd.DataFrame.from_records(rows).drop_duplicates(["tenant_id", "run_id"])
+
+
+def _assemble_objects(df: pd.DataFrame) -> pd.DataFrame:
+    """``safety_policy.sandbox`` etc. -> one canonical JSON object column per field."""
+    for field in _OBJECT_FIELDS:
+        subs = [c for c in df.columns if c.startswith(field + ".")]
+        if not subs:
+            continue
+        names = [c[len(field) + 1:] for c in subs]
+        sub = df[subs]
+        present = sub.notna().any(axis=1).to_numpy()
+        vals = np.full(len(df), None, dtype=object)
+        if present.any():
+            records = sub[present].to_dict("records")
+            texts = [canonical_json({n: r[c] for n, c in zip(names, subs, strict=True)
+                                     if r[c] is not None and r[c] == r[c]}) for r in records]
+            vals[present] = texts
+        old = df[field] if field in df else pd.Series([None] * len(df), index=df.index)
+        df[field] = old.where(old.notna(), pd.Series(vals, index=df.index))
+        ssubs = [f"src:{c}" for c in subs if f"src:{c}" in df]
+        if ssubs:
+            src = df[ssubs].apply(lambda r: "; ".join(x for x in r if isinstance(x, str)),
+                                  axis=1) if len(df) else pd.Series([], dtype=object)
+            src = src.where(src != "", None)
+            olds = df[f"src:{field}"] if f"src:{field}" in df else pd.Series(
+                [None] * len(df), index=df.index)
+            df[f"src:{field}"] = olds.where(olds.notna(), src)
+        df = df.drop(columns=subs + ssubs)
+    return df
+
+
+def _typed(df: pd.DataFrame) -> pd.DataFrame:
+    for f in STAMP_FIELDS:
+        if f not in df:
+            df[f] = None
+        if f in _FLOATS:
+            df[f] = pd.to_numeric(df[f], errors="coerce").astype("Float64")
+        elif f in _INTS:
+            num = pd.to_numeric(df[f], errors="coerce")
+            df[f] = num.where(num == num.round()).astype("Float64").astype("Int64")
+        else:
+            df[f] = df[f].map(lambda v: None if v is None or v != v else str(v)).astype(
+                "string")
+    return df
+
+
+def stamps_df(log: Any) -> pd.DataFrame:
+    """Reproducibility stamps of every run: one row per run and distinct stamp.
+
+    Columns: ``tenant_id``, ``run_id``, ``from_seq``, ``to_seq`` (the seq range the stamp
+    holds for), then :data:`STAMP_FIELDS` (null where the log does not say), then
+    ``sources`` (JSON object text: field -> ``"<event type> <payload path>"`` or
+    ``"runs.attrs <path>"``) and ``changes`` (fields that differ from the run's previous
+    stamp row; empty on a run's first row).
+
+    A value recorded anywhere in a run holds from the run's start until the run records a
+    different value; a change (e.g. a model switch in a later request header) starts a new
+    row at the seq of the event that records it. Runs with no stamp-bearing event still get
+    one row (values from the runs table, else nulls). Placeholders such as ``{{system}}``
+    count as not recorded.
+
+    Example:
+        >>> st = rk.read_isplay("data/isplay/claims-triage-C-104.json",
+        ...                     tenant_id="demo").stamps_df()  # doctest: +SKIP
+        >>> st.loc[0, ["model", "provider", "temperature"]].tolist()  # doctest: +SKIP
+        ['gpt-4.1-mini', 'openai', 0.2]
+    """
+    t = log.table
+    cols = ["tenant_id", "run_id", "from_seq", "to_seq", *STAMP_FIELDS, "sources", "changes"]
+    if t.num_rows == 0:
+        return _typed(pd.DataFrame(columns=cols))[cols]
+    keys = pa.table({"tenant_id": _s(t.column("tenant_id")), "run_id": _s(t.column("run_id")),
+                     "seq": t.column("seq")})
+    bounds = keys.group_by(["tenant_id", "run_id"], use_threads=False).aggregate(
+        [("seq", "min"), ("seq", "max")]).to_pandas()
+    ev = _event_stamps(t)
+    runlvl = _run_level(log.runs)
+    sets = _set_fields(t)
+    if len(sets):
+        runlvl = sets if not len(runlvl) else runlvl.merge(sets, on=["tenant_id", "run_id"],
+                                                             how="outer")
+    fields = [c for c in ev.columns if c not in ("tenant_id", "run_id", "seq")]
+    rk = ["tenant_id", "run_id"]
+    if len(ev):
+        # a response-side value (the model the provider reported) belongs to the request
+        # before it: fill it backwards first, so the request row already carries it
+        late = [c for c in fields if c in _RESPONSE_FIELDS or c[4:] in _RESPONSE_FIELDS]
+        if late:
+            ev[late] = ev.groupby(rk, sort=False)[late].bfill()
+        ev[fields] = ev.groupby(rk, sort=False)[fields].ffill()
+        ev[fields] = ev.groupby(rk, sort=False)[fields].bfill()
+    # runs without any stamp event: one row at the run's first seq
+    have = ev[rk].drop_duplicates() if len(ev) else pd.DataFrame(columns=rk)
+    missing = bounds.merge(have, on=rk, how="left", indicator=True)
+    missing = missing[missing["_merge"] == "left_only"]
+    filler = pd.DataFrame({"tenant_id": missing["tenant_id"], "run_id": missing["run_id"],
+                           "seq": missing["seq_min"]})
+    ev = pd.concat([ev, filler], ignore_index=True) if len(filler) else ev
+    # run-level values fill what the events leave open
+    if len(runlvl):
+        ev = ev.merge(runlvl, on=rk, how="left", suffixes=("", "__run"))
+        for c in [c for c in runlvl.columns if c not in rk]:
+            if c + "__run" in ev:
+                ev[c] = ev[c].where(ev[c].notna(), ev.pop(c + "__run"))
+    ev = _assemble_objects(ev)
+    ev = _typed(ev)
+    ev = ev.sort_values(["tenant_id", "run_id", "seq"], ignore_index=True)
+    # change detection: compare each stamp row with the previous one of its run
+    F = list(STAMP_FIELDS)
+    vals = ev[F].astype("string").fillna("\x00null")
+    prev = vals.groupby([ev["tenant_id"], ev["run_id"]], sort=False).shift(1)
+    first = prev[F[0]].isna().to_numpy()
+    diff = (vals != prev) & prev.notna()
+    keep = first | diff.any(axis=1).to_numpy()
+    seg = ev[keep].reset_index(drop=True)
+    dseg = diff[keep].reset_index(drop=True)
+    seg = seg.merge(bounds, on=rk, how="left")
+    seg["from_seq"] = np.where(first[keep], seg["seq_min"], seg["seq"])
+    nxt = seg.groupby(rk, sort=False)["from_seq"].shift(-1)
+    seg["to_seq"] = np.where(nxt.isna(), seg["seq_max"], nxt.fillna(0) - 1)
+    src_cols = [c for c in seg.columns if c.startswith("src:")]
+    src_recs = seg[src_cols].to_dict("records") if src_cols else [{}] * len(seg)
+    seg["sources"] = [canonical_json({k[4:]: v for k, v in r.items()
+                                      if isinstance(v, str)}) for r in src_recs]
+    dcols = dseg.to_numpy()
+    seg["changes"] = [",".join(f for f, d in zip(F, row, strict=True) if d) for row in dcols]
+    out = seg[["tenant_id", "run_id", "from_seq", "to_seq", *F, "sources", "changes"]].copy()
+    out = out.astype({"tenant_id": "string", "run_id": "string", "from_seq": "Int64",
+                      "to_seq": "Int64", "sources": "string", "changes": "string"})
+    return out.sort_values(["tenant_id", "run_id", "from_seq"], ignore_index=True)
+
+
+# ------------------------------------------------------------------------------ comparisons
+
+
+def run_stamps(stamps: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: each field's values over the run's stamp rows, in seq order and
+    joined by ``" -> "`` when the run switches (a single value otherwise; null when never
+    recorded). Input: the output of :func:`stamps_df`."""
+    rk = ["tenant_id", "run_id"]
+    F = list(STAMP_FIELDS)
+    s = stamps.sort_values([*rk, "from_seq"])
+    txt = s[F].astype("string")
+    txt[rk] = s[rk]
+
+    def join(x: pd.Series) -> Any:
+        v = [str(a) for a in x if a is not pd.NA and a is not None]
+        out: list[str] = []
+        for a in v:
+            if not out or out[-1] != a:
+                out.append(a)
+        return " -> ".join(out) if out else pd.NA
+
+    if len(s) == len(s[rk].drop_duplicates()):
+        return txt.reset_index(drop=True)[[*rk, *F]]
+    return txt.groupby(rk, sort=False, as_index=False).agg(join)[[*rk, *F]]
+
+
+def stamps_changed(base: pd.DataFrame, replay: pd.DataFrame, pairs: pd.DataFrame
+                   ) -> np.ndarray:
+    """Per pair (columns ``base_run_id``, ``replay_run_id``, optional ``tenant_id``): the
+    stamp fields recorded on both runs whose values differ (comma-separated,
+    :data:`STAMP_FIELDS` order; ``""`` when all agree). A field recorded on one side only
+    is unknown on the other, not a change. ``base`` / ``replay``: :func:`run_stamps` frames."""
+    F = list(STAMP_FIELDS)
+    on = ["tenant_id", "run_id"] if "tenant_id" in pairs else ["run_id"]
+    b = pairs.rename(columns={"base_run_id": "run_id"})[on].merge(
+        base[[*on, *F]].drop_duplicates(on), on=on, how="left")
+    r = pairs.rename(columns={"replay_run_id": "run_id"})[on].merge(
+        replay[[*on, *F]].drop_duplicates(on), on=on, how="left")
+    bs, rs = b[F].astype("string"), r[F].astype("string")
+    both = (bs.notna() & rs.notna()).to_numpy()
+    d = both & (bs.fillna("").to_numpy() != rs.fillna("").to_numpy())
+    names = np.array(F, dtype=object)
+    return np.array([",".join(names[row]) for row in d], dtype=object)
+
+
+def _side(x: Any) -> pd.DataFrame:
+    """A stamps frame from an EventLog, a stamps_df frame, or a run_stamps frame."""
+    if isinstance(x, pd.DataFrame):
+        return x
+    if hasattr(x, "table"):
+        return stamps_df(x)
+    raise TypeError(f"expected an EventLog or a stamps_df() frame, got {type(x).__name__}")
+
+
+def _summary(s: pd.DataFrame) -> dict[str, tuple[Any, int, int]]:
+    """field -> (value text, runs having the dominant value, runs with any value)."""
+    rs = run_stamps(s) if "from_seq" in s else s
+    out: dict[str, tuple[Any, int, int]] = {}
+    for f in STAMP_FIELDS:
+        v = rs[f].dropna().astype(str) if f in rs else pd.Series([], dtype=str)
+        if not len(v):
+            out[f] = (None, 0, 0)
+            continue
+        counts = v.value_counts()
+        if len(counts) == 1:
+            out[f] = (counts.index[0], int(counts.iloc[0]), len(v))
+        else:
+            out[f] = (", ".join(f"{k} ({n})" for k, n in counts.items()), int(counts.iloc[0]),
+                      len(v))
+    return out
+
+
+def stamp_diff(a: Any, b: Any, *, all_fields: bool = False) -> pd.DataFrame:
+    """Field by field, the stamps of ``a`` against those of ``b``.
+
+    ``a`` and ``b`` are EventLogs (one run each, or a whole cohort) or :func:`stamps_df`
+    frames. For a side with several runs (a cohort) a value that differs between its runs
+    is listed with its run counts (``"gpt-4o (12), gpt-4o-mini (3)"``).
+
+    Returns columns ``field``, ``a``, ``b``, ``changed``; only fields recorded on at least one
+    side, unless ``all_fields=True``.
+
+    Example:
+        >>> rk.stamp_diff(log.run("r1", tenant_id="t"), res.events)  # doctest: +SKIP
+
+    Raises:
+        TypeError: an argument that is neither an EventLog nor a DataFrame.
+    """
+    sa, sb = _summary(_side(a)), _summary(_side(b))
+    rows = []
+    for f in STAMP_FIELDS:
+        va, vb = sa[f][0], sb[f][0]
+        if not all_fields and va is None and vb is None:
+            continue
+        rows.append({"field": f, "a": va, "b": vb, "changed": va != vb})
+    return pd.DataFrame(rows, columns=["field", "a", "b", "changed"]).astype(
+        {"field": "string", "a": "string", "b": "string", "changed": "boolean"})
+
+
+def stamp_drift(cohorts: Any, *, fields: Sequence[str] | None = None,
+                min_shift: float = 0.2) -> pd.DataFrame:
+    """Stamp changes between consecutive cohorts (chronological for semesters).
+
+    ``cohorts`` is a :class:`replaykit.Cohorts`. Per field (default: every
+    :data:`STAMP_FIELDS` field) and pair of consecutive cohorts, the field *drifts* when the
+    cohorts' dominant values (the most common value among their runs; ``"(not recorded)"``
+    counts as a value) differ and the distributions of the field's values over the runs
+    differ by at least ``min_shift`` (total variation distance, 0..1: 1 when no run of one
+    cohort has a value of the other). Runs mixing several models at random in both cohorts
+    have a small shift and are not reported.
+
+    One row per drift: ``field``, ``from_cohort``, ``to_cohort``, ``from_value``,
+    ``to_value``, ``from_share`` / ``to_share`` (share of the cohort's runs with its dominant
+    value), ``shift`` and ``headline`` (one sentence, e.g. ``"model changed from gpt-4o (100%
+    of runs) to gpt-4.1 (100%) between 2025-fall and 2026-spring"``). Empty when nothing
+    drifts. A cohort report should show the headlines first: a drifted stamp confounds
+    every other difference between those cohorts.
+
+    Example:
+        >>> rk.stamp_drift(rk.cohorts(log))[["field", "headline"]]  # doctest: +SKIP
+
+    Raises:
+        ValueError: an unknown field, or ``min_shift`` outside [0, 1].
+    """
+    F = list(fields) if fields is not None else list(STAMP_FIELDS)
+    unknown = [f for f in F if f not in STAMP_FIELDS]
+    if unknown:
+        raise ValueError(f"unknown stamp fields {unknown}; choose from {list(STAMP_FIELDS)}")
+    if not 0.0 <= min_shift <= 1.0:
+        raise ValueError(f"min_shift must be in [0, 1], got {min_shift}")
+    runs = cohorts.runs_df()[["tenant_id", "run_id", "cohort"]].astype(
+        {"tenant_id": "string", "run_id": "string", "cohort": "string"})
+    rs = run_stamps(stamps_df(cohorts.log))
+    rs = rs.astype({"tenant_id": "string", "run_id": "string"}).merge(
+        runs, on=["tenant_id", "run_id"], how="inner")
+    labels = list(cohorts.labels)
+    cols = ["field", "from_cohort", "to_cohort", "from_value", "to_value", "from_share",
+            "to_share", "shift", "headline"]
+    rows = []
+    for f in F:
+        v = rs[f].astype("string").fillna("(not recorded)")
+        share = pd.crosstab(rs["cohort"], v, normalize="index")  # cohort x value shares
+        for c1, c2 in zip(labels, labels[1:], strict=False):
+            if c1 not in share.index or c2 not in share.index:
+                continue
+            a, b = share.loc[c1], share.loc[c2]
+            # dominant value: highest share, ties broken by the value's text
+            v1 = sorted(a[a == a.max()].index)[0]
+            v2 = sorted(b[b == b.max()].index)[0]
+            shift = float((a - b).abs().sum() / 2)
+            if v1 == v2 or shift < min_shift:
+                continue
+            s1, s2 = float(a[v1]), float(b[v2])
+            rows.append({"field": f, "from_cohort": c1, "to_cohort": c2, "from_value": v1,
+                         "to_value": v2, "from_share": s1, "to_share": s2, "shift": shift,
+                         "headline": f"{f} changed from {v1} ({s1:.0%} of runs) to {v2} "
+                                     f"({s2:.0%}) between {c1} and {c2}"})
+    return pd.DataFrame(rows, columns=cols).astype(
+        {"field": "string", "from_cohort": "string", "to_cohort": "string",
+         "from_value": "string", "to_value": "string", "from_share": "float64",
+         "to_share": "float64", "shift": "float64", "headline": "string"})

@@ -1,0 +1,155 @@
+"""Snapshot-rooted replay (``open_replay(..., from_state=...)``) and the cache read mode locked
+at handle creation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from _fold_strategies import logs
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import replaykit as rk
+from replaykit._json import canonical_json
+from replaykit.fold import InMemoryCache, state_json
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+@settings(max_examples=35, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=logs, cut=st.integers(0, 40), as_json=st.booleans(),
+       projections=st.sampled_from(["agent", "harness"]))
+def test_rooted_walk_equals_the_full_fold_at_every_later_step(log, cut, as_json, projections):
+    proj = rk.agent() if projections == "agent" else rk.harness()
+    sf = rk.fold(log, proj)
+    for tenant, run in log.runs_df()[["tenant_id", "run_id"]].itertuples(index=False):
+        seqs = log.run(run, tenant_id=tenant).table.column("seq").to_pylist()
+        k = min(cut, len(seqs) - 1)
+        saved = sf.at(run, seqs[k], tenant_id=tenant)
+        h = rk.open_replay(log, run, tenant_id=tenant, projections=proj, from_seq=seqs[k],
+                           from_state=state_json(saved) if as_json else saved)
+        assert canonical_json(h.state) == canonical_json(saved)
+        later = seqs[k + 1:]
+        for n, res in enumerate(h, start=1):
+            assert res.seq == later[n - 1]
+            assert canonical_json(res.state) == canonical_json(
+                sf.at(run, res.seq, tenant_id=tenant))
+        assert h.position == len(later)
+        # seek re-folds from the saved state, idempotently
+        for s in reversed(later[:3]):
+            assert canonical_json(h.seek(s)) == canonical_json(sf.at(run, s, tenant_id=tenant))
+        assert canonical_json(h.seek(None)) == canonical_json(saved)
+
+
+def test_from_state_takes_a_state_frame_row():
+    log = rk.read_isplay(DATA / "isplay", tenant_id="acme")
+    sf = rk.fold(log, rk.agent())
+    steps = sf.steps_df()
+    run = "run-claims-C-104"
+    mine = steps[steps["run_id"] == run].reset_index(drop=True)
+    row = mine.iloc[6].to_dict()
+    row["state"] = sf.at(run, int(row["seq"]), tenant_id="acme")
+    h = rk.open_replay(log, run, tenant_id="acme", from_state=row)
+    assert h.from_seq == int(row["seq"])
+    nxt = h.step()
+    assert nxt.seq == int(mine["seq"].iloc[7])
+    assert canonical_json(nxt.state) == canonical_json(sf.at(run, nxt.seq, tenant_id="acme"))
+    final = sf.final().set_index("run_id").loc[run]  # a final() row: nothing left to walk
+    fr = {"run_id": run, "seq": int(final["seq"]), "state": final["state"]}
+    assert rk.open_replay(log, run, tenant_id="acme", from_state=fr).step().done
+
+
+def test_from_state_errors():
+    log = rk.read_isplay(DATA / "isplay", tenant_id="acme")
+    run = "run-claims-C-104"
+    st0 = rk.fold(log, rk.agent()).at(run, 3, tenant_id="acme")
+    with pytest.raises(ValueError, match="needs from_seq"):
+        rk.open_replay(log, run, tenant_id="acme", from_state=st0)
+    with pytest.raises(ValueError, match="not valid JSON"):
+        rk.open_replay(log, run, tenant_id="acme", from_seq=3, from_state="{nope")
+    with pytest.raises(ValueError, match="lacks the fields"):
+        rk.open_replay(log, run, tenant_id="acme", from_seq=3, from_state={"x": 1})
+    with pytest.raises(ValueError, match="not 'run-claims-C-104'"):
+        rk.open_replay(log, run, tenant_id="acme",
+                       from_state={"run_id": "other", "seq": 3, "state": st0})
+    with pytest.raises(ValueError, match="from_seq=4"):
+        rk.open_replay(log, run, tenant_id="acme", from_seq=4,
+                       from_state={"run_id": run, "seq": 3, "state": st0})
+
+
+def test_cache_mode_is_locked_and_part_of_the_identity():
+    log = rk.read_isplay(DATA / "isplay", tenant_id="acme")
+    run = "run-claims-C-104"
+    h = rk.open_replay(log, run, tenant_id="acme", cache=InMemoryCache({}),
+                       cache_mode="strict-mode")
+    with pytest.raises(AttributeError, match="locked"):
+        h.cache_mode = "best-effort"  # type: ignore[misc]
+    assert h.cache_mode == "strict-mode"
+    other = rk.open_replay(log, run, tenant_id="acme", cache_mode="best-effort")
+    assert h.identity == ("acme", run, None, None, "strict-mode")
+    assert h.identity != other.identity
+    assert h.identity[:4] == other.identity[:4]
+
+
+# ----------------------------------------------------------------------------- read modes
+@pytest.fixture(scope="module")
+def keyed():
+    log = rk.read_pleach(DATA / "pleach" / "harness_event_log.jsonl")
+    run = log.runs_df().iloc[0]
+    br = rk.Branch(base=log, run_id=run.run_id, tenant_id=run.tenant_id, checkpoint=0,
+                   name="keyed")
+    t = log.run(run.run_id, tenant_id=run.tenant_id).table
+    rows = [(s, k) for s, k in zip(t.column("seq").to_pylist(),
+                                   t.column("cache_key").to_pylist(), strict=True)
+            if k is not None and s > 0]
+    assert len(rows) >= 3
+    return br, rows
+
+
+def test_replay_honours_the_three_read_modes(keyed):
+    br, rows = keyed
+    missing_seq, missing_key = rows[1]
+    cache = InMemoryCache({k: "v" for s, k in rows if k != missing_key})
+    best = rk.replay(br, cache=cache, cache_mode="best-effort")
+    assert best.status == "completed"
+    lk = best.cache_lookups_df()
+    assert lk["cache_key"].tolist() == [k for _, k in rows]
+    assert lk["base_seq"].tolist() == [s for s, _ in rows]
+    assert lk.set_index("cache_key").loc[missing_key, "via"] == "live"
+    assert int(lk["hit"].sum()) == len(rows) - 1
+    with pytest.raises(rk.ReplayCacheMissError) as miss:
+        rk.replay(br, cache=cache)  # cross-mode-readable is the default: a miss raises
+    assert (miss.value.key, miss.value.seq, miss.value.mode) == (
+        missing_key, missing_seq, "cross-mode-readable")
+    full = InMemoryCache({k: "v" for _, k in rows})
+    assert rk.replay(br, cache=full).status == "completed"  # every read hits
+    with pytest.raises(rk.ReplayCacheMissError) as strict:
+        rk.replay(br, cache=full, cache_mode="strict-mode")  # any read raises, even a hit
+    assert (strict.value.key, strict.value.seq) == (rows[0][1], rows[0][0])
+    assert rk.replay(br).cache_lookups_df().empty  # no cache: the log alone
+    with pytest.raises(ValueError, match="cache_mode"):
+        rk.replay(br, cache=full, cache_mode="lenient")
+    # resume keeps the mode
+    assert best.resume().cache_lookups_df()["via"].tolist() == lk["via"].tolist()
+
+
+def test_cohort_replays_honour_the_read_modes():
+    from replaykit.datasets import generate_cohorts
+
+    d = generate_cohorts(runs=8, events_per_run=30, cache_eviction=[0.5, 0.0], seed=4)
+    statuses = {}
+    for mode in ("best-effort", "cross-mode-readable", "strict-mode"):
+        rb = rk.cohorts(d.log, cache=d.cache, cache_mode=mode).replay(progress=False)
+        statuses[mode] = rb.runs.set_index("run_id")["status"]
+        if mode != "best-effort":
+            err = rb.runs.loc[rb.runs["status"] == "error", "error"]
+            assert err.str.startswith("ReplayCacheMissError").all()
+    assert (statuses["best-effort"] == "completed").all()
+    # cross-mode: exactly the runs with an evicted key after seq 0 fail
+    cov = rk.cache_coverage(d.log, d.cache)
+    cov = cov[cov["seq"] > 0]
+    missing = set(cov.loc[~cov["hit"], "run_id"])
+    assert missing and set(statuses["cross-mode-readable"][lambda s: s == "error"].index) \
+        == missing
+    assert set(statuses["strict-mode"][lambda s: s == "error"].index) == set(cov["run_id"])
