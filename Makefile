@@ -1,13 +1,16 @@
 # Two commands do everything on a fresh machine with Python 3.11+:
 #   make demo   -- create .venv, install, run the main job on the bundled samples and
 #                  write the self-contained HTML report reports/demo-rca.html
-#   make test   -- create .venv, install with dev extras, run the whole suite (notebooks included)
+#   make test   -- create .venv, install with dev extras (and the nbstripout git filter),
+#                  install the system packages the tests need (Chromium, PostgreSQL) where it
+#                  can or print the command, then run the whole suite (notebooks included)
+#   make lab    -- open the notebooks in JupyterLab
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test lab system-deps bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "replaykit needs Python 3.11+"'
@@ -16,11 +19,12 @@ $(BIN)/python:
 
 # Re-install whenever pyproject.toml changes.
 $(VENV)/.installed-base: pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet -e ".[fast,replay,viz]"
+	$(PIP) install --quiet -e ".[fast,replay,viz,lab]"
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(PIP) install --quiet -e ".[dev]"
+	bash tools/setup_git_filters.sh $(BIN)/nbstripout
 	touch $@ $(VENV)/.installed-base
 
 demo: $(VENV)/.installed-base
@@ -31,8 +35,14 @@ demo: $(VENV)/.installed-base
 	@echo "== root-cause-analysis report from the bundled isplay sample =="
 	$(BIN)/python -m replaykit.report.demo
 
-test: $(VENV)/.installed-dev
+system-deps:
+	bash tools/install_system_deps.sh
+
+test: $(VENV)/.installed-dev system-deps
 	$(BIN)/python -m pytest -q tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider
+
+lab: $(VENV)/.installed-base
+	$(BIN)/jupyter lab notebooks/
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m benchmarks
@@ -42,4 +52,4 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/mypy replaykit
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache build *.egg-info scratch

@@ -167,7 +167,8 @@ def report(results: dict[str, Any]) -> list[str]:
 
 
 # Benchmark modules exposing run(quick) -> [{name, value, unit, baseline, ratio, target}, ...]
-_SUITES = ("fold", "integrity", "sql", "compare", "widgets", "cohorts", "report", "dask")
+_SUITES = ("fold", "integrity", "sql", "compare", "widgets", "cohorts", "report", "dask",
+           "parquet")
 
 
 def _run_suite(name: str, quick: bool) -> list[dict[str, Any]]:

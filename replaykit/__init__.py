@@ -3,7 +3,7 @@
 Quick start::
 
     import replaykit as rk
-    log = rk.read_events("data/", tenant_id="demo")   # any supported format
+    log = rk.read_events("data/", owner="demo")       # any supported format
     log.runs_df()                                     # one row per run
     log.tools_df()                                    # one row per tool call
 
@@ -30,6 +30,7 @@ from .errors import (
     FormatDetectionError,
     LoadError,
     MissingExtraError,
+    MissingTenantError,
     ReplayCacheMissError,
     ReplayDivergenceError,
     ReplayError,
@@ -74,6 +75,7 @@ __all__ = [
     "FormatDetectionError",
     "LoadError",
     "MissingExtraError",
+    "MissingTenantError",
     "OrphanRunWarning",
     "calls_df",
     "tools_df",

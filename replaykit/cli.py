@@ -2,108 +2,764 @@
 
 Usage::
 
-    replaykit summary PATH... [--format auto|toh|pleach|isplay] [--tenant ID]
-                              [--errors raise|quarantine] [--no-progress] [--all-columns]
+    replaykit summary PATH... [--format F] [--tenant ID] [--errors raise|quarantine]
+                              [--quarantine-out FILE] [--json | --csv] [--limit N]
+                              [--no-progress] [--all-columns]
+    replaykit generate cohorts|pleach|toh|isplay OUT [--runs N] [--events N] [--seed S]
+    replaykit branch create --from RUN --checkpoint CP --name NAME -o BRANCH.json
+                            [--log PATH... --tenant ID] [--parent ID]
+                            [--model-policy P] [--tool-policy P]
+    replaykit branch intervene BRANCH.json --kind K --target-... VALUE --patch FILE
+                               [--description TEXT] [--id ID]
+    replaykit replay LOG... --branch BRANCH.json [--tenant ID] [--model-policy P]
+                            [--tool-policy P] [--fixtures FILE] -o RESULT_DIR
+    replaykit replay get|events|diff|metrics|effects|requirements RESULT_DIR [--json|--csv]
+    replaykit diff RESULT_DIR
     replaykit verify-chain PATH... [--format F] [--tenant ID] [--heads FILE] [--json]
-    replaykit report rca --log PATH --branch FILE [--fixtures FILE] [--model-policy P]
-                         [--tool-policy P] [--tenant ID] -o rca.html
-    replaykit report cohort --log PATH --by COLUMN --a A --b B [--tenant ID] -o cohort.html
+    replaykit report rca|cohort ...
 
-Exit codes: 0 success, 1 the input could not be loaded, 2 bad usage.
+Exit codes (every command): 0 success; 1 the input could not be loaded or the answer is
+empty (a ``--tenant`` that matches nothing, a chain check that verified nothing, a replay
+that failed); 2 bad usage; 3 the replay paused for a fixture (``replaykit replay
+requirements RESULT_DIR`` lists what it needs). ``verify-chain`` also exits 1 when a chain is
+broken.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import json
+import re
 import sys
+import warnings
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from .errors import LoadError, ReplayKitError
 from .eventlog import RUN_STAT_COLUMNS
 
-__all__ = ["main"]
+__all__ = ["EXIT_EMPTY", "EXIT_OK", "EXIT_PAUSED", "EXIT_USAGE", "cli_error_text", "main"]
+
+#: Exit codes of every ``replaykit`` command.
+EXIT_OK, EXIT_EMPTY, EXIT_USAGE, EXIT_PAUSED = 0, 1, 2, 3
 
 # The runs table's computed columns, with the format after the run's identity.
 _SUMMARY_COLUMNS = [*RUN_STAT_COLUMNS[:3], "format", *RUN_STAT_COLUMNS[3:]]
+#: every --format value: the loaders' formats, a Parquet dataset, or sniffing per file.
+_FORMATS = ("auto", "toh", "pleach", "isplay", "inspect", "otel", "parquet")
+_RESULT_VIEWS = ("get", "events", "diff", "metrics", "effects", "requirements")
+_DEFAULT_LIMIT = 50
 
 
+class _UsageError(Exception):
+    """A command-line mistake: exit 2 with the message."""
+
+
+class _EmptyAnswer(Exception):
+    """The command ran but found nothing to answer with: exit 1 with the message."""
+
+
+# ---------------------------------------------------------------------------- messages
+_REWRITES = (
+    (re.compile(r"""pass errors=["']quarantine["']"""), "pass --errors quarantine"),
+    (re.compile(r"""errors=["']quarantine["']"""), "--errors quarantine"),
+    (re.compile(r"Pass format=\.\.\. explicitly"), "Pass --format FORMAT"),
+    (re.compile(r"""(owner|tenant_id)=['"]?(ID|acme)['"]?"""), "--tenant ID"),
+)
+
+
+def cli_error_text(exc: BaseException) -> str:
+    """An exception's message in the command line's words (``--errors quarantine``,
+    ``--tenant ID``), without Python call syntax or the quotes ``KeyError`` adds.
+
+    >>> cli_error_text(KeyError("no run 'r1'"))
+    "no run 'r1'"
+    """
+    if isinstance(exc, LoadError) and exc.reason == "missing_tenant":
+        return (f"{exc.source}: this format records no tenant, so its owner must be named: "
+                "pass --tenant ID (a tenant id is never guessed)")
+    if isinstance(exc, TypeError) and "tenant_id" in str(exc):
+        return "a tenant is required here and none was given: pass --tenant ID"
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    for pattern, repl in _REWRITES:
+        text = pattern.sub(repl, text)
+    return text
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Help that names an option's default when it has a meaningful one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (action.option_strings and action.default not in (None, False, argparse.SUPPRESS)
+                and "default" not in text):
+            text += " (default: %(default)s)"
+        return text
+
+
+def _help_formatter(prog: str) -> argparse.HelpFormatter:
+    return _Formatter(prog, max_help_position=32)
+
+
+# ---------------------------------------------------------------------------- parser
 def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+    from .io.isplay import INTERVENTION_KINDS, MODEL_POLICIES, TOOL_POLICIES
+
     parser = argparse.ArgumentParser(
         prog="replaykit",
-        description="Analyse recorded AI-agent event logs.",
+        description="Analyse recorded AI-agent event logs: load, summarise, branch, replay, "
+        "verify and report.",
+        epilog="Exit codes: 0 success, 1 unreadable input or an empty answer, 2 bad usage, "
+        "3 replay paused for a fixture. Run 'replaykit COMMAND --help' for a command's options.",
     )
+    parser.add_argument("--version", action="version", version=f"replaykit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    # ---- summary
     p = sub.add_parser(
-        "summary",
-        help="load logs and print one row per run",
-        description="Load event logs (files, folders or globs) and print the runs table.",
-    )
+        "summary", help="load logs and print one row per run", formatter_class=_help_formatter,
+        description="Load event logs (files, folders, globs or Parquet datasets) and print "
+        "the runs table.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="log file, folder or glob")
-    p.add_argument(
-        "--format",
-        default="auto",
-        choices=["auto", "toh", "pleach", "isplay"],
-        help="input format (default: sniff each file)",
-    )
-    p.add_argument(
-        "--tenant",
-        default=None,
-        help="tenant id: the owner of toh/isplay logs (required for them, never guessed); "
-        "for pleach logs, which carry their own tenant, only this tenant's rows are shown",
-    )
-    p.add_argument(
-        "--errors",
-        default="raise",
-        choices=["raise", "quarantine"],
-        help="stop at the first bad row (raise) or set bad rows aside and continue",
-    )
-    p.add_argument("--no-progress", action="store_true", help="do not show progress bars")
-    p.add_argument("--all-columns", action="store_true", help="show every runs_df column")
+    _load_options(p)
+    p.add_argument("--errors", default="raise", choices=["raise", "quarantine"],
+                   help="stop at the first bad row or file (raise), or set bad rows and "
+                   "unknown or unreadable files aside and continue (quarantine)")
+    p.add_argument("--quarantine-out", metavar="FILE", default=None,
+                   help="write the quarantined rows and files to FILE (.parquet or .csv)")
+    _table_options(p)
+    p.add_argument("--all-columns", action="store_true",
+                   help="show every runs_df column, header attributes included")
 
-    sub.add_parser(
-        "report",
-        help="write a self-contained HTML report (rca | cohort)",
-        add_help=False,
-    )
-    sub.add_parser(
-        "verify-chain",
-        help="verify the per-run hash chains (exit 0 intact, 1 broken, 2 usage)",
-        add_help=False,
-    )
+    # ---- generate
+    g = sub.add_parser(
+        "generate", help="write a generated sample log (cohorts, pleach, toh, isplay)",
+        formatter_class=_help_formatter,
+        description="Write a deterministic generated log, e.g. two semesters of runs for "
+        "'replaykit report cohort'.")
+    g.add_argument("kind", choices=["cohorts", "pleach", "toh", "isplay"],
+                   help="what to generate: cohorts = a folder with events.parquet and "
+                   "cache.parquet; pleach = one JSONL file; toh = a session.jsonl; isplay = a "
+                   "folder of run exports")
+    g.add_argument("out", metavar="OUT", help="folder (cohorts, isplay) or file to write")
+    g.add_argument("--runs", type=int, default=None,
+                   help="number of runs (default: 200 cohorts, 10 pleach, 4 isplay)")
+    g.add_argument("--events", type=int, default=None,
+                   help="about how many events (pleach, toh) or events per run (isplay)")
+    g.add_argument("--seed", type=int, default=0, help="random seed (same seed, same bytes)")
+
+    # ---- branch
+    b = sub.add_parser("branch", help="create a branch file or add an intervention to one",
+                       description="Branch files (isplay.branch/v1) name a base run, a "
+                       "checkpoint and the interventions 'replaykit replay' applies.")
+    bsub = b.add_subparsers(dest="branch_command", required=True, metavar="ACTION")
+    bc = bsub.add_parser("create", help="write a new branch file from a checkpoint of a run",
+                         formatter_class=_help_formatter)
+    bc.add_argument("--from", dest="run_id", required=True, metavar="RUN",
+                    help="id of the base run")
+    bc.add_argument("--checkpoint", required=True, metavar="CP",
+                    help="checkpoint id, event id, or (with --log) a seq; pick one before the "
+                    "suspected cause")
+    bc.add_argument("--name", required=True, help="a short name for the branch")
+    bc.add_argument("-o", "--output", required=True, metavar="BRANCH.json",
+                    help="branch file to write")
+    bc.add_argument("--log", nargs="+", metavar="PATH", default=None,
+                    help="check that RUN and CP exist in these logs before writing")
+    bc.add_argument("--tenant", default=None, metavar="ID",
+                    help="tenant of the base run (with --log; never guessed when the logs "
+                    "hold several)")
+    bc.add_argument("--format", default="auto", choices=_FORMATS,
+                    help="format of the --log files (auto: sniff each file)")
+    bc.add_argument("--parent", default=None, metavar="BRANCH_ID", help="parent branch id")
+    bc.add_argument("--branch-id", default=None,
+                    help="branch id (default: derived from run, checkpoint, name and parent)")
+    bc.add_argument("--project", default=None, metavar="ID", help="project id to record")
+    bc.add_argument("--model-policy", default=None, choices=MODEL_POLICIES,
+                    help="default model policy of replays of this branch")
+    bc.add_argument("--tool-policy", default=None, choices=TOOL_POLICIES,
+                    help="default tool policy of replays of this branch")
+    bc.add_argument("--overwrite", action="store_true", help="replace an existing file")
+    bi = bsub.add_parser("intervene", help="add one intervention to a branch file",
+                         formatter_class=_help_formatter,
+                         description="Add one targeted intervention to a branch file (in "
+                         "place, or to -o FILE). Give at least one --target-... selector.")
+    bi.add_argument("branch", metavar="BRANCH.json", help="branch file to extend")
+    bi.add_argument("--kind", required=True, choices=INTERVENTION_KINDS,
+                    help="what the patch does")
+    for flag, what in (
+        ("--target-ref", "events with this ref id (a call or tool-call id)"),
+        ("--target", "shortcut for --target-ref"),
+        ("--target-event", "one event by id (or by seq, a number, on formats without ids)"),
+        ("--target-type", "events of this type or kind"),
+        ("--target-tool", "tool calls of this tool"),
+        ("--target-model-call", "the request/response events of this model call id"),
+        ("--target-artifact", "events referencing this artifact id"),
+        ("--target-context", "events referencing this context id"),
+        ("--target-context-path", "events referencing this context path"),
+        ("--json-pointer", "only events whose payload has this JSON pointer, e.g. /prompt"),
+    ):
+        bi.add_argument(flag, default=None, metavar="VALUE", help=what)
+    patch = bi.add_mutually_exclusive_group(required=True)
+    patch.add_argument("--patch", metavar="FILE", default=None,
+                       help="JSON file with the patch (operations, or toolName/args)")
+    patch.add_argument("--patch-json", metavar="JSON", default=None,
+                       help="the patch as JSON text instead of a file")
+    bi.add_argument("--description", default="", help="why this intervention")
+    bi.add_argument("--id", dest="intervention_id", default=None,
+                    help="intervention id (default: iv-N)")
+    bi.add_argument("-o", "--output", default=None, metavar="FILE",
+                    help="write the extended branch here instead of in place")
+
+    # ---- replay (the inspection actions are dispatched in main, see _replay_view_parser)
+    r = sub.add_parser(
+        "replay", help="replay a branch into a result folder; or inspect one (get, events, "
+        "diff, metrics, effects, requirements)", formatter_class=_help_formatter,
+        description="Replay a branch of a recorded run under explicit policies and write the "
+        "result folder (events.parquet, manifest.json, metrics.json, requirements.json, "
+        "effects.json). Inspect a result with: replaykit replay {get,events,diff,metrics,"
+        "effects,requirements} RESULT_DIR.",
+        epilog="Exit codes: 0 finished, 3 paused for a fixture (see 'replaykit replay "
+        "requirements RESULT_DIR', then rerun with --fixtures), 1 failed or unreadable input, "
+        "2 bad usage.")
+    r.add_argument("log", nargs="+", metavar="LOG", help="log file(s), folder(s) or glob(s) "
+                   "holding the base run")
+    r.add_argument("--branch", required=True, metavar="BRANCH.json", help="branch file")
+    r.add_argument("--tenant", default=None, metavar="ID",
+                   help="tenant of the base run (owner of logs that record none; never "
+                   "guessed when the logs hold several)")
+    r.add_argument("--format", default="auto", choices=_FORMATS,
+                   help="format of the log files (auto: sniff each file)")
+    r.add_argument("--model-policy", default=None, choices=MODEL_POLICIES,
+                   help="how model calls are answered (default: the branch's, else "
+                   "recorded-only)")
+    r.add_argument("--tool-policy", default=None, choices=TOOL_POLICIES,
+                   help="how divergent tool calls are answered (default: the branch's, else "
+                   "pause-for-fixture)")
+    r.add_argument("--fixtures", nargs="+", default=None, metavar="FILE",
+                   help="fixture file(s) (isplay.fixtures/v1) serving divergent tool calls")
+    r.add_argument("-o", "--output", required=True, metavar="RESULT_DIR",
+                   help="folder to write the result into")
+    r.add_argument("--overwrite", action="store_true",
+                   help="replace the result in a folder that holds one")
+    r.add_argument("--no-progress", action="store_true", help="do not show progress bars")
+
+    # ---- diff shortcut
+    d = sub.add_parser("diff", help="the event diff of a replay result (= replay diff)",
+                       formatter_class=_help_formatter)
+    _view_options(d)
+
+    sub.add_parser("verify-chain", add_help=False,
+                   help="verify the per-run hash chains (exit 0 intact, 1 broken or nothing "
+                   "verified, 2 usage)")
+    sub.add_parser("report", add_help=False,
+                   help="write a self-contained HTML report (rca | cohort)")
     return parser
 
 
-def _summary(args: argparse.Namespace) -> int:
+def _load_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", default="auto", choices=_FORMATS,
+                   help="input format: auto sniffs each file (and reads Parquet datasets "
+                   "written by EventLog.to_parquet); parquet reads such a dataset")
+    p.add_argument("--tenant", default=None, metavar="ID",
+                   help="tenant id: the owner of logs that record no tenant (toh, isplay, "
+                   "inspect, otel; required for them, never guessed); for logs that carry "
+                   "their own tenant (pleach, Parquet datasets) only this tenant's rows are kept")
+    p.add_argument("--no-progress", action="store_true",
+                   help="do not show progress bars (they only show on a terminal)")
+
+
+def _table_options(p: argparse.ArgumentParser) -> None:
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true",
+                     help="print the rows as a JSON array of objects (the summary line goes "
+                     "to stderr)")
+    out.add_argument("--csv", action="store_true",
+                     help="print the rows as CSV (the summary line goes to stderr)")
+    p.add_argument("--limit", type=int, default=None, metavar="N",
+                   help=f"print at most N rows (0: all; default {_DEFAULT_LIMIT} for the text "
+                   "table, all for --json/--csv)")
+
+
+def _view_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("result", metavar="RESULT_DIR", help="folder written by 'replaykit replay'")
+    _table_options(p)
+
+
+def _replay_view_parser(view: str) -> argparse.ArgumentParser:
+    what = {
+        "get": "status, policies, branch and headline metrics of a replay result",
+        "events": "the replayed events",
+        "diff": "base and replay events aligned by signature (same/changed/added/removed)",
+        "metrics": "every replay metric (first divergence, tool-sequence distance, ...)",
+        "effects": "how each tool call after the checkpoint got its output",
+        "requirements": "fixture requirements of a paused replay",
+    }[view]
+    p = argparse.ArgumentParser(prog=f"replaykit replay {view}", description=f"Print {what}.",
+                                formatter_class=_help_formatter)
+    _view_options(p)
+    return p
+
+
+# ---------------------------------------------------------------------------- output
+def _emit_table(df: pd.DataFrame, args: argparse.Namespace, *, noun: str) -> None:
+    limit = args.limit
+    if limit is None:
+        limit = 0 if (args.json or args.csv) else _DEFAULT_LIMIT
+    if limit < 0:
+        raise _UsageError("--limit must be >= 0")
+    shown = df if limit == 0 else df.head(limit)
+    if args.json:
+        print(shown.to_json(orient="records", date_format="iso", force_ascii=False))
+    elif args.csv:
+        sys.stdout.write(shown.to_csv(index=False))
+    else:
+        with pd.option_context("display.max_rows", None, "display.max_columns", 60,
+                               "display.width", 200):
+            print(shown.to_string(index=False, na_rep="") if len(shown) else f"(no {noun})")
+    if len(shown) < len(df):
+        print(f"... {len(df) - len(shown):,} more {noun} (pass --limit 0 for all, or --json / "
+              "--csv)", file=sys.stderr if (args.json or args.csv) else sys.stdout)
+
+
+def _info(args: argparse.Namespace, line: str) -> None:
+    """The human summary line: stdout for the text table, stderr beside --json/--csv."""
+    print(line, file=sys.stderr if (getattr(args, "json", False) or getattr(args, "csv", False))
+          else sys.stdout)
+
+
+def _progress(args: argparse.Namespace) -> bool | None:
+    # None: a bar only on a terminal or in a notebook, never frames into a log file
+    return False if getattr(args, "no_progress", False) else None
+
+
+# ---------------------------------------------------------------------------- loading
+def _tenant_hint(wanted: str, present: Sequence[str]) -> str:
+    listed = ", ".join(present) if present else "none"
+    hint = f"tenants present: {listed}"
+    folded = [t for t in present if t.casefold() == wanted.casefold()]
+    near = folded or difflib.get_close_matches(wanted, list(present), n=1, cutoff=0.6)
+    if near:
+        hint += f"; did you mean --tenant {near[0]}?"
+    return hint
+
+
+def _expand_inputs(paths: Sequence[str], errors: str
+                   ) -> tuple[list[str | Path], list[dict[str, Any]]]:
+    """Paths to read, plus (under quarantine) one quarantine row per unknown or unreadable
+    file that was skipped."""
+    import pyarrow as pa
+
+    from .errors import FormatDetectionError
+    from .io import _PATTERNS as patterns
+    from .io import FORMATS, detect_format, is_dataset
+    from .io._common import expand_paths
+
+    if errors != "quarantine":
+        return list(paths), []
+    keep: list[str | Path] = []
+    skipped: list[dict[str, Any]] = []
+    for item in paths:
+        if is_dataset(item):
+            keep.append(item)
+            continue
+        inner = sorted(d for d in Path(item).rglob("*") if d.is_dir() and is_dataset(d)) \
+            if Path(item).is_dir() else []
+        inner = [d for d in inner if not any(o in d.parents for o in inner)]  # top-most
+        keep.extend(inner)
+        for f in expand_paths(item, patterns=patterns):
+            if any(o in f.parents for o in inner):
+                continue  # a file of a Parquet dataset: read with its dataset
+            if any(getattr(m, "is_side_file", lambda _p: False)(f) for m in FORMATS.values()):
+                continue
+            try:
+                detect_format(f)
+            except FormatDetectionError as exc:
+                skipped.append({**exc.as_record(), "raw": None})
+                continue
+            except (OSError, ValueError, pa.ArrowException) as exc:  # a file sniffing cannot open
+                why = getattr(exc, "strerror", None) or str(exc)
+                err = LoadError(source=str(f), line=None, reason="unreadable",
+                                detail=f"cannot be read ({why})",
+                                fix="Check the file's permissions and that it is complete.")
+                skipped.append({**err.as_record(), "raw": None})
+                continue
+            keep.append(f)
+    return keep, skipped
+
+
+def _read(paths: Sequence[str | Path], fmt: str, tenant: str | None, *,
+          errors: str = "raise", progress: bool | None = None) -> Any:
+    from .eventlog import read_parquet
     from .io import read_events
 
-    kwargs: dict[str, object] = {"errors": args.errors, "progress": not args.no_progress}
-    if args.tenant is not None:
-        kwargs["tenant_id"] = args.tenant
-    paths = args.paths if len(args.paths) > 1 else args.paths[0]
-    log = read_events(paths, format=args.format, **kwargs)
+    if fmt == "parquet":
+        logs = [read_parquet(p, tenant_id=tenant) for p in paths]
+        from .eventlog import concat
+
+        return logs[0] if len(logs) == 1 else concat(logs)
+    one = paths[0] if len(paths) == 1 else list(paths)
+    kwargs: dict[str, Any] = {"errors": errors, "progress": progress}
+    if tenant is not None:
+        kwargs.update(owner=tenant, tenant_id=tenant)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        log = read_events(one, format=fmt, **kwargs)
+    for w in caught:
+        if issubclass(w.category, UserWarning) and "dropped all" in str(w.message):
+            continue  # said as a whole below when nothing is left
+        print(f"replaykit: warning: {cli_error_text(Exception(str(w.message)))}",
+              file=sys.stderr)
+    return log
+
+
+def _load(args: argparse.Namespace, paths: Sequence[str], *, errors: str = "raise"
+          ) -> tuple[Any, list[dict[str, Any]]]:
+    """Load ``paths`` the command line's way; a --tenant matching nothing is an empty answer."""
+    keep, skipped = _expand_inputs(paths, errors)
+    if not keep:
+        empty = _EmptyAnswer(f"none of the {len(skipped)} input file(s) is a log replaykit "
+                             "reads (--quarantine-out FILE says why)")
+        empty.skipped = skipped  # type: ignore[attr-defined]
+        raise empty
+    log = _read(keep, args.format, args.tenant, errors=errors, progress=_progress(args))
+    if args.tenant is not None and len(log) == 0 and log.num_runs == 0:
+        everything = _read(keep, args.format, None,
+                           errors="quarantine", progress=False) if _all_tenanted(keep) else None
+        present = everything.tenants if everything is not None else []
+        raise _EmptyAnswer(f"no events of tenant {args.tenant!r} in the input; "
+                           + _tenant_hint(args.tenant, present))
+    return log, skipped
+
+
+def _all_tenanted(paths: Sequence[str | Path]) -> bool:
+    """True when every input carries its own tenants (so it can be read without --tenant)."""
+    from .io import _PATTERNS as patterns
+    from .io import UNTENANTED, detect_format, is_dataset
+    from .io._common import expand_paths
+
+    for item in paths:
+        if is_dataset(item):
+            continue
+        for f in expand_paths(item, patterns=patterns):
+            try:
+                if detect_format(f) in UNTENANTED:
+                    return False
+            except (ReplayKitError, OSError):
+                return False
+    return True
+
+
+def _write_quarantine(table: Any, out: str) -> None:
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    p = Path(out)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if p.suffix == ".parquet":
+        pq.write_table(table, p)
+    elif p.suffix == ".csv":
+        pcsv.write_csv(table, p)
+    else:
+        raise _UsageError(f"--quarantine-out {out}: name a .parquet or a .csv file")
+
+
+# ---------------------------------------------------------------------------- commands
+def _summary(args: argparse.Namespace) -> int:
+    import pyarrow as pa
+
+    from .schema import QUARANTINE_SCHEMA, quarantine_table
+
+    if args.quarantine_out and not args.quarantine_out.endswith((".parquet", ".csv")):
+        raise _UsageError(f"--quarantine-out {args.quarantine_out}: name a .parquet or a "
+                          ".csv file")
+    try:
+        log, skipped = _load(args, args.paths, errors=args.errors)
+    except _EmptyAnswer as exc:
+        if args.quarantine_out and getattr(exc, "skipped", None):
+            _write_quarantine(quarantine_table(exc.skipped), args.quarantine_out)  # type: ignore[attr-defined]
+        raise
     runs = log.runs_df()
     if not args.all_columns:
         runs = runs[[c for c in _SUMMARY_COLUMNS if c in runs.columns]]
-    with pd.option_context(
-        "display.max_rows", 500, "display.max_columns", 50, "display.width", 200
-    ):
-        print(runs.to_string(index=False, na_rep=""))
+    quarantine = log.quarantine
+    if skipped:
+        quarantine = pa.concat_tables([quarantine.cast(QUARANTINE_SCHEMA),
+                                       quarantine_table(skipped).cast(QUARANTINE_SCHEMA)])
+    if args.quarantine_out:
+        _write_quarantine(quarantine, args.quarantine_out)
+    _emit_table(runs, args, noun="runs")
     s = log.summary()
     line = (
-        f"\n{s['events']:,} events in {s['runs']:,} runs of {s['tenants']} tenant(s); "
+        f"{s['events']:,} events in {s['runs']:,} runs of {s['tenants']} tenant(s); "
         f"formats: {', '.join(s['formats']) or '-'}"
     )
-    if s["quarantined"]:
-        line += f"; {s['quarantined']} row(s) quarantined (see log.quarantine)"
-    print(line)
-    return 0
+    if s["quarantined"] or skipped:
+        where = (f"written to {args.quarantine_out}" if args.quarantine_out
+                 else "pass --quarantine-out FILE to keep them")
+        line += (f"; {s['quarantined']} row(s) quarantined, {len(skipped)} file(s) skipped "
+                 f"({where})")
+    _info(args, ("" if (args.json or args.csv) else "\n") + line)
+    return EXIT_OK
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from . import datasets
+
+    out = Path(args.out)
+    if args.kind == "cohorts":
+        gen = datasets.generate_cohorts(out, runs=args.runs or 200, seed=args.seed)
+        print(f"wrote {out / 'events.parquet'} ({len(gen.log):,} events in "
+              f"{gen.log.num_runs:,} runs, semesters 2025-fall and 2026-spring) and "
+              f"{out / 'cache.parquet'}")
+    elif args.kind == "pleach":
+        p = datasets.generate_pleach(out, events=args.events or 2_000, runs=args.runs or 10,
+                                     seed=args.seed)
+        print(f"wrote {p}")
+    elif args.kind == "toh":
+        p = datasets.generate_toh(out, events=args.events or 500, seed=args.seed)
+        print(f"wrote {p} (toh logs record no tenant: read it with --tenant ID)")
+    else:
+        if datasets.generate_isplay is None:  # pragma: no cover - depends on the tree
+            raise _UsageError("this replaykit has no isplay generator")
+        p = datasets.generate_isplay(out, runs=args.runs or 4,
+                                     events_per_run=args.events or 40, seed=args.seed)
+        print(f"wrote {p} (isplay logs record no tenant: read it with --tenant ID)")
+    return EXIT_OK
+
+
+def _pick_tenant(log: Any, tenant: str | None, run_id: str) -> str:
+    if tenant is not None:
+        return tenant
+    owners = sorted(set(log.filter(run_ids=run_id).tenants)) if len(log) else []
+    if len(owners) == 1:
+        return str(owners[0])
+    if not owners:
+        raise _EmptyAnswer(f"no run {run_id!r} in the logs; runs present: "
+                           + ", ".join(log.run_ids[:20]))
+    raise _UsageError(f"run {run_id!r} exists for several tenants ({', '.join(owners)}): "
+                      "pass --tenant ID")
+
+
+def _branch_create(args: argparse.Namespace) -> int:
+    from .branch.branch import _default_id
+    from .io.isplay import IsplayBranch, ReplayPolicy
+
+    out = Path(args.output)
+    if out.exists() and not args.overwrite:
+        raise _UsageError(f"{out} exists; pass --overwrite to replace it")
+    checkpoint: str | int = args.checkpoint
+    if args.log:
+        from .branch import Branch
+        from .errors import ReplayError
+
+        log, _ = _load(args, args.log)
+        tenant = _pick_tenant(log, args.tenant, args.run_id)
+        if not len(log.filter(tenant_id=tenant, run_ids=args.run_id)):
+            raise _EmptyAnswer(f"tenant {tenant!r} has no run {args.run_id!r} in the logs; "
+                               "runs present: " + ", ".join(log.filter(tenant_id=tenant)
+                                                            .run_ids[:20]))
+        probe = Branch(base=log, run_id=args.run_id, tenant_id=tenant,
+                       checkpoint=checkpoint, name=args.name)
+        try:
+            seq = probe.checkpoint_seq()
+        except ReplayError:
+            if not args.checkpoint.isdigit():
+                raise
+            checkpoint = int(args.checkpoint)
+            seq = Branch(base=log, run_id=args.run_id, tenant_id=tenant,
+                         checkpoint=checkpoint, name=args.name).checkpoint_seq()
+        where = f" (seq {seq})"
+    else:
+        where = " (not checked: pass --log to check run and checkpoint)"
+    policy = None
+    if args.model_policy or args.tool_policy:
+        policy = ReplayPolicy(model=args.model_policy or "recorded-only",
+                              tool=args.tool_policy or "pause-for-fixture")
+    branch_id = args.branch_id or _default_id(args.run_id, checkpoint, args.name, args.parent)
+    ib = IsplayBranch(branch_id=branch_id, base_run_id=args.run_id,
+                      checkpoint_id=str(checkpoint), name=args.name,
+                      parent_branch_id=args.parent, project_id=args.project,
+                      replay_policy=policy,
+                      extra={"checkpointSeq": checkpoint} if isinstance(checkpoint, int) else {})
+    IsplayBranch.from_dict(ib.to_dict(), source=str(out))  # the file we write must read back
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(ib.to_dict(), indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out}: branch {branch_id} of run {args.run_id} from checkpoint "
+          f"{checkpoint}{where}, no interventions yet (add them with 'replaykit branch "
+          f"intervene {out} ...')")
+    return EXIT_OK
+
+
+_SELECTOR_FLAGS = ("target_ref", "target", "target_event", "target_type", "target_tool",
+                   "target_model_call", "target_artifact", "target_context",
+                   "target_context_path", "json_pointer")
+
+
+def _branch_intervene(args: argparse.Namespace) -> int:
+    from .io.isplay import IsplayBranch, read_isplay_branch
+
+    ib = read_isplay_branch(args.branch)
+    selector: dict[str, Any] = {}
+    for key in _SELECTOR_FLAGS:
+        value = getattr(args, key)
+        if value is None:
+            continue
+        if key == "target_event" and value.isdigit() and not _has_event_ids(ib):
+            value = int(value)
+        selector[key] = value
+    if not selector:
+        raise _UsageError("name what to change with at least one of --target-ref, "
+                          "--target-event, --target-type, --target-tool, --target-model-call, "
+                          "--target-artifact, --target-context, --target-context-path, "
+                          "--json-pointer")
+    if args.patch is not None:
+        try:
+            patch = json.loads(Path(args.patch).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise _UsageError(f"--patch {args.patch}: not JSON ({exc.msg} at line "
+                              f"{exc.lineno})") from None
+    else:
+        try:
+            patch = json.loads(args.patch_json)
+        except json.JSONDecodeError as exc:
+            raise _UsageError(f"--patch-json: not JSON ({exc.msg})") from None
+    if not isinstance(patch, dict):
+        raise _UsageError("the patch must be a JSON object (operations, or toolName/args)")
+    doc = ib.to_dict()
+    ids = {iv.intervention_id for iv in ib.interventions}
+    iid = args.intervention_id or next(f"iv-{k}" for k in range(len(ids) + 1, len(ids) + 999)
+                                       if f"iv-{k}" not in ids)
+    doc["interventions"].append({"interventionId": iid, "kind": args.kind,
+                                 "selector": selector, "patch": patch,
+                                 "description": args.description})
+    out = Path(args.output or args.branch)
+    checked = IsplayBranch.from_dict(doc, source=str(out))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(checked.to_dict(), indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out}: intervention {iid} ({args.kind}) added; the branch has "
+          f"{len(checked.interventions)} intervention(s)")
+    return EXIT_OK
+
+
+def _has_event_ids(ib: Any) -> bool:
+    # a seq checkpoint marks a log without event ids (a number then names a seq)
+    return "checkpointSeq" not in ib.extra
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from .branch import Branch, FixtureRegistry, replay
+    from .io.isplay import read_isplay_branch
+
+    out = Path(args.output)
+    if (out / "manifest.json").exists() and not args.overwrite:
+        raise _UsageError(f"{out} already holds a replay result; pass --overwrite or name "
+                          "another folder")
+    ib = read_isplay_branch(args.branch)
+    log, _ = _load(args, args.log)
+    tenant = _pick_tenant(log, args.tenant, ib.base_run_id)
+    branch = Branch.from_dict(ib, base=log, tenant_id=tenant)
+    fixtures = FixtureRegistry.from_file(args.fixtures) if args.fixtures else None
+    res = replay(branch, model_policy=args.model_policy, tool_policy=args.tool_policy,
+                 fixtures=fixtures)
+    res.save(out)
+    for name, value in (("metrics", res.metrics), ("requirements", res.requirements),
+                        ("effects", res.effects)):
+        (out / f"{name}.json").write_text(json.dumps(value, indent=2, default=str) + "\n",
+                                          encoding="utf-8")
+    m = res.metrics
+    head = (f"replay {res.status}: {len(res.events):,} events of run {res.run_id} under "
+            f"{res.model_policy}/{res.tool_policy}")
+    if res.status == "completed":
+        print(f"{head}; {m['comparability']}, first divergence step "
+              f"{m['first_divergence_step']}, {m['fixture_dependency_count']} fixture-served "
+              f"call(s); wrote {out}")
+        return EXIT_OK
+    if res.status == "paused":
+        open_reqs = [r for r in res.requirements if r.get("status") == "open"]
+        tools = ", ".join(sorted({str(r.get("tool_name")) for r in open_reqs}))
+        print(f"{head}; paused for {len(open_reqs)} fixture(s) ({tools}); wrote {out}. See "
+              f"'replaykit replay requirements {out}', then rerun with --fixtures FILE")
+        return EXIT_PAUSED
+    print(f"{head}: {res.error}; wrote {out}", file=sys.stderr)
+    return EXIT_EMPTY
+
+
+def _result_view(view: str, args: argparse.Namespace) -> int:
+    from .branch import ReplayResult
+
+    if not (Path(args.result) / "manifest.json").exists():
+        raise _UsageError(f"{args.result}: not a replay result folder (no manifest.json); "
+                          "write one with 'replaykit replay LOG --branch FILE -o DIR'")
+    res = ReplayResult.load(args.result)
+    if view == "get":
+        m = res.metrics
+        b = getattr(res, "branch_dict", None) or {}
+        info = {"replay_id": res.replay_id, "status": res.status, "error": res.error,
+                "run_id": res.run_id, "base_run_id": b.get("baseRunId"),
+                "branch_id": b.get("branchId"), "branch_name": b.get("name"),
+                "interventions": len(b.get("interventions", [])),
+                "model_policy": res.model_policy, "tool_policy": res.tool_policy,
+                "events": len(res.events), "comparability": m.get("comparability"),
+                "first_divergence_step": m.get("first_divergence_step"),
+                "open_requirements": sum(r.get("status") == "open" for r in res.requirements),
+                "fixture_dependency_count": m.get("fixture_dependency_count")}
+        _emit_mapping(info, args)
+        return EXIT_OK
+    if view == "metrics":
+        _emit_mapping(res.metrics, args)
+        return EXIT_OK
+    frames = {"events": lambda: res.events.events_df(), "diff": res.diff_df,
+              "effects": res.effects_df, "requirements": res.requirements_df}
+    _emit_table(frames[view](), args, noun="rows")
+    return EXIT_OK
+
+
+def _emit_mapping(d: dict[str, Any], args: argparse.Namespace) -> None:
+    if args.json:
+        print(json.dumps(d, indent=2, default=str))
+    elif args.csv:
+        sys.stdout.write(pd.DataFrame([d]).to_csv(index=False))
+    else:
+        width = max(map(len, d)) if d else 0
+        for k, v in d.items():
+            print(f"{k:<{width}}  {'' if v is None else v}")
+
+
+# ---------------------------------------------------------------------------- entry point
+def _run(name: str, fn: Any, *fn_args: Any) -> int:
+    try:
+        return int(fn(*fn_args))
+    except BrokenPipeError:  # e.g. piped into head: stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except _UsageError as exc:
+        print(f"replaykit {name}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except _EmptyAnswer as exc:
+        print(f"replaykit {name}: {exc}", file=sys.stderr)
+        return EXIT_EMPTY
+    except (FileNotFoundError, IsADirectoryError, ValueError, TypeError, KeyError) as exc:
+        print(f"replaykit {name}: {cli_error_text(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except ReplayKitError as exc:
+        print(f"replaykit {name}: {cli_error_text(exc)}", file=sys.stderr)
+        missing = isinstance(exc, LoadError) and exc.reason == "missing_tenant"
+        return EXIT_USAGE if missing else EXIT_EMPTY
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``replaykit`` console command; returns the exit code."""
+    """Entry point of the ``replaykit`` console command; returns the exit code.
+
+    >>> main(["summary", "data/pleach", "--limit", "5"])  # doctest: +SKIP
+    0
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["verify-chain"]:
         from .integrity import verify_chain_command
@@ -113,26 +769,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .report.cli import report_command
 
         return report_command(argv[1:])
+    if argv[:1] == ["replay"] and len(argv) > 1 and argv[1] in _RESULT_VIEWS:
+        view = argv[1]
+        try:
+            vargs = _replay_view_parser(view).parse_args(argv[2:])
+        except SystemExit as exc:
+            return EXIT_OK if exc.code == 0 else EXIT_USAGE
+        return _run(f"replay {view}", _result_view, view, vargs)
     parser = _parser()
-    args = parser.parse_args(argv)
     try:
-        if args.command == "summary":
-            return _summary(args)
-    except TypeError as exc:  # e.g. a missing tenant id
-        hint = " (on the command line: --tenant ID)" if "tenant_id" in str(exc) else ""
-        print(f"replaykit {args.command}: {exc}{hint}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as exc:
-        print(f"replaykit {args.command}: {exc}", file=sys.stderr)
-        return 2
-    except LoadError as exc:
-        print(f"replaykit {args.command}: {exc}", file=sys.stderr)
-        return 1
-    except ReplayKitError as exc:
-        print(f"replaykit {args.command}: {exc}", file=sys.stderr)
-        return 1
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return EXIT_OK if exc.code == 0 else EXIT_USAGE
+    if args.command == "summary":
+        return _run("summary", _summary, args)
+    if args.command == "generate":
+        return _run("generate", _generate, args)
+    if args.command == "branch":
+        fn = _branch_create if args.branch_command == "create" else _branch_intervene
+        return _run(f"branch {args.branch_command}", fn, args)
+    if args.command == "replay":
+        return _run("replay", _replay, args)
+    if args.command == "diff":
+        return _run("diff", _result_view, "diff", args)
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover
-    return 2  # pragma: no cover
+    return EXIT_USAGE  # pragma: no cover
 
 
 if __name__ == "__main__":  # pragma: no cover

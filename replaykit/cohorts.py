@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 
 from .eventlog import EventLog
 from .fold.cache import CACHE_MODES, CacheMode, _contains_many
+from .tenancy import scope_extras
 
 __all__ = [
     "ABORT_FINISHES",
@@ -891,7 +892,8 @@ class Cohorts:
                     hj = hdr_at.get((tenant, run))
                     base = EventLog(t.slice(int(starts[i]), int(lens[i])), sort=False,
                                     runs=hdr.slice(hj, 1) if hj is not None else None,
-                                    extras=self.log.extras)
+                                    extras=scope_extras(self.log.extras, tenants=[tenant],
+                                                        run_ids=[run]))
                     br = make(base, tenant, run)
                     res = replay(br, model_policy=model_policy, tool_policy=tool_policy,
                                  fixtures=fixtures, **read_kw, **replay_kwargs)

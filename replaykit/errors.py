@@ -8,7 +8,8 @@ Hierarchy::
     ReplayKitError
     ├── SchemaError            a table does not match the canonical events schema
     ├── LoadError              one bad input row/file (source, line, field, reason, fix)
-    │   └── FormatDetectionError   read_events could not tell the format
+    │   ├── FormatDetectionError   read_events could not tell the format
+    │   └── MissingTenantError     no owner named for logs that record no tenant
     ├── MissingExtraError      an optional dependency is not installed (also an ImportError)
     ├── SQLError               a database refused a read or write (table, operation, reason, fix)
     └── ReplayError            a replay (handle, fork, aggregate) failed (run_id, tenant_id)
@@ -36,6 +37,7 @@ __all__ = [
     "FormatDetectionError",
     "LoadError",
     "MissingExtraError",
+    "MissingTenantError",
     "ReplayCacheMissError",
     "ReplayDivergenceError",
     "ReplayError",
@@ -146,6 +148,15 @@ class LoadError(ReplayKitError):
             "reason": self.reason,
             "message": str(self),
         }
+
+
+class MissingTenantError(LoadError, TypeError):
+    """Logs of a format that records no tenant were read without naming their owner.
+
+    A :class:`LoadError` with ``reason="missing_tenant"`` naming the file; also a
+    ``TypeError``, which is what a missing tenant raised before (code catching that keeps
+    working).
+    """
 
 
 class FormatDetectionError(LoadError):

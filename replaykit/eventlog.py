@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import html
 import os
+import re
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from .errors import SchemaError
+from .errors import LoadError, SchemaError
 from .schema import (
     EVENTS_SCHEMA,
     QUARANTINE_SCHEMA,
@@ -23,10 +25,24 @@ from .schema import (
     sort_events,
     validate,
 )
+from .tenancy import (
+    PARTITION_PREFIX,
+    check_tenant_column,
+    check_tenant_id,
+    check_tenant_ids,
+    partition_dir_tenant,
+    scope_extras,
+    scope_side_table,
+    tenant_id_problem,
+)
 
 __all__ = ["EventLog", "RUNS_SCHEMA", "concat", "read_parquet"]
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
+
+#: Footer (schema metadata) key where a dataset file written by replaykit names its tenant;
+#: readers check it against the file's ``tenant_id=`` folder.
+TENANT_KEY = b"replaykit.tenant_id"
 
 #: Per-run metadata that loaders find in headers (not computed from events).
 RUNS_SCHEMA: pa.Schema = pa.schema(
@@ -93,9 +109,16 @@ class EventLog:
             (:data:`replaykit.schema.QUARANTINE_SCHEMA`); empty when everything loaded.
         extras: format-specific side tables (e.g. isplay ``checkpoints``), name -> table.
 
+    Views are scoped: a view of some tenants or runs (:meth:`filter` with ``tenant_id`` /
+    ``run_ids``, :meth:`run`, ``read_parquet(..., tenant_id=...)``) holds only those tenants'
+    (runs') rows in ``quarantine`` and in every ``extras`` table that has ``tenant_id`` /
+    ``run_id`` columns; an ``extras`` table without the column is left out of such a view,
+    and a quarantined row whose tenant could not be read (null ``tenant_id``) shows only in
+    an all-tenants log (:func:`replaykit.tenancy.scope_side_table`).
+
     Example:
         >>> import replaykit as rk
-        >>> log = rk.read_events("data/", tenant_id="demo")  # doctest: +SKIP
+        >>> log = rk.read_events("data/", owner="demo")  # doctest: +SKIP
         >>> log.runs_df()[["run_id", "events", "tool_calls"]]  # doctest: +SKIP
     """
 
@@ -116,7 +139,7 @@ class EventLog:
         validate(table)
         self._table = table
         self._runs = _empty_runs() if runs is None else runs.cast(RUNS_SCHEMA)
-        self._quarantine = QUARANTINE_SCHEMA.empty_table() if quarantine is None else quarantine
+        self._quarantine = _as_quarantine(quarantine)
         self._extras = dict(extras or {})
 
     # ------------------------------------------------------------------ basic access
@@ -143,6 +166,119 @@ class EventLog:
     def __len__(self) -> int:
         return self._table.num_rows
 
+    def __getitem__(self, key: int | slice) -> Any:
+        """Events by position: ``log[i]`` is one event as a dict, ``log[a:b]`` an EventLog.
+
+        Positions count in the log's order (tenant, run, seq); negative positions count from
+        the end, as for a list. A slice keeps the header rows of the runs it holds.
+
+        >>> log[0]["seq"], len(log[:10])  # doctest: +SKIP
+        (0, 10)
+
+        Raises:
+            IndexError: an integer position outside the log.
+            TypeError: a key that is neither an int nor a slice.
+        """
+        n = self._table.num_rows
+        if isinstance(key, slice):
+            start, stop, step = key.indices(n)
+            if step == 1:
+                table = self._table.slice(start, max(0, stop - start))
+            else:
+                table = self._table.take(pa.array(range(start, stop, step), pa.int64()))
+            return self._replace(table, runs=self._runs_of(table))
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            i = int(key) + n if key < 0 else int(key)
+            if not 0 <= i < n:
+                raise IndexError(f"event position {key} is outside this log of {n} events")
+            return self._table.slice(i, 1).to_pylist()[0]
+        raise TypeError(f"EventLog positions are ints or slices, got {type(key).__name__}; "
+                        "use log.filter(...) to select by tenant, run, type or kind")
+
+    def head(self, n: int = 5) -> pd.DataFrame:
+        """The first ``n`` events as a DataFrame (like ``DataFrame.head``).
+
+        >>> log.head(3)[["run_id", "seq", "type"]]  # doctest: +SKIP
+        """
+        return to_pandas(self._table.slice(0, max(0, n)))
+
+    def _runs_of(self, table: pa.Table) -> pa.Table:
+        """The header rows of the (tenant, run) pairs present in ``table``."""
+        if not self._runs.num_rows:
+            return self._runs
+        keys = pa.table({"tenant_id": _str_values(table.column("tenant_id")),
+                         "run_id": _str_values(table.column("run_id"))})
+        keys = keys.group_by(["tenant_id", "run_id"], use_threads=False).aggregate([])
+        keep = set(zip(keys.column("tenant_id").to_pylist(), keys.column("run_id").to_pylist(),
+                       strict=True))  # one entry per run, not per event
+        mask = [(t, r) in keep for t, r in zip(self._runs.column("tenant_id").to_pylist(),
+                                                 self._runs.column("run_id").to_pylist(),
+                                                 strict=True)]
+        return self._runs.filter(pa.array(mask, pa.bool_()))
+
+    def quarantine_df(self) -> pd.DataFrame:
+        """The quarantine as a DataFrame: one row per input row that could not be loaded
+        (source, line, field, reason, message, raw).
+
+        >>> log.quarantine_df()[["source", "line", "reason"]]  # doctest: +SKIP
+        """
+        return to_pandas(self._quarantine)
+
+    def extras_df(self, name: str) -> pd.DataFrame:
+        """One format-specific side table (see :attr:`extras`) as a DataFrame.
+
+        >>> log = rk.read_isplay("data/isplay", tenant_id="demo")  # doctest: +SKIP
+        >>> log.extras_df("checkpoints")  # doctest: +SKIP
+
+        Raises:
+            KeyError: the log has no side table ``name`` (the message lists the ones it has).
+        """
+        if name not in self._extras:
+            have = ", ".join(sorted(self._extras)) or "none"
+            raise KeyError(f"this log has no side table {name!r} (it has: {have})")
+        return to_pandas(self._extras[name])
+
+    def to_polars(self) -> Any:
+        """The events as a ``polars.DataFrame`` built on the same Arrow buffers (no copy of
+        the data for the columns polars can share).
+
+        >>> log.to_polars().group_by("kind").len()  # doctest: +SKIP
+
+        Raises:
+            MissingExtraError: polars is not installed (``pip install "replaykit[frames]"``).
+        """
+        try:
+            import polars as pl
+        except ImportError:
+            from .errors import MissingExtraError
+
+            raise MissingExtraError("EventLog.to_polars()", "frames", "polars") from None
+        return pl.from_arrow(self._table, rechunk=False)
+
+    def to_duckdb(self, connection: Any = None) -> Any:
+        """A DuckDB relation over the events that scans this log's Arrow table in place (no
+        copy). Query it with SQL: the relation's ``.query(name, sql)`` or a connection's
+        ``register``.
+
+        >>> rel = log.to_duckdb()  # doctest: +SKIP
+        >>> sql = "select kind, count(*) from events group by kind"
+        >>> rel.query("events", sql).df()  # doctest: +SKIP
+
+        Args:
+            connection: a ``duckdb.DuckDBPyConnection`` (default: DuckDB's default one).
+
+        Raises:
+            MissingExtraError: duckdb is not installed (``pip install "replaykit[frames]"``).
+        """
+        try:
+            import duckdb
+        except ImportError:
+            from .errors import MissingExtraError
+
+            raise MissingExtraError("EventLog.to_duckdb()", "frames", "duckdb") from None
+        con = duckdb.default_connection() if connection is None else connection
+        return con.from_arrow(self._table)
+
     @property
     def num_runs(self) -> int:
         """Number of distinct (tenant_id, run_id) pairs."""
@@ -167,12 +303,14 @@ class EventLog:
         )
         return t.group_by(["tenant_id", "run_id"], use_threads=False).aggregate([])
 
-    def _replace(self, table: pa.Table, *, runs: pa.Table | None = None) -> EventLog:
+    def _replace(self, table: pa.Table, *, runs: pa.Table | None = None,
+                 quarantine: pa.Table | None = None,
+                 extras: dict[str, pa.Table] | None = None) -> EventLog:
         new = object.__new__(EventLog)
         new._table = table
         new._runs = self._runs if runs is None else runs
-        new._quarantine = self._quarantine
-        new._extras = self._extras
+        new._quarantine = self._quarantine if quarantine is None else quarantine
+        new._extras = self._extras if extras is None else extras
         return new
 
     # ------------------------------------------------------------------ grain tables
@@ -229,8 +367,13 @@ class EventLog:
                 meta, on=["tenant_id", "run_id"], how="outer", suffixes=("", "_meta")
             )
             df["parent_run_id"] = df["parent_run_id"].fillna(df.pop("parent_run_id_meta"))
-            attrs = _expand_attrs(df.pop("attrs"))
+            attrs = _expand_attrs(df.pop("attrs"), df.columns)
             df = pd.concat([df, attrs], axis=1)
+            # runs whose events carry no time (e.g. toh sessions) take the header's createdAt
+            no_ts = df["first_ts"].isna() & df["created_at"].notna()
+            if no_ts.any():
+                df.loc[no_ts, "first_ts"] = df.loc[no_ts, "created_at"]
+                df.loc[no_ts, "last_ts"] = df.loc[no_ts, "created_at"]
         else:
             df["format"] = self._formats_per_run(df)
             df["source"] = pd.Series([None] * len(df), dtype="object")
@@ -290,10 +433,18 @@ class EventLog:
         """Events of the given tenant(s), run(s), source types and/or kinds (all ANDed).
 
         Each argument takes one value or a list; None means "any". Returns a new EventLog;
-        this one is unchanged.
+        this one is unchanged. With ``tenant_id`` or ``run_ids`` the view's ``quarantine`` and
+        ``extras`` are scoped to those tenants / runs as well (see the class docs): a table
+        without a ``tenant_id`` (``run_id``) column is left out, and quarantined rows whose
+        tenant could not be read never show in a tenant's view.
 
         >>> log.filter(tenant_id="acme", types=["tool/call", "tool/result"])  # doctest: +SKIP
+
+        Raises:
+            LoadError: ``reason="bad_tenant"``: a ``tenant_id`` breaks the tenant-id rule.
         """
+        if tenant_id is not None and not (isinstance(tenant_id, (list, tuple)) and not tenant_id):
+            tenant_id = check_tenant_ids(tenant_id, source="EventLog.filter(tenant_id=...)")
         mask = None
         for col, values in (
             ("tenant_id", tenant_id),
@@ -306,6 +457,8 @@ class EventLog:
             vals = [values] if isinstance(values, str) else list(values)
             column = _str_values(self._table.column(col))
             m = pc.is_in(column, value_set=pa.array(vals, pa.string()))
+            if col in ("type", "kind") and self._table.num_rows:
+                _warn_absent(col, vals, column)
             mask = m if mask is None else pc.and_(mask, m)
         if mask is None:
             return self
@@ -320,7 +473,14 @@ class EventLog:
                 m = pc.is_in(runs.column(col), value_set=pa.array(vals, pa.string()))
                 rmask = m if rmask is None else pc.and_(rmask, m)
             runs = runs.filter(rmask)
-        return self._replace(table, runs=runs)
+        if tenant_id is None and run_ids is None:
+            return self._replace(table, runs=runs)
+        tenants = None if tenant_id is None else list(tenant_id)
+        runs_only = None if run_ids is None else (
+            [run_ids] if isinstance(run_ids, str) else list(run_ids))
+        quarantine = scope_side_table(self._quarantine, tenants=tenants, run_ids=runs_only)
+        extras = scope_extras(self._extras, tenants=tenants, run_ids=runs_only)
+        return self._replace(table, runs=runs, quarantine=quarantine, extras=extras)
 
     def window(self, from_seq: int | None = None, up_to_seq: int | None = None) -> EventLog:
         """Events with ``from_seq < seq <= up_to_seq`` (exclusive lower, inclusive upper bound).
@@ -341,11 +501,14 @@ class EventLog:
     def run(self, run_id: str, *, tenant_id: str) -> EventLog:
         """Events of one run of one tenant (both required: a run id alone never picks a tenant).
 
+        The view's ``quarantine`` and ``extras`` hold only that run's rows (see :meth:`filter`).
+
         Raises:
             KeyError: the tenant has no such run in this log.
+            LoadError: ``reason="bad_tenant"``: ``tenant_id`` is missing or breaks the
+                tenant-id rule.
         """
-        if not isinstance(tenant_id, str) or not tenant_id:
-            raise TypeError(f"tenant_id is required (a non-empty string), got {tenant_id!r}")
+        check_tenant_id(tenant_id, source="EventLog.run(tenant_id=...)")
         sub = self.filter(tenant_id=tenant_id, run_ids=run_id)
         if len(sub) == 0:
             raise KeyError(
@@ -359,41 +522,28 @@ class EventLog:
                    partition_events: int | None = None) -> Path:
         """Write the log as a Parquet dataset partitioned by tenant (hive layout).
 
-        Layout: ``path/tenant_id=<id>/part-*.parquet`` holding whole runs sorted by
-        (run_id, seq), plus ``path/_runs.parquet`` and ``path/_quarantine.parquet``.
-        Read it back with :func:`read_parquet`. With ``partition_events=N`` each file holds
-        about N events and never splits a run: one task per file for ``engine="dask"``
-        (see :func:`replaykit.engine.write_partitioned`).
+        Layout: ``path/tenant_id=<encoded id>/part-*.parquet`` holding whole runs sorted by
+        (run_id, seq), plus ``path/_runs.parquet`` and ``path/_quarantine.parquet``. The
+        folder name is the tenant id percent-encoded
+        (:func:`replaykit.tenancy.encode_partition_value`; ``acme`` stays ``acme``), and every
+        file keeps its ``tenant_id`` column, so :func:`read_parquet` checks each row against
+        its folder. Read it back with :func:`read_parquet`. With ``partition_events=N`` each
+        file holds about N events and never splits a run: one task per file for
+        ``engine="dask"`` (see :func:`replaykit.engine.write_partitioned`); without it, one
+        file per tenant.
 
         Raises:
-            FileExistsError: ``path`` exists and is not empty, unless ``overwrite=True``.
+            FileExistsError: ``path`` exists and is not empty, unless ``overwrite=True``
+                (which replaces it).
+            LoadError: ``reason="bad_tenant"``: a tenant id of the events, runs or quarantine
+                breaks the tenant-id rule (nothing is written).
         """
-        if partition_events is not None:
-            from .engine import write_partitioned
+        from .engine import write_partitioned
 
-            return write_partitioned(self, path, partition_events=partition_events,
-                                     overwrite=overwrite)
-        out = Path(path)
-        if out.exists() and any(out.iterdir()):
-            if not overwrite:
-                raise FileExistsError(f"{out} exists and is not empty; pass overwrite=True")
-        out.mkdir(parents=True, exist_ok=True)
-        ds.write_dataset(
-            self._table,
-            out,
-            format="parquet",
-            partitioning=ds.partitioning(
-                pa.schema([("tenant_id", pa.string())]), flavor="hive"
-            ),
-            existing_data_behavior="delete_matching",
-            basename_template="part-{i}.parquet",
-            max_rows_per_group=1_000_000,
-        )
-        import pyarrow.parquet as pq
-
-        pq.write_table(self._runs, out / "_runs.parquet")
-        pq.write_table(self._quarantine, out / "_quarantine.parquet")
-        return out
+        if partition_events is None:
+            partition_events = max(1, len(self))
+        return write_partitioned(self, path, partition_events=partition_events,
+                                 overwrite=overwrite)
 
     # ------------------------------------------------------------------ display
     def summary(self) -> dict[str, Any]:
@@ -439,12 +589,43 @@ class EventLog:
         return f"<div class='replaykit-eventlog'><div>{head}</div>{table}{more}</div>"
 
 
-def _expand_attrs(attrs: pd.Series) -> pd.DataFrame:
-    """Header attributes (JSON objects per run) as columns (one row per run, not per event)."""
+def _warn_absent(col: str, wanted: list[str], column: pa.Array) -> None:
+    """Warn when a type/kind filter names values the log does not contain at all."""
+    present = sorted(v for v in pc.unique(column).to_pylist() if v is not None)
+    missing = [v for v in wanted if v not in set(present)]
+    if missing:
+        arg = "types" if col == "type" else "kinds"
+        warnings.warn(
+            f"filter({arg}=...): {', '.join(map(repr, missing))} not in this log; its "
+            f"{arg} are: {', '.join(present)} (formats spell types differently, e.g. "
+            "'tool/call' in toh logs, 'tool.called' in pleach ones; kinds are the same for "
+            "every format)",
+            UserWarning, stacklevel=3)
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _snake(name: str) -> str:
+    """``delegationDepth`` -> ``delegation_depth`` (snake_case keys stay as they are)."""
+    return _CAMEL.sub("_", name).lower()
+
+
+def _expand_attrs(attrs: pd.Series, taken: Iterable[str] = ()) -> pd.DataFrame:
+    """Header attributes (JSON objects per run) as snake_case columns (one row per run, not
+    per event); an attribute whose name a computed column already has gets an ``attr_`` prefix."""
     from ._json import loads
 
     records = [loads(a) if isinstance(a, str) and a else {} for a in attrs]
     frame = pd.DataFrame.from_records(records, index=attrs.index)
+    used = set(taken)
+    names = []
+    for c in frame.columns:
+        n = _snake(str(c))
+        n = f"attr_{n}" if n in used else n
+        used.add(n)
+        names.append(n)
+    frame.columns = names
     return frame
 
 
@@ -489,35 +670,249 @@ def concat(logs: Iterable[EventLog]) -> EventLog:
     return EventLog(table, runs=runs, quarantine=quarantine, extras=merged, sort=False)
 
 
+def _as_quarantine(q: pa.Table | None) -> pa.Table:
+    """A quarantine table in :data:`QUARANTINE_SCHEMA` (older ones lack tenant_id / run_id:
+    those rows belong to no known tenant)."""
+    if q is None:
+        return QUARANTINE_SCHEMA.empty_table()
+    if q.schema.names == QUARANTINE_SCHEMA.names:
+        return q
+    cols = [q.column(f.name) if f.name in q.schema.names else pa.nulls(q.num_rows, f.type)
+            for f in QUARANTINE_SCHEMA]
+    return pa.Table.from_arrays(cols, schema=QUARANTINE_SCHEMA)
+
+
+def _partition_error(errors: str, bad: list[dict[str, Any]], *, owner: str | None = None,
+                     **kw: Any) -> None:
+    err = LoadError(**kw)
+    if errors == "raise":
+        raise err
+    rec = err.as_record()
+    rec.update(raw=None, tenant_id=owner, run_id=None)
+    bad.append(rec)
+
+
+def partition_files(root: Path, tenants: Sequence[str] | None = None, *, errors: str = "raise",
+                    bad: list[dict[str, Any]] | None = None) -> list[tuple[str, Path]]:
+    """(tenant id, file) for every ``*.parquet`` file under the ``tenant_id=<id>/`` folders of
+    a dataset (``tenants``: only those tenants' folders), in (tenant, path) order.
+
+    A folder must be the canonical encoding of a valid tenant id
+    (:func:`replaykit.tenancy.partition_dir_tenant`). Under ``errors="raise"`` a bad one is a
+    LoadError (``bad_tenant``: the id it decodes to breaks the rule; ``bad_partition``: the
+    name is not canonical or not UTF-8); under ``"quarantine"`` its files are skipped and
+    one row per folder is appended to ``bad``. With ``tenants``, other tenants' folders are
+    not opened, and a bad folder matters only when it decodes to a requested tenant.
+    """
+    wanted = None if tenants is None else set(tenants)
+    found: list[tuple[str, Path]] = []
+    sink: list[dict[str, Any]] = [] if bad is None else bad
+    for d in sorted(p for p in root.iterdir() if p.name.startswith(PARTITION_PREFIX)):
+        if not d.is_dir():
+            continue
+        tenant, problem = partition_dir_tenant(d.name)
+        if problem is not None:
+            if wanted is not None and tenant not in wanted:
+                continue  # not a folder of the requested tenants: never opened
+            valid = tenant is not None and tenant_id_problem(tenant) is None
+            _partition_error(
+                errors, sink, source=str(d), line=None, field="tenant_id",
+                reason="bad_partition" if tenant is None or valid else "bad_tenant",
+                detail=problem, owner=tenant if valid else None,
+                fix=("partition folders are written by EventLog.to_parquet as "
+                     "tenant_id=<percent-encoded tenant id>; rename or remove the folder"))
+            continue
+        if wanted is not None and tenant not in wanted:
+            continue
+        for f in sorted(d.rglob("*.parquet")):
+            if f.is_file() and not any(part.startswith(("_", "."))
+                                       for part in f.relative_to(d).parts):
+                found.append((tenant, f))  # type: ignore[arg-type]
+    return found
+
+
+def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any = None,
+                         errors: str = "raise",
+                         bad: list[dict[str, Any]] | None = None) -> pa.Table:
+    """The events of dataset files, each checked against its partition folder's tenant.
+
+    ``files``: (folder tenant, file) pairs (:func:`partition_files`); ``filter``: a
+    ``pyarrow.dataset`` expression pushed into the scan. A file belongs to its folder's
+    tenant: the tenant its footer names (:data:`TENANT_KEY`, written by
+    :meth:`EventLog.to_parquet`) and every value of a ``tenant_id`` column it has must be
+    that tenant. A file where either disagrees is a ``LoadError`` naming the file (reason
+    ``partition_mismatch``) under ``errors="raise"``; under ``"quarantine"`` all its
+    (scanned) rows go to ``bad`` as quarantine rows of no known tenant (raw: the payload),
+    plus one row for the folder's tenant without raw content. A file that names no tenant
+    (no footer key, no tenant_id column, or nulls there: written by older versions or by
+    other tools) takes its folder's tenant. Checked once per file and per record batch on
+    the dictionary of the column (no per-row Python).
+
+    Returns:
+        a table in :data:`~replaykit.schema.EVENTS_SCHEMA` (not sorted).
+    """
+    if not files:
+        return empty_events()
+    paths = [str(f) for _, f in files]
+    # a tenant_id column (foreign files) straight from the Parquet dictionary pages
+    fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
+        dictionary_columns={"tenant_id"}))
+    # the canonical columns, whatever the first file holds (absent ones read as nulls)
+    schema = pa.schema([f.with_nullable(True) for f in EVENTS_SCHEMA])
+    dataset = ds.dataset(paths, format=fmt, schema=schema)
+    names = list(EVENTS_SCHEMA.names)
+    tenant_of = {p: t for (t, _), p in zip(files, paths, strict=True)}
+    tenant_dict = pa.array(sorted(set(tenant_of.values())), pa.string())
+    code_of = {t: i for i, t in enumerate(tenant_dict.to_pylist())}
+    t_pos = names.index("tenant_id")
+    batches: list[tuple[str, pa.RecordBatch]] = []
+    tainted: dict[str, int] = {}
+    claims: dict[str, bytes | None] = {}
+
+    def _mismatch(path: str, want: str, rows: int) -> None:
+        if errors == "raise":
+            raise LoadError(
+                source=path, line=None, field="tenant_id", reason="partition_mismatch",
+                detail=(f"{rows} row(s) are another tenant's than their partition folder's "
+                        f"({want!r}): the file's tenant_id column or its footer says so; rows "
+                        "are never relabelled"),
+                fix=("the file is not this tenant's: move it to its own tenant's folder or "
+                     "remove it (or pass errors=\"quarantine\")"))
+        tainted[path] = tainted.get(path, 0) + rows
+
+    scanner = dataset.scanner(columns=names, filter=filter)
+    for tagged in _scan(scanner, paths):
+        batch = tagged.record_batch
+        if batch.num_rows == 0:
+            continue
+        path = tagged.fragment.path
+        want = tenant_of[path]
+        if path not in claims:  # once per file: the tenant its footer names, if any
+            meta = tagged.fragment.physical_schema.metadata or {}
+            claims[path] = meta.get(TENANT_KEY)
+        claim = claims[path]
+        if claim is not None and claim != want.encode("utf-8"):
+            _mismatch(path, want, batch.num_rows)
+        col = batch.column(t_pos)
+        if col.null_count < len(col):
+            if pa.types.is_dictionary(col.type):  # the few dictionary entries in use
+                seen = pc.unique(col.dictionary.take(pc.unique(col.indices.drop_null())))
+            else:
+                seen = pc.unique(col.drop_null())
+            if len(seen) != 1 or seen[0].as_py() != want:
+                _mismatch(path, want, int(pc.sum(pc.fill_null(pc.not_equal(
+                    pc.cast(col, pa.string()), want), False)).as_py() or 0))
+        code = np.full(batch.num_rows, code_of[want], dtype=np.int32)
+        tenant = pa.DictionaryArray.from_arrays(pa.array(code), tenant_dict)
+        batches.append((path, batch.set_column(t_pos, "tenant_id", tenant)))
+    out: list[pa.RecordBatch] = []
+    if bad is not None:
+        for path, count in tainted.items():  # what the folder's tenant may see: no raw rows
+            bad.append({
+                "source": path, "line": None, "field": "tenant_id",
+                "reason": "partition_mismatch", "raw": None, "tenant_id": tenant_of[path],
+                "run_id": None,
+                "message": (f"{path}: {count} row(s) of this file carry a tenant_id other than "
+                            "their partition folder's (reason=partition_mismatch); the file's "
+                            "rows are quarantined (shown only in an all-tenants read). Move "
+                            "the file to its own tenant's folder or remove it.")})
+    for path, batch in batches:
+        if path not in tainted:
+            out.append(batch)
+            continue
+        if bad is None:
+            continue
+        n = batch.num_rows
+        payload = batch.column(names.index("payload"))
+        msg = (f"{path}: field 'tenant_id' {tainted[path]} row(s) of this file carry a "
+               f"tenant_id other than their partition folder's (reason=partition_mismatch). "
+               "The whole file is quarantined: move it to its own tenant's folder or remove it.")
+        bad_rows = pa.table({
+            "source": pa.array([path] * n, pa.string()),
+            "line": pa.nulls(n, pa.int64()),
+            "field": pa.array(["tenant_id"] * n, pa.string()),
+            "reason": pa.array(["partition_mismatch"] * n, pa.string()),
+            "message": pa.array([msg] * n, pa.string()),
+            "raw": pc.cast(payload, pa.large_string()),
+            "tenant_id": pa.nulls(n, pa.string()),
+            "run_id": pa.nulls(n, pa.string()),
+        }, schema=QUARANTINE_SCHEMA)
+        bad.extend(bad_rows.to_pylist())
+    if not out:
+        return empty_events()
+    table = pa.Table.from_batches(out)
+    return pa.Table.from_arrays(table.columns, schema=EVENTS_SCHEMA).unify_dictionaries() \
+        .combine_chunks()
+
+
+def _scan(scanner: ds.Scanner, paths: list[str]) -> Iterable[Any]:
+    """The scanner's tagged batches; an unreadable file or a column of the wrong type is a
+    LoadError (reason ``bad_parquet``), not a raw Arrow error."""
+    it = iter(scanner.scan_batches())
+    while True:
+        try:
+            tagged = next(it)
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError) as exc:
+            raise LoadError(
+                source=os.path.commonpath(paths) if len(paths) > 1 else paths[0], line=None,
+                reason="bad_parquet", detail=f"a dataset file cannot be read as events ({exc})",
+                fix="rewrite the dataset with EventLog.to_parquet, or remove the bad file",
+            ) from exc
+        yield tagged
+
+
 def read_parquet(
     path: str | os.PathLike[str],
     *,
     tenant_id: str | Sequence[str] | None = None,
     run_ids: str | Sequence[str] | None = None,
     types: str | Sequence[str] | None = None,
+    kinds: str | Sequence[str] | None = None,
     since: Any = None,
     until: Any = None,
+    errors: str = "raise",
 ) -> EventLog:
     """Read a dataset written by :meth:`EventLog.to_parquet`, pushing filters down.
 
     ``tenant_id`` prunes partitions (other tenants' files are never opened); ``run_ids``,
-    ``types`` and the ``since``/``until`` time bounds (inclusive; anything pandas can turn
-    into a UTC timestamp) are pushed into the Parquet scan so row groups that cannot match
-    are skipped.
+    ``types``, ``kinds`` (as in :meth:`EventLog.filter`) and the ``since``/``until`` time
+    bounds (inclusive; anything pandas can turn into a UTC timestamp) are pushed into the
+    Parquet scan so row groups that cannot match are skipped.
+
+    Tenancy checks (:mod:`replaykit.tenancy`): each ``tenant_id=<id>`` folder must be the
+    canonical percent-encoding of a valid tenant id and decodes to exactly that id; each
+    row's own ``tenant_id`` must equal its folder's (a file where one does not is never
+    relabelled: ``partition_mismatch``); a row without one (files written by older versions,
+    which dropped the column) takes its folder's tenant. The log is a view of the requested
+    tenants / runs: ``runs`` and ``quarantine`` hold only theirs (quarantined rows of no
+    known tenant show only when ``tenant_id`` is None).
+
+    Args:
+        errors: ``"raise"``: a bad folder or file is a LoadError; ``"quarantine"``: its rows
+            (or one row per bad folder) go to ``log.quarantine`` with the reason, and reading
+            goes on.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
+        LoadError: ``bad_tenant`` (a ``tenant_id`` argument, a folder or a ``_runs.parquet``
+            row breaks the tenant-id rule), ``bad_partition`` (a folder name that is not the
+            canonical encoding), ``partition_mismatch`` (a file's rows are another tenant's),
+            under ``errors="raise"``.
         LoadError: a file of the dataset is not readable Parquet or not a replaykit table
             (reason ``bad_parquet``, naming the dataset folder).
     """
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"{root}: no such Parquet dataset")
+    if errors not in ("raise", "quarantine"):
+        raise ValueError(f'errors must be "raise" or "quarantine", got {errors!r}')
     for bound in (since, until):  # a bad bound is the caller's error: raised as itself, here
         if bound is not None:
             pd.Timestamp(bound, tz="UTC")
     try:
-        return _read_dataset(root, tenant_id, run_ids, types, since, until)
+        return _read_dataset(root, tenant_id, run_ids, types, since, until, errors, kinds)
     except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
         from .errors import LoadError
 
@@ -531,51 +926,63 @@ def read_parquet(
 
 def _read_dataset(root: Path, tenant_id: str | Sequence[str] | None,
                   run_ids: str | Sequence[str] | None, types: str | Sequence[str] | None,
-                  since: Any, until: Any) -> EventLog:  # fmt: skip
-    dataset = ds.dataset(
-        root,
-        format="parquet",
-        partitioning=ds.partitioning(pa.schema([("tenant_id", pa.string())]), flavor="hive"),
-    )
+                  since: Any, until: Any, errors: str,
+                  kinds: str | Sequence[str] | None = None) -> EventLog:  # fmt: skip
+
+    def _values(v: str | Sequence[str]) -> list[str]:
+        return [v] if isinstance(v, str) else list(v)
+
+    tenants = None if tenant_id is None else check_tenant_ids(
+        tenant_id, source="read_parquet(tenant_id=...)")
+    runs_wanted = None if run_ids is None else _values(run_ids)
     expr = None
 
     def _and(e: ds.Expression) -> None:
         nonlocal expr
         expr = e if expr is None else (expr & e)
 
-    def _values(v: str | Sequence[str]) -> list[str]:
-        return [v] if isinstance(v, str) else list(v)
-
-    if tenant_id is not None:
-        _and(ds.field("tenant_id").isin(_values(tenant_id)))
-    if run_ids is not None:
-        _and(ds.field("run_id").isin(_values(run_ids)))
+    if runs_wanted is not None:
+        _and(ds.field("run_id").isin(runs_wanted))
     if types is not None:
         _and(ds.field("type").isin(_values(types)))
+    if kinds is not None:
+        _and(ds.field("kind").isin(_values(kinds)))
     if since is not None:
         _and(ds.field("ts") >= pa.scalar(pd.Timestamp(since, tz="UTC").as_unit("us"),
                                           type=pa.timestamp("us", tz="UTC")))
     if until is not None:
         _and(ds.field("ts") <= pa.scalar(pd.Timestamp(until, tz="UTC").as_unit("us"),
                                           type=pa.timestamp("us", tz="UTC")))
-    table = dataset.to_table(filter=expr)
-    table = table.select(EVENTS_SCHEMA.names)
-    table = pa.Table.from_arrays(
-        [
-            table.column(f.name).cast(f.type) if table.column(f.name).type != f.type
-            else table.column(f.name)
-            for f in EVENTS_SCHEMA
-        ],
-        schema=EVENTS_SCHEMA,
-    ).unify_dictionaries().combine_chunks()
+    bad: list[dict[str, Any]] = []
+    files = partition_files(root, tenants, errors=errors, bad=bad)
+    table = read_partition_files(files, filter=expr, errors=errors, bad=bad)
     import pyarrow.parquet as pq
 
     runs = pq.read_table(root / "_runs.parquet") if (root / "_runs.parquet").exists() else None
-    if runs is not None and tenant_id is not None:
-        runs = runs.filter(pc.is_in(runs.column("tenant_id"), pa.array(_values(tenant_id))))
-    if runs is not None and run_ids is not None:
-        runs = runs.filter(pc.is_in(runs.column("run_id"), pa.array(_values(run_ids))))
+    if runs is not None and tenants is not None:
+        runs = runs.filter(pc.is_in(runs.column("tenant_id"), pa.array(tenants, pa.string())))
+    if runs is not None and runs_wanted is not None:
+        runs = runs.filter(pc.is_in(runs.column("run_id"), pa.array(runs_wanted, pa.string())))
+    if runs is not None and runs.num_rows:
+        try:
+            check_tenant_column(runs.column("tenant_id"), source=str(root / "_runs.parquet"))
+        except LoadError as err:
+            if errors == "raise":
+                raise
+            from .tenancy import bad_tenant_mask
+
+            _partition_error("quarantine", bad, source=err.source, line=None,
+                             field="tenant_id", reason="bad_tenant", detail=err.detail,
+                             fix=err.fix)
+            runs = runs.filter(pa.array(~bad_tenant_mask(runs.column("tenant_id"))))
     quarantine = None
     if (root / "_quarantine.parquet").exists():
-        quarantine = pq.read_table(root / "_quarantine.parquet")
+        quarantine = _as_quarantine(pq.read_table(root / "_quarantine.parquet"))
+        quarantine = scope_side_table(quarantine, tenants=tenants, run_ids=runs_wanted)
+    if bad:
+        found = pa.Table.from_pylist(bad, schema=QUARANTINE_SCHEMA)
+        if tenants is not None:  # rows of no known tenant: only in an all-tenants read
+            found = scope_side_table(found, tenants=tenants)
+        if found is not None and found.num_rows:
+            quarantine = found if quarantine is None else pa.concat_tables([quarantine, found])
     return EventLog(table, runs=runs, quarantine=quarantine)

@@ -1197,6 +1197,8 @@ def _load_for_cli(args: argparse.Namespace, malformed: list[pa.Table] | None = N
                 kwargs: dict[str, Any] = {}
                 if tenants:
                     kwargs["tenant_id"] = tenants[0] if len(tenants) == 1 else tenants
+                    if len(tenants) == 1:  # also the owner of logs that record no tenant
+                        kwargs["owner"] = tenants[0]
                 log = read_events(p, format=args.format, **kwargs)
                 if tenants:
                     log = log.filter(tenant_id=tenants)
@@ -1283,7 +1285,8 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
     run of every tenant with its head and the manifest's digest; with ``--tenant`` only those
     tenants' part of it is checked. A manifest whose digest does not match is refused (exit 2).
 
-    Returns the exit code: 0 intact, 1 the chain is broken, 2 bad usage or unreadable input.
+    Returns the exit code: 0 intact, 1 the chain is broken or nothing was verified (no
+    events: "nothing verified"), 2 bad usage or unreadable input.
 
     >>> verify_chain_command(["data/pleach", "--tenant", "acme"])  # doctest: +SKIP
     0
@@ -1291,7 +1294,7 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="replaykit verify-chain",
         description="Verify the per-run hash chain of event logs "
-        "(exit 0 intact, 1 broken, 2 usage).",
+        "(exit 0 intact, 1 broken or nothing verified, 2 usage).",
     )
     parser.add_argument(
         "paths", nargs="+", metavar="PATH", help="log files, folders, globs or DB URIs"
@@ -1299,12 +1302,13 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--format",
         default="auto",
-        help="auto (default), pleach, toh, isplay or parquet",
+        help="auto (default), toh, pleach, isplay, inspect, otel or parquet",
     )
     parser.add_argument(
         "--tenant", action="append", metavar="ID", help="tenant to verify (repeatable)"
     )
-    parser.add_argument("--table", default="harness_event_log", help="table name for DB URIs")
+    parser.add_argument("--table", default="harness_event_log",
+                        help="table name for DB URIs (default: harness_event_log)")
     parser.add_argument(
         "--heads", metavar="FILE", help="chain manifest JSON (chain_manifest(log).to_json())"
     )
@@ -1330,14 +1334,19 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
                  *malformed]
             )
     except (ReplayKitError, OSError, TypeError, ValueError, ImportError) as exc:
-        print(f"replaykit verify-chain: error: {exc}", file=sys.stderr)
+        from .cli import cli_error_text
+
+        print(f"replaykit verify-chain: error: {cli_error_text(exc)}", file=sys.stderr)
         return 2
     line, report = _summary(table, problems, 0 if heads is None else heads.n_runs)
     if heads is not None:
         report["manifest_digest"] = heads.digest
+    if table.num_rows == 0:  # an empty answer is not "intact"
+        who = f" of tenant(s) {', '.join(args.tenant)}" if args.tenant else ""
+        line = f"nothing verified: the input holds no events{who}"
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         print(line, file=sys.stderr)
     else:
         print(line)
-    return 0 if problems.empty else 1
+    return 0 if problems.empty and table.num_rows else 1

@@ -133,6 +133,10 @@ EXTENSION_DOCS: dict[str, str] = {
 }
 
 #: Rows that could not be loaded, each with its reason. ``loaded + quarantined == input rows``.
+#: ``tenant_id``/``run_id`` say whose row it is, when that is known (the caller's tenant for
+#: formats without tenants, the row's own valid tenant otherwise); a row whose tenant cannot
+#: be read has a null ``tenant_id`` and shows only in an all-tenants load, never in a tenant's
+#: view (see :func:`replaykit.tenancy.scope_side_table`).
 QUARANTINE_SCHEMA: pa.Schema = pa.schema(
     [
         pa.field("source", pa.string(), nullable=False),
@@ -141,6 +145,8 @@ QUARANTINE_SCHEMA: pa.Schema = pa.schema(
         pa.field("reason", pa.string(), nullable=False),
         pa.field("message", pa.string(), nullable=False),
         pa.field("raw", pa.large_string()),
+        pa.field("tenant_id", pa.string()),
+        pa.field("run_id", pa.string()),
     ]
 )
 

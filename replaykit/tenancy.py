@@ -16,6 +16,11 @@ Loaders report a violation as ``LoadError(reason="bad_tenant")`` (or quarantine 
 reason); writers refuse with the same error. Comparisons of tenant ids are byte-exact (never
 case-folded, never normalised).
 
+Views (:meth:`EventLog.filter`, :meth:`EventLog.run`, ``read_parquet(..., tenant_id=...)``)
+scope every side table with :func:`scope_side_table`: a table with ``tenant_id`` / ``run_id``
+columns keeps only the rows of the view's tenants / runs (a null there belongs to no tenant);
+a table without the column the view restricts on is dropped from the view.
+
 Example:
     >>> from replaykit.tenancy import tenant_id_problem, encode_partition_value
     >>> tenant_id_problem("acme") is None
@@ -29,26 +34,41 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from urllib.parse import quote, unquote
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .errors import LoadError
+
 __all__ = [
     "BAD_TENANT_PATTERN",
+    "BadTenantError",
+    "PARTITION_PREFIX",
     "TENANT_ID_MAX_LEN",
     "bad_tenant_mask",
+    "check_tenant_column",
     "check_tenant_id",
+    "check_tenant_ids",
     "decode_partition_value",
     "encode_partition_value",
+    "partition_dir_name",
+    "partition_dir_tenant",
+    "scope_extras",
+    "scope_side_table",
     "tenant_id_problem",
 ]
+
+#: Prefix of a tenant's partition folder (hive layout): ``tenant_id=<encoded id>``.
+PARTITION_PREFIX = "tenant_id="
 
 #: Longest tenant id accepted, in characters.
 TENANT_ID_MAX_LEN = 256
 
-#: Characters a tenant id may not contain (an RE2 character class, as Arrow's regex kernels read it).
+#: Characters a tenant id may not contain (an RE2 character class, as Arrow's regex kernels
+#: read it).
 BAD_TENANT_PATTERN = "[\\x00-\\x1f\\x7f-\\x9f\\x{2028}\\x{2029}]"
 _BAD = re.compile("[\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029]")
 
@@ -67,19 +87,26 @@ def tenant_id_problem(value: object) -> str | None:
     return None
 
 
+class BadTenantError(LoadError, TypeError):
+    """A caller-supplied tenant id breaks the tenant-id rule (``reason="bad_tenant"``).
+
+    A :class:`~replaykit.errors.LoadError` (so a ``ReplayKitError``); also a ``TypeError``,
+    which a missing tenant id raised before the rule existed, so old handlers keep working.
+    """
+
+
 def check_tenant_id(value: object, *, source: str = "<argument>", line: int | None = None,
                     field: str = "tenant_id") -> str:
     """Return ``value`` if it is a valid tenant id, else raise ``LoadError(reason="bad_tenant")``.
 
     Raises:
-        LoadError: ``value`` breaks the tenant-id rule (the message says which part).
+        BadTenantError: (a ``LoadError``, ``reason="bad_tenant"``) ``value`` breaks the
+            tenant-id rule (the message says which part).
     """
     problem = tenant_id_problem(value)
     if problem is None:
         return value  # type: ignore[return-value]
-    from .errors import LoadError
-
-    raise LoadError(
+    raise BadTenantError(
         source=source, line=line, field=field, reason="bad_tenant",
         detail=f"tenant id {value!r} {problem}",
         fix=("a tenant id is a non-empty string of at most "
@@ -126,3 +153,136 @@ def encode_partition_value(tenant_id: str) -> str:
 def decode_partition_value(folder_value: str) -> str:
     """Inverse of :func:`encode_partition_value` (strict UTF-8)."""
     return unquote(folder_value, errors="strict")
+
+
+def check_tenant_ids(value: object, *, source: str = "<argument>",
+                     field: str = "tenant_id") -> list[str]:
+    """A caller's tenant filter (one id or a sequence of ids) as a list, each id checked.
+
+    Raises:
+        LoadError: ``reason="bad_tenant"``: an id breaks the rule, or the sequence is empty.
+    """
+    if isinstance(value, str):
+        return [check_tenant_id(value, source=source, field=field)]
+    try:
+        values = list(value)  # type: ignore[call-overload]
+    except TypeError:
+        values = [value]
+    if not values:
+        raise BadTenantError(source=source, line=None, field=field, reason="bad_tenant",
+                        detail=f"is an empty list of tenant ids ({value!r})",
+                        fix="pass a tenant id, a non-empty list of them, or None for all")
+    return [check_tenant_id(v, source=source, field=field) for v in values]
+
+
+def check_tenant_column(values: pa.Array | pa.ChunkedArray, *, source: str,
+                        field: str = "tenant_id", nullable: bool = False) -> None:
+    """Column-wise :func:`check_tenant_id` for a writer or reader of many rows.
+
+    ``nullable=True`` lets nulls through (a quarantine row of no known tenant).
+
+    Raises:
+        LoadError: ``reason="bad_tenant"``, naming the first bad row (0-based) and its value.
+    """
+    bad = bad_tenant_mask(values)
+    if nullable and bad.any():
+        arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        bad &= arr.is_valid().to_numpy(zero_copy_only=False)
+    if not bad.any():
+        return
+    i = int(np.flatnonzero(bad)[0])
+    value = values[i].as_py()
+    problem = tenant_id_problem(value) or "is null"
+    raise LoadError(
+        source=source, line=None, field=field, reason="bad_tenant",
+        detail=f"row {i}: tenant id {value!r} {problem} ({int(bad.sum())} bad row(s))",
+        fix=("a tenant id is a non-empty string of at most "
+             f"{TENANT_ID_MAX_LEN} characters without control characters; fix those rows"),
+    )
+
+
+def partition_dir_name(tenant_id: str) -> str:
+    """The folder of ``tenant_id`` in a dataset: ``tenant_id=<encode_partition_value(id)>``.
+
+    Raises:
+        LoadError: ``reason="bad_tenant"``: ``tenant_id`` breaks the rule.
+    """
+    check_tenant_id(tenant_id, source="<partition folder>")
+    return PARTITION_PREFIX + encode_partition_value(tenant_id)
+
+
+def partition_dir_tenant(name: str) -> tuple[str | None, str | None]:
+    """(tenant id, None) for a canonical partition folder name, else (decoded or None, problem).
+
+    A folder is accepted only when its name is exactly :func:`partition_dir_name` of the id it
+    decodes to: so every tenant has one folder (``tenant_id=acm%65`` is not a second folder of
+    ``acme``), and names written raw by older versions stay readable when they are already
+    canonical (``tenant_id=acme``).
+    """
+    if not name.startswith(PARTITION_PREFIX):
+        return None, f"folder {name!r} is not a tenant_id=<id> partition folder"
+    value = name[len(PARTITION_PREFIX):]
+    try:
+        tenant = decode_partition_value(value)
+    except UnicodeDecodeError:
+        return None, f"folder value {value!r} does not decode as percent-encoded UTF-8"
+    problem = tenant_id_problem(tenant)
+    if problem is not None:
+        return tenant, f"folder {name!r} decodes to tenant id {tenant!r}, which {problem}"
+    if encode_partition_value(tenant) != value:
+        expected = PARTITION_PREFIX + encode_partition_value(tenant)
+        return tenant, (f"folder {name!r} is not the canonical encoding of tenant id "
+                        f"{tenant!r} (expected {expected!r})")
+    return tenant, None
+
+
+def _str_column(col: pa.ChunkedArray) -> pa.Array:
+    arr = col.combine_chunks()
+    return arr if arr.type == pa.string() else pc.cast(arr, pa.string())
+
+
+def scope_side_table(table: pa.Table, *, tenants: Sequence[str] | None = None,
+                     run_ids: Sequence[str] | None = None) -> pa.Table | None:
+    """The rows of a side table (quarantine, ``extras`` entry) a view of ``tenants`` / ``run_ids``
+    may hold, or None when the table cannot say whose rows it holds.
+
+    ``tenants`` / ``run_ids`` None: no restriction on that column. With a restriction, the
+    table must have the column (``tenant_id`` / ``run_id``), else None (drop it from the view);
+    rows whose value is null or not in the set are left out, and so are rows of no known
+    tenant in any restricted view. So a quarantined row whose tenant could not be read shows
+    only in an unrestricted (all-tenants) log.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> t = pa.table({"tenant_id": ["acme", "globex", None], "x": [1, 2, 3]})
+        >>> scope_side_table(t, tenants=["acme"]).column("x").to_pylist()
+        [1]
+        >>> scope_side_table(pa.table({"x": [1]}), tenants=["acme"]) is None
+        True
+    """
+    mask = None
+    for col, values in (("tenant_id", tenants), ("run_id", run_ids)):
+        if values is None:
+            continue
+        if col not in table.schema.names:
+            return None
+        m = pc.is_in(_str_column(table.column(col)), value_set=pa.array(list(values), pa.string()),
+                     skip_nulls=True)
+        mask = m if mask is None else pc.and_(mask, m)
+    if mask is None:
+        return table
+    if tenants is None and "tenant_id" in table.schema.names:
+        # a run view of every tenant still shows no row of unknown tenant
+        mask = pc.and_(mask, pc.is_valid(table.column("tenant_id")))
+    return table.filter(pc.fill_null(mask, False))
+
+
+def scope_extras(extras: Mapping[str, pa.Table], *, tenants: Sequence[str] | None = None,
+                 run_ids: Sequence[str] | None = None) -> dict[str, pa.Table]:
+    """Every side table scoped with :func:`scope_side_table` (tables it drops are left out)."""
+    out: dict[str, pa.Table] = {}
+    for name, table in extras.items():
+        scoped = scope_side_table(table, tenants=tenants, run_ids=run_ids)
+        if scoped is not None:
+            out[name] = scoped
+    return out

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = ("fold", "integrity", "sql", "compare", "widgets", "cohorts", "report", "dask")
+SUITES = ("fold", "integrity", "sql", "compare", "widgets", "cohorts", "report", "dask",
+          "parquet")
 
 
 def test_quick_benchmarks_run_end_to_end(tmp_path: Path) -> None:

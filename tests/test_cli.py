@@ -26,7 +26,9 @@ def test_summary_without_tenant_for_untenanted_format_is_a_usage_error(data_dir,
     code = main(["summary", str(data_dir / "toh"), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2
-    assert "--tenant" in err and "tenant_id" in err
+    # the CLI's words, naming the file: no Python call syntax, no TypeError text
+    assert "pass --tenant ID" in err and "session" in err
+    assert "tenant_id" not in err and "TypeError" not in err
 
 
 def test_summary_bad_input_exits_1_and_quarantine_continues(tmp_path, capsys):
@@ -37,7 +39,11 @@ def test_summary_bad_input_exits_1_and_quarantine_continues(tmp_path, capsys):
         '{"type":"turn/end","data":\n'
     )
     assert main(["summary", str(bad), "--tenant", "t", "--no-progress"]) == 1
-    assert f"{bad}:3" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{bad}:3" in err
+    # the fix is said in the CLI's words, without the stray quotes of a Python repr
+    assert "pass --errors quarantine" in err and 'errors="quarantine"' not in err
+    assert not err.startswith(("'", '"', "replaykit summary: '", 'replaykit summary: "'))
     assert main(["summary", str(bad), "--tenant", "t", "--no-progress", "--errors",
                  "quarantine"]) == 0
     assert "1 row(s) quarantined" in capsys.readouterr().out

@@ -54,8 +54,10 @@ def test_notebooks_are_committed_without_outputs():
 
 
 def test_readme_quickstart_runs(tmp_path, monkeypatch):
-    """Every Python block of README.md runs, in order, as a reader would paste it; then the
-    shell commands that use replaykit's console script on what those blocks wrote."""
+    """Every Python block of README.md runs, in order, as a reader would paste it; the shell
+    commands that use replaykit's console script run on their own in another fresh folder
+    (they must not depend on the Python blocks), each with the exit code its comment states
+    (0 unless it says "exit N"); both write only under the git-ignored scratch/."""
     import shlex
     import subprocess
 
@@ -65,21 +67,33 @@ def test_readme_quickstart_runs(tmp_path, monkeypatch):
     pytest.importorskip("plotly")
     text = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    assert len(blocks) >= 4
-    (tmp_path / "data").symlink_to(ROOT / "data")
-    monkeypatch.chdir(tmp_path)
+    assert len(blocks) >= 5
+    py_dir, sh_dir = tmp_path / "python", tmp_path / "shell"
+    for d in (py_dir, sh_dir):
+        d.mkdir()
+        (d / "data").symlink_to(ROOT / "data")
+    monkeypatch.chdir(py_dir)
     ns: dict[str, object] = {}
     for i, code in enumerate(blocks):
         # a bare expression line shows a value in a notebook: fine to evaluate and drop here
         exec(compile(code, f"README.md python block {i + 1}", "exec"), ns)
-    assert (tmp_path / "cohort.html").stat().st_size > 10_000
+    assert (py_dir / "scratch" / "cohort.html").stat().st_size > 10_000
     shell = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
     commands = [c for block in shell for c in block.replace("\\\n", " ").splitlines()
                 if c.startswith(".venv/bin/replaykit")]
-    assert len(commands) >= 5
+    assert len(commands) >= 12
+    used = {shlex.split(c)[1] for c in commands}
+    assert {"summary", "verify-chain", "branch", "replay", "diff", "report", "generate"} <= used
     exe = Path(sys.executable).with_name("replaykit")
     for cmd in commands:
-        argv = shlex.split(cmd.split("#")[0])
+        line, _, comment = cmd.partition("  # ")
+        argv = shlex.split(line)
         argv[0] = str(exe)
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-        assert proc.returncode == 0, (cmd, proc.stdout, proc.stderr)
+        want = re.search(r"exit (\d)", comment)
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=sh_dir)
+        assert proc.returncode == (int(want.group(1)) if want else 0), (cmd, proc.stdout,
+                                                                         proc.stderr)
+    assert (sh_dir / "scratch" / "cohort-shell.html").stat().st_size > 10_000
+    assert (sh_dir / "scratch" / "replay-fraud" / "events.parquet").exists()
+    for d in (py_dir, sh_dir):
+        assert sorted(p.name for p in d.iterdir()) == ["data", "scratch"], d

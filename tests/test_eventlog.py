@@ -80,7 +80,7 @@ def test_window_is_exclusive_lower_inclusive_upper():
 
 def test_run_requires_tenant_and_never_crosses_tenants():
     log = _log()
-    with pytest.raises(TypeError, match="tenant_id"):
+    with pytest.raises(rk.LoadError, match="reason=bad_tenant"):
         log.run("r1", tenant_id="")
     assert set(log.run("r1", tenant_id="beta").tenants) == {"beta"}
     with pytest.raises(KeyError, match="no run 'r2'"):

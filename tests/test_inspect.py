@@ -218,9 +218,9 @@ def test_read_events_sniffs_inspect_in_a_folder(logs: dict[str, Path]) -> None:
 
 
 def test_tenant_required(logs: dict[str, Path]) -> None:
-    with pytest.raises(TypeError, match="tenant_id"):
+    with pytest.raises(LoadError, match="reason=bad_tenant"):
         read_inspect(logs["eval"], tenant_id=None)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="tenant_id"):
+    with pytest.raises(LoadError, match="reason=bad_tenant"):
         read_inspect(logs["eval"], tenant_id="")
 
 

@@ -198,7 +198,7 @@ def test_read_events_auto_picks_isplay_and_skips_side_files():
 
 @pytest.mark.parametrize("bad", [None, "", 7])
 def test_tenant_is_required(bad):
-    with pytest.raises(TypeError, match="tenant_id"):
+    with pytest.raises(LoadError, match="reason=bad_tenant"):
         read_isplay(C104, tenant_id=bad)
 
 

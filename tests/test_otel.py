@@ -203,5 +203,5 @@ def test_bad_input(tmp_path: Path) -> None:
     log = read_otel(bad, tenant_id="acme", errors="quarantine")
     assert log.table.num_rows == 0
     assert log.quarantine.column("reason").to_pylist() == ["bad_span", "bad_json"]
-    with pytest.raises(TypeError, match="tenant_id"):
+    with pytest.raises(LoadError, match="reason=bad_tenant"):
         read_otel(bad, tenant_id="")

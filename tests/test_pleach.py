@@ -184,8 +184,9 @@ def test_tenant_filter_counts_other_tenants(tmp_path: Path) -> None:
     c = log.extras["pleach_counts"].to_pylist()[0]
     assert c == {"source": f"pleach:{f}", "input_rows": 5, "filtered_out": 3, "quarantined": 0,
                  "loaded": 2}
-    with pytest.raises(TypeError, match="tenant_id"):
+    with pytest.raises(LoadError, match="tenant_id") as e:
         read_pleach(f, tenant_id="")
+    assert e.value.reason == "bad_tenant"
 
 
 # ----------------------------------------------------------------------------- bad input

@@ -64,9 +64,14 @@ def test_explicit_format_skips_sniffing_and_unknown_format_is_rejected(data_dir)
 
 def test_formats_without_tenant_never_get_one_invented(data_dir):
     for fmt in ("toh", "isplay"):
-        with pytest.raises(TypeError, match="tenant_id"):
+        with pytest.raises(rk.LoadError, match="no owner was named") as exc:
             rk.read_events(data_dir / fmt, progress=False)
-        with pytest.raises(TypeError, match="tenant_id"):
+        assert exc.value.reason == "missing_tenant"
+        assert Path(exc.value.source).is_file() and str(data_dir / fmt) in exc.value.source
+        with pytest.raises((TypeError, rk.LoadError), match="tenant"):
+            rk.read_events(data_dir / fmt, owner="", progress=False)
+        with pytest.raises((TypeError, rk.LoadError), match="tenant_id"), \
+                pytest.warns(DeprecationWarning):
             rk.read_events(data_dir / fmt, tenant_id="", progress=False)
 
 

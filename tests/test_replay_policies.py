@@ -319,6 +319,20 @@ def test_save_and_load(branch: Branch, tmp_path: Path) -> None:
         back.resume()
 
 
+def test_saved_result_with_a_bad_tenant_id_does_not_load(branch: Branch, tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    replay(branch, fixtures=FIXTURES).save(tmp_path / "rp")
+    f = tmp_path / "rp" / "events.parquet"
+    t = pq.read_table(f)
+    n = t.num_rows
+    pq.write_table(t.set_column(0, "tenant_id", pa.array(["acme\x00x"] * n)), f)
+    with pytest.raises(rk.LoadError) as e:
+        ReplayResult.load(tmp_path / "rp")
+    assert e.value.reason == "bad_tenant" and e.value.source == str(f)
+
+
 def test_toh_format_by_seq() -> None:
     log = rk.read_toh(Path(__file__).resolve().parents[1] / "data" / "toh", tenant_id="acme")
     run = log.run_ids[0]

@@ -220,7 +220,7 @@ def test_title_and_question_required(demo: Any) -> None:
     with pytest.raises(TypeError, match="question"):
         rca(demo, title="t", question="")
     with pytest.raises(TypeError, match="title"):
-        rca(demo, title=None, question="q")  # type: ignore[arg-type]
+        rca(demo, title="  ", question="q")
 
 
 # ------------------------------------------------------------------------------ escaping

@@ -80,7 +80,7 @@ def test_sample_runs_and_parent_links(sample: rk.EventLog) -> None:
         "7d0c1e2a-0000-4000-8000-00000000a001"
     )
     assert pd.isna(runs.loc["7d0c1e2a-0000-4000-8000-00000000a001", "parent_run_id"])
-    assert runs.loc["7d0c1e2a-0000-4000-8000-00000000c002", "seedLength"] == 13
+    assert runs.loc["7d0c1e2a-0000-4000-8000-00000000c002", "seed_length"] == 13
     assert runs.loc["7d0c1e2a-0000-4000-8000-00000000a001", "created_at"] == pd.Timestamp(
         1767225600000, unit="ms", tz="UTC"
     )
@@ -181,9 +181,9 @@ def test_sniff_and_side_files(tmp_path: Path) -> None:
 
 
 def test_tenant_is_required() -> None:
-    with pytest.raises(TypeError, match="tenant_id"):
+    with pytest.raises(LoadError, match="reason=bad_tenant"):
         read_toh(DATA, tenant_id=None)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="tenant_id"):
+    with pytest.raises(LoadError, match="reason=bad_tenant"):
         read_toh(DATA, tenant_id="")
     with pytest.raises(ValueError, match="errors"):
         read_toh(DATA, tenant_id="t", errors="ignore")  # type: ignore[arg-type]

@@ -17,6 +17,13 @@ DATA = next(p / "data" for p in [Path.cwd(), *Path.cwd().parents] if (p / "data"
 DATA'''
 
 
+def check(source: str) -> nbf.NotebookNode:
+    """A cell of checks: run by the tests (nbval), tagged "test" and collapsed in Lab, so the
+    teaching cells read as a user would write them."""
+    return nbf.v4.new_code_cell(source, metadata={"tags": ["test"],
+                                                  "jupyter": {"source_hidden": True}})
+
+
 def quickstart() -> nbf.NotebookNode:
     md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
     cells = [
@@ -34,20 +41,24 @@ def quickstart() -> nbf.NotebookNode:
             "invents one. The `harness_event_log` rows (`pleach`) carry their own tenants."
         ),
         code(
-            'owned = rk.read_events([DATA / "toh", DATA / "isplay"], tenant_id="demo", progress=False)\n'
+            'owned = rk.read_events([DATA / "toh", DATA / "isplay"], owner="demo", progress=False)\n'
             'rows = rk.read_pleach(DATA / "pleach", progress=False)\n'
             "log = rk.concat([owned, rows])\n"
-            "assert len(log.quarantine) == 0\n"
-            'assert set(log.summary()["formats"]) == {"toh", "pleach", "isplay"}\n'
             "log"
+        ),
+        check(
+            "assert len(log.quarantine) == 0\n"
+            'assert set(log.summary()["formats"]) == {"toh", "pleach", "isplay"}'
         ),
         md("## One row per run"),
         code(
             "runs = log.runs_df()\n"
-            'assert runs["events"].sum() == len(log)\n'
-            'assert (runs["events"] > 0).all()\n'
             'runs[["tenant_id", "run_id", "parent_run_id", "format", "events", "turns", '
             '"model_calls", "tool_calls", "errors"]]'
+        ),
+        check(
+            'assert runs["events"].sum() == len(log)\n'
+            'assert (runs["events"] > 0).all()'
         ),
         md(
             "## Model calls and tool calls of the harness logs\n\n"
@@ -57,16 +68,18 @@ def quickstart() -> nbf.NotebookNode:
         code(
             'toh = log.filter(tenant_id="demo").filter(run_ids=[r for r in runs.loc[runs.format == "toh", "run_id"]])\n'
             "calls = toh.calls_df()\n"
-            'finishes = toh.filter(kinds="model_chunk").table.column("finish").drop_null()\n'
-            'assert calls["finished"].sum() == len(finishes)\n'
             'calls[["run_id", "turn", "step", "call_index", "chunks", "finish", "input_tokens", '
             '"output_tokens", "finished"]].head(10)'
         ),
+        check(
+            'finishes = toh.filter(kinds="model_chunk").table.column("finish").drop_null()\n'
+            'assert calls["finished"].sum() == len(finishes)'
+        ),
         code(
             "tools = toh.tools_df()\n"
-            'assert len(tools) == len(toh.filter(kinds="tool_call"))\n'
             'tools[["run_id", "turn", "step", "tool_name", "is_error", "has_result"]]'
         ),
+        check('assert len(tools) == len(toh.filter(kinds="tool_call"))'),
         md(
             "## Fold the log into per-step state\n\n"
             "`rk.fold` turns every run into one row per event holding the state after that "
@@ -76,19 +89,23 @@ def quickstart() -> nbf.NotebookNode:
         code(
             "states = rk.fold(toh, [rk.agent()])\n"
             "final = states.final()\n"
-            "per_run_tools = toh.tools_df().groupby(\"run_id\").size()\n"
-            "for run_id, n in per_run_tools.items():\n"
-            "    assert final.loc[final[\"run_id\"] == run_id, \"tool_calls\"].item() == n\n"
             "final[[\"run_id\", \"turn\", \"model_calls\", \"tool_calls\", "
             "\"input_tokens\", \"output_tokens\", \"errors\"]]"
+        ),
+        check(
+            "per_run_tools = toh.tools_df().groupby(\"run_id\").size()\n"
+            "for run_id, n in per_run_tools.items():\n"
+            "    assert final.loc[final[\"run_id\"] == run_id, \"tool_calls\"].item() == n"
         ),
         md("## One picture: which tools each run called, in order"),
         code(
             "from replaykit import plots\n"
             "\n"
             "fig = plots.tool_sequences(toh)\n"
-            "assert sum(len(trace.x) for trace in fig.data) == len(toh.filter(kinds=\"tool_call\"))\n"
             "fig"
+        ),
+        check(
+            "assert sum(len(trace.x) for trace in fig.data) == len(toh.filter(kinds=\"tool_call\"))"
         ),
         md(
             "## Bad input is never silently dropped\n\n"
@@ -104,11 +121,14 @@ def quickstart() -> nbf.NotebookNode:
             "try:\n"
             '    rk.read_toh(tmp, tenant_id="demo", progress=False)\n'
             "except rk.LoadError as err:\n"
+            "    error = err\n"
             "    print(err)\n"
-            "    assert err.line == 4\n"
             'damaged = rk.read_toh(tmp, tenant_id="demo", errors="quarantine", progress=False)\n'
-            "assert len(damaged.quarantine) == 1\n"
-            'damaged.quarantine.to_pandas()[["source", "line", "reason", "message"]]'
+            'damaged.quarantine_df()[["source", "line", "reason", "message"]]'
+        ),
+        check(
+            "assert error.line == 4\n"
+            "assert len(damaged.quarantine) == 1"
         ),
     ]
     nb = nbf.v4.new_notebook()

@@ -392,12 +392,21 @@ class ReplayResult:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write ``events.parquet`` plus ``manifest.json`` (status, policies, branch,
-        requirements, effects, probes, annotations, metrics) into folder ``path``."""
+        requirements, effects, probes, annotations, metrics) into folder ``path``.
+
+        Raises:
+            LoadError: ``reason="bad_tenant"``: a tenant id breaks the tenant-id rule
+                (nothing is written).
+        """
+        from ..tenancy import check_tenant_column
+
         out = Path(path)
-        out.mkdir(parents=True, exist_ok=True)
-        pq.write_table(self.events.table, out / "events.parquet")
         base_t = (self.base.run(self.branch.run_id, tenant_id=self.branch.tenant_id).table
                   if self.branch is not None else self.base.table)
+        for name, t in (("events", self.events.table), ("base", base_t)):
+            check_tenant_column(t.column("tenant_id"), source=str(out / f"{name}.parquet"))
+        out.mkdir(parents=True, exist_ok=True)
+        pq.write_table(self.events.table, out / "events.parquet")
         pq.write_table(base_t, out / "base.parquet")
         manifest = {
             "format": "replaykit.replay/v1", "replayId": self.replay_id, "status": self.status,
@@ -420,11 +429,16 @@ class ReplayResult:
 
         Raises:
             FileNotFoundError: no manifest in ``path``.
+            LoadError: ``reason="bad_tenant"``: a stored tenant id breaks the tenant-id rule.
         """
+        from ..tenancy import check_tenant_column
+
         p = Path(path)
         m = json.loads((p / "manifest.json").read_text(encoding="utf-8"))
         events = EventLog(cast_events(pq.read_table(p / "events.parquet")))
         base = EventLog(pq.read_table(p / "base.parquet").cast(EVENTS_SCHEMA))
+        for name, lg in (("events", events), ("base", base)):
+            check_tenant_column(lg.table.column("tenant_id"), source=str(p / f"{name}.parquet"))
         from .fixtures import Fixture
 
         fx = FixtureRegistry([Fixture(

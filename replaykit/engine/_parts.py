@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,9 +21,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import ReplayKitError
-from ..eventlog import EventLog
+from ..eventlog import TENANT_KEY, EventLog, partition_files, read_partition_files
 from ..schema import EVENTS_SCHEMA, _dictionary_rank
 from ..schema import run_starts as _run_starts
+from ..tenancy import check_tenant_column, partition_dir_name, partition_dir_tenant
 
 __all__ = ["EngineError", "Partition", "partitions", "write_partitioned"]
 
@@ -82,10 +82,10 @@ class Partition:
         if data is not None:
             return EventLog(_canonical(pa.Table.from_pandas(data, preserve_index=False)))
         assert self.path is not None
-        t = pq.read_table(self.path)
-        if "tenant_id" not in t.schema.names:
-            t = t.append_column("tenant_id", pa.array([self.tenant_id] * t.num_rows, pa.string()))
-        return EventLog(_canonical(t))
+        if self.tenant_id is None:
+            return EventLog(_canonical(pq.read_table(self.path)))
+        # the same partition check as read_parquet: rows must be the folder's tenant's
+        return EventLog(read_partition_files([(self.tenant_id, self.path)]))
 
     def run_meta(self, log: EventLog) -> pa.Table | None:
         """Rows of the dataset's ``_runs.parquet`` for the runs of ``log`` (None: none)."""
@@ -153,11 +153,23 @@ def write_partitioned(
         >>> import replaykit as rk  # doctest: +SKIP
         >>> rk.engine.write_partitioned(log, "events/", partition_events=500_000)  # doctest: +SKIP
 
+    Folder names are :func:`replaykit.tenancy.partition_dir_name` (the tenant id
+    percent-encoded, reversibly), and every file names its tenant in its footer metadata
+    (key ``replaykit.tenant_id``) so readers check each file against its folder; the
+    ``tenant_id`` column itself is left to the folder (hive layout, as pandas and Dask read
+    it).
+
     Raises:
         FileExistsError: ``path`` exists and is not empty, unless ``overwrite=True``.
         ValueError: ``partition_events < 1``.
+        LoadError: ``reason="bad_tenant"``: a tenant id of the events, runs or quarantine
+            breaks the tenant-id rule (checked before anything is written).
     """
     out = Path(path)
+    check_tenant_column(log.table.column("tenant_id"), source=f"{out} (events to write)")
+    check_tenant_column(log.runs.column("tenant_id"), source=f"{out} (runs to write)")
+    check_tenant_column(log.quarantine.column("tenant_id"), nullable=True,
+                        source=f"{out} (quarantine to write)")
     if out.exists() and any(out.iterdir()):
         if not overwrite:
             raise FileExistsError(f"{out} exists and is not empty; pass overwrite=True")
@@ -174,9 +186,14 @@ def write_partitioned(
         tenant = tenants[a].as_py()
         k = counters.get(tenant, 0)
         counters[tenant] = k + 1
-        d = out / f"tenant_id={urllib.parse.quote(tenant, safe='')}"
+        d = out / partition_dir_name(tenant)
         d.mkdir(exist_ok=True)
-        pq.write_table(body.slice(a, b - a), d / f"part-{k}.parquet",
+        # the file names its tenant in its footer (TENANT_KEY), which readers check against
+        # the folder; no tenant_id column, so hive readers (pandas.read_parquet(path), ...)
+        # still take it from the folder without a type clash
+        part = body.slice(a, b - a).replace_schema_metadata(
+            {**(body.schema.metadata or {}), TENANT_KEY: tenant.encode("utf-8")})
+        pq.write_table(part, d / f"part-{k}.parquet",
                        row_group_size=min(1_000_000, max(1, b - a)))
     pq.write_table(log.runs, out / "_runs.parquet")
     pq.write_table(log.quarantine, out / "_quarantine.parquet")
@@ -193,12 +210,8 @@ def _natural(name: str) -> tuple[Any, ...]:
 def _file_partitions(root: Path, check: bool) -> list[Partition]:
     if not root.exists():
         raise FileNotFoundError(f"{root}: no such Parquet dataset")
-    found: list[tuple[str, Path]] = []
-    for d in sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("tenant_id=")):
-        tenant = urllib.parse.unquote(d.name.split("=", 1)[1])
-        for f in d.rglob("*.parquet"):
-            if not any(part.startswith(("_", ".")) for part in f.relative_to(d).parts):
-                found.append((tenant, f))
+    # the same folder rule as read_parquet: canonical tenant_id=<encoded id> folders only
+    found = partition_files(root)
     if not found:
         raise FileNotFoundError(
             f"{root}: no tenant_id=<id>/*.parquet files; write the dataset with "
@@ -324,15 +337,13 @@ class FileIndex:
         files = self.lookup(tenants, run_ids)
         if not files:
             return EventLog(empty_events())
-        dataset = ds.dataset(
-            files, format="parquet", partition_base_dir=self.root,
-            partitioning=ds.partitioning(pa.schema([("tenant_id", pa.string())]),
-                                         flavor="hive"),
-        )
-        expr = ds.field("run_id").isin(run_ids)
-        if tenants is not None:
-            expr = expr & ds.field("tenant_id").isin(tenants)
-        return EventLog(_canonical(dataset.to_table(filter=expr)))
+        owned = []
+        for f in files:  # the folder's tenant (checked when the index was built)
+            tenant, _ = partition_dir_tenant(Path(f).relative_to(self.root).parts[0])
+            assert tenant is not None
+            owned.append((tenant, f))
+        # the same partition check as read_parquet: rows must be the folder's tenant's
+        return EventLog(read_partition_files(owned, filter=ds.field("run_id").isin(run_ids)))
 
 
 def file_index(source: str | os.PathLike[str]) -> FileIndex:

@@ -7,15 +7,16 @@ file looks like that format, otherwise the reason it does not) and a ``read_<for
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import FormatDetectionError
+from ..errors import FormatDetectionError, MissingTenantError, ReplayKitError
 from ..eventlog import EventLog, concat
-from . import inspect, isplay, otel, pleach, toh
 from ..schema import empty_events
-from ._common import Quarantine, expand_paths
+from . import inspect, isplay, otel, pleach, toh
+from ._common import Quarantine, expand_paths, require_tenant
 from .inspect import read_inspect
 from .isplay import read_isplay
 from .otel import read_otel
@@ -24,6 +25,7 @@ from .toh import read_toh
 
 __all__ = [
     "FORMATS",
+    "UNTENANTED",
     "detect_format",
     "is_dataset",
     "read_events",
@@ -64,38 +66,68 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     raise FormatDetectionError(source=str(p), attempts=attempts)
 
 
+#: formats whose logs record no tenant: their rows get the owner the caller names.
+UNTENANTED = ("toh", "isplay", "inspect", "otel")
+
+
 def read_events(
     path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     format: str = "auto",
+    *,
+    owner: str | None = None,
+    tenant_id: str | Sequence[str] | None = None,
     **kwargs: Any,
 ) -> EventLog:
     """Load logs of any supported format; with ``format="auto"`` each file's format is sniffed.
 
     ``path`` may be a file, a directory (searched recursively), a glob or a list of those.
-    Keyword arguments go to the format's loader (``tenant_id=...``, ``errors=...``,
-    ``progress=...``). Files of different formats are loaded with their own loaders and
-    concatenated. Files that are side files of a format (isplay branch or fixture files, toh
-    override sidecars) are picked up by that format's loader, not read as logs.
+    Files of different formats are loaded with their own loaders and concatenated. Files that
+    are side files of a format (isplay branch or fixture files, toh override sidecars) are
+    picked up by that format's loader, not read as logs. Other keyword arguments go to the
+    loaders (``errors=...``, ``progress=...``).
+
+    Two tenant arguments, two meanings:
+
+    * ``owner=`` names the tenant of the formats that record none (toh, isplay, inspect,
+      otel): every row of those files gets it. It is never guessed; pleach rows, which
+      carry their own tenant, are not touched by it.
+    * ``tenant_id=`` *filters* (one id or a list): only those tenants' rows are kept, in
+      every format. A filter that drops every row of a file warns with the file, its row
+      count and the tenants it does hold.
+
+    Deprecated: ``tenant_id="x"`` without ``owner=`` on files that record no tenant still
+    names their owner (a ``DeprecationWarning`` says to pass ``owner="x"``).
 
     A directory written by :meth:`EventLog.to_parquet` (``tenant_id=<id>/`` folders or a
     ``_runs.parquet``) is read back with :func:`~replaykit.read_parquet` (``tenant_id=``
-    filters it; other loader options do not apply).
+    filters it and scopes its quarantine, ``errors=`` applies to its partition checks;
+    other loader options do not apply).
 
-    >>> log = read_events("data/", tenant_id="demo")  # doctest: +SKIP
+    >>> log = read_events("data/", owner="demo")  # doctest: +SKIP
+    >>> acme = read_events("data/pleach", tenant_id="acme")  # doctest: +SKIP
 
     With ``errors="quarantine"``, a file that matches no format (empty, binary, another
     format) becomes one quarantine row (reason ``unknown_format``, the formats tried and why
     each rejected it) and the other files load.
 
     Raises:
+        MissingTenantError: a :class:`LoadError` (reason ``missing_tenant``, naming the first
+            such file; also a ``TypeError``) when files that record no tenant are read
+            without ``owner=``.
+        LoadError: a bad row under ``errors="raise"``.
         FormatDetectionError: (``errors="raise"``) a file matches no format (says which
             formats were tried and why each was rejected).
         ValueError: ``format`` is not ``"auto"`` or a name in :data:`FORMATS`.
+        LoadError: ``reason="bad_tenant"``: a format without tenants and no (or a bad)
+            ``tenant_id``; the loaders' and read_parquet's own errors.
     """
+    if owner is not None:
+        require_tenant(owner, fmt="toh")  # the one tenant-id rule, before any file is read
     if format != "auto":
         if format not in FORMATS:
             raise ValueError(f"format must be 'auto' or one of {sorted(FORMATS)}, got {format!r}")
-        return getattr(FORMATS[format], f"read_{format}")(path, **kwargs)
+        named = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+        return _read_format(format, named, owner, tenant_id, kwargs)
     given = [path] if isinstance(path, (str, os.PathLike)) else list(path)
     flags = [is_dataset(p) for p in given]
     datasets = [p for p, f in zip(given, flags, strict=True) if f]
@@ -103,9 +135,11 @@ def read_events(
         from ..eventlog import read_parquet
 
         rest = [p for p, f in zip(given, flags, strict=True) if not f]
-        tenant = kwargs.get("tenant_id")
-        logs = [read_parquet(p, tenant_id=tenant) for p in datasets]
-        return concat([*logs, read_events(rest, **kwargs)] if rest else logs)
+        errors = kwargs.get("errors", "raise")
+        logs = [read_parquet(p, tenant_id=tenant_id, errors=errors) for p in datasets]
+        if rest:
+            logs.append(read_events(rest, owner=owner, tenant_id=tenant_id, **kwargs))
+        return concat(logs)
     files = expand_paths(path, patterns=_PATTERNS)
     quarantine = Quarantine(kwargs.get("errors", "raise"))
     by_format: dict[str, list[Path]] = {}
@@ -116,16 +150,63 @@ def read_events(
             by_format.setdefault(detect_format(f), []).append(f)
         except FormatDetectionError as exc:  # raised under "raise"; one row under quarantine
             quarantine.bad(exc)
-    logs = [
-        getattr(FORMATS[name], f"read_{name}")(paths, **_kwargs_for(name, kwargs))
-        for name, paths in by_format.items()
-    ]
+    logs = []
+    for name, paths in by_format.items():  # a loop, not a comprehension: warnings' stacklevel
+        logs.append(_read_format(name, paths, owner, tenant_id, kwargs))
     if len(quarantine):
         logs.append(EventLog(empty_events(), quarantine=quarantine.table()))
     return concat(logs)
 
 
-def _kwargs_for(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
-    # pleach rows carry their own tenant: tenant_id there is a filter, which is what the
-    # caller of read_events(..., tenant_id=...) means for them too.
-    return dict(kwargs)
+def _read_format(name: str, paths: list[Any], owner: str | None,
+                 tenant_id: str | Sequence[str] | None, kwargs: dict[str, Any]) -> EventLog:
+    """One format's files with the owner / filter split of :func:`read_events`."""
+    loader = getattr(FORMATS[name], f"read_{name}")
+    if name not in UNTENANTED:
+        log = loader(paths, tenant_id=tenant_id, **kwargs) if tenant_id is not None \
+            else loader(paths, **kwargs)
+        _warn_emptied_files(log, tenant_id)
+        return log
+    if owner is None:
+        if tenant_id is None:
+            first = expand_paths(paths, patterns=_PATTERNS)[0] if paths else "<no files>"
+            raise MissingTenantError(
+                source=str(first), line=None, reason="missing_tenant",
+                detail=f"is a {name} log, which records no tenant, and no owner was named",
+                fix=f"Name the owner: read_events(path, owner='ID') or "
+                    f"read_{name}(path, tenant_id='ID'); a tenant id is never guessed.")
+        if not isinstance(tenant_id, str):
+            raise TypeError(f"{name} logs record no tenant: name their owner with owner='ID' "
+                            f"(tenant_id= is a filter), got tenant_id={tenant_id!r}")
+        warnings.warn(
+            f"read_events(tenant_id={tenant_id!r}) naming the owner of {name} logs (which "
+            f"record no tenant) is deprecated: pass owner={tenant_id!r}; tenant_id= is a "
+            "filter", DeprecationWarning, stacklevel=3)
+        return loader(paths, tenant_id=tenant_id, **kwargs)
+    log = loader(paths, tenant_id=owner, **kwargs)
+    if tenant_id is not None:
+        wanted = [tenant_id] if isinstance(tenant_id, str) else list(tenant_id)
+        if owner not in wanted:
+            if len(log):
+                warnings.warn(
+                    f"tenant_id={tenant_id!r} dropped all {len(log):,} rows of the {name} "
+                    f"logs owned by {owner!r}", UserWarning, stacklevel=3)
+            log = log.filter(tenant_id=wanted)
+    return log
+
+
+def _warn_emptied_files(log: EventLog, tenant_id: str | Sequence[str] | None) -> None:
+    """Warn for each file whose rows a tenant filter dropped, all of them."""
+    counts = log.extras.get("pleach_counts")
+    if tenant_id is None or counts is None:
+        return
+    for row in counts.to_pylist():  # one row per file
+        if row["input_rows"] and row["filtered_out"] == row["input_rows"]:
+            src = str(row["source"]).split(":", 1)[-1]
+            try:
+                held = pleach.read_pleach(src, errors="quarantine", progress=False).tenants
+            except (ReplayKitError, OSError):  # only to name the tenants in a warning
+                held = []
+            warnings.warn(
+                f"tenant_id={tenant_id!r} dropped all {row['input_rows']:,} rows of {src} "
+                f"(its tenants: {', '.join(held) or 'unknown'})", UserWarning, stacklevel=4)

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from ..errors import LoadError
 from ..schema import quarantine_table
+from ..tenancy import BadTenantError, check_tenant_id
 
 __all__ = [
     "EPOCH_MS_MAX",
@@ -49,15 +50,20 @@ def is_epoch_ms(v: object) -> bool:
 def require_tenant(tenant_id: object, *, fmt: str) -> str:
     """Check a caller-supplied tenant id; formats without tenants never invent one.
 
+    The id must follow the one tenant-id rule (:mod:`replaykit.tenancy`).
+
     Raises:
-        TypeError: ``tenant_id`` is None, empty or not a string.
+        BadTenantError: (a ``LoadError``, ``reason="bad_tenant"``; also a ``TypeError``)
+            ``tenant_id`` is None, empty, not a string, too long or holds control characters.
     """
-    if not isinstance(tenant_id, str) or not tenant_id:
-        raise TypeError(
-            f"tenant_id is required: {fmt} logs carry no tenant, so pass the owner explicitly, "
-            f"e.g. read_{fmt}(path, tenant_id='acme'); got {tenant_id!r}"
+    if tenant_id is None:
+        raise BadTenantError(
+            source=f"read_{fmt}(tenant_id=...)", line=None, field="tenant_id",
+            reason="bad_tenant",
+            detail=f"is required: {fmt} logs carry no tenant, so pass the owner explicitly",
+            fix=f"e.g. read_{fmt}(path, tenant_id='acme')",
         )
-    return tenant_id
+    return check_tenant_id(tenant_id, source=f"read_{fmt}(tenant_id=...)")
 
 
 #: what a last-resort guard converts: errors of Python and Arrow that bad input can still cause
@@ -92,27 +98,55 @@ class Quarantine:
     """Collects bad rows under ``errors="quarantine"``; raises them under ``errors="raise"``.
 
     Every input row ends up either loaded or here, with its reason: the loaders' invariant is
-    ``loaded + quarantined == input rows``.
+    ``loaded + quarantined == input rows``. Each row records whose it is (``tenant_id``,
+    ``run_id``): ``tenant_id`` is the caller's tenant for formats without tenants, or what
+    :meth:`bad` is told for formats whose rows carry one (None: the tenant could not be read).
     """
 
-    def __init__(self, errors: ErrorPolicy) -> None:
+    def __init__(self, errors: ErrorPolicy, *, tenant_id: str | None = None) -> None:
         self.errors = check_errors_arg(errors)
+        self.tenant_id = tenant_id
         self.rows: list[dict[str, Any]] = []
 
-    def bad(self, err: LoadError, raw: str | bytes | None = None) -> None:
-        """Record (or raise) one bad row."""
+    def bad(self, err: LoadError, raw: str | bytes | None = None, *,
+            tenant_id: str | None = None, run_id: str | None = None) -> None:
+        """Record (or raise) one bad row (``tenant_id`` defaults to the loader's tenant)."""
         if self.errors == "raise":
             raise err
         rec = err.as_record()
         if isinstance(raw, bytes):
             raw = raw.decode("utf-8", errors="replace")
         rec["raw"] = raw
+        rec["tenant_id"] = self.tenant_id if tenant_id is None else tenant_id
+        rec["run_id"] = run_id
         self.rows.append(rec)
 
     def __len__(self) -> int:
         return len(self.rows)
 
-    def table(self) -> pa.Table:
+    def table(self, runs: pa.Table | None = None) -> pa.Table:
+        """The quarantine table.
+
+        With ``runs`` (a runs table with ``source``), a row without a run id takes the run of
+        its tenant loaded from the same file, when that file holds exactly one run of the
+        tenant (a file's bad lines belong to that file's run).
+        """
+        if runs is not None and self.rows and runs.num_rows and "source" in runs.schema.names:
+            one: dict[tuple[Any, str], set[str]] = {}
+            for t, r, src, fmt in zip(runs.column("tenant_id").to_pylist(),
+                                      runs.column("run_id").to_pylist(),
+                                      runs.column("source").to_pylist(),
+                                      runs.column("format").to_pylist(), strict=True):
+                if src is None:
+                    continue
+                prefix = f"{fmt}:"
+                for key in {src, src[len(prefix):] if src.startswith(prefix) else src}:
+                    one.setdefault((t, key), set()).add(r)
+            for rec in self.rows:
+                if rec.get("run_id") is None and rec.get("tenant_id") is not None:
+                    found = one.get((rec["tenant_id"], rec["source"]))
+                    if found is not None and len(found) == 1:
+                        rec["run_id"] = next(iter(found))
         return quarantine_table(self.rows)
 
 

@@ -259,7 +259,8 @@ def read_inspect(
         progress: show a progress bar over files (None: when interactive).
 
     Raises:
-        TypeError: ``tenant_id`` is None or empty.
+        LoadError: ``reason="bad_tenant"``: ``tenant_id`` is missing or breaks the tenant-id
+            rule (:mod:`replaykit.tenancy`).
         MissingExtraError: ``inspect_ai`` is not installed (``pip install "replaykit[inspect]"``).
         LoadError: a file Inspect cannot read (reason ``bad_log``) or that has no samples
             (reason ``no_samples``, e.g. a header-only log).
@@ -271,7 +272,7 @@ def read_inspect(
         {'add': 4}
     """
     tenant = require_tenant(tenant_id, fmt=FORMAT)
-    quarantine = Quarantine(errors)
+    quarantine = Quarantine(errors, tenant_id=tenant)
     api = _inspect_log_api()
     files = expand_paths(path, patterns=_PATTERNS)
     rows: list[dict[str, Any]] = []
@@ -316,14 +317,14 @@ def read_inspect(
             bar.update(1)
     runs_table = _runs_table(runs)
     if not rows:
-        return EventLog(empty_events(), runs=runs_table, quarantine=quarantine.table())
+        return EventLog(empty_events(), runs=runs_table, quarantine=quarantine.table(runs_table))
     cols = {name: [r.get(name) for r in rows] for name in (
         "run_id", "seq", "type", "kind", "event_id", "ref_id", "tool_name", "args_hash",
         "is_error", "finish", "input_tokens", "output_tokens", "text", "payload", "source")}
     cols["tenant_id"] = [tenant] * len(rows)
     cols["ts"] = _timestamps([r.get("ts") for r in rows])
     table = events_table(cols)
-    return EventLog(table, runs=runs_table, quarantine=quarantine.table())
+    return EventLog(table, runs=runs_table, quarantine=quarantine.table(runs_table))
 
 
 def _timestamps(values: list[Any]) -> pa.Array:

@@ -749,7 +749,8 @@ def read_isplay(
         progress: show a progress bar over bytes (None: only when interactive).
 
     Raises:
-        TypeError: ``tenant_id`` is None, empty or not a string.
+        LoadError: ``reason="bad_tenant"``: ``tenant_id`` is missing or breaks the tenant-id
+            rule (:mod:`replaykit.tenancy`).
         LoadError: (``errors="raise"``) a bad document or event, naming file:line, the JSON
             path of the field, a reason code (``bad_json``, ``missing_run_id``,
             ``duplicate_event_id``, ``args_hash_mismatch``, ``unknown_checkpoint_event``, ...)
@@ -762,7 +763,7 @@ def read_isplay(
         ['cp-intake', 'cp-before-decision', ...]
     """
     tenant = require_tenant(tenant_id, fmt=FORMAT)
-    quarantine = Quarantine(errors)
+    quarantine = Quarantine(errors, tenant_id=tenant)
     explicit = [path] if isinstance(path, (str, os.PathLike)) else list(path)
     files = expand_paths(explicit, patterns=_PATTERNS)
     named = {Path(p).resolve() for p in explicit if Path(p).is_file()}
@@ -864,7 +865,7 @@ def _build(acc: _Runs, tenant: str, quarantine: Quarantine) -> EventLog:
         cps = _checkpoints(acc, tenant, pa.table({"d": pa.array([], pa.int64()),
                                                   "event_id": pa.array([], pa.string()),
                                                   "seq": pa.array([], pa.int64())}), quarantine)
-        return EventLog(empty_events(), runs=runs_table, quarantine=quarantine.table(),
+        return EventLog(empty_events(), runs=runs_table, quarantine=quarantine.table(runs_table),
                         extras={"checkpoints": cps})
 
     keep = pa.array(reason == None)  # noqa: E711
@@ -925,7 +926,7 @@ def _build(acc: _Runs, tenant: str, quarantine: Quarantine) -> EventLog:
         }
     )
     cps = _checkpoints(acc, tenant, loaded, quarantine)
-    return EventLog(table, runs=runs_table, quarantine=quarantine.table(),
+    return EventLog(table, runs=runs_table, quarantine=quarantine.table(runs_table),
                     extras={"checkpoints": cps})
 
 

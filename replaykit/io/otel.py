@@ -324,7 +324,8 @@ def read_otel(
         progress: show a progress bar (None: when interactive).
 
     Raises:
-        TypeError: ``tenant_id`` missing. LoadError: bad JSON / span (file:line, field,
+        LoadError: ``reason="bad_tenant"``: ``tenant_id`` missing or breaking the tenant-id
+            rule. LoadError: bad JSON / span (file:line, field,
         reason, fix). FileNotFoundError: nothing matches ``path``.
 
     Example:
@@ -333,7 +334,7 @@ def read_otel(
         ['conv-1']
     """
     tenant = require_tenant(tenant_id, fmt=FORMAT)
-    quarantine = Quarantine(errors)
+    quarantine = Quarantine(errors, tenant_id=tenant)
     files = expand_paths(path, patterns=_PATTERNS)
     recs: list[tuple[dict[str, Any], str, int]] = []
     total = sum(f.stat().st_size for f in files)
@@ -396,7 +397,7 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
             rows.append(r)
     runs_table = _runs(rows, tenant)
     if not rows:
-        return EventLog(empty_events(), runs=runs_table, quarantine=quarantine.table())
+        return EventLog(empty_events(), runs=runs_table, quarantine=quarantine.table(runs_table))
     run = np.array([r["run_id"] for r in rows], dtype=object)
     t = np.array([r["_t"] for r in rows], dtype=np.int64)
     start = np.array([r["_start"] for r in rows], dtype=np.int64)
@@ -414,7 +415,7 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
     cols["seq"] = seq
     cols["tenant_id"] = [tenant] * len(rows)
     cols["ts"] = pa.array(t // 1000, type=pa.int64()).cast(pa.timestamp("us", tz="UTC"))
-    return EventLog(events_table(cols), runs=runs_table, quarantine=quarantine.table())
+    return EventLog(events_table(cols), runs=runs_table, quarantine=quarantine.table(runs_table))
 
 
 def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

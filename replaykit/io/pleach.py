@@ -55,6 +55,7 @@ from .._json import JSONDecodeError, args_hash, canonical_json, loads
 from ..errors import LoadError
 from ..eventlog import RUNS_SCHEMA, EventLog
 from ..schema import EVENTS_SCHEMA, events_table
+from ..tenancy import bad_tenant_mask, check_tenant_ids, tenant_id_problem
 from ._common import (
     EPOCH_MS_MAX,
     EPOCH_MS_MIN,
@@ -223,7 +224,13 @@ def read_pleach(
     Rows carry their own tenant: ``tenant_id=`` is a *filter* (a string or a list of
     strings); rows of other tenants are skipped, neither loaded nor quarantined, and counted
     in ``log.extras["pleach_counts"]`` (``input_rows == loaded + quarantined + filtered_out``
-    per file). Blank lines are not rows.
+    per file). Blank lines are not rows. Every tenant id follows the one tenant-id rule
+    (:mod:`replaykit.tenancy`): a row breaking it is an error (reason ``bad_tenant``; a
+    missing or empty one: ``missing_tenant``). A quarantined row keeps its tenant and run in
+    ``log.quarantine`` when they can be read; with a ``tenant_id=`` filter, quarantined rows
+    that are not the requested tenants' (another tenant's, or one whose tenant cannot be
+    read) are left out of ``log.quarantine`` and counted as ``filtered_out``: only an
+    all-tenants load shows them.
 
     Duplicate ``(tenant_id, chat_id, sequence_number)``: the first row in file order (files in
     sorted path order) is kept; every later one is an error (reason ``duplicate_seq``).
@@ -240,11 +247,13 @@ def read_pleach(
 
     Raises:
         LoadError: a bad row under ``errors="raise"``; reasons: ``bad_json``, ``not_object``,
-            ``bad_utf8``, ``missing_tenant``, ``missing_field`` (chat_id), ``bad_seq``,
+            ``bad_utf8``, ``missing_tenant``, ``bad_tenant``, ``missing_field`` (chat_id),
+            ``bad_seq``,
             ``unknown_event`` (missing/empty event_type), ``bad_payload``,
             ``bad_timestamp``, ``bad_type``, ``duplicate_seq``, ``bad_schema`` (Parquet).
         FileNotFoundError: nothing matches ``path_or_glob``.
-        TypeError: ``tenant_id`` is given but is not a non-empty string / list of them.
+        LoadError: ``reason="bad_tenant"``: ``tenant_id`` is given but an id in it breaks the
+            tenant-id rule (:mod:`replaykit.tenancy`), or it is an empty list.
         ValueError: ``errors`` is not ``"raise"`` or ``"quarantine"``.
 
     Example:
@@ -315,8 +324,11 @@ def _read_pleach(
                 }
             )
     table, dup_by_source = _finish(parts, quarantine)
+    not_theirs = _scope_quarantine(quarantine, tenants)
     for row in counts_rows:
         row["quarantined"] = row.pop("quarantined_in_file") + dup_by_source.get(row["source"], 0)
+        row["quarantined"] -= not_theirs.get(row["source"], 0)
+        row["filtered_out"] += not_theirs.get(row["source"], 0)
         row["loaded"] = row["input_rows"] - row["filtered_out"] - row["quarantined"]
     runs = _runs_table(table)
     extras = {"pleach_counts": pa.Table.from_pylist(counts_rows, schema=_COUNTS_SCHEMA)}
@@ -338,17 +350,7 @@ _COUNTS_SCHEMA = pa.schema(
 def _tenant_filter(tenant_id: object) -> frozenset[str] | None:
     if tenant_id is None:
         return None
-    values = [tenant_id] if isinstance(tenant_id, str) else tenant_id
-    try:
-        values = list(values)  # type: ignore[call-overload]
-    except TypeError:
-        values = [tenant_id]
-    if not values or not all(isinstance(v, str) and v for v in values):
-        raise TypeError(
-            "tenant_id filters pleach rows by tenant: pass a non-empty string or a list of "
-            f"them, or None for every tenant; got {tenant_id!r}"
-        )
-    return frozenset(values)
+    return frozenset(check_tenant_ids(tenant_id, source="read_pleach(tenant_id=...)"))
 
 
 # ----------------------------------------------------------------------------- JSONL
@@ -676,12 +678,32 @@ def _bad(
     raw: bytes | str | None,
     field_name: str | None = None,
     fix: str | None = None,
+    owner: tuple[Any, Any] = (None, None),
 ) -> None:
+    tenant, run = owner
+    if tenant_id_problem(tenant) is not None:  # a row whose tenant cannot be read: no owner
+        tenant, run = None, None
     quarantine.bad(
         LoadError(source=source, line=line, reason=reason, detail=detail, field=field_name,
                   fix=fix),
-        raw,
+        raw, tenant_id=tenant, run_id=run if isinstance(run, str) and run else None,
     )
+
+
+def _scope_quarantine(quarantine: Quarantine, tenants: frozenset[str] | None) -> dict[str, int]:
+    """With a tenant filter, drop quarantined rows that are not the requested tenants' (their
+    tenant is another one, or could not be read): source -> how many were dropped."""
+    if tenants is None:
+        return {}
+    dropped: dict[str, int] = {}
+    kept = []
+    for rec in quarantine.rows:
+        if rec.get("tenant_id") in tenants:
+            kept.append(rec)
+        else:
+            dropped[rec["source"]] = dropped.get(rec["source"], 0) + 1
+    quarantine.rows[:] = kept
+    return dropped
 
 
 def _robust_block(
@@ -722,14 +744,15 @@ def _robust_block(
                  f"line is a JSON {type(obj).__name__}, expected an object", raw)
             continue
         t = obj.get("tenant_id")
-        if tenants is not None and isinstance(t, str) and t and t not in tenants:
+        if tenants is not None and tenant_id_problem(t) is None and t not in tenants:
             counts.filtered_out += 1  # another tenant's row: skipped, never reported
             continue
         problem = _row_problem(obj)
         if problem is not None:
             reason, fld, detail = problem
             _bad(quarantine, source, no, reason, detail, raw, fld,
-                 _FIX_TENANT if reason == "missing_tenant" else None)
+                 _FIX_TENANT if reason in ("missing_tenant", "bad_tenant") else None,
+                 owner=(t, obj.get("chat_id")))
             continue
         good_lines.append(raw)
         good_no.append(no)
@@ -763,6 +786,9 @@ def _row_problem(obj: dict[str, Any]) -> tuple[str, str, str] | None:
     t = obj.get("tenant_id")
     if not isinstance(t, str) or not t:
         return ("missing_tenant", "tenant_id", f"must be a non-empty string, got {t!r}")
+    bad_t = tenant_id_problem(t)
+    if bad_t is not None:
+        return ("bad_tenant", "tenant_id", f"tenant id {t!r} {bad_t}")
     c = obj.get("chat_id")
     if not isinstance(c, str) or not c:
         return ("missing_field", "chat_id", f"must be a non-empty string, got {c!r}")
@@ -895,11 +921,10 @@ def _check_rows(
         return None
     tenant = env.column("tenant_id").combine_chunks()
     keep = np.ones(n, dtype=bool)
+    bad_t = bad_tenant_mask(tenant)  # the one tenant-id rule, column-wise
     if tenants is not None:
-        valid_t = pc.fill_null(pc.greater(pc.utf8_length(tenant), 0), False)
-        other = np.asarray(
-            pc.and_(valid_t, pc.invert(pc.is_in(tenant, pa.array(sorted(tenants)))))
-        )
+        other = ~bad_t & np.asarray(
+            pc.fill_null(pc.invert(pc.is_in(tenant, pa.array(sorted(tenants)))), False))
         counts.filtered_out += int(other.sum())
         keep &= ~other
     problems: list[tuple[np.ndarray, str, str, str]] = []
@@ -907,8 +932,11 @@ def _check_rows(
     def empty_or_null(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
         return np.asarray(pc.fill_null(pc.equal(pc.utf8_length(col), 0), True))
 
+    missing_t = empty_or_null(tenant)
+    problems.append((missing_t, "missing_tenant", "tenant_id", "must be a non-empty string"))
     problems.append(
-        (empty_or_null(tenant), "missing_tenant", "tenant_id", "must be a non-empty string")
+        (bad_t & ~missing_t, "bad_tenant", "tenant_id",
+         "breaks the tenant-id rule (at most 256 characters, no control characters)")
     )
     problems.append(
         (empty_or_null(env.column("chat_id")), "missing_field", "chat_id",
@@ -938,7 +966,9 @@ def _check_rows(
     for i, reason, fld, detail in sorted(first_reason):
         value = _value_at(env, part.created_at, fld, i)
         _bad(quarantine, source, int(part.line[i]), reason, f"{detail}, got {value!r}",
-             _raw_row(part, i), fld, _FIX_TENANT if reason == "missing_tenant" else None)
+             _raw_row(part, i), fld,
+             _FIX_TENANT if reason in ("missing_tenant", "bad_tenant") else None,
+             owner=(tenant[i].as_py(), env.column("chat_id")[i].as_py()))
     keep &= ~bad_any
     extra = (part.args, part.hashes, part.text)
     if keep.all():
@@ -1151,7 +1181,8 @@ def events_from_arrow(
     Raises:
         LoadError: a bad row under ``errors="raise"`` (reasons as in read_pleach; the
             "line" is the row number).
-        TypeError: a bad ``tenant_id``. ValueError: a bad ``errors``.
+        LoadError: ``reason="bad_tenant"``: a bad ``tenant_id`` filter. ValueError: a bad
+            ``errors``.
 
     Example:
         >>> import pyarrow as pa
@@ -1193,6 +1224,7 @@ def events_from_arrow(
         if part is not None:
             parts.append((source, part))
     out, _ = _finish(parts, quarantine)
+    _scope_quarantine(quarantine, tenants)
     return EventLog(out, runs=_runs_table(out), quarantine=quarantine.table())
 
 
@@ -1234,7 +1266,7 @@ def _parquet_payloads(
         if not isinstance(obj, dict):
             _bad(quarantine, source, int(line[i]), "bad_payload", "payload",
                  f"must be the JSON text of an object, got {str(text)[:60]!r}",
-                 text)
+                 text, owner=(env.column("tenant_id")[i].as_py(), env.column("chat_id")[i].as_py()))
             continue
         keep[i] = True
         objs.append(obj)
@@ -1290,7 +1322,7 @@ def _finish(
                 "duplicate_seq",
                 f"(tenant_id, chat_id, sequence_number) = ({tenant[i].as_py()!r}, "
                 f"{chat[i].as_py()!r}, {int(seq[i])}) repeats an earlier row; the first is kept",
-                None, "sequence_number",
+                None, "sequence_number", owner=(tenant[i].as_py(), chat[i].as_py()),
             )
             dup_by_source[src] = dup_by_source.get(src, 0) + 1
         keep = np.ones(n, dtype=bool)

@@ -642,7 +642,8 @@ def read_toh(
         loaded header.
 
     Raises:
-        TypeError: ``tenant_id`` is missing or empty.
+        LoadError: ``reason="bad_tenant"``: ``tenant_id`` is missing or breaks the tenant-id
+            rule (:mod:`replaykit.tenancy`).
         ValueError: ``errors`` is not "raise" or "quarantine".
         FileNotFoundError: a path matches nothing.
         LoadError: (``errors="raise"``) a bad line: truncated JSON, invalid UTF-8, a line that
@@ -658,7 +659,7 @@ def read_toh(
         >>> log.calls_df()[["run_id", "turn", "step", "finish", "finished"]]  # doctest: +SKIP
     """
     tenant = require_tenant(tenant_id, fmt=FORMAT)
-    q = Quarantine(errors)
+    q = Quarantine(errors, tenant_id=tenant)
     files = [f for f in expand_paths(path, patterns=_PATTERNS) if not is_side_file(f)]
     acc = _Rows()
     ctxs = [_FileCtx(i, f, q) for i, f in enumerate(files)]
@@ -676,7 +677,7 @@ def read_toh(
     finally:
         if gc_was_enabled:
             gc.enable()
-    return EventLog(table, runs=runs, quarantine=q.table())
+    return EventLog(table, runs=runs, quarantine=q.table(runs))
 
 
 # --------------------------------------------------------------------------- assembly

@@ -469,7 +469,8 @@ class _CachedDiff:
         return getattr(self._result, name)
 
 
-def rca(result: Any, *, title: str, question: str, notes: str | None = None,
+def rca(result: Any, *, title: str | None = None, question: str | None = None,
+        notes: str | None = None,
         inputs: Sequence[str | os.PathLike[str]] | None = None,
         tenant_id: str | None = None) -> Report:
     """A root-cause-analysis report for one replay, as a self-contained HTML page.
@@ -485,7 +486,10 @@ def rca(result: Any, *, title: str, question: str, notes: str | None = None,
 
     Args:
         result: a :class:`~replaykit.ReplayResult`.
-        title: page title. question: the bounded question the replay answers.
+        title: page title (default, as ``replaykit report rca`` without ``--title``:
+            ``"Replay of <run>: <branch name>"``). question: the bounded question the replay
+            answers (default, as without ``--question``: what changes in the run under the
+            branch's interventions).
         notes: free text shown under the question (escaped).
         inputs: files or folders to fingerprint (default: the files named by the logs'
             ``source`` column that exist on disk).
@@ -495,7 +499,7 @@ def rca(result: Any, *, title: str, question: str, notes: str | None = None,
         A :class:`Report` (``_repr_html_``, ``save_html``).
 
     Raises:
-        TypeError: ``title`` or ``question`` is not a non-empty string.
+        TypeError: ``title`` or ``question`` is given but is not a non-empty string.
         MissingExtraError: plotly is not installed (``pip install "replaykit[viz]"``).
 
     Example:
@@ -503,6 +507,13 @@ def rca(result: Any, *, title: str, question: str, notes: str | None = None,
         >>> rk.report.rca(res, title="RCA-311", question="Does dropping the fraud clause "
         ...               "change the SIU escalation?").save_html("rca.html")  # doctest: +SKIP
     """
+    bd = result.branch.to_dict() if result.branch is not None else \
+        (getattr(result, "branch_dict", None) or {})
+    if title is None:  # the same defaults as the command line's
+        title = f"Replay of {bd.get('baseRunId')}: {bd.get('name')}"
+    if question is None:
+        question = (f"What changes in run {bd.get('baseRunId')} under the interventions of "
+                    f"branch {bd.get('name')!r}?")
     for name, v in (("title", title), ("question", question)):
         if not isinstance(v, str) or not v.strip():
             raise TypeError(f"{name} is required (a non-empty string), got {v!r}")
@@ -706,7 +717,7 @@ def rca(result: Any, *, title: str, question: str, notes: str | None = None,
     figs: list[tuple[str, Any]] = []
     figs.append(("Divergence timeline", plots.divergence_timeline(
         _CachedDiff(result, diff), max_points=FIGURE_POINTS)))
-    both = pa.concat_tables([base_t, rep_t])
+    both = pa.concat_tables([base_t, rep_t], promote_options="permissive")  # + replay_origin
     try:
         figs.append(("Tool sequences", plots.tool_sequences(both)))
     except (ValueError, KeyError):

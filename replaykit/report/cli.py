@@ -17,6 +17,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 __all__ = ["report_command"]
 
@@ -32,19 +33,24 @@ def _parser() -> argparse.ArgumentParser:
                    help="event log file(s), folder(s) or glob(s) holding the base run")
     p.add_argument("--branch", required=True, help="branch file (isplay.branch/v1)")
     p.add_argument("--fixtures", default=None, help="fixtures file (isplay.fixtures/v1)")
-    p.add_argument("--model-policy", default=None, choices=MODEL_POLICIES)
-    p.add_argument("--tool-policy", default=None, choices=TOOL_POLICIES)
+    p.add_argument("--model-policy", default=None, choices=MODEL_POLICIES,
+                   help="how model calls are answered (default: the branch's, else "
+                   "recorded-only)")
+    p.add_argument("--tool-policy", default=None, choices=TOOL_POLICIES,
+                   help="how divergent tool calls are answered (default: the branch's, else "
+                   "pause-for-fixture)")
     p.add_argument("--question", default=None, help="the bounded question the report answers")
-    p.add_argument("--notes", default=None)
+    p.add_argument("--notes", default=None, help="free text shown under the question")
     _common(p)
     c = sub.add_parser("cohort", help="compare two cohorts of runs")
-    c.add_argument("--log", nargs="+", required=True, metavar="PATH")
+    c.add_argument("--log", nargs="+", required=True, metavar="PATH",
+                   help="event log file(s), folder(s), glob(s) or Parquet dataset(s)")
     c.add_argument("--by", default="semester",
                    help="cohort key: semester (default), a column, header or payload field")
     c.add_argument("--a", required=True, help="first cohort label")
     c.add_argument("--b", required=True, help="second cohort label")
-    c.add_argument("--question", default=None)
-    c.add_argument("--notes", default=None)
+    c.add_argument("--question", default=None, help="the question the comparison answers")
+    c.add_argument("--notes", default=None, help="free text shown under the question")
     _common(c)
     return parser
 
@@ -52,8 +58,12 @@ def _parser() -> argparse.ArgumentParser:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tenant", default=None,
                    help="tenant id (required for formats without one; never guessed)")
-    p.add_argument("--format", default="auto", choices=["auto", "toh", "pleach", "isplay"])
-    p.add_argument("--title", default=None)
+    p.add_argument("--format", default="auto",
+                   choices=["auto", "toh", "pleach", "isplay", "inspect", "otel"],
+                   help="input format (default: sniff each file; Parquet datasets are read "
+                   "back by auto)")
+    p.add_argument("--title", default=None, help="page title (default: derived from the "
+                   "inputs)")
     p.add_argument("-o", "--output", required=True, help="HTML file to write")
     p.add_argument("--no-progress", action="store_true", help="do not show progress bars")
 
@@ -61,7 +71,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _load(args: argparse.Namespace) -> object:
     from ..io import read_events
 
-    kwargs: dict[str, object] = {"progress": not args.no_progress}
+    kwargs: dict[str, Any] = {"progress": False if args.no_progress else None}  # bars: tty only
     if args.tenant is not None:
         kwargs["tenant_id"] = args.tenant
     paths = args.log if len(args.log) > 1 else args.log[0]

@@ -1,0 +1,166 @@
+"""The first hour's setup (issue 19): what `make demo` / `make test` / `make lab` install and
+run, the system-package script shared with CI, the nbstripout git filter, and one git-ignored
+folder for everything the README writes."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "tools" / "install_system_deps.sh"
+
+
+def _extras(spec: str, table: dict[str, list[str]]) -> set[str]:
+    """Every requirement name an extras list like "dev,fast" pulls in (recursively)."""
+    out: set[str] = set()
+    for extra in spec.split(","):
+        for req in table[extra.strip()]:
+            m = re.match(r"replaykit\[(.*)\]", req)
+            if m:
+                out |= _extras(m.group(1), table)
+            else:
+                out.add(re.split(r"[<>=\[; ]", req)[0].lower())
+    return out
+
+
+def _make_n(target: str) -> str:
+    if shutil.which("make") is None:
+        pytest.skip("make not installed")
+    proc = subprocess.run(["make", "-n", "-B", target, "VENV=/nonexistent-venv"], cwd=ROOT,
+                          capture_output=True, text=True, check=True)
+    return proc.stdout
+
+
+def test_the_readme_commands_install_jupyterlab_and_make_lab_opens_the_notebooks():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    makefile = (ROOT / "Makefile").read_text()
+    specs = re.findall(r'pip install --quiet -e "\.\[([^\]]*)\]"', makefile.replace("$(PIP)",
+                                                                                    "pip"))
+    assert len(specs) == 2  # the base (make demo, make lab) and the dev (make test) install
+    for spec in specs:
+        assert "jupyterlab" in _extras(spec, extras), spec
+    assert "nbstripout" in _extras("dev", extras)
+    env = (ROOT / "environment.yml").read_text()
+    conda = re.search(r'-e "\.\[([^\]]*)\]"', env).group(1)  # type: ignore[union-attr]
+    assert {"jupyterlab", "nbstripout"} <= _extras(conda, extras)
+    assert "/nonexistent-venv/bin/jupyter lab notebooks/" in _make_n("lab")
+    import jupyterlab  # installed by the dev extras this suite runs under
+
+    assert jupyterlab.__version__
+
+
+def test_make_test_installs_system_packages_with_the_script_ci_uses():
+    plan = _make_n("test").splitlines()
+    deps = next(i for i, ln in enumerate(plan) if "tools/install_system_deps.sh" in ln)
+    tests = next(i for i, ln in enumerate(plan) if "-m pytest" in ln)
+    assert deps < tests
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "make test" in ci and "apt-get" not in ci  # one script, not two copies
+
+
+def _stub_bin(tmp_path: Path, *, uid: int, apt: bool) -> Path:
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "ls").symlink_to(shutil.which("ls") or "/bin/ls")
+    (bin_ / "id").write_text(f"#!/bin/sh\necho {uid}\n")
+    if apt:
+        (bin_ / "apt-get").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/apt.log\n')
+    for f in bin_.iterdir():
+        if not f.is_symlink():
+            f.chmod(0o755)
+    return bin_
+
+
+def _run_script(tmp_path: Path, *, uid: int, apt: bool, **env: str
+                ) -> subprocess.CompletedProcess[str]:
+    bash = shutil.which("bash") or "/bin/bash"
+    clean = {"PATH": str(_stub_bin(tmp_path, uid=uid, apt=apt)),
+             "REPLAYKIT_CHROMIUM": str(tmp_path / "no-chromium"), **env}
+    return subprocess.run([bash, str(SCRIPT)], capture_output=True, text=True, check=False,
+                          env=clean)
+
+
+def test_system_deps_script_stops_with_the_exact_command_when_it_cannot_install(tmp_path):
+    proc = _run_script(tmp_path, uid=1000, apt=True)
+    assert proc.returncode == 1
+    assert "sudo apt-get install -y chromium" in proc.stderr
+    assert "REPLAYKIT_SKIP_SYSTEM_DEPS=1" in proc.stderr
+    assert not (tmp_path / "apt.log").exists()  # nothing was run
+
+
+def test_system_deps_script_installs_what_is_missing_as_root(tmp_path):
+    proc = _run_script(tmp_path, uid=0, apt=True)
+    assert proc.returncode == 0, proc.stderr
+    calls = (tmp_path / "apt.log").read_text().splitlines()
+    assert calls[0] == "update -qq"
+    assert calls[1].split()[-1] == "chromium" and "install" in calls[1]
+    assert "postgresql" not in calls[1] or not Path("/usr/lib/postgresql").exists()
+
+
+def test_system_deps_script_can_be_told_to_go_on(tmp_path):
+    proc = _run_script(tmp_path, uid=1000, apt=False, REPLAYKIT_SKIP_SYSTEM_DEPS="1")
+    assert proc.returncode == 0 and "skipping" in proc.stderr and "chromium" in proc.stderr
+
+
+def test_dev_install_sets_up_the_nbstripout_filter(tmp_path):
+    assert "tools/setup_git_filters.sh" in _make_n("/nonexistent-venv/.installed-dev")
+    nbstripout = shutil.which("nbstripout", path=str(Path(os.sys.executable).parent))
+    if nbstripout is None or shutil.which("git") is None:
+        pytest.skip("nbstripout or git not installed")
+    import nbformat
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    for _ in range(2):  # idempotent: a second dev install changes nothing
+        subprocess.run(["bash", str(ROOT / "tools" / "setup_git_filters.sh"), nbstripout],
+                       cwd=repo, check=True, capture_output=True)
+    assert (repo / ".gitattributes").read_text() == (ROOT / ".gitattributes").read_text()
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("1 + 1", metadata={"tags": ["test"],
+                                                         "jupyter": {"source_hidden": True}})
+    cell.id = "keep-me"
+    cell.outputs = [nbformat.v4.new_output("execute_result", data={"text/plain": "2"})]
+    cell.execution_count = 1
+    nb.cells = [cell]
+    nbformat.write(nb, repo / "n.ipynb")
+    subprocess.run([*git, "add", "n.ipynb"], check=True)
+    staged = nbformat.reads(subprocess.run([*git, "show", ":n.ipynb"], check=True,
+                                           capture_output=True, text=True).stdout, 4)
+    c = staged.cells[0]
+    assert c.outputs == [] and c.execution_count is None
+    assert c.id == "keep-me" and c.metadata["tags"] == ["test"]
+    # the working copy keeps its outputs: only what is committed is stripped
+    assert nbformat.read(repo / "n.ipynb", 4).cells[0].outputs
+    # outside a git checkout the step does nothing and does not fail
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    subprocess.run(["bash", str(ROOT / "tools" / "setup_git_filters.sh"), nbstripout],
+                   cwd=plain, check=True, env={**os.environ, "GIT_CEILING_DIRECTORIES":
+                                               str(tmp_path)})
+    assert not (plain / ".gitattributes").exists()
+
+
+def test_readme_says_how_notebook_outputs_stay_out_of_git():
+    text = (ROOT / "README.md").read_text()
+    assert "nbstripout" in text and "make lab" in text
+
+
+def test_readme_examples_write_under_one_ignored_folder():
+    text = "\n".join(re.findall(r"```(?:python|bash)\n(.*?)```",
+                                (ROOT / "README.md").read_text(), flags=re.S))
+    assert "scratch/" in (ROOT / ".gitignore").read_text().splitlines()
+    targets = re.findall(r'(?:save_html|to_parquet|generate_cohorts)\("([^"]+)"', text)
+    targets += re.findall(r"(?:-o|--output|--quarantine-out) (\S+)", text)
+    targets += re.findall(r"replaykit generate \w+ (\S+)", text)
+    assert len(targets) >= 8
+    assert [t for t in targets if not t.startswith("scratch/")] == []
