@@ -959,6 +959,7 @@ def _fetch_sqlite_guarded(
                 LoadError(source=f"sqlite:{table}", line=r, field=field,
                           reason="malformed_value", detail=detail, fix=_MALFORMED_FIX),
                 raw=json.dumps(record, ensure_ascii=False),
+                tenant_id=key["tenant_id"], run_id=key["chat_id"],
             )
         raw = raw.filter(pa.array(bad == 0))
     return raw.drop_columns(["__rk_rowid", "__rk_bad"]), quarantine.table()

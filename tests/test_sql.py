@@ -870,6 +870,9 @@ def test_malformed_values_fuzz(tmp_path, log, capsys):
         q = got.quarantine
         assert sorted(q.column("line").to_pylist()) == sorted(rows)
         assert set(q.column("reason").to_pylist()) == {"malformed_value"}
+        assert set(q.column("tenant_id").to_pylist()) == {"acme"}  # whose rows they are
+        assert len(got.filter(tenant_id="acme").quarantine) == len(rows)
+        assert len(got.filter(tenant_id="globex").quarantine) == 0
         assert len(got) == len(log.filter(tenant_id="acme")) - len(rows)
         # the other tenants are untouched and their reads unaffected
         other = read_sql(uri, tenant_id="globex")
