@@ -12,6 +12,11 @@ server (Debian's ``postgresql`` binaries; skipped with a note when missing), in 
   the pleach loader's code (JSON parse of every payload; JSONB payloads are also re-encoded
   as canonical JSON, one orjson call per row).
 
+A second figure per database (``full`` layout) is what the tenant checks of issue 14 cost:
+the same ``read_sql`` with and without them (without: no ``COLLATE BINARY`` / ``COLLATE "C"``
+in the filter, no column-wise re-check of the returned tenants and runs, no SQLite type check),
+interleaved, best of N; the target is at most 10% (ratio <= 1.10).
+
 The baseline is what a user would write without replaykit: ``pandas.read_sql`` over a
 SQLAlchemy engine running the same parameterised query for the same columns, then
 ``pd.to_datetime(created_at, utc=True)`` where the database returns text. It yields a plain
@@ -26,6 +31,8 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +97,82 @@ def _measure(label: str, layout: str, uri: str, engine_url: str, n: int) -> dict
         "target": (">= 5x pandas.read_sql via SQLAlchemy" if layout == "full" else
                    "reference (derives every column from payload)")
         + f"; load average {load0:.1f}-{load1:.1f}",
+    }
+
+
+@contextmanager
+def _checks_off() -> Iterator[None]:
+    """read_sql as before the tenant checks: plain filters, no re-check, no type check."""
+    import replaykit.sql as rksql
+
+    saved = {k: getattr(rksql, k) for k in ("_recheck", "_well_typed", "_sqlite_where",
+                                             "_pg_exact")}
+
+    def where(tenants: Any, runs: Any, lo: Any, hi: Any) -> tuple[str, list[Any]]:
+        text, params = saved["_sqlite_where"](tenants, runs, lo, hi)
+        return text.replace(" COLLATE BINARY", ""), params
+
+    rksql._recheck = lambda raw, tenants, runs: raw
+    rksql._well_typed = lambda raw, checks: True
+    rksql._sqlite_where = where
+    rksql._pg_exact = lambda column, declared: f'"{column}"'
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            setattr(rksql, k, v)
+
+
+def _checks_cost(label: str, uri: str, n: int, rounds: int = 5) -> list[dict[str, Any]]:
+    import replaykit as rk
+
+    def read() -> Any:
+        return rk.read_sql(uri, tenant_id=list(TENANTS))
+
+    with _checks_off():
+        assert len(read()) == n
+    assert len(read()) == n
+    load0 = os.getloadavg()[0]
+    on, off = [], []
+    for _ in range(rounds):  # interleaved, so both see the same machine load
+        on.append(_best(read, repeat=1))
+        with _checks_off():
+            off.append(_best(read, repeat=1))
+    load1 = os.getloadavg()[0]
+    ratio = min(on) / min(off)
+    return [{
+        "name": f"read_sql {label} full layout: tenant checks on vs off ({n:,} events)",
+        "value": round((ratio - 1) * 100, 1),
+        "unit": "% slower",
+        "baseline": round(n / min(off)),
+        "ratio": round(ratio, 3),
+        "target": f"<= 10% (ratio <= 1.10); best of {rounds}; load average "
+        f"{load0:.1f}-{load1:.1f}",
+    }, _checks_share(label, uri, n, min(on))]
+
+
+def _checks_share(label: str, uri: str, n: int, read_s: float) -> dict[str, Any]:
+    """The checks' own time (re-check of tenants and runs, SQLite type check) on the fetched
+    rows, as a share of the whole read: steadier than the end-to-end ratio on a busy machine."""
+    import replaykit.sql as rksql
+
+    got = rksql._fetch_rows(uri, tenant_id=list(TENANTS))
+    raw = got.raw
+    runs = sorted(set(raw.column("chat_id").to_pylist()))
+
+    def checks() -> None:
+        rksql._recheck(raw, list(TENANTS), runs)
+        rksql._well_typed(raw, got.checks)
+
+    spent = min(_best(checks, repeat=1) for _ in range(7))
+    return {
+        "name": f"read_sql {label} full layout: tenant checks' own time, with every run id "
+        f"named ({n:,} events)",
+        "value": round(100 * spent / read_s, 2),
+        "unit": "% of the read",
+        "baseline": round(read_s, 3),
+        "ratio": None,
+        "target": "<= 10% of the read",
     }
 
 
@@ -178,6 +261,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         rk.write_sql(log, f"sqlite:///{db}")
         write_s = time.perf_counter() - t0
         rows.append(_measure("SQLite", "full", f"sqlite:///{db}", f"sqlite:///{db}", n))
+        rows.extend(_checks_cost("SQLite", f"sqlite:///{db}", n, 3 if quick else 5))
         rows.append(_write_row("SQLite", n, write_s))
         plain = Path(tmp) / "plain.db"
         _write_plain_sqlite(log, plain)
@@ -205,6 +289,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         write_s = time.perf_counter() - t0
         sa_url = uri.replace("postgresql://", "postgresql+psycopg://", 1)
         rows.append(_measure("PostgreSQL", "full", uri, sa_url, n))
+        rows.extend(_checks_cost("PostgreSQL", uri, n, 3 if quick else 5))
         rows.append(_write_row("PostgreSQL", n, write_s))
         plain_uri = uri.rsplit("/", 1)[0] + "/rk_plain"
         _write_plain_pg(log, plain_uri)
@@ -215,6 +300,32 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     return rows
 
 
+def checks_only(n: int = 200_000) -> list[dict[str, Any]]:
+    """Just the tenant-check figures (``python -m benchmarks.bench_sql --checks [N]``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from _chainlogs import make_log
+    from _pgserver import find_pg_bindir, temporary_postgres
+
+    import replaykit as rk
+
+    log = rk.stamp_chain(make_log(n, n_runs=max(1, n // 1000), tenants=TENANTS))
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="rk-bench-sql-") as tmp:
+        db = Path(tmp) / "events.db"
+        rk.write_sql(log, f"sqlite:///{db}")
+        rows.extend(_checks_cost("SQLite", f"sqlite:///{db}", n))
+    if find_pg_bindir() is not None:
+        with temporary_postgres() as server:
+            rk.write_sql(log, server.uri())
+            rows.extend(_checks_cost("PostgreSQL", server.uri(), n))
+    return rows
+
+
 if __name__ == "__main__":  # pragma: no cover
-    for row in run(quick="--quick" in sys.argv):
-        print(row)
+    if "--checks" in sys.argv:
+        args = [a for a in sys.argv[1:] if a.isdigit()]
+        for row in checks_only(int(args[0]) if args else 200_000):
+            print(row)
+    else:
+        for row in run(quick="--quick" in sys.argv):
+            print(row)

@@ -81,6 +81,7 @@ PROBLEM_KINDS: tuple[str, ...] = (
     "unexpected_run",
     "missing_run",
     "derived_mismatch",
+    "malformed_value",
 )
 
 _PROOF_VERSION = 1
@@ -942,6 +943,10 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
       expected / found are ``"<column>=<value>"``. Checked for rows whose ``source`` is
       pleach (re-derived by :func:`replaykit.io.pleach.derive_columns`); ``derived=False``
       skips the check.
+    * ``malformed_value`` -- a stored row held a value not of its column's type (SQLite:
+      text in ``sequence_number``, a real in ``turn``, ...), so the loader quarantined it
+      (``read_sql(..., errors="quarantine")``): tampering (expected = the columns' types,
+      found = the stored values and the rowid). Reported for an :class:`EventLog`'s quarantine.
 
     ``log`` may be an :class:`EventLog` or a ``pyarrow.Table`` with the content and hash
     columns in any order (rows are stably sorted by tenant, run, seq; a raw table may hold
@@ -1006,6 +1011,10 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
         parts.extend(_manifest_problems(table, starts, manifest))
     if typed_future is not None:
         parts.extend(_derived_problems(sub, typed_future.result()))
+    if isinstance(log, EventLog) and log.quarantine.num_rows:
+        from .sql import malformed_problems
+
+        parts.append(malformed_problems(log.quarantine))
     return _problem_frame(parts)
 
 
@@ -1202,18 +1211,24 @@ def verify_proof(proof: Mapping[str, Any], *, expected_head: Any = None) -> bool
 _SQL_PREFIXES = ("sqlite://", "postgresql://", "postgres://")
 
 
-def _load_for_cli(args: argparse.Namespace) -> pa.Table:
+def _load_for_cli(args: argparse.Namespace, malformed: list[pa.Table] | None = None) -> pa.Table:
+    """The logs as one table; rows of a database that cannot be read (values not of their
+    column's type, payloads that are not JSON objects, ...) are left out and reported as
+    ``malformed_value`` problems appended to ``malformed``."""
     tenants = args.tenant or None
     sql = [p for p in args.paths if str(p).startswith(_SQL_PREFIXES)]
     files = [p for p in args.paths if p not in sql]
     tables: list[pa.Table] = []
     if sql:
-        from .sql import _read_table
+        from .sql import malformed_problems, read_sql
 
         if not tenants:
             raise TypeError("reading a database needs --tenant ID (repeatable)")
         for uri in sql:
-            tables.append(_read_table(uri, tenant_id=tenants, table=args.table))
+            db_log = read_sql(uri, tenant_id=tenants, table=args.table, errors="quarantine")
+            tables.append(db_log.table)
+            if malformed is not None and db_log.quarantine.num_rows:
+                malformed.append(malformed_problems(db_log.quarantine, every_reason=True))
     if files:
         from pathlib import Path
 
@@ -1356,8 +1371,14 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
             heads = _read_manifest_file(args.heads)
             if args.tenant:
                 heads = heads.for_tenants(args.tenant)
-        table = _load_for_cli(args)
+        malformed: list[pa.Table] = []
+        table = _load_for_cli(args, malformed)
         problems = verify_chain(table, expected_heads=heads)
+        if malformed:  # stored values not of their column's type: tampering, not "unreadable"
+            problems = _problem_frame(
+                [pa.Table.from_pandas(problems, schema=_PROBLEM_SCHEMA, preserve_index=False),
+                 *malformed]
+            )
     except (ReplayKitError, OSError, TypeError, ValueError, ImportError) as exc:
         from .cli import cli_error_text
 

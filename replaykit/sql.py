@@ -61,21 +61,20 @@ When read_sql opens the connection itself (a URI, not a connection object) and t
 large (SQLite: a rowid span of 200,000 or more; PostgreSQL: 64 MB or more), the rows are
 fetched on up to four connections at once (one per core): SQLite in rowid ranges, PostgreSQL
 in block (``ctid``) ranges, every connection importing one snapshot exported by the first
-(``pg_export_snapshot``), so the parts form one consistent read; a URI's row-level-security
-options apply to every connection. The drivers decode rows without holding the GIL.
+(``pg_export_snapshot``), so the parts form one consistent read; every connection logs in as
+the URI's role, so a row-level-security policy applies to each. The drivers decode rows
+without holding the GIL.
 
 Row-level security
 ------------------
-Reads filter on ``tenant_id`` in the query, and are meant to run under a database role whose
-row-level-security policy limits it to its tenant(s), e.g.::
-
-    ALTER TABLE harness_event_log ENABLE ROW LEVEL SECURITY;
-    CREATE POLICY tenant_isolation ON harness_event_log
-        USING (tenant_id = current_setting('app.tenant_id', true));
-
-with the connection scoped through the URI:
-``postgresql://reader@host/db?options=-c%20app.tenant_id%3Dacme``. Both must agree for a row
-to be returned.
+Reads filter on ``tenant_id`` in the query (byte-exact, whatever the column's collation) and
+re-check the rows that come back. Against a reader who can run any SQL, PostgreSQL enforces the
+scope itself with the recipe of docs/security.md (:func:`rls_setup_sql`,
+:func:`rls_grant_sql`): the policy keys on ``current_user`` through a mapping table the reader
+cannot write, with ``FORCE ROW LEVEL SECURITY``, so no connection option, ``SET`` or
+``set_config`` a client sends changes what it reads. :func:`write_sql` writes under that
+policy too (staged through a temporary table, since PostgreSQL refuses ``COPY`` under RLS).
+Driver errors become :class:`~replaykit.SQLError` (table, reason, fix).
 """
 
 from __future__ import annotations
@@ -83,23 +82,39 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._json import canonical_json, loads
-from .errors import MissingExtraError
+from .errors import LoadError, MissingExtraError, ReplayKitError, SQLError
 from .eventlog import EventLog
-from .schema import EVENTS_SCHEMA, events_table
+from .io._common import ErrorPolicy, Quarantine, check_errors_arg
+from .schema import EVENTS_SCHEMA, QUARANTINE_SCHEMA, events_table
+from .tenancy import bad_tenant_mask, check_tenant_id, tenant_id_problem
 
-__all__ = ["DEFAULT_TABLE", "EXPORT_COLUMNS", "ddl", "read_sql", "write_sql"]
+__all__ = [
+    "DEFAULT_MAPPING_TABLE",
+    "DEFAULT_TABLE",
+    "EXPORT_COLUMNS",
+    "ddl",
+    "read_sql",
+    "rls_grant_sql",
+    "rls_setup_sql",
+    "write_sql",
+]
 
 DEFAULT_TABLE = "harness_event_log"
+#: The table mapping database roles to the tenants they may read and write (docs/security.md).
+DEFAULT_MAPPING_TABLE = "replaykit_tenant_roles"
 
 #: (database column, canonical column, PostgreSQL type, SQLite type, NOT NULL)
 _COLUMNS: tuple[tuple[str, str, str, str, bool], ...] = (
@@ -237,7 +252,101 @@ def _tenant_list(tenant_id: Any) -> list[str]:
             "tenant_id is required: pass the tenant to read (a non-empty string) or a list of "
             f"them, e.g. read_sql(uri, tenant_id='acme'); got {tenant_id!r}"
         )
+    for v in values:
+        check_tenant_id(v, source="read_sql(tenant_id=...)")
     return list(dict.fromkeys(values))
+
+
+# --------------------------------------------------------------------------- driver errors
+
+_FIXES = {
+    ("rls_denied", "write"): (
+        "A row-level-security policy refused rows of a tenant this role is not mapped to: "
+        "write each tenant's events through a role mapped to that tenant (see "
+        "docs/security.md, rls_grant_sql), or split the log with log.filter(tenant_id=...)."
+    ),
+    ("rls_denied", "read"): (
+        "The table is under row-level security for this role: read with row_security on "
+        "(the default); the policy then returns the role's own tenants only."
+    ),
+    ("permission_denied", "read"): (
+        "Grant the role SELECT on the table (and on the tenant mapping table under the "
+        "docs/security.md recipe), or connect as a role that has it."
+    ),
+    ("permission_denied", "write"): (
+        "Grant the role INSERT on the table (and SELECT on the tenant mapping table under the "
+        "docs/security.md recipe), or connect as a role that has it."
+    ),
+    ("duplicate_key", "write"): (
+        "Events with these (tenant_id, chat_id, sequence_number) are already in the table: "
+        "write only new runs or events (nothing of this call was written)."
+    ),
+    ("bad_value", "read"): "A stored value does not fit its column: compare the table with ddl().",
+    ("bad_value", "write"): (
+        "A value does not fit its column: compare the table's layout with ddl() (nothing of "
+        "this call was written)."
+    ),
+    ("unsupported", "read"): "The database does not support this read; see docs/security.md.",
+    ("unsupported", "write"): "The database does not support this write; see docs/security.md.",
+    ("connection", "read"): (
+        "Check the URI (PostgreSQL: host, port, database, user, and that the server lets this "
+        "role connect with these options; SQLite: that the path is an existing database file)."
+    ),
+    ("database_error", "read"): "See the database's message above.",
+}
+
+
+def _reason_of(exc: BaseException) -> tuple[str, str | None]:
+    """(reason code, SQLSTATE) of a driver error."""
+    state = getattr(exc, "sqlstate", None) or None
+    text = str(exc).lower()
+    if "row-level security" in text or "row level security" in text:
+        return "rls_denied", state
+    if state == "42501" or "permission denied" in text:
+        return "permission_denied", state
+    if state == "23505" or "unique constraint" in text or "duplicate key" in text:
+        return "duplicate_key", state
+    if (state or "").startswith("22") or "datatype mismatch" in text:
+        return "bad_value", state
+    if state == "0A000":
+        return "unsupported", state
+    if (state or "").startswith(("08", "28", "3D")) or any(
+        k in text for k in ("failed to connect", "failed to open", "unable to open",
+                            "not a database")
+    ):
+        return "connection", state
+    return "database_error", state
+
+
+def _driver_errors() -> tuple[type[BaseException], ...]:
+    try:
+        import adbc_driver_manager
+    except ImportError:  # pragma: no cover - no driver, no driver errors
+        return ()
+    return (adbc_driver_manager.Error,)
+
+
+def _sql_error(exc: BaseException, table: str, operation: str) -> SQLError:
+    reason, state = _reason_of(exc)
+    detail = " ".join(str(exc).split())
+    detail = re.sub(r"\s*Query was: .*$", "", detail)[:600]
+    fix = (_FIXES.get((reason, operation)) or _FIXES.get((reason, "read"))
+           or _FIXES[("database_error", "read")])
+    return SQLError(table=table, operation=operation, reason=reason, detail=detail, fix=fix,
+                    sqlstate=state)
+
+
+@contextmanager
+def _db_errors(table: str, operation: str) -> Iterator[None]:
+    """Driver errors (adbc: DataError, OperationalError, NotSupportedError, ProgrammingError,
+    IntegrityError, ...) -> :class:`SQLError` naming the table and the fix."""
+    errors = _driver_errors()
+    try:
+        yield
+    except ReplayKitError:
+        raise
+    except errors as exc:
+        raise _sql_error(exc, table, operation) from exc
 
 
 def _str_list(name: str, value: Any) -> list[str] | None:
@@ -295,16 +404,7 @@ def _fetch_sqlite(
     target: str | None = None,
 ) -> pa.Table:
     """Matching rows, sentinel dropped; ``target`` (the database file) allows parallel reads."""
-    params: list[Any] = list(tenants)
-    clauses = [f'"tenant_id" IN ({", ".join("?" * len(tenants))})']
-    if runs is not None:
-        clauses.append(f'"chat_id" IN ({", ".join("?" * len(runs))})' if runs else "1 = 0")
-        params.extend(runs)
-    for bound, op in ((lo, ">="), (hi, "<=")):
-        if bound is not None:
-            clauses.append(f'"created_at" {op} ?')
-            params.append(_iso(bound))
-    where = " AND ".join(clauses)
+    where, params = _sqlite_where(tenants, runs, lo, hi)
     ranges = _rowid_ranges(cur, table) if target else None
     if not ranges:
         cur.execute(select(where), tuple(params))
@@ -321,6 +421,25 @@ def _fetch_sqlite(
 
     with ThreadPoolExecutor(len(ranges)) as pool:
         return pa.concat_tables(list(pool.map(fetch_range, ranges)))
+
+
+def _sqlite_where(
+    tenants: list[str], runs: list[str] | None, lo: pd.Timestamp | None, hi: pd.Timestamp | None
+) -> tuple[str, list[Any]]:
+    """The WHERE clause and its parameters. ``COLLATE BINARY`` makes the tenant and run
+    comparisons byte-exact whatever collation (NOCASE, RTRIM) the table declares."""
+    params: list[Any] = list(tenants)
+    clauses = [f'"tenant_id" COLLATE BINARY IN ({", ".join("?" * len(tenants))})']
+    if runs is not None:
+        clauses.append(
+            f'"chat_id" COLLATE BINARY IN ({", ".join("?" * len(runs))})' if runs else "1 = 0"
+        )
+        params.extend(runs)
+    for bound, op in ((lo, ">="), (hi, "<=")):
+        if bound is not None:
+            clauses.append(f'"created_at" {op} ?')
+            params.append(_iso(bound))
+    return " AND ".join(clauses), params
 
 
 def _drop_sentinel(raw: pa.Table) -> pa.Table:
@@ -355,11 +474,12 @@ def _fetch_postgresql(
     hi: pd.Timestamp | None,
     table: str = DEFAULT_TABLE,
     uri: str | None = None,
+    columns: Mapping[str, str] | None = None,
 ) -> pa.Table:
     """Matching rows; ``uri`` (we opened the connection) allows parallel reads."""
     # The ADBC PostgreSQL driver streams a query through COPY (binary, fast) only when the
     # query has no bind parameters. So the filter values travel as ONE bound parameter, a JSON
-    # document, into a transaction-local setting, and the query reads them from there: the
+    # document, into a session setting, and the query reads them from there: the
     # values never appear in the SQL text, and the rows still arrive through COPY.
     spec = {
         "tenants": tenants,
@@ -367,12 +487,26 @@ def _fetch_postgresql(
         "since": None if lo is None else _iso(lo),
         "until": None if hi is None else _iso(hi),
     }
-    cur.execute("SELECT set_config('replaykit.read_filter', $1, true)", (json.dumps(spec),))
+    # session-level (is_local false): on an autocommit connection a transaction-local setting
+    # would be gone before the query runs; cleared again once the rows are in
+    cur.execute("SELECT set_config('replaykit.read_filter', $1, false)", (json.dumps(spec),))
     cur.fetch_arrow_table()
+    out = _fetch_pg_filtered(cur, select, spec, runs, lo, hi, table, uri, columns)
+    cur.execute("SELECT set_config('replaykit.read_filter', '', false)")
+    cur.fetch_arrow_table()
+    return out
+
+
+def _fetch_pg_filtered(cur: Any, select: Any, spec: dict[str, Any], runs: list[str] | None,
+                       lo: pd.Timestamp | None, hi: pd.Timestamp | None, table: str,
+                       uri: str | None, columns: Mapping[str, str] | None) -> pa.Table:
     setting = "current_setting('replaykit.read_filter')::jsonb"
-    clauses = [f"\"tenant_id\" IN (SELECT jsonb_array_elements_text({setting} -> 'tenants'))"]
+    # COLLATE "C": byte-exact whatever the column's collation (a nondeterministic ICU one
+    # would match "ACME" to "acme"); a column of another type (citext, ...) is compared as text.
+    tenant, chat = (_pg_exact(c, (columns or {}).get(c, "text")) for c in ("tenant_id", "chat_id"))
+    clauses = [f"{tenant} IN (SELECT jsonb_array_elements_text({setting} -> 'tenants'))"]
     if runs is not None:
-        clauses.append(f"\"chat_id\" IN (SELECT jsonb_array_elements_text({setting} -> 'runs'))")
+        clauses.append(f"{chat} IN (SELECT jsonb_array_elements_text({setting} -> 'runs'))")
     if lo is not None:
         clauses.append(f"\"created_at\" >= ({setting} ->> 'since')::timestamptz")
     if hi is not None:
@@ -408,6 +542,13 @@ def _fetch_postgresql(
 
     with ThreadPoolExecutor(len(ranges)) as pool:
         return pa.concat_tables(list(pool.map(fetch_range, ranges)))
+
+
+def _pg_exact(column: str, declared: str) -> str:
+    """``column`` as an expression whose comparisons with text are byte-exact."""
+    if declared == "text" or declared.startswith(("character varying", "character(", "varchar")):
+        return f'"{column}" COLLATE "C"'
+    return f'("{column}"::text COLLATE "C")'
 
 
 def _snapshot_sql(snapshot: str) -> str:
@@ -479,7 +620,7 @@ def _layout(columns: dict[str, str], table: str) -> str:
 
 
 def _plain_select(
-    dialect: str, cur: Any, table: str, columns: dict[str, str], where: str
+    dialect: str, table: str, columns: dict[str, str], where: str, ts_kind: str = "text"
 ) -> str:
     present = [c for c in EXPORT_COLUMNS if c in columns]
     if dialect == "postgresql":
@@ -489,15 +630,7 @@ def _plain_select(
         ]
         return f"SELECT {', '.join(exprs)} FROM {_quote_table(table)} WHERE {where}"
     # SQLite: a typed sentinel row first (see _select_sql); created_at holds either text or
-    # epoch milliseconds, so its sentinel takes the type of the stored values.
-    ts_kind = "text"
-    if "created_at" in columns:
-        cur.execute(
-            f'SELECT typeof("created_at") FROM {_quote_table(table)} '
-            'WHERE "created_at" IS NOT NULL LIMIT 1'
-        )
-        found = cur.fetch_arrow_table().column(0).to_pylist()
-        ts_kind = found[0] if found else "text"
+    # epoch milliseconds, so its sentinel takes the type of the stored values (ts_kind).
     sentinel = ", ".join(
         ("0" if c == "sequence_number" or (c == "created_at" and ts_kind == "integer")
          else "''") + f' AS "{c}"'
@@ -510,6 +643,33 @@ def _plain_select(
     )
 
 
+def _sqlite_ts_kind(cur: Any, table: str, columns: Mapping[str, str]) -> str:
+    """``"text"`` or ``"integer"``: how a plain table's ``created_at`` holds its times (the
+    storage class of its first non-null value)."""
+    if "created_at" not in columns:
+        return "text"
+    cur.execute(
+        f'SELECT typeof("created_at") FROM {_quote_table(table)} '
+        'WHERE "created_at" IS NOT NULL LIMIT 1'
+    )
+    found = cur.fetch_arrow_table().column(0).to_pylist()
+    return "integer" if found and found[0] in ("integer", "real") else "text"
+
+
+class _Fetched:
+    """What one read fetched: rows (None when the SQLite driver refused mixed types), the
+    dialect, the layout, JSONB column names, the SQLite type checks, quarantined rows."""
+
+    def __init__(self, raw: pa.Table | None, dialect: str, layout: str, jsonb: frozenset[str],
+                 checks: list[_Check], quarantine: pa.Table | None = None) -> None:
+        self.raw = raw
+        self.dialect = dialect
+        self.layout = layout
+        self.jsonb = jsonb
+        self.checks = checks
+        self.quarantine = quarantine
+
+
 def _fetch_rows(
     uri: Any,
     *,
@@ -518,44 +678,330 @@ def _fetch_rows(
     run_ids: Any = None,
     since: Any = None,
     until: Any = None,
-) -> tuple[pa.Table, str, str, frozenset[str]]:
-    """(rows as fetched, dialect, layout ``"full"``/``"plain"``, names of JSONB columns)."""
+    guarded: bool = False,
+    errors: ErrorPolicy = "raise",
+) -> _Fetched:
+    """Fetch the matching rows, re-checked column-wise against the tenants and runs asked for.
+
+    ``guarded`` (SQLite): read through the type guards of :func:`_fetch_sqlite_guarded`, which
+    find the rows holding values not of their column's type (raised, or quarantined).
+    """
     tenants = _tenant_list(tenant_id)
     runs = _str_list("run_ids", run_ids)
     lo = None if since is None else _utc(since, "since")
     hi = None if until is None else _utc(until, "until")
     _quote_table(table)
-    conn, dialect, owned = _connect(uri)
-    try:
-        cur = conn.cursor()
+    quarantine = None
+    with _db_errors(table, "read"):
+        conn, dialect, owned = _connect(uri)
         try:
-            columns = _table_columns(cur, dialect, table)
-            layout = _layout(columns, table)
-            jsonb = frozenset(c for c, typ in columns.items() if typ == "jsonb")
-            if layout == "full":
-                def select(where: str) -> str:
-                    return _select_sql(dialect, table, where)
-            else:
-                def select(where: str) -> str:
-                    return _plain_select(dialect, cur, table, columns, where)
-                lo = hi = None  # created_at may be text or epoch ms: bounded after conversion
-            if dialect == "postgresql":
-                raw = _fetch_postgresql(
-                    cur, select, tenants, runs, lo, hi, table, uri if owned else None
-                )
-            else:
-                target = None
-                if owned:  # we opened it from a URI: parallel connections may open it too
-                    target = str(uri) if isinstance(uri, Path) else _sqlite_target(uri)
-                    if target == ":memory:" or target.startswith("file:"):
-                        target = None
-                raw = _fetch_sqlite(cur, select, tenants, runs, lo, hi, table, target)
+            cur = conn.cursor()
+            try:
+                columns = _table_columns(cur, dialect, table)
+                layout = _layout(columns, table)
+                jsonb = frozenset(c for c, typ in columns.items() if typ == "jsonb")
+                ts_kind = "text"
+                if dialect == "sqlite" and layout == "plain":
+                    ts_kind = _sqlite_ts_kind(cur, table, columns)
+                checks = _sqlite_checks(layout, columns, ts_kind) if dialect == "sqlite" else []
+                if layout == "full":
+                    def select(where: str) -> str:
+                        return _select_sql(dialect, table, where)
+                else:
+                    def select(where: str) -> str:
+                        return _plain_select(dialect, table, columns, where, ts_kind)
+                    lo = hi = None  # created_at may be text or epoch ms: bounded after conversion
+                raw: pa.Table | None
+                if dialect == "postgresql":
+                    raw = _fetch_postgresql(
+                        cur, select, tenants, runs, lo, hi, table, uri if owned else None,
+                        columns,
+                    )
+                elif guarded:
+                    raw, quarantine = _fetch_sqlite_guarded(
+                        cur, table, layout, checks, tenants, runs, lo, hi, errors
+                    )
+                else:
+                    target = None
+                    if owned:  # we opened it from a URI: parallel connections may open it too
+                        target = str(uri) if isinstance(uri, Path) else _sqlite_target(uri)
+                        if target == ":memory:" or target.startswith("file:"):
+                            target = None
+                    try:
+                        raw = _fetch_sqlite(cur, select, tenants, runs, lo, hi, table, target)
+                    except (OSError, pa.ArrowException):
+                        # the driver met a value of another type than the column's first ones
+                        raw = None
+            finally:
+                cur.close()
         finally:
-            cur.close()
-    finally:
-        if owned:
-            conn.close()
-    return raw, dialect, layout, jsonb
+            if owned:
+                conn.close()
+    if raw is not None:
+        raw = _recheck(raw, tenants, runs)
+    return _Fetched(raw, dialect, layout, jsonb, checks, quarantine)
+
+
+def _recheck(raw: pa.Table, tenants: list[str], runs: list[str] | None) -> pa.Table:
+    """Keep only rows whose tenant (and run) is byte-for-byte one asked for.
+
+    The query already filters; this does not trust it to (a collation, a view or a hostile
+    server could return more). Column-wise: one hash lookup per row in Arrow.
+    """
+    keep = None
+    for name, wanted in (("tenant_id", tenants), ("chat_id", runs)):
+        if wanted is None:
+            continue
+        col = raw.column(name)
+        if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+            col = pc.cast(col, pa.string())
+        hit = pc.is_in(col, value_set=pa.array(wanted, col.type))
+        keep = hit if keep is None else pc.and_(keep, hit)
+    if keep is None or pc.all(keep).as_py():
+        return raw
+    return raw.filter(keep)
+
+
+# --------------------------------------------------------------------------- malformed values
+# SQLite stores any value in any column. A value that is not of its column's type (text in
+# sequence_number, a real in turn, 'yes' in is_error, unparseable created_at) was not written
+# by replaykit or the producer: it is reported as tampering, never silently converted.
+
+
+class _Check:
+    """One column's type rule: storage class, nullability, an extra SQL condition, in words."""
+
+    def __init__(self, column: str, storage: str, nullable: bool, extra: str = "",
+                 holds: str = "") -> None:
+        self.column = column
+        self.storage = storage  # "integer" or "text"
+        self.nullable = nullable
+        self.extra = extra
+        self.holds = holds or storage.upper()
+
+    def ok_sql(self) -> str:
+        """A SQL condition that is true exactly when the value follows the rule."""
+        q = f'"{self.column}"'
+        ok = f"typeof({q}) = '{self.storage}'"
+        if self.extra:
+            ok = f"({ok} AND {self.extra})"
+        return f"({q} IS NULL OR {ok})" if self.nullable else ok
+
+
+def _sqlite_checks(layout: str, columns: Mapping[str, str], ts_kind: str) -> list[_Check]:
+    out = []
+    if layout == "full":
+        for db, canon, _pg, lite, not_null in _COLUMNS:
+            typ = EVENTS_SCHEMA.field(canon).type
+            storage = lite.lower()
+            if pa.types.is_boolean(typ):
+                out.append(_Check(db, storage, not not_null, f'"{db}" IN (0, 1)',
+                                  "0 or 1 (INTEGER)"))
+            elif pa.types.is_int32(typ):
+                out.append(_Check(db, storage, not not_null,
+                                  f'"{db}" BETWEEN -2147483648 AND 2147483647',
+                                  "a 32-bit INTEGER"))
+            elif canon == "ts":
+                out.append(_Check(db, storage, True, holds="ISO-8601 UTC TEXT"))
+            else:
+                out.append(_Check(db, storage, not not_null))
+        return out
+    for c in EXPORT_COLUMNS:
+        if c not in columns:
+            continue
+        if c == "sequence_number":
+            out.append(_Check(c, "integer", False))
+        elif c == "created_at":
+            out.append(_Check(c, ts_kind, True, holds="ISO-8601 TEXT or epoch ms INTEGER"))
+        else:
+            out.append(_Check(c, "text", c in ("prev_hash", "row_hash")))
+    return out
+
+
+def _well_typed(raw: pa.Table, checks: list[_Check]) -> bool:
+    """Column-wise: every checked column arrived with its type, nulls and range (SQLite)."""
+    for chk in checks:
+        col = raw.column(chk.column)
+        if chk.storage == "integer":
+            if not pa.types.is_int64(col.type):
+                return False
+        elif not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+            return False
+        if not chk.nullable and col.null_count:
+            return False
+        if chk.extra and len(col) > col.null_count:
+            mm = pc.min_max(col).as_py()
+            lo, hi = (0, 1) if " IN (0, 1)" in chk.extra else (-(2**31), 2**31 - 1)
+            if mm["min"] < lo or mm["max"] > hi:
+                return False
+    return True
+
+
+def _failing_rows(arr: pa.Array, convert: Any) -> list[int]:
+    """Indices of ``arr`` where ``convert`` fails, by halving (only used on a failed read)."""
+    try:
+        convert(arr)
+        return []
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, ValueError):
+        if len(arr) == 1:
+            return [0]
+    half = len(arr) // 2
+    return _failing_rows(arr.slice(0, half), convert) + [
+        half + i for i in _failing_rows(arr.slice(half), convert)
+    ]
+
+
+def _has_rowid(cur: Any, table: str) -> bool:
+    try:
+        cur.execute(f"SELECT rowid FROM {_quote_table(table)} LIMIT 0")
+        cur.fetch_arrow_table()
+        return True
+    except Exception:  # noqa: BLE001 - a WITHOUT ROWID table or a view
+        return False
+
+
+def _sqlite_literals(cur: Any, table: str, rowids: list[int], checks: list[_Check]
+                     ) -> dict[int, dict[str, str]]:
+    """{rowid: {column: the stored value as an SQL literal}} for a few rows."""
+    cols = ", ".join(f'quote("{c.column}") AS "{c.column}"' for c in checks)
+    out: dict[int, dict[str, str]] = {}
+    for i in range(0, len(rowids), 500):
+        part = rowids[i : i + 500]
+        cur.execute(
+            f'SELECT rowid AS "__rk_rowid", {cols} FROM {_quote_table(table)} '
+            f"WHERE rowid IN ({', '.join('?' * len(part))})",
+            tuple(part),
+        )
+        for rec in cur.fetch_arrow_table().to_pylist():
+            out[rec.pop("__rk_rowid")] = {
+                k: "NULL" if v is None else str(v) for k, v in rec.items()
+            }
+    return out
+
+
+_MALFORMED_FIX = (
+    "Neither replaykit nor the producer writes such values: treat the rows as tampered with "
+    "and restore them from a trusted copy; errors=\"quarantine\" reads the other rows "
+    "(replaykit verify-chain reports these as malformed_value)."
+)
+
+
+def _fetch_sqlite_guarded(
+    cur: Any,
+    table: str,
+    layout: str,
+    checks: list[_Check],
+    tenants: list[str],
+    runs: list[str] | None,
+    lo: pd.Timestamp | None,
+    hi: pd.Timestamp | None,
+    errors: ErrorPolicy,
+) -> tuple[pa.Table, pa.Table]:
+    """Read with every value guarded by its column's type rule; the rows that break one are
+    raised (``LoadError(reason="malformed_value")``) or returned as quarantine rows."""
+    where, params = _sqlite_where(tenants, runs, lo, hi)
+    rowid = "rowid" if _has_rowid(cur, table) else "NULL"
+    oks = [c.ok_sql() for c in checks]
+    bad_sql = " + ".join(f"(CASE WHEN {ok} THEN 0 ELSE {1 << i} END)" for i, ok in enumerate(oks))
+    cols = ", ".join(f'CASE WHEN {ok} THEN "{c.column}" END' for c, ok in zip(checks, oks,
+                                                                              strict=True))
+    sentinel = ", ".join(("0" if c.storage == "integer" else "''") + f' AS "{c.column}"'
+                         for c in checks)
+    cur.execute(
+        f'SELECT 1 AS "__rk_sentinel", 0 AS "__rk_rowid", 0 AS "__rk_bad", {sentinel} '
+        f"UNION ALL SELECT 0, {rowid}, {bad_sql}, {cols} FROM {_quote_table(table)} "
+        f"WHERE {where}",
+        tuple(params),
+    )
+    raw = _recheck(_drop_sentinel(cur.fetch_arrow_table()), tenants, runs)
+    bad = raw.column("__rk_bad").to_numpy().astype(np.int64)
+    if layout == "full":  # created_at must also parse as a time
+        i = [c.column for c in checks].index("created_at")
+        ts_type = EVENTS_SCHEMA.field("ts").type
+        col = raw.column("created_at").combine_chunks()
+        for k in _failing_rows(col, lambda a: pc.cast(a, ts_type)):
+            bad[k] |= 1 << i
+    rows = np.flatnonzero(bad)
+    quarantine = Quarantine(errors)
+    if rows.size:
+        rowids = raw.column("__rk_rowid").take(pa.array(rows)).to_pylist()
+        known = [r for r in rowids if r is not None]
+        shown = known if errors == "quarantine" else known[:5]
+        literals = _sqlite_literals(cur, table, shown, checks) if shown else {}
+        keys = raw.select(["tenant_id", "chat_id", "sequence_number"]).take(pa.array(rows))
+        problems = []
+        for n, (r, key) in enumerate(zip(rowids, keys.to_pylist(), strict=True)):
+            if errors == "raise" and n >= 5:
+                break
+            lit = literals.get(r, {})
+            broken = [c for i, c in enumerate(checks) if bad[rows[n]] >> i & 1]
+            what = "; ".join(
+                f"'{c.column}' holds {_short(lit.get(c.column, '?'))}, not {c.holds}"
+                for c in broken
+            )
+            where_row = f"rowid {r}" if r is not None else "a row"
+            detail = (f"{where_row} (tenant {key['tenant_id']!r}, chat_id {key['chat_id']!r}, "
+                      f"sequence_number {key['sequence_number']}): {what}")
+            problems.append((r, broken[0].column, detail, key, lit, broken))
+        if errors == "raise":
+            more = f"; and {rows.size - len(problems)} more row(s)" if rows.size > 5 else ""
+            raise LoadError(
+                source=f"sqlite:{table}", line=None, field=problems[0][1],
+                reason="malformed_value",
+                detail=f"{rows.size} row(s) hold values not of their column's type: "
+                + "; ".join(p[2] for p in problems) + more,
+                fix=_MALFORMED_FIX,
+            )
+        for r, field, detail, key, lit, broken in problems:
+            record = {"rowid": r, **key, "columns": {c.column: c.holds for c in broken},
+                      "values": lit}
+            quarantine.bad(
+                LoadError(source=f"sqlite:{table}", line=r, field=field,
+                          reason="malformed_value", detail=detail, fix=_MALFORMED_FIX),
+                raw=json.dumps(record, ensure_ascii=False),
+                tenant_id=key["tenant_id"], run_id=key["chat_id"],
+            )
+        raw = raw.filter(pa.array(bad == 0))
+    return raw.drop_columns(["__rk_rowid", "__rk_bad"]), quarantine.table()
+
+
+def _short(literal: str, limit: int = 60) -> str:
+    return literal if len(literal) <= limit else literal[: limit - 3] + "..."
+
+
+def malformed_problems(quarantine: pa.Table, *, every_reason: bool = False) -> pa.Table:
+    """Quarantined rows as :func:`~replaykit.verify_chain` problems of kind ``malformed_value``
+    (tenant_id, run_id, seq, kind, expected, found): the ``malformed_value`` rows, or with
+    ``every_reason`` every row (a row of a database that the loader rejected for another
+    reason, such as a payload that is not a JSON object, has expected = the reason, found =
+    the message, and no tenant, run or seq)."""
+    reasons = quarantine.column("reason")
+    rows = quarantine
+    if not every_reason and len(reasons):
+        rows = quarantine.filter(pc.equal(reasons, "malformed_value"))
+    recs = []
+    for q in rows.to_pylist():
+        if q["reason"] != "malformed_value":
+            recs.append({"tenant_id": None, "run_id": None, "seq": None,
+                         "kind": "malformed_value", "expected": q["reason"],
+                         "found": q["message"]})
+            continue
+        rec = json.loads(q["raw"]) if q["raw"] else {}
+        cols = rec.get("columns", {})
+        vals = rec.get("values", {})
+        recs.append({
+            "tenant_id": rec.get("tenant_id"),
+            "run_id": rec.get("chat_id"),
+            "seq": rec.get("sequence_number"),
+            "kind": "malformed_value",
+            "expected": "; ".join(f"{c}: {h}" for c, h in cols.items()),
+            "found": "; ".join(f"{c}: {_short(vals.get(c, '?'))}" for c in cols)
+            + f" (rowid {rec.get('rowid')})",
+        })
+    schema = pa.schema([("tenant_id", pa.string()), ("run_id", pa.string()),
+                        ("seq", pa.int64()), ("kind", pa.string()),
+                        ("expected", pa.string()), ("found", pa.string())])
+    return pa.Table.from_pylist(recs, schema=schema)
 
 
 def _canonical_payloads(raw: pa.Table) -> pa.Table:
@@ -578,13 +1024,18 @@ def _plain_to_log(
     lo: pd.Timestamp | None,
     hi: pd.Timestamp | None,
     jsonb: frozenset[str] = frozenset(),
+    errors: ErrorPolicy = "raise",
+    quarantine: pa.Table | None = None,
 ) -> EventLog:
     """Export-column rows -> EventLog with the pleach loader's mapping (same code)."""
     from .io.pleach import _runs_table, events_from_arrow
 
     if "payload" in jsonb:
         raw = _canonical_payloads(raw)
-    log = events_from_arrow(raw, source=f"pleach:{dialect}:{table}")
+    log = events_from_arrow(raw, source=f"pleach:{dialect}:{table}", errors=errors)
+    found = log.quarantine
+    if quarantine is not None and quarantine.num_rows:
+        found = pa.concat_tables([quarantine, found.cast(QUARANTINE_SCHEMA)])
     t = log.table
     t = t.set_column(
         t.schema.get_field_index("source_line"),
@@ -599,23 +1050,39 @@ def _plain_to_log(
         if hi is not None:
             keep = pc.and_(keep, pc.less_equal(ts, pa.scalar(hi, ts.type)))
         t = t.filter(pc.fill_null(keep, False))
-    return EventLog(t, runs=_runs_table(t), quarantine=log.quarantine, sort=False)
+    return EventLog(t, runs=_runs_table(t), quarantine=found, sort=False)
+
+
+def _to_log(got: _Fetched, table: str, since: Any, until: Any, errors: ErrorPolicy) -> EventLog:
+    assert got.raw is not None
+    if got.layout == "plain":
+        lo = None if since is None else _utc(since, "since")
+        hi = None if until is None else _utc(until, "until")
+        return _plain_to_log(got.raw, got.dialect, table, lo, hi, got.jsonb, errors,
+                             got.quarantine)
+    return EventLog(_to_canonical(got.raw, got.dialect), quarantine=got.quarantine, sort=False)
 
 
 def _read_log(uri: Any, *, tenant_id: Any, table: str = DEFAULT_TABLE, run_ids: Any = None,
-              since: Any = None, until: Any = None) -> EventLog:
-    raw, dialect, layout, jsonb = _fetch_rows(
-        uri, tenant_id=tenant_id, table=table, run_ids=run_ids, since=since, until=until
-    )
-    if layout == "plain":
-        lo = None if since is None else _utc(since, "since")
-        hi = None if until is None else _utc(until, "until")
-        return _plain_to_log(raw, dialect, table, lo, hi, jsonb)
-    return EventLog(_to_canonical(raw, dialect), sort=False)
+              since: Any = None, until: Any = None, errors: ErrorPolicy = "raise") -> EventLog:
+    policy = check_errors_arg(errors)
+    kwargs = {"tenant_id": tenant_id, "table": table, "run_ids": run_ids, "since": since,
+              "until": until}
+    got = _fetch_rows(uri, **kwargs)
+    if got.dialect == "sqlite":
+        # Fast path: the rows arrived with their columns' types; else (SQLite stores anything
+        # anywhere) read again through the type guards, which name the rows that break them.
+        if got.raw is not None and _well_typed(got.raw, got.checks):
+            try:
+                return _to_log(got, table, since, until, policy)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                pass
+        got = _fetch_rows(uri, guarded=True, errors=policy, **kwargs)
+    return _to_log(got, table, since, until, policy)
 
 
 def _read_table(uri: Any, *, tenant_id: Any, table: str = DEFAULT_TABLE, **kwargs: Any) -> pa.Table:
-    """The matching rows as a canonical-schema Arrow table, sorted (used by verify-chain)."""
+    """The matching rows as a canonical-schema Arrow table, sorted."""
     return _read_log(uri, tenant_id=tenant_id, table=table, **kwargs).table
 
 
@@ -652,12 +1119,13 @@ def read_sql(
     run_ids: str | Sequence[str] | None = None,
     since: Any = None,
     until: Any = None,
+    errors: ErrorPolicy = "raise",
 ) -> EventLog:
     """Read a tenant's events from a SQLite or PostgreSQL table into an EventLog.
 
     ``uri`` is ``sqlite:///relative.db``, ``sqlite:////absolute/path.db``,
-    ``postgresql://user@host:port/db`` (libpq URI; ``?options=-c%20app.tenant_id%3D...``
-    scopes a row-level-security session) or an open ADBC DB-API connection.
+    ``postgresql://user@host:port/db`` (libpq URI; under the row-level-security recipe of
+    docs/security.md the user is the tenant's role) or an open ADBC DB-API connection.
 
     Two table layouts are read, told apart by the table's columns:
 
@@ -673,18 +1141,35 @@ def read_sql(
 
     Large SQLite files opened from a URI are read in rowid ranges on parallel connections.
 
-    Only rows whose ``tenant_id`` is one of the named tenants are returned; ``run_ids``
-    narrows to those runs; ``since``/``until`` (inclusive, UTC; naive times are taken as UTC)
-    bound ``created_at``, and rows without a time are left out when a bound is given. Every
-    value travels as a bound parameter, never inside the SQL text.
+    Only rows whose ``tenant_id`` is byte for byte one of the named tenants are returned
+    (whatever the column's collation: SQLite ``NOCASE``/``RTRIM``, a case-insensitive ICU
+    collation or ``citext`` on PostgreSQL), and the rows that come back are checked again,
+    column-wise, against the tenants (and runs) asked for: the database is not trusted to
+    have filtered. ``run_ids`` narrows to those runs (byte-exact too); ``since``/``until``
+    (inclusive, UTC; naive times are taken as UTC) bound ``created_at``, and rows without a
+    time are left out when a bound is given. Every value travels as a bound parameter, never
+    inside the SQL text.
+
+    SQLite stores any value in any column. A row holding a value that is not of its column's
+    type (text in ``sequence_number``, a real in ``turn``, ``'yes'`` in ``is_error``, an
+    unparseable ``created_at``) is treated as tampering: under ``errors="raise"`` a
+    ``LoadError(reason="malformed_value")`` names the table, the rowids, the columns and the
+    stored values; under ``errors="quarantine"`` those rows go to ``log.quarantine`` (``line``
+    is the rowid, ``raw`` a JSON record of the row's stored values) and
+    :func:`~replaykit.verify_chain` reports them as ``malformed_value``. Under
+    ``errors="quarantine"`` plain-layout rows the pleach mapping rejects are quarantined too.
 
     Raises:
         TypeError: ``tenant_id`` is None, empty, or not a string / list of strings.
         ValueError: an unsupported URI, a table name that is not a plain identifier, a
-            table that does not exist or lacks the export columns, or a bad
-            ``since``/``until``.
-        LoadError: a plain-layout row the pleach mapping rejects (e.g. a payload that is not
-            a JSON object, an unparseable ``created_at``, a duplicate sequence number).
+            table that does not exist or lacks the export columns, a bad
+            ``since``/``until`` or ``errors``.
+        LoadError: a tenant id that breaks the tenant-id rule (``reason="bad_tenant"``); a
+            malformed stored value (``reason="malformed_value"``, see above); a plain-layout
+            row the pleach mapping rejects (e.g. a payload that is not a JSON object, an
+            unparseable ``created_at``, a duplicate sequence number).
+        SQLError: the database refused the read (connection, permission, row-level
+            security, ...): the driver's error translated, naming the table and the fix.
         MissingExtraError: the ADBC driver is not installed
             (``pip install "replaykit[sql]"``).
         SchemaError: the rows do not form a valid log (e.g. duplicate seq in a run).
@@ -693,7 +1178,8 @@ def read_sql(
     >>> log.runs_df()[["run_id", "events"]]  # doctest: +SKIP
     """
     return _read_log(
-        uri, tenant_id=tenant_id, table=table, run_ids=run_ids, since=since, until=until
+        uri, tenant_id=tenant_id, table=table, run_ids=run_ids, since=since, until=until,
+        errors=errors,
     )
 
 
@@ -732,10 +1218,19 @@ def write_sql(
     are already there). Rows go in through ADBC bulk ingestion (PostgreSQL ``COPY``), in
     one transaction. The log is written as is, hash columns included.
 
+    PostgreSQL refuses ``COPY`` into a table under row-level security, so there the rows are
+    bulk-loaded into a temporary table and moved with one ``INSERT ... SELECT``, which the
+    table's policy checks row by row: a role writes its own tenants' rows and is refused
+    (``SQLError(reason="rls_denied")``, nothing written) for any other (docs/security.md).
+
     Raises:
         TypeError: ``log`` is not an EventLog.
         ValueError: an unsupported URI or table name; text with NUL characters bound for
             PostgreSQL (which cannot store them).
+        LoadError: a tenant id in the log breaks the tenant-id rule (``reason="bad_tenant"``).
+        SQLError: the database refused the write (``rls_denied``: a tenant the role may not
+            write; ``duplicate_key``: events already in the table; ``permission_denied``,
+            ``connection``, ...), naming the table and the fix. Nothing is written.
         MissingExtraError: the ADBC driver is not installed
             (``pip install "replaykit[sql]"``).
 
@@ -745,6 +1240,26 @@ def write_sql(
     if not isinstance(log, EventLog):
         raise TypeError(f"write_sql takes an EventLog, got {type(log).__name__}")
     _quote_table(table)
+    tenants = log.table.column("tenant_id")
+    bad = bad_tenant_mask(tenants)
+    if bad.any():
+        check_tenant_id(tenants[int(np.flatnonzero(bad)[0])].as_py(),
+                        source=f"write_sql({table!r})")
+    with _db_errors(table, "write"):
+        return _write(log, uri, table, create)
+
+
+def _under_rls(cur: Any, table: str) -> bool:
+    """Whether row-level security is enabled on a PostgreSQL table."""
+    cur.execute(
+        "SELECT coalesce((SELECT relrowsecurity FROM pg_class WHERE oid = to_regclass($1)), "
+        "false)",
+        (_quote_table(table),),
+    )
+    return bool(cur.fetch_arrow_table().column(0)[0].as_py())
+
+
+def _write(log: EventLog, uri: Any, table: str, create: bool) -> int:
     conn, dialect, owned = _connect(uri)
     try:
         data = log.table
@@ -761,18 +1276,32 @@ def write_sql(
                     )
         cur = conn.cursor()
         try:
-            if create:
-                cur.execute(ddl(dialect, table))
+            if create and not _table_columns(cur, dialect, table):
+                cur.execute(ddl(dialect, table))  # (a writer role may lack CREATE: ask first)
+            # COPY is refused under row-level security: load a temporary table, then one
+            # INSERT ... SELECT that the policy checks row by row
+            staged = dialect == "postgresql" and _under_rls(cur, table)
+            stage = f"rk_stage_{uuid.uuid4().hex}"
+            cols = ", ".join(f'"{db}"' for db, *_ in _COLUMNS)
             written = 0
             for start in range(0, data.num_rows, _BATCH_ROWS):
                 batch = _db_batch(data.slice(start, _BATCH_ROWS), dialect)
-                cur.adbc_ingest(
-                    table.split(".")[-1],
-                    batch,
-                    mode="append",
-                    db_schema_name=table.split(".")[0] if "." in table else None,
-                )
+                if staged:
+                    cur.adbc_ingest(stage, batch, mode="create_append", temporary=True)
+                else:
+                    cur.adbc_ingest(
+                        table.split(".")[-1],
+                        batch,
+                        mode="append",
+                        db_schema_name=table.split(".")[0] if "." in table else None,
+                    )
                 written += batch.num_rows
+            if staged and written:
+                cur.execute(
+                    f'INSERT INTO {_quote_table(table)} ({cols}) '
+                    f'SELECT {cols} FROM pg_temp."{stage}"'
+                )
+                cur.execute(f'DROP TABLE pg_temp."{stage}"')
             conn.commit()
         except BaseException:
             conn.rollback()
@@ -783,3 +1312,92 @@ def write_sql(
         if owned:
             conn.close()
     return int(written)
+
+
+# --------------------------------------------------------------------------- row-level security
+
+
+def _ident(name: str, what: str) -> str:
+    """``name`` as a quoted PostgreSQL identifier (any text without control characters)."""
+    if not isinstance(name, str) or not name or len(name.encode()) > 63 or tenant_id_problem(
+        name
+    ):
+        raise ValueError(f"{what} must be a PostgreSQL name (1-63 bytes, no control "
+                         f"characters), got {name!r}")
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def rls_setup_sql(table: str = DEFAULT_TABLE, *,
+                  mapping_table: str = DEFAULT_MAPPING_TABLE) -> str:
+    """The PostgreSQL row-level-security setup for ``table``, as SQL to run once as its owner.
+
+    A session's tenants come from its role: the policy keys on ``current_user`` through
+    ``mapping_table`` (role name -> tenant id), which readers can read only their own rows of
+    and no reader or writer can change. Nothing a client sets (URI ``options``, ``SET``,
+    ``set_config``) enters the policy. ``FORCE ROW LEVEL SECURITY`` puts the table's owner
+    under the policy too (it reads nothing unless mapped). Tenant comparisons use
+    ``COLLATE "C"``: byte-exact. Give each role its tenants with :func:`rls_grant_sql`; roles
+    must not be superusers or have ``BYPASSRLS`` (docs/security.md).
+
+    Raises:
+        ValueError: a table name that is not a plain identifier.
+
+    >>> print(rls_setup_sql().splitlines()[0])
+    -- replaykit row-level security for "harness_event_log" (docs/security.md)
+    """
+    t = _quote_table(table)
+    m = _quote_table(mapping_table)
+    policy_name = _ident(f"replaykit_tenant_{table.split('.')[-1]}"[:63], "policy name")
+    own = (f"\n        SELECT m.\"tenant_id\" FROM {m} AS m\n"
+           "        WHERE m.\"role_name\" = current_user")
+    return f"""-- replaykit row-level security for {t} (docs/security.md)
+CREATE TABLE IF NOT EXISTS {m} (
+    "role_name" TEXT COLLATE "C" NOT NULL,
+    "tenant_id" TEXT COLLATE "C" NOT NULL,
+    PRIMARY KEY ("role_name", "tenant_id")
+);
+REVOKE ALL ON {m} FROM PUBLIC;
+ALTER TABLE {m} ENABLE ROW LEVEL SECURITY;
+CREATE POLICY "replaykit_own_rows" ON {m} FOR SELECT
+    USING ("role_name" = current_user);
+REVOKE ALL ON {t} FROM PUBLIC;
+ALTER TABLE {t} ENABLE ROW LEVEL SECURITY;
+ALTER TABLE {t} FORCE ROW LEVEL SECURITY;
+CREATE POLICY {policy_name} ON {t}
+    USING ("tenant_id" COLLATE "C" IN ({own}))
+    WITH CHECK ("tenant_id" COLLATE "C" IN ({own}));
+"""
+
+
+def rls_grant_sql(role: str, tenants: str | Sequence[str], *, table: str = DEFAULT_TABLE,
+                  mapping_table: str = DEFAULT_MAPPING_TABLE, write: bool = False) -> str:
+    """SQL (run as the table's owner) that lets database ``role`` read ``tenants``' rows of
+    ``table`` under :func:`rls_setup_sql` (and, with ``write=True``, insert them).
+
+    The role itself is created by the administrator (``CREATE ROLE acme_reader LOGIN
+    PASSWORD '...'``): not a superuser, no ``BYPASSRLS``, not the table's owner, and not a
+    member of another tenant's role.
+
+    Raises:
+        ValueError: a role name that is not a PostgreSQL name; a table name that is not a
+            plain identifier.
+        LoadError: a tenant id that breaks the tenant-id rule (``reason="bad_tenant"``).
+
+    >>> print(rls_grant_sql("acme_reader", "acme").splitlines()[0])
+    GRANT SELECT ON "harness_event_log" TO "acme_reader";
+    """
+    r = _ident(role, "role")
+    values = [tenants] if isinstance(tenants, str) else list(tenants)
+    for v in values:
+        check_tenant_id(v, source="rls_grant_sql(tenants=...)")
+    t = _quote_table(table)
+    m = _quote_table(mapping_table)
+    lines = [f"GRANT SELECT{', INSERT' if write else ''} ON {t} TO {r};",
+             f"GRANT SELECT ON {m} TO {r};"]
+    lines += [f'INSERT INTO {m} ("role_name", "tenant_id") VALUES ({_literal(role)}, '
+              f"{_literal(v)}) ON CONFLICT DO NOTHING;" for v in values]
+    return "\n".join(lines) + "\n"

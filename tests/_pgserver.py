@@ -33,7 +33,7 @@ class PgServer:
 
     def uri(self, user: str | None = None, *, options: str | None = None) -> str:
         """A libpq URI for ``user`` (default: the superuser); ``options`` are server settings
-        such as ``"-c app.tenant_id=acme"`` (URL-encoded here)."""
+        such as ``"-c search_path=public"`` (URL-encoded here)."""
         from urllib.parse import quote
 
         uri = f"postgresql://{user or self.superuser}@{self.host}:{self.port}/{self.dbname}"

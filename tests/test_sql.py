@@ -170,8 +170,10 @@ def test_run_and_time_filters(uri, log):
 
 
 def test_write_is_all_or_nothing(uri, log):
+    from replaykit import SQLError
+
     write_sql(log, uri)
-    with pytest.raises(Exception):  # noqa: B017 - driver-specific primary-key error
+    with pytest.raises(SQLError):
         write_sql(log, uri)
     assert len(read_sql(uri, tenant_id=list(TENANTS))) == len(log)
 
@@ -243,56 +245,227 @@ def test_unsupported_uri():
 # --------------------------------------------------------------------------- row-level security
 
 
-def test_row_level_security_scopes_a_connection_to_its_tenant(pg_uri, log, monkeypatch):
-    import adbc_driver_postgresql.dbapi as pg
+_role_counter = itertools.count()
 
-    write_sql(log, pg_uri)
-    with pg.connect(pg_uri) as conn, conn.cursor() as cur:
-        for stmt in (
-            "CREATE ROLE rk_reader LOGIN",
-            "GRANT SELECT ON harness_event_log TO rk_reader",
-            "ALTER TABLE harness_event_log ENABLE ROW LEVEL SECURITY",
-            "CREATE POLICY tenant_isolation ON harness_event_log "
-            "USING (tenant_id = current_setting('app.tenant_id', true))",
-        ):
-            if stmt.startswith("CREATE ROLE"):
-                cur.execute("SELECT 1 FROM pg_roles WHERE rolname = 'rk_reader'")
-                if cur.fetchone():
-                    continue
-            cur.execute(stmt)
-        conn.commit()
-    base, _, dbname = pg_uri.rpartition("/")
-    host = base.split("@", 1)[1]
 
-    def scoped(tenant: str | None) -> str:
-        uri = f"postgresql://rk_reader@{host}/{dbname}"
-        if tenant is not None:
-            from urllib.parse import quote
+class _Rls:
+    """A database under the docs/security.md recipe: a non-superuser owner, a reader per
+    tenant, a writer for acme. ``uri(role, options)`` connects as one of them."""
 
-            uri += "?options=" + quote(f"-c app.tenant_id={tenant}", safe="")
-        return uri
+    def __init__(self, server, admin_uri: str, log: EventLog) -> None:
+        import adbc_driver_postgresql.dbapi as pg
 
-    as_acme = scoped("acme")
-    got = read_sql(as_acme, tenant_id=list(TENANTS))  # asks for every tenant ...
-    assert got.tenants == ["acme"]  # ... and sees only its own
-    assert len(got) == len(log.filter(tenant_id="acme"))
-    assert len(read_sql(as_acme, tenant_id="globex")) == 0
-    assert len(read_sql(as_acme, tenant_id=HOSTILE_TENANT)) == 0
-    assert len(read_sql(scoped(None), tenant_id=list(TENANTS))) == 0  # unscoped: nothing
-    # even a raw query on the scoped connection cannot reach other tenants
-    with pg.connect(as_acme) as conn, conn.cursor() as cur:
-        cur.execute("SELECT DISTINCT tenant_id FROM harness_event_log")
-        assert cur.fetch_arrow_table().column(0).to_pylist() == ["acme"]
-    # control: the rows exist (the table owner bypasses the policy)
-    everyone = read_sql(pg_uri, tenant_id=list(TENANTS))
-    assert sorted(everyone.tenants) == sorted(TENANTS)
+        from replaykit.sql import rls_grant_sql, rls_setup_sql
+
+        self.server = server
+        self.dbname = admin_uri.rpartition("/")[2]
+        k = next(_role_counter)
+        self.owner, self.acme, self.globex, self.writer = (
+            f"rk_owner_{k}", f"rk_acme_{k}", f"rk_globex_{k}", f"rk_acme_writer_{k}")
+        write_sql(log, admin_uri)
+        with pg.connect(admin_uri) as conn, conn.cursor() as cur:
+            for role in (self.owner, self.acme, self.globex, self.writer):
+                cur.execute(f'CREATE ROLE "{role}" LOGIN NOSUPERUSER NOBYPASSRLS')
+            cur.execute(f'ALTER TABLE harness_event_log OWNER TO "{self.owner}"')
+            cur.execute(f'GRANT CREATE ON SCHEMA public TO "{self.owner}"')
+            conn.commit()
+        # the recipe runs as the (non-superuser) owner, exactly as documented
+        with pg.connect(self.uri(self.owner)) as conn, conn.cursor() as cur:
+            script = (rls_setup_sql() + rls_grant_sql(self.acme, "acme")
+                      + rls_grant_sql(self.globex, ["globex", HOSTILE_TENANT])
+                      + rls_grant_sql(self.writer, "acme", write=True))
+            for stmt in script.split(";\n"):
+                if stmt.strip() and not stmt.strip().startswith("--") or "\n" in stmt.strip():
+                    cur.execute(stmt)
+            conn.commit()
+
+    def uri(self, role: str, options: str | None = None) -> str:
+        from urllib.parse import quote
+
+        uri = f"postgresql://{role}@{self.server.host}:{self.server.port}/{self.dbname}"
+        return uri + ("?options=" + quote(options, safe="") if options else "")
+
+
+@pytest.fixture
+def rls(pg_server, pg_uri, log) -> _Rls:
+    return _Rls(pg_server, pg_uri, log)
+
+
+def test_rls_recipe_scopes_each_role_to_its_mapped_tenants(rls, log, pg_uri, monkeypatch):
+    n_acme = len(log.filter(tenant_id="acme"))
+    got = read_sql(rls.uri(rls.acme), tenant_id=list(TENANTS))  # asks for every tenant ...
+    assert got.tenants == ["acme"] and len(got) == n_acme  # ... and sees only its own
+    assert _plain(got.table).equals(_plain(log.filter(tenant_id="acme").table))
+    got = read_sql(rls.uri(rls.globex), tenant_id=list(TENANTS))
+    assert sorted(got.tenants) == sorted(["globex", HOSTILE_TENANT])
+    assert len(read_sql(rls.uri(rls.acme), tenant_id="globex")) == 0
     # the parallel read (several connections, one snapshot) keeps the scope
     import replaykit.sql as rksql
 
     monkeypatch.setattr(rksql, "_PARALLEL_MIN_PAGES", 0)
-    got = read_sql(as_acme, tenant_id=list(TENANTS))
-    assert got.tenants == ["acme"] and len(got) == len(log.filter(tenant_id="acme"))
-    assert len(read_sql(scoped(None), tenant_id=list(TENANTS))) == 0
+    got = read_sql(rls.uri(rls.acme), tenant_id=list(TENANTS))
+    assert got.tenants == ["acme"] and len(got) == n_acme
+    # control: every row is there (the superuser bypasses row-level security)
+    assert len(read_sql(pg_uri, tenant_id=list(TENANTS))) == len(log)
+
+
+def _raw_count(conn, tenant: str) -> int:
+    with conn.cursor() as cur:
+        cur.execute("SELECT count(*) FROM harness_event_log WHERE tenant_id = $1", (tenant,))
+        return int(cur.fetchone()[0])
+
+
+@pytest.mark.parametrize("attempt", [
+    "uri_option_app_tenant", "second_uri_option", "set_app_tenant", "set_config",
+    "set_role", "uri_option_role", "reset_role", "session_authorization",
+    "row_security_off", "write_mapping", "shadow_mapping", "table_owner",
+])
+def test_no_client_side_switch_reads_another_tenant(rls, log, attempt):
+    """Every way a client can try to become globex leaves an acme reader with 0 globex rows
+    (read_sql and a raw query alike); a refused attempt is a replaykit SQLError."""
+    import adbc_driver_manager
+    import adbc_driver_postgresql.dbapi as pg
+
+    from replaykit import SQLError
+
+    assert len(log.filter(tenant_id="globex")) > 0
+    role, options, statement = rls.acme, None, None
+    if attempt == "uri_option_app_tenant":
+        options = "-c app.tenant_id=globex"
+    elif attempt == "second_uri_option":
+        options = "-c app.tenant_id=acme -c app.tenant_id=globex"
+    elif attempt == "set_app_tenant":
+        statement = "SET app.tenant_id = 'globex'"
+    elif attempt == "set_config":
+        statement = "SELECT set_config('app.tenant_id', 'globex', false)"
+    elif attempt == "set_role":
+        statement = f'SET ROLE "{rls.globex}"'
+    elif attempt == "uri_option_role":
+        options = f"-c role={rls.globex}"
+    elif attempt == "reset_role":
+        statement = "RESET ROLE"
+    elif attempt == "session_authorization":
+        statement = f'SET SESSION AUTHORIZATION "{rls.globex}"'
+    elif attempt == "row_security_off":
+        options = "-c row_security=off"
+    elif attempt == "write_mapping":
+        statement = (f"INSERT INTO replaykit_tenant_roles VALUES ('{rls.acme}', 'globex')")
+    elif attempt == "shadow_mapping":  # a temp table of the same name, first in search_path
+        statement = ("CREATE TEMP TABLE replaykit_tenant_roles AS "
+                     "SELECT current_user::text AS role_name, 'globex'::text AS tenant_id")
+    elif attempt == "table_owner":
+        role = rls.owner
+    uri = rls.uri(role, options)
+    if attempt in ("uri_option_role",):
+        with pytest.raises(SQLError) as err:
+            read_sql(uri, tenant_id="globex")
+        assert err.value.reason == "permission_denied" and err.value.table == "harness_event_log"
+        return
+    if attempt == "row_security_off":
+        with pytest.raises(SQLError) as err:
+            read_sql(uri, tenant_id="globex")
+        assert err.value.reason == "rls_denied"
+        assert "row_security" in err.value.fix
+        return
+    with pg.connect(uri, autocommit=True) as conn:
+        if statement is not None:
+            refused = attempt in ("set_role", "session_authorization", "write_mapping")
+            try:
+                with conn.cursor() as cur:
+                    cur.execute(statement)
+                    if statement.startswith("SELECT"):
+                        cur.fetchall()
+                assert not refused, f"{statement!r} was accepted"
+            except adbc_driver_manager.ProgrammingError:
+                assert refused, f"{statement!r} was refused"
+        assert len(read_sql(conn, tenant_id="globex")) == 0
+        assert len(read_sql(conn, tenant_id=list(TENANTS))) == (
+            0 if role == rls.owner else len(log.filter(tenant_id="acme")))
+        assert _raw_count(conn, "globex") == 0
+
+
+def _renamed_runs(log: EventLog, prefix: str) -> EventLog:
+    """``log`` with every run id prefixed (new runs, not yet in the table), re-stamped."""
+    t = log.table
+    runs = pc.binary_join_element_wise(prefix, pc.cast(t.column("run_id"), pa.string()), "")
+    i = t.schema.get_field_index("run_id")
+    return stamp_chain(EventLog(t.set_column(i, "run_id", runs.dictionary_encode())),
+                       overwrite=True)
+
+
+def test_write_sql_under_rls_writes_own_tenant_and_refuses_others(rls, pg_uri):
+    from replaykit import SQLError
+
+    fresh = _renamed_runs(make_log(400, n_runs=4, tenants=("acme", "globex"), seed=99), "new-")
+    before = len(read_sql(pg_uri, tenant_id=list(TENANTS)))
+    # another tenant's rows: refused with a replaykit error, nothing written
+    with pytest.raises(SQLError) as err:
+        write_sql(fresh, rls.uri(rls.writer))
+    assert err.value.reason == "rls_denied" and err.value.operation == "write"
+    assert "harness_event_log" in str(err.value) and "rls_grant_sql" in err.value.fix
+    assert len(read_sql(pg_uri, tenant_id=list(TENANTS))) == before
+    # a reader has no INSERT at all
+    with pytest.raises(SQLError) as err:
+        write_sql(fresh.filter(tenant_id="acme"), rls.uri(rls.acme))
+    assert err.value.reason == "permission_denied"
+    # its own tenant's rows go in (COPY is refused under RLS: the staged INSERT path)
+    own = fresh.filter(tenant_id="acme")
+    assert write_sql(own, rls.uri(rls.writer)) == len(own)
+    back = read_sql(rls.uri(rls.acme), tenant_id="acme", run_ids=own.run_ids)
+    assert _plain(back.table).equals(_plain(own.table))  # times, booleans, hashes exact
+    assert verify_chain(back).empty
+    assert len(read_sql(pg_uri, tenant_id=list(TENANTS))) == before + len(own)
+
+
+def test_driver_errors_become_replaykit_errors(uri, log, pg_server):
+    from replaykit import SQLError
+
+    write_sql(log, uri)
+    with pytest.raises(SQLError) as err:
+        write_sql(log, uri)
+    assert err.value.reason == "duplicate_key" and err.value.table == "harness_event_log"
+    assert "already in the table" in err.value.fix
+    assert len(read_sql(uri, tenant_id=list(TENANTS))) == len(log)
+    if uri.startswith("postgresql"):
+        assert err.value.sqlstate == "23505"
+        with pytest.raises(SQLError) as err:
+            read_sql(f"postgresql://no_such_role@{pg_server.host}:{pg_server.port}/x",
+                     tenant_id="acme")
+        assert err.value.reason == "connection" and "Check the URI" in err.value.fix
+        # a role without SELECT on the table
+        import adbc_driver_postgresql.dbapi as pg
+
+        role = f"rk_nogrant_{next(_role_counter)}"
+        with pg.connect(uri, autocommit=True) as conn, conn.cursor() as cur:
+            cur.execute(f'CREATE ROLE "{role}" LOGIN')
+        base, _, dbname = uri.rpartition("/")
+        denied = f"postgresql://{role}@{base.split('@', 1)[1]}/{dbname}"
+        with pytest.raises(SQLError) as err:
+            read_sql(denied, tenant_id="acme")
+        assert err.value.reason == "permission_denied" and "GRANT" not in err.value.detail
+        assert "Grant the role SELECT" in err.value.fix and err.value.sqlstate == "42501"
+    else:
+        path = uri[len("sqlite:///") :]
+        with open(path, "wb") as fh:
+            fh.write(b"this is not a database file" * 100)
+        with pytest.raises(SQLError) as err:
+            read_sql(uri, tenant_id="acme")
+        assert err.value.reason == "connection" and "existing database file" in err.value.fix
+
+
+def test_docs_recipe_is_the_helper_and_the_old_one_is_gone():
+    from pathlib import Path
+
+    from replaykit.sql import rls_setup_sql
+
+    root = Path(__file__).resolve().parents[1]
+    security = (root / "docs" / "security.md").read_text()
+    assert rls_setup_sql().strip() in security
+    for path in [root / "README.md", *root.glob("docs/*.md"), root / "replaykit" / "sql.py",
+                 root / "notebooks" / "tools" / "make_notebooks.py"]:
+        if path.exists():
+            text = path.read_text()
+            assert "current_setting('app.tenant_id'" not in text, path
 
 
 def test_postgres_rejects_nul_text(pg_uri):
@@ -539,3 +712,211 @@ def test_postgres_parallel_block_ranges_read_the_same_rows(pg_uri, log, monkeypa
     assert verify_chain(got).empty
     with pytest.raises(ValueError, match="snapshot"):
         rksql._snapshot_sql("x'; DROP TABLE harness_event_log; --")
+
+
+# --------------------------------------------------------------------------- byte-exact tenants
+
+
+@pytest.mark.parametrize("collation", ["NOCASE", "RTRIM"])
+def test_sqlite_tenant_match_is_byte_exact_whatever_the_collation(sqlite_uri, log, collation):
+    path = sqlite_uri[len("sqlite:///") :]
+    text = ddl("sqlite").replace('"tenant_id" TEXT NOT NULL',
+                                 f'"tenant_id" TEXT COLLATE {collation} NOT NULL')
+    text = text.replace('"chat_id" TEXT NOT NULL', f'"chat_id" TEXT COLLATE {collation} NOT NULL')
+    with sqlite3.connect(path) as conn:
+        conn.execute(text)
+    write_sql(log, sqlite_uri)
+    acme = log.filter(tenant_id="acme")
+    for lookalike in ("ACME", "Acme", "acme ", "acme  "):
+        assert len(read_sql(sqlite_uri, tenant_id=lookalike)) == 0, lookalike
+    run = acme.run_ids[0]
+    for lookalike in (run.upper(), run + " "):
+        if lookalike != run:
+            assert len(read_sql(sqlite_uri, tenant_id="acme", run_ids=[lookalike])) == 0
+    assert _plain(read_sql(sqlite_uri, tenant_id="acme").table).equals(_plain(acme.table))
+    got = read_sql(sqlite_uri, tenant_id="acme", run_ids=[run])
+    assert got.run_ids == [run] and len(got) == len(acme.filter(run_ids=[run]))
+
+
+def test_postgres_tenant_match_is_byte_exact_under_a_case_insensitive_collation(
+    pg_uri, pleach_export
+):
+    """A plain table whose tenant and run columns use a nondeterministic ICU collation."""
+    import adbc_driver_postgresql.dbapi as pg
+
+    from replaykit.io.pleach import read_pleach
+
+    uri, want = pg_uri, read_pleach(pleach_export["iso"])
+    _fill_plain(uri, "postgresql", _export_rows(pleach_export["iso"]))
+    with pg.connect(uri) as conn, conn.cursor() as cur:
+        cur.execute("CREATE COLLATION rk_ci (provider = icu, locale = 'und-u-ks-level2', "
+                    "deterministic = false)")
+        cur.execute("ALTER TABLE harness_event_log DROP CONSTRAINT harness_event_log_pkey")
+        for col in ("tenant_id", "chat_id"):
+            cur.execute(f"ALTER TABLE harness_event_log ALTER COLUMN {col} TYPE text "
+                        "COLLATE rk_ci")
+        cur.execute("SELECT count(*) FROM harness_event_log WHERE tenant_id = 'ACME'")
+        assert cur.fetchone()[0] > 0  # the collation really folds case
+        conn.commit()
+    assert len(read_sql(uri, tenant_id="ACME")) == 0
+    assert len(read_sql(uri, tenant_id=["ACME", "GLOBEX"])) == 0
+    acme = want.filter(tenant_id="acme")
+    run = acme.run_ids[0]
+    assert len(read_sql(uri, tenant_id="acme", run_ids=[run.upper()])) == 0 or run.upper() == run
+    assert _no_source(read_sql(uri, tenant_id="acme").table).equals(_no_source(acme.table))
+    # citext compares case-insensitively through its own operators, whatever the collation
+    with pg.connect(uri) as conn, conn.cursor() as cur:
+        cur.execute("CREATE EXTENSION IF NOT EXISTS citext")
+        cur.execute("ALTER TABLE harness_event_log ALTER COLUMN tenant_id TYPE citext")
+        cur.execute("SELECT count(*) FROM harness_event_log WHERE tenant_id = 'ACME'")
+        assert cur.fetchone()[0] > 0
+        conn.commit()
+    assert len(read_sql(uri, tenant_id="ACME")) == 0
+    assert len(read_sql(uri, tenant_id="acme")) == len(acme)
+
+
+def test_rows_the_database_should_not_have_returned_are_dropped(uri, log, monkeypatch):
+    """The re-check: even when the query matches every row, only the tenant asked for (and
+    its runs) come back."""
+    import replaykit.sql as rksql
+
+    write_sql(log, uri)
+    monkeypatch.setattr(rksql, "_sqlite_where", lambda *a: ("1 = 1", []))
+    monkeypatch.setattr(rksql, "_pg_exact", lambda column, declared: f'TRUE OR "{column}"')
+    got = read_sql(uri, tenant_id="acme")
+    assert got.tenants == ["acme"]
+    assert _plain(got.table).equals(_plain(log.filter(tenant_id="acme").table))
+    runs = log.filter(tenant_id="globex").run_ids[:1]
+    got = read_sql(uri, tenant_id="globex", run_ids=runs)
+    assert got.run_ids == runs
+
+
+@pytest.mark.parametrize("bad", ["acme\x00x", "acme\ncme", "acme" + "x" * 253])
+def test_tenant_arguments_and_stored_tenants_follow_the_rule(sqlite_uri, log, bad):
+    from replaykit import LoadError
+
+    with pytest.raises(LoadError) as err:
+        read_sql(sqlite_uri, tenant_id=bad)
+    assert err.value.reason == "bad_tenant"
+    t = log.table
+    i = t.schema.get_field_index("tenant_id")
+    tenants = pc.cast(t.column("tenant_id"), pa.string()).to_pylist()
+    tenants = [bad if v == "acme" else v for v in tenants]
+    hostile = EventLog(t.set_column(i, "tenant_id", pa.array(tenants).dictionary_encode()))
+    with pytest.raises(LoadError) as err:
+        write_sql(hostile, sqlite_uri)
+    assert err.value.reason == "bad_tenant" and "write_sql" in str(err.value)
+
+
+# --------------------------------------------------------------------------- malformed values
+# SQLite stores any value in any column. Values not of their column's type are tampering: a
+# replaykit error naming table, column and rowid, or quarantined rows that verify-chain lists.
+
+_WRONG = {  # column -> SQL literals that are not of its type (after SQLite's affinity)
+    "sequence_number": ["'x'", "1.5", "X'00'"],
+    "created_at": ["'garbage'", "'2025-13-45T99:00:00Z'", "X'3230'", "12345"],
+    "is_error": ["'yes'", "2", "0.5", "-1"],
+    "inherited": ["'no'", "7"],
+    "turn": ["1.5", "'three'", "X'00'", "4294967296"],
+    "step": ["2.25", "'x'", "-4294967296"],
+    "input_tokens": ["'many'", "2.5e-3"],
+    "source_line": ["'l'", "2.5"],
+}
+# (TEXT columns take no other type: SQLite's affinity turns numbers into text, and a BLOB past
+# the driver's first rows is read as its bytes; see docs/security.md)
+
+
+def _corrupt(path: str, edits: list[tuple[int, str, str]]) -> None:
+    with sqlite3.connect(path) as conn:
+        for rowid, col, literal in edits:
+            conn.execute(f'UPDATE harness_event_log SET "{col}" = {literal} WHERE rowid = ?',
+                         (rowid,))
+
+
+def test_malformed_values_fuzz(tmp_path, log, capsys):
+    """Seeded fuzz: random wrong-typed values in random rows. read_sql names every one under
+    errors="raise", quarantines exactly those rows otherwise, and verify-chain says BROKEN."""
+    import random
+    import shutil
+
+    from replaykit import LoadError
+
+    _require("adbc-driver-sqlite", _has("adbc_driver_sqlite"))
+    clean = tmp_path / "clean.db"
+    write_sql(log, f"sqlite:///{clean}")
+    with sqlite3.connect(clean) as conn:
+        keyed = dict(((r, (t, c, s))) for r, t, c, s in conn.execute(
+            "SELECT rowid, tenant_id, chat_id, sequence_number FROM harness_event_log"))
+    acme_rowids = sorted(r for r, k in keyed.items() if k[0] == "acme")
+    rng = random.Random(1414)
+    for case in range(24):
+        path = tmp_path / f"case{case}.db"
+        shutil.copy(clean, path)
+        uri = f"sqlite:///{path}"
+        rows = rng.sample(acme_rowids, rng.randint(1, 3))
+        edits = []
+        for r in rows:
+            col = rng.choice(sorted(_WRONG))
+            edits.append((r, col, rng.choice(_WRONG[col])))
+        _corrupt(str(path), edits)
+        with pytest.raises(LoadError) as err:
+            read_sql(uri, tenant_id="acme")
+        e = err.value
+        assert e.reason == "malformed_value" and e.source == "sqlite:harness_event_log"
+        msg = str(e)
+        for r, col, _lit in edits:
+            assert f"rowid {r} " in msg and f"'{col}' holds" in msg, (edits, msg)
+        got = read_sql(uri, tenant_id="acme", errors="quarantine")
+        q = got.quarantine
+        assert sorted(q.column("line").to_pylist()) == sorted(rows)
+        assert set(q.column("reason").to_pylist()) == {"malformed_value"}
+        assert set(q.column("tenant_id").to_pylist()) == {"acme"}  # whose rows they are
+        assert len(got.filter(tenant_id="acme").quarantine) == len(rows)
+        assert len(got.filter(tenant_id="globex").quarantine) == 0
+        assert len(got) == len(log.filter(tenant_id="acme")) - len(rows)
+        # the other tenants are untouched and their reads unaffected
+        other = read_sql(uri, tenant_id="globex")
+        assert _plain(other.table).equals(_plain(log.filter(tenant_id="globex").table))
+        problems = verify_chain(got)
+        bad = problems[problems["kind"] == "malformed_value"]
+        assert sorted(bad["found"].str.extract(r"rowid (\d+)")[0].astype(int)) == sorted(rows)
+        seqs = {keyed[r][2] for r, col, _ in edits if col != "sequence_number"}
+        assert seqs <= set(bad["seq"].dropna().astype(int))
+        assert verify_chain_command([uri, "--tenant", "acme"]) == 1
+        out = capsys.readouterr().out
+        assert out.startswith("BROKEN: ") and "malformed_value=" in out
+        assert verify_chain_command([uri, "--tenant", "globex"]) == 0
+        capsys.readouterr()
+
+
+def test_malformed_values_in_a_plain_table(sqlite_uri, plain_rows, capsys):
+    import json
+
+    from replaykit import LoadError
+
+    path, rows = plain_rows
+    _fill_plain(sqlite_uri, "sqlite_iso", rows)
+    db = sqlite_uri[len("sqlite:///") :]
+    with sqlite3.connect(db) as conn:
+        rid = conn.execute("SELECT min(rowid) FROM harness_event_log WHERE tenant_id = 'acme' "
+                           "AND sequence_number = 2").fetchone()[0]
+        conn.execute("UPDATE harness_event_log SET sequence_number = 'two' WHERE rowid = ?",
+                     (rid,))
+    with pytest.raises(LoadError, match=rf"rowid {rid} .*'sequence_number' holds 'two'"):
+        read_sql(sqlite_uri, tenant_id="acme")
+    got = read_sql(sqlite_uri, tenant_id="acme", errors="quarantine")
+    assert got.quarantine.column("line").to_pylist() == [rid]
+    assert verify_chain_command([sqlite_uri, "--tenant", "acme"]) == 1
+    # a stored payload that is not a JSON object is a malformed stored value too: the CLI
+    # lists it (BROKEN), it does not give up with "unreadable input"
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE harness_event_log SET sequence_number = 2 WHERE rowid = ?", (rid,))
+        last = conn.execute("SELECT rowid FROM harness_event_log WHERE tenant_id = 'globex' "
+                            "ORDER BY chat_id DESC, sequence_number DESC LIMIT 1").fetchone()[0]
+        conn.execute("UPDATE harness_event_log SET payload = '[1, 2]' WHERE rowid = ?", (last,))
+    assert verify_chain_command([sqlite_uri, "--tenant", "acme"]) == 0
+    capsys.readouterr()
+    assert verify_chain_command([sqlite_uri, "--tenant", "globex", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["problem_counts"] == {"malformed_value": 1}
+    assert report["problems"][0]["expected"] == "bad_payload"
