@@ -510,7 +510,7 @@ def _fuzz(family: str, samples: list[Sample], cases: int, tmp_path: Path,
         root = tmp_path / f"c{k}"
         for p in _run_case(sample, mutate_for(sample), rng, root):
             failures.append(f"REPLAYKIT_FUZZ_SEED={SEED} REPLAYKIT_FUZZ_CASE={family}:{k} -> {p}")
-    assert not failures, f"{len(failures)} problems in {n} cases:\n" + "\n".join(failures[:40])
+    assert not failures, f"{len(failures)} problems in {n} cases:\n" + "\n".join(failures[:400])
     return n
 
 
@@ -536,7 +536,7 @@ def test_fuzz_samples(samples: dict[str, list[Sample]], family: str, cases: int,
 
 
 def test_fuzz_inspect(inspect_samples: list[Sample], tmp_path: Path) -> None:
-    _fuzz("inspect", inspect_samples, 30, tmp_path, _text_mutations)
+    _fuzz("inspect", inspect_samples, 120, tmp_path, _text_mutations)
 
 
 def test_mutations_are_seeded() -> None:
