@@ -570,8 +570,12 @@ def _fast_block(
     lineno: np.ndarray,
     *,
     threads: bool = False,
+    strict_checked: bool = False,
 ) -> _Part:
     """A block's rows, column-wise; every byte is parsed once.
+
+    ``strict_checked``: every line already decoded as strict JSON (the robust path's good
+    lines), so a ``NaN``-like text inside a string need not send them back.
 
     1. Candidate payload spans (:func:`_payload_spans`).
     2. The envelope parse reads each line with its payload replaced by ``{}``: the lines
@@ -587,7 +591,8 @@ def _fast_block(
     # bare `null`, so anything else goes to the robust path.)
     if not (b[starts] == ord("{")).all():
         raise _FastPathFailed("a line does not start with '{'")
-    if (b"NaN" in block or b"Infinity" in block) and _NONFINITE.search(block):
+    if not strict_checked and (b"NaN" in block or b"Infinity" in block) and \
+            _NONFINITE.search(block):
         raise _FastPathFailed("a line may hold a NaN/Infinity literal (not JSON)")
     buf = pa.py_buffer(block)
     # UTF-8 (Arrow's JSON reader does not check bytes of fields it skips)
@@ -741,7 +746,7 @@ def _robust_block(
     st[0] = 0
     st[1:] = nl[:-1] + 1
     try:
-        return _fast_block(joined, jb, st, nl, lines_no, threads=True)
+        return _fast_block(joined, jb, st, nl, lines_no, threads=True, strict_checked=True)
     except _FastPathFailed:
         return _part_from_objects(objs, lines_no)
 
