@@ -50,7 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from .._json import JSONDecodeError, args_hash, canonical_json, loads
+from .._json import MAX_DEPTH, JSONDecodeError, args_hash, canonical_json, loads
 from ..errors import LoadError
 from ..eventlog import RUNS_SCHEMA, EventLog
 from ..schema import EVENTS_SCHEMA, events_table
@@ -519,7 +519,7 @@ def _envelope_schema(created_at: pa.DataType) -> pa.Schema:
 
 
 def _payload_spans(
-    b: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    b: np.ndarray, starts: np.ndarray, ends: np.ndarray, opens: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Byte span [value, end) of each line's payload object, located column-wise.
 
@@ -528,7 +528,8 @@ def _payload_spans(
     it is the value of the top-level ``payload`` member; it ends at the line's second-to-last
     ``}``. :func:`_fast_block` proves both by its two parses.
     """
-    opens = _positions(b, ord("{"))
+    if opens is None:
+        opens = _positions(b, ord("{"))
     closes = _positions(b, ord("}"))
     i = np.searchsorted(opens, starts)  # opens[i] == starts (checked by the caller)
     nxt = np.minimum(i + 1, len(opens) - 1)
@@ -562,6 +563,34 @@ def _payload_spans(
     return value, pend
 
 
+_NAN = np.frombuffer(b"NaN", dtype=np.uint8)
+_INF = np.frombuffer(b"Infinity", dtype=np.uint8)
+
+
+def _may_hold_nonfinite(b: np.ndarray) -> bool:
+    """True when the bytes hold "NaN" or "Infinity" anywhere (column-wise, no copies)."""
+    for word in (_NAN, _INF):
+        pos = _positions(b, int(word[0]))
+        pos = pos[pos + len(word) <= len(b)]
+        if len(pos) and (b[pos[:, None] + np.arange(1, len(word))] == word[1:]).all(1).any():
+            return True
+    return False
+
+
+def _check_depth(block: bytes | bytearray, b: np.ndarray, starts: np.ndarray,
+                 ends: np.ndarray, opens: np.ndarray) -> None:
+    """Raise _FastPathFailed when a line may nest deeper than MAX_DEPTH (Arrow's reader
+    accepts any depth; the row-by-row path rejects it, so both paths agree)."""
+    count = np.searchsorted(opens, ends) - np.searchsorted(opens, starts)
+    brackets = _positions(b, ord("["))
+    count += np.searchsorted(brackets, ends) - np.searchsorted(brackets, starts)
+    for i in np.flatnonzero(count > MAX_DEPTH).tolist():  # few lines: decode them to be sure
+        try:
+            loads(bytes(block[starts[i]:ends[i]]))
+        except JSONDecodeError:
+            raise _FastPathFailed("a line is nested too deep (or is not JSON)") from None
+
+
 def _fast_block(
     block: bytes | bytearray,
     b: np.ndarray,
@@ -591,8 +620,7 @@ def _fast_block(
     # bare `null`, so anything else goes to the robust path.)
     if not (b[starts] == ord("{")).all():
         raise _FastPathFailed("a line does not start with '{'")
-    if not strict_checked and (b"NaN" in block or b"Infinity" in block) and \
-            _NONFINITE.search(block):
+    if not strict_checked and _may_hold_nonfinite(b) and _NONFINITE.search(block):
         raise _FastPathFailed("a line may hold a NaN/Infinity literal (not JSON)")
     buf = pa.py_buffer(block)
     # UTF-8 (Arrow's JSON reader does not check bytes of fields it skips)
@@ -603,7 +631,9 @@ def _fast_block(
         )
     except pa.ArrowInvalid as exc:
         raise _FastPathFailed("invalid UTF-8") from exc
-    value, pend = _payload_spans(b, starts, ends)
+    opens = _positions(b, ord("{"))
+    value, pend = _payload_spans(b, starts, ends, opens)
+    _check_depth(block, b, starts, ends, opens)
     # the block as [line start, '{') [payload inside) ['}', next line start) pieces
     cut = np.empty(3 * n + 1, dtype=np.int64)
     cut[0:-1:3] = starts
