@@ -326,6 +326,20 @@ def test_pleach_nonfinite_literals_are_bad_json(tmp_path: Path, literal: str, pa
     assert c["input_rows"] == 4 and c["loaded"] == len(log)
 
 
+@pytest.mark.parametrize("path", ["fast", "fallback"])
+def test_pleach_deep_payload_is_rejected_on_both_paths(tmp_path: Path, path: str) -> None:
+    rows = [json.dumps(r) for r in _pleach_rows(4)]
+    rows[1] = rows[1].replace('"text": "m1"', '"text": "m1", "deep": ' + _deep(300))
+    if path == "fallback":
+        rows[3] = rows[3][:20]
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join(rows) + "\n")
+    err = _load_error(rk.read_pleach, p)
+    assert (err.reason, err.line) == ("bad_json", 2) and "deep" in str(err)
+    log = rk.read_pleach(p, errors="quarantine")
+    assert log.table.column("source_line").to_pylist() == [1, 3] + ([4] if path == "fast" else [])
+
+
 def test_pleach_text_mentioning_nan_still_loads_byte_for_byte(tmp_path: Path) -> None:
     rows = _pleach_rows(2)
     rows[1]["payload"] = {"text": "score:NaN, [Infinity"}

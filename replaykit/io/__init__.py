@@ -13,8 +13,8 @@ from typing import Any
 
 from ..errors import FormatDetectionError
 from ..eventlog import EventLog, concat
-from . import inspect, isplay, otel, pleach, toh
 from ..schema import empty_events
+from . import inspect, isplay, otel, pleach, toh
 from ._common import Quarantine, expand_paths
 from .inspect import read_inspect
 from .isplay import read_isplay
