@@ -377,3 +377,30 @@ def test_canonical_json_depth_error_is_typed() -> None:
         deep = [deep]
     with pytest.raises(JSONTooDeep):
         canonical_json(deep)
+
+
+def test_parquet_with_invalid_utf8_text(tmp_path: Path) -> None:
+    t = pa.table({k: [r[k] for r in _pleach_rows()] for k in
+                  ("tenant_id", "chat_id", "sequence_number", "event_type")})
+    t = t.append_column("payload", pa.array(['{"text":"MARKER-1"}', '{"text":"b"}', '{}']))
+    p = tmp_path / "log.parquet"
+    pq.write_table(t, p, compression="none", use_dictionary=False, write_statistics=False)
+    data = p.read_bytes()
+    assert data.count(b"MARKER-1") == 1
+    p.write_bytes(data.replace(b"MARKER-1", b"\xffARKER-1"))
+    err = _load_error(rk.read_pleach, p)
+    assert err.reason == "bad_parquet" and str(p) in str(err)
+    log = rk.read_pleach(p, errors="quarantine")
+    assert len(log) == 0 and _reasons(log) == ["bad_parquet"]
+
+
+def test_pleach_turn_beyond_int32_is_null(tmp_path: Path) -> None:
+    rows = _pleach_rows(3)
+    for r, turn in zip(rows, (1, -(2**63), 2**40), strict=True):
+        r["event_type"], r["payload"] = "turn.started", {"turn": turn}
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    log = rk.read_pleach(p)
+    # the out-of-range turns are null on their rows, and the previous turn is carried on
+    assert log.table.column("turn").to_pylist() == [1, 1, 1]
+    assert str(-(2**63)) in log.table.column("payload")[1].as_py()

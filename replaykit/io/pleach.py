@@ -1014,7 +1014,7 @@ def _read_parquet_file(
         if exc.line is not None:  # a row error under errors="raise"
             raise
         err = exc
-    except (pa.ArrowException, OSError) as exc:
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
         err = LoadError(
             source=source, line=None, reason="bad_parquet",
             detail=f"is not a readable Parquet file ({exc})",
@@ -1047,6 +1047,7 @@ def _read_parquet(
         )
     first = 1
     for batch in pf.iter_batches(batch_size=500_000):
+        batch.validate(full=True)  # e.g. text that is not UTF-8 (Parquet readers do not check)
         t = pa.Table.from_batches([batch])
         n = t.num_rows
         counts.input_rows += n
@@ -1528,6 +1529,9 @@ def _canonical_columns(
     is_error = pc.or_(is_error, is_type("error.raised"))
     is_error = pc.or_(is_error, pc.fill_null(pc.equal(finish, "error"), False))
     turn = pick(is_type("turn.started", "turn.completed"), col("turn"))
+    wide = pc.fill_null(pc.or_(pc.less(turn, -(2**31)), pc.greater(turn, 2**31 - 1)), False)
+    if pc.any(wide).as_py():  # a turn beyond the int32 column is read as null, like a bad type
+        turn = pc.if_else(wide, pa.scalar(None, turn.type), turn)
     return {
         "type": etype,
         "kind": kind,
