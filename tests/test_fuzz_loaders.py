@@ -372,6 +372,11 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Sample]]
     ]
     isplay = [Sample(f"data/isplay/{p.name}", {p.name: p.read_bytes()}, p.name, "json", _isplay)
               for p in sorted((DATA / "isplay").glob("claims-*.json"))]
+    from replaykit.datasets import generate_isplay
+
+    runs = generate_isplay(gen / "runs.jsonl", runs=3, events_per_run=12, seed=5)
+    isplay.append(Sample("generate_isplay(runs.jsonl)", {"runs.jsonl": runs.read_bytes()},
+                         "runs.jsonl", "jsonl", _isplay))
     out["isplay"] = isplay
     otel = json.dumps(_small_otel()).encode()
     out["otel"] = [
