@@ -92,6 +92,15 @@ def test_deep_isplay_document(tmp_path: Path, depth: int) -> None:
         assert len(log) == 0
 
 
+@pytest.mark.parametrize("depth", [300, 1100])
+def test_isplay_document_that_is_a_deep_array(tmp_path: Path, depth: int) -> None:
+    p = tmp_path / "run.json"
+    p.write_text(_deep(depth))
+    err = _load_error(rk.read_isplay, p, tenant_id="t")
+    assert err.reason == ("too_deep" if depth > 1000 else "not_object")
+    assert _reasons(rk.read_isplay(p, tenant_id="t", errors="quarantine")) == [err.reason]
+
+
 def _otel_doc(value: dict[str, Any] | str, start: Any = "1767225600000000000") -> str:
     span = {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "aaaaaaaaaaaaaaa1",
             "name": "chat m", "startTimeUnixNano": start,
