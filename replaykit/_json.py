@@ -17,7 +17,7 @@ except ImportError:  # pragma: no cover
 
 __all__ = [
     "HAVE_ORJSON", "MAX_DEPTH", "JSONDecodeError", "JSONTooDeep", "args_hash", "canonical_json",
-    "dumps", "loads",
+    "dumps", "loads", "may_hold_long_ints",
 ]  # fmt: skip
 
 HAVE_ORJSON = _orjson is not None
@@ -44,9 +44,7 @@ class _NotFinite(ValueError):
 # lose digits, so such text is decoded by the standard library (exact Python ints) instead.
 # (Digits are mapped to "0" by one translate, then searched: much faster than a regex.)
 _DIGITS_B = bytes.maketrans(b"0123456789", b"0000000000")
-_DIGITS_S = str.maketrans("123456789", "000000000")
 _LONG_B = b"0" * 19
-_LONG_S = "0" * 19
 
 
 def _reject_constant(name: str) -> Any:
@@ -85,9 +83,9 @@ def _stdlib_loads(data: bytes | str) -> Any:
 
 
 def _has_long_int(data: bytes | str) -> bool:
-    if isinstance(data, bytes):
-        return _LONG_B in data.translate(_DIGITS_B)
-    return _LONG_S in data.translate(_DIGITS_S)
+    if isinstance(data, str):  # str.translate is slow: translate the UTF-8 bytes instead
+        data = data.encode("utf-8", "surrogatepass")
+    return _LONG_B in data.translate(_DIGITS_B)
 
 
 def _too_deep(data: bytes | str, value: Any) -> bool:
@@ -100,18 +98,34 @@ def _too_deep(data: bytes | str, value: Any) -> bool:
     return opened > MAX_DEPTH and _depth(value) > MAX_DEPTH
 
 
-def loads(data: bytes | str) -> Any:
+def may_hold_long_ints(path: Any) -> bool:
+    """True when a file holds a run of 19+ digits (an integer that may not fit 64 bits).
+
+    One pass over the file in large chunks; a loader that gets False may decode its lines
+    with ``loads(..., long_ints=False)`` and skip the per-line check.
+    """
+    tail = b""
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 22):
+            if _LONG_B in (tail + chunk).translate(_DIGITS_B):
+                return True
+            tail = chunk[-18:]
+    return False
+
+
+def loads(data: bytes | str, *, long_ints: bool = True) -> Any:
     """Decode JSON text (bytes must be UTF-8), strictly and without loss.
 
     ``NaN``/``Infinity`` literals and numbers beyond a double's range are rejected (they are
-    not JSON); integers keep every digit (also beyond 64 bits); text nested deeper than
+    not JSON); integers keep every digit (also beyond 64 bits; ``long_ints=False`` skips
+    that check, for text known to hold no run of 19 digits); text nested deeper than
     :data:`MAX_DEPTH` levels raises :class:`JSONTooDeep`. Every error is in
     :data:`JSONDecodeError`.
 
     >>> loads(b'{"n": 123456789012345678901234567890}')
     {'n': 123456789012345678901234567890}
     """
-    if _orjson is not None and not _has_long_int(data):
+    if _orjson is not None and not (long_ints and _has_long_int(data)):
         value = _orjson.loads(data)
     else:
         value = _stdlib_loads(data)

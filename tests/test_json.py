@@ -42,3 +42,28 @@ def test_float_text_examples():
 def test_args_hash_ignores_key_order_and_whitespace():
     assert args_hash('{"b": 1, "a": [1, 2]}') == args_hash({"a": [1, 2], "b": 1})
     assert args_hash("not json") != args_hash('"not json"'[1:-1] + " ")
+
+
+exact_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(exact_values)
+def test_loads_and_canonical_json_are_lossless(value):
+    """Any JSON value (integers of any size) survives text -> loads -> canonical_json -> loads,
+    with the fast path and the standard-library path agreeing byte for byte."""
+    import json
+
+    from replaykit._json import loads
+
+    text = json.dumps(value)
+    assert loads(text) == value and loads(text.encode()) == value
+    canon = canonical_json(value)
+    assert canon == _canonical_json_stdlib(value)
+    assert loads(canon) == value

@@ -13,6 +13,38 @@ ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ["toh", "pleach", "isplay", "inspect", "otel"]
 
 
+#: rules every loader follows for messy input; each format's section has its own table
+#: ("Bad input: accepted, quarantined, reasons") for the cases specific to it
+MESSY_INPUT = [
+    "### Messy input: the rules every loader follows",
+    "",
+    "Only `ReplayKitError` subclasses escape a loader, under either error mode; input files are",
+    "opened read-only and never changed. Each format's section ends with a table of what it",
+    "accepts and what it rejects with which reason. Common to all of them:",
+    "",
+    "| input | accepted? | reason |",
+    "|---|---|---|",
+    "| integers of any size inside a payload | yes: `payload` keeps every digit "
+    "(`123456789012345678901234567890` stays that text, never `1.2345678901234568e+29`) | — |",
+    "| an integer beyond 64 bits, or a float, where a typed column needs an integer (seq, "
+    "token counts, times) | no (never an overflowed or rounded value) | the format's own "
+    "(`bad_seq`, `bad_time`, `bad_tokens`, `bad_timestamp`, `bad_span`, ...) |",
+    "| a time outside years 1 to 9999 | no | the format's time reason |",
+    "| `NaN`, `Infinity`, `-Infinity` literals, numbers beyond a double's range (`1e400`) | "
+    "no: not JSON | `bad_json` |",
+    "| JSON nested deeper than 200 levels (arrays and objects) | no | `too_deep` (the "
+    "format's JSON reason where the parser itself gives up, beyond 1024 levels) |",
+    "| `read_events` on a folder: a file of no known format (empty, binary, other) | "
+    "`errors=\"raise\"`: `FormatDetectionError`; quarantine: one row (`line` null), the "
+    "other files load | `unknown_format` |",
+    "| `read_parquet` / `read_events` on an `EventLog.to_parquet` dataset with a damaged "
+    "or foreign file | no: `LoadError` naming the dataset folder | `bad_parquet` |",
+    "| anything no specific check catches (a replaykit bug) | no: `LoadError` naming the "
+    "file(s), raised; a last-resort guard, only around the OTel assembly step | "
+    "`unexpected_input` |",
+]
+
+
 def render() -> str:
     from replaykit.schema import COLUMN_DOCS, EVENTS_SCHEMA, KINDS
 
@@ -75,6 +107,8 @@ def render() -> str:
         "under `read_parquet(..., errors=\"quarantine\")` its rows are quarantined); it is never",
         "relabelled. A file that names no tenant (written by older versions or other tools) takes",
         "its folder's tenant.",
+        "",
+        *MESSY_INPUT,
         "",
     ]
     for name in SECTIONS:

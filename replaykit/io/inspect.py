@@ -29,13 +29,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from .._json import args_hash, canonical_json
+from .._json import JSONTooDeep, args_hash, canonical_json
 from ..errors import LoadError, MissingExtraError
 from ..eventlog import RUNS_SCHEMA, EventLog
 from ..fold._frozen import thaw
 from ..fold.projection import Projection, projection, reducer
 from ..schema import empty_events, events_table
-from ._common import ErrorPolicy, Progress, Quarantine, expand_paths, require_tenant
+from ._common import ErrorPolicy, Progress, Quarantine, expand_paths, is_int64, require_tenant
 
 __all__ = ["FORMAT", "TYPE_KINDS", "inspect_state", "read_inspect", "sniff"]
 
@@ -158,6 +158,12 @@ def _tool_span_end(events: list[dict[str, Any]], i: int) -> int:
     return i
 
 
+def _bad_sample(src: str, run_id: str, reason: str, fld: str, detail: str) -> LoadError:
+    return LoadError(source=src.removeprefix(f"{FORMAT}:"), line=None, field=fld, reason=reason,
+                     detail=f"(sample run {run_id}) {detail}",
+                     fix='Fix the sample in the log, or pass errors="quarantine" to skip it.')
+
+
 def _sample_rows(sample: Any, run_id: str, src: str) -> tuple[list[dict[str, Any]], dict]:
     """Canonical rows of one sample (in order) and its runs-table attrs."""
     events = [_dump(e) for e in sample.events]
@@ -169,9 +175,18 @@ def _sample_rows(sample: Any, run_id: str, src: str) -> tuple[list[dict[str, Any
     model_k = 0
 
     def add(ev: dict[str, Any], kind: str, payload: dict[str, Any], **cols: Any) -> None:
+        for name in ("input_tokens", "output_tokens"):
+            if cols.get(name) is not None and not is_int64(cols[name]):
+                raise _bad_sample(src, run_id, "bad_tokens", f"events[{i}].output.usage",
+                                  f"{name} must be an integer that fits in 64 bits, got "
+                                  f"{cols[name]!r}")
+        try:
+            text = canonical_json(payload)
+        except JSONTooDeep as exc:
+            raise _bad_sample(src, run_id, "too_deep", f"events[{i}]", str(exc)) from None
         row = {"run_id": run_id, "seq": len(rows), "type": ev.get("event") or "unknown",
                "kind": kind, "ts": ev.get("timestamp"), "event_id": ev.get("uuid"),
-               "payload": canonical_json(payload), "source": src, "is_error": False}
+               "payload": text, "source": src, "is_error": False}
         row.update(cols)
         rows.append(row)
 
@@ -180,8 +195,9 @@ def _sample_rows(sample: Any, run_id: str, src: str) -> tuple[list[dict[str, Any
         kind = TYPE_KINDS.get(typ, "other")
         if typ == "sample_init":
             add(ev, kind, ev)
-            state = ev.get("state") or {}
-            for msg in state.get("messages") or []:
+            state = ev.get("state")
+            msgs = state.get("messages") if isinstance(state, dict) else None
+            for msg in msgs if isinstance(msgs, list) else []:
                 if isinstance(msg, dict) and msg.get("role") in ("user", "system"):
                     add({"event": "message", "timestamp": ev.get("timestamp")},
                         "user_message" if msg.get("role") == "user" else "other",
@@ -308,12 +324,20 @@ def read_inspect(
                     if getattr(spec, "model_generate_config", None) is not None else None}
             for sample in log.samples:
                 run_id = f"{spec.eval_id}:{sample.id}:{sample.epoch}"
-                srows, attrs = _sample_rows(sample, run_id, src)
+                try:
+                    srows, attrs = _sample_rows(sample, run_id, src)
+                    attrs_json = canonical_json({**head, **attrs})
+                except JSONTooDeep as exc:
+                    quarantine.bad(_bad_sample(src, run_id, "too_deep", "sample", str(exc)))
+                    continue
+                except LoadError as exc:  # one bad sample: the others of the log still load
+                    quarantine.bad(exc)
+                    continue
                 rows.extend(srows)
                 started = getattr(sample, "started_at", None) or spec.created
                 runs.append({"tenant_id": tenant, "run_id": run_id, "parent_run_id": None,
                              "format": FORMAT, "source": src, "created_at": started,
-                             "attrs": canonical_json({**head, **attrs})})
+                             "attrs": attrs_json})
             bar.update(1)
     runs_table = _runs_table(runs)
     if not rows:

@@ -665,13 +665,16 @@ def _read_file(path: Path, acc: _Runs, seen: dict[str, str], quarantine: Quarant
         return
     if not text.strip():
         return file_error("bad_json", "is empty (expected one run document)", 1)
+    too_deep = f"is nested too deep (at most {MAX_DEPTH} levels are accepted)"
     try:
         top, arrays = _walk_document(text)
     except RecursionError:
-        return file_error("too_deep", f"is nested too deep (at most {MAX_DEPTH} levels are "
-                          "accepted)", 1)
+        return file_error("too_deep", too_deep, 1)
     except (_Syntax, ValueError):
-        err_line, msg, syntax = _json_error(text)
+        try:
+            err_line, msg, syntax = _json_error(text)
+        except RecursionError:  # e.g. a deep array where the document should be
+            return file_error("too_deep", too_deep, 1)
         if syntax:
             return file_error("bad_json", f"is not valid JSON: {msg}", err_line)
         return file_error("not_object", f"must hold one JSON object (a run document); {msg}",

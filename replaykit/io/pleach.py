@@ -51,7 +51,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from .._json import JSONDecodeError, args_hash, canonical_json, loads
+from .._json import MAX_DEPTH, JSONDecodeError, args_hash, canonical_json, loads
 from ..errors import LoadError
 from ..eventlog import RUNS_SCHEMA, EventLog
 from ..schema import EVENTS_SCHEMA, events_table
@@ -525,7 +525,7 @@ def _envelope_schema(created_at: pa.DataType) -> pa.Schema:
 
 
 def _payload_spans(
-    b: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    b: np.ndarray, starts: np.ndarray, ends: np.ndarray, opens: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Byte span [value, end) of each line's payload object, located column-wise.
 
@@ -534,7 +534,8 @@ def _payload_spans(
     it is the value of the top-level ``payload`` member; it ends at the line's second-to-last
     ``}``. :func:`_fast_block` proves both by its two parses.
     """
-    opens = _positions(b, ord("{"))
+    if opens is None:
+        opens = _positions(b, ord("{"))
     closes = _positions(b, ord("}"))
     i = np.searchsorted(opens, starts)  # opens[i] == starts (checked by the caller)
     nxt = np.minimum(i + 1, len(opens) - 1)
@@ -568,6 +569,34 @@ def _payload_spans(
     return value, pend
 
 
+_NAN = np.frombuffer(b"NaN", dtype=np.uint8)
+_INF = np.frombuffer(b"Infinity", dtype=np.uint8)
+
+
+def _may_hold_nonfinite(b: np.ndarray) -> bool:
+    """True when the bytes hold "NaN" or "Infinity" anywhere (column-wise, no copies)."""
+    for word in (_NAN, _INF):
+        pos = _positions(b, int(word[0]))
+        pos = pos[pos + len(word) <= len(b)]
+        if len(pos) and (b[pos[:, None] + np.arange(1, len(word))] == word[1:]).all(1).any():
+            return True
+    return False
+
+
+def _check_depth(block: bytes | bytearray, b: np.ndarray, starts: np.ndarray,
+                 ends: np.ndarray, opens: np.ndarray) -> None:
+    """Raise _FastPathFailed when a line may nest deeper than MAX_DEPTH (Arrow's reader
+    accepts any depth; the row-by-row path rejects it, so both paths agree)."""
+    count = np.searchsorted(opens, ends) - np.searchsorted(opens, starts)
+    brackets = _positions(b, ord("["))
+    count += np.searchsorted(brackets, ends) - np.searchsorted(brackets, starts)
+    for i in np.flatnonzero(count > MAX_DEPTH).tolist():  # few lines: decode them to be sure
+        try:
+            loads(bytes(block[starts[i]:ends[i]]))
+        except JSONDecodeError:
+            raise _FastPathFailed("a line is nested too deep (or is not JSON)") from None
+
+
 def _fast_block(
     block: bytes | bytearray,
     b: np.ndarray,
@@ -576,8 +605,12 @@ def _fast_block(
     lineno: np.ndarray,
     *,
     threads: bool = False,
+    strict_checked: bool = False,
 ) -> _Part:
     """A block's rows, column-wise; every byte is parsed once.
+
+    ``strict_checked``: every line already decoded as strict JSON (the robust path's good
+    lines), so a ``NaN``-like text inside a string need not send them back.
 
     1. Candidate payload spans (:func:`_payload_spans`).
     2. The envelope parse reads each line with its payload replaced by ``{}``: the lines
@@ -593,7 +626,7 @@ def _fast_block(
     # bare `null`, so anything else goes to the robust path.)
     if not (b[starts] == ord("{")).all():
         raise _FastPathFailed("a line does not start with '{'")
-    if (b"NaN" in block or b"Infinity" in block) and _NONFINITE.search(block):
+    if not strict_checked and _may_hold_nonfinite(b) and _NONFINITE.search(block):
         raise _FastPathFailed("a line may hold a NaN/Infinity literal (not JSON)")
     buf = pa.py_buffer(block)
     # UTF-8 (Arrow's JSON reader does not check bytes of fields it skips)
@@ -604,7 +637,9 @@ def _fast_block(
         )
     except pa.ArrowInvalid as exc:
         raise _FastPathFailed("invalid UTF-8") from exc
-    value, pend = _payload_spans(b, starts, ends)
+    opens = _positions(b, ord("{"))
+    value, pend = _payload_spans(b, starts, ends, opens)
+    _check_depth(block, b, starts, ends, opens)
     # the block as [line start, '{') [payload inside) ['}', next line start) pieces
     cut = np.empty(3 * n + 1, dtype=np.int64)
     cut[0:-1:3] = starts
@@ -768,7 +803,7 @@ def _robust_block(
     st[0] = 0
     st[1:] = nl[:-1] + 1
     try:
-        return _fast_block(joined, jb, st, nl, lines_no, threads=True)
+        return _fast_block(joined, jb, st, nl, lines_no, threads=True, strict_checked=True)
     except _FastPathFailed:
         return _part_from_objects(objs, lines_no, good_lines)
 
@@ -1066,7 +1101,7 @@ def _read_parquet_file(
         if exc.line is not None:  # a row error under errors="raise"
             raise
         err = exc
-    except (pa.ArrowException, OSError) as exc:
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
         err = LoadError(
             source=source, line=None, reason="bad_parquet",
             detail=f"is not a readable Parquet file ({exc})",
@@ -1099,6 +1134,7 @@ def _read_parquet(
         )
     first = 1
     for batch in pf.iter_batches(batch_size=500_000):
+        batch.validate(full=True)  # e.g. text that is not UTF-8 (Parquet readers do not check)
         t = pa.Table.from_batches([batch])
         n = t.num_rows
         counts.input_rows += n
@@ -1582,6 +1618,9 @@ def _canonical_columns(
     is_error = pc.or_(is_error, is_type("error.raised"))
     is_error = pc.or_(is_error, pc.fill_null(pc.equal(finish, "error"), False))
     turn = pick(is_type("turn.started", "turn.completed"), col("turn"))
+    wide = pc.fill_null(pc.or_(pc.less(turn, -(2**31)), pc.greater(turn, 2**31 - 1)), False)
+    if pc.any(wide).as_py():  # a turn beyond the int32 column is read as null, like a bad type
+        turn = pc.if_else(wide, pa.scalar(None, turn.type), turn)
     return {
         "type": etype,
         "kind": kind,

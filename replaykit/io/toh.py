@@ -28,7 +28,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._json import HAVE_ORJSON, JSONDecodeError, JSONTooDeep, args_hash, canonical_json, loads
+from .._json import (
+    HAVE_ORJSON,
+    JSONDecodeError,
+    JSONTooDeep,
+    args_hash,
+    canonical_json,
+    loads,
+    may_hold_long_ints,
+)
 from ..errors import LoadError
 from ..eventlog import RUNS_SCHEMA, EventLog
 from ..schema import EVENTS_SCHEMA
@@ -428,6 +436,7 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
     rare_append = acc.rare.append
     header_line: int | None = None
     headless_reason: str | None = None
+    long_ints = may_hold_long_ints(ctx.path)  # else lines skip the per-line digits check
     with open(ctx.path, "rb") as fh:
         last_pos = 0
         for lineno, raw in enumerate(fh, start=1):
@@ -442,7 +451,7 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
                           raw.rstrip(b"\r\n"))  # fmt: skip
                 continue
             try:
-                obj = loads(raw)  # a trailing newline is insignificant whitespace
+                obj = loads(raw, long_ints=long_ints)  # a trailing newline is whitespace
             except JSONDecodeError as exc:
                 raw = raw.rstrip(b"\r\n")
                 if not raw.strip():

@@ -1,0 +1,415 @@
+"""Messy input classes of issue 15, one test each: deep JSON, big numbers, Parquet files that are
+not what they claim, pleach row accounting and mixed folders.
+
+Each case gets a replaykit error (or quarantine row) with its reason, never a raw exception;
+where a value loads, the payload keeps its digits.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import replaykit as rk
+from replaykit._json import JSONDecodeError, JSONTooDeep, canonical_json, loads
+from replaykit.errors import FormatDetectionError, LoadError
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+BIG = 123456789012345678901234567890
+HEADER = {"type": "session", "version": 0, "id": "s-1", "createdAt": 1767312000000}
+
+
+def _deep(depth: int) -> str:
+    return "[" * depth + "1" + "]" * depth
+
+
+def _toh(tmp_path: Path, *lines: str | dict[str, Any], header: dict | None = None) -> Path:
+    p = tmp_path / "session.jsonl"
+    body = [json.dumps(header or HEADER)] + [x if isinstance(x, str) else json.dumps(x)
+                                             for x in lines]
+    p.write_text("\n".join(body) + "\n")
+    return p
+
+
+def _reasons(log: rk.EventLog) -> list[str]:
+    return log.quarantine.column("reason").to_pylist()
+
+
+def _load_error(fn: Any, *args: Any, **kwargs: Any) -> LoadError:
+    with pytest.raises(LoadError) as info:
+        fn(*args, **kwargs)
+    return info.value
+
+
+GOOD = {"type": "turn/start", "data": {"turn": 1}}
+
+
+# ----------------------------------------------------------------------------- JSON helpers
+def test_loads_is_strict_and_lossless() -> None:
+    assert loads(f'{{"n": {BIG}}}'.encode()) == {"n": BIG}
+    assert loads(f"[-{BIG}]") == [-BIG]
+    assert canonical_json({"n": BIG, "f": 1.5}) == f'{{"f":1.5,"n":{BIG}}}'
+    for bad in (b"[NaN]", b'{"a": Infinity}', b"[-Infinity]", b"[1e400]", f"[{BIG}, NaN]"):
+        with pytest.raises(JSONDecodeError):
+            loads(bad)
+    with pytest.raises(JSONTooDeep):
+        loads(_deep(300))
+    assert loads(_deep(150)) is not None
+    # brackets inside strings are not nesting
+    assert loads(json.dumps(["[" * 500])) == ["[" * 500]
+
+
+# ----------------------------------------------------------------------------- depth
+@pytest.mark.parametrize("depth", [300, 1100, 10_000])
+def test_deep_toh_line(tmp_path: Path, depth: int) -> None:
+    p = _toh(tmp_path, GOOD, '{"type":"x/y","data":' + _deep(depth) + "}", GOOD)
+    err = _load_error(rk.read_toh, p, tenant_id="t")
+    assert err.line == 3 and err.reason in ("too_deep", "bad_json")
+    log = rk.read_toh(p, tenant_id="t", errors="quarantine")
+    assert len(log) == 2 and log.quarantine.column("line").to_pylist() == [3]
+    assert _reasons(log) == ["too_deep" if depth < 1024 else "bad_json"]
+
+
+@pytest.mark.parametrize("depth", [300, 1100])
+def test_deep_isplay_document(tmp_path: Path, depth: int) -> None:
+    doc = json.loads(DATA.joinpath("isplay", "claims-triage-C-231.json").read_text())
+    n = len(doc["events"])
+    doc["events"][3]["output"] = "HOLE"
+    p = tmp_path / "run.json"
+    p.write_text(json.dumps(doc, indent=1).replace('"HOLE"', _deep(depth)))
+    err = _load_error(rk.read_isplay, p, tenant_id="t")
+    assert err.reason == "too_deep"
+    log = rk.read_isplay(p, tenant_id="t", errors="quarantine")
+    assert _reasons(log) == ["too_deep"]
+    if depth < 1000:  # one event is rejected, the others load
+        assert len(log) == n - 1
+    else:  # beyond the parser's reach the document is one bad row
+        assert len(log) == 0
+
+
+@pytest.mark.parametrize("depth", [300, 1100])
+def test_isplay_document_that_is_a_deep_array(tmp_path: Path, depth: int) -> None:
+    p = tmp_path / "run.json"
+    p.write_text(_deep(depth))
+    err = _load_error(rk.read_isplay, p, tenant_id="t")
+    assert err.reason == ("too_deep" if depth > 1000 else "not_object")
+    assert _reasons(rk.read_isplay(p, tenant_id="t", errors="quarantine")) == [err.reason]
+
+
+def _otel_doc(value: dict[str, Any] | str, start: Any = "1767225600000000000") -> str:
+    span = {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "aaaaaaaaaaaaaaa1",
+            "name": "chat m", "startTimeUnixNano": start,
+            "endTimeUnixNano": "1767225600000500000",
+            "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                           {"key": "custom", "value": "HOLE"}]}  # fmt: skip
+    text = json.dumps({"resourceSpans": [{"resource": {"attributes": []},
+                                          "scopeSpans": [{"scope": {"name": "s"},
+                                                          "spans": [span]}]}]})  # fmt: skip
+    return text.replace('"HOLE"', value if isinstance(value, str) else json.dumps(value))
+
+
+def _kvlist(levels: int) -> str:
+    return '{"kvlistValue":{"values":[{"key":"a","value":' * levels + '{"intValue":"1"}' + \
+        "}]}}" * levels  # fmt: skip
+
+
+def test_deep_otel_any_value(tmp_path: Path) -> None:
+    p = tmp_path / "t.json"
+    p.write_text(_otel_doc(_kvlist(100)))  # 400 JSON levels
+    err = _load_error(rk.read_otel, p, tenant_id="t")
+    assert err.reason in ("bad_json", "too_deep") and "deep" in str(err)
+    log = rk.read_otel(p, tenant_id="t", errors="quarantine")
+    assert len(log) == 0 and log.quarantine.num_rows == 1
+    p.write_text(_otel_doc(_kvlist(40)))  # 160 levels: accepted, decoded in full
+    log = rk.read_otel(p, tenant_id="t")
+    value = json.loads(log.table.column("payload")[0].as_py())["attributes"]["custom"]
+    for _ in range(40):
+        value = value["a"]
+    assert value == 1
+
+
+# ----------------------------------------------------------------------------- big numbers
+@pytest.mark.parametrize(("line", "reason", "field"), [
+    ({"type": "x", "time": BIG, "data": {}}, "bad_time", "time"),
+    ({"type": "x", "time": 1e30, "data": {}}, "bad_time", "time"),
+    ({"type": "x", "seq": 2**64, "data": {}}, "bad_seq", "seq"),
+    ({"type": "text-chunks", "time0": 1, "data": {"turn": 1, "step": 1, "index": 0,
+      "dt": [2**64], "texts": ["a", "b"]}}, "bad_packed_row", "data.dt"),
+    ({"type": "text-chunks", "time0": 1, "data": {"turn": 1, "step": 1, "index": 0,
+      "dt": [2**62, 2**62], "texts": ["a", "b", "c"]}}, "bad_packed_row", "data.dt"),
+    ({"type": "text-chunks", "time0": 10**30, "data": {"turn": 1, "step": 1, "index": 0,
+      "dt": [], "texts": ["a"]}}, "bad_packed_row", "time0"),
+    ({"type": "assistant/chunk", "data": {"turn": 1, "step": 1, "chunk": {
+        "type": "usage", "usage": {"inputTokens": BIG, "outputTokens": 1}}}},
+     "bad_tokens", "data.chunk.usage"),
+])  # fmt: skip
+def test_big_numbers_toh(tmp_path: Path, line: dict, reason: str, field: str) -> None:
+    p = _toh(tmp_path, GOOD, line)
+    err = _load_error(rk.read_toh, p, tenant_id="t")
+    assert (err.reason, err.field, err.line) == (reason, field, 3)
+    log = rk.read_toh(p, tenant_id="t", errors="quarantine")
+    assert len(log) == 1 and _reasons(log) == [reason]
+
+
+def test_big_numbers_toh_header_and_payload(tmp_path: Path) -> None:
+    p = _toh(tmp_path, GOOD, header={**HEADER, "createdAt": 2**70})
+    err = _load_error(rk.read_toh, p, tenant_id="t")
+    assert (err.reason, err.field) == ("bad_header", "createdAt")
+    # huge gaps are allowed while the member times stay in range
+    p = _toh(tmp_path, {"type": "text-chunks", "time0": 0, "data": {
+        "turn": 1, "step": 1, "index": 0, "dt": [10**14, -(10**14)], "texts": ["a", "b", "c"]}},
+        {"type": "x/big", "data": {"n": BIG, "m": -BIG, "u": 2**64 - 1}})  # fmt: skip
+    log = rk.read_toh(p, tenant_id="t")
+    payload = log.table.column("payload").to_pylist()[-1]
+    assert f'"n":{BIG}' in payload and f'"m":-{BIG}' in payload
+    assert f'"u":{2**64 - 1}' in payload and "e+29" not in payload
+    assert json.loads(payload)["data"] == {"n": BIG, "m": -BIG, "u": 2**64 - 1}
+
+
+def test_big_numbers_isplay(tmp_path: Path) -> None:
+    doc = json.loads(DATA.joinpath("isplay", "claims-triage-C-231.json").read_text())
+    n = len(doc["events"])
+    k = next(i for i, e in enumerate(doc["events"]) if "usage" in e)
+    doc["events"][k]["usage"]["outputTokens"] = 2**63
+    doc["events"][0]["extra"] = BIG
+    doc["run"]["metadata"] = {"budget": BIG}
+    p = tmp_path / "run.json"
+    p.write_text(json.dumps(doc))
+    err = _load_error(rk.read_isplay, p, tenant_id="t")
+    assert (err.reason, err.field) == ("bad_type", f"events[{k}].usage.outputTokens")
+    log = rk.read_isplay(p, tenant_id="t", errors="quarantine")
+    assert len(log) == n - 1 and _reasons(log) == ["bad_type"]
+    assert f'"extra":{BIG}' in log.table.column("payload")[0].as_py()
+    assert json.loads(log.runs.column("attrs")[0].as_py())["metadata"] == {"budget": BIG}
+
+
+@pytest.mark.parametrize(("value", "start"), [
+    ({"intValue": str(BIG)}, "1767225600000000000"),
+    ({"intValue": 2**63}, "1767225600000000000"),
+    ({"intValue": 1e30}, "1767225600000000000"),
+    ({"stringValue": "x"}, str(BIG)),
+    ({"stringValue": "x"}, 1e30),
+])  # fmt: skip
+def test_big_numbers_otel(tmp_path: Path, value: dict, start: Any) -> None:
+    p = tmp_path / "t.json"
+    p.write_text(_otel_doc(value, start))
+    err = _load_error(rk.read_otel, p, tenant_id="t")
+    assert err.reason == "bad_span" and "64" in str(err)
+    log = rk.read_otel(p, tenant_id="t", errors="quarantine")
+    assert len(log) == 0 and _reasons(log) == ["bad_span"]
+
+
+def _pleach_rows(n: int = 3, **override: Any) -> list[dict[str, Any]]:
+    return [{"tenant_id": "acme", "chat_id": "c1", "sequence_number": i,
+             "event_type": "message.user", "payload": {"text": f"m{i}"},
+             "created_at": "2026-01-01T00:00:00Z", **(override if i == 1 else {})}
+            for i in range(n)]  # fmt: skip
+
+
+def test_big_numbers_pleach(tmp_path: Path) -> None:
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in _pleach_rows(created_at=2**62)) + "\n")
+    err = _load_error(rk.read_pleach, p)
+    assert (err.reason, err.line) == ("bad_timestamp", 2)
+    # a payload with a big integer keeps its digits (fast path: the source text)
+    rows = _pleach_rows()
+    rows[1]["payload"] = {"text": "x", "n": BIG}
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert f'"n": {BIG}' in rk.read_pleach(p).table.column("payload")[1].as_py()
+    # ... and on the row-by-row path too (mixed payload types force it)
+    rows[2]["payload"] = {"text": {"not": "a string"}}
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    payload = rk.read_pleach(p).table.column("payload")[1].as_py()
+    assert str(BIG) in payload and "e+29" not in payload
+    # Parquet created_at of 2**62 ms
+    t = pa.table({k: [r[k] for r in _pleach_rows()] for k in
+                  ("tenant_id", "chat_id", "sequence_number", "event_type")})
+    t = t.append_column("payload", pa.array(['{"text":"a"}'] * 3)).append_column(
+        "created_at", pa.array([0, 2**62, 1000], pa.int64()))
+    pq.write_table(t, tmp_path / "log.parquet")
+    err = _load_error(rk.read_pleach, tmp_path / "log.parquet")
+    assert (err.reason, err.line) == ("bad_timestamp", 2)
+    log = rk.read_pleach(tmp_path / "log.parquet", errors="quarantine")
+    assert len(log) == 2 and _reasons(log) == ["bad_timestamp"]
+
+
+# ----------------------------------------------------------------------------- Parquet
+def _damaged(good: bytes) -> dict[str, bytes]:
+    flipped = bytearray(good)
+    for i in range(len(good) // 2, len(good) // 2 + 64):
+        flipped[i] ^= 0xFF
+    flipped[-6] ^= 0xFF  # the footer length
+    return {
+        "truncated": good[: len(good) // 2],
+        "empty": b"",
+        "flipped": bytes(flipped),
+        "random": bytes(range(256)) * 8,
+        "jsonl": DATA.joinpath("pleach", "harness_event_log.jsonl").read_bytes()[:2000],
+    }
+
+
+@pytest.mark.parametrize("kind", ["truncated", "empty", "flipped", "random", "jsonl"])
+def test_parquet_that_is_not_parquet(tmp_path: Path, kind: str) -> None:
+    good = DATA.joinpath("pleach", "harness_event_log_hashed.parquet").read_bytes()
+    bad = tmp_path / "in" / "bad.parquet"
+    bad.parent.mkdir()
+    bad.write_bytes(_damaged(good)[kind])
+    (tmp_path / "in" / "good.parquet").write_bytes(good)
+    err = _load_error(rk.read_pleach, bad)
+    assert err.reason == "bad_parquet" and str(bad) in str(err)
+    log = rk.read_pleach(tmp_path / "in", errors="quarantine")
+    assert len(log) == pq.read_metadata(tmp_path / "in" / "good.parquet").num_rows
+    q = log.quarantine.to_pylist()
+    assert [(r["reason"], r["line"]) for r in q] == [("bad_parquet", None)]
+    assert str(bad) in q[0]["source"] and str(bad) in q[0]["message"]
+    counts = {r["source"]: r for r in log.extras["pleach_counts"].to_pylist()}
+    assert counts[f"pleach:{bad}"]["input_rows"] == counts[f"pleach:{bad}"]["quarantined"] == 1
+    # read_events sniffs it without a raw error (the file matches no format)
+    with pytest.raises(FormatDetectionError):
+        rk.read_events(bad)
+
+
+def test_parquet_wrong_schema_is_one_quarantine_row(tmp_path: Path) -> None:
+    good = DATA.joinpath("pleach", "harness_event_log_hashed.parquet")
+    t = pq.read_table(good)
+    (tmp_path / "in").mkdir()
+    pq.write_table(t.drop_columns(["chat_id"]), tmp_path / "in" / "a_nochat.parquet")
+    pq.write_table(t.set_column(t.column_names.index("payload"), "payload",
+                                pa.array([1.5] * t.num_rows)), tmp_path / "in" / "b_float.parquet")
+    pq.write_table(t, tmp_path / "in" / "c_good.parquet")
+    err = _load_error(rk.read_pleach, tmp_path / "in" / "a_nochat.parquet")
+    assert err.reason == "bad_schema"
+    err = _load_error(rk.read_pleach, tmp_path / "in" / "b_float.parquet")
+    assert (err.reason, err.field) == ("bad_type", "payload")
+    log = rk.read_pleach(tmp_path / "in", errors="quarantine")
+    assert len(log) == t.num_rows
+    q = log.quarantine.to_pylist()
+    assert [(Path(r["source"]).name, r["reason"], r["line"]) for r in q] == [
+        ("a_nochat.parquet", "bad_schema", None), ("b_float.parquet", "bad_type", None)]
+    assert all(r["message"] for r in q)
+
+
+def test_damaged_parquet_dataset(tmp_path: Path) -> None:
+    rk.read_toh(DATA / "toh" / "shed-fork", tenant_id="t").to_parquet(tmp_path / "ds")
+    part = next((tmp_path / "ds").rglob("part-*.parquet"))
+    part.write_bytes(part.read_bytes()[:100])
+    err = _load_error(rk.read_parquet, tmp_path / "ds")
+    assert err.reason == "bad_parquet" and str(tmp_path / "ds") in str(err)
+    with pytest.raises(LoadError):
+        rk.read_events(tmp_path / "ds", tenant_id="t")
+
+
+# ----------------------------------------------------------------------------- pleach accounting
+def test_pleach_whitespace_lines_are_not_rows(tmp_path: Path) -> None:
+    rows = [json.dumps(r) for r in _pleach_rows(2)]
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join([rows[0], "   ", "\t", " \t ", "", rows[1], "  "]) + "\n")
+    for errors in ("raise", "quarantine"):
+        log = rk.read_pleach(p, errors=errors)  # type: ignore[arg-type]
+        c = log.extras["pleach_counts"].to_pylist()[0]
+        assert (len(log), c["input_rows"], c["loaded"], c["quarantined"]) == (2, 2, 2, 0)
+        assert log.table.column("source_line").to_pylist() == [1, 6]
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("path", ["fast", "fallback"])
+def test_pleach_nonfinite_literals_are_bad_json(tmp_path: Path, literal: str, path: str) -> None:
+    rows = [json.dumps(r) for r in _pleach_rows(4)]
+    rows[1] = rows[1].replace('"text": "m1"', f'"text": "m1", "score": {literal}')
+    if path == "fallback":  # a broken line sends the block to the row-by-row path
+        rows[3] = rows[3][:20]
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join(rows) + "\n")
+    err = _load_error(rk.read_pleach, p)
+    assert (err.reason, err.line) == ("bad_json", 2)
+    log = rk.read_pleach(p, errors="quarantine")
+    bad = {r["line"]: r["reason"] for r in log.quarantine.to_pylist()}
+    assert bad == ({2: "bad_json"} if path == "fast" else {2: "bad_json", 4: "bad_json"})
+    assert log.table.column("source_line").to_pylist() == [1, 3] + ([4] if path == "fast" else [])
+    c = log.extras["pleach_counts"].to_pylist()[0]
+    assert c["input_rows"] == 4 and c["loaded"] == len(log)
+
+
+@pytest.mark.parametrize("path", ["fast", "fallback"])
+def test_pleach_deep_payload_is_rejected_on_both_paths(tmp_path: Path, path: str) -> None:
+    rows = [json.dumps(r) for r in _pleach_rows(4)]
+    rows[1] = rows[1].replace('"text": "m1"', '"text": "m1", "deep": ' + _deep(300))
+    if path == "fallback":
+        rows[3] = rows[3][:20]
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join(rows) + "\n")
+    err = _load_error(rk.read_pleach, p)
+    assert (err.reason, err.line) == ("bad_json", 2) and "deep" in str(err)
+    log = rk.read_pleach(p, errors="quarantine")
+    assert log.table.column("source_line").to_pylist() == [1, 3] + ([4] if path == "fast" else [])
+
+
+def test_pleach_text_mentioning_nan_still_loads_byte_for_byte(tmp_path: Path) -> None:
+    rows = _pleach_rows(2)
+    rows[1]["payload"] = {"text": "score:NaN, [Infinity"}
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    log = rk.read_pleach(p)
+    assert log.table.column("payload")[1].as_py() == json.dumps(rows[1]["payload"])
+
+
+# ----------------------------------------------------------------------------- mixed folders
+@pytest.mark.parametrize("odd", [b"", b"\x00\x01\xff\xfe binary \x00", b'{"hello": "world"}\n'])
+def test_mixed_folder_quarantines_unknown_files(tmp_path: Path, odd: bytes) -> None:
+    (tmp_path / "toh").mkdir()
+    for f in (DATA / "toh" / "shed-fork").glob("*.jsonl"):
+        (tmp_path / "toh" / f.name).write_bytes(f.read_bytes())
+    (tmp_path / "run.json").write_bytes(
+        DATA.joinpath("isplay", "claims-triage-C-231.json").read_bytes())
+    (tmp_path / "odd.jsonl").write_bytes(odd)
+    with pytest.raises(FormatDetectionError) as info:
+        rk.read_events(tmp_path, tenant_id="t")
+    assert info.value.source == str(tmp_path / "odd.jsonl")
+    log = rk.read_events(tmp_path, tenant_id="t", errors="quarantine")
+    expected = len(rk.read_toh(tmp_path / "toh", tenant_id="t")) + len(
+        rk.read_isplay(tmp_path / "run.json", tenant_id="t"))
+    assert len(log) == expected
+    q = log.quarantine.to_pylist()
+    assert [(r["source"], r["reason"], r["line"]) for r in q] == [
+        (str(tmp_path / "odd.jsonl"), "unknown_format", None)]
+    assert "toh:" in q[0]["message"] and "pleach:" in q[0]["message"]
+
+
+def test_canonical_json_depth_error_is_typed() -> None:
+    deep: Any = 1
+    for _ in range(400):
+        deep = [deep]
+    with pytest.raises(JSONTooDeep):
+        canonical_json(deep)
+
+
+def test_parquet_with_invalid_utf8_text(tmp_path: Path) -> None:
+    t = pa.table({k: [r[k] for r in _pleach_rows()] for k in
+                  ("tenant_id", "chat_id", "sequence_number", "event_type")})
+    t = t.append_column("payload", pa.array(['{"text":"MARKER-1"}', '{"text":"b"}', '{}']))
+    p = tmp_path / "log.parquet"
+    pq.write_table(t, p, compression="none", use_dictionary=False, write_statistics=False)
+    data = p.read_bytes()
+    assert data.count(b"MARKER-1") == 1
+    p.write_bytes(data.replace(b"MARKER-1", b"\xffARKER-1"))
+    err = _load_error(rk.read_pleach, p)
+    assert err.reason == "bad_parquet" and str(p) in str(err)
+    log = rk.read_pleach(p, errors="quarantine")
+    assert len(log) == 0 and _reasons(log) == ["bad_parquet"]
+
+
+def test_pleach_turn_beyond_int32_is_null(tmp_path: Path) -> None:
+    rows = _pleach_rows(3)
+    for r, turn in zip(rows, (1, -(2**63), 2**40), strict=True):
+        r["event_type"], r["payload"] = "turn.started", {"turn": turn}
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    log = rk.read_pleach(p)
+    # the out-of-range turns are null on their rows, and the previous turn is carried on
+    assert log.table.column("turn").to_pylist() == [1, 1, 1]
+    assert str(-(2**63)) in log.table.column("payload")[1].as_py()
