@@ -21,6 +21,7 @@ import base64
 import binascii
 import os
 import re
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from ._common import ErrorPolicy, Progress, Quarantine, expand_paths, iter_lines
 
 _BAD_JSON: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError)
 
-__all__ = ["FORMAT", "MODEL_OPERATIONS", "read_otel", "sniff"]
+__all__ = ["FORMAT", "MODEL_OPERATIONS", "DuplicateSpanWarning", "read_otel", "sniff"]
 
 FORMAT = "otel"
 _PATTERNS = ("*.json", "*.jsonl", "*.ndjson")
@@ -46,17 +47,40 @@ _HEAD_RE = re.compile(rb'^\s*\{\s*"resource_?[sS]pans"\s*:')
 #: ``gen_ai.operation.name`` values that are one model call.
 MODEL_OPERATIONS: tuple[str, ...] = ("chat", "text_completion", "generate_content")
 
-#: ``gen_ai.response.finish_reasons`` values -> replaykit ``finish``.
+#: ``gen_ai.response.finish_reasons`` values -> replaykit ``finish`` (looked up lower-cased).
+#: The semantic conventions' FinishReason values (``stop``, ``length``, ``content_filter``,
+#: ``tool_call``, ``error``) and the provider spellings instrumentations pass through
+#: (OpenAI ``tool_calls``/``function_call``, Anthropic ``end_turn``/``stop_sequence``/
+#: ``tool_use``/``max_tokens``/``refusal``, Gemini ``STOP``/``MAX_TOKENS``/``SAFETY``/
+#: ``RECITATION``, Bedrock ``guardrail_intervened``/``content_filtered``). Any other value is
+#: kept as written.
 FINISH: dict[str, str] = {
     "stop": "stop",
     "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_call": "tool-calls",
     "tool_calls": "tool-calls",
     "tool_use": "tool-calls",
+    "function_call": "tool-calls",
     "length": "max-tokens",
     "max_tokens": "max-tokens",
+    "model_length": "max-tokens",
     "content_filter": "content-filter",
+    "content_filtered": "content-filter",
+    "refusal": "content-filter",
+    "safety": "content-filter",
+    "recitation": "content-filter",
+    "guardrail_intervened": "content-filter",
     "error": "error",
 }
+
+
+class DuplicateSpanWarning(UserWarning):
+    """The same span (trace id, span id, identical content) was read more than once.
+
+    Overlapping exports of one trace are common (a collector file exporter and a manual
+    export, copied files): each span is loaded once; the warning names the files.
+    """
 
 _SPAN_KIND = {0: "UNSPECIFIED", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER",
               5: "CONSUMER"}
@@ -113,10 +137,46 @@ def _any_value(v: Any) -> Any:
     return None
 
 
-def _attributes(items: Any) -> dict[str, Any]:
+def _attributes(items: Any, where: str = "attributes") -> dict[str, Any]:
+    """OTLP ``[{key, value}, ...]`` as a dict; raises ValueError naming the bad entry."""
+    if items is None:
+        return {}
     if not isinstance(items, list):
-        raise ValueError("attributes must be an array of {key, value}")
-    return {a["key"]: _any_value(a.get("value")) for a in items if isinstance(a, dict)}
+        raise ValueError(f"{where} must be an array of {{key, value}}")
+    out: dict[str, Any] = {}
+    for i, a in enumerate(items):
+        if not isinstance(a, dict):
+            raise ValueError(f"{where}[{i}] must be a {{key, value}} object, got "
+                             f"{type(a).__name__}")
+        key = a.get("key")
+        if not isinstance(key, str):
+            raise ValueError(f"{where}[{i}].key must be a string, got {key!r}")
+        out[key] = _any_value(a.get("value"))
+    return out
+
+
+def _scalar_text(value: Any, name: str) -> str | None:
+    """A string attribute that some producers write as a number: ``5`` -> ``"5"``.
+
+    Strings pass; integers, floats and booleans become their JSON text; arrays and objects
+    raise ValueError (no sensible id or name).
+    """
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (bool, int, float)):
+        return canonical_json(value)
+    raise ValueError(f"attribute {name} must be a string, got a JSON {type(value).__name__}")
+
+
+def _token_count(value: Any, name: str) -> int | None:
+    """A token count: an integer, or a float with an integral value (``12.0``)."""
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if type(value) is not int or not 0 <= value < 2**63:
+        raise ValueError(f"attribute {name} must be a non-negative integer, got {value!r}")
+    return value
 
 
 def _hex_id(value: Any, size: int) -> str | None:
@@ -148,9 +208,11 @@ def _maybe_json(value: Any) -> tuple[Any, str | None]:
     return value, canonical_json(value)
 
 
-def _span_record(span: dict[str, Any], resource: dict[str, Any], scope: dict[str, Any]
-                 ) -> dict[str, Any]:
+def _span_record(span: dict[str, Any], resource: dict[str, Any] | ValueError,
+                 scope: dict[str, Any]) -> dict[str, Any]:
     """A span as plain JSON (the payload) plus its ids and times; raises ValueError."""
+    if isinstance(resource, ValueError):
+        raise resource
     trace = _hex_id(span.get("traceId", span.get("trace_id")), 16)
     sid = _hex_id(span.get("spanId", span.get("span_id")), 8)
     if trace is None or sid is None:
@@ -159,33 +221,58 @@ def _span_record(span: dict[str, Any], resource: dict[str, Any], scope: dict[str
     start = int(span.get("startTimeUnixNano", span.get("start_time_unix_nano")) or 0)
     end = int(span.get("endTimeUnixNano", span.get("end_time_unix_nano")) or 0) or start
     attrs = _attributes(span.get("attributes", []))
+    op = attrs.get("gen_ai.operation.name")
+    if op is not None and not isinstance(op, str):
+        raise ValueError(f"attribute gen_ai.operation.name must be a string, got {op!r}")
+    for key in ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"):
+        _token_count(attrs.get(key), key)
+    for key in ("gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.agent.id",
+                "gen_ai.conversation.id"):
+        _scalar_text(attrs.get(key), key)
     kind = span.get("kind", 0)
-    events = [{"name": e.get("name"),
-               "timeUnixNano": int(e.get("timeUnixNano", e.get("time_unix_nano")) or 0),
-               "attributes": _attributes(e.get("attributes", []))}
-              for e in span.get("events", []) or []]
+    events = []
+    for i, e in enumerate(span.get("events", []) or []):
+        if not isinstance(e, dict):
+            raise ValueError(f"events[{i}] must be an object")
+        name = e.get("name")
+        events.append({"name": name if isinstance(name, str) else None,
+                       "timeUnixNano": int(e.get("timeUnixNano", e.get("time_unix_nano")) or 0),
+                       "attributes": _attributes(e.get("attributes", []),
+                                                 f"events[{i}].attributes")})
     status = span.get("status") or {}
     code = status.get("code", 0)
     if isinstance(code, str):  # protobuf JSON writes enum names
         code = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(code, 0)
+    message = status.get("message")
+    name = span.get("name")
     return {
-        "traceId": trace, "spanId": sid, "parentSpanId": parent, "name": span.get("name"),
+        "traceId": trace, "spanId": sid, "parentSpanId": parent,
+        "name": name if name is None or isinstance(name, str) else canonical_json(name),
         "kind": _SPAN_KIND.get(kind, kind) if isinstance(kind, int) else
         str(kind).replace("SPAN_KIND_", ""),
         "startTimeUnixNano": start, "endTimeUnixNano": end, "attributes": attrs,
-        "events": events, "status": {"code": int(code), "message": status.get("message")},
+        "events": events, "status": {"code": int(code), "message": message if message is None
+                                     or isinstance(message, str) else canonical_json(message)},
         "scope": scope.get("name"), "resource": resource,
     }
 
 
-def _spans_of(doc: Any) -> Iterable[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
+def _spans_of(doc: Any) -> Iterable[tuple[Any, dict[str, Any] | ValueError, dict[str, Any]]]:
     if not isinstance(doc, dict):
         raise ValueError("the document is not a JSON object")
     rs_list = doc.get("resourceSpans", doc.get("resource_spans"))
     if not isinstance(rs_list, list):
         raise ValueError('has no "resourceSpans" array')
-    for rs in rs_list:
-        resource = _attributes((rs.get("resource") or {}).get("attributes", []))
+    for r, rs in enumerate(rs_list):
+        if not isinstance(rs, dict):
+            raise ValueError(f"resourceSpans[{r}] is not an object")
+        # a bad resource fails its spans (each one a bad_span row), not the whole document
+        try:
+            resource: dict[str, Any] | ValueError = _attributes(
+                (rs.get("resource") or {}).get("attributes", []),
+                f"resourceSpans[{r}].resource.attributes")
+        except (ValueError, AttributeError, TypeError) as exc:
+            resource = ValueError(str(exc))
         for ss in rs.get("scopeSpans", rs.get("scope_spans", [])) or []:
             scope = ss.get("scope") or {}
             for span in ss.get("spans", []) or []:
@@ -206,29 +293,27 @@ def _rows_of_span(rec: dict[str, Any], root: bool) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if op in MODEL_OPERATIONS:
         out = a.get("gen_ai.output.messages")
-        has_event = any(e["name"] in ("gen_ai.choice", "gen_ai.content.completion")
-                        for e in rec["events"])
+        names = [e["name"] or "" for e in rec["events"]]
+        has_event = any(n in ("gen_ai.choice", "gen_ai.content.completion") for n in names)
         if out is None and "gen_ai.completion" not in a and not has_event:
             missing.append("gen_ai.output.messages")
         if a.get("gen_ai.input.messages") is None and "gen_ai.prompt" not in a and not any(
-            e["name"].startswith("gen_ai.") and e["name"].endswith(".message")
-            for e in rec["events"]
+            n.startswith("gen_ai.") and n.endswith(".message") for n in names
         ):
             missing.append("gen_ai.input.messages")
-        reasons = a.get("gen_ai.response.finish_reasons")
-        first = reasons[0] if isinstance(reasons, list) and reasons else reasons
-        finish = "error" if err else (FINISH.get(first, first) if first else "unknown")
+        finish = "error" if err else _finish(a.get("gen_ai.response.finish_reasons"))
         text = None
         if out is not None:
             parsed, raw = _maybe_json(out)
             text = _output_text(parsed) if not isinstance(parsed, str) else parsed
         rows.append({**base, "kind": "model_response", "_t": end, "ref_id": rec["spanId"],
                      "finish": finish, "is_error": err,
-                     "input_tokens": a.get("gen_ai.usage.input_tokens"),
-                     "output_tokens": a.get("gen_ai.usage.output_tokens"), "text": text})
+                     "input_tokens": _token_count(a.get("gen_ai.usage.input_tokens"), ""),
+                     "output_tokens": _token_count(a.get("gen_ai.usage.output_tokens"), ""),
+                     "text": text})
     elif op == "execute_tool":
-        call_id = a.get("gen_ai.tool.call.id") or rec["spanId"]
-        tool = a.get("gen_ai.tool.name")
+        call_id = _scalar_text(a.get("gen_ai.tool.call.id"), "") or rec["spanId"]
+        tool = _scalar_text(a.get("gen_ai.tool.name"), "")
         args = a.get("gen_ai.tool.call.arguments")
         result = a.get("gen_ai.tool.call.result")
         if args is None:
@@ -244,7 +329,7 @@ def _rows_of_span(rec: dict[str, Any], root: bool) -> list[dict[str, Any]]:
                      "ref_id": call_id, "tool_name": tool, "is_error": err,
                      "text": result_text if result is not None else rec["status"]["message"]})
     elif op in ("invoke_agent", "create_agent") and not root:
-        ref = a.get("gen_ai.agent.id") or rec["spanId"]
+        ref = _scalar_text(a.get("gen_ai.agent.id"), "") or rec["spanId"]
         rows.append({**base, "kind": "subagent_start", "_t": start, "ref_id": ref})
         rows.append({**base, "type": f"{op}.end", "kind": "subagent_end", "_t": end,
                      "ref_id": ref, "is_error": err})
@@ -264,6 +349,16 @@ def _rows_of_span(rec: dict[str, Any], root: bool) -> list[dict[str, Any]]:
         r["_start"] = start
         r["_replayable"] = not missing
     return rows
+
+
+def _finish(reasons: Any) -> str:
+    """replaykit ``finish`` of ``gen_ai.response.finish_reasons`` (its first value)."""
+    first = reasons[0] if isinstance(reasons, list) and reasons else reasons
+    if first is None or first == "" or first == []:
+        return "unknown"
+    if not isinstance(first, str):
+        first = canonical_json(first)
+    return FINISH.get(first.lower(), first)
 
 
 def _output_text(messages: Any) -> str | None:
@@ -346,7 +441,47 @@ def read_otel(
                             detail=str(exc), fix="Each span needs traceId, spanId, times and "
                             "attributes as OTLP/JSON {key, value} pairs."),
                             canonical_json(span) if isinstance(span, dict) else str(span))
-    return _build(recs, tenant, quarantine)
+    return _build(_dedupe(recs, quarantine), tenant, quarantine)
+
+
+def _dedupe(recs: list[tuple[dict[str, Any], str, int]], quarantine: Quarantine
+            ) -> list[tuple[dict[str, Any], str, int]]:
+    """One record per (trace id, span id).
+
+    Identical copies (the same span exported to several files, or twice in one) are kept once
+    with a :class:`DuplicateSpanWarning`; copies whose content differs are all quarantined
+    (``conflicting_span``: which one is right cannot be told) and, under ``errors="raise"``,
+    raise a LoadError naming both places.
+    """
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, (rec, _, _) in enumerate(recs):
+        groups.setdefault((rec["traceId"], rec["spanId"]), []).append(i)
+    drop: set[int] = set()
+    dropped: dict[tuple[str, str], int] = {}
+    fix = "Load one export of each trace, or make the exports agree."
+    for (trace, sid), idx in groups.items():
+        if len(idx) == 1:
+            continue
+        texts = [canonical_json(recs[i][0]) for i in idx]
+        drop.update(idx[1:])
+        if len(set(texts)) == 1:
+            for i in idx[1:]:
+                pair = (recs[idx[0]][1], recs[i][1])
+                dropped[pair] = dropped.get(pair, 0) + 1
+            continue
+        drop.add(idx[0])
+        places = [f"{recs[i][1]}:{recs[i][2]}" for i in idx]
+        for i, text in zip(idx, texts, strict=True):
+            others = ", ".join(pl for pl in places if pl != f"{recs[i][1]}:{recs[i][2]}")
+            quarantine.bad(LoadError(
+                source=recs[i][1], line=recs[i][2], field="spanId", reason="conflicting_span",
+                detail=f"span {sid} of trace {trace} is also read from {others or 'this line'} "
+                "with different content", fix=fix), text)
+    for (a, b), n in sorted(dropped.items()):
+        where = f"both {a} and {b}" if a != b else f"{a} more than once"
+        warnings.warn(f"{n} span(s) appear in {where} with identical content; each is "
+                      "loaded once", DuplicateSpanWarning, stacklevel=3)
+    return [r for i, r in enumerate(recs) if i not in drop]
 
 
 def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
@@ -355,9 +490,9 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
     span_ids: dict[str, set[str]] = {}
     for rec, _, _ in recs:
         span_ids.setdefault(rec["traceId"], set()).add(rec["spanId"])
-        c = rec["attributes"].get("gen_ai.conversation.id")
+        c = _scalar_text(rec["attributes"].get("gen_ai.conversation.id"), "")
         if c is not None and rec["traceId"] not in conv:
-            conv[rec["traceId"]] = str(c)
+            conv[rec["traceId"]] = c
     rows: list[dict[str, Any]] = []
     for rec, src, line in recs:
         root = rec["parentSpanId"] is None or rec["parentSpanId"] not in span_ids[rec["traceId"]]
