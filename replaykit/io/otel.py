@@ -224,11 +224,7 @@ def _span_record(span: dict[str, Any], resource: dict[str, Any] | ValueError,
     op = attrs.get("gen_ai.operation.name")
     if op is not None and not isinstance(op, str):
         raise ValueError(f"attribute gen_ai.operation.name must be a string, got {op!r}")
-    for key in ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"):
-        _token_count(attrs.get(key), key)
-    for key in ("gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.agent.id",
-                "gen_ai.conversation.id"):
-        _scalar_text(attrs.get(key), key)
+    _scalar_text(attrs.get("gen_ai.conversation.id"), "gen_ai.conversation.id")
     kind = span.get("kind", 0)
     events = []
     for i, e in enumerate(span.get("events", []) or []):
@@ -282,44 +278,166 @@ def _spans_of(doc: Any) -> Iterable[tuple[Any, dict[str, Any] | ValueError, dict
 # ------------------------------------------------------------------------------------ mapping
 
 
-def _rows_of_span(rec: dict[str, Any], root: bool) -> list[dict[str, Any]]:
-    """Canonical rows (without run/seq) of one span; each has its sort time ``_t``."""
+_OI_KIND = "openinference.span.kind"
+#: OpenInference span kinds -> the GenAI operation they stand for.
+_OI_OPS = {"LLM": "chat", "TOOL": "execute_tool", "AGENT": "invoke_agent"}
+_OI_MSG = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
+_OI_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(.+)$")
+
+
+def _view(rec: dict[str, Any]) -> dict[str, Any]:
+    """What replaykit reads from a span, in GenAI semantic-convention terms; raises ValueError.
+
+    Producers write the same facts under different names: the GenAI conventions
+    (``gen_ai.*``; OpenTelemetry's own and OpenLLMetry's OpenAI instrumentations, pydantic-ai
+    from format version 3), pydantic-ai's older format (tool ``tool_arguments`` /
+    ``tool_response``) and OpenInference (``openinference.span.kind``, ``llm.*``, ``tool.*``,
+    ``input.value`` / ``output.value``; e.g. the OpenAI Agents SDK instrumentation).
+    """
     a = rec["attributes"]
     op = a.get("gen_ai.operation.name")
+    v: dict[str, Any] = {"op": op}
+    if op is None and isinstance(a.get(_OI_KIND), str):
+        v["op"] = _OI_OPS.get(a[_OI_KIND].upper())
+        msgs = _oi_messages(a)
+        v.update(
+            tool_name=_scalar_text(a.get("tool.name"), "tool.name"),
+            call_id=_scalar_text(a.get("tool_call.id", a.get("tool.call_id")), "tool_call.id"),
+            args=a.get("input.value"), result=a.get("output.value"),
+            input_tokens=_token_count(a.get("llm.token_count.prompt"), "llm.token_count.prompt"),
+            output_tokens=_token_count(a.get("llm.token_count.completion"),
+                                       "llm.token_count.completion"),
+            reasons=None, out=msgs["output"] or None, inp=msgs["input"] or None,
+            has_out=bool(msgs["output"]) or a.get("output.value") is not None,
+            has_in=bool(msgs["input"]) or a.get("input.value") is not None,
+            names=("llm.output_messages", "llm.input_messages", "input.value", "output.value"),
+            agent_id=None)
+        return v
+    names = [e["name"] or "" for e in rec["events"]]
+    out = a.get("gen_ai.output.messages")
+    inp = a.get("gen_ai.input.messages")
+    args = a.get("gen_ai.tool.call.arguments")
+    result = a.get("gen_ai.tool.call.result")
+    v.update(
+        tool_name=_scalar_text(a.get("gen_ai.tool.name"), "gen_ai.tool.name"),
+        call_id=_scalar_text(a.get("gen_ai.tool.call.id"), "gen_ai.tool.call.id"),
+        # pydantic-ai's format versions 1 and 2 keep them as tool_arguments / tool_response
+        args=args if args is not None else a.get("tool_arguments"),
+        result=result if result is not None else a.get("tool_response"),
+        input_tokens=_token_count(a.get("gen_ai.usage.input_tokens"), "gen_ai.usage.input_tokens"),
+        output_tokens=_token_count(a.get("gen_ai.usage.output_tokens"),
+                                   "gen_ai.usage.output_tokens"),
+        reasons=a.get("gen_ai.response.finish_reasons"),
+        out=_maybe_json(out)[0] if out is not None else None,
+        inp=_maybe_json(inp)[0] if inp is not None else None,
+        has_out=out is not None or "gen_ai.completion" in a or any(
+            n in ("gen_ai.choice", "gen_ai.content.completion") for n in names),
+        has_in=inp is not None or "gen_ai.prompt" in a or any(
+            n.startswith("gen_ai.") and n.endswith(".message") for n in names),
+        names=("gen_ai.output.messages", "gen_ai.input.messages", "gen_ai.tool.call.arguments",
+               "gen_ai.tool.call.result"),
+        agent_id=_scalar_text(a.get("gen_ai.agent.id"), "gen_ai.agent.id"))
+    return v
+
+
+def _oi_messages(a: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """OpenInference's flattened ``llm.{input,output}_messages.N.message.*`` attributes as
+    GenAI-convention messages (``role``, ``parts`` of text / tool_call / tool_call_response)."""
+    found: dict[str, dict[int, dict[str, Any]]] = {"input": {}, "output": {}}
+    for key, value in a.items():
+        m = _OI_MSG.match(key)
+        if m is None:
+            continue
+        msg = found[m.group(1)].setdefault(int(m.group(2)), {"calls": {}})
+        rest = m.group(3)
+        tc = _OI_TOOL_CALL.match(rest)
+        if tc is not None:
+            msg["calls"].setdefault(int(tc.group(1)), {})[tc.group(2)] = value
+        else:
+            msg[rest] = value
+    out: dict[str, list[dict[str, Any]]] = {"input": [], "output": []}
+    for side, msgs in found.items():
+        for _, msg in sorted(msgs.items()):
+            parts: list[dict[str, Any]] = []
+            if msg.get("role") == "tool" and msg.get("tool_call_id") is not None:
+                parts.append({"type": "tool_call_response", "id": msg["tool_call_id"],
+                              "response": msg.get("content")})
+            elif msg.get("content") is not None:
+                parts.append({"type": "text", "content": msg["content"]})
+            for _, c in sorted(msg["calls"].items()):
+                parts.append({"type": "tool_call", "id": c.get("id"),
+                              "name": c.get("function.name"),
+                              "arguments": c.get("function.arguments")})
+            out[side].append({"role": msg.get("role"), "parts": parts})
+    return out
+
+
+def _parts(messages: Any, kind: str) -> list[dict[str, Any]]:
+    """The message parts of one ``type`` (GenAI-convention message shape)."""
+    if not isinstance(messages, list):
+        return []
+    return [p for m in messages if isinstance(m, dict) and isinstance(m.get("parts"), list)
+            for p in m["parts"] if isinstance(p, dict) and p.get("type") == kind]
+
+
+def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
+                  covered: set[str], answered: set[str]) -> list[dict[str, Any]]:
+    """Canonical rows (without run/seq) of one span; each has its sort time ``_t``.
+
+    ``covered``: tool call ids that have an execute_tool span of their own; ``answered``:
+    call ids whose result a message already gave (updated here), so a tool result repeated in
+    every later call's input history is one row.
+    """
+    a = rec["attributes"]
+    op = v["op"]
     err = rec["status"]["code"] == 2 or "error.type" in a
     start, end = rec["startTimeUnixNano"], rec["endTimeUnixNano"]
     base = {"type": op or rec["name"] or "span", "event_id": rec["spanId"], "is_error": False}
     missing: list[str] = []
     rows: list[dict[str, Any]] = []
+    extra: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (row, message part)
     if op in MODEL_OPERATIONS:
-        out = a.get("gen_ai.output.messages")
-        names = [e["name"] or "" for e in rec["events"]]
-        has_event = any(n in ("gen_ai.choice", "gen_ai.content.completion") for n in names)
-        if out is None and "gen_ai.completion" not in a and not has_event:
-            missing.append("gen_ai.output.messages")
-        if a.get("gen_ai.input.messages") is None and "gen_ai.prompt" not in a and not any(
-            n.startswith("gen_ai.") and n.endswith(".message") for n in names
-        ):
-            missing.append("gen_ai.input.messages")
-        finish = "error" if err else _finish(a.get("gen_ai.response.finish_reasons"))
-        text = None
-        if out is not None:
-            parsed, raw = _maybe_json(out)
-            text = _output_text(parsed) if not isinstance(parsed, str) else parsed
+        if not v["has_out"]:
+            missing.append(v["names"][0])
+        if not v["has_in"]:
+            missing.append(v["names"][1])
+        finish = "error" if err else _finish(v["reasons"])
+        out = v["out"]
+        text = out if isinstance(out, str) else _output_text(out)
+        # tool results the model was given, first seen here, with no tool span of their own
+        for part in _parts(v["inp"], "tool_call_response"):
+            cid = _scalar_text(part.get("id"), "tool_call_response.id")
+            if cid is None or cid in covered or cid in answered:
+                continue
+            answered.add(cid)
+            res = part.get("response", part.get("result"))
+            extra.append(({**base, "type": "gen_ai.tool_call_response", "kind": "tool_result",
+                           "_t": start, "ref_id": cid, "tool_name": _scalar_text(
+                               part.get("name"), "tool_call_response.name"),
+                           "text": _maybe_json(res)[1]}, part))
         rows.append({**base, "kind": "model_response", "_t": end, "ref_id": rec["spanId"],
-                     "finish": finish, "is_error": err,
-                     "input_tokens": _token_count(a.get("gen_ai.usage.input_tokens"), ""),
-                     "output_tokens": _token_count(a.get("gen_ai.usage.output_tokens"), ""),
-                     "text": text})
+                     "finish": finish, "is_error": err, "input_tokens": v["input_tokens"],
+                     "output_tokens": v["output_tokens"], "text": text})
+        # tool calls the model asked for, when no tool span records them
+        for part in _parts(out, "tool_call"):
+            cid = _scalar_text(part.get("id"), "tool_call.id")
+            if cid is None or cid in covered:
+                continue
+            args = part.get("arguments")
+            parsed, args_text = _maybe_json(args)
+            extra.append(({**base, "type": "gen_ai.tool_call", "kind": "tool_call", "_t": end,
+                           "ref_id": cid, "tool_name": _scalar_text(part.get("name"),
+                                                                    "tool_call.name"),
+                           "text": args_text,
+                           "args_hash": args_hash(parsed) if args is not None else None}, part))
     elif op == "execute_tool":
-        call_id = _scalar_text(a.get("gen_ai.tool.call.id"), "") or rec["spanId"]
-        tool = _scalar_text(a.get("gen_ai.tool.name"), "")
-        args = a.get("gen_ai.tool.call.arguments")
-        result = a.get("gen_ai.tool.call.result")
+        call_id = v["call_id"] or rec["spanId"]
+        tool = v["tool_name"]
+        args, result = v["args"], v["result"]
         if args is None:
-            missing.append("gen_ai.tool.call.arguments")
+            missing.append(v["names"][2])
         if result is None:
-            missing.append("gen_ai.tool.call.result")
+            missing.append(v["names"][3])
         parsed_args, args_text = _maybe_json(args)
         rows.append({**base, "kind": "tool_call", "_t": start, "ref_id": call_id,
                      "tool_name": tool, "text": args_text,
@@ -329,7 +447,7 @@ def _rows_of_span(rec: dict[str, Any], root: bool) -> list[dict[str, Any]]:
                      "ref_id": call_id, "tool_name": tool, "is_error": err,
                      "text": result_text if result is not None else rec["status"]["message"]})
     elif op in ("invoke_agent", "create_agent") and not root:
-        ref = _scalar_text(a.get("gen_ai.agent.id"), "") or rec["spanId"]
+        ref = v["agent_id"] or rec["spanId"]
         rows.append({**base, "kind": "subagent_start", "_t": start, "ref_id": ref})
         rows.append({**base, "type": f"{op}.end", "kind": "subagent_end", "_t": end,
                      "ref_id": ref, "is_error": err})
@@ -337,7 +455,7 @@ def _rows_of_span(rec: dict[str, Any], root: bool) -> list[dict[str, Any]]:
         kind = "session" if op in ("invoke_agent", "create_agent") else "other"
         rows.append({**base, "kind": "error" if err and kind == "other" else kind, "_t": start,
                      "is_error": err})
-    payload = dict(rec)
+    payload = {k: val for k, val in rec.items() if k != "_view"}
     payload["replayable"] = not missing
     if missing:
         payload["missingContent"] = missing
@@ -346,6 +464,14 @@ def _rows_of_span(rec: dict[str, Any], root: bool) -> list[dict[str, Any]]:
         r["payload"] = text_payload if i == 0 else canonical_json(
             {"spanId": rec["spanId"], "part": "end", "of": r["type"],
              "replayable": not missing})
+    for r, part in extra:
+        r["payload"] = canonical_json({"spanId": rec["spanId"], "part": "message",
+                                       "of": rows[0]["type"], "messagePart": part,
+                                       "replayable": not missing})
+    # a result row goes before the span's own rows (it is input), a call row after them
+    rows = [r for r, _ in extra if r["kind"] == "tool_result"] + rows + [
+        r for r, _ in extra if r["kind"] == "tool_call"]
+    for r in rows:
         r["_start"] = start
         r["_replayable"] = not missing
     return rows
@@ -434,7 +560,9 @@ def read_otel(
                     continue
                 for i, (span, resource, scope) in enumerate(spans):
                     try:
-                        recs.append((_span_record(span, resource, scope), str(f), line))
+                        rec = _span_record(span, resource, scope)
+                        rec["_view"] = _view(rec)
+                        recs.append((rec, str(f), line))
                     except (ValueError, KeyError, TypeError, AttributeError) as exc:
                         quarantine.bad(LoadError(
                             source=str(f), line=line, field=f"spans[{i}]", reason="bad_span",
@@ -462,7 +590,8 @@ def _dedupe(recs: list[tuple[dict[str, Any], str, int]], quarantine: Quarantine
     for (trace, sid), idx in groups.items():
         if len(idx) == 1:
             continue
-        texts = [canonical_json(recs[i][0]) for i in idx]
+        texts = [canonical_json({k: v for k, v in recs[i][0].items() if k != "_view"})
+                 for i in idx]
         drop.update(idx[1:])
         if len(set(texts)) == 1:
             for i in idx[1:]:
@@ -493,14 +622,29 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
         c = _scalar_text(rec["attributes"].get("gen_ai.conversation.id"), "")
         if c is not None and rec["traceId"] not in conv:
             conv[rec["traceId"]] = c
+    covered = _link_tool_spans(recs)
+    answered: dict[str, set[str]] = {}
     rows: list[dict[str, Any]] = []
-    for rec, src, line in recs:
+    # message-derived tool results: the first model span (by start) that was given one
+    by_start = sorted(range(len(recs)), key=lambda i: (recs[i][0]["startTimeUnixNano"], i))
+    span_rows: dict[int, list[dict[str, Any]]] = {}
+    for i in by_start:
+        rec, src, line = recs[i]
         root = rec["parentSpanId"] is None or rec["parentSpanId"] not in span_ids[rec["traceId"]]
         run = conv.get(rec["traceId"], rec["traceId"])
-        for r in _rows_of_span(rec, root):
+        out = _rows_of_span(rec, rec["_view"], root, covered.get(rec["traceId"], set()),
+                            answered.setdefault(run, set()))
+        for r in out:
             r.update(run_id=run, source=f"{FORMAT}:{src}", source_line=line,
                      _trace=rec["traceId"], _res=rec["resource"])
-            rows.append(r)
+        span_rows[i] = out
+    for i in range(len(recs)):  # rows in read order: ties in time keep file order
+        rows.extend(span_rows[i])
+    names = {(r["run_id"], r["ref_id"]): r["tool_name"] for r in rows
+             if r["kind"] == "tool_call" and r.get("tool_name") is not None}
+    for r in rows:  # a result given in a message may not name its tool: the call does
+        if r["kind"] == "tool_result" and r.get("tool_name") is None:
+            r["tool_name"] = names.get((r["run_id"], r["ref_id"]))
     runs_table = _runs(rows, tenant)
     if not rows:
         return EventLog(empty_events(), runs=runs_table, quarantine=quarantine.table())
@@ -522,6 +666,48 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
     cols["tenant_id"] = [tenant] * len(rows)
     cols["ts"] = pa.array(t // 1000, type=pa.int64()).cast(pa.timestamp("us", tz="UTC"))
     return EventLog(events_table(cols), runs=runs_table, quarantine=quarantine.table())
+
+
+def _link_tool_spans(recs: list[tuple[dict[str, Any], str, int]]) -> dict[str, set[str]]:
+    """Tool call ids that have a tool span, per trace; gives tool spans without a call id the
+    id of the call the model asked for.
+
+    OpenInference tool spans carry the tool's name but not the call id: the k-th tool span of
+    a name (by start time) takes the k-th unclaimed call of that name that a model span of
+    the same trace requested before the tool started. No such call: the span id stays the id.
+    """
+    by_trace: dict[str, list[dict[str, Any]]] = {}
+    for rec, _, _ in recs:
+        by_trace.setdefault(rec["traceId"], []).append(rec)
+    covered: dict[str, set[str]] = {}
+    for trace, spans in by_trace.items():
+        asked: list[tuple[int, str | None, str]] = []  # (model span end, tool name, call id)
+        for rec in spans:
+            v = rec["_view"]
+            if v["op"] in MODEL_OPERATIONS:
+                for part in _parts(v["out"], "tool_call"):
+                    cid = part.get("id")
+                    if isinstance(cid, str) and cid:
+                        name = part.get("name")
+                        asked.append((rec["endTimeUnixNano"],
+                                      name if isinstance(name, str) else None, cid))
+        asked.sort(key=lambda x: x[0])
+        tools = sorted((r for r in spans if r["_view"]["op"] == "execute_tool"),
+                       key=lambda r: r["startTimeUnixNano"])
+        ids = {r["_view"]["call_id"] for r in tools if r["_view"]["call_id"]}
+        claimed: set[str] = set(ids)
+        for rec in tools:
+            v = rec["_view"]
+            if v["call_id"]:
+                continue
+            for t_end, name, cid in asked:
+                if cid not in claimed and name == v["tool_name"] and \
+                        t_end <= rec["startTimeUnixNano"]:
+                    v["call_id"] = cid
+                    claimed.add(cid)
+                    break
+        covered[trace] = {r["_view"]["call_id"] for r in tools if r["_view"]["call_id"]}
+    return covered
 
 
 def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
