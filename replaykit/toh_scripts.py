@@ -15,7 +15,9 @@ Rules (details and examples in ``docs/toh_scripts.md``):
 * a ``compaction/summary`` with ``llmStreamCall: true`` is a call of its own at its position,
   rebuilt from ``rawOutput`` as a successful stream (``block-start``/``block-end`` per block,
   the recorded ``usage`` if any, ``finish`` ``stop``);
-* a fork child's seed (its first ``seedLength`` events, copied from the parent) is skipped;
+* events are walked in file order (not ``seq`` order), as the reference does;
+* a fork child's seed (its first ``seedLength`` events, copied from the parent) is skipped --
+  for children only: a primary log is derived whole, ``seedLength`` or not;
 * scripts are ordered primary first, then children by header ``createdAt`` (ties: session id);
 * the sidecar applies to the primary session only: a bare array replaces its script,
   ``{"patches": [{"at", "entry"}]}`` replaces the given 0-based calls (``at == len`` appends).

@@ -12,6 +12,11 @@ GenAI attributes fill the typed columns (operation ``gen_ai.operation.name``: ``
 is kept in the payload. Spans recorded without content capture (no tool arguments / result, no
 model output messages) are flagged ``"replayable": false`` with the missing attributes listed --
 never guessed -- and the run gets ``replayable: false`` in ``log.runs.attrs``.
+
+Producers that name the same facts differently are read too: pydantic-ai's older format
+(``tool_arguments`` / ``tool_response``), OpenInference (``openinference.span.kind``, e.g. the
+OpenAI Agents SDK's instrumentation), and tool calls / results that only the model-call
+messages carry (OpenAI client instrumentations). The same span read twice is loaded once.
 Field-by-field mapping: ``docs/formats/otel.md``.
 """
 
