@@ -338,3 +338,17 @@ def test_sample_with_messages_but_no_events_is_a_run(logs: dict[str, Path],
     assert t.column("text").to_pylist()[-1] == "The answer is 10"
     assert t.column("args_hash")[2].as_py() == rk._json.args_hash({"x": 1, "y": 2})
     assert log.tools_df().query("run_id == @run").tool_name.tolist() == ["add", "add"]
+
+
+def test_sample_with_nothing_is_quarantined(logs: dict[str, Path], tmp_path: Path) -> None:
+    def empty(el):  # type: ignore[no-untyped-def]
+        el.samples[0].events = []
+        el.samples[0].messages = []
+
+    path = _rewrite(logs["eval"], tmp_path / "empty.eval", "eval", empty)
+    with pytest.raises(LoadError) as info:
+        read_inspect(path, tenant_id="acme")
+    assert info.value.reason == "empty_sample" and "s1" in str(info.value)
+    log = read_inspect(path, tenant_id="acme", errors="quarantine")
+    assert log.quarantine.column("reason").to_pylist() == ["empty_sample"]
+    assert log.num_runs == 1 == len(log.runs_df())

@@ -184,3 +184,38 @@ def test_conflicting_duplicate_spans_are_quarantined(tmp_path: Path) -> None:
     assert sorted(q.column("source").to_pylist()) == sorted([str(a), str(b)])
     assert all("00f067aa0ba902b2" in m for m in q.column("message").to_pylist())
     assert rk.ReplayKitError in type(info.value).__mro__
+
+
+def _oi(sid: str, kind: str, start: int, end: int, **attrs: Any) -> dict[str, Any]:
+    vals = [_attr("openinference.span.kind", {"stringValue": kind})] + [
+        _attr(k.replace("__", "."), {"stringValue": v} if isinstance(v, str) else {"intValue": v})
+        for k, v in attrs.items()]
+    return {"traceId": TRACE, "spanId": sid, "name": kind.lower(), "attributes": vals,
+            "startTimeUnixNano": str(start), "endTimeUnixNano": str(end)}
+
+
+def test_openinference_tool_spans_take_the_call_ids_the_model_asked_for(tmp_path: Path) -> None:
+    tc = "llm__output_messages__0__message__tool_calls__{}__tool_call__{}"
+    llm = _oi("00000000000000a1", "LLM", 10, 20, **{
+        "llm__token_count__prompt": 7, "llm__token_count__completion": 2,
+        tc.format(0, "id"): "c-1", tc.format(0, "function__name"): "read",
+        tc.format(0, "function__arguments"): '{"p": 1}',
+        tc.format(1, "id"): "c-2", tc.format(1, "function__name"): "read",
+        tc.format(2, "id"): "c-3", tc.format(2, "function__name"): "write"})
+    tools = [_oi("00000000000000b1", "TOOL", 30, 31, tool__name="read", input__value='{"p": 1}',
+                 output__value="one"),
+             _oi("00000000000000b2", "TOOL", 32, 33, tool__name="read", output__value="two"),
+             _oi("00000000000000b3", "TOOL", 5, 6, tool__name="write"),  # before the ask
+             _oi("00000000000000b4", "TOOL", 40, 41, tool__name="read")]  # nothing left
+    log = read_otel(_write(tmp_path / "t.json", _doc(llm, *tools)), tenant_id="acme")
+    t = log.table
+    calls = [(r, n) for r, n, k in zip(t.column("ref_id").to_pylist(),
+                                       pc.cast(t.column("tool_name"), "string").to_pylist(),
+                                       pc.cast(t.column("kind"), "string").to_pylist(),
+                                       strict=True) if k == "tool_call"]
+    # c-3 has no tool span after the ask: its row comes from the model's message
+    assert calls == [("00000000000000b3", "write"), ("c-3", "write"), ("c-1", "read"),
+                     ("c-2", "read"), ("00000000000000b4", "read")]
+    model = t.filter(pc.equal(pc.cast(t.column("kind"), "string"), "model_response"))
+    assert model.column("input_tokens").to_pylist() == [7]
+    assert pc.cast(model.column("finish"), "string").to_pylist() == ["unknown"]

@@ -27,6 +27,7 @@ import binascii
 import os
 import re
 import warnings
+from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -697,20 +698,22 @@ def _link_tool_spans(recs: list[tuple[dict[str, Any], str, int]]) -> dict[str, s
                         asked.append((rec["endTimeUnixNano"],
                                       name if isinstance(name, str) else None, cid))
         asked.sort(key=lambda x: x[0])
+        queues: dict[str | None, deque[tuple[int, str]]] = {}
+        for t_end, name, cid in asked:
+            queues.setdefault(name, deque()).append((t_end, cid))
         tools = sorted((r for r in spans if r["_view"]["op"] == "execute_tool"),
                        key=lambda r: r["startTimeUnixNano"])
-        ids = {r["_view"]["call_id"] for r in tools if r["_view"]["call_id"]}
-        claimed: set[str] = set(ids)
-        for rec in tools:
+        claimed = {r["_view"]["call_id"] for r in tools if r["_view"]["call_id"]}
+        for rec in tools:  # by start; each name's queue by the asking span's end: one pass
             v = rec["_view"]
             if v["call_id"]:
                 continue
-            for t_end, name, cid in asked:
-                if cid not in claimed and name == v["tool_name"] and \
-                        t_end <= rec["startTimeUnixNano"]:
-                    v["call_id"] = cid
-                    claimed.add(cid)
-                    break
+            q = queues.get(v["tool_name"])
+            while q and q[0][1] in claimed:
+                q.popleft()
+            if q and q[0][0] <= rec["startTimeUnixNano"]:
+                v["call_id"] = q.popleft()[1]
+                claimed.add(v["call_id"])
         covered[trace] = {r["_view"]["call_id"] for r in tools if r["_view"]["call_id"]}
     return covered
 
