@@ -33,7 +33,16 @@ from replaykit.io.otel import read_otel
 _NEEDED = ("openai", "httpx", "agents", "pydantic_ai", "opentelemetry.sdk",
            "opentelemetry.instrumentation.openai_v2", "opentelemetry.instrumentation.openai",
            "openinference.instrumentation.openai_agents")
-_MISSING = [m for m in _NEEDED if importlib.util.find_spec(m.split(".")[0]) is None]
+
+
+def _absent(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is None
+    except ModuleNotFoundError:  # a parent package is missing
+        return True
+
+
+_MISSING = [m for m in _NEEDED if _absent(m)]
 if _MISSING:  # pragma: no cover - depends on the environment
     if os.environ.get("CI") == "true":
         raise ImportError(f"instrumentation test packages missing: {_MISSING}")
