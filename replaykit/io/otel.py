@@ -174,6 +174,11 @@ def _scalar_text(value: Any, name: str) -> str | None:
     raise ValueError(f"attribute {name} must be a string, got a JSON {type(value).__name__}")
 
 
+def _loose_text(value: Any) -> str | None:
+    """A value inside free-form message content as text (no error: content is not checked)."""
+    return value if value is None or isinstance(value, str) else canonical_json(value)
+
+
 def _token_count(value: Any, name: str) -> int | None:
     """A token count: an integer, or a float with an integral value (``12.0``)."""
     if value is None:
@@ -412,28 +417,26 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
         text = out if isinstance(out, str) else _output_text(out)
         # tool results the model was given, first seen here, with no tool span of their own
         for part in _parts(v["inp"], "tool_call_response"):
-            cid = _scalar_text(part.get("id"), "tool_call_response.id")
+            cid = _loose_text(part.get("id"))
             if cid is None or cid in covered or cid in answered:
                 continue
             answered.add(cid)
             res = part.get("response", part.get("result"))
             extra.append(({**base, "type": "gen_ai.tool_call_response", "kind": "tool_result",
-                           "_t": start, "ref_id": cid, "tool_name": _scalar_text(
-                               part.get("name"), "tool_call_response.name"),
+                           "_t": start, "ref_id": cid, "tool_name": _loose_text(part.get("name")),
                            "text": _maybe_json(res)[1]}, part))
         rows.append({**base, "kind": "model_response", "_t": end, "ref_id": rec["spanId"],
                      "finish": finish, "is_error": err, "input_tokens": v["input_tokens"],
                      "output_tokens": v["output_tokens"], "text": text})
         # tool calls the model asked for, when no tool span records them
         for part in _parts(out, "tool_call"):
-            cid = _scalar_text(part.get("id"), "tool_call.id")
+            cid = _loose_text(part.get("id"))
             if cid is None or cid in covered:
                 continue
             args = part.get("arguments")
             parsed, args_text = _maybe_json(args)
             extra.append(({**base, "type": "gen_ai.tool_call", "kind": "tool_call", "_t": end,
-                           "ref_id": cid, "tool_name": _scalar_text(part.get("name"),
-                                                                    "tool_call.name"),
+                           "ref_id": cid, "tool_name": _loose_text(part.get("name")),
                            "text": args_text,
                            "args_hash": args_hash(parsed) if args is not None else None}, part))
     elif op == "execute_tool":
