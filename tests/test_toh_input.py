@@ -34,6 +34,8 @@ def result(content: Any, **msg: Any) -> dict:
     (5, "5"), (2.5, "2.5"), (True, "true"), ("plain words", "plain words"), (None, None),
     ([1, "x"], None), ({"toolCallId": "c9", "isError": True,
                         "content": [{"type": "text", "text": "t"}]}, "t"),
+    ({"toolCallId": "c9", "isError": True, "content": 7}, "7"),  # the item's content bare too
+    ({"toolCallId": "c9", "isError": True, "content": "s"}, "s"),
 ])
 def test_tool_result_content_of_any_json_type_loads(tmp_path: Path, content: Any,
                                                     text: str | None) -> None:

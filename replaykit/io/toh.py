@@ -177,7 +177,9 @@ def _tool_result_fields(data: dict) -> tuple[Any, bool, str | None]:
             ref = item["toolCallId"]
         if item.get("isError") is True:
             is_err = True
-        t = _text_parts(item.get("content"))
+        c = item.get("content")
+        t = _text_parts(c) if type(c) is list or c is None else (
+            c if type(c) is str else canonical_json(c))  # a bare value is the text itself
         if t is not None:
             texts.append(t)
     if ref is None:
