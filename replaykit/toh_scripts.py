@@ -15,7 +15,9 @@ Rules (details and examples in ``docs/toh_scripts.md``):
 * a ``compaction/summary`` with ``llmStreamCall: true`` is a call of its own at its position,
   rebuilt from ``rawOutput`` as a successful stream (``block-start``/``block-end`` per block,
   the recorded ``usage`` if any, ``finish`` ``stop``);
-* a fork child's seed (its first ``seedLength`` events, copied from the parent) is skipped;
+* events are walked in file order (not ``seq`` order), as the reference does;
+* a fork child's seed (its first ``seedLength`` events, copied from the parent) is skipped --
+  for children only: a primary log is derived whole, ``seedLength`` or not;
 * scripts are ordered primary first, then children by header ``createdAt`` (ties: session id);
 * the sidecar applies to the primary session only: a bare array replaces its script,
   ``{"patches": [{"at", "entry"}]}`` replaces the given 0-based calls (``at == len`` appends).
@@ -247,8 +249,15 @@ class _Derived:
     bad_compaction: list[int] = field(default_factory=list)  # seqs
 
 
-def _derive_files(paths: Sequence[Path]) -> dict[str, _Derived]:
-    """Derive the call scripts of every log in ``paths`` (keyed by ``str(path)``)."""
+def _derive_files(paths: Sequence[Path], seeded: Sequence[Path] | None = None
+                  ) -> dict[str, _Derived]:
+    """Derive the call scripts of every log in ``paths`` (keyed by ``str(path)``).
+
+    Events are walked in file order (line, then member of a packed row), as the reference
+    walks the parsed lines, whatever their ``seq`` says. The fork seed (``seq < seedLength``)
+    is skipped only for the logs in ``seeded`` (default: every log whose header names a
+    ``parentSession``, i.e. a child).
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OrphanRunWarning)
         log = read_toh([str(p) for p in paths], tenant_id=_TENANT, progress=False)
@@ -263,16 +272,27 @@ def _derive_files(paths: Sequence[Path]) -> dict[str, _Derived]:
                                                                      strict=True)
     }  # fmt: skip
 
+    if seeded is None:
+        seeded_runs = [r for r, a in zip(run_ids, attrs, strict=True)
+                       if a.get("parentSession") is not None]
+    else:
+        wanted = {f"toh:{p}" for p in seeded}
+        seeded_runs = [r for r, src in zip(run_ids, runs.column("source").to_pylist(),
+                                           strict=True) if src in wanted]
     t = log.table
     src_all = pc.cast(t.column("source"), pa.string())
-    # file order within each file: (source, seq)
-    order = pc.sort_indices(pa.table({"s": src_all, "q": t.column("seq")}),
-                            sort_keys=[("s", "ascending"), ("q", "ascending")])  # fmt: skip
+    # file order within each file: (source, line, seq) -- seq only orders a packed row's members
+    order = pc.sort_indices(
+        pa.table({"s": src_all, "l": t.column("source_line"), "q": t.column("seq")}),
+        sort_keys=[("s", "ascending"), ("l", "ascending"), ("q", "ascending")])
     t = t.take(order)
     typ = pc.cast(t.column("type"), pa.string())
+    skip_seed = pc.and_(t.column("inherited"),
+                        pc.is_in(pc.cast(t.column("run_id"), pa.string()),
+                                 value_set=pa.array(seeded_runs, pa.string())))
     keep = pc.and_(
         pc.or_(pc.equal(typ, "assistant/chunk"), pc.equal(typ, "compaction/summary")),
-        pc.invert(t.column("inherited")),
+        pc.invert(skip_seed),
     )
     sel = t.filter(keep)
     n = sel.num_rows
@@ -318,13 +338,15 @@ def _derive_files(paths: Sequence[Path]) -> dict[str, _Derived]:
     for s_name, r_id in src_runs.items():
         a, c = header_of.get(r_id, ({}, None))
         path = s_name[len("toh:"):] if s_name.startswith("toh:") else s_name
-        sl = a.get("seedLength")
+        sl = a.get("seedLength") if r_id in seeded_runs else None
         out[path] = _Derived(source=path, session_id=str(a.get("id", r_id)), created_at=c,
                              seed_length=sl if type(sl) is int else 0)  # fmt: skip
     # a header-only log has no events at all: take its facts from runs via its run id
     for p in paths:
         if str(p) not in out:
             out[str(p)] = _header_only(p)
+            if seeded is not None and p not in set(seeded):
+                out[str(p)].seed_length = 0
 
     g_src = src[starts] if n else np.zeros(0, object)
     for g, (a, b) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
@@ -615,7 +637,7 @@ def model_scripts(
                             detail="patches need a primary session log to patch, and this "
                             "scenario has none")  # fmt: skip
     to_load = [c for c in kids] + ([primary] if primary is not None else [])
-    derived = _derive_files(to_load) if to_load else {}
+    derived = _derive_files(to_load, seeded=kids) if to_load else {}
 
     scripts: list[SessionScript] = []
     if primary is not None or replace_primary:

@@ -181,11 +181,12 @@ def test_unfinished_calls_are_exactly_two(toh_corpus: Path) -> None:
         assert SIDECARS[str(Path(k).parent)][0] == "replace"
 
 
-def _scan(path: Path) -> int | None:
-    """Independent count: finish chunks (+ marked compactions) after the seed; None if a run of
-    chunks ends without finish (a new (turn, step), a compaction, or the end of the log)."""
+def _scan(path: Path, *, skip_seed: bool = True) -> int | None:
+    """Independent count: finish chunks (+ marked compactions) after the seed (a child's role;
+    ``skip_seed=False``: the log derived as a primary); None if a run of chunks ends without
+    finish (a new (turn, step), a compaction, or the end of the log)."""
     lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-    seed = lines[0].get("seedLength") or 0
+    seed = (lines[0].get("seedLength") or 0) if skip_seed else 0
     events: list[dict] = []
     for ev in lines[1:]:
         if ev["type"] in ("text-chunks", "reasoning-chunks", "tool-call-chunks"):
@@ -222,7 +223,8 @@ def test_each_log_derives_as_expected(toh_corpus: Path, rel: str) -> None:
         assert ei.value.source == str(path) and ei.value.call == UNFINISHED[rel][0]
         return
     [s] = model_scripts(path, override=False)
-    assert len(s) == expected == s.derived_calls
+    # a log given as the primary is derived whole, as the reference does, seedLength or not
+    assert len(s) == _scan(path, skip_seed=False) == s.derived_calls and s.seed_length == 0
     for call in s.calls:
         assert call["kind"] == "chunks" and call["chunks"][-1]["type"] == "finish"
 
@@ -271,6 +273,10 @@ def test_fork_child_seed_excluded(toh_corpus: Path) -> None:
     assert all(q >= 42 for q in child.first_seqs)
     raw = (scen / "session.1.jsonl").read_text(encoding="utf-8")
     assert raw.count('"type":"finish"') > 1  # the seed holds the parent's calls
+    # the same log as a scenario's primary: nothing is skipped (the reference's rule)
+    [whole] = model_scripts(scen / "session.1.jsonl", override=False)
+    assert whole.seed_length == 0 and len(whole) == raw.count('"type":"finish"') > len(child)
+    assert whole.calls[-1] == child.calls[-1]
 
 
 def test_marked_compaction_call(toh_corpus: Path) -> None:

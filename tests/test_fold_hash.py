@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,6 +12,7 @@ import replaykit as rk
 from replaykit._json import canonical_json
 from replaykit.fold import state_hash
 from replaykit.fold.hashing import hash_json, hash_texts, json_texts, value_hash
+from replaykit.fold.projection import collection, counter, last, maximum, minimum, on
 from replaykit.fold.synth import synthetic_log
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-(2**62), 2**62), st.text(max_size=6),
@@ -106,3 +108,51 @@ def test_chunked_tables_fold_like_combined_ones() -> None:
         tenant = log.runs_df().set_index("run_id").loc[run, "tenant_id"]
         assert canonical_json(a.at(run, 10**9, tenant_id=tenant)) == canonical_json(
             b.at(run, 10**9, tenant_id=tenant))
+
+
+_STRING_COLUMNS = ["text", "payload", "tool_name", "ref_id", "type", "kind", "run_id",
+                   "source", "finish", "chunk_type", "event_id"]
+
+
+def _toh_log() -> rk.EventLog:
+    from pathlib import Path
+
+    return rk.read_toh(Path(__file__).resolve().parents[1] / "data" / "toh", tenant_id="demo")
+
+
+@pytest.mark.parametrize("column", _STRING_COLUMNS)
+def test_state_hash_over_every_string_column_type(column: str) -> None:
+    """``text``/``payload`` are large_string, the others string or dictionary columns: every
+    last/maximum/minimum, keyed counter and collection over them hashes column-wise exactly as
+    the state does (``last("text")`` raised ArrowNotImplementedError: string vs large_string).
+    """
+    log = _toh_log()
+    assert log.table.schema.field("text").type == pa.large_string()
+    proj = rk.projection(
+        "p", last=last(column), hi=maximum(column), lo=minimum(column),
+        by=counter(by=column),
+        items=collection(add=on(kinds=["tool_call", "model_chunk", "user_message"]),
+                            key=column, item={"v": column}))
+    frame = rk.fold(log, proj)
+    hashes = frame.state_hash()
+    assert hashes is not None
+    run = log.run_ids[0]
+    start, end = frame.run_bounds(run, tenant_id="demo")
+    for n in sorted({1, 2, (end - start) // 2, end - start}):
+        state = frame.at_step(run, n, tenant_id="demo")
+        assert int(hashes[start + n - 1]) == state_hash(state)
+    final = frame.at_step(run, end - start, tenant_id="demo")
+    values = [v for v in log.run(run, tenant_id="demo").table.column(column).to_pylist()
+              if v is not None]
+    assert final["last"] == values[-1] and final["hi"] == max(values)
+    assert final["lo"] == min(values)
+
+
+@pytest.mark.parametrize("typ", [pa.string(), pa.large_string(), pa.string_view()])
+def test_json_texts_of_every_string_type(typ: pa.DataType) -> None:
+    vals = ["a", None, 'q"uote', "new\nline", ""]
+    arr = pa.array(vals, typ)
+    expected = [canonical_json(v) for v in vals]
+    assert json_texts(arr).to_pylist() == expected
+    assert np.array_equal(hash_json(arr), hash_texts(pa.array(expected)))
+    assert np.array_equal(hash_texts(pa.array(expected, typ)), hash_texts(expected))

@@ -260,3 +260,95 @@ def test_branch_replay_and_distance(logs: dict[str, Path]) -> None:
     assert done.status == "completed"
     eff = done.effects_df()
     assert eff.action.tolist()[:1] == ["fixture"]
+
+
+def _rewrite(src: Path, dest: Path, fmt: str, edit=None) -> Path:  # type: ignore[no-untyped-def]
+    from inspect_ai.log import write_eval_log
+
+    el = read_eval_log(str(src))
+    if edit is not None:
+        edit(el)
+    write_eval_log(el, str(dest), format=fmt)
+    return dest
+
+
+@pytest.mark.parametrize("errors", ["raise", "quarantine"])
+def test_same_eval_twice_is_loaded_once(logs: dict[str, Path], tmp_path: Path,
+                                        errors: str) -> None:
+    """The same eval as .eval and .json (Inspect's own test folders have both) and a copy."""
+    import shutil
+
+    from replaykit.io.inspect import DuplicateLogWarning
+
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    a = shutil.copy(logs["eval"], folder / "a.eval")
+    _rewrite(logs["eval"], folder / "b.json", "json")
+    shutil.copy(a, folder / "c.eval")
+    with pytest.warns(DuplicateLogWarning) as rec:
+        both = read_inspect(folder, tenant_id="acme", errors=errors)  # type: ignore[arg-type]
+    assert len(rec) == 2 and all("a.eval" in str(w.message) for w in rec)
+    one = read_inspect(a, tenant_id="acme")
+    assert both.run_ids == one.run_ids and both.num_runs == 2
+    assert both.table.num_rows == one.table.num_rows
+    assert both.table.column("payload").to_pylist() == one.table.column("payload").to_pylist()
+    assert both.quarantine.num_rows == 0
+
+
+def test_distinct_logs_sharing_an_eval_id_get_distinct_runs(logs: dict[str, Path],
+                                                            tmp_path: Path) -> None:
+    def rescore(el):  # type: ignore[no-untyped-def]
+        el.samples[0].store["total"] = 99  # a re-run of the same eval that ended differently
+
+    folder = tmp_path / "logs"
+    (folder / "retry").mkdir(parents=True)
+    _rewrite(logs["eval"], folder / "first.eval", "eval")
+    _rewrite(logs["eval"], folder / "retry" / "second.eval", "eval", rescore)
+    log = read_inspect(folder, tenant_id="acme")
+    eval_id = read_eval_log(str(logs["eval"])).eval.eval_id
+    assert log.run_ids == sorted(f"{eval_id}:{s}:1@{p}" for s in ("s1", "s2")
+                                 for p in ("first.eval", "retry/second.eval"))
+    again = read_inspect([folder / "retry" / "second.eval", folder / "first.eval"],
+                         tenant_id="acme")
+    assert again.run_ids == log.run_ids  # deterministic, whatever the order of the paths
+    stores = {r["run_id"]: json.loads(r["attrs"])["store"] for r in log.runs.to_pylist()}
+    assert stores[f"{eval_id}:s1:1@retry/second.eval"]["total"] == 99
+    assert stores[f"{eval_id}:s1:1@first.eval"]["total"] == 10
+
+
+def test_sample_with_messages_but_no_events_is_a_run(logs: dict[str, Path],
+                                                    tmp_path: Path) -> None:
+    def strip(el):  # type: ignore[no-untyped-def]
+        for sample in el.samples:  # recorded without a transcript
+            sample.events = []
+
+    path = _rewrite(logs["eval"], tmp_path / "no_events.eval", "eval", strip)
+    log = read_inspect(path, tenant_id="acme")
+    el = read_eval_log(str(path))
+    run = f"{el.eval.eval_id}:s1:1"
+    assert log.num_runs == 2 == len(log.runs_df()) == log.summary()["runs"]
+    assert log.run_ids == sorted(log.runs_df().run_id) and run in log.run_ids
+    t = log.run(run, tenant_id="acme").table
+    kinds = pc.cast(t.column("kind"), "string").to_pylist()
+    assert kinds == ["user_message", "model_response", "tool_call", "tool_result",
+                     "model_response", "tool_call", "tool_result", "model_response"]
+    assert t.column("ref_id").to_pylist()[2:4] == ["c1", "c1"]
+    assert pc.cast(t.column("tool_name"), "string").to_pylist()[2:4] == ["add", "add"]
+    assert t.column("text").to_pylist()[3] == "3"
+    assert t.column("text").to_pylist()[-1] == "The answer is 10"
+    assert t.column("args_hash")[2].as_py() == rk._json.args_hash({"x": 1, "y": 2})
+    assert log.tools_df().query("run_id == @run").tool_name.tolist() == ["add", "add"]
+
+
+def test_sample_with_nothing_is_quarantined(logs: dict[str, Path], tmp_path: Path) -> None:
+    def empty(el):  # type: ignore[no-untyped-def]
+        el.samples[0].events = []
+        el.samples[0].messages = []
+
+    path = _rewrite(logs["eval"], tmp_path / "empty.eval", "eval", empty)
+    with pytest.raises(LoadError) as info:
+        read_inspect(path, tenant_id="acme")
+    assert info.value.reason == "empty_sample" and "s1" in str(info.value)
+    log = read_inspect(path, tenant_id="acme", errors="quarantine")
+    assert log.quarantine.column("reason").to_pylist() == ["empty_sample"]
+    assert log.num_runs == 1 == len(log.runs_df())

@@ -84,6 +84,7 @@ def hash_texts(texts: Any) -> np.ndarray:
         list(texts), pa.string())
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    arr = _plain_strings(arr)
     n = len(arr)
     if n == 0:
         return np.zeros(0, dtype=np.uint64)
@@ -121,6 +122,16 @@ def _poly(data: np.ndarray, off: np.ndarray, lens: np.ndarray) -> np.ndarray:
     return out
 
 
+def _plain_strings(arr: pa.Array) -> pa.Array:
+    """``arr`` as string or large_string (offsets + data buffers): string views are cast."""
+    t = arr.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return arr
+    if getattr(pa.types, "is_string_view", lambda _: False)(t):
+        return arr.cast(pa.large_string())
+    return arr
+
+
 def _offsets(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     n = len(arr)
     odt = np.int64 if pa.types.is_large_string(arr.type) else np.int32
@@ -141,6 +152,7 @@ def hash_json(arr: pa.Array) -> np.ndarray:
     """
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
+    arr = _plain_strings(arr)
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)) or (
             arr.null_count) or len(arr) == 0:
         return hash_texts(json_texts(arr))
@@ -170,6 +182,7 @@ def json_texts(arr: pa.Array) -> pa.Array:
     """
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
+    arr = _plain_strings(arr)
     t = arr.type
     if len(arr) == 0:
         return pa.array([], pa.string())
@@ -182,7 +195,8 @@ def json_texts(arr: pa.Array) -> pa.Array:
     elif pa.types.is_boolean(t):
         texts = pc.if_else(arr, pa.scalar("true"), pa.scalar("false"))
     elif pa.types.is_string(t) or pa.types.is_large_string(t):
-        texts = pc.binary_join_element_wise('"', arr, '"', "")
+        quote = pa.scalar('"', t)  # separators of the column's own type (string/large_string)
+        texts = pc.binary_join_element_wise(quote, arr, quote, pa.scalar("", t))
         bad = pc.fill_null(pc.match_substring_regex(arr, _ESCAPE), False)
         if pc.any(bad).as_py():
             fixed = [canonical_json(s) for s in arr.filter(bad).to_pylist()]

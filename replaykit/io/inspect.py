@@ -20,8 +20,10 @@ Field-by-field mapping: ``docs/formats/inspect.md``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import warnings
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -37,7 +39,8 @@ from ..fold.projection import Projection, projection, reducer
 from ..schema import empty_events, events_table
 from ._common import ErrorPolicy, Progress, Quarantine, expand_paths, is_int64, require_tenant
 
-__all__ = ["FORMAT", "TYPE_KINDS", "inspect_state", "read_inspect", "sniff"]
+__all__ = ["FORMAT", "TYPE_KINDS", "DuplicateLogWarning", "inspect_state", "read_inspect",
+           "sniff"]
 
 FORMAT = "inspect"
 _PATTERNS = ("*.eval", "*.json")
@@ -68,6 +71,11 @@ FINISH: dict[str, str] = {
     "content_filter": "content-filter",
     "unknown": "unknown",
 }
+
+
+class DuplicateLogWarning(UserWarning):
+    """The same eval log was found more than once (a ``.eval`` and its ``.json`` export, or a
+    copied file): its samples are loaded once, from the first file."""
 
 
 def _inspect_log_api() -> Any:
@@ -164,8 +172,47 @@ def _bad_sample(src: str, run_id: str, reason: str, fld: str, detail: str) -> Lo
                      fix='Fix the sample in the log, or pass errors="quarantine" to skip it.')
 
 
+def _message_rows(messages: list[dict[str, Any]], run_id: str, src: str
+                  ) -> list[dict[str, Any]]:
+    """Rows of a sample recorded without transcript events: one per message (and one
+    ``tool_call`` per tool call an assistant message makes), in message order; no ``ts``."""
+    rows: list[dict[str, Any]] = []
+
+    def add(msg: dict[str, Any], kind: str, payload: dict[str, Any], **cols: Any) -> None:
+        rows.append({"run_id": run_id, "seq": len(rows), "type": "message", "kind": kind,
+                     "ts": None, "event_id": msg.get("id"), "payload": canonical_json(payload),
+                     "source": src, "is_error": False, **cols})
+
+    for msg in messages:
+        role = msg.get("role")
+        payload = {"event": "message", **msg}
+        text = _text_of(msg.get("content"))
+        if role == "user":
+            add(msg, "user_message", payload, text=text)
+        elif role == "assistant":
+            add(msg, "model_response", payload, text=text)
+            for call in msg.get("tool_calls") or []:
+                if not isinstance(call, dict):
+                    continue
+                args = call.get("arguments") or {}
+                add(msg, "tool_call", {"event": "message", "part": "tool_call", **call},
+                    event_id=None, ref_id=call.get("id"), tool_name=call.get("function"),
+                    args_hash=args_hash(args), text=canonical_json(args))
+        elif role == "tool":
+            err = msg.get("error")
+            add(msg, "tool_result", payload, ref_id=msg.get("tool_call_id"),
+                tool_name=msg.get("function"), is_error=bool(err),
+                text=(err or {}).get("message") if err else text)
+        else:
+            add(msg, "other", payload, text=text)
+    return rows
+
+
 def _sample_rows(sample: Any, run_id: str, src: str) -> tuple[list[dict[str, Any]], dict]:
-    """Canonical rows of one sample (in order) and its runs-table attrs."""
+    """Canonical rows of one sample (in order) and its runs-table attrs.
+
+    A sample without transcript events (written without them, or by an older Inspect) is
+    its messages, one row each (see :func:`_message_rows`)."""
     events = [_dump(e) for e in sample.events]
     after: dict[int, list[int]] = {}
     for i, ev in enumerate(events):
@@ -236,6 +283,8 @@ def _sample_rows(sample: Any, run_id: str, src: str) -> tuple[list[dict[str, Any
                  "uuid": None}, "tool_result", {k: v for k, v in result.items() if v is not None},
                 ref_id=tev.get("id"), tool_name=tev.get("function"), is_error=bool(err),
                 text=_text_of(tev.get("result")) if not err else (err or {}).get("message"))
+    if not events:
+        rows = _message_rows([_dump(m) for m in sample.messages or []], run_id, src)
     scores = {name: _dump(s) for name, s in (sample.scores or {}).items()}
     attrs = {
         "sample_id": sample.id,
@@ -291,8 +340,9 @@ def read_inspect(
     quarantine = Quarantine(errors, tenant_id=tenant)
     api = _inspect_log_api()
     files = expand_paths(path, patterns=_PATTERNS)
-    rows: list[dict[str, Any]] = []
-    runs: list[dict[str, Any]] = []
+    # one entry per readable log: (file, eval id, head, [(sample id, epoch, rows, attrs,
+    # started)], fingerprint of its content)
+    loaded: list[tuple[Path, str, dict[str, Any], list[tuple[Any, ...]], str]] = []
     with Progress(len(files), desc="read_inspect", unit="file", enabled=progress) as bar:
         for k, f in enumerate(files, start=1):
             bar.next_file(f.name, k, len(files))
@@ -317,28 +367,51 @@ def read_inspect(
             spec = log.eval
             head = {"format": FORMAT, "task": spec.task, "task_id": spec.task_id,
                     "eval_id": spec.eval_id, "eval_run_id": spec.run_id, "model": spec.model,
-                    "status": log.status, "log": str(f),
+                    "status": log.status,
                     # reproducibility stamps (replaykit.stamps): versions and sampling config
                     "packages": dict(getattr(spec, "packages", None) or {}),
                     "generate_config": _dump(spec.model_generate_config)
                     if getattr(spec, "model_generate_config", None) is not None else None}
+            samples = []
+            digest = hashlib.sha256(canonical_json(head).encode())
             for sample in log.samples:
                 run_id = f"{spec.eval_id}:{sample.id}:{sample.epoch}"
                 try:
                     srows, attrs = _sample_rows(sample, run_id, src)
-                    attrs_json = canonical_json({**head, **attrs})
+                    attrs_json = canonical_json(attrs)
+                    rows_json = canonical_json([{k: v for k, v in r.items() if k != "source"}
+                                                for r in srows])
                 except JSONTooDeep as exc:
                     quarantine.bad(_bad_sample(src, run_id, "too_deep", "sample", str(exc)))
                     continue
                 except LoadError as exc:  # one bad sample: the others of the log still load
                     quarantine.bad(exc)
                     continue
-                rows.extend(srows)
+                if not srows:
+                    quarantine.bad(LoadError(
+                        source=str(f), line=None, field=f"samples[{sample.id}:{sample.epoch}]",
+                        reason="empty_sample", detail="has neither transcript events nor "
+                        "messages, so there is nothing to load for it",
+                        fix='Re-run the sample, or pass errors="quarantine" to skip it.'))
+                    continue
                 started = getattr(sample, "started_at", None) or spec.created
-                runs.append({"tenant_id": tenant, "run_id": run_id, "parent_run_id": None,
-                             "format": FORMAT, "source": src, "created_at": started,
-                             "attrs": attrs_json})
+                samples.append((sample.id, sample.epoch, srows, attrs, started))
+                digest.update(rows_json.encode())
+                digest.update(attrs_json.encode())
+            loaded.append((f, spec.eval_id, head, samples, digest.hexdigest()))
             bar.update(1)
+    rows: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
+    for f, suffix, head, samples in _distinct_logs(loaded):
+        src = f"{FORMAT}:{f}"
+        for sample_id, epoch, srows, attrs, started in samples:
+            run_id = f"{head['eval_id']}:{sample_id}:{epoch}{suffix}"
+            for r in srows:
+                r["run_id"] = run_id
+            rows.extend(srows)
+            runs.append({"tenant_id": tenant, "run_id": run_id, "parent_run_id": None,
+                         "format": FORMAT, "source": src, "created_at": started,
+                         "attrs": canonical_json({**head, "log": str(f), **attrs})})
     runs_table = _runs_table(runs)
     if not rows:
         return EventLog(empty_events(), runs=runs_table, quarantine=quarantine.table(runs_table))
@@ -349,6 +422,40 @@ def read_inspect(
     cols["ts"] = _timestamps([r.get("ts") for r in rows])
     table = events_table(cols)
     return EventLog(table, runs=runs_table, quarantine=quarantine.table(runs_table))
+
+
+def _distinct_logs(loaded: list[tuple[Path, str, dict[str, Any], list[tuple[Any, ...]], str]]
+                   ) -> list[tuple[Path, str, dict[str, Any], list[tuple[Any, ...]]]]:
+    """The logs to load, each with its run-id suffix.
+
+    Files with the same content (same eval id, same samples and events: a ``.eval`` and its
+    ``.json`` export, a copy) are loaded once, from the first file, with a
+    :class:`DuplicateLogWarning`. Distinct logs that share an eval id (a re-run written to
+    another file) keep apart: their run ids get ``"@<path relative to their common folder>"``,
+    so the same set of files always gives the same ids.
+    """
+    seen: dict[str, Path] = {}
+    keep: list[tuple[Path, str, dict[str, Any], list[tuple[Any, ...]], str]] = []
+    for item in loaded:
+        f, _, _, _, fp = item
+        if fp in seen:
+            warnings.warn(f"{f} holds the same eval log as {seen[fp]}; its samples are loaded "
+                          "once, from the first", DuplicateLogWarning, stacklevel=3)
+            continue
+        seen[fp] = f
+        keep.append(item)
+    by_eval: dict[str, list[Path]] = {}
+    for f, eval_id, _, _, _ in keep:
+        by_eval.setdefault(eval_id, []).append(f)
+    out = []
+    for f, eval_id, head, samples, _ in keep:
+        group = by_eval[eval_id]
+        suffix = ""
+        if len(group) > 1:
+            root = Path(os.path.commonpath([str(g.resolve().parent) for g in group]))
+            suffix = "@" + f.resolve().relative_to(root).as_posix()
+        out.append((f, suffix, head, samples))
+    return out
 
 
 def _timestamps(values: list[Any]) -> pa.Array:

@@ -12,6 +12,11 @@ GenAI attributes fill the typed columns (operation ``gen_ai.operation.name``: ``
 is kept in the payload. Spans recorded without content capture (no tool arguments / result, no
 model output messages) are flagged ``"replayable": false`` with the missing attributes listed --
 never guessed -- and the run gets ``replayable: false`` in ``log.runs.attrs``.
+
+Producers that name the same facts differently are read too: pydantic-ai's older format
+(``tool_arguments`` / ``tool_response``), OpenInference (``openinference.span.kind``, e.g. the
+OpenAI Agents SDK's instrumentation), and tool calls / results that only the model-call
+messages carry (OpenAI client instrumentations). The same span read twice is loaded once.
 Field-by-field mapping: ``docs/formats/otel.md``.
 """
 
@@ -21,6 +26,8 @@ import base64
 import binascii
 import os
 import re
+import warnings
+from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -45,7 +52,7 @@ from ._common import (
 
 _BAD_JSON: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError)
 
-__all__ = ["FORMAT", "MODEL_OPERATIONS", "read_otel", "sniff"]
+__all__ = ["FORMAT", "MODEL_OPERATIONS", "DuplicateSpanWarning", "read_otel", "sniff"]
 
 FORMAT = "otel"
 _PATTERNS = ("*.json", "*.jsonl", "*.ndjson")
@@ -55,17 +62,40 @@ _HEAD_RE = re.compile(rb'^\s*\{\s*"resource_?[sS]pans"\s*:')
 #: ``gen_ai.operation.name`` values that are one model call.
 MODEL_OPERATIONS: tuple[str, ...] = ("chat", "text_completion", "generate_content")
 
-#: ``gen_ai.response.finish_reasons`` values -> replaykit ``finish``.
+#: ``gen_ai.response.finish_reasons`` values -> replaykit ``finish`` (looked up lower-cased).
+#: The semantic conventions' FinishReason values (``stop``, ``length``, ``content_filter``,
+#: ``tool_call``, ``error``) and the provider spellings instrumentations pass through
+#: (OpenAI ``tool_calls``/``function_call``, Anthropic ``end_turn``/``stop_sequence``/
+#: ``tool_use``/``max_tokens``/``refusal``, Gemini ``STOP``/``MAX_TOKENS``/``SAFETY``/
+#: ``RECITATION``, Bedrock ``guardrail_intervened``/``content_filtered``). Any other value is
+#: kept as written.
 FINISH: dict[str, str] = {
     "stop": "stop",
     "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_call": "tool-calls",
     "tool_calls": "tool-calls",
     "tool_use": "tool-calls",
+    "function_call": "tool-calls",
     "length": "max-tokens",
     "max_tokens": "max-tokens",
+    "model_length": "max-tokens",
     "content_filter": "content-filter",
+    "content_filtered": "content-filter",
+    "refusal": "content-filter",
+    "safety": "content-filter",
+    "recitation": "content-filter",
+    "guardrail_intervened": "content-filter",
     "error": "error",
 }
+
+
+class DuplicateSpanWarning(UserWarning):
+    """The same span (trace id, span id, identical content) was read more than once.
+
+    Overlapping exports of one trace are common (a collector file exporter and a manual
+    export, copied files): each span is loaded once; the warning names the files.
+    """
 
 _SPAN_KIND = {0: "UNSPECIFIED", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER",
               5: "CONSUMER"}
@@ -138,10 +168,51 @@ def _nanos(value: Any) -> int:
     return n
 
 
-def _attributes(items: Any) -> dict[str, Any]:
+def _attributes(items: Any, where: str = "attributes") -> dict[str, Any]:
+    """OTLP ``[{key, value}, ...]`` as a dict; raises ValueError naming the bad entry."""
+    if items is None:
+        return {}
     if not isinstance(items, list):
-        raise ValueError("attributes must be an array of {key, value}")
-    return {a["key"]: _any_value(a.get("value")) for a in items if isinstance(a, dict)}
+        raise ValueError(f"{where} must be an array of {{key, value}}")
+    out: dict[str, Any] = {}
+    for i, a in enumerate(items):
+        if not isinstance(a, dict):
+            raise ValueError(f"{where}[{i}] must be a {{key, value}} object, got "
+                             f"{type(a).__name__}")
+        key = a.get("key")
+        if not isinstance(key, str):
+            raise ValueError(f"{where}[{i}].key must be a string, got {key!r}")
+        out[key] = _any_value(a.get("value"))
+    return out
+
+
+def _scalar_text(value: Any, name: str) -> str | None:
+    """A string attribute that some producers write as a number: ``5`` -> ``"5"``.
+
+    Strings pass; integers, floats and booleans become their JSON text; arrays and objects
+    raise ValueError (no sensible id or name).
+    """
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (bool, int, float)):
+        return canonical_json(value)
+    raise ValueError(f"attribute {name} must be a string, got a JSON {type(value).__name__}")
+
+
+def _loose_text(value: Any) -> str | None:
+    """A value inside free-form message content as text (no error: content is not checked)."""
+    return value if value is None or isinstance(value, str) else canonical_json(value)
+
+
+def _token_count(value: Any, name: str) -> int | None:
+    """A token count: an integer, or a float with an integral value (``12.0``)."""
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if type(value) is not int or not 0 <= value < 2**63:
+        raise ValueError(f"attribute {name} must be a non-negative integer, got {value!r}")
+    return value
 
 
 def _hex_id(value: Any, size: int) -> str | None:
@@ -173,9 +244,11 @@ def _maybe_json(value: Any) -> tuple[Any, str | None]:
     return value, canonical_json(value)
 
 
-def _span_record(span: dict[str, Any], resource: dict[str, Any], scope: dict[str, Any]
-                 ) -> dict[str, Any]:
+def _span_record(span: dict[str, Any], resource: dict[str, Any] | ValueError,
+                 scope: dict[str, Any]) -> dict[str, Any]:
     """A span as plain JSON (the payload) plus its ids and times; raises ValueError."""
+    if isinstance(resource, ValueError):
+        raise resource
     trace = _hex_id(span.get("traceId", span.get("trace_id")), 16)
     sid = _hex_id(span.get("spanId", span.get("span_id")), 8)
     if trace is None or sid is None:
@@ -184,33 +257,54 @@ def _span_record(span: dict[str, Any], resource: dict[str, Any], scope: dict[str
     start = _nanos(span.get("startTimeUnixNano", span.get("start_time_unix_nano")))
     end = _nanos(span.get("endTimeUnixNano", span.get("end_time_unix_nano"))) or start
     attrs = _attributes(span.get("attributes", []))
+    op = attrs.get("gen_ai.operation.name")
+    if op is not None and not isinstance(op, str):
+        raise ValueError(f"attribute gen_ai.operation.name must be a string, got {op!r}")
+    _scalar_text(attrs.get("gen_ai.conversation.id"), "gen_ai.conversation.id")
     kind = span.get("kind", 0)
-    events = [{"name": e.get("name"),
-               "timeUnixNano": _nanos(e.get("timeUnixNano", e.get("time_unix_nano"))),
-               "attributes": _attributes(e.get("attributes", []))}
-              for e in span.get("events", []) or []]
+    events = []
+    for i, e in enumerate(span.get("events", []) or []):
+        if not isinstance(e, dict):
+            raise ValueError(f"events[{i}] must be an object")
+        name = e.get("name")
+        events.append({"name": name if isinstance(name, str) else None,
+                       "timeUnixNano": _nanos(e.get("timeUnixNano", e.get("time_unix_nano"))),
+                       "attributes": _attributes(e.get("attributes", []),
+                                                 f"events[{i}].attributes")})
     status = span.get("status") or {}
     code = status.get("code", 0)
     if isinstance(code, str):  # protobuf JSON writes enum names
         code = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(code, 0)
+    message = status.get("message")
+    name = span.get("name")
     return {
-        "traceId": trace, "spanId": sid, "parentSpanId": parent, "name": span.get("name"),
+        "traceId": trace, "spanId": sid, "parentSpanId": parent,
+        "name": name if name is None or isinstance(name, str) else canonical_json(name),
         "kind": _SPAN_KIND.get(kind, kind) if isinstance(kind, int) else
         str(kind).replace("SPAN_KIND_", ""),
         "startTimeUnixNano": start, "endTimeUnixNano": end, "attributes": attrs,
-        "events": events, "status": {"code": int(code), "message": status.get("message")},
+        "events": events, "status": {"code": int(code), "message": message if message is None
+                                     or isinstance(message, str) else canonical_json(message)},
         "scope": scope.get("name"), "resource": resource,
     }
 
 
-def _spans_of(doc: Any) -> Iterable[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
+def _spans_of(doc: Any) -> Iterable[tuple[Any, dict[str, Any] | ValueError, dict[str, Any]]]:
     if not isinstance(doc, dict):
         raise ValueError("the document is not a JSON object")
     rs_list = doc.get("resourceSpans", doc.get("resource_spans"))
     if not isinstance(rs_list, list):
         raise ValueError('has no "resourceSpans" array')
-    for rs in rs_list:
-        resource = _attributes((rs.get("resource") or {}).get("attributes", []))
+    for r, rs in enumerate(rs_list):
+        if not isinstance(rs, dict):
+            raise ValueError(f"resourceSpans[{r}] is not an object")
+        # a bad resource fails its spans (each one a bad_span row), not the whole document
+        try:
+            resource: dict[str, Any] | ValueError = _attributes(
+                (rs.get("resource") or {}).get("attributes", []),
+                f"resourceSpans[{r}].resource.attributes")
+        except (ValueError, AttributeError, TypeError) as exc:
+            resource = ValueError(str(exc))
         for ss in rs.get("scopeSpans", rs.get("scope_spans", [])) or []:
             scope = ss.get("scope") or {}
             for span in ss.get("spans", []) or []:
@@ -220,46 +314,164 @@ def _spans_of(doc: Any) -> Iterable[tuple[dict[str, Any], dict[str, Any], dict[s
 # ------------------------------------------------------------------------------------ mapping
 
 
-def _rows_of_span(rec: dict[str, Any], root: bool) -> list[dict[str, Any]]:
-    """Canonical rows (without run/seq) of one span; each has its sort time ``_t``."""
+_OI_KIND = "openinference.span.kind"
+#: OpenInference span kinds -> the GenAI operation they stand for.
+_OI_OPS = {"LLM": "chat", "TOOL": "execute_tool", "AGENT": "invoke_agent"}
+_OI_MSG = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
+_OI_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(.+)$")
+
+
+def _view(rec: dict[str, Any]) -> dict[str, Any]:
+    """What replaykit reads from a span, in GenAI semantic-convention terms; raises ValueError.
+
+    Producers write the same facts under different names: the GenAI conventions
+    (``gen_ai.*``; OpenTelemetry's own and OpenLLMetry's OpenAI instrumentations, pydantic-ai
+    from format version 3), pydantic-ai's older format (tool ``tool_arguments`` /
+    ``tool_response``) and OpenInference (``openinference.span.kind``, ``llm.*``, ``tool.*``,
+    ``input.value`` / ``output.value``; e.g. the OpenAI Agents SDK instrumentation).
+    """
     a = rec["attributes"]
     op = a.get("gen_ai.operation.name")
+    v: dict[str, Any] = {"op": op}
+    if op is None and isinstance(a.get(_OI_KIND), str):
+        v["op"] = _OI_OPS.get(a[_OI_KIND].upper())
+        msgs = _oi_messages(a)
+        v.update(
+            tool_name=_scalar_text(a.get("tool.name"), "tool.name"),
+            call_id=_scalar_text(a.get("tool_call.id", a.get("tool.call_id")), "tool_call.id"),
+            args=a.get("input.value"), result=a.get("output.value"),
+            input_tokens=_token_count(a.get("llm.token_count.prompt"), "llm.token_count.prompt"),
+            output_tokens=_token_count(a.get("llm.token_count.completion"),
+                                       "llm.token_count.completion"),
+            reasons=None, out=msgs["output"] or None, inp=msgs["input"] or None,
+            has_out=bool(msgs["output"]) or a.get("output.value") is not None,
+            has_in=bool(msgs["input"]) or a.get("input.value") is not None,
+            names=("llm.output_messages", "llm.input_messages", "input.value", "output.value"),
+            agent_id=None)
+        return v
+    names = [e["name"] or "" for e in rec["events"]]
+    out = a.get("gen_ai.output.messages")
+    inp = a.get("gen_ai.input.messages")
+    args = a.get("gen_ai.tool.call.arguments")
+    result = a.get("gen_ai.tool.call.result")
+    v.update(
+        tool_name=_scalar_text(a.get("gen_ai.tool.name"), "gen_ai.tool.name"),
+        call_id=_scalar_text(a.get("gen_ai.tool.call.id"), "gen_ai.tool.call.id"),
+        # pydantic-ai's format versions 1 and 2 keep them as tool_arguments / tool_response
+        args=args if args is not None else a.get("tool_arguments"),
+        result=result if result is not None else a.get("tool_response"),
+        input_tokens=_token_count(a.get("gen_ai.usage.input_tokens"), "gen_ai.usage.input_tokens"),
+        output_tokens=_token_count(a.get("gen_ai.usage.output_tokens"),
+                                   "gen_ai.usage.output_tokens"),
+        reasons=a.get("gen_ai.response.finish_reasons"),
+        out=_maybe_json(out)[0] if out is not None else None,
+        inp=_maybe_json(inp)[0] if inp is not None else None,
+        has_out=out is not None or "gen_ai.completion" in a or any(
+            n in ("gen_ai.choice", "gen_ai.content.completion") for n in names),
+        has_in=inp is not None or "gen_ai.prompt" in a or any(
+            n.startswith("gen_ai.") and n.endswith(".message") for n in names),
+        names=("gen_ai.output.messages", "gen_ai.input.messages", "gen_ai.tool.call.arguments",
+               "gen_ai.tool.call.result"),
+        agent_id=_scalar_text(a.get("gen_ai.agent.id"), "gen_ai.agent.id"))
+    return v
+
+
+def _oi_messages(a: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """OpenInference's flattened ``llm.{input,output}_messages.N.message.*`` attributes as
+    GenAI-convention messages (``role``, ``parts`` of text / tool_call / tool_call_response)."""
+    found: dict[str, dict[int, dict[str, Any]]] = {"input": {}, "output": {}}
+    for key, value in a.items():
+        m = _OI_MSG.match(key)
+        if m is None:
+            continue
+        msg = found[m.group(1)].setdefault(int(m.group(2)), {"calls": {}})
+        rest = m.group(3)
+        tc = _OI_TOOL_CALL.match(rest)
+        if tc is not None:
+            msg["calls"].setdefault(int(tc.group(1)), {})[tc.group(2)] = value
+        else:
+            msg[rest] = value
+    out: dict[str, list[dict[str, Any]]] = {"input": [], "output": []}
+    for side, msgs in found.items():
+        for _, msg in sorted(msgs.items()):
+            parts: list[dict[str, Any]] = []
+            if msg.get("role") == "tool" and msg.get("tool_call_id") is not None:
+                parts.append({"type": "tool_call_response", "id": msg["tool_call_id"],
+                              "response": msg.get("content")})
+            elif msg.get("content") is not None:
+                parts.append({"type": "text", "content": msg["content"]})
+            for _, c in sorted(msg["calls"].items()):
+                parts.append({"type": "tool_call", "id": c.get("id"),
+                              "name": c.get("function.name"),
+                              "arguments": c.get("function.arguments")})
+            out[side].append({"role": msg.get("role"), "parts": parts})
+    return out
+
+
+def _parts(messages: Any, kind: str) -> list[dict[str, Any]]:
+    """The message parts of one ``type`` (GenAI-convention message shape)."""
+    if not isinstance(messages, list):
+        return []
+    return [p for m in messages if isinstance(m, dict) and isinstance(m.get("parts"), list)
+            for p in m["parts"] if isinstance(p, dict) and p.get("type") == kind]
+
+
+def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
+                  covered: set[str], answered: set[str]) -> list[dict[str, Any]]:
+    """Canonical rows (without run/seq) of one span; each has its sort time ``_t``.
+
+    ``covered``: tool call ids that have an execute_tool span of their own; ``answered``:
+    call ids whose result a message already gave (updated here), so a tool result repeated in
+    every later call's input history is one row.
+    """
+    a = rec["attributes"]
+    op = v["op"]
     err = rec["status"]["code"] == 2 or "error.type" in a
     start, end = rec["startTimeUnixNano"], rec["endTimeUnixNano"]
     base = {"type": op or rec["name"] or "span", "event_id": rec["spanId"], "is_error": False}
     missing: list[str] = []
     rows: list[dict[str, Any]] = []
+    extra: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (row, message part)
     if op in MODEL_OPERATIONS:
-        out = a.get("gen_ai.output.messages")
-        has_event = any(e["name"] in ("gen_ai.choice", "gen_ai.content.completion")
-                        for e in rec["events"])
-        if out is None and "gen_ai.completion" not in a and not has_event:
-            missing.append("gen_ai.output.messages")
-        if a.get("gen_ai.input.messages") is None and "gen_ai.prompt" not in a and not any(
-            e["name"].startswith("gen_ai.") and e["name"].endswith(".message")
-            for e in rec["events"]
-        ):
-            missing.append("gen_ai.input.messages")
-        reasons = a.get("gen_ai.response.finish_reasons")
-        first = reasons[0] if isinstance(reasons, list) and reasons else reasons
-        finish = "error" if err else (FINISH.get(first, first) if first else "unknown")
-        text = None
-        if out is not None:
-            parsed, raw = _maybe_json(out)
-            text = _output_text(parsed) if not isinstance(parsed, str) else parsed
+        if not v["has_out"]:
+            missing.append(v["names"][0])
+        if not v["has_in"]:
+            missing.append(v["names"][1])
+        finish = "error" if err else _finish(v["reasons"])
+        out = v["out"]
+        text = out if isinstance(out, str) else _output_text(out)
+        # tool results the model was given, first seen here, with no tool span of their own
+        for part in _parts(v["inp"], "tool_call_response"):
+            cid = _loose_text(part.get("id"))
+            if cid is None or cid in covered or cid in answered:
+                continue
+            answered.add(cid)
+            res = part.get("response", part.get("result"))
+            extra.append(({**base, "type": "gen_ai.tool_call_response", "kind": "tool_result",
+                           "_t": start, "ref_id": cid, "tool_name": _loose_text(part.get("name")),
+                           "text": _maybe_json(res)[1]}, part))
         rows.append({**base, "kind": "model_response", "_t": end, "ref_id": rec["spanId"],
-                     "finish": finish, "is_error": err,
-                     "input_tokens": a.get("gen_ai.usage.input_tokens"),
-                     "output_tokens": a.get("gen_ai.usage.output_tokens"), "text": text})
+                     "finish": finish, "is_error": err, "input_tokens": v["input_tokens"],
+                     "output_tokens": v["output_tokens"], "text": text})
+        # tool calls the model asked for, when no tool span records them
+        for part in _parts(out, "tool_call"):
+            cid = _loose_text(part.get("id"))
+            if cid is None or cid in covered:
+                continue
+            args = part.get("arguments")
+            parsed, args_text = _maybe_json(args)
+            extra.append(({**base, "type": "gen_ai.tool_call", "kind": "tool_call", "_t": end,
+                           "ref_id": cid, "tool_name": _loose_text(part.get("name")),
+                           "text": args_text,
+                           "args_hash": args_hash(parsed) if args is not None else None}, part))
     elif op == "execute_tool":
-        call_id = a.get("gen_ai.tool.call.id") or rec["spanId"]
-        tool = a.get("gen_ai.tool.name")
-        args = a.get("gen_ai.tool.call.arguments")
-        result = a.get("gen_ai.tool.call.result")
+        call_id = v["call_id"] or rec["spanId"]
+        tool = v["tool_name"]
+        args, result = v["args"], v["result"]
         if args is None:
-            missing.append("gen_ai.tool.call.arguments")
+            missing.append(v["names"][2])
         if result is None:
-            missing.append("gen_ai.tool.call.result")
+            missing.append(v["names"][3])
         parsed_args, args_text = _maybe_json(args)
         rows.append({**base, "kind": "tool_call", "_t": start, "ref_id": call_id,
                      "tool_name": tool, "text": args_text,
@@ -269,7 +481,7 @@ def _rows_of_span(rec: dict[str, Any], root: bool) -> list[dict[str, Any]]:
                      "ref_id": call_id, "tool_name": tool, "is_error": err,
                      "text": result_text if result is not None else rec["status"]["message"]})
     elif op in ("invoke_agent", "create_agent") and not root:
-        ref = a.get("gen_ai.agent.id") or rec["spanId"]
+        ref = v["agent_id"] or rec["spanId"]
         rows.append({**base, "kind": "subagent_start", "_t": start, "ref_id": ref})
         rows.append({**base, "type": f"{op}.end", "kind": "subagent_end", "_t": end,
                      "ref_id": ref, "is_error": err})
@@ -277,7 +489,7 @@ def _rows_of_span(rec: dict[str, Any], root: bool) -> list[dict[str, Any]]:
         kind = "session" if op in ("invoke_agent", "create_agent") else "other"
         rows.append({**base, "kind": "error" if err and kind == "other" else kind, "_t": start,
                      "is_error": err})
-    payload = dict(rec)
+    payload = {k: val for k, val in rec.items() if k != "_view"}
     payload["replayable"] = not missing
     if missing:
         payload["missingContent"] = missing
@@ -286,9 +498,27 @@ def _rows_of_span(rec: dict[str, Any], root: bool) -> list[dict[str, Any]]:
         r["payload"] = text_payload if i == 0 else canonical_json(
             {"spanId": rec["spanId"], "part": "end", "of": r["type"],
              "replayable": not missing})
+    for r, part in extra:
+        r["payload"] = canonical_json({"spanId": rec["spanId"], "part": "message",
+                                       "of": rows[0]["type"], "messagePart": part,
+                                       "replayable": not missing})
+    # a result row goes before the span's own rows (it is input), a call row after them
+    rows = [r for r, _ in extra if r["kind"] == "tool_result"] + rows + [
+        r for r, _ in extra if r["kind"] == "tool_call"]
+    for r in rows:
         r["_start"] = start
         r["_replayable"] = not missing
     return rows
+
+
+def _finish(reasons: Any) -> str:
+    """replaykit ``finish`` of ``gen_ai.response.finish_reasons`` (its first value)."""
+    first = reasons[0] if isinstance(reasons, list) and reasons else reasons
+    if first is None or first == "" or first == []:
+        return "unknown"
+    if not isinstance(first, str):
+        first = canonical_json(first)
+    return FINISH.get(first.lower(), first)
 
 
 def _output_text(messages: Any) -> str | None:
@@ -365,17 +595,61 @@ def read_otel(
                     continue
                 for i, (span, resource, scope) in enumerate(spans):
                     try:
-                        recs.append((_span_record(span, resource, scope), str(f), line))
+                        rec = _span_record(span, resource, scope)
+                        rec["_view"] = _view(rec)
+                        recs.append((rec, str(f), line))
                     except (ValueError, KeyError, TypeError, AttributeError) as exc:
                         quarantine.bad(LoadError(
                             source=str(f), line=line, field=f"spans[{i}]", reason="bad_span",
                             detail=str(exc), fix="Each span needs traceId, spanId, times and "
                             "attributes as OTLP/JSON {key, value} pairs."),
                             canonical_json(span) if isinstance(span, dict) else str(span))
+    deduped = _dedupe(recs, quarantine)
     try:
-        return _build(recs, tenant, quarantine)
+        return _build(deduped, tenant, quarantine)
     except UNEXPECTED as exc:  # last-resort guard (see unexpected_input); not a real check
-        raise unexpected_input(exc, (src for _, src, _ in recs)) from exc
+        raise unexpected_input(exc, (src for _, src, _ in deduped)) from exc
+
+
+def _dedupe(recs: list[tuple[dict[str, Any], str, int]], quarantine: Quarantine
+            ) -> list[tuple[dict[str, Any], str, int]]:
+    """One record per (trace id, span id).
+
+    Identical copies (the same span exported to several files, or twice in one) are kept once
+    with a :class:`DuplicateSpanWarning`; copies whose content differs are all quarantined
+    (``conflicting_span``: which one is right cannot be told) and, under ``errors="raise"``,
+    raise a LoadError naming both places.
+    """
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, (rec, _, _) in enumerate(recs):
+        groups.setdefault((rec["traceId"], rec["spanId"]), []).append(i)
+    drop: set[int] = set()
+    dropped: dict[tuple[str, str], int] = {}
+    fix = "Load one export of each trace, or make the exports agree."
+    for (trace, sid), idx in groups.items():
+        if len(idx) == 1:
+            continue
+        texts = [canonical_json({k: v for k, v in recs[i][0].items() if k != "_view"})
+                 for i in idx]
+        drop.update(idx[1:])
+        if len(set(texts)) == 1:
+            for i in idx[1:]:
+                pair = (recs[idx[0]][1], recs[i][1])
+                dropped[pair] = dropped.get(pair, 0) + 1
+            continue
+        drop.add(idx[0])
+        places = [f"{recs[i][1]}:{recs[i][2]}" for i in idx]
+        for i, text in zip(idx, texts, strict=True):
+            others = ", ".join(pl for pl in places if pl != f"{recs[i][1]}:{recs[i][2]}")
+            quarantine.bad(LoadError(
+                source=recs[i][1], line=recs[i][2], field="spanId", reason="conflicting_span",
+                detail=f"span {sid} of trace {trace} is also read from {others or 'this line'} "
+                "with different content", fix=fix), text)
+    for (a, b), n in sorted(dropped.items()):
+        where = f"both {a} and {b}" if a != b else f"{a} more than once"
+        warnings.warn(f"{n} span(s) appear in {where} with identical content; each is "
+                      "loaded once", DuplicateSpanWarning, stacklevel=3)
+    return [r for i, r in enumerate(recs) if i not in drop]
 
 
 def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
@@ -384,17 +658,32 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
     span_ids: dict[str, set[str]] = {}
     for rec, _, _ in recs:
         span_ids.setdefault(rec["traceId"], set()).add(rec["spanId"])
-        c = rec["attributes"].get("gen_ai.conversation.id")
+        c = _scalar_text(rec["attributes"].get("gen_ai.conversation.id"), "")
         if c is not None and rec["traceId"] not in conv:
-            conv[rec["traceId"]] = str(c)
+            conv[rec["traceId"]] = c
+    covered = _link_tool_spans(recs)
+    answered: dict[str, set[str]] = {}
     rows: list[dict[str, Any]] = []
-    for rec, src, line in recs:
+    # message-derived tool results: the first model span (by start) that was given one
+    by_start = sorted(range(len(recs)), key=lambda i: (recs[i][0]["startTimeUnixNano"], i))
+    span_rows: dict[int, list[dict[str, Any]]] = {}
+    for i in by_start:
+        rec, src, line = recs[i]
         root = rec["parentSpanId"] is None or rec["parentSpanId"] not in span_ids[rec["traceId"]]
         run = conv.get(rec["traceId"], rec["traceId"])
-        for r in _rows_of_span(rec, root):
+        out = _rows_of_span(rec, rec["_view"], root, covered.get(rec["traceId"], set()),
+                            answered.setdefault(run, set()))
+        for r in out:
             r.update(run_id=run, source=f"{FORMAT}:{src}", source_line=line,
                      _trace=rec["traceId"], _res=rec["resource"])
-            rows.append(r)
+        span_rows[i] = out
+    for i in range(len(recs)):  # rows in read order: ties in time keep file order
+        rows.extend(span_rows[i])
+    names = {(r["run_id"], r["ref_id"]): r["tool_name"] for r in rows
+             if r["kind"] == "tool_call" and r.get("tool_name") is not None}
+    for r in rows:  # a result given in a message may not name its tool: the call does
+        if r["kind"] == "tool_result" and r.get("tool_name") is None:
+            r["tool_name"] = names.get((r["run_id"], r["ref_id"]))
     runs_table = _runs(rows, tenant)
     if not rows:
         return EventLog(empty_events(), runs=runs_table, quarantine=quarantine.table(runs_table))
@@ -416,6 +705,50 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
     cols["tenant_id"] = [tenant] * len(rows)
     cols["ts"] = pa.array(t // 1000, type=pa.int64()).cast(pa.timestamp("us", tz="UTC"))
     return EventLog(events_table(cols), runs=runs_table, quarantine=quarantine.table(runs_table))
+
+
+def _link_tool_spans(recs: list[tuple[dict[str, Any], str, int]]) -> dict[str, set[str]]:
+    """Tool call ids that have a tool span, per trace; gives tool spans without a call id the
+    id of the call the model asked for.
+
+    OpenInference tool spans carry the tool's name but not the call id: the k-th tool span of
+    a name (by start time) takes the k-th unclaimed call of that name that a model span of
+    the same trace requested before the tool started. No such call: the span id stays the id.
+    """
+    by_trace: dict[str, list[dict[str, Any]]] = {}
+    for rec, _, _ in recs:
+        by_trace.setdefault(rec["traceId"], []).append(rec)
+    covered: dict[str, set[str]] = {}
+    for trace, spans in by_trace.items():
+        asked: list[tuple[int, str | None, str]] = []  # (model span end, tool name, call id)
+        for rec in spans:
+            v = rec["_view"]
+            if v["op"] in MODEL_OPERATIONS:
+                for part in _parts(v["out"], "tool_call"):
+                    cid = part.get("id")
+                    if isinstance(cid, str) and cid:
+                        name = part.get("name")
+                        asked.append((rec["endTimeUnixNano"],
+                                      name if isinstance(name, str) else None, cid))
+        asked.sort(key=lambda x: x[0])
+        queues: dict[str | None, deque[tuple[int, str]]] = {}
+        for t_end, name, cid in asked:
+            queues.setdefault(name, deque()).append((t_end, cid))
+        tools = sorted((r for r in spans if r["_view"]["op"] == "execute_tool"),
+                       key=lambda r: r["startTimeUnixNano"])
+        claimed = {r["_view"]["call_id"] for r in tools if r["_view"]["call_id"]}
+        for rec in tools:  # by start; each name's queue by the asking span's end: one pass
+            v = rec["_view"]
+            if v["call_id"]:
+                continue
+            q = queues.get(v["tool_name"])
+            while q and q[0][1] in claimed:
+                q.popleft()
+            if q and q[0][0] <= rec["startTimeUnixNano"]:
+                v["call_id"] = q.popleft()[1]
+                claimed.add(v["call_id"])
+        covered[trace] = {r["_view"]["call_id"] for r in tools if r["_view"]["call_id"]}
+    return covered
 
 
 def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

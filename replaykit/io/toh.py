@@ -132,6 +132,8 @@ def sniff(path: Path) -> str | None:
     try:
         with open(p, "rb") as fh:
             head = fh.readline(1 << 20)
+            if head.startswith(b"\xef\xbb\xbf"):
+                head = head[3:]
             while head and not head.strip():
                 head = fh.readline(1 << 20)
     except OSError as exc:
@@ -175,14 +177,26 @@ def _tool_result_fields(data: dict) -> tuple[Any, bool, str | None]:
     ref = None
     is_err = False
     texts = []
-    for item in msg.get("content") or ():
+    content = msg.get("content")
+    if type(content) is not list:  # a bare value instead of an array of content items
+        if content is None:
+            content = ()
+        elif type(content) is dict:
+            content = [content]
+        else:  # a string is the result text; a number or boolean its JSON text
+            src = msg.get("source")
+            ref = _str_or_none(src.get("callId")) if type(src) is dict else None
+            return ref, False, content if type(content) is str else canonical_json(content)
+    for item in content:
         if not isinstance(item, dict):
             continue
         if ref is None and isinstance(item.get("toolCallId"), str):
             ref = item["toolCallId"]
         if item.get("isError") is True:
             is_err = True
-        t = _text_parts(item.get("content"))
+        c = item.get("content")
+        t = _text_parts(c) if type(c) is list or c is None else (
+            c if type(c) is str else canonical_json(c))  # a bare value is the text itself
         if t is not None:
             texts.append(t)
     if ref is None:
@@ -437,9 +451,15 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
     header_line: int | None = None
     headless_reason: str | None = None
     long_ints = may_hold_long_ints(ctx.path)  # else lines skip the per-line digits check
+    # the reference forbids mixing projected lines (no seq envelope) and full persisted lines
+    # (seq / packed seq0) in one file: the first event line sets the mode
+    env_line: int | None = None
+    env_full = False
     with open(ctx.path, "rb") as fh:
         last_pos = 0
         for lineno, raw in enumerate(fh, start=1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a UTF-8 byte order mark (as editors on Windows write)
             if lineno & 4095 == 0:
                 pos = fh.tell()
                 prog.update(pos - last_pos)
@@ -494,6 +514,13 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
                     q.bad(ctx.err(lineno, "bad_packed_row", f"{problem[1]} ({t} row)",
                                   field=problem[0]), raw.rstrip(b"\r\n"))
                     continue
+                full = obj.get("seq0") is not None
+                if env_line is None:
+                    env_line, env_full = lineno, full
+                elif full != env_full:
+                    acc.phantoms.append((fi, lineno, len(obj["data"][_PACKED[t][1]])))
+                    q.bad(_mixed(ctx, lineno, env_line, env_full, "seq0"), raw.rstrip(b"\r\n"))
+                    continue
                 _add_packed(acc, fi, lineno, t, obj)
                 continue
             seq = obj.get("seq")
@@ -507,6 +534,12 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
                 acc.phantoms.append((fi, lineno, 1))
                 q.bad(ctx.err(lineno, "bad_time", "must be epoch milliseconds (years 1 to 9999), "
                               f"got {tm!r}", field="time"), raw.rstrip(b"\r\n"))
+                continue
+            if env_line is None:
+                env_line, env_full = lineno, seq is not None
+            elif (seq is not None) != env_full:
+                acc.phantoms.append((fi, lineno, 1))
+                q.bad(_mixed(ctx, lineno, env_line, env_full, "seq"), raw.rstrip(b"\r\n"))
                 continue
             turn, step, ctype, text, rare = _decode_event(obj, t)
             if rare is not None and not (_tokens_ok(rare[6]) and _tokens_ok(rare[7])):
@@ -522,6 +555,19 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
     if header_line is None and headless_reason is None:
         q.bad(ctx.err(None, "empty_file", "holds no lines (a toh log starts with its session "
                       "header)", fix="Remove the empty file or restore its content."))
+
+
+def _mixed(ctx: _FileCtx, lineno: int, env_line: int, env_full: bool, key: str) -> LoadError:
+    """The error for a line whose envelope (seq or none) differs from the file's first event."""
+    if env_full:
+        detail = (f"has no {key}, but line {env_line} carries a seq envelope: a log is either "
+                  "all full persisted lines or all projected lines")
+    else:
+        detail = (f"carries a {key}, but line {env_line} has none: a log is either all full "
+                  "persisted lines or all projected lines")
+    return ctx.err(lineno, "mixed_envelope", detail, field=key,
+                   fix="Re-export the log with one line shape (drop every seq/time envelope, or "
+                   "keep them on every line); replaykit does not guess an order between them.")
 
 
 def _add_packed(acc: _Rows, fi: int, lineno: int, t: str, obj: dict) -> None:
