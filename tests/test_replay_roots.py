@@ -153,3 +153,65 @@ def test_cohort_replays_honour_the_read_modes():
     assert missing and set(statuses["cross-mode-readable"][lambda s: s == "error"].index) \
         == missing
     assert set(statuses["strict-mode"][lambda s: s == "error"].index) == set(cov["run_id"])
+
+
+# ----------------------------------------------------------------------------- cache keys
+def test_cache_key_canonical_form():
+    msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+    cfg = {"model": "m", "temperature": 0.0, "maxTokens": 5, "stop": "END"}
+    k = rk.cache_key(msgs, cfg)
+    assert k.startswith("rk1:") and len(k) == 36
+    # spelling, key order, ids, text parts, nulls and integral floats do not matter ...
+    same = rk.cache_key(
+        [{"content": "Be brief.", "role": "system", "id": "m1"},
+         {"role": "user", "content": [{"type": "text", "text": "h"}, {"type": "text",
+                                                                      "text": "i"}]}],
+        {"max_tokens": 5.0, "stopSequences": ["END"], "temperature": 0, "model": "m",
+         "seed": None})
+    assert same == k
+    # ... what the model sees does
+    assert rk.cache_key(msgs, {**cfg, "temperature": 0.2}) != k
+    assert rk.cache_key(msgs[1:], cfg) != k
+    assert rk.cache_key(msgs, {**cfg, "tools": [{"name": "t"}]}) != k
+    import hashlib
+
+    want = {"v": 1, "config": {"max_tokens": 5, "model": "m", "stop": ["END"],
+                               "temperature": 0},
+            "messages": [{"role": "system", "content": "Be brief."},
+                         {"role": "user", "content": "hi"}]}
+    assert k == "rk1:" + hashlib.sha256(canonical_json(want).encode()).hexdigest()[:32]
+    with pytest.raises(TypeError, match="messages"):
+        rk.cache_key("hi", cfg)  # type: ignore[arg-type]
+
+
+def test_cache_coverage_derives_keys_for_unkeyed_requests():
+    from replaykit.cachekey import derive_keys
+
+    log = rk.read_isplay(DATA / "isplay", tenant_id="acme")
+    keys = derive_keys(log)
+    calls = log.events_df()
+    calls = calls[calls["type"] == "model.call"]
+    assert keys["seq"].tolist() == calls["seq"].tolist()
+    import json
+
+    first = json.loads(calls["payload"].iloc[0])
+    s = first["settings"]
+    want = rk.cache_key(first["messages"], {
+        "model": s["model"], "provider": s["provider"], "temperature": s["temperature"],
+        "max_tokens": s["maxTokens"], "system": first["prompt"], "tools": first["tools"]})
+    assert keys["cache_key"].iloc[0] == want
+    cache = InMemoryCache({want: "cached output"})
+    cov = rk.cache_coverage(log, cache, derive=True)
+    plain = rk.cache_coverage(log, cache)  # rows that carry their own key
+    assert int(cov["derived"].sum()) == len(calls) and len(cov) == len(calls) + len(plain)
+    assert cov.loc[~cov["derived"], "cache_key"].tolist() == plain["cache_key"].tolist()
+    hits = cov[cov["hit"]]
+    assert set(hits["cache_key"]) == {want} and len(hits) == (keys["cache_key"] == want).sum()
+    pos = list(zip(cov["run_id"].astype(str), cov["seq"], strict=True))
+    assert pos == sorted(pos)  # in log order
+    # pleach: model.completed rows carry keys; derived keys only for the unkeyed requests
+    pl = rk.read_pleach(DATA / "pleach" / "harness_event_log.jsonl")
+    cov = rk.cache_coverage(pl, InMemoryCache({}), derive=True)
+    assert cov.loc[~cov["derived"], "cache_key"].notna().all()
+    assert set(cov.loc[cov["derived"], "type"]) == {"model.requested"}
+    assert (cov["seq"].diff().fillna(1) != 0).all()
