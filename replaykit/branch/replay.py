@@ -253,6 +253,16 @@ class ReplayResult:
             {"seq": "Int64", "base_seq": "Int64", "cache_key": "string", "hit": "boolean",
              "via": "string"})
 
+    def patches_df(self) -> pd.DataFrame:
+        """One row per intervention record on a replayed event (``applied`` / ``failed``,
+        with the failures): :func:`replaykit.branch.patches.patch_records_df` of
+        :attr:`events`. replaykit writes the record as ``payload["replayPatch"]``; records
+        named ``isplayPatch`` (isplay's name) are read too."""
+        from .patches import patch_records_df
+
+        out: pd.DataFrame = patch_records_df(self.events)
+        return out
+
     def requirements_df(self) -> pd.DataFrame:
         """One row per fixture requirement: requirement_id, tool_name, args (JSON text),
         args_hash, ref_id, step (position in the replayed run), status (open / resolved)."""
@@ -524,7 +534,9 @@ def replay(
     Events up to the checkpoint are copied (``inherited=True``). Interventions are applied to
     the events their selectors name after the checkpoint (one that names nothing becomes a
     synthetic ``intervention.created`` event, kind ``intervention``; a failing patch keeps the
-    original value and records ``payload["replayPatch"]``). Then, call by call:
+    original value and records ``payload["replayPatch"]``, the name replaykit writes; records
+    under isplay's name ``isplayPatch`` are read too, see :meth:`ReplayResult.patches_df`).
+    Then, call by call:
 
     * model calls -- ``recorded-only``: the recorded output of the same call; ``blocked``: the
       model is never called, the recorded output is kept and the call is logged as blocked;
