@@ -465,18 +465,38 @@ def _assemble_objects(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _typed(df: pd.DataFrame) -> pd.DataFrame:
+    n = len(df)
     for f in STAMP_FIELDS:
-        if f not in df:
-            df[f] = None
-        if f in _FLOATS:
+        if f not in df or not df[f].notna().any():  # never recorded: a typed null column
+            dtype = "Float64" if f in _FLOATS else "Int64" if f in _INTS else "string"
+            df[f] = pd.array([None] * n, dtype=dtype)
+        elif f in _FLOATS:
             df[f] = pd.to_numeric(df[f], errors="coerce").astype("Float64")
         elif f in _INTS:
             num = pd.to_numeric(df[f], errors="coerce")
             df[f] = num.where(num == num.round()).astype("Float64").astype("Int64")
         else:
-            df[f] = df[f].map(lambda v: None if v is None or v != v else str(v)).astype(
-                "string")
+            col = df[f].astype(object)
+            df[f] = col.where(col.notna(), None).astype("string")
     return df
+
+
+def _fill_runs(ev: pd.DataFrame, cols: list[str], rk: list[str], back_first: bool = False
+               ) -> None:
+    """Carry values forward within each run, then back to the run's start (in place)."""
+    if not cols:
+        return
+    one_run = len(ev[rk].drop_duplicates()) == 1
+    if one_run:
+        part = ev[cols]
+        ev[cols] = (part.bfill().ffill() if back_first else part.ffill().bfill())
+        return
+    g = ev.groupby(rk, sort=False)[cols]
+    if back_first:
+        ev[cols] = g.bfill()
+        g = ev.groupby(rk, sort=False)[cols]
+    ev[cols] = g.ffill()
+    ev[cols] = ev.groupby(rk, sort=False)[cols].bfill()
 
 
 def stamps_df(log: Any) -> pd.DataFrame:
@@ -520,10 +540,8 @@ def stamps_df(log: Any) -> pd.DataFrame:
         # a response-side value (the model the provider reported) belongs to the request
         # before it: fill it backwards first, so the request row already carries it
         late = [c for c in fields if c in _RESPONSE_FIELDS or c[4:] in _RESPONSE_FIELDS]
-        if late:
-            ev[late] = ev.groupby(rk, sort=False)[late].bfill()
-        ev[fields] = ev.groupby(rk, sort=False)[fields].ffill()
-        ev[fields] = ev.groupby(rk, sort=False)[fields].bfill()
+        _fill_runs(ev, late, rk, back_first=True)
+        _fill_runs(ev, [c for c in fields if c not in late], rk)
     # runs without any stamp event: one row at the run's first seq
     have = ev[rk].drop_duplicates() if len(ev) else pd.DataFrame(columns=rk)
     missing = bounds.merge(have, on=rk, how="left", indicator=True)
@@ -542,13 +560,20 @@ def stamps_df(log: Any) -> pd.DataFrame:
     ev = ev.sort_values(["tenant_id", "run_id", "seq"], ignore_index=True)
     # change detection: compare each stamp row with the previous one of its run
     F = list(STAMP_FIELDS)
-    vals = ev[F].astype("string").fillna("\x00null")
-    prev = vals.groupby([ev["tenant_id"], ev["run_id"]], sort=False).shift(1)
-    first = prev[F[0]].isna().to_numpy()
-    diff = (vals != prev) & prev.notna()
-    keep = first | diff.any(axis=1).to_numpy()
+    present = [f for f in F if ev[f].notna().any()]
+    # one integer code per distinct value of each present field; a row changes the stamp
+    # when a code differs from the previous row of the same run
+    codes = np.stack([pd.factorize(ev[f].astype("string"), use_na_sentinel=False)[0]
+                      for f in present], axis=1) if present else np.zeros((len(ev), 0), int)
+    runc = pd.factorize(ev["tenant_id"].astype(str) + "\x1f" + ev["run_id"].astype(str))[0]
+    first = np.r_[True, runc[1:] != runc[:-1]] if len(ev) else np.zeros(0, bool)
+    dcode = np.zeros_like(codes, dtype=bool)
+    if len(ev) > 1:
+        dcode[1:] = codes[1:] != codes[:-1]
+    dcode[first] = False
+    keep = first | dcode.any(axis=1)
     seg = ev[keep].reset_index(drop=True)
-    dseg = diff[keep].reset_index(drop=True)
+    dseg = pd.DataFrame(dcode[keep], columns=present).reindex(columns=F, fill_value=False)
     seg = seg.merge(bounds, on=rk, how="left")
     seg["from_seq"] = np.where(first[keep], seg["seq_min"], seg["seq"])
     nxt = seg.groupby(rk, sort=False)["from_seq"].shift(-1)
