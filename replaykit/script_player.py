@@ -260,9 +260,10 @@ class ScriptPlayer:
         """
         left = self.unconsumed_df()
         if len(left):
-            parts = [f"script {int(r.script)} (session {r.session_id}, "
-                     f"{'never bound' if not r.bound else f'{int(r.served)} of {int(r.calls)} served'})"
-                     for r in left.itertuples()]
+            parts = []
+            for r in left.itertuples():
+                how = "never bound" if not r.bound else f"{int(r.served)} of {int(r.calls)} served"
+                parts.append(f"script {int(r.script)} (session {r.session_id}, {how})")
             raise ScriptNotConsumedError(
                 f"{len(left)} script(s) not fully consumed: {'; '.join(parts)}. The live run "
                 "made fewer model calls (or delegated to fewer subagents) than the recording.",
