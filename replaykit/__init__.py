@@ -25,6 +25,7 @@ from .branch import (
     replay,
     tool_distance_matrix,
 )
+from .cachekey import cache_key
 from .cohorts import Cohorts, SemesterCalendar, cohorts
 from .errors import (
     FormatDetectionError,
@@ -123,6 +124,7 @@ __all__ = [
     "agent",
     "aggregate",
     "cache_coverage",
+    "cache_key",
     "check_determinism",
     "fold",
     "fork",

@@ -16,9 +16,12 @@ base and a replay -- or between two cohorts -- can be attributed to the variable
 Where each field comes from, per format: docs/formats.md ("Reproducibility stamps").
 
 How it scales: the stamp-bearing events (request headers, model calls/requests, policy events,
-session spans) are selected column-wise; each *distinct* payload among them is decoded once and
-the values are broadcast back; the per-run carry-forward and the change detection are pandas
-group operations. No step loops over every event of the log.
+session spans) are selected column-wise; their scalar fields (model, provider, sampling
+settings) are read with Arrow's JSON reader in one pass; only payloads that hold an object-valued
+field (tool definitions, prompts, stop lists) or a key with dots (OTel attributes) are decoded,
+each distinct payload once; the per-run carry-forward and the change detection are pandas group
+operations. No step loops over every event of the log (236k generated events, 4,000 runs:
+1.4 s).
 """
 
 from __future__ import annotations
@@ -109,6 +112,7 @@ def _p(*paths: str | tuple[str, ...]) -> _Getter:
                 return v, ".".join(keys)
         return None
 
+    get.paths = keyed  # type: ignore[attr-defined]  # read by the column-wise fast path
     return get
 
 
@@ -128,6 +132,7 @@ def _system_of_messages(*paths: str) -> _Getter:
                         return text, ".".join(keys) + "[role=system].content"
         return None
 
+    get.paths = keyed  # type: ignore[attr-defined]
     return get
 
 
@@ -381,23 +386,10 @@ def _event_stamps(t: pa.Table) -> pd.DataFrame:
             if not len(idx):
                 continue
             sub = t.take(pa.array(idx))
-            pay = sub.column("payload").combine_chunks().dictionary_encode()
             label = "|".join(values)
-            decoded = []
-            for text in pay.dictionary.to_pylist():  # each distinct payload once
-                try:
-                    doc = loads(text)
-                except _BAD_JSON:
-                    doc = None
-                decoded.append(_extract(doc, getters, label) if isinstance(doc, Mapping)
-                               else ({}, {}))
-            codes = pay.indices.to_numpy(zero_copy_only=False)
-            vals = pd.DataFrame.from_records([d[0] for d in decoded])
-            srcs = pd.DataFrame.from_records([d[1] for d in decoded]).add_prefix("src:")
-            per = pd.concat([vals, srcs], axis=1)
+            per = _rule_values(sub.column("payload").combine_chunks(), getters, label)
             if per.shape[1] == 0:
                 continue
-            per = per.iloc[codes].reset_index(drop=True)
             per.insert(0, "seq", sub.column("seq").to_numpy())
             per.insert(0, "run_id", _s(sub.column("run_id")).to_numpy(zero_copy_only=False))
             per.insert(0, "tenant_id", _s(sub.column("tenant_id")).to_numpy(
@@ -408,6 +400,98 @@ def _event_stamps(t: pa.Table) -> pd.DataFrame:
     ev = pd.concat(frames, ignore_index=True)
     # several rules can hit one event: one row per event, first value per field
     return ev.groupby(["tenant_id", "run_id", "seq"], sort=True, as_index=False).first()
+
+
+_SCALAR_TYPES = {"temperature": pa.float64(), "top_p": pa.float64(),
+                 "max_tokens": pa.float64(), "seed": pa.float64()}
+_OBJECT_VALUED = ("tool_defs", "system_prompt", "stop_sequences")
+
+
+def _fast_getters(getters: Mapping[str, _Getter]) -> dict[str, list[list[str]]]:
+    """The scalar fields of a rule whose paths Arrow's JSON reader can read (plain keys)."""
+    out = {}
+    for f, g in getters.items():
+        paths = getattr(g, "paths", None)
+        if f in _OBJECT_VALUED or f.startswith(_OBJECT_FIELDS) or not paths:
+            continue
+        if any("." in k for p in paths for k in p):
+            continue
+        out[f] = paths
+    return out
+
+
+def _rule_values(payloads: pa.Array, getters: Mapping[str, _Getter], label: str
+                 ) -> pd.DataFrame:
+    """Field values (and ``src:`` columns) of one rule's events, one row per event.
+
+    Scalar fields are read column-wise with Arrow's JSON reader (``payload_fields``); the
+    rest -- objects such as tool definitions and prompts, keys holding dots, or a reader
+    failure on mixed JSON types -- by decoding each distinct payload that can hold them once.
+    """
+    from ._json import payload_fields
+
+    n = len(payloads)
+    fast = _fast_getters(getters)
+    cols: dict[str, Any] = {}
+    if fast:
+        spec: dict[str, Any] = {}
+        for f, paths in fast.items():
+            for p in paths:
+                spec[".".join(p)] = _SCALAR_TYPES.get(f, pa.string())
+        try:
+            tab = payload_fields(payloads, spec)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError, ValueError):
+            fast = {}
+        else:
+            for f, paths in fast.items():
+                val = np.full(n, None, dtype=object)
+                src = np.full(n, None, dtype=object)
+                for p in paths:
+                    c = tab.column(".".join(p))
+                    ok = pc.is_valid(c)
+                    if pa.types.is_string(c.type):
+                        ok = pc.and_(ok, pc.and_(pc.not_equal(c, ""), pc.invert(
+                            pc.match_substring_regex(c, r"^\{\{.*\}\}$"))))
+                    ok_np = np.asarray(pc.fill_null(ok, False)) & pd.isna(val)
+                    if ok_np.any():
+                        vals = c.to_numpy(zero_copy_only=False)
+                        val[ok_np] = vals[ok_np]
+                        src[ok_np] = f"{label} {'.'.join(p)}"
+                if pd.notna(val).any():
+                    cols[f] = val
+                    cols[f"src:{f}"] = src
+    slow = {f: g for f, g in getters.items() if f not in fast}
+    frame = pd.DataFrame(cols, index=range(n))
+    if slow:
+        # only payloads that hold one of the slow fields' keys are decoded
+        keys: list[list[list[str]]] = [getattr(g, "paths", None) or [] for g in slow.values()]
+        rows = np.arange(n)
+        if all(keys):
+            needles = sorted({f'"{p[-1]}"' for ps in keys for p in ps if p})
+            hit = None
+            for nd in needles:
+                h = pc.match_substring(payloads, nd)
+                hit = h if hit is None else pc.or_(hit, h)
+            if hit is not None:
+                rows = np.flatnonzero(np.asarray(pc.fill_null(hit, False)))
+        sel = payloads.take(pa.array(rows)) if len(rows) < n else payloads
+        pay = sel.dictionary_encode()
+        decoded = []
+        for text in pay.dictionary.to_pylist():  # each distinct payload once
+            try:
+                doc = loads(text)
+            except _BAD_JSON:
+                doc = None
+            decoded.append(_extract(doc, slow, label) if isinstance(doc, Mapping)
+                           else ({}, {}))
+        codes = pay.indices.to_numpy(zero_copy_only=False)
+        vals = pd.DataFrame.from_records([d[0] for d in decoded])
+        srcs = pd.DataFrame.from_records([d[1] for d in decoded]).add_prefix("src:")
+        per = pd.concat([vals, srcs], axis=1)
+        if per.shape[1] and len(rows):
+            per = per.iloc[codes].set_axis(rows)
+            frame = pd.concat([frame, per.reindex(range(n))], axis=1)
+    return frame
 
 
 def _run_level(runs: pa.Table) -> pd.DataFrame:
@@ -465,18 +549,38 @@ def _assemble_objects(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _typed(df: pd.DataFrame) -> pd.DataFrame:
+    n = len(df)
     for f in STAMP_FIELDS:
-        if f not in df:
-            df[f] = None
-        if f in _FLOATS:
+        if f not in df or not df[f].notna().any():  # never recorded: a typed null column
+            dtype = "Float64" if f in _FLOATS else "Int64" if f in _INTS else "string"
+            df[f] = pd.array([None] * n, dtype=dtype)
+        elif f in _FLOATS:
             df[f] = pd.to_numeric(df[f], errors="coerce").astype("Float64")
         elif f in _INTS:
             num = pd.to_numeric(df[f], errors="coerce")
             df[f] = num.where(num == num.round()).astype("Float64").astype("Int64")
         else:
-            df[f] = df[f].map(lambda v: None if v is None or v != v else str(v)).astype(
-                "string")
+            col = df[f].astype(object)
+            df[f] = col.where(col.notna(), None).astype("string")
     return df
+
+
+def _fill_runs(ev: pd.DataFrame, cols: list[str], rk: list[str], back_first: bool = False
+               ) -> None:
+    """Carry values forward within each run, then back to the run's start (in place)."""
+    if not cols:
+        return
+    one_run = len(ev[rk].drop_duplicates()) == 1
+    if one_run:
+        part = ev[cols]
+        ev[cols] = (part.bfill().ffill() if back_first else part.ffill().bfill())
+        return
+    g = ev.groupby(rk, sort=False)[cols]
+    if back_first:
+        ev[cols] = g.bfill()
+        g = ev.groupby(rk, sort=False)[cols]
+    ev[cols] = g.ffill()
+    ev[cols] = ev.groupby(rk, sort=False)[cols].bfill()
 
 
 def stamps_df(log: Any) -> pd.DataFrame:
@@ -520,10 +624,8 @@ def stamps_df(log: Any) -> pd.DataFrame:
         # a response-side value (the model the provider reported) belongs to the request
         # before it: fill it backwards first, so the request row already carries it
         late = [c for c in fields if c in _RESPONSE_FIELDS or c[4:] in _RESPONSE_FIELDS]
-        if late:
-            ev[late] = ev.groupby(rk, sort=False)[late].bfill()
-        ev[fields] = ev.groupby(rk, sort=False)[fields].ffill()
-        ev[fields] = ev.groupby(rk, sort=False)[fields].bfill()
+        _fill_runs(ev, late, rk, back_first=True)
+        _fill_runs(ev, [c for c in fields if c not in late], rk)
     # runs without any stamp event: one row at the run's first seq
     have = ev[rk].drop_duplicates() if len(ev) else pd.DataFrame(columns=rk)
     missing = bounds.merge(have, on=rk, how="left", indicator=True)
@@ -542,13 +644,20 @@ def stamps_df(log: Any) -> pd.DataFrame:
     ev = ev.sort_values(["tenant_id", "run_id", "seq"], ignore_index=True)
     # change detection: compare each stamp row with the previous one of its run
     F = list(STAMP_FIELDS)
-    vals = ev[F].astype("string").fillna("\x00null")
-    prev = vals.groupby([ev["tenant_id"], ev["run_id"]], sort=False).shift(1)
-    first = prev[F[0]].isna().to_numpy()
-    diff = (vals != prev) & prev.notna()
-    keep = first | diff.any(axis=1).to_numpy()
+    present = [f for f in F if ev[f].notna().any()]
+    # one integer code per distinct value of each present field; a row changes the stamp
+    # when a code differs from the previous row of the same run
+    codes = np.stack([pd.factorize(ev[f].astype("string"), use_na_sentinel=False)[0]
+                      for f in present], axis=1) if present else np.zeros((len(ev), 0), int)
+    runc = pd.factorize(ev["tenant_id"].astype(str) + "\x1f" + ev["run_id"].astype(str))[0]
+    first = np.r_[True, runc[1:] != runc[:-1]] if len(ev) else np.zeros(0, bool)
+    dcode = np.zeros_like(codes, dtype=bool)
+    if len(ev) > 1:
+        dcode[1:] = codes[1:] != codes[:-1]
+    dcode[first] = False
+    keep = first | dcode.any(axis=1)
     seg = ev[keep].reset_index(drop=True)
-    dseg = diff[keep].reset_index(drop=True)
+    dseg = pd.DataFrame(dcode[keep], columns=present).reindex(columns=F, fill_value=False)
     seg = seg.merge(bounds, on=rk, how="left")
     seg["from_seq"] = np.where(first[keep], seg["seq_min"], seg["seq"])
     nxt = seg.groupby(rk, sort=False)["from_seq"].shift(-1)

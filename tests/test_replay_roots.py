@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+import pyarrow as pa
 import pytest
 from _fold_strategies import logs
 from hypothesis import HealthCheck, given, settings
@@ -153,3 +155,133 @@ def test_cohort_replays_honour_the_read_modes():
     assert missing and set(statuses["cross-mode-readable"][lambda s: s == "error"].index) \
         == missing
     assert set(statuses["strict-mode"][lambda s: s == "error"].index) == set(cov["run_id"])
+
+
+# ----------------------------------------------------------------------------- cache keys
+def test_cache_key_canonical_form():
+    msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+    cfg = {"model": "m", "temperature": 0.0, "maxTokens": 5, "stop": "END"}
+    k = rk.cache_key(msgs, cfg)
+    assert k.startswith("rk1:") and len(k) == 36
+    # spelling, key order, ids, text parts, nulls and integral floats do not matter ...
+    same = rk.cache_key(
+        [{"content": "Be brief.", "role": "system", "id": "m1"},
+         {"role": "user", "content": [{"type": "text", "text": "h"}, {"type": "text",
+                                                                      "text": "i"}]}],
+        {"max_tokens": 5.0, "stopSequences": ["END"], "temperature": 0, "model": "m",
+         "seed": None})
+    assert same == k
+    # ... what the model sees does
+    assert rk.cache_key(msgs, {**cfg, "temperature": 0.2}) != k
+    assert rk.cache_key(msgs[1:], cfg) != k
+    assert rk.cache_key(msgs, {**cfg, "tools": [{"name": "t"}]}) != k
+    import hashlib
+
+    want = {"v": 1, "config": {"max_tokens": 5, "model": "m", "stop": ["END"],
+                               "temperature": 0},
+            "messages": [{"role": "system", "content": "Be brief."},
+                         {"role": "user", "content": "hi"}]}
+    assert k == "rk1:" + hashlib.sha256(canonical_json(want).encode()).hexdigest()[:32]
+    with pytest.raises(TypeError, match="messages"):
+        rk.cache_key("hi", cfg)  # type: ignore[arg-type]
+
+
+def test_cache_coverage_derives_keys_for_unkeyed_requests():
+    from replaykit.cachekey import derive_keys
+
+    log = rk.read_isplay(DATA / "isplay", tenant_id="acme")
+    keys = derive_keys(log)
+    calls = log.events_df()
+    calls = calls[calls["type"] == "model.call"]
+    assert keys["seq"].tolist() == calls["seq"].tolist()
+    import json
+
+    first = json.loads(calls["payload"].iloc[0])
+    s = first["settings"]
+    want = rk.cache_key(first["messages"], {
+        "model": s["model"], "provider": s["provider"], "temperature": s["temperature"],
+        "max_tokens": s["maxTokens"], "system": first["prompt"], "tools": first["tools"]})
+    assert keys["cache_key"].iloc[0] == want
+    cache = InMemoryCache({want: "cached output"})
+    cov = rk.cache_coverage(log, cache, derive=True)
+    plain = rk.cache_coverage(log, cache)  # rows that carry their own key
+    assert int(cov["derived"].sum()) == len(calls) and len(cov) == len(calls) + len(plain)
+    assert cov.loc[~cov["derived"], "cache_key"].tolist() == plain["cache_key"].tolist()
+    hits = cov[cov["hit"]]
+    assert set(hits["cache_key"]) == {want} and len(hits) == (keys["cache_key"] == want).sum()
+    pos = list(zip(cov["run_id"].astype(str), cov["seq"], strict=True))
+    assert pos == sorted(pos)  # in log order
+    # pleach: model.completed rows carry keys; derived keys only for the unkeyed requests
+    pl = rk.read_pleach(DATA / "pleach" / "harness_event_log.jsonl")
+    cov = rk.cache_coverage(pl, InMemoryCache({}), derive=True)
+    assert cov.loc[~cov["derived"], "cache_key"].notna().all()
+    assert set(cov.loc[cov["derived"], "type"]) == {"model.requested"}
+    assert (cov["seq"].diff().fillna(1) != 0).all()
+
+
+# ----------------------------------------------------------------------------- patch records
+def test_patch_records_are_read_under_both_names():
+    from replaykit.branch.patches import PATCH_RECORD_KEY, patch_records_df
+
+    log = rk.read_isplay(DATA / "isplay", tenant_id="acme")
+    br = rk.Branch.load(DATA / "isplay" / "branch-drop-fraud-clause.json", base=log,
+                        tenant_id="acme")
+    br = br.intervene(kind="json_patch", target_type="model.call", intervention_id="iv-bad",
+                      patch={"operations": [{"op": "replace", "path": "/no/such", "value": 1}]})
+    res = rk.replay(br, fixtures=DATA / "isplay" / "fixtures.json")
+    assert PATCH_RECORD_KEY == "replayPatch"
+    p = res.patches_df()
+    assert set(p["record_key"]) == {"replayPatch"}
+    assert {"iv-1", "iv-2", "iv-3"} <= set(p["intervention_id"])
+    # every patched event carries a record; the origin column agrees
+    patched = res.events.table.column("replay_origin").to_pylist()
+    seqs = {s for s, o in zip(res.events.table.column("seq").to_pylist(), patched,
+                              strict=True) if o == "patched"}
+    assert set(p["seq"]) == seqs
+    # the same records under isplay's name are read alike
+    t = res.events.table
+    renamed = pa.array([x.replace('"replayPatch":', '"isplayPatch":')
+                        for x in t.column("payload").to_pylist()], pa.large_string())
+    other = rk.EventLog(t.set_column(t.schema.get_field_index("payload"), "payload", renamed))
+    q = patch_records_df(other)
+    assert set(q["record_key"]) == {"isplayPatch"}
+    cols = ["seq", "intervention_id", "status", "failures"]
+    pd.testing.assert_frame_equal(q[cols], p[cols])
+    failed = q[q["status"] == "failed"]
+    assert set(failed["intervention_id"]) == {"iv-bad"} and len(failed) == 4
+    assert failed["failures"].str.contains("/no/such").all()
+
+
+# ----------------------------------------------------------------------------- origin column
+def test_replay_origin_travels_with_the_events(tmp_path: Path):
+    log = rk.read_isplay(DATA / "isplay", tenant_id="acme")
+    br = rk.Branch.load(DATA / "isplay" / "branch-drop-fraud-clause.json", base=log,
+                        tenant_id="acme")
+    res = rk.replay(br, fixtures=DATA / "isplay" / "fixtures.json")
+    t = res.events.table
+    assert t.schema.names[-1] == "replay_origin"
+    assert t.schema.names[:-1] == rk.EVENTS_SCHEMA.names
+    rk.validate(t)  # an extension column is part of the schema contract
+    origin = t.column("replay_origin").to_pylist()
+    assert origin == res.annotations_df()["origin"].tolist()
+    inherited = t.column("inherited").to_pylist()
+    assert [o == "copied" for o in origin] == inherited
+    assert {"copied", "patched", "fixture", "recorded"} <= set(origin)
+    # kept by a user who only keeps result.events, and by save / load
+    kept = res.events.events_df()
+    assert kept["replay_origin"].astype(str).tolist() == origin
+    back = rk.ReplayResult.load(res.save(tmp_path / "r"))
+    assert back.events.table.column("replay_origin").to_pylist() == origin
+    # downstream: compare, concat with a plain log (nulls there), fold
+    assert rk.compare(log, res.events)["comparability"].iloc[0] == res.comparability
+    both = rk.concat([log, res.events])
+    col = both.table.column("replay_origin")
+    assert col.null_count == len(log) and len(both) == len(log) + len(res.events)
+    assert len(rk.fold(res.events, rk.agent())) == len(res.events)
+    # a wrong extension type, or an unknown extra column, is still refused
+    bad = t.set_column(t.schema.get_field_index("replay_origin"), "replay_origin",
+                       pa.array([1] * t.num_rows))
+    with pytest.raises(rk.SchemaError, match="replay_origin"):
+        rk.validate(bad)
+    with pytest.raises(rk.SchemaError, match="unexpected columns"):
+        rk.validate(t.append_column("colour", pa.array(["x"] * t.num_rows)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ["toh", "pleach", "isplay", "inspect", "otel"]
+SECTIONS = ["toh", "pleach", "isplay", "inspect", "otel", "stamps"]
 
 
 #: rules every loader follows for messy input; each format's section has its own table
@@ -46,7 +46,13 @@ MESSY_INPUT = [
 
 
 def render() -> str:
-    from replaykit.schema import COLUMN_DOCS, EVENTS_SCHEMA, KINDS
+    from replaykit.schema import (
+        COLUMN_DOCS,
+        EVENTS_SCHEMA,
+        EXTENSION_COLUMNS,
+        EXTENSION_DOCS,
+        KINDS,
+    )
 
     lines = [
         "# Input formats",
@@ -72,6 +78,19 @@ def render() -> str:
     lines += [
         "",
         "`kind` takes one of: " + ", ".join(f"`{k}`" for k in KINDS) + ".",
+        "",
+        "Extension columns: a table may carry these after the canonical columns (any subset, in",
+        "this order); `validate()` accepts them, loaders never produce them, Parquet datasets",
+        "(`to_parquet`) and SQL tables (`write_sql`) store the canonical columns only;",
+        "`rk.concat` fills them with nulls for logs that lack them.",
+        "",
+        "| column | Arrow type | meaning |",
+        "|---|---|---|",
+    ]
+    for field in EXTENSION_COLUMNS:
+        typ = str(field.type).replace("<", "&lt;").replace(">", "&gt;")
+        lines.append(f"| `{field.name}` | {typ} | {EXTENSION_DOCS[field.name]} |")
+    lines += [
         "",
         "Bad input: with `errors=\"raise\"` (default) the first bad row raises `LoadError`",
         "(file:line, field, reason code, fix); with `errors=\"quarantine\"` each bad row goes to",

@@ -137,7 +137,126 @@ def quickstart() -> nbf.NotebookNode:
     return nb
 
 
+def attributable_divergence() -> nbf.NotebookNode:
+    md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
+    cells = [
+        md(
+            "# 10 · Attributable divergence: reproducibility stamps\n\n"
+            "Re-running an agent against a hosted model is never bit-for-bit reproducible, but "
+            "every variable *you* control is written in the log: model and provider, versions, "
+            "sampling settings, system prompt, tool definitions, safety policy. replaykit reads "
+            "them as **stamps**, so when a replay diverges you can say which controllable "
+            "variable changed -- and when cohorts differ, whether the model or the temperature "
+            "changed under them."
+        ),
+        code(FIND_DATA),
+        md(
+            "## The stamps of one run\n\n"
+            "`log.stamps_df()` gives one row per run (one per distinct stamp when a run "
+            "switches model mid-way), null where the log does not say, and `sources` naming "
+            "the field each value came from."
+        ),
+        code(
+            "import json\n"
+            "\n"
+            'log = rk.read_isplay(DATA / "isplay", tenant_id="acme", progress=False)\n'
+            'RUN = "run-claims-C-104"\n'
+            'base = log.run(RUN, tenant_id="acme")\n'
+            "stamps = base.stamps_df()\n"
+            "assert len(stamps) == 1 and stamps.loc[0, \"model\"] == \"gpt-4.1-mini\"\n"
+            "print(json.dumps(json.loads(stamps.loc[0, \"sources\"]), indent=1))\n"
+            'stamps[["run_id", "from_seq", "to_seq", "model", "provider", "temperature", '
+            '"max_tokens", "harness_version", "system_prompt_hash", "tool_schema_hash"]]'
+        ),
+        md(
+            "## A stand-in for the hosted model\n\n"
+            "The model executor of a `pinned-live` replay gets each model request. This one "
+            "answers as recorded when the request asks for the pinned model; the cheaper model "
+            "misses the fraud signal at the third call and approves the claim."
+        ),
+        code(
+            "recorded = {json.loads(p)[\"modelCallId\"]: json.loads(p)[\"output\"]\n"
+            '            for p in base.filter(types="model.result").table.column("payload").to_pylist()}\n'
+            "\n"
+            "\n"
+            "def provider(request, policy):\n"
+            "    call = request[\"modelCallId\"]\n"
+            "    if request[\"settings\"][\"model\"] == \"gpt-4.1-mini\" or call in (\"mc-104-1\", \"mc-104-2\"):\n"
+            "        return recorded[call]\n"
+            "    if call == \"mc-104-3\":\n"
+            "        return {\"text\": \"Risk looks acceptable; approving.\",\n"
+            "                \"toolCalls\": [{\"toolCallId\": \"tc-104-3n\", \"toolName\": \"approve-claim\",\n"
+            "                               \"args\": {\"claimId\": \"C-104\"}}]}\n"
+            "    return {\"text\": \"Claim C-104 was approved.\"}\n"
+            "\n"
+            "\n"
+            'pinned = rk.Branch(base=log, run_id=RUN, tenant_id="acme", checkpoint="cp-intake", name="pinned")\n'
+            'same = rk.replay(pinned, model_policy="pinned-live", tool_policy="blocked", model_executor=provider)\n'
+            'assert same.metrics["first_divergence_step"] == -1 and same.metrics["stamps_changed"] == ""\n'
+            "same.status, same.metrics[\"comparability\"]"
+        ),
+        md(
+            "## Switch the model, replay, and ask what changed\n\n"
+            "The branch patches `/settings/model` of every model call after the checkpoint. The "
+            "replay diverges; `stamps_changed` (a column of `rk.compare`, here through "
+            "`res.metrics`) names the controllable variable that differs between base and "
+            "replay, and `rk.stamp_diff` shows both values."
+        ),
+        code(
+            'switched = pinned.intervene(kind="json_patch", target_type="model.call", json_pointer="/settings",\n'
+            '                            patch={"operations": [{"op": "replace", "path": "/settings/model",\n'
+            '                                                   "value": "gpt-4.1-nano"}]},\n'
+            '                            description="the cheaper model")\n'
+            'res = rk.replay(switched, model_policy="pinned-live", tool_policy="blocked", model_executor=provider)\n'
+            "m = res.metrics\n"
+            'assert m["stamps_changed"] == "model" and m["first_divergence_step"] > 0\n'
+            '{k: m[k] for k in ("first_divergence_step", "changed_descendants", "comparability", "stamps_changed")}'
+        ),
+        code(
+            "diff = rk.stamp_diff(base, res.events)\n"
+            'assert diff.loc[diff["changed"], "field"].tolist() == ["model"]\n'
+            "diff"
+        ),
+        md(
+            "Each replayed event says where it came from in the `replay_origin` column of "
+            "`res.events` itself: the first divergent event is the live answer of the switched "
+            "model (`executor`), and the tool call it asked for was `blocked`."
+        ),
+        code(
+            "ev = res.events.events_df()\n"
+            'k = m["first_divergence_step"]\n'
+            'assert ev.loc[k, "replay_origin"] == "executor"\n'
+            'ev.loc[k - 2:k + 2, ["seq", "type", "tool_name", "replay_origin", "text"]]'
+        ),
+        md(
+            "## Stamp drift between cohorts\n\n"
+            "Between two semesters the agent was moved to another model. Every other "
+            "difference between those cohorts is confounded by it, so a cohort report should "
+            "say so first: `rk.stamp_drift` gives one headline per drifted stamp (a random mix "
+            "of models in both cohorts is not a drift)."
+        ),
+        code(
+            "from replaykit.datasets import generate_cohorts\n"
+            "\n"
+            'drift = generate_cohorts(runs=300, model=[None, "gpt-5.1"], seed=5)\n'
+            "d = rk.stamp_drift(rk.cohorts(drift.log))\n"
+            'assert "model" in set(d["field"])\n'
+            'assert rk.stamp_drift(rk.cohorts(generate_cohorts(runs=300, seed=5).log)).empty\n'
+            'for line in d["headline"]:\n'
+            "    print(line)\n"
+            'd[["field", "from_cohort", "to_cohort", "from_value", "to_value", "shift"]]'
+        ),
+    ]
+    nb = nbf.v4.new_notebook()
+    nb.cells = cells
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
 if __name__ == "__main__":
     out = ROOT / "notebooks" / "01_quickstart.ipynb"
     nbf.write(quickstart(), out)
+    print(f"wrote {out}")
+    out = ROOT / "notebooks" / "10_attributable_divergence.ipynb"
+    nbf.write(attributable_divergence(), out)
     print(f"wrote {out}")

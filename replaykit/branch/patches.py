@@ -22,10 +22,79 @@ from typing import Any
 from .._json import args_hash
 from ..errors import MissingExtraError
 
-__all__ = ["apply_operations", "apply_tool_args_patch", "PATCH_RECORD_KEY"]
+__all__ = ["apply_operations", "apply_tool_args_patch", "PATCH_RECORD_KEY", "PATCH_RECORD_KEYS",
+           "patch_records", "patch_records_df"]
 
-#: Payload key under which a replay records what an intervention did to an event.
+#: Payload key under which a replay records what an intervention did to an event (replaykit
+#: writes this name).
 PATCH_RECORD_KEY = "replayPatch"
+#: Every name a patch record is read under: replaykit's own, and ``isplayPatch``, the name
+#: the isplay replay code gives the record of a failed JSON-patch operation.
+PATCH_RECORD_KEYS: tuple[str, ...] = (PATCH_RECORD_KEY, "isplayPatch")
+
+
+def patch_records(payload: Any) -> list[dict[str, Any]]:
+    """The patch records of one event payload, read under both names
+    (:data:`PATCH_RECORD_KEYS`); each record gains ``recordKey`` (the name it was under).
+
+    >>> patch_records({"isplayPatch": {"interventionId": "iv-1", "status": "failed"}})
+    [{'interventionId': 'iv-1', 'status': 'failed', 'recordKey': 'isplayPatch'}]
+    """
+    out: list[dict[str, Any]] = []
+    if not isinstance(payload, dict):
+        return out
+    for key in PATCH_RECORD_KEYS:
+        recs = payload.get(key)
+        if recs is None:
+            continue
+        for r in recs if isinstance(recs, list) else [recs]:
+            if isinstance(r, dict):
+                out.append({**r, "recordKey": key})
+    return out
+
+
+def patch_records_df(log: Any) -> Any:
+    """One row per patch record in a log's payloads (a replaykit replay, or an isplay replay
+    export): tenant_id, run_id, seq, intervention_id, status (``applied`` / ``failed``),
+    failures (JSON text; null when none), record_key (``replayPatch`` or ``isplayPatch``).
+
+    Column-wise: only payloads that contain one of the keys are decoded.
+
+    >>> rk.branch.patches.patch_records_df(res.events)  # doctest: +SKIP
+    """
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .._json import canonical_json, loads
+
+    t = log.table
+    cols = ["tenant_id", "run_id", "seq", "intervention_id", "status", "failures",
+            "record_key"]
+    m = None
+    for key in PATCH_RECORD_KEYS:
+        hit = pc.match_substring(t.column("payload"), f'"{key}"')
+        m = hit if m is None else pc.or_(m, hit)
+    rows: list[dict[str, Any]] = []
+    if m is not None and t.num_rows:
+        sub = t.filter(pc.fill_null(m, False))
+        for tenant, run, seq, text in zip(  # candidates only
+                pc.cast(sub.column("tenant_id"), pa.string()).to_pylist(),
+                pc.cast(sub.column("run_id"), pa.string()).to_pylist(),
+                sub.column("seq").to_pylist(), sub.column("payload").to_pylist(), strict=True):
+            try:
+                doc = loads(text)
+            except ValueError:
+                continue
+            for r in patch_records(doc):
+                fails = r.get("failures")
+                rows.append({"tenant_id": tenant, "run_id": run, "seq": seq,
+                             "intervention_id": r.get("interventionId"),
+                             "status": r.get("status") or ("failed" if fails else None),
+                             "failures": canonical_json(fails) if fails else None,
+                             "record_key": r["recordKey"]})
+    return pd.DataFrame(rows, columns=cols).astype(
+        {c: "string" for c in cols if c != "seq"} | {"seq": "Int64"})
 
 
 def _text_op(doc: Any, op: dict[str, Any]) -> Any:

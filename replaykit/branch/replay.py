@@ -253,6 +253,16 @@ class ReplayResult:
             {"seq": "Int64", "base_seq": "Int64", "cache_key": "string", "hit": "boolean",
              "via": "string"})
 
+    def patches_df(self) -> pd.DataFrame:
+        """One row per intervention record on a replayed event (``applied`` / ``failed``,
+        with the failures): :func:`replaykit.branch.patches.patch_records_df` of
+        :attr:`events`. replaykit writes the record as ``payload["replayPatch"]``; records
+        named ``isplayPatch`` (isplay's name) are read too."""
+        from .patches import patch_records_df
+
+        out: pd.DataFrame = patch_records_df(self.events)
+        return out
+
     def requirements_df(self) -> pd.DataFrame:
         """One row per fixture requirement: requirement_id, tool_name, args (JSON text),
         args_hash, ref_id, step (position in the replayed run), status (open / resolved)."""
@@ -523,11 +533,43 @@ class _Recorded:
             return named
         calls = []
         for x in self.rows[i + 1:]:
-            if x["kind"] in ("model_request", "turn_end", "session_end"):
-                break
+            if x["kind"] in ("model_request", "turn_end", "session_end") or (
+                    x["kind"] in ("model_chunk", "model_response")
+                    and x["ref_id"] is not None and x["ref_id"] != model_ref):
+                break  # the next model call begins
             if x["kind"] == "tool_call":
                 calls.append(x)
         return calls
+
+
+_CONVO_ROLES = {"user_message": "user", "model_response": "assistant", "tool_call": "assistant",
+                "tool_result": "tool"}
+
+
+def _chunk_row(like: dict[str, Any], chunk: Any) -> dict[str, Any] | None:
+    """A model_chunk row for one live chunk, shaped like the recorded chunk ``like`` (toh:
+    ``payload.data.chunk``); None when the recorded rows have another shape."""
+    from ..io.toh import CHUNK_TYPES
+
+    payload = json.loads(like["payload"])
+    data = payload.get("data") if isinstance(payload, dict) else None
+    if not isinstance(data, dict) or "chunk" not in data or not isinstance(chunk, Mapping):
+        return None
+    data["chunk"] = chunk
+    typ = str(chunk.get("type"))
+    text = (chunk.get("text", chunk.get("delta", chunk.get("argumentsDelta")))
+            if typ.endswith("-delta") else None)
+    reason = chunk.get("reason") if typ == "finish" else None
+    usage = chunk.get("usage") if typ == "usage" and isinstance(chunk.get("usage"),
+                                                                 Mapping) else {}
+    r = dict(like)
+    r.update(payload=canonical_json(payload), chunk_type=CHUNK_TYPES.get(typ, typ),
+             text=text if isinstance(text, str) else None,
+             finish=(reason.get("kind") if isinstance(reason, Mapping) else reason),
+             input_tokens=usage.get("inputTokens") if usage else None,
+             output_tokens=usage.get("outputTokens") if usage else None,
+             event_id=None, source_line=None, inherited=False)
+    return r
 
 
 def _text_of(output: Any) -> str | None:
@@ -535,8 +577,9 @@ def _text_of(output: Any) -> str | None:
         return None
     if isinstance(output, str):
         return output
-    if isinstance(output, Mapping) and isinstance(output.get("text"), str):
-        return output["text"]
+    if isinstance(output, Mapping) and "text" in output and (
+            output["text"] is None or isinstance(output["text"], str)):
+        return output["text"]  # an output that says it has no text has none
     return canonical_json(output)
 
 
@@ -558,7 +601,9 @@ def replay(
     Events up to the checkpoint are copied (``inherited=True``). Interventions are applied to
     the events their selectors name after the checkpoint (one that names nothing becomes a
     synthetic ``intervention.created`` event, kind ``intervention``; a failing patch keeps the
-    original value and records ``payload["replayPatch"]``). Then, call by call:
+    original value and records ``payload["replayPatch"]``, the name replaykit writes; records
+    under isplay's name ``isplayPatch`` are read too, see :meth:`ReplayResult.patches_df`).
+    Then, call by call:
 
     * model calls -- ``recorded-only``: the recorded output of the same call; ``blocked``: the
       model is never called, the recorded output is kept and the call is logged as blocked;
@@ -667,9 +712,13 @@ def replay(
         lookups.append({"seq": len(out), "base_seq": base_seq, "cache_key": key, "hit": hit,
                         "via": "cache" if hit else "live"})
 
+    convo: list[dict[str, Any]] = []  # what an implicit model request holds
+
     def emit(row: dict[str, Any], origin: str, base_seq: int | None) -> None:
         if cache is not None and origin in ("recorded", "patched") and row.get("cache_key"):
             read_cache(row, base_seq)
+        if row.get("text") is not None and row["kind"] in _CONVO_ROLES:
+            convo.append({"role": _CONVO_ROLES[row["kind"]], "content": row["text"]})
         r = dict(row)
         r["run_id"] = new_run
         r["parent_run_id"] = branch.run_id
@@ -739,6 +788,8 @@ def replay(
         return True
 
     live_outputs: dict[str, Any] = {}
+    requested = {x["ref_id"] for x in rows if x["kind"] == "model_request" and x["ref_id"]}
+    implicit: set[str] = set()  # calls without a request row, already sent to the executor
     replaced_calls: set[str] = set()  # recorded tool calls a live model output replaced
     recorded: _Recorded | None = None
     call_index = {x["ref_id"]: k for k, x in enumerate(rows) if x["kind"] == "tool_call"}
@@ -818,7 +869,9 @@ def replay(
                                "distinct_outputs": len(set(outs)),
                                "deterministic": len(set(outs)) == 1,
                                "matches_recorded": rec_out is not None and outs[0] == rec_out})
-            elif mp in ("pinned-live", "compatible-live"):
+            elif mp in ("pinned-live", "compatible-live") and ref is not None:
+                # (a request row without a call id -- toh's request/header -- names no
+                # call; its calls are sent at their first chunk, below)
                 assert model_executor is not None
                 live_outputs[ref] = model_executor(req, policy=mp)
             elif mp == "blocked":
@@ -827,6 +880,26 @@ def replay(
                                 "fixture_id": None, "provenance": None})
             emit(r, origin, row["seq"])
             continue
+        if (kind in ("model_chunk", "model_response") and mp in ("pinned-live",
+                                                                 "compatible-live")
+                and r["ref_id"] is not None and r["ref_id"] not in requested
+                and r["ref_id"] not in implicit and not r.get("inherited")):
+            # a call the log records without a request row of its own (toh: chunks of one
+            # turn/step): the executor is asked at the call's first event, with the
+            # conversation replayed so far as the request
+            assert model_executor is not None
+            ref = r["ref_id"]
+            implicit.add(ref)
+            value = model_executor({"refId": ref, "turn": r.get("turn"), "step": r.get("step"),
+                                    "messages": list(convo), "implicit": True}, policy=mp)
+            live_outputs[ref] = value
+            if kind == "model_chunk" and isinstance(value, Mapping) and isinstance(
+                    value.get("chunks"), list):
+                for c in value["chunks"]:
+                    syn = _chunk_row(r, c)
+                    if syn is None:
+                        break
+                    emit(syn, "executor", None)
         if kind in ("model_response", "model_chunk") and r["ref_id"] in live_outputs:
             if kind == "model_chunk":
                 continue  # the live output replaces the recorded stream

@@ -138,7 +138,7 @@ def _contains_many(cache: Any, keys: pa.Array) -> np.ndarray:
 
 
 def cache_coverage(
-    log: EventLog, cache: Any, *, mode: CacheMode = "best-effort"
+    log: EventLog, cache: Any, *, mode: CacheMode = "best-effort", derive: bool = False
 ) -> pd.DataFrame:
     """One row per event carrying a ``cache_key``: would a replay's cache read hit?
 
@@ -146,7 +146,12 @@ def cache_coverage(
     ``hit`` (the cache holds the key), ``via`` (``"cache"`` on a hit; ``"live"`` on a
     best-effort miss; null where the read would raise) and ``raises`` (a handle in ``mode``
     would raise :class:`~replaykit.ReplayCacheMissError` here: every miss in
-    cross-mode-readable, every read in strict-mode, never in best-effort).
+    cross-mode-readable, every read in strict-mode, never in best-effort) and ``derived``.
+
+    With ``derive=True``, model requests that carry no ``cache_key`` but record their
+    messages get the content-hash key :func:`replaykit.cache_key` would give them
+    (:func:`replaykit.cachekey.derive_keys`); their rows have ``derived=True`` and say
+    whether a cache filled under those keys would hit.
 
     >>> cov = cache_coverage(log, InMemoryCache({"k": "v"}))  # doctest: +SKIP
     >>> cov.groupby("run_id")["hit"].mean()  # doctest: +SKIP
@@ -158,6 +163,23 @@ def cache_coverage(
         raise ValueError(f"mode must be one of {CACHE_MODES}, got {mode!r}")
     t = log.table
     keyed = t.filter(pc.is_valid(t.column("cache_key")))
+    cols = ["tenant_id", "run_id", "seq", "type", "kind"]
+    keyed = pa.table({c: pc.cast(keyed.column(c), pa.string()) if c != "seq"
+                      else keyed.column(c) for c in cols + ["cache_key"]})
+    derived = np.zeros(keyed.num_rows, bool)
+    if derive:
+        from ..cachekey import derive_keys
+
+        d = derive_keys(log, unkeyed_only=True)
+        if len(d):
+            extra = pa.Table.from_pandas(d, preserve_index=False).cast(keyed.schema)
+            keyed = pa.concat_tables([keyed, extra])
+            derived = np.r_[derived, np.ones(len(d), bool)]
+            order = np.lexsort((keyed.column("seq").to_numpy(),
+                                keyed.column("run_id").to_numpy(zero_copy_only=False),
+                                keyed.column("tenant_id").to_numpy(zero_copy_only=False)))
+            keyed = keyed.take(pa.array(order))
+            derived = derived[order]
     keys = (
         keyed.column("cache_key").combine_chunks() if keyed.num_rows
         else pa.array([], pa.string())
@@ -183,6 +205,11 @@ def cache_coverage(
             "hit": pa.array(hit, pa.bool_()),
             "via": via,
             "raises": pa.array(raises, pa.bool_()),
+            "derived": pa.array(derived, pa.bool_()),
         }
     )
-    return to_pandas(out)
+    df = to_pandas(out)
+    for c in cols:  # the log's categoricals, as before
+        if c != "seq":
+            df[c] = df[c].astype("category")
+    return df
