@@ -9,6 +9,7 @@ structural JSON diff (paths, before, after) the report, the summary and the Diff
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -45,13 +46,15 @@ def json_changes(before: Any, after: Any) -> list[dict[str, Any]]:
 
     Built on :func:`jsonpatch.make_patch`; each row has ``path`` (a JSON pointer), ``op``
     (``changed``, ``added`` or ``removed``), ``before`` and ``after`` (absent sides are None
-    with ``op`` saying which). A move becomes a removal and an addition.
+    with ``op`` saying which). A move becomes a removal and an addition. Paths follow RFC 6902:
+    within a list whose length changes, an index names the position in the list as changed
+    by the rows before it (object keys are never renumbered).
 
-    >>> json_changes({"a": 1, "b": [1, 2]}, {"a": 2, "b": [1], "c": "x"})
-    ... # doctest: +NORMALIZE_WHITESPACE
-    [{'path': '/a', 'op': 'changed', 'before': 1, 'after': 2},
-     {'path': '/b/1', 'op': 'removed', 'before': 2, 'after': None},
-     {'path': '/c', 'op': 'added', 'before': None, 'after': 'x'}]
+    >>> for row in json_changes({"a": 1, "b": [1, 2]}, {"a": 2, "b": [1], "c": "x"}):
+    ...     print(row)
+    {'path': '/c', 'op': 'added', 'before': None, 'after': 'x'}
+    {'path': '/a', 'op': 'changed', 'before': 1, 'after': 2}
+    {'path': '/b/1', 'op': 'removed', 'before': 2, 'after': None}
 
     Raises:
         MissingExtraError: jsonpatch is not installed (``pip install "replaykit[replay]"``).
@@ -68,31 +71,28 @@ def json_changes(before: Any, after: Any) -> list[dict[str, Any]]:
             or type(before) is not type(after):
         return [{"path": "", "op": "changed", "before": before, "after": after}]
     rows: list[dict[str, Any]] = []
+    doc = copy.deepcopy(before)
     for op in jsonpatch.make_patch(before, after).patch:
+        # RFC 6902 semantics: each path names a place in the document as patched so far,
+        # so "before" is read there, then the operation is applied
         kind, path = op["op"], op["path"]
         if kind == "replace":
             rows.append({"path": path, "op": "changed",
-                         "before": _none(_pointer_get(before, path)), "after": op["value"]})
+                         "before": _none(_pointer_get(doc, path)), "after": op["value"]})
         elif kind == "add":
-            # an add into a list inserts (nothing is overwritten); into an object it is new
             rows.append({"path": path, "op": "added", "before": None, "after": op["value"]})
         elif kind == "remove":
             rows.append({"path": path, "op": "removed",
-                         "before": _none(_pointer_get(before, path)), "after": None})
+                         "before": _none(_pointer_get(doc, path)), "after": None})
         elif kind == "move":
-            rows.append({"path": op["from"], "op": "removed",
-                         "before": _none(_pointer_get(before, op["from"])), "after": None})
-            rows.append({"path": path, "op": "added", "before": None,
-                         "after": _pointer_get(after, path)})
+            moved = _none(_pointer_get(doc, op["from"]))
+            rows.append({"path": op["from"], "op": "removed", "before": moved, "after": None})
+            rows.append({"path": path, "op": "added", "before": None, "after": moved})
         elif kind == "copy":
             rows.append({"path": path, "op": "added", "before": None,
-                         "after": _pointer_get(after, path)})
-    rows.sort(key=lambda r: _path_key(r["path"]))
+                         "after": _none(_pointer_get(doc, op["from"]))})
+        doc = jsonpatch.apply_patch(doc, [op])
     return rows
-
-
-def _path_key(path: str) -> tuple[Any, ...]:
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in path.split("/"))
 
 
 def _none(v: Any) -> Any:
@@ -187,7 +187,7 @@ def changes_df(result: Any) -> pd.DataFrame:
                                "after": _json(whole) if r is not None else None,
                                "key": True})
             continue
-        for c in json_changes(bp, rp):
+        for c in sorted(json_changes(bp, rp), key=lambda c: c["path"]):  # reading order
             out.append(base | {"path": c["path"], "label": _label(c["path"]), "op": c["op"],
                                "before": None if c["op"] == "added" else _json(c["before"]),
                                "after": None if c["op"] == "removed" else _json(c["after"]),

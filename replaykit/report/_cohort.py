@@ -67,7 +67,7 @@ def adjust(frame: pd.DataFrame, *, alpha: float | None = None) -> pd.DataFrame:
     ...                   "diff": [1.0, 0.1], "ci_low": [0.5, -0.1], "ci_high": [1.5, 0.3],
     ...                   "ci_level": 0.95, "excludes_zero": [True, False]})
     >>> adjust(f)[["p_holm", "holm"]].round(6).values.tolist()
-    [[0.0, True], [0.327187, False]]
+    [[0.000177, True], [0.327095, False]]
     """
     out = frame.copy()
     level = out["ci_level"].astype(float).fillna(0.95).to_numpy() if "ci_level" in out \

@@ -360,7 +360,7 @@ def json_script(obj: Any) -> Markup:
 def page(title: str, sections: Sequence[tuple[str, str, str]]) -> str:
     """The full HTML document: ``sections`` are (id, heading, trusted HTML body) in order."""
     return _env().get_template("page.html").render(
-        title=title, csp=_CSP, css=Markup(_CSS), js=Markup(_JS),
+        title=title, csp=Markup(_CSP), css=Markup(_CSS), js=Markup(_JS),
         plotly_js=Markup(_plotly_js()),
         sections=[{"id": sid, "heading": head, "body": Markup(body)}
                   for sid, head, body in sections])
