@@ -523,3 +523,24 @@ def test_cohort_adjustments_holm_bh() -> None:
     # the families are separate: the paired row's p is its own (not multiplied by 3)
     assert out["p_holm"].iloc[2] == pytest.approx(out["p_value"].iloc[2])
     assert bool(out["holm"].iloc[0]) and not bool(out["holm"].iloc[1])
+
+
+def test_cli_rca_paused_exits_3_and_names_the_requirement(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from replaykit.report.cli import EXIT_FAILED, EXIT_PAUSED
+
+    out = tmp_path / "paused.html"
+    rc = report_command(["rca", "--log", str(DATA), "--tenant", "demo", "--branch", str(BRANCH),
+                         "--no-progress", "-o", str(out)])
+    assert rc == EXIT_PAUSED == 3
+    err = capsys.readouterr().err
+    assert "risk-signals" in err and "tc-104-2" in err and "87529baee44bed63b2c011e2e53c3540" \
+        in err and "--fixtures FILE" in err
+    spec = json.loads(err.split("fixture that would satisfy it: ", 1)[1].splitlines()[0])
+    assert spec["matcher"] == {"argsHash": "87529baee44bed63b2c011e2e53c3540"}
+    assert out.exists() and "rk-req-0" in out.read_text(encoding="utf-8")
+    # recorded-only tool policy fails instead of pausing: a different code
+    rc = report_command(["rca", "--log", str(DATA), "--tenant", "demo", "--branch", str(BRANCH),
+                         "--tool-policy", "recorded-only", "--no-progress", "-o",
+                         str(tmp_path / "failed.html")])
+    assert rc == EXIT_FAILED == 4
