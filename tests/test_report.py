@@ -446,7 +446,7 @@ def test_paused_summary_names_the_requirement(demo: Any) -> None:
     done = paused.resume(path)
     assert done.status == "completed"
     rep = rca(paused, title="paused", question="q")
-    assert f"id='rk-req-0'" in rep.html.replace('"', "'")
+    assert "id='rk-req-0'" in rep.html.replace('"', "'")
     assert html.escape(json.dumps(spec["matcher"])[1:-1]).replace("&quot;", '"') in rep.html \
         or req["args_hash"] in rep.html
 

@@ -172,7 +172,8 @@ def changes_df(result: Any) -> pd.DataFrame:
         ev = r or b or {}
         bp = _decode(b["payload"]) if b else None
         rp = _decode(r["payload"]) if r else None
-        base = {"row": int(k), "step": pr[rs] if rs is not None else pb[bs],
+        step = pr[rs] if rs is not None else pb[bs] if bs is not None else -1
+        base = {"row": int(k), "step": step,
                 "base_seq": bs, "replay_seq": rs, "kind": ev.get("kind"),
                 "tool_name": ev.get("tool_name"), "ref_id": ev.get("ref_id"),
                 "origin": origin.get(rs) if rs is not None else None,
@@ -335,7 +336,9 @@ def _source_phrase(result: Any, ev: Any, patched_by: Mapping[int, list[str]]) ->
         return "a synthetic event the replay added"
     if origin in ("recorded", "copied"):
         return "recorded"
-    return str(origin)
+    if not isinstance(origin, str):
+        return "in the recording only" if ev.status == "removed" else "not in the recording"
+    return origin
 
 
 def _patched_by(result: Any) -> dict[int, list[str]]:
@@ -424,6 +427,17 @@ def summarize(result: Any) -> Summary:
             f"({kind}, {how}); {m.get('changed_descendants')} later position(s) differ.",
             "first-divergence", "metrics.first_divergence_step, annotations_df().origin, "
             "metrics.changed_descendants")
+    stopped = result.status != "completed"
+    if stopped and len(key):
+        # after a pause the base events past the stop were never replayed: not "removed"
+        last = rep_t.num_rows - 1
+        unreached = key[(key["op"] == "removed") & (key["path"] == "")
+                        & (key["step"] > last)]
+        key = key[~key["row"].isin(unreached["row"])]
+        if len(unreached):
+            add("outcome", f"{unreached['row'].nunique()} recorded event(s) after step {last} "
+                "were not replayed: the replay stopped there.", "descendants",
+                "diff_df() rows 'removed' past the replay's last event")
     if len(key):
         events = key.drop_duplicates("row")
         tools = events[events["kind"].isin(["tool_call", "tool_result"])]
@@ -459,8 +473,13 @@ def summarize(result: Any) -> Summary:
 
     # ---- evidence
     adv = COMPARABILITY.get(cls, {"meaning": "unknown class", "advice": ""})
-    add("evidence", f"Comparability {cls}: {adv['meaning']} {adv['advice']}", "comparability",
-        "metrics.comparability (rules in docs/metrics.md)")
+    if stopped:
+        add("evidence", f"Comparability {cls}, because the replay {result.status}: make no "
+            "causal claim until it finishes; supply what the open requirements name and "
+            "re-run.", "comparability", "status != completed (rules in docs/metrics.md)")
+    else:
+        add("evidence", f"Comparability {cls}: {adv['meaning']} {adv['advice']}",
+            "comparability", "metrics.comparability (rules in docs/metrics.md)")
     live_m = result.model_policy in ("pinned-live", "compatible-live")
     live_t = result.tool_policy in ("live-readonly", "live-explicit")
     ran = ("nothing was executed live" if not (live_m or live_t) else
@@ -477,8 +496,11 @@ def summarize(result: Any) -> Summary:
             f"the checkpoint were answered by fixture(s) {ids}; the conclusion holds only as "
             "far as those outputs are right.", "fixtures", "effects_df().action == 'fixture'")
     else:
-        add("evidence", f"No fixture served a call: all {len(after)} tool call(s) after the "
-            "checkpoint got their recorded (or executed) output.", "fixtures",
+        missing = int((after["action"] == "missing").sum()) if len(after) else 0
+        got = len(after) - missing
+        add("evidence", f"No fixture served a call: {got} of {len(after)} tool call(s) after "
+            "the checkpoint got their recorded (or executed) output"
+            + (f"; {missing} got none (open requirement)." if missing else "."), "fixtures",
             "effects_df().action")
 
     # ---- caveats
@@ -491,8 +513,9 @@ def summarize(result: Any) -> Summary:
             add("caveat", f"Model outputs after step {step} ({len(copied)} model "
                 f"response(s)) were copied from the recording under the "
                 f"{result.model_policy} model policy: the model never answered the changed "
-                "inputs, so whatever the model decided afterwards (including the same "
-                "terminal state) is guaranteed by the policy, not observed.", "interventions",
+                "inputs, so whatever the model decided afterwards"
+                + ("" if stopped else " (including the same terminal state)")
+                + " is guaranteed by the policy, not observed.", "interventions",
                 "model_policy in (recorded-only, blocked), model_response rows after the "
                 "first divergence")
         elif live_m and copied:

@@ -279,8 +279,8 @@ def _escape_categories(node: Any) -> Any:
         out = {}
         for k, v in node.items():
             if k in _CATEGORY_KEYS and isinstance(v, list):
-                out[k] = [html.escape(x, quote=False) if isinstance(x, str) and ("<" in x or ">" in x)
-                          else x for x in v]
+                out[k] = [html.escape(x, quote=False)
+                          if isinstance(x, str) and ("<" in x or ">" in x) else x for x in v]
             else:
                 out[k] = _escape_categories(v)
         return out
@@ -594,6 +594,11 @@ def rca(result: Any, *, title: str, question: str, notes: str | None = None,
     body = (f"<p><span class='badge {esc(cls)}' id='rk-class'>{esc(cls)}</span></p>"
             f"<p><b>Meaning.</b> {esc(adv['meaning'])}</p>"
             f"<p><b>Report advice.</b> {esc(adv['advice'])}</p>")
+    if result.status != "completed":
+        body += (f"<p class='warn'>Here the class follows from the replay having "
+                 f"{esc(result.status)}, not from drift: the advice that applies is to supply "
+                 "what the <a href='#requirements'>open requirements</a> name and re-run, "
+                 "not to change the intervention or the checkpoint.</p>")
     sections.append(("comparability", "Comparability", body))
 
     # 5. changed values: the structural JSON diff of every changed event
@@ -801,7 +806,8 @@ def _inline_diff(before: str, after: str) -> tuple[Markup, Markup]:
 
 def _value_cells(changes: pd.DataFrame, limit: int = 600) -> tuple[list[Any], list[Any]]:
     """before / after cells: JSON text, long strings with their changed words marked."""
-    bs, as_ = [], []
+    bs: list[Any] = []
+    as_: list[Any] = []
     for op, b, a in zip(changes["op"], changes["before"], changes["after"], strict=True):
         bt = "" if b is None or _isna(b) else str(b)
         at = "" if a is None or _isna(a) else str(a)
@@ -1051,8 +1057,9 @@ def _forest(u: pd.DataFrame, unit: str) -> Any:
                            "%{customdata[0]:.3g} to %{customdata[1]:.3g}<extra></extra>")))
     fig.add_vline(x=0, line_color="#424242", line_width=1)
     fig.update_xaxes(title=f"difference (b \u2212 a), {unit_label}", zeroline=False)
-    fig.update_yaxes(type="category", automargin=True)
-    fig.update_layout(template="plotly_white", height=max(220, 60 + 26 * len(u)),
+    fig.update_yaxes(type="category", automargin=True, categoryorder="array",
+                     categoryarray=labels)
+    fig.update_layout(template="plotly_white", height=max(160, 90 + 26 * len(u)),
                       margin={"l": 10, "r": 20, "t": 30, "b": 50},
                       legend={"orientation": "h", "y": 1.08, "x": 0},
                       title=None)

@@ -47,7 +47,8 @@ def _args(payload: Any) -> str | None:
         return None
     if not isinstance(doc, Mapping):
         return None
-    box = doc.get("data") if isinstance(doc.get("data"), Mapping) else doc
+    data = doc.get("data")
+    box: Mapping[str, Any] = data if isinstance(data, Mapping) else doc
     for k in ("args", "arguments", "input", "output", "result"):
         if k in box:
             v = box[k]
