@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from test_report_browser import ARGS, _ci, _need_browser
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -138,7 +138,7 @@ def _cohort(args: argparse.Namespace) -> int:
         bar.update(1)
         rep = cohort(frame, title=args.title or f"Cohorts {args.a} vs {args.b}",
                      question=args.question or f"How do runs of {args.b} differ from runs "
-                     f"of {args.a}?", notes=args.notes)
+                     f"of {args.a}?", notes=args.notes, cohorts=cs)
         out = rep.save_html(args.output)
         bar.update(1)
     size = Path(str(out)).stat().st_size
