@@ -544,3 +544,25 @@ def test_cli_rca_paused_exits_3_and_names_the_requirement(
                          "--tool-policy", "recorded-only", "--no-progress", "-o",
                          str(tmp_path / "failed.html")])
     assert rc == EXIT_FAILED == 4
+
+
+def test_cohort_rows_without_interval_width_are_not_findings() -> None:
+    """One shared prompt gives a paired interval of zero width: no p-value, no finding."""
+    import numpy as np
+    import pandas as pd
+
+    from replaykit.report._cohort import adjust, cohort_findings
+
+    f = pd.DataFrame({"analysis": ["unpaired", "paired"], "metric": ["events_per_run"] * 2,
+                      "statistic": "mean", "cohort_a": "a", "cohort_b": "b",
+                      "n_a": [40, 1], "n_b": [30, 1], "value_a": [10.0, 40.0],
+                      "value_b": [12.0, 26.0], "diff": [2.0, -14.0], "ci_low": [1.0, -14.0],
+                      "ci_high": [3.0, -14.0], "ci_level": 0.95, "excludes_zero": [True, True]})
+    out = adjust(f)
+    assert np.isnan(out["p_holm"].iloc[1]) and not out["holm"].iloc[1]
+    assert bool(out["holm"].iloc[0])
+    head, rows = cohort_findings(out)
+    assert "paired: 1 of 1 measures moved beyond their 95% interval; 0 after Holm" in head
+    text = " ".join(r["sentence"] for r in rows)
+    assert "cannot be tested (n = 1, its interval has no width)" in text
+    assert "The paired rows rest on 1 pair(s): too few to support a finding." in text
