@@ -168,6 +168,7 @@ _JS = r"""
     else { s = clone(d.zero); from = 0; }
     for (var j = from; j <= i; j++) {
       var delta = d.delta[j];
+      if (delta === null) { delta = all.replay.delta[j]; }  // same as the replay here
       for (var key in delta) {
         if (Object.prototype.hasOwnProperty.call(delta, key)) { s[key] = delta[key]; }
       }
@@ -181,7 +182,7 @@ _JS = r"""
     if (d.tool[i] !== null) { ev.tool_name = d.tool[i]; }
     if (d.origin) { ev.origin = d.origin[i]; }
     if (d.status) { ev.alignment = d.status[i]; }
-    ev.text = d.text[i];
+    ev.text = d.text[i] === null ? all.replay.text[i] : d.text[i];
     return ev;
   }
   function drawState(el, state, other){
@@ -209,7 +210,7 @@ _JS = r"""
     lab.textContent = label; lab.setAttribute("title", label);
     $("rk-scrub-event").textContent = rev ? JSON.stringify(rev, null, 2) : "(no event)";
     $("rk-scrub-base-event").textContent = bev ? JSON.stringify(bev, null, 2) : "(no event)";
-    var ch = i < r.delta.length ? r.delta[i] : {};
+    var ch = i < r.delta.length && r.delta[i] ? r.delta[i] : {};
     $("rk-scrub-changes").textContent =
       Object.keys(ch).length ? JSON.stringify(ch, null, 2) : "no change";
     var st = $("rk-scrub-state");
