@@ -94,10 +94,11 @@ def marked_json(obj: Any, paths: Any, max_chars: int = MAX_CHARS) -> str:
             break
         hit = any(p == m or p.startswith(m + "/") for m in marks)
         line = html.escape(text)
+        # a marked line is a block of its own: no newline after it (no blank line)
         html_lines.append(f"<span class='rk-changed' style='{_MARK}'>{line}</span>" if hit
-                          else line)
+                          else line + "\n")
     return ("<pre style='margin:0;max-height:360px;overflow:auto;font-size:11px'>"
-            + "\n".join(html_lines) + "</pre>")
+            + "".join(html_lines).rstrip("\n") + "</pre>")
 
 
 def _event_dict(table: Any, i: int) -> dict[str, Any]:

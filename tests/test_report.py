@@ -566,3 +566,12 @@ def test_cohort_rows_without_interval_width_are_not_findings() -> None:
     text = " ".join(r["sentence"] for r in rows)
     assert "cannot be tested (n = 1, its interval has no width)" in text
     assert "The paired rows rest on 1 pair(s): too few to support a finding." in text
+
+
+def test_summary_counts_blocked_calls(tmp_path: Path) -> None:
+    res = hostile_result(tmp_path)  # tool policy blocked: the patched call is blocked
+    evidence = " ".join(res.summary().sentences("evidence"))
+    assert "1 of 2 tool call(s) after the checkpoint got their recorded (or executed) output; " \
+        "1 were blocked." in evidence
+    assert "were blocked (they got an error result)" in " ".join(
+        res.summary().sentences("caveat"))

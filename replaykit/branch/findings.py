@@ -496,12 +496,15 @@ def summarize(result: Any) -> Summary:
             f"the checkpoint were answered by fixture(s) {ids}; the conclusion holds only as "
             "far as those outputs are right.", "fixtures", "effects_df().action == 'fixture'")
     else:
-        missing = int((after["action"] == "missing").sum()) if len(after) else 0
-        got = len(after) - missing
+        acts = after["action"].astype(str) if len(after) else pd.Series([], dtype=str)
+        missing = int((acts == "missing").sum())
+        blocked = int((acts == "blocked").sum())
+        got = int(acts.isin(["recorded", "executed"]).sum())
         add("evidence", f"No fixture served a call: {got} of {len(after)} tool call(s) after "
             "the checkpoint got their recorded (or executed) output"
-            + (f"; {missing} got none (open requirement)." if missing else "."), "fixtures",
-            "effects_df().action")
+            + (f"; {blocked} were blocked" if blocked else "")
+            + (f"; {missing} got none (open requirement)" if missing else "") + ".",
+            "fixtures", "effects_df().action")
 
     # ---- caveats
     model_after = ann[(ann["seq"] > step)] if step >= 0 else ann.iloc[:0]
