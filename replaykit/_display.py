@@ -78,7 +78,8 @@ def frame_html(df: pd.DataFrame, max_rows: int = MAX_ROWS) -> str:
     out = shown.to_html(index=False, escape=True, na_rep="", border=0)
     if len(df) > max_rows:
         out += f"<div>&hellip; {len(df) - max_rows:,} more rows</div>"
-    return out
+    # a wide frame scrolls inside its own box instead of overflowing the cell
+    return f"<div style='overflow-x:auto;max-width:100%'>{out}</div>"
 
 
 def frame_text(title: str, items: Mapping[str, Any]) -> str:

@@ -28,7 +28,7 @@ try:
 except ImportError:  # pragma: no cover - exercised in a subprocess test
     raise MissingExtraError("replaykit.widgets", "viz", "ipywidgets") from None
 
-__all__ = ["CohortExplorer", "DiffExplorer", "Scrubber"]
+__all__ = ["CohortExplorer", "DiffExplorer", "Scrubber", "Transcript", "marked_json"]
 
 #: characters of pretty JSON shown per pane before it is cut.
 MAX_CHARS = 20_000
@@ -41,6 +41,64 @@ def _pre(obj: Any, max_chars: int = MAX_CHARS) -> str:
         text = text[:max_chars] + f"\n... ({len(text) - max_chars:,} more characters)"
     return ("<pre style='margin:0;max-height:360px;overflow:auto;font-size:11px'>"
             f"{html.escape(text)}</pre>")
+
+
+_MARK = "background:#ffe0b2;display:block"
+
+
+def _json_lines(obj: Any, path: str, indent: int, key: str | None,
+                out: list[tuple[str, str]]) -> None:
+    """(json pointer, text) per line of ``obj`` pretty-printed (sorted keys, 2 spaces)."""
+    pad = "  " * indent
+    head = pad + (json.dumps(key, ensure_ascii=False) + ": " if key is not None else "")
+    if isinstance(obj, dict) and obj:
+        out.append((path, head + "{"))
+        items = sorted(obj.items(), key=lambda kv: str(kv[0]))
+        for k, (kk, v) in enumerate(items):
+            start = len(out)
+            esc_k = str(kk).replace("~", "~0").replace("/", "~1")
+            _json_lines(v, f"{path}/{esc_k}", indent + 1, str(kk), out)
+            if k < len(items) - 1:
+                p, t = out[-1]
+                out[-1] = (p, t + ",")
+            del start
+        out.append((path, pad + "}"))
+    elif isinstance(obj, list) and obj:
+        out.append((path, head + "["))
+        for k, v in enumerate(obj):
+            _json_lines(v, f"{path}/{k}", indent + 1, None, out)
+            if k < len(obj) - 1:
+                p, t = out[-1]
+                out[-1] = (p, t + ",")
+        out.append((path, pad + "]"))
+    else:
+        out.append((path, head + json.dumps(obj, ensure_ascii=False, default=str)))
+
+
+def marked_json(obj: Any, paths: Any, max_chars: int = MAX_CHARS) -> str:
+    """Pretty JSON of ``obj`` in an escaped <pre> block, every line at or under one of
+    ``paths`` (JSON pointers) highlighted.
+
+    >>> "background" in marked_json({"a": 1, "b": 2}, ["/b"])
+    True
+    """
+    lines: list[tuple[str, str]] = []
+    _json_lines(obj, "", 0, None, lines)
+    marks = [p for p in paths if p]
+    html_lines = []
+    used = 0
+    for p, text in lines:
+        used += len(text) + 1
+        if used > max_chars:
+            html_lines.append(html.escape("... (cut)"))
+            break
+        hit = any(p == m or p.startswith(m + "/") for m in marks)
+        line = html.escape(text)
+        # a marked line is a block of its own: no newline after it (no blank line)
+        html_lines.append(f"<span class='rk-changed' style='{_MARK}'>{line}</span>" if hit
+                          else line + "\n")
+    return ("<pre style='margin:0;max-height:360px;overflow:auto;font-size:11px'>"
+            + "".join(html_lines).rstrip("\n") + "</pre>")
 
 
 def _event_dict(table: Any, i: int) -> dict[str, Any]:
@@ -88,6 +146,10 @@ def state_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[s
     return {k: out[k] for k in order}
 
 
+def _plain_default(o: Any) -> Any:
+    return dict(o) if hasattr(o, "items") else list(o) if hasattr(o, "__iter__") else str(o)
+
+
 class _View:
     widget: Any
 
@@ -122,7 +184,7 @@ class Scrubber(_View):
     """
 
     def __init__(self, log: Any, run_id: str, *, tenant_id: str, projections: Any = None,
-                 states: Any = None) -> None:
+                 states: Any = None, base: Any = None, base_run_id: str | None = None) -> None:
         from .fold import agent, fold
         from .fold.frame import _require_tenant
 
@@ -138,7 +200,7 @@ class Scrubber(_View):
         if n != len(self.seqs):
             raise ValueError(f"states has {n} events of run {run_id!r}, the log {len(self.seqs)}"
                              "; pass the StateFrame folded from this log")
-        self.slider = W.IntSlider(value=0, min=0, max=max(n - 1, 0), description="event",
+        self.slider = W.IntSlider(value=0, min=0, max=max(n - 1, 0), description="step",
                                   continuous_update=True,
                                   layout=W.Layout(width="60%"))
         self.play = W.Play(value=0, min=0, max=max(n - 1, 0), interval=400, description="play")
@@ -147,13 +209,35 @@ class Scrubber(_View):
         self.event_view = W.HTML()
         self.state_view = W.HTML()
         self.changes_view = W.HTML()
-        box = W.Layout(width="33%")
-        self.widget = W.VBox([
-            W.HBox([self.play, self.slider]), self.header,
-            W.HBox([W.VBox([W.HTML("<b>event</b>"), self.event_view], layout=box),
-                    W.VBox([W.HTML("<b>changed</b>"), self.changes_view], layout=box),
-                    W.VBox([W.HTML("<b>state</b>"), self.state_view], layout=box)]),
-        ])
+        self.base_event_view = W.HTML()
+        self.base_state_view = W.HTML()
+        self.base_run_id = base_run_id
+        self._base_table: Any = None
+        if base is not None:
+            brun = base.run(base_run_id or base.run_ids[0], tenant_id=tenant_id)
+            self.base_run_id = brun.run_ids[0]
+            self._base_table = brun.table
+            self.base_states = fold(brun, projections or agent())
+            self._base_start = self.base_states.run_bounds(self.base_run_id,
+                                                           tenant_id=tenant_id)[0]
+            half = W.Layout(width="50%")
+            panes = W.VBox([
+                W.HBox([W.VBox([W.HTML("<b>base (recording): event at this step</b>"),
+                                self.base_event_view], layout=half),
+                        W.VBox([W.HTML("<b>replay: event at this step</b>"),
+                                self.event_view], layout=half)]),
+                W.HBox([W.VBox([W.HTML("<b>base: state after it</b>"),
+                                self.base_state_view], layout=half),
+                        W.VBox([W.HTML("<b>replay: state after it (differences from the base "
+                                       "marked)</b>"), self.state_view,
+                                W.HTML("<b>replay: changed at this step</b>"),
+                                self.changes_view], layout=half)])])
+        else:
+            box = W.Layout(width="33%")
+            panes = W.HBox([W.VBox([W.HTML("<b>event</b>"), self.event_view], layout=box),
+                            W.VBox([W.HTML("<b>changed</b>"), self.changes_view], layout=box),
+                            W.VBox([W.HTML("<b>state</b>"), self.state_view], layout=box)])
+        self.widget = W.VBox([W.HBox([self.play, self.slider]), self.header, panes])
         self.slider.observe(self._on_move, names="value")
         self.show(0)
 
@@ -174,12 +258,47 @@ class Scrubber(_View):
         before = self.states.state_at_row(row - 1, self._start)
         self.event = _event_dict(self._table, i)
         self.changes = state_changes(before, self.state)
-        self.header.value = (f"<b>{html.escape(self.run_id)}</b> &middot; event {i + 1} of "
-                             f"{len(self.seqs)} &middot; seq {self.seq} &middot; "
+        self.header.value = (f"<b>{html.escape(self.run_id)}</b> &middot; step {i} of "
+                             f"{len(self.seqs) - 1} &middot; seq {self.seq} &middot; "
                              f"{html.escape(str(self.event.get('kind', '')))}")
         self.event_view.value = _pre(self.event)
         self.changes_view.value = _pre(self.changes) if self.changes else "<i>no change</i>"
-        self.state_view.value = _pre(self.state)
+        if self._base_table is None:
+            self.state_view.value = _pre(self.state)
+            return
+        nb = self._base_table.num_rows
+        self.base_event: dict[str, Any] | None
+        self.base_state: Any
+        if i < nb:
+            self.base_event = _event_dict(self._base_table, i)
+            self.base_state = self.base_states.state_at_row(self._base_start + i,
+                                                            self._base_start)
+            self.base_event_view.value = _pre(self.base_event)
+            self.base_state_view.value = _pre(self.base_state)
+        else:
+            self.base_event, self.base_state = None, None
+            self.base_event_view.value = self.base_state_view.value = \
+                "<i>the base run has no event at this step</i>"
+        plain = json.loads(json.dumps(self.state, default=_plain_default))
+        other = json.loads(json.dumps(self.base_state, default=_plain_default)) \
+            if self.base_state is not None else {}
+        self.differs = sorted(k for k in plain if other.get(k, object()) != plain[k])
+        self.state_view.value = marked_json(plain, [f"/{k}" for k in self.differs])
+        self.header.value += (f" &middot; base seq {int(self._base_table.column('seq')[i].as_py())}"
+                              if i < nb else " &middot; base: no event")
+
+    @classmethod
+    def for_replay(cls, result: Any) -> Scrubber:
+        """A scrubber over a replay's run with its base run beside it at the same step.
+
+        Example:
+            >>> s = rk.widgets.Scrubber.for_replay(done)  # doctest: +SKIP
+            >>> s.slider.value = 10; s.differs  # doctest: +SKIP
+        """
+        base = (result.base.run(result.branch.run_id, tenant_id=result.branch.tenant_id)
+                if result.branch is not None else result.base)
+        return cls(result.events, result.run_id, tenant_id=result.events.tenants[0],
+                   base=base)
 
 
 # --------------------------------------------------------------------------- DiffExplorer
@@ -211,17 +330,25 @@ class DiffExplorer(_View):
         self._base_pos = {int(s): i for i, s in enumerate(self._base.column("seq").to_pylist())}
         self._rep_pos = {int(s): i for i, s in enumerate(self._rep.column("seq").to_pylist())}
         self.rows = self.diff
+        from .branch.findings import changes_df
+
+        self.changes = changes_df(result)
         self.status = W.Dropdown(options=DIFF_STATUSES, value="all", description="status")
         self.position = W.IntSlider(value=0, min=0, max=max(len(self.diff) - 1, 0),
                                     description="row")
         self.jump = W.Button(description="first divergence", icon="step-forward")
+        self.prev_change = W.Button(description="previous change", icon="arrow-left")
+        self.next_change = W.Button(description="next change", icon="arrow-right")
         self.table_view = W.HTML()
         self.base_view = W.HTML()
         self.replay_view = W.HTML()
+        self.values_view = W.HTML()
         self.header = W.HTML()
         half = W.Layout(width="50%")
         self.widget = W.VBox([
-            W.HBox([self.status, self.position, self.jump]), self.header,
+            W.HBox([self.status, self.position]),
+            W.HBox([self.prev_change, self.next_change, self.jump]), self.header,
+            self.values_view,
             W.HBox([W.VBox([W.HTML("<b>base</b>"), self.base_view], layout=half),
                     W.VBox([W.HTML("<b>replay</b>"), self.replay_view], layout=half)]),
             self.table_view,
@@ -229,6 +356,8 @@ class DiffExplorer(_View):
         self.status.observe(lambda c: self._filter(c["new"]), names="value")
         self.position.observe(lambda c: self._show(int(c["new"])), names="value")
         self.jump.on_click(lambda _b: self.jump_to_first_divergence())
+        self.prev_change.on_click(lambda _b: self.step_change(-1))
+        self.next_change.on_click(lambda _b: self.step_change(1))
         self._filter("all")
 
     def _filter(self, status: str) -> None:
@@ -250,14 +379,37 @@ class DiffExplorer(_View):
             return
         row = self.rows.iloc[min(i, len(self.rows) - 1)]
         self.current = row
+        label = int(self.rows.index[min(i, len(self.rows) - 1)])
+        ch = self.changes[self.changes["row"] == label] if len(self.changes) else self.changes
+        self.current_changes = ch
+        # the event dicts hold the decoded payload under "payload": mark paths below it
+        marks = ["/payload" + p for p in ch["path"]] if len(ch) else []
         bs, rs = row["base_seq"], row["replay_seq"]
         self.base_view.value = ("<i>only in the replay</i>" if pd.isna(bs) else
-                                _pre(_event_dict(self._base, self._base_pos[int(bs)])))
+                                marked_json(_event_dict(self._base, self._base_pos[int(bs)]),
+                                            marks))
         self.replay_view.value = ("<i>only in the base</i>" if pd.isna(rs) else
-                                  _pre(_event_dict(self._rep, self._rep_pos[int(rs)])))
+                                  marked_json(_event_dict(self._rep, self._rep_pos[int(rs)]),
+                                              marks))
+        self.values_view.value = _values_html(ch)
         status = html.escape(str(row["status"]))
         self.header.value = (f"row {int(self.rows.index[min(i, len(self.rows) - 1)])} of "
                              f"{len(self.diff)} &middot; status <b>{status}</b>")
+
+    def step_change(self, direction: int = 1) -> int | None:
+        """Show the next (``direction=1``) or previous (``-1``) row that is not ``same``,
+        wrapping around; returns its row index (None when nothing changed). Resets the
+        status filter to ``all``."""
+        if self.status.value != "all":
+            self.status.value = "all"
+        not_same = np.flatnonzero((self.diff["status"] != "same").to_numpy(dtype=bool))
+        if not len(not_same):
+            return None
+        cur = int(self.position.value)
+        later = not_same[not_same > cur] if direction > 0 else not_same[not_same < cur][::-1]
+        target = int(later[0]) if len(later) else int(not_same[0 if direction > 0 else -1])
+        self.position.value = target
+        return target
 
     def jump_to_first_divergence(self) -> int | None:
         """Show the first aligned row that is not ``same``; returns its row index (None when
@@ -269,6 +421,88 @@ class DiffExplorer(_View):
             return None
         self.position.value = int(not_same[0])
         return int(not_same[0])
+
+
+def _values_html(ch: pd.DataFrame) -> str:
+    """The changed values of one aligned row: path, before, after (key values marked)."""
+    if not len(ch):
+        return "<i>no value changed in this row</i>"
+    rows = []
+    for r in ch.itertuples(index=False):
+        style = " style='background:#fff8e1;font-weight:600'" if r.key else ""
+        rows.append(f"<tr{style}><td><code>{html.escape(str(r.label))}</code></td>"
+                    f"<td>{html.escape(str(r.op))}</td>"
+                    f"<td style='color:#b71c1c'>{html.escape(_short(r.before))}</td>"
+                    f"<td style='color:#1b5e20'>{html.escape(_short(r.after))}</td></tr>")
+    return ("<div style='overflow-x:auto'><table class='rk-values' style='font-size:12px'>"
+            "<thead><tr><th>path</th><th>change</th><th>before</th><th>after</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def _short(v: Any, limit: int = 200) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return ""
+    text = str(v)
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+# --------------------------------------------------------------------------- Transcript
+class Transcript(_View):
+    """A run as a reviewer reads it: the transcript (messages, tool calls with arguments and
+    results, collapsible payloads) and the run tree (parent and child runs, turns, model and
+    tool calls, durations and a waterfall where the log has timestamps), in two tabs.
+
+    Args:
+        log: an EventLog, or a :class:`~replaykit.ReplayResult` (its replayed run, with the
+            base run beside it in the tree and each event's origin marked).
+        run_id, tenant_id: which run of ``log`` (both required for an EventLog).
+
+    Example:
+        >>> rk.widgets.Transcript(done)  # doctest: +SKIP
+        >>> rk.widgets.Transcript(log, "chat-1", tenant_id="acme")  # doctest: +SKIP
+
+    Raises:
+        TypeError: ``tenant_id`` missing for an EventLog; KeyError: no such run.
+    """
+
+    def __init__(self, log: Any, run_id: str | None = None, *,
+                 tenant_id: str | None = None) -> None:
+        from .report._transcript import run_tree_html, transcript_html
+
+        origins = None
+        if hasattr(log, "annotations_df") and hasattr(log, "events"):  # a ReplayResult
+            res = log
+            ann = res.annotations_df()
+            origins = dict(zip(ann["seq"].astype("int64"), ann["origin"].astype(str),
+                               strict=True))
+            table = res.events.table
+            base = (res.base.run(res.branch.run_id, tenant_id=res.branch.tenant_id)
+                    if res.branch is not None else res.base)
+            tables = [base.table, table]
+            self.run_id = res.run_id
+        else:
+            from .fold.frame import _require_tenant
+
+            _require_tenant(tenant_id)
+            if run_id is None:
+                raise TypeError("run_id is required for an EventLog")
+            table = log.run(run_id, tenant_id=tenant_id).table
+            tables = [table]
+            self.run_id = run_id
+        self.transcript_view = W.HTML(f"<div class='rk-transcript'>{_transcript_css()}"
+                                      f"{transcript_html(table, origins=origins)}</div>")
+        self.tree_view = W.HTML(f"<div class='rk-tree'>{_transcript_css()}"
+                                f"{run_tree_html(tables)}</div>")
+        self.tabs = W.Tab(children=[self.transcript_view, self.tree_view])
+        self.tabs.set_title(0, "transcript")
+        self.tabs.set_title(1, "run tree")
+        self.widget = W.VBox([W.HTML(f"<b>{html.escape(self.run_id)}</b>"), self.tabs])
+
+
+def _transcript_css() -> str:
+    from .report._template import TRANSCRIPT_CSS
+
+    return f"<style>{TRANSCRIPT_CSS}</style>"
 
 
 # --------------------------------------------------------------------------- CohortExplorer
@@ -352,8 +586,11 @@ class CohortExplorer(_View):
         self._redraw()
 
     def _redraw(self) -> None:
-        self.figure = self._plots.metric_distribution(self.df, self.metric.value,
-                                                      by=self.cohort.value)
+        if pd.api.types.is_bool_dtype(self.df[self.metric.value]):
+            self.figure = self._share_figure(self.metric.value, self.cohort.value)
+        else:
+            self.figure = self._plots.metric_distribution(self.df, self.metric.value,
+                                                          by=self.cohort.value)
         if _ipython() is not None:  # headless (tests, scripts): keep .figure, draw nothing
             self.figure_view.clear_output(wait=True)
             with self.figure_view:
@@ -361,6 +598,24 @@ class CohortExplorer(_View):
 
                 display(self.figure)
         self._table()
+
+    def _share_figure(self, metric: str, by: str | None) -> Any:
+        """A yes/no metric as the share of rows where it holds, per cohort (not a 0/1 box)."""
+        import plotly.graph_objects as go
+
+        key = (self.df[by].astype("string").fillna("(missing)") if by is not None
+               else pd.Series("all", index=self.df.index, dtype="string"))
+        g = self.df[metric].astype("boolean").fillna(False).astype(float).groupby(
+            key.to_numpy(), sort=True)
+        share, n = g.mean(), g.size()
+        labels = [f"{html.escape(str(k), quote=False)} (n={int(n[k]):,})" for k in share.index]
+        fig = go.Figure(go.Bar(x=labels, y=(share * 100).to_numpy(), marker_color="#4e79a7",
+                               width=0.4, hovertemplate="%{x}: %{y:.3g}%<extra></extra>"))
+        fig.update_yaxes(title=f"share with {metric} (%)", range=[0, 100], ticksuffix=" %")
+        fig.update_xaxes(title=by or "", type="category")
+        fig.update_layout(template="plotly_white", title=f"{metric}: share of rows",
+                          showlegend=False)
+        return fig
 
     def selected(self) -> pd.DataFrame:
         """The rows of the chosen cohort value, highest metric first."""

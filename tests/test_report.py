@@ -102,10 +102,14 @@ def _scripts(page: str) -> list[str]:
 # ------------------------------------------------------------------------------ content
 def test_sections_in_order(demo_report: Report) -> None:
     assert demo_report.sections == [
-        "question", "interventions", "comparability", "metrics", "first-divergence",
-        "descendants", "tool-diff", "fixtures", "integrity", "repro", "figures", "scrubber"]
+        "findings", "question", "requirements", "interventions", "comparability", "changes",
+        "first-divergence", "descendants", "tool-diff", "transcript", "fixtures", "integrity",
+        "metrics", "repro", "figures", "scrubber"]
     for sid in demo_report.sections:
-        assert f"<section id='{sid}'>" in demo_report.html
+        assert f'<section id="{sid}">' in demo_report.html
+    # every findings sentence links to a section that exists
+    for row in demo_report.data["summary"].rows:
+        assert row["section"] in demo_report.sections, row
 
 
 def test_first_divergence_and_metrics(demo: Any, demo_report: Report) -> None:
@@ -118,8 +122,11 @@ def test_first_divergence_and_metrics(demo: Any, demo_report: Report) -> None:
     # the prompt patch removed the clause: the diff shows it on the base side only
     assert any(line.startswith("-") and "Escalate suspected fraud." in line
                for line in fd["args_diff"])
+    # ... and the changed-values table marks exactly the removed words
+    assert "<del> Escalate suspected fraud. </del>" in demo_report.html
     for k in ("changed_descendants", "tool_signature_distance", "comparability"):
-        assert f"<td>{html.escape(str(m[k]))}</td>" in demo_report.html
+        assert re.search(r"<td [^>]*>" + re.escape(html.escape(str(m[k]))) + "</td>",
+                         demo_report.html), k
 
 
 def test_claim_comparability_and_fixture_wording(demo_report: Report) -> None:
@@ -251,20 +258,22 @@ def test_hostile_log_is_escaped_everywhere(tmp_path: Path) -> None:
                        + [a.get("categoryarray") for a in axes]):
             for v in values if isinstance(values, list) else []:
                 assert not (isinstance(v, str) and "<" in v), v
-    assert any(html.escape(HOSTILE_RUN) in json.dumps(json.loads(spec))
+    assert any(html.escape(HOSTILE_RUN, quote=False) in json.dumps(json.loads(spec))
                for spec in re.findall(r"class='rk-figure'[^>]*>(.*?)</script>", shell, re.S))
     # exactly the page's own scripts: plotly, the figure/scrubber JSON, and the page code
     scripts = re.findall(r"<script\b([^>]*)>", shell)
-    assert all(a in ("", " type='application/json' id='rk-scrub-data'")
+    assert all(a in ("", ' type="application/json" id="rk-scrub-data"')
                or a.startswith(" type='application/json' class='rk-figure'") for a in scripts)
     assert shell.count("<script>") == 2  # plotly.js and the page code
     # the strings are there as text
-    assert html.escape(HOSTILE_TOOL) in shell
+    from markupsafe import escape
+
+    assert html.escape(HOSTILE_TOOL) in shell or str(escape(HOSTILE_TOOL)) in shell
     assert html.escape(XSS_URL) in shell or XSS_URL in shell
     # JSON blocks still decode to the original values
-    data = json.loads(re.search(r"id='rk-scrub-data'>(.*?)</script>", shell, re.S).group(1))
-    assert data["run_id"] == res.run_id
-    assert HOSTILE_TOOL in data["tool"]
+    data = json.loads(re.search(r'id="rk-scrub-data">(.*?)</script>', shell, re.S).group(1))
+    assert data["replay"]["run_id"] == res.run_id
+    assert HOSTILE_TOOL in data["replay"]["tool"] and HOSTILE_TOOL in data["base"]["tool"]
 
 
 # ------------------------------------------------------------------------------ cohort
@@ -272,7 +281,8 @@ def test_cohort_report_from_compare_frame(demo: Any) -> None:
     frame = rk.compare(demo.base, demo.events)
     rep = cohort(frame, title="compare", question="How far do replays drift?",
                  metric="first_divergence_step")
-    assert rep.sections == ["question", "table", "figures", "repro"]
+    assert rep.sections == ["findings", "question", "table", "figures", "repro"]
+    assert "Comparability: diverged_but_comparable 1 of 1." in rep.html
     assert "rk-fig-0" in rep.html and "diverged_but_comparable" in rep.html
     with pytest.raises(ValueError):
         cohort(frame.iloc[:0], title="t", question="q")
@@ -286,8 +296,20 @@ def test_cohort_report_from_cohorts_compare() -> None:
     a, b = cs.labels[:2]
     out = cs.compare(a, b, n_boot=50)
     rep = cohort(out, title="cohorts", question="q")
-    assert len(re.findall(r"class='rk-figure'", rep.html)) == 1
+    # one interval figure per unit group (rates, counts, tokens), each on its own axis
+    assert rep.data["figures"] == ["rates", "counts", "tokens"]
+    assert len(re.findall(r"class='rk-figure'", rep.html)) == 3
     assert html.escape(str(out["metric"].iloc[0])) in rep.html
+    assert rep.sections[:2] == ["findings", "question"] and "table-unpaired" in rep.sections
+    m = int((out["analysis"] == "unpaired").sum())
+    k = int(out.loc[out["analysis"] == "unpaired", "excludes_zero"].sum())
+    assert rep.data["headline"].startswith(f"unpaired: {k} of {m} measures moved beyond")
+    adj = rep.data["adjusted"]
+    assert {"p_value", "p_holm", "p_bh", "holm", "bh", "unit"} <= set(adj.columns)
+    assert "Holm p" in rep.html and "BH p" in rep.html
+    # numbers for people: no unrounded floats such as -1.6699999999999946 in the tables
+    tables = rep.html[rep.html.index('id="table-unpaired"'):rep.html.index('id="figures"')]
+    assert not re.search(r"\d\.\d{6,}", tables)
 
 
 # ------------------------------------------------------------------------------ CLI, demo
@@ -300,6 +322,7 @@ def test_cli_rca(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert len(line) == 1 and "first divergence step 3" in line[0] and str(out) in line[0]
     page = out.read_text(encoding="utf-8")
     assert "First divergence at <b>step 3</b>" in page
+    assert "1800 \u2192 900" in page and "0.81 \u2192 0.34" in page  # the summary names values
     import hashlib
 
     assert hashlib.sha256(BRANCH.read_bytes()).hexdigest() in page  # branch file stamped
@@ -358,3 +381,197 @@ def test_lazy_import() -> None:
     code = ("import sys, replaykit as rk; assert 'plotly' not in sys.modules; "
             "assert callable(rk.report.rca); assert 'plotly' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ------------------------------------------------------------------------------ summary
+def test_summary_names_changed_values_sources_and_policy_caveat(demo: Any) -> None:
+    s = demo.summary()
+    outcome = " ".join(s.sentences("outcome"))
+    # the key changed values, from what to what, and where each came from
+    assert "args.claimedAmount 1800 \u2192 900 at step 9 (patched by intervention iv-4)" in outcome
+    assert "output.score 0.81 \u2192 0.34" in outcome
+    assert "fixture fx-risk-900 (provenance analyst, by analyst@northwind.example)" in outcome
+    assert "first diverges from the recording at step 3" in outcome
+    assert "same terminal state" in outcome
+    evidence = " ".join(s.sentences("evidence"))
+    assert "Comparability diverged_but_comparable" in evidence
+    assert "Sensitive to fixture: 1 of 3 tool call(s)" in evidence
+    caveat = " ".join(s.sentences("caveat"))
+    assert "Model outputs after step 3 (4 model response(s)) were copied from the recording" \
+        in caveat and "guaranteed by the policy, not observed" in caveat
+    df = s.to_frame()
+    assert list(df.columns) == ["kind", "sentence", "section", "derived_from"]
+    assert set(df["kind"]) == {"outcome", "evidence", "caveat"}
+    assert s.text.startswith("Outcome:\n  - ") and "Caveats:" in s.text
+    # the values it names are rows of changes_df
+    v = s.values
+    assert set(zip(v["label"], v["before"], v["after"], strict=True)) >= {
+        ("args.claimedAmount", "1800", "900"), ("output.score", "0.81", "0.34")}
+    assert not v["label"].isin(["argsHash", "replayPatch"]).any()
+
+
+def test_summary_caveat_follows_the_policy(demo: Any) -> None:
+    """A live model policy gives a different caveat: the outputs are observed, not copied."""
+    calls: list[Any] = []
+
+    def model(req: Any, policy: str) -> Any:
+        calls.append(req)
+        return {"text": "live answer"}
+
+    live = rk.replay(demo.branch, model_policy="pinned-live", tool_policy="pause-for-fixture",
+                     fixtures=FIXTURES, model_executor=model)
+    caveat = " ".join(live.summary().sentences("caveat"))
+    assert calls and "came from a live model (policy pinned-live)" in caveat
+    assert "copied from the recording" not in caveat
+
+
+def test_paused_summary_names_the_requirement(demo: Any) -> None:
+    paused = rk.replay(demo.branch)  # no fixtures: pauses at the patched risk-signals call
+    assert paused.status == "paused"
+    req = paused.requirements_df().iloc[0]
+    s = paused.summary()
+    text = " ".join(s.sentences("requirement"))
+    for part in (req["tool_name"], req["ref_id"], req["args_hash"], "--fixtures FILE",
+                 f"toolName={req['tool_name']} and argsHash={req['args_hash']}"):
+        assert part in text, part
+    assert "The replay did not finish: it paused at step 9" in s.sentences("outcome")[0]
+    # the spec is a valid fixture: resuming with it completes the replay
+    spec = s.requirements[0]["fixture"]
+    assert spec["matcher"] == {"argsHash": req["args_hash"]}
+    fx = dict(spec, output={"score": 0.5})
+    import tempfile
+
+    path = Path(tempfile.mkdtemp()) / "fixtures.json"
+    path.write_text(json.dumps({"format": "isplay.fixtures/v1", "fixtures": [fx]}))
+    done = paused.resume(path)
+    assert done.status == "completed"
+    rep = rca(paused, title="paused", question="q")
+    assert "id='rk-req-0'" in rep.html.replace('"', "'")
+    assert html.escape(json.dumps(spec["matcher"])[1:-1]).replace("&quot;", '"') in rep.html \
+        or req["args_hash"] in rep.html
+
+
+def test_json_changes_paths_before_after() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from replaykit.branch.findings import json_changes
+
+    got = json_changes({"a": {"b": [1, 2, 3]}}, {"a": {"b": [1, 5, 3]}, "c": None})
+    assert sorted(got, key=lambda r: r["path"]) == [
+        {"path": "/a/b/1", "op": "changed", "before": 2, "after": 5},
+        {"path": "/c", "op": "added", "before": None, "after": None}]
+    assert json_changes(1, 2) == [{"path": "", "op": "changed", "before": 1, "after": 2}]
+    assert json_changes({"x": 1}, {"x": 1}) == []
+
+    leaves = st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=3)
+    docs = st.recursive(leaves, lambda c: st.lists(c, max_size=3)
+                        | st.dictionaries(st.text("abc", max_size=2), c, max_size=3),
+                        max_leaves=8)
+
+    objs = st.recursive(leaves, lambda c: st.dictionaries(st.text("abc", max_size=2), c,
+                                                          max_size=3), max_leaves=8)
+
+    @settings(max_examples=150, deadline=None)
+    @given(docs, docs)
+    def check(a: Any, b: Any) -> None:
+        rows = json_changes(a, b)
+        assert (rows == []) == (a == b)
+        # the top-level keys named are exactly those whose values differ
+        if isinstance(a, dict) and isinstance(b, dict) and rows and rows[0]["path"]:
+            named = {r["path"].split("/")[1] for r in rows}
+            gone = object()
+            assert named == {k for k in a.keys() | b.keys()
+                             if a.get(k, gone) is gone or b.get(k, gone) is gone
+                             or a[k] != b[k]}
+
+    @settings(max_examples=150, deadline=None)
+    @given(objs, objs)
+    def check_objects(a: Any, b: Any) -> None:
+        import jsonpointer
+
+        for r in json_changes(a, b):  # without lists, paths name places in a and in b
+            if r["path"] == "":
+                assert (r["before"], r["after"]) == (a, b)
+                continue
+            if r["op"] in ("changed", "removed"):
+                assert jsonpointer.resolve_pointer(a, r["path"]) == r["before"]
+            if r["op"] in ("changed", "added"):
+                assert jsonpointer.resolve_pointer(b, r["path"]) == r["after"]
+
+    check()
+    check_objects()
+
+
+def test_cohort_adjustments_holm_bh() -> None:
+    import numpy as np
+    import pandas as pd
+
+    from replaykit.report._cohort import _bh, _holm, adjust
+
+    p = np.array([0.01, 0.04, 0.03, 0.5])
+    # Holm: sorted 0.01*4, 0.03*3, 0.04*2 (monotone), 0.5*1 -> 0.04, 0.09, 0.09, 0.5
+    assert np.allclose(_holm(p), [0.04, 0.09, 0.09, 0.5])
+    # BH: 0.01*4/1, 0.03*4/2, 0.04*4/3, 0.5 -> min from the top: 0.04, 0.0533, 0.0533, 0.5
+    assert np.allclose(_bh(p), [0.04, 0.16 / 3, 0.16 / 3, 0.5])
+    f = pd.DataFrame({"analysis": ["unpaired"] * 2 + ["paired"], "metric": ["a", "b", "a"],
+                      "statistic": ["rate", "mean", "rate"], "diff": [0.1, 1.0, 0.1],
+                      "ci_low": [0.05, -1.0, 0.05], "ci_high": [0.15, 3.0, 0.15],
+                      "ci_level": 0.95, "excludes_zero": [True, False, True]})
+    out = adjust(f)
+    assert list(out["unit"]) == ["rates", "counts", "rates"]
+    # the families are separate: the paired row's p is its own (not multiplied by 3)
+    assert out["p_holm"].iloc[2] == pytest.approx(out["p_value"].iloc[2])
+    assert bool(out["holm"].iloc[0]) and not bool(out["holm"].iloc[1])
+
+
+def test_cli_rca_paused_exits_3_and_names_the_requirement(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from replaykit.report.cli import EXIT_FAILED, EXIT_PAUSED
+
+    out = tmp_path / "paused.html"
+    rc = report_command(["rca", "--log", str(DATA), "--tenant", "demo", "--branch", str(BRANCH),
+                         "--no-progress", "-o", str(out)])
+    assert rc == EXIT_PAUSED == 3
+    err = capsys.readouterr().err
+    assert "risk-signals" in err and "tc-104-2" in err and "87529baee44bed63b2c011e2e53c3540" \
+        in err and "--fixtures FILE" in err
+    spec = json.loads(err.split("fixture that would satisfy it: ", 1)[1].splitlines()[0])
+    assert spec["matcher"] == {"argsHash": "87529baee44bed63b2c011e2e53c3540"}
+    assert out.exists() and "rk-req-0" in out.read_text(encoding="utf-8")
+    # recorded-only tool policy fails instead of pausing: a different code
+    rc = report_command(["rca", "--log", str(DATA), "--tenant", "demo", "--branch", str(BRANCH),
+                         "--tool-policy", "recorded-only", "--no-progress", "-o",
+                         str(tmp_path / "failed.html")])
+    assert rc == EXIT_FAILED == 4
+
+
+def test_cohort_rows_without_interval_width_are_not_findings() -> None:
+    """One shared prompt gives a paired interval of zero width: no p-value, no finding."""
+    import numpy as np
+    import pandas as pd
+
+    from replaykit.report._cohort import adjust, cohort_findings
+
+    f = pd.DataFrame({"analysis": ["unpaired", "paired"], "metric": ["events_per_run"] * 2,
+                      "statistic": "mean", "cohort_a": "a", "cohort_b": "b",
+                      "n_a": [40, 1], "n_b": [30, 1], "value_a": [10.0, 40.0],
+                      "value_b": [12.0, 26.0], "diff": [2.0, -14.0], "ci_low": [1.0, -14.0],
+                      "ci_high": [3.0, -14.0], "ci_level": 0.95, "excludes_zero": [True, True]})
+    out = adjust(f)
+    assert np.isnan(out["p_holm"].iloc[1]) and not out["holm"].iloc[1]
+    assert bool(out["holm"].iloc[0])
+    head, rows = cohort_findings(out)
+    assert "paired: 1 of 1 measures moved beyond their 95% interval; 0 after Holm" in head
+    text = " ".join(r["sentence"] for r in rows)
+    assert "cannot be tested (n = 1, its interval has no width)" in text
+    assert "The paired rows rest on 1 pair(s): too few to support a finding." in text
+
+
+def test_summary_counts_blocked_calls(tmp_path: Path) -> None:
+    res = hostile_result(tmp_path)  # tool policy blocked: the patched call is blocked
+    evidence = " ".join(res.summary().sentences("evidence"))
+    assert "1 of 2 tool call(s) after the checkpoint got their recorded (or executed) output; " \
+        "1 were blocked." in evidence
+    assert "were blocked (they got an error result)" in " ".join(
+        res.summary().sentences("caveat"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,6 +90,79 @@ def _open(browser: Any, path: Path) -> Opened:
     return Opened(page, console, requests)
 
 
+def _open_file(browser: Any, path: Path, width: int = 1300) -> Opened:
+    ctx = browser.new_context(viewport={"width": width, "height": 900})
+    page = ctx.new_page()
+    console: list[tuple[str, str]] = []
+    requests: list[str] = []
+    page.on("console", lambda m: console.append((m.type, m.text)))
+    page.on("pageerror", lambda e: console.append(("pageerror", str(e))))
+    page.on("request", lambda r: requests.append(r.url))
+    url = path.resolve().as_uri()
+    page.route("**/*", lambda route: route.continue_() if route.request.url == url
+               else route.abort())
+    page.goto(url)
+    page.wait_for_load_state("load")
+    page.wait_for_function("document.querySelectorAll('.figure .main-svg').length > 0")
+    return Opened(page, console, requests)
+
+
+# Hover every point of every trace of every figure (Plotly.Fx.hover) and collect the text of
+# the hover labels a reader sees.
+_HOVER_ALL = """() => {
+  const out = [];
+  for (const gd of document.querySelectorAll('.figure.js-plotly-plot')) {
+    const data = gd._fullData || [];
+    for (let c = 0; c < data.length; c++) {
+      const n = (data[c].x || data[c].y || []).length;
+      for (let p = 0; p < Math.min(n, 60); p++) {
+        if (data[c].x && data[c].x[p] === null) { continue; }
+        try { window.Plotly.Fx.hover(gd, [{curveNumber: c, pointNumber: p}]); }
+        catch (e) { continue; }
+        for (const el of gd.querySelectorAll('.hoverlayer .hovertext')) {
+          out.push(el.textContent);
+        }
+        window.Plotly.Fx.unhover(gd);  // also clears plotly's hover throttle
+      }
+    }
+    window.Plotly.Fx.unhover(gd);
+  }
+  return out;
+}"""
+
+# Every word of every visible table header cell must sit on one line (no wrap inside a word).
+_HEADER_WORD_BREAKS = r"""() => {
+  const bad = [];
+  for (const th of document.querySelectorAll('th')) {
+    if (!th.offsetParent) { continue; }
+    const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+    let node;
+    while ((node = walker.nextNode())) {
+      const re = /\S+/g; let m;
+      while ((m = re.exec(node.data))) {
+        const r = document.createRange();
+        r.setStart(node, m.index); r.setEnd(node, m.index + m[0].length);
+        const tops = new Set([...r.getClientRects()].filter(x => x.width > 0)
+                              .map(x => Math.round(x.top)));
+        if (tops.size > 1) { bad.push(m[0]); }
+      }
+    }
+  }
+  return bad;
+}"""
+
+_ENTITY = re.compile(r"&(#\d+|#x[0-9a-fA-F]+|[a-zA-Z]+);")
+
+
+def _check_reader_view(o: Opened) -> None:
+    """No entity in any hover label; no header wraps inside a word."""
+    hovers = o.page.evaluate(_HOVER_ALL)
+    assert hovers, "no hover label appeared"
+    bad = [h for h in hovers if _ENTITY.search(h)]
+    assert bad == [], bad[:3]
+    assert o.page.evaluate(_HEADER_WORD_BREAKS) == []
+
+
 def _check_clean(o: Opened, path: Path) -> None:
     errors = [c for c in o.console if c[0] in ("error", "pageerror")]
     assert errors == []
@@ -142,7 +216,7 @@ def test_scrubber_shows_the_state_of_each_step(demo_page: Any) -> None:
     for i in (0, 5, 9, 10, 4, len(seqs) - 1):
         page.locator("#rk-scrub").fill(str(i))  # moves the range input, fires input/change
         assert page.locator("#rk-scrub-state").get_attribute("data-step") == str(i)
-        shown = json.loads(page.locator("#rk-scrub-state").inner_text())
+        shown = json.loads(page.locator("#rk-scrub-state").get_attribute("data-json"))
         assert shown == _plain(sf.at(res.run_id, seqs[i], tenant_id=tenant)), i
         event = json.loads(page.locator("#rk-scrub-event").inner_text())
         assert event["seq"] == seqs[i] and event["step"] == i
@@ -186,5 +260,203 @@ def test_hostile_log_runs_no_script(browser: Any, tmp_path: Path) -> None:
         shot = Path(os.environ.get("REPLAYKIT_SHOT_DIR", str(tmp_path))) / "hostile.png"
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000
+    finally:
+        o.page.context.close()
+
+
+# ------------------------------------------------------------------------------ reader view
+def test_demo_summary_states_values_and_policy_caveat(demo_page: Any) -> None:
+    _, _, o = demo_page
+    text = o.page.locator("#findings").inner_text()
+    assert "args.claimedAmount 1800 \u2192 900" in text
+    assert "output.score 0.81 \u2192 0.34" in text
+    assert "fixture fx-risk-900 (provenance analyst" in text
+    assert "copied from the recording under the recorded-only model policy" in text
+    assert "guaranteed by the policy, not observed" in text
+    # every sentence links to a section of the page that exists
+    hrefs = o.page.eval_on_selector_all("#findings a.ev", "els => els.map(e => e.hash)")
+    assert len(hrefs) >= 8
+    for h in hrefs:
+        assert o.page.locator(h).count() == 1, h
+    o.page.locator("#findings a.ev").nth(1).click()
+    assert o.page.evaluate("location.hash") == hrefs[1]
+
+
+def test_demo_reader_view(browser: Any, demo_page: Any) -> None:
+    """Hover labels show plain text and headers never break inside a word, also narrow."""
+    _, path, o = demo_page
+    _check_reader_view(o)
+    narrow = _open_file(browser, path, width=820)
+    try:
+        assert narrow.page.evaluate(_HEADER_WORD_BREAKS) == []
+        # the scrubber label cuts long text with an ellipsis instead of clipping it
+        lab = narrow.page.locator("#rk-scrub-label")
+        assert lab.evaluate("e => getComputedStyle(e).textOverflow") == "ellipsis"
+        assert lab.evaluate("e => e.scrollWidth > e.clientWidth")  # it really is cut
+        assert lab.get_attribute("title") == lab.inner_text()  # full text on hover
+    finally:
+        narrow.page.context.close()
+
+
+def test_changes_show_values_and_step_with_keys(demo_page: Any) -> None:
+    _, _, o = demo_page
+    page = o.page
+    rows = page.locator("#rk-changes tbody tr")
+    text = page.locator("#changes").inner_text()
+    assert "args.claimedAmount" in text and "1800" in text and "900" in text
+    hits = page.locator("#rk-changes td.hit.col0")
+    assert 0 < hits.count() < rows.count()  # key values highlighted, bookkeeping not
+    assert hits.first.evaluate("e => getComputedStyle(e).backgroundColor") != \
+        "rgba(0, 0, 0, 0)"
+    page.locator("body").press("n")
+    assert page.locator("#rk-change-label").inner_text() == f"change 1 of {rows.count()}"
+    page.locator("body").press("n")
+    page.locator("#rk-change-next").click()
+    assert page.locator("#rk-changes tbody tr.current").count() == 1
+    assert page.locator("#rk-change-label").inner_text() == f"change 3 of {rows.count()}"
+    page.locator("#rk-change-prev").click()
+    assert page.locator("#rk-change-label").inner_text().startswith("change 2 ")
+
+
+def test_scrubber_shows_base_and_replay_side_by_side(demo_page: Any) -> None:
+    res, _, o = demo_page
+    page = o.page
+    base = res.base.run(res.branch.run_id, tenant_id=res.branch.tenant_id)
+    sfb = rk.fold(base, rk.agent())
+    bseqs = base.table.column("seq").to_pylist()
+    for i in (9, 10, 2):
+        page.locator("#rk-scrub").fill(str(i))
+        bev = json.loads(page.locator("#rk-scrub-base-event").inner_text())
+        rev = json.loads(page.locator("#rk-scrub-event").inner_text())
+        assert bev["step"] == rev["step"] == i
+        assert json.loads(page.locator("#rk-scrub-base-state").get_attribute("data-json")) \
+            == _plain(sfb.at(base.run_ids[0], bseqs[i], tenant_id="acme"))
+    page.locator("#rk-scrub").fill("10")
+    assert json.loads(page.locator("#rk-scrub-event").inner_text())["origin"] == "fixture"
+    assert page.locator("#rk-scrub-label").inner_text().startswith("step 10 of 18")
+
+
+# ------------------------------------------------------------------------------ paused
+@pytest.fixture(scope="module")
+def paused_page(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from test_report import demo_result
+
+    res = rk.replay(demo_result().branch)  # no fixtures: pauses
+    path = tmp_path_factory.mktemp("paused") / "paused.html"
+    rca(res, title="RCA paused", question="q").save_html(path)
+    o = _open_file(browser, path)
+    yield res, path, o
+    o.page.context.close()
+
+
+def test_paused_report_names_the_requirement(paused_page: Any) -> None:
+    res, path, o = paused_page
+    _check_clean(o, path)
+    req = res.requirements_df().iloc[0]
+    findings = o.page.locator("#findings").inner_text()
+    assert "The replay did not finish: it paused at step 9" in findings
+    section = o.page.locator("#requirements").inner_text()
+    for part in (req["tool_name"], req["ref_id"], req["args_hash"], "--fixtures",
+                 f"toolName={req['tool_name']} & argsHash={req['args_hash']}"):
+        assert part in section, part
+    spec = json.loads(o.page.locator("#requirements .fixture-spec pre").first.inner_text())
+    assert spec["toolName"] == req["tool_name"]
+    assert spec["matcher"] == {"argsHash": req["args_hash"]}
+    assert "narrow the intervention" not in findings  # the advice that applies: fixtures
+    _check_reader_view(o)
+
+
+# ------------------------------------------------------------------------------ cohort
+@pytest.fixture(scope="module")
+def cohort_page(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from replaykit.report import cohort
+
+    frame, cs = cohort_frame()
+    path = tmp_path_factory.mktemp("cohort") / "cohort.html"
+    rep = cohort(frame, title="Cohorts", question="Did agents get worse?", cohorts=cs)
+    rep.save_html(path)
+    o = _open_file(browser, path)
+    yield rep, path, o
+    o.page.context.close()
+
+
+# For each interval figure: pixel positions of zero and of each interval's ends on its axis.
+_INTERVALS = """() => {
+  const out = [];
+  for (const gd of document.querySelectorAll('.figure[data-unit]')) {
+    const ax = gd._fullLayout.xaxis;
+    for (const tr of gd._fullData) {
+      const ex = tr.error_x || {};
+      for (let i = 0; i < tr.x.length; i++) {
+        const lo = tr.x[i] - ex.arrayminus[i], hi = tr.x[i] + ex.array[i];
+        out.push({unit: gd.getAttribute('data-unit'), label: tr.y[i], name: tr.name,
+                  zero: ax.l2p(0), lo: ax.l2p(lo), hi: ax.l2p(hi), width: ax._length});
+      }
+    }
+  }
+  return out;
+}"""
+
+
+def test_cohort_report_headline_highlights_and_axes(cohort_page: Any) -> None:
+    rep, path, o = cohort_page
+    _check_clean(o, path)
+    page = o.page
+    adj = rep.data["adjusted"]
+    hits = adj[adj["excludes_zero"].fillna(False).to_numpy(dtype=bool)]
+    assert len(hits) >= 2  # the generated drift gives findings to show
+    head = page.locator("#rk-headline").inner_text()
+    un = adj[adj["analysis"] == "unpaired"]
+    assert head.startswith(f"unpaired: {int(un['excludes_zero'].sum())} of {len(un)} measures "
+                           f"moved beyond their 95% interval; {int(un['holm'].sum())} after "
+                           "Holm correction")
+    findings = page.locator("#findings").inner_text()
+    assert "Unpaired rows compare all 120 runs of 2025-fall with all 120 runs" in findings
+    assert "Paired rows compare the" in findings and "by chance alone" in findings
+    # every measure whose interval excludes zero is highlighted in its table ...
+    for analysis in ("unpaired", "paired"):
+        rows = page.locator(f"#table-{analysis} tbody tr")
+        for i in range(rows.count()):
+            cells = rows.nth(i).locator("td")
+            measure = cells.first.inner_text()
+            want = bool(adj[(adj["analysis"] == analysis) & (adj["metric"] == measure)]
+                        ["excludes_zero"].iloc[0])
+            bg = cells.first.evaluate("e => getComputedStyle(e).backgroundColor")
+            assert (bg not in ("rgba(0, 0, 0, 0)", "rgb(255, 255, 255)")) == want, measure
+            if want:
+                assert cells.nth(11).inner_text() == "yes"
+    # ... and readable on its own axis: its interval is visibly apart from zero
+    pts = page.evaluate(_INTERVALS)
+    hit_pts = [p for p in pts if p["name"] == "interval excludes zero"]
+    assert len(hit_pts) == len(hits)
+    for p in hit_pts:
+        gap = min(abs(p["lo"] - p["zero"]), abs(p["hi"] - p["zero"]))
+        assert gap >= 3 and abs(p["hi"] - p["lo"]) >= 0.05 * p["width"], p
+    # rates are drawn in percentage points, on an axis of their own
+    assert {p["unit"] for p in pts} == {"rates", "counts", "tokens"}
+    assert page.locator("#table-unpaired").inner_text().count("%") > 5
+    # trend over semesters: one panel per measure, three semesters each
+    trends = page.evaluate("""() => [...document.querySelectorAll('.figure[data-trend]')]
+        .map(gd => gd._fullData.map(t => t.x.length))""")
+    assert trends and all(n == 3 for fig in trends for n in fig)
+    _check_reader_view(o)
+
+
+# ------------------------------------------------------------------------------ hostile view
+def test_hostile_report_reader_view(browser: Any, tmp_path: Path) -> None:
+    from test_report import XSS_BREAK, hostile_result
+
+    res = hostile_result(tmp_path)
+    path = tmp_path / "hostile.html"
+    rca(res, title="T \"q\" & 'x'", question=f"Q {XSS_BREAK}").save_html(path)
+    o = _open_file(browser, path)
+    try:
+        o.page.wait_for_timeout(200)
+        _check_clean(o, path)
+        hovers = o.page.evaluate(_HOVER_ALL)
+        assert any("<img src=x onerror=" in h for h in hovers)  # shown as text, verbatim
+        assert not [h for h in hovers if _ENTITY.search(h)]
+        assert o.page.evaluate(_HEADER_WORD_BREAKS) == []
+        assert "<script>window.__pwned" in o.page.locator("#transcript").inner_text()
     finally:
         o.page.context.close()

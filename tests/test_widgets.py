@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -170,3 +171,78 @@ def test_cohort_explorer_needs_log_to_open(done):
     assert c.open.disabled
     with pytest.raises(ValueError, match="log="):
         c.open_run()
+
+
+# --------------------------------------------------------------------------- values, not flags
+def test_diff_explorer_shows_values_and_steps_change_to_change(done):
+    d = widgets.DiffExplorer(done)
+    assert d.jump_to_first_divergence() == 3
+    # stepping visits every changed row in order and wraps around
+    visited = [d.step_change(1) for _ in range(3)]
+    assert visited == [9, 10, 3]
+    assert d.step_change(-1) == 10
+    # row 10: the fixture-served risk score, before and after, with the changed lines marked
+    vals = d.current_changes.set_index("label")
+    assert (vals.loc["output.score", "before"], vals.loc["output.score", "after"]) == \
+        ("0.81", "0.34")
+    assert "output.score" in d.values_view.value and "0.81" in d.values_view.value
+    import html
+
+    def marks(view: str) -> list[str]:
+        return [html.unescape(m) for m in
+                re.findall(r"<span class='rk-changed'[^>]*>(.*?)</span>", view)]
+
+    marked = marks(d.replay_view.value)
+    assert any('"score": 0.34' in m for m in marked)
+    assert any('"score": 0.81' in m for m in marks(d.base_view.value))
+    assert not any('"toolName"' in m for m in marked)  # unchanged keys are not marked
+    # the buttons drive the same stepping
+    d.next_change.click()
+    assert d.position.value == 3
+    d.prev_change.click()
+    assert d.position.value == 10
+
+
+def test_scrubber_for_replay_shows_base_beside_replay(done):
+    s = widgets.Scrubber.for_replay(done)
+    base = done.base.run(done.branch.run_id, tenant_id=done.branch.tenant_id)
+    bsf = rk.fold(base, rk.agent())
+    for i in (0, 9, 10, 18):
+        s.slider.value = i
+        assert s.base_event["seq"] == base.table.column("seq")[i].as_py()
+        assert s.event["seq"] == done.events.table.column("seq")[i].as_py()
+        assert s.base_state == bsf.at(base.run_ids[0], s.base_event["seq"], tenant_id="acme")
+        assert f"step {i} of 18" in s.header.value
+    assert "base (recording)" in s.widget.children[2].children[0].children[0].children[0].value
+
+
+def test_marked_json_marks_paths_and_escapes():
+    out = widgets.marked_json({"a": {"b": 1, "c": "<x>"}, "d": [1, 2]}, ["/a/c", "/d/1"])
+    marked = re.findall(r"<span class='rk-changed'[^>]*>(.*?)</span>", out)
+    assert marked == ['    &quot;c&quot;: &quot;&lt;x&gt;&quot;', "    2"]
+    assert "<x>" not in out
+
+
+def test_transcript_explorer(done):
+    t = widgets.Transcript(done)
+    text = t.transcript_view.value
+    assert "risk-signals" in text and "claimedAmount" in text and "fixture" in text
+    assert text.count("<details") >= 19  # every message's payload is collapsible
+    tree = t.tree_view.value
+    assert "child of run-claims-C-104" in tree and "model calls" in tree
+    assert "style=\"left:" in tree  # the isplay sample has timestamps: a waterfall
+    with pytest.raises(TypeError):
+        widgets.Transcript(done.events, done.run_id)
+
+
+def test_cohort_explorer_draws_a_yes_no_metric_as_shares():
+    df = pd.DataFrame({"tenant_id": "acme", "run_id": [f"r{i}" for i in range(6)],
+                       "grp": ["a", "a", "a", "b", "b", "b"],
+                       "sensitive_to_fixture": [True, False, False, True, True, False],
+                       "changed_descendants": [1, 2, 3, 4, 5, 6]})
+    c = widgets.CohortExplorer(df, metric="sensitive_to_fixture", cohort="grp")
+    bar = c.figure.data[0]
+    assert bar.type == "bar" and list(bar.y) == pytest.approx([100 / 3, 200 / 3])
+    assert list(bar.x) == ["a (n=3)", "b (n=3)"]
+    c.metric.value = "changed_descendants"
+    assert c.figure.data[0].type == "box"

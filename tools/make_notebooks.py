@@ -253,10 +253,225 @@ def attributable_divergence() -> nbf.NotebookNode:
     return nb
 
 
+# ------------------------------------------------------------------ 06 (owned by the report work)
+def visual_tour() -> nbf.NotebookNode:
+    md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
+    cells = [
+        md(
+            "# A visual tour\n\n"
+            "Every figure in `replaykit.plots` and every explorer in `replaykit.widgets`, on the "
+            "bundled\nsamples in `data/` (plus one generated frame for the cohort trend). Figures "
+            "are plotly\n`Figure` objects returned by pure functions: nothing is shown until a "
+            "cell ends with one.\nWidgets are thin views over frames that already exist. Needs the "
+            '`viz` extra:\n`pip install "replaykit[viz]"`. The vocabulary shared by all figures '
+            "is in `docs/visual.md`:\n**step** is an event's 0-based position in its run, "
+            "**seq** the event's number in its log."
+        ),
+        code(
+            "from pathlib import Path\n\nimport numpy as np\nimport pandas as pd\n\n"
+            "import replaykit as rk\nfrom replaykit import plots, widgets\n\n"
+            'DATA = next(p / "data" for p in [Path.cwd(), *Path.cwd().parents] '
+            'if (p / "data" / "isplay").is_dir())\n'
+            'log = rk.read_isplay(DATA / "isplay", tenant_id="acme")\n'
+            'branch = rk.Branch.load(DATA / "isplay" / "branch-drop-fraud-clause.json", '
+            'base=log, tenant_id="acme")\n'
+            "paused = rk.replay(branch)\n"
+            'done = paused.resume(DATA / "isplay" / "fixtures.json")\n'
+            'assert (paused.status, done.status) == ("paused", "completed")\n'
+            "done"
+        ),
+        md(
+            "## What the replay found\n\n"
+            "`result.summary()` states the finding in sentences computed from the result: the "
+            "outcome with the key changed values and where they came from, the strength of the "
+            "evidence, and the caveats the policies imply. The same sentences open the RCA "
+            "report. A paused replay names what it needs to finish."
+        ),
+        code(
+            "summary = done.summary()\n"
+            "print(summary.text)\n"
+            'assert any("0.81 \\u2192 0.34" in s for s in summary.sentences("outcome"))\n'
+            'assert any("not observed" in s for s in summary.sentences("caveat"))\n'
+            "summary.to_frame()"
+        ),
+        code(
+            'print("\\n".join(paused.summary().sentences("requirement")))\n'
+            'changes = done.changes_df()\n'
+            'changes.loc[changes["key"], ["step", "kind", "tool_name", "origin", "label", '
+            '"before", "after"]]'
+        ),
+        md(
+            "## Rich displays\n\n"
+            "A replay result, a state frame and a determinism verdict each show a compact, "
+            "escaped summary\n(above: the resumed replay, with its comparability and "
+            "fixture-sensitivity badges)."
+        ),
+        code('states = rk.fold(log, rk.agent())\nassert "StateFrame" in states._repr_html_()\n'
+             "states"),
+        code('verdict = rk.check_determinism(log, "run-claims-C-104", tenant_id="acme")\n'
+             "assert verdict.deterministic\nverdict"),
+        md(
+            "## Where the replay diverged\n\n"
+            "Base and replay as two lanes over the step axis; the dashed line is the first "
+            "divergence (step 3: the patched\nprompt). Orange diamonds are patched events, the red "
+            "star is the tool result a fixture served;\nan outline marks a replayed event that "
+            "differs from the base (its own legend entry)."
+        ),
+        code(
+            "fig = plots.divergence_timeline(done)\n"
+            'assert fig.layout.shapes[0].x0 == done.metrics["first_divergence_step"] == 3\n'
+            'assert list(next(t for t in fig.data if t.name == "replay: fixture").x) == [10]\n'
+            "fig"
+        ),
+        md(
+            "## Tool sequences and their distances\n\n"
+            "One lane per run; C-231 approves where C-104 escalates. The heatmap is the matrix "
+            "of\n`rk.tool_distance_matrix` (here 2 x 2 on the sample; clustered when larger)."
+        ),
+        code(
+            "fig = plots.tool_sequences(log)\n"
+            'assert sorted(t.name for t in fig.data) == ["approve-claim", "claim-lookup", '
+            '"escalate-to-siu", "risk-signals"]\n'
+            "fig"
+        ),
+        code(
+            "mat = rk.tool_distance_matrix(log)\n"
+            "fig = plots.tool_distance_heatmap(mat)\n"
+            "assert np.asarray(fig.data[0].z).max() == mat.to_numpy().max() == 2\n"
+            "fig"
+        ),
+        md(
+            "## Fixture dependence\n\n"
+            "The paused replay used no fixture; the resumed one depends on one analyst fixture, "
+            "so it is\nmarked sensitive to fixtures."
+        ),
+        code(
+            "fig = plots.fixture_dependence([paused, done])\n"
+            'assert list(next(t for t in fig.data if t.name == "analyst").y) == [0, 1]\n'
+            'assert len(next(t for t in fig.data if t.name == "sensitive to fixture").x) == 1\n'
+            "fig"
+        ),
+        md(
+            "## Metric distributions\n\n"
+            "`rk.compare` gives one row per run pair. Here: the replay compared with its base, "
+            "plus each\nbase run compared with itself (an exact replay), to have two cohorts."
+        ),
+        code(
+            "cmp = pd.concat([\n"
+            "    rk.compare(log, done.events),\n"
+            '    rk.compare(log, log, pd.DataFrame({"tenant_id": "acme", '
+            '"base_run_id": log.run_ids,\n'
+            '                                       "replay_run_id": log.run_ids})),\n'
+            "], ignore_index=True)\n"
+            'fig = plots.metric_distribution(cmp, "changed_descendants", by="comparability")\n'
+            'assert [t.name for t in fig.data if t.type == "box"] == '
+            '["diverged_but_comparable", "exact"]\n'
+            "assert fig.data[0].median[0] == 2 and fig.data[1].median[0] == 0\n"
+            "fig"
+        ),
+        md(
+            "## State over time\n\n"
+            "The state of one pleach chat after every event: counters climb, open tool calls "
+            "open and\nclose, `last_tool` jumps between tools."
+        ),
+        code(
+            'plog = rk.read_pleach(DATA / "pleach" / "harness_event_log.jsonl")\n'
+            "pstates = rk.fold(plog, rk.agent())\n"
+            "first = pstates.final().iloc[0]\n"
+            'fig = plots.state_timeline(pstates, first["run_id"], ["tool_calls", '
+            '"open_tool_calls_size", "last_tool", "input_tokens"],\n'
+            '                           tenant_id=first["tenant_id"])\n'
+            'assert fig.data[0].y[-1] == first["tool_calls"]\n'
+            "fig"
+        ),
+        md(
+            "## A metric across periods\n\n"
+            "`cohort_trend` takes any frame with a period column and a metric column. Here a "
+            "generated\nframe: weekly tool-sequence distances of two models, with 95 % "
+            "normal-approximation bands."
+        ),
+        code(
+            "rng = np.random.default_rng(7)\n"
+            'weeks = np.repeat(pd.date_range("2026-01-05", periods=8, freq="W-MON"), 60)\n'
+            'trend = pd.DataFrame({"week": weeks, "model": np.tile(["model-a", "model-b"], '
+            "len(weeks) // 2),\n"
+            '                      "tool_sequence_distance": rng.poisson(2.0, len(weeks))\n'
+            "                      + np.tile([0, 1], len(weeks) // 2)})\n"
+            'fig = plots.cohort_trend(trend, "tool_sequence_distance", period="week", '
+            'by="model")\n'
+            "means = [t for t in fig.data if t.showlegend is not False]\n"
+            'assert [t.name for t in means] == ["model-a", "model-b"]\n'
+            "assert np.mean(means[1].y) > np.mean(means[0].y)\n"
+            "fig"
+        ),
+        md(
+            "## Explorers\n\n"
+            "`Scrubber` walks one run step by step: the event, what changed, the full state. It "
+            "reads the\nstate frame built once; moving the slider never re-folds."
+        ),
+        code(
+            'scrub = widgets.Scrubber(plog, first["run_id"], tenant_id=first["tenant_id"], '
+            "states=pstates)\n"
+            "scrub.slider.value = 5\n"
+            'assert scrub.state == pstates.at(first["run_id"], scrub.seq, '
+            'tenant_id=first["tenant_id"])\n'
+            "scrub"
+        ),
+        md(
+            "`Scrubber.for_replay` puts the base run (the recording) beside the replay at the "
+            "same step; fields of the replay's state that differ from the base are marked. "
+            "Drag the slider or focus it and use the arrow keys."
+        ),
+        code(
+            "replay_scrub = widgets.Scrubber.for_replay(done)\n"
+            "replay_scrub.slider.value = 10\n"
+            'assert replay_scrub.event["seq"] == replay_scrub.base_event["seq"] == 10\n'
+            "replay_scrub"
+        ),
+        md(
+            "`DiffExplorer` aligns base and replay events; each changed row shows its values "
+            "(path, before, after), the changed lines of both events are highlighted, and the "
+            "*previous / next change* buttons step from change to change."
+        ),
+        code(
+            "diff = widgets.DiffExplorer(done)\n"
+            "assert diff.jump_to_first_divergence() == 3\n"
+            "diff"
+        ),
+        md(
+            "`Transcript` shows the run as a reviewer reads it (messages, tool calls with "
+            "arguments and results, collapsible payloads) and its run tree (base and replayed "
+            "run, calls with durations and a waterfall from the log's timestamps)."
+        ),
+        code(
+            "transcript = widgets.Transcript(done)\n"
+            'assert "risk-signals" in transcript.transcript_view.value\n'
+            "transcript"
+        ),
+        code(
+            'explorer = widgets.CohortExplorer(cmp, log=log, metric="changed_descendants", '
+            'cohort="comparability")\n'
+            'explorer.value.value = "diverged_but_comparable"\n'
+            'assert explorer.run.value == "run-claims-C-104"\n'
+            "explorer.open_run()\n"
+            'assert explorer.scrubber.run_id == "run-claims-C-104"\n'
+            "explorer"
+        ),
+    ]
+    nb = nbf.v4.new_notebook()
+    nb.cells = cells
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    return nb
+
+
 if __name__ == "__main__":
     out = ROOT / "notebooks" / "01_quickstart.ipynb"
     nbf.write(quickstart(), out)
     print(f"wrote {out}")
     out = ROOT / "notebooks" / "10_attributable_divergence.ipynb"
     nbf.write(attributable_divergence(), out)
+    print(f"wrote {out}")
+    out = ROOT / "notebooks" / "06_visual_tour.ipynb"
+    nbf.write(visual_tour(), out)
     print(f"wrote {out}")

@@ -26,11 +26,11 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run"]
 
 def build_reports(out: Path) -> dict[str, Path]:
     """Write the four reports as HTML files into ``out``; returns name -> path."""
-    import replaykit as rk
-    from replaykit.report import cohort, rca
-
     from test_report import hostile_result
     from test_report_browser import cohort_frame
+
+    import replaykit as rk
+    from replaykit.report import cohort, rca
 
     data = ROOT / "data" / "isplay"
     log = rk.read_isplay(data, tenant_id="demo", progress=False)

@@ -9,6 +9,7 @@ structural JSON diff (paths, before, after) the report, the summary and the Diff
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -45,13 +46,15 @@ def json_changes(before: Any, after: Any) -> list[dict[str, Any]]:
 
     Built on :func:`jsonpatch.make_patch`; each row has ``path`` (a JSON pointer), ``op``
     (``changed``, ``added`` or ``removed``), ``before`` and ``after`` (absent sides are None
-    with ``op`` saying which). A move becomes a removal and an addition.
+    with ``op`` saying which). A move becomes a removal and an addition. Paths follow RFC 6902:
+    within a list whose length changes, an index names the position in the list as changed
+    by the rows before it (object keys are never renumbered).
 
-    >>> json_changes({"a": 1, "b": [1, 2]}, {"a": 2, "b": [1], "c": "x"})
-    ... # doctest: +NORMALIZE_WHITESPACE
-    [{'path': '/a', 'op': 'changed', 'before': 1, 'after': 2},
-     {'path': '/b/1', 'op': 'removed', 'before': 2, 'after': None},
-     {'path': '/c', 'op': 'added', 'before': None, 'after': 'x'}]
+    >>> for row in json_changes({"a": 1, "b": [1, 2]}, {"a": 2, "b": [1], "c": "x"}):
+    ...     print(row)
+    {'path': '/c', 'op': 'added', 'before': None, 'after': 'x'}
+    {'path': '/a', 'op': 'changed', 'before': 1, 'after': 2}
+    {'path': '/b/1', 'op': 'removed', 'before': 2, 'after': None}
 
     Raises:
         MissingExtraError: jsonpatch is not installed (``pip install "replaykit[replay]"``).
@@ -68,31 +71,28 @@ def json_changes(before: Any, after: Any) -> list[dict[str, Any]]:
             or type(before) is not type(after):
         return [{"path": "", "op": "changed", "before": before, "after": after}]
     rows: list[dict[str, Any]] = []
+    doc = copy.deepcopy(before)
     for op in jsonpatch.make_patch(before, after).patch:
+        # RFC 6902 semantics: each path names a place in the document as patched so far,
+        # so "before" is read there, then the operation is applied
         kind, path = op["op"], op["path"]
         if kind == "replace":
             rows.append({"path": path, "op": "changed",
-                         "before": _none(_pointer_get(before, path)), "after": op["value"]})
+                         "before": _none(_pointer_get(doc, path)), "after": op["value"]})
         elif kind == "add":
-            # an add into a list inserts (nothing is overwritten); into an object it is new
             rows.append({"path": path, "op": "added", "before": None, "after": op["value"]})
         elif kind == "remove":
             rows.append({"path": path, "op": "removed",
-                         "before": _none(_pointer_get(before, path)), "after": None})
+                         "before": _none(_pointer_get(doc, path)), "after": None})
         elif kind == "move":
-            rows.append({"path": op["from"], "op": "removed",
-                         "before": _none(_pointer_get(before, op["from"])), "after": None})
-            rows.append({"path": path, "op": "added", "before": None,
-                         "after": _pointer_get(after, path)})
+            moved = _none(_pointer_get(doc, op["from"]))
+            rows.append({"path": op["from"], "op": "removed", "before": moved, "after": None})
+            rows.append({"path": path, "op": "added", "before": None, "after": moved})
         elif kind == "copy":
             rows.append({"path": path, "op": "added", "before": None,
-                         "after": _pointer_get(after, path)})
-    rows.sort(key=lambda r: _path_key(r["path"]))
+                         "after": _none(_pointer_get(doc, op["from"]))})
+        doc = jsonpatch.apply_patch(doc, [op])
     return rows
-
-
-def _path_key(path: str) -> tuple[Any, ...]:
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in path.split("/"))
 
 
 def _none(v: Any) -> Any:
@@ -172,7 +172,8 @@ def changes_df(result: Any) -> pd.DataFrame:
         ev = r or b or {}
         bp = _decode(b["payload"]) if b else None
         rp = _decode(r["payload"]) if r else None
-        base = {"row": int(k), "step": pr[rs] if rs is not None else pb[bs],
+        step = pr[rs] if rs is not None else pb[bs] if bs is not None else -1
+        base = {"row": int(k), "step": step,
                 "base_seq": bs, "replay_seq": rs, "kind": ev.get("kind"),
                 "tool_name": ev.get("tool_name"), "ref_id": ev.get("ref_id"),
                 "origin": origin.get(rs) if rs is not None else None,
@@ -187,7 +188,7 @@ def changes_df(result: Any) -> pd.DataFrame:
                                "after": _json(whole) if r is not None else None,
                                "key": True})
             continue
-        for c in json_changes(bp, rp):
+        for c in sorted(json_changes(bp, rp), key=lambda c: c["path"]):  # reading order
             out.append(base | {"path": c["path"], "label": _label(c["path"]), "op": c["op"],
                                "before": None if c["op"] == "added" else _json(c["before"]),
                                "after": None if c["op"] == "removed" else _json(c["after"]),
@@ -335,7 +336,9 @@ def _source_phrase(result: Any, ev: Any, patched_by: Mapping[int, list[str]]) ->
         return "a synthetic event the replay added"
     if origin in ("recorded", "copied"):
         return "recorded"
-    return str(origin)
+    if not isinstance(origin, str):
+        return "in the recording only" if ev.status == "removed" else "not in the recording"
+    return origin
 
 
 def _patched_by(result: Any) -> dict[int, list[str]]:
@@ -424,6 +427,17 @@ def summarize(result: Any) -> Summary:
             f"({kind}, {how}); {m.get('changed_descendants')} later position(s) differ.",
             "first-divergence", "metrics.first_divergence_step, annotations_df().origin, "
             "metrics.changed_descendants")
+    stopped = result.status != "completed"
+    if stopped and len(key):
+        # after a pause the base events past the stop were never replayed: not "removed"
+        last = rep_t.num_rows - 1
+        unreached = key[(key["op"] == "removed") & (key["path"] == "")
+                        & (key["step"] > last)]
+        key = key[~key["row"].isin(unreached["row"])]
+        if len(unreached):
+            add("outcome", f"{unreached['row'].nunique()} recorded event(s) after step {last} "
+                "were not replayed: the replay stopped there.", "descendants",
+                "diff_df() rows 'removed' past the replay's last event")
     if len(key):
         events = key.drop_duplicates("row")
         tools = events[events["kind"].isin(["tool_call", "tool_result"])]
@@ -459,8 +473,13 @@ def summarize(result: Any) -> Summary:
 
     # ---- evidence
     adv = COMPARABILITY.get(cls, {"meaning": "unknown class", "advice": ""})
-    add("evidence", f"Comparability {cls}: {adv['meaning']} {adv['advice']}", "comparability",
-        "metrics.comparability (rules in docs/metrics.md)")
+    if stopped:
+        add("evidence", f"Comparability {cls}, because the replay {result.status}: make no "
+            "causal claim until it finishes; supply what the open requirements name and "
+            "re-run.", "comparability", "status != completed (rules in docs/metrics.md)")
+    else:
+        add("evidence", f"Comparability {cls}: {adv['meaning']} {adv['advice']}",
+            "comparability", "metrics.comparability (rules in docs/metrics.md)")
     live_m = result.model_policy in ("pinned-live", "compatible-live")
     live_t = result.tool_policy in ("live-readonly", "live-explicit")
     ran = ("nothing was executed live" if not (live_m or live_t) else
@@ -477,9 +496,15 @@ def summarize(result: Any) -> Summary:
             f"the checkpoint were answered by fixture(s) {ids}; the conclusion holds only as "
             "far as those outputs are right.", "fixtures", "effects_df().action == 'fixture'")
     else:
-        add("evidence", f"No fixture served a call: all {len(after)} tool call(s) after the "
-            "checkpoint got their recorded (or executed) output.", "fixtures",
-            "effects_df().action")
+        acts = after["action"].astype(str) if len(after) else pd.Series([], dtype=str)
+        missing = int((acts == "missing").sum())
+        blocked = int((acts == "blocked").sum())
+        got = int(acts.isin(["recorded", "executed"]).sum())
+        add("evidence", f"No fixture served a call: {got} of {len(after)} tool call(s) after "
+            "the checkpoint got their recorded (or executed) output"
+            + (f"; {blocked} were blocked" if blocked else "")
+            + (f"; {missing} got none (open requirement)" if missing else "") + ".",
+            "fixtures", "effects_df().action")
 
     # ---- caveats
     model_after = ann[(ann["seq"] > step)] if step >= 0 else ann.iloc[:0]
@@ -491,8 +516,9 @@ def summarize(result: Any) -> Summary:
             add("caveat", f"Model outputs after step {step} ({len(copied)} model "
                 f"response(s)) were copied from the recording under the "
                 f"{result.model_policy} model policy: the model never answered the changed "
-                "inputs, so whatever the model decided afterwards (including the same "
-                "terminal state) is guaranteed by the policy, not observed.", "interventions",
+                "inputs, so whatever the model decided afterwards"
+                + ("" if stopped else " (including the same terminal state)")
+                + " is guaranteed by the policy, not observed.", "interventions",
                 "model_policy in (recorded-only, blocked), model_response rows after the "
                 "first divergence")
         elif live_m and copied:

@@ -67,7 +67,7 @@ def adjust(frame: pd.DataFrame, *, alpha: float | None = None) -> pd.DataFrame:
     ...                   "diff": [1.0, 0.1], "ci_low": [0.5, -0.1], "ci_high": [1.5, 0.3],
     ...                   "ci_level": 0.95, "excludes_zero": [True, False]})
     >>> adjust(f)[["p_holm", "holm"]].round(6).values.tolist()
-    [[0.0, True], [0.327187, False]]
+    [[0.000177, True], [0.327095, False]]
     """
     out = frame.copy()
     level = out["ci_level"].astype(float).fillna(0.95).to_numpy() if "ci_level" in out \
@@ -81,7 +81,10 @@ def adjust(frame: pd.DataFrame, *, alpha: float | None = None) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):
         stat = np.abs(diff) / se
     p = np.array([2 * (1 - NormalDist().cdf(s)) if np.isfinite(s) else np.nan for s in stat])
-    p = np.where((se == 0) & np.isfinite(diff), np.where(diff == 0, 1.0, 0.0), p)
+    # an interval without width (one pair, or no variation) supports no test
+    n = np.minimum(out["n_a"].astype(float).to_numpy(), out["n_b"].astype(float).to_numpy()) \
+        if {"n_a", "n_b"} <= set(out.columns) else np.full(len(out), np.inf)
+    p = np.where((se <= 0) | (n < 2), np.nan, p)
     out["p_value"] = p
     out["p_holm"] = np.nan
     out["p_bh"] = np.nan
@@ -137,6 +140,11 @@ def cohort_findings(adj: pd.DataFrame) -> tuple[str, list[dict[str, Any]]]:
                    f"cohorts, each prompt's {b} value minus its {a} value, which removes the "
                    "differences between prompts.")
         rows.append({"kind": "evidence", "sentence": how, "section": f"table-{analysis}"})
+        if min(n_a, n_b) < 5:
+            rows.append({"kind": "caveat", "sentence": (
+                f"The {analysis} rows rest on {min(n_a, n_b)} "
+                f"{'pair(s)' if analysis == 'paired' else 'run(s) in the smaller cohort'}: too "
+                "few to support a finding."), "section": f"table-{analysis}"})
         chance = m * (1 - level)
         rows.append({"kind": "caveat", "sentence": (
             f"{m} {analysis} tests at {round(level * 100)}%: about {chance:.1f} would exclude "
@@ -146,14 +154,17 @@ def cohort_findings(adj: pd.DataFrame) -> tuple[str, list[dict[str, Any]]]:
         for r in hits.itertuples(index=False):
             unit = str(r.unit)
             moved = "rose" if float(r.diff) > 0 else "fell"
+            testable = bool(np.isfinite(r.p_holm))
             kept = ("holds after Holm correction" if r.holm else
                     "holds after Benjamini-Hochberg but not Holm" if r.bh else
-                    "does not survive correction")
+                    "does not survive correction" if testable else
+                    f"cannot be tested (n = {int(min(r.n_a, r.n_b))}, its interval has no "
+                    "width)")
             rows.append({"kind": "outcome", "sentence": (
                 f"{r.metric} ({analysis}) {moved} from {_fmt(r.value_a, unit)} to "
                 f"{_fmt(r.value_b, unit)} ({_fmt(r.diff, unit, signed=True)}, interval "
                 f"{_fmt(r.ci_low, unit, signed=True)} to {_fmt(r.ci_high, unit, signed=True)}"
-                f"); it {kept} (Holm p {r.p_holm:.3g})."),
+                f"); it {kept}" + (f" (Holm p {r.p_holm:.3g})." if testable else ".")),
                 "section": f"unit-{unit}"})
         if hits.empty:
             rows.append({"kind": "outcome", "sentence": (

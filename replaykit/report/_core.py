@@ -32,6 +32,12 @@ TEXT_CHARS = 160
 FIGURE_POINTS = 2_000
 #: events shown before the first divergence in its section.
 CONTEXT_EVENTS = 3
+#: events of the replayed run the report's transcript shows (the explorer shows more).
+TRANSCRIPT_EVENTS = 200
+#: characters of a payload the report's transcript shows per event.
+TRANSCRIPT_CHARS = 1_500
+#: events of the base run the scrubber holds beside the replay (keeps the page under 8 MB).
+MAX_BASE_SCRUB_EVENTS = 2_000
 #: rows of the changed-descendants table.
 MAX_DESCENDANTS = 200
 
@@ -279,8 +285,8 @@ def _escape_categories(node: Any) -> Any:
         out = {}
         for k, v in node.items():
             if k in _CATEGORY_KEYS and isinstance(v, list):
-                out[k] = [html.escape(x, quote=False) if isinstance(x, str) and ("<" in x or ">" in x)
-                          else x for x in v]
+                out[k] = [html.escape(x, quote=False)
+                          if isinstance(x, str) and ("<" in x or ">" in x) else x for x in v]
             else:
                 out[k] = _escape_categories(v)
         return out
@@ -330,6 +336,19 @@ def scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | N
     ``rk.fold(events, rk.agent())``. Rows whose ``state_hash`` equals the previous row's carry
     an empty delta without materialising the state.
     """
+    return _scrubber_data(events, tenant_id=tenant_id, origins=origins, statuses=statuses,
+                          max_events=max_events)[0]
+
+
+def _scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | None = None,
+                   statuses: Mapping[int, str] | None = None,
+                   max_events: int = MAX_SCRUB_EVENTS,
+                   like: tuple[Mapping[str, Any], Any] | None = None
+                   ) -> tuple[dict[str, Any], Any]:
+    """:func:`scrubber_data` and the rows' state hashes. With ``like`` (another run's data
+    and hashes, e.g. the replay's for the base run), a step whose state and previous state
+    hash the same as ``like``'s at that step stores ``None`` as its delta (and a text equal
+    to ``like``'s as ``None``): "same as the other side", neither recomputed nor embedded."""
     from ..fold import agent, fold
 
     run_id = events.run_ids[0]
@@ -345,14 +364,31 @@ def scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | N
         prev = np.concatenate([[np.uint64(0)], hashes[:-1]])
         changed = hashes != prev
         changed[0] = True
-    deltas: list[dict[str, Any]] = [{} for _ in range(n)]
+    shared = np.zeros(n, dtype=bool)
+    if like is not None and hashes is not None and like[1] is not None \
+            and like[0]["zero"] == zero:
+        other = np.asarray(like[1])
+        m = min(n, len(other))
+        same = np.zeros(n, dtype=bool)
+        same[:m] = hashes[:m] == other[:m]
+        shared = same & np.concatenate([[True], same[:-1]])  # this and the previous state
+    deltas: list[dict[str, Any] | None] = [{} for _ in range(n)]
+    for i in np.flatnonzero(shared).tolist():
+        deltas[i] = None
     before = zero
-    for i in np.flatnonzero(changed).tolist():  # one run, per-event view data
+    last = -1
+    for i in np.flatnonzero(changed & ~shared).tolist():  # one run, per-event view data
+        if last != i - 1 and i > 0:
+            before = plain(sf.state_at_row(start + i - 1, start))
         now = plain(sf.state_at_row(start + i, start))
         deltas[i] = {k: v for k, v in now.items() if before.get(k) != v}
-        before = now
+        before, last = now, i
     text = pc.utf8_slice_codeunits(pc.fill_null(pc.cast(t.column("text"), pa.string()), ""),
-                                   0, TEXT_CHARS)
+                                   0, TEXT_CHARS).to_pylist()
+    if like is not None:
+        other_text = like[0]["text"]
+        text = [None if i < len(other_text) and x == other_text[i] else x
+                for i, x in enumerate(text)]
     seqs = t.column("seq").to_pylist()
     return {
         "run_id": run_id, "total": end - start, "shown": n,
@@ -360,11 +396,11 @@ def scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | N
         "kind": pc.cast(t.column("kind"), pa.string()).to_pylist(),
         "type": pc.cast(t.column("type"), pa.string()).to_pylist(),
         "tool": pc.cast(t.column("tool_name"), pa.string()).to_pylist(),
-        "text": text.to_pylist(),
+        "text": text,
         "origin": [(origins or {}).get(s) for s in seqs] if origins else None,
         "status": [(statuses or {}).get(s) for s in seqs] if statuses else None,
         "zero": zero, "delta": deltas,
-    }
+    }, hashes
 
 
 # ------------------------------------------------------------------------------ rca
@@ -605,6 +641,11 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     body = (f"<p><span class='badge {esc(cls)}' id='rk-class'>{esc(cls)}</span></p>"
             f"<p><b>Meaning.</b> {esc(adv['meaning'])}</p>"
             f"<p><b>Report advice.</b> {esc(adv['advice'])}</p>")
+    if result.status != "completed":
+        body += (f"<p class='warn'>Here the class follows from the replay having "
+                 f"{esc(result.status)}, not from drift: the advice that applies is to supply "
+                 "what the <a href='#requirements'>open requirements</a> name and re-run, "
+                 "not to change the intervention or the checkpoint.</p>")
     sections.append(("comparability", "Comparability", body))
 
     # 5. changed values: the structural JSON diff of every changed event
@@ -661,7 +702,8 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     from ._transcript import run_tree_html, transcript_html
 
     body = ("<h3>Replayed run</h3>" + transcript_html(rep_t, origins=dict(zip(
-        annotations["seq"].astype("int64"), annotations["origin"].astype(str), strict=True)))
+        annotations["seq"].astype("int64"), annotations["origin"].astype(str), strict=True)),
+        max_events=TRANSCRIPT_EVENTS, payload_chars=TRANSCRIPT_CHARS)
         + "<h3>Run tree</h3>" + run_tree_html([base_t, rep_t]))
     sections.append(("transcript", "Transcript and run tree", body))
 
@@ -750,11 +792,12 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     st = diff.dropna(subset=["replay_seq"])
     statuses = dict(zip(st["replay_seq"].astype("int64"), st["status"].astype(str),
                         strict=True))
-    scrub = scrubber_data(result.events, tenant_id=result.events.tenants[0], origins=origins,
-                          statuses=statuses)
+    scrub, rep_hashes = _scrubber_data(result.events, tenant_id=result.events.tenants[0],
+                                       origins=origins, statuses=statuses)
     sb = diff.dropna(subset=["base_seq"])
-    base_scrub = scrubber_data(base_log, tenant_id=base_log.tenants[0], statuses=dict(zip(
-        sb["base_seq"].astype("int64"), sb["status"].astype(str), strict=True)))
+    base_scrub, _ = _scrubber_data(base_log, tenant_id=base_log.tenants[0], statuses=dict(zip(
+        sb["base_seq"].astype("int64"), sb["status"].astype(str), strict=True)),
+        like=(scrub, rep_hashes), max_events=MAX_BASE_SCRUB_EVENTS)
     body = _scrubber_html(scrub, base_scrub, step)
     sections.append(("scrubber", "Step scrubber (base and replay)", body))
 
@@ -812,7 +855,8 @@ def _inline_diff(before: str, after: str) -> tuple[Markup, Markup]:
 
 def _value_cells(changes: pd.DataFrame, limit: int = 600) -> tuple[list[Any], list[Any]]:
     """before / after cells: JSON text, long strings with their changed words marked."""
-    bs, as_ = [], []
+    bs: list[Any] = []
+    as_: list[Any] = []
     for op, b, a in zip(changes["op"], changes["before"], changes["after"], strict=True):
         bt = "" if b is None or _isna(b) else str(b)
         at = "" if a is None or _isna(a) else str(a)
@@ -861,6 +905,9 @@ def _scrubber_html(scrub: Mapping[str, Any], base: Mapping[str, Any] | None,
     n = max(int(scrub["shown"]), int(base["shown"]) if base else 0)
     note = ("" if scrub["shown"] == scrub["total"] else
             f"Showing the first {int(scrub['shown']):,} of {int(scrub['total']):,} events.")
+    if base is not None and base["shown"] < base["total"]:
+        note += (f" The base side holds the first {int(base['shown']):,} of "
+                 f"{int(base['total']):,} events of the recording.")
     start = max(0, min(step, n - 1)) if step >= 0 else 0
     return str(render("scrubber.html", note=note, max=max(n - 1, 0), start=start,
                       data=json_script({"replay": scrub, "base": base})))
@@ -1062,8 +1109,9 @@ def _forest(u: pd.DataFrame, unit: str) -> Any:
                            "%{customdata[0]:.3g} to %{customdata[1]:.3g}<extra></extra>")))
     fig.add_vline(x=0, line_color="#424242", line_width=1)
     fig.update_xaxes(title=f"difference (b \u2212 a), {unit_label}", zeroline=False)
-    fig.update_yaxes(type="category", automargin=True)
-    fig.update_layout(template="plotly_white", height=max(220, 60 + 26 * len(u)),
+    fig.update_yaxes(type="category", automargin=True, categoryorder="array",
+                     categoryarray=labels)
+    fig.update_layout(template="plotly_white", height=max(160, 90 + 26 * len(u)),
                       margin={"l": 10, "r": 20, "t": 30, "b": 50},
                       legend={"orientation": "h", "y": 1.08, "x": 0},
                       title=None)

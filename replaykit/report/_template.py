@@ -17,13 +17,37 @@ from markupsafe import Markup
 
 from ._embed import script_json
 
-__all__ = ["Markup", "page", "render"]
+__all__ = ["TRANSCRIPT_CSS", "Markup", "page", "render"]
 
 # No URL the page loads: default-src 'none' blocks every fetch, image, font and frame; only
 # the inline scripts and styles of the page itself run.
 _CSP = ("default-src 'none'; script-src 'unsafe-inline'; "
         "style-src 'unsafe-inline'; img-src data: blob:; font-src data:; connect-src 'none'; "
         "base-uri 'none'; form-action 'none'")
+
+#: styles of the transcript and the run tree (shared with ``rk.widgets.Transcript``).
+TRANSCRIPT_CSS = """
+.rk-transcript .msg{border-left:3px solid #90a4ae;margin:6px 0;padding:2px 8px}
+.rk-transcript .msg.user_message{border-color:#1565c0}
+.rk-transcript .msg.model_response{border-color:#2e7d32}
+.rk-transcript .msg.tool_call{border-color:#ef6c00}
+.rk-transcript .msg.tool_result{border-color:#6d4c41}
+.rk-transcript .who{font-size:11px;color:#555;text-transform:uppercase;letter-spacing:.04em}
+.rk-transcript .origin{font-size:11px;color:#fff;background:#9e9e9e;border-radius:6px;
+ padding:0 5px;margin-left:6px}
+.rk-transcript .origin.patched{background:#ef6c00}.rk-transcript .origin.fixture{background:#c62828}
+.rk-transcript .body{white-space:pre-wrap;word-break:break-word}
+details>summary{cursor:pointer;color:#37474f;font-size:12px}
+.rk-tree ul{list-style:none;padding-left:18px;margin:0}
+.rk-tree li{margin:1px 0;font-size:12px}
+.rk-tree .row{display:grid;grid-template-columns:minmax(260px,1fr) 80px 2fr;gap:8px;
+ align-items:center}
+.rk-tree .bar{position:relative;height:10px;background:#f1f1f1}
+.rk-tree .bar span{position:absolute;top:0;height:10px;background:#4e79a7;min-width:2px}
+.rk-tree .bar span.tool{background:#f28e2b}.rk-tree .bar span.turn{background:#9ecae1}
+.rk-tree .dur{font-variant-numeric:tabular-nums;text-align:right;color:#555}
+details>summary{cursor:pointer;color:#37474f;font-size:12px}
+"""
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#222;
@@ -83,26 +107,7 @@ code.path{font-weight:600;color:#0d47a1}
 .scrubber .state div.differs{background:#fff3e0;border-left:3px solid #ef6c00}
 #rk-scrub-label{font-family:monospace;font-size:12px;flex:0 1 520px;min-width:0;
  overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
-.transcript .msg{border-left:3px solid #90a4ae;margin:6px 0;padding:2px 8px}
-.transcript .msg.user_message{border-color:#1565c0}
-.transcript .msg.model_response{border-color:#2e7d32}
-.transcript .msg.tool_call{border-color:#ef6c00}
-.transcript .msg.tool_result{border-color:#6d4c41}
-.transcript .who{font-size:11px;color:#555;text-transform:uppercase;letter-spacing:.04em}
-.transcript .origin{font-size:11px;color:#fff;background:#9e9e9e;border-radius:6px;
- padding:0 5px;margin-left:6px}
-.transcript .origin.patched{background:#ef6c00}.transcript .origin.fixture{background:#c62828}
-.transcript .body{white-space:pre-wrap;word-break:break-word}
-details>summary{cursor:pointer;color:#37474f;font-size:12px}
-.tree ul{list-style:none;padding-left:18px;margin:0}
-.tree li{margin:1px 0;font-size:12px}
-.tree .row{display:grid;grid-template-columns:minmax(260px,1fr) 80px 2fr;gap:8px;
- align-items:center}
-.tree .bar{position:relative;height:10px;background:#f1f1f1}
-.tree .bar span{position:absolute;top:0;height:10px;background:#4e79a7;min-width:2px}
-.tree .bar span.tool{background:#f28e2b}.tree .bar span.turn{background:#9ecae1}
-.tree .dur{font-variant-numeric:tabular-nums;text-align:right;color:#555}
-"""
+""" + TRANSCRIPT_CSS
 
 # Everything the scripts read comes from <script type="application/json"> elements and is
 # written with textContent / createElement: no data ever reaches innerHTML.
@@ -163,6 +168,7 @@ _JS = r"""
     else { s = clone(d.zero); from = 0; }
     for (var j = from; j <= i; j++) {
       var delta = d.delta[j];
+      if (delta === null) { delta = all.replay.delta[j]; }  // same as the replay here
       for (var key in delta) {
         if (Object.prototype.hasOwnProperty.call(delta, key)) { s[key] = delta[key]; }
       }
@@ -176,7 +182,7 @@ _JS = r"""
     if (d.tool[i] !== null) { ev.tool_name = d.tool[i]; }
     if (d.origin) { ev.origin = d.origin[i]; }
     if (d.status) { ev.alignment = d.status[i]; }
-    ev.text = d.text[i];
+    ev.text = d.text[i] === null ? all.replay.text[i] : d.text[i];
     return ev;
   }
   function drawState(el, state, other){
@@ -204,7 +210,7 @@ _JS = r"""
     lab.textContent = label; lab.setAttribute("title", label);
     $("rk-scrub-event").textContent = rev ? JSON.stringify(rev, null, 2) : "(no event)";
     $("rk-scrub-base-event").textContent = bev ? JSON.stringify(bev, null, 2) : "(no event)";
-    var ch = i < r.delta.length ? r.delta[i] : {};
+    var ch = i < r.delta.length && r.delta[i] ? r.delta[i] : {};
     $("rk-scrub-changes").textContent =
       Object.keys(ch).length ? JSON.stringify(ch, null, 2) : "no change";
     var st = $("rk-scrub-state");
@@ -237,7 +243,7 @@ nothing from the network</p></header>
 <main>{% for s in sections %}<section id="{{ s.id }}"><h2>{{ s.heading }}</h2>{{ s.body }}
 </section>{% endfor %}</main><script>{{ js }}</script></body></html>""",
 
-    "transcript.html": """<div class="transcript">{% for it in items %}
+    "transcript.html": """<div class="rk-transcript">{% for it in items %}
 {% if it.message %}<div class="msg {{ it.kind }}" data-step="{{ it.step }}"><div class="who">
 step {{ it.step }} &middot; {{ it.who }}{% if it.tool %} &middot; {{ it.tool }}{% endif %}
 {% if it.ref %} <span class="note">({{ it.ref }})</span>{% endif %}
@@ -268,7 +274,7 @@ step {{ it.step }} &middot; {{ it.who }}{% if it.tool %} &middot; {{ it.tool }}{
 <span class="{{ c.type }}" style="left:{{ c.left }}%;width:{{ c.width }}%"></span>{% endif %}
 </span></div></li>{% endfor %}</ul></details></li>{% endfor %}</ul>
 {% if n.children %}<ul>{% for ch in n.children %}{{ run(ch) }}{% endfor %}</ul>{% endif %}
-</details></li>{% endmacro %}<div class="tree"><ul>{% for r in roots %}{{ run(r) }}
+</details></li>{% endmacro %}<div class="rk-tree"><ul>{% for r in roots %}{{ run(r) }}
 {% endfor %}</ul><p class="note">Bars: when each call started and how long it took, on the
 run's own time axis (timestamps of the log; none are drawn when the log has none).</p></div>""",
 
@@ -360,7 +366,7 @@ def json_script(obj: Any) -> Markup:
 def page(title: str, sections: Sequence[tuple[str, str, str]]) -> str:
     """The full HTML document: ``sections`` are (id, heading, trusted HTML body) in order."""
     return _env().get_template("page.html").render(
-        title=title, csp=_CSP, css=Markup(_CSS), js=Markup(_JS),
+        title=title, csp=Markup(_CSP), css=Markup(_CSS), js=Markup(_JS),
         plotly_js=Markup(_plotly_js()),
         sections=[{"id": sid, "heading": head, "body": Markup(body)}
                   for sid, head, body in sections])

@@ -30,24 +30,25 @@ _WHO = {"user_message": "user", "model_request": "model request",
         "tool_call": "tool call", "tool_result": "tool result"}
 
 
-def _pretty(payload: Any) -> str:
+def _pretty(payload: Any, limit: int = PAYLOAD_CHARS) -> str:
     try:
         text = json.dumps(json.loads(payload), indent=2, sort_keys=True, ensure_ascii=False)
     except (TypeError, ValueError):
         text = "" if payload is None else str(payload)
-    if len(text) > PAYLOAD_CHARS:
-        text = text[:PAYLOAD_CHARS] + f"\n\u2026 ({len(text) - PAYLOAD_CHARS:,} more characters)"
+    if len(text) > limit:
+        text = text[:limit] + f"\n\u2026 ({len(text) - limit:,} more characters)"
     return text
 
 
-def _args(payload: Any) -> str | None:
+def _args(payload: Any, limit: int = PAYLOAD_CHARS) -> str | None:
     try:
         doc = json.loads(payload)
     except (TypeError, ValueError):
         return None
     if not isinstance(doc, Mapping):
         return None
-    box = doc.get("data") if isinstance(doc.get("data"), Mapping) else doc
+    data = doc.get("data")
+    box: Mapping[str, Any] = data if isinstance(data, Mapping) else doc
     for k in ("args", "arguments", "input", "output", "result"):
         if k in box:
             v = box[k]
@@ -55,13 +56,14 @@ def _args(payload: Any) -> str | None:
                 try:
                     v = json.loads(v)
                 except ValueError:
-                    return v[:PAYLOAD_CHARS]
-            return json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False)[:PAYLOAD_CHARS]
+                    return v[:limit]
+            return json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False)[:limit]
     return None
 
 
 def transcript_items(table: pa.Table, *, origins: Mapping[int, str] | None = None,
-                     max_events: int = MAX_TRANSCRIPT_EVENTS) -> list[dict[str, Any]]:
+                     max_events: int = MAX_TRANSCRIPT_EVENTS,
+                     payload_chars: int = PAYLOAD_CHARS) -> list[dict[str, Any]]:
     """One item per event of a one-run table: step, seq, kind, who, tool, ref, text, the
     arguments or output (pretty JSON), the whole payload and where it came from."""
     t = table.slice(0, max_events).select(
@@ -71,19 +73,22 @@ def transcript_items(table: pa.Table, *, origins: Mapping[int, str] | None = Non
         kind = str(r["kind"])
         out.append({"step": i, "seq": r["seq"], "kind": kind, "who": _WHO.get(kind, kind),
                     "tool": r["tool_name"], "ref": r["ref_id"],
-                    "text": (r["text"] or "")[:PAYLOAD_CHARS],
-                    "detail": _args(r["payload"]) if kind in ("tool_call", "tool_result")
-                    else None,
-                    "payload": _pretty(r["payload"]), "error": bool(r["is_error"]),
+                    "text": (r["text"] or "")[:payload_chars],
+                    "detail": _args(r["payload"], payload_chars)
+                    if kind in ("tool_call", "tool_result") else None,
+                    "payload": _pretty(r["payload"], payload_chars),
+                    "error": bool(r["is_error"]),
                     "origin": (origins or {}).get(int(r["seq"])),
                     "message": kind in _WHO})
     return out
 
 
 def transcript_html(table: pa.Table, *, origins: Mapping[int, str] | None = None,
-                    max_events: int = MAX_TRANSCRIPT_EVENTS) -> str:
+                    max_events: int = MAX_TRANSCRIPT_EVENTS,
+                    payload_chars: int = PAYLOAD_CHARS) -> str:
     """The transcript of one run as escaped HTML (see :func:`transcript_items`)."""
-    items = transcript_items(table, origins=origins, max_events=max_events)
+    items = transcript_items(table, origins=origins, max_events=max_events,
+                             payload_chars=payload_chars)
     more = max(0, table.num_rows - max_events)
     return str(render("transcript.html", items=items, more=more))
 

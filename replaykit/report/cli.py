@@ -8,7 +8,10 @@ Usage::
     replaykit report cohort --log PATH... --by FIELD --a COHORT --b COHORT [--tenant ID]
                          [--title T] [--question Q] [--no-progress] -o cohort.html
 
-Exit codes: 0 written, 1 the input could not be loaded or replayed, 2 bad usage.
+Exit codes: 0 written (replay completed), 1 the input could not be loaded or replayed, 2 bad
+usage, 3 written but the replay paused (open requirements: each is named on stderr with the
+fixture that would satisfy it; re-run with ``--fixtures FILE``), 4 written but the replay
+failed (same, under a tool policy that fails instead of pausing).
 """
 
 from __future__ import annotations
@@ -19,7 +22,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["report_command"]
+__all__ = ["EXIT_FAILED", "EXIT_PAUSED", "report_command"]
+
+#: exit code of ``replaykit report rca`` when the replay paused (the report is written).
+EXIT_PAUSED = 3
+#: exit code when the replay failed (the report is written).
+EXIT_FAILED = 4
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -113,7 +121,17 @@ def _rca(args: argparse.Namespace) -> int:
           f"{m['comparability']}, first divergence step {m['first_divergence_step']}, "
           f"{m['changed_descendants']} changed descendant(s), "
           f"{m['fixture_dependency_count']} fixture-served call(s)")
-    return 0
+    if res.status == "completed":
+        return 0
+    summary = rep.data["summary"]
+    for sentence in summary.sentences("requirement"):
+        print(f"open requirement {sentence}", file=sys.stderr)
+    for r in summary.requirements:
+        import json
+
+        print("fixture that would satisfy it: " + json.dumps(r["fixture"], ensure_ascii=False),
+              file=sys.stderr)
+    return EXIT_PAUSED if res.status == "paused" else EXIT_FAILED
 
 
 def _cohort(args: argparse.Namespace) -> int:
@@ -130,7 +148,7 @@ def _cohort(args: argparse.Namespace) -> int:
         bar.update(1)
         rep = cohort(frame, title=args.title or f"Cohorts {args.a} vs {args.b}",
                      question=args.question or f"How do runs of {args.b} differ from runs "
-                     f"of {args.a}?", notes=args.notes)
+                     f"of {args.a}?", notes=args.notes, cohorts=cs)
         out = rep.save_html(args.output)
         bar.update(1)
     size = Path(str(out)).stat().st_size
@@ -140,7 +158,8 @@ def _cohort(args: argparse.Namespace) -> int:
 
 
 def report_command(argv: Sequence[str]) -> int:
-    """``replaykit report ...``; returns the exit code (0 written, 1 input error, 2 usage).
+    """``replaykit report ...``; returns the exit code (0 written, 1 input error, 2 usage,
+    3 written but the replay paused, 4 written but the replay failed).
 
     Example:
         >>> report_command(["rca", "--log", "data/isplay", "--tenant", "demo", "--branch",

@@ -47,7 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     path = rep.save_html(out)
     m = rep.data["metrics"]
     table = pd.DataFrame({"metric": list(m), "value": [str(v) for v in m.values()]})
-    print("== replay metrics ==")
+    print("== findings ==")
+    print(res.summary().text)
+    print("\n== replay metrics ==")
     print(table.to_string(index=False))
     print(f"\nreport: {Path(str(path)).resolve()}")
     return 0

@@ -1,0 +1,235 @@
+"""Notebook 06 in a real front end: JupyterLab in headless Chromium (Playwright).
+
+Starts a JupyterLab server on a copy of notebook 06 (so autosave never touches the committed
+file), runs every cell from the Run menu, then drives the explorers with the mouse and the
+keyboard: the Scrubber beside the base (drag the slider handle, then arrow keys) and the
+DiffExplorer (click "next change", then Enter on the focused button, then arrow keys on its row
+slider), checking after each move that the panes show a different event. Skips locally without
+Chromium, Playwright or JupyterLab; fails when CI=true.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_report_browser import ARGS, _ci, _need_browser
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = "06_visual_tour.ipynb"
+TOKEN = "replaykit-test"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    try:
+        import jupyterlab  # noqa: F401
+    except ImportError:
+        if _ci():
+            pytest.fail("jupyterlab is not installed and CI=true (it is in the dev extra)")
+        pytest.skip("jupyterlab not installed")
+    with serve(tmp_path_factory.mktemp("lab")) as url:
+        yield url
+
+
+@contextmanager
+def serve(root: Path) -> Iterator[str]:
+    """A JupyterLab server on a copy of notebook 06 in ``root``; yields its URL."""
+    (root / "notebooks").mkdir()
+    shutil.copy(ROOT / "notebooks" / NOTEBOOK, root / "notebooks" / NOTEBOOK)
+    (root / "data").symlink_to(ROOT / "data")
+    # every cell in the DOM (no windowing), no news or update pop-ups
+    settings = root / ".settings"
+    for ext, body in (("notebook-extension/tracker", {"windowingMode": "none"}),
+                      ("apputils-extension/notification",
+                       {"fetchNews": "false", "checkForUpdates": False})):
+        f = settings / "@jupyterlab" / f"{ext}.jupyterlab-settings"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps(body))
+    port = _free_port()
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(root / ".jupyter"),
+               JUPYTER_RUNTIME_DIR=str(root / ".runtime"), JUPYTER_DATA_DIR=str(root / ".data"),
+               JUPYTER_PLATFORM_DIRS="1")
+    # the venv's share/jupyter (lab extensions: ipywidgets, plotly) stays on the data path
+    log = (root / "lab.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+         "--ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}",
+         "--ServerApp.disable_check_xsrf=True", "--LabApp.news_url=", "--allow-root",
+         "--LabApp.extension_manager=readonly",
+         f"--LabApp.user_settings_dir={settings}",
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.flush()
+                raise RuntimeError("JupyterLab did not start:\n"
+                                   + (root / "lab.log").read_text()[-3000:])
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _run_notebook(browser: Any, url: str) -> Any:
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = ctx.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(f"{url}/lab/tree/notebooks/{NOTEBOOK}?token={TOKEN}&reset")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    # wait for the kernel to be idle, then Run > Run All Cells
+    page.wait_for_function("() => /\\| Idle/.test(document.body.innerText)", timeout=90_000)
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    n_code = len([c for c in json.loads((ROOT / "notebooks" / NOTEBOOK).read_text())["cells"]
+                  if c["cell_type"] == "code"])
+    page.wait_for_function(
+        """n => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+                  .map(e => e.textContent.trim());
+                  return p.length === n && p.every(t => /^\\[\\d+\\]:$/.test(t)); }""",
+        arg=n_code, timeout=180_000)
+    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+                          ", .jp-RenderedText[data-mime-type='application/vnd.jupyter.error']")
+    assert errors.count() == 0, errors.first.inner_text()[:2000] if errors.count() else ""
+    return page
+
+
+def _widget_box(page: Any, marker: str) -> Any:
+    """The widget output holding the text ``marker`` (a label of that explorer)."""
+    box = page.locator(".jp-OutputArea-output .widget-vbox", has_text=marker).first
+    box.scroll_into_view_if_needed()
+    return box
+
+
+def _center(loc: Any) -> None:
+    loc.evaluate("e => e.scrollIntoView({block: 'center'})")
+
+
+def _text(loc: Any) -> str:
+    return str(loc.inner_text())
+
+
+@pytest.fixture(scope="module")
+def lab_page(lab: str) -> Iterator[Any]:
+    sync_playwright, exe = _need_browser()
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=ARGS, headless=True)
+        page = _run_notebook(b, lab)
+        yield page
+        b.close()
+
+
+def test_scrubber_moves_with_mouse_and_keyboard(lab_page: Any) -> None:
+    page = lab_page
+    box = _widget_box(page, "base (recording): event at this step")
+    replay_pane = box.locator(".widget-html").filter(has_text='"seq"').nth(1)
+    base_pane = box.locator(".widget-html").filter(has_text='"seq"').first
+    before = _text(replay_pane)
+    assert '"seq": 10' in before and '"seq": 10' in _text(base_pane)
+    handle = box.locator(".noUi-handle, .widget-slider .ui-slider-handle").first
+    track = box.locator(".noUi-target, .widget-slider .slider").first
+    _center(handle)  # not under the notebook's sticky toolbar
+    hb, tb = handle.bounding_box(), track.bounding_box()
+    # mouse: drag the handle to the left end of the track
+    page.mouse.move(hb["x"] + hb["width"] / 2, hb["y"] + hb["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(tb["x"] - 40, hb["y"] + hb["height"] / 2, steps=8)  # past the end
+    page.mouse.up()
+    page.wait_for_function("([el, old]) => el.innerText !== old",
+                           arg=[replay_pane.element_handle(), before])
+    after_mouse = _text(replay_pane)
+    assert '"seq": 0' in after_mouse and '"seq": 0' in _text(base_pane)
+    # keyboard: focus the handle, three steps right
+    handle.focus()
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    page.wait_for_function("el => el.innerText.includes('\"seq\": 3')",
+                           arg=replay_pane.element_handle())
+    assert '"seq": 3' in _text(base_pane)
+    assert "step 3 of 18" in _text(box)
+
+
+def test_diff_explorer_steps_with_mouse_and_keyboard(lab_page: Any) -> None:
+    page = lab_page
+    box = _widget_box(page, "next change")
+    values = box.locator(".widget-html", has_text="before").first
+    header = box.locator(".widget-html", has_text="status").first
+    assert "row 3 of 19" in _text(header)
+    first = _text(values)
+    # mouse: click "next change"
+    _center(box.get_by_role("button", name="next change"))
+    box.get_by_role("button", name="next change").click()
+    page.wait_for_function("el => el.innerText.includes('row 9 ')",
+                           arg=header.element_handle())
+    assert "args.claimedAmount" in _text(values) and _text(values) != first
+    # keyboard: the focused button again, with Enter
+    box.get_by_role("button", name="next change").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function("el => el.innerText.includes('row 10 ')",
+                           arg=header.element_handle())
+    assert "output.score" in _text(values)
+    marked = box.locator(".rk-changed", has_text="0.34")
+    assert marked.count() >= 1  # the changed line of the replay event is highlighted
+    # keyboard on the row slider: one step right leaves the changed rows
+    handle = box.locator(".noUi-handle, .widget-slider .ui-slider-handle").first
+    handle.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("el => el.innerText.includes('row 11 ')",
+                           arg=header.element_handle())
+    assert "no value changed" in _text(box)
+
+
+def lab_screenshots(out: Path) -> list[Path]:
+    """Run notebook 06 in JupyterLab and screenshot each explorer (for tools/screenshots.py)."""
+    sync_playwright, exe = _need_browser()
+    import tempfile
+
+    shots = []
+    with serve(Path(tempfile.mkdtemp(prefix="lab"))) as url:
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path=exe, args=ARGS, headless=True)
+            page = _run_notebook(b, url)
+            for name, marker in (("scrubber", "base (recording): event at this step"),
+                                 ("diff-explorer", "next change"),
+                                 ("transcript", "run tree")):
+                box = _widget_box(page, marker)
+                if name == "diff-explorer":
+                    box.get_by_role("button", name="next change").click()
+                    box.get_by_role("button", name="next change").click()
+                    page.wait_for_timeout(500)
+                shot = out / f"lab-{name}.png"
+                box.screenshot(path=str(shot))
+                shots.append(shot)
+            b.close()
+    return shots
