@@ -454,25 +454,24 @@ def _tool_seq_diff(base_t: pa.Table, rep_t: pa.Table) -> pd.DataFrame:
                 pc.cast(s.column("args_hash"), pa.string()).to_pylist(),
                 s.column("seq").to_pylist())
 
+    from .._align import align, expand
+
     bt, bh, bs = calls(base_t)
     rt, rh, rs = calls(rep_t)
-    rows: list[tuple[Any, ...]] = []
-    sm = difflib.SequenceMatcher(a=list(zip(bt, bh, strict=True)),
-                                 b=list(zip(rt, rh, strict=True)), autojunk=False)
-    for tag, i1, i2, j1, j2 in sm.get_opcodes():  # tool calls of one run pair
-        if tag == "equal":
-            rows += [("same", bs[i], bt[i], rs[j], rt[j], "") for i, j in
-                     zip(range(i1, i2), range(j1, j2), strict=True)]
-            continue
-        pairs = min(i2 - i1, j2 - j1) if tag == "replace" else 0
-        for d in range(pairs):
-            i, j = i1 + d, j1 + d
-            what = "arguments changed" if bt[i] == rt[j] else "tool changed"
-            rows.append(("changed", bs[i], bt[i], rs[j], rt[j], what))
-        rows += [("removed", bs[i], bt[i], None, None, "") for i in range(i1 + pairs, i2)]
-        rows += [("added", None, None, rs[j], rt[j], "") for j in range(j1 + pairs, j2)]
-    return pd.DataFrame(rows, columns=["status", "base_seq", "base_tool", "replay_seq",
-                                       "replay_tool", "note"])
+    # near-linear alignment of the (tool, args hash) keys, then column-wise rows
+    status, i, j = expand(align([f"{t}\x1f{h}" for t, h in zip(bt, bh, strict=True)],
+                                [f"{t}\x1f{h}" for t, h in zip(rt, rh, strict=True)]))
+
+    def take(vals: list[Any], idx: np.ndarray) -> list[Any]:
+        arr = np.asarray(vals + [None], dtype=object)
+        return arr[np.where(idx >= 0, idx, len(vals))].tolist()
+
+    b_tool, r_tool = take(bt, i), take(rt, j)
+    note = np.where(status == "changed",
+                    np.where(np.asarray(b_tool, dtype=object) == np.asarray(r_tool, dtype=object),
+                             "arguments changed", "tool changed"), "")
+    return pd.DataFrame({"status": status, "base_seq": take(bs, i), "base_tool": b_tool,
+                         "replay_seq": take(rs, j), "replay_tool": r_tool, "note": note})
 
 
 def _integrity(base_t: pa.Table) -> dict[str, Any]:
@@ -837,10 +836,11 @@ def _inline_diff(before: str, after: str) -> tuple[Markup, Markup]:
 
     a = re.split(r"(\s+)", before)
     b = re.split(r"(\s+)", after)
-    sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    from .._align import align
+
     left: list[str] = []
     right: list[str] = []
-    for tag, i1, i2, j1, j2 in sm.get_opcodes():  # one changed value
+    for tag, i1, i2, j1, j2 in align(a, b):  # one changed value (near-linear alignment)
         x, y = str(escape("".join(a[i1:i2]))), str(escape("".join(b[j1:j2])))
         if tag == "equal":
             left.append(x)

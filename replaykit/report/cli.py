@@ -80,8 +80,8 @@ def _load(args: argparse.Namespace) -> object:
     from ..io import read_events
 
     kwargs: dict[str, Any] = {"progress": False if args.no_progress else None}  # bars: tty only
-    if args.tenant is not None:
-        kwargs["tenant_id"] = args.tenant
+    if args.tenant is not None:  # owner of logs that record none; a filter on the others
+        kwargs.update(owner=args.tenant, tenant_id=args.tenant)
     paths = args.log if len(args.log) > 1 else args.log[0]
     return read_events(paths, format=args.format, **kwargs)
 
