@@ -232,7 +232,7 @@ def _dictionary_rank(col: pa.ChunkedArray) -> np.ndarray:
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     if pa.types.is_dictionary(arr.type):
         dict_rank = pc.rank(arr.dictionary, sort_keys="ascending", tiebreaker="dense")
-        idx = arr.indices.to_numpy(zero_copy_only=False)
+        idx = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
         ranks = np.asarray(dict_rank)
         if arr.null_count:
             valid = np.asarray(arr.is_valid())

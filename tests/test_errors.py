@@ -17,6 +17,7 @@ import types
 import typing
 from concurrent.futures import ProcessPoolExecutor
 
+import pandas as pd
 import pytest
 
 import replaykit
@@ -65,6 +66,8 @@ def _sample(name: str, hint: typing.Any) -> typing.Any:
         return [f"<{name} 1>", f"<{name} 2>"]
     if isinstance(origin, type) and issubclass(origin, BaseException):
         return ValueError(f"cause of {name}")
+    if origin is pd.DataFrame:
+        return pd.DataFrame({"session": [f"<{name}>"], "calls": [2]})
     raise AssertionError(f"no sample for parameter {name}: {hint!r}; extend _sample")
 
 
@@ -88,6 +91,8 @@ def _build(cls: type[ReplayKitError]) -> ReplayKitError:
 def _same(a: typing.Any, b: typing.Any) -> bool:
     if isinstance(a, BaseException):
         return type(a) is type(b) and a.args == b.args
+    if isinstance(a, pd.DataFrame):
+        return isinstance(b, pd.DataFrame) and a.equals(b)
     return bool(a == b)
 
 

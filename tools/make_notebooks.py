@@ -163,11 +163,11 @@ def attributable_divergence() -> nbf.NotebookNode:
             'RUN = "run-claims-C-104"\n'
             'base = log.run(RUN, tenant_id="acme")\n'
             "stamps = base.stamps_df()\n"
-            "assert len(stamps) == 1 and stamps.loc[0, \"model\"] == \"gpt-4.1-mini\"\n"
             "print(json.dumps(json.loads(stamps.loc[0, \"sources\"]), indent=1))\n"
             'stamps[["run_id", "from_seq", "to_seq", "model", "provider", "temperature", '
             '"max_tokens", "harness_version", "system_prompt_hash", "tool_schema_hash"]]'
         ),
+        check("assert len(stamps) == 1 and stamps.loc[0, \"model\"] == \"gpt-4.1-mini\""),
         md(
             "## A stand-in for the hosted model\n\n"
             "The model executor of a `pinned-live` replay gets each model request. This one "
@@ -192,9 +192,9 @@ def attributable_divergence() -> nbf.NotebookNode:
             "\n"
             'pinned = rk.Branch(base=log, run_id=RUN, tenant_id="acme", checkpoint="cp-intake", name="pinned")\n'
             'same = rk.replay(pinned, model_policy="pinned-live", tool_policy="blocked", model_executor=provider)\n'
-            'assert same.metrics["first_divergence_step"] == -1 and same.metrics["stamps_changed"] == ""\n'
             "same.status, same.metrics[\"comparability\"]"
         ),
+        check('assert same.metrics["first_divergence_step"] == -1 and same.metrics["stamps_changed"] == ""'),
         md(
             "## Switch the model, replay, and ask what changed\n\n"
             "The branch patches `/settings/model` of every model call after the checkpoint. The "
@@ -209,14 +209,14 @@ def attributable_divergence() -> nbf.NotebookNode:
             '                            description="the cheaper model")\n'
             'res = rk.replay(switched, model_policy="pinned-live", tool_policy="blocked", model_executor=provider)\n'
             "m = res.metrics\n"
-            'assert m["stamps_changed"] == "model" and m["first_divergence_step"] > 0\n'
             '{k: m[k] for k in ("first_divergence_step", "changed_descendants", "comparability", "stamps_changed")}'
         ),
+        check('assert m["stamps_changed"] == "model" and m["first_divergence_step"] > 0'),
         code(
             "diff = rk.stamp_diff(base, res.events)\n"
-            'assert diff.loc[diff["changed"], "field"].tolist() == ["model"]\n'
             "diff"
         ),
+        check('assert diff.loc[diff["changed"], "field"].tolist() == ["model"]'),
         md(
             "Each replayed event says where it came from in the `replay_origin` column of "
             "`res.events` itself: the first divergent event is the live answer of the switched "
@@ -225,9 +225,9 @@ def attributable_divergence() -> nbf.NotebookNode:
         code(
             "ev = res.events.events_df()\n"
             'k = m["first_divergence_step"]\n'
-            'assert ev.loc[k, "replay_origin"] == "executor"\n'
             'ev.loc[k - 2:k + 2, ["seq", "type", "tool_name", "replay_origin", "text"]]'
         ),
+        check('assert ev.loc[k, "replay_origin"] == "executor"'),
         md(
             "## Stamp drift between cohorts\n\n"
             "Between two semesters the agent was moved to another model. Every other "
@@ -240,12 +240,12 @@ def attributable_divergence() -> nbf.NotebookNode:
             "\n"
             'drift = generate_cohorts(runs=300, model=[None, "gpt-5.1"], seed=5)\n'
             "d = rk.stamp_drift(rk.cohorts(drift.log))\n"
-            'assert "model" in set(d["field"])\n'
-            'assert rk.stamp_drift(rk.cohorts(generate_cohorts(runs=300, seed=5).log)).empty\n'
             'for line in d["headline"]:\n'
             "    print(line)\n"
             'd[["field", "from_cohort", "to_cohort", "from_value", "to_value", "shift"]]'
         ),
+        check('assert "model" in set(d["field"])\n'
+              'assert rk.stamp_drift(rk.cohorts(generate_cohorts(runs=300, seed=5).log)).empty'),
     ]
     nb = nbf.v4.new_notebook()
     nb.cells = cells

@@ -175,6 +175,8 @@ def _read_format(name: str, paths: list[Any], owner: str | None,
                 detail=f"is a {name} log, which records no tenant, and no owner was named",
                 fix=f"Name the owner: read_events(path, owner='ID') or "
                     f"read_{name}(path, tenant_id='ID'); a tenant id is never guessed.")
+        if not isinstance(tenant_id, (str, list, tuple)):
+            require_tenant(tenant_id, fmt=name)  # bad_tenant, naming the rule
         if not isinstance(tenant_id, str):
             raise TypeError(f"{name} logs record no tenant: name their owner with owner='ID' "
                             f"(tenant_id= is a filter), got tenant_id={tenant_id!r}")

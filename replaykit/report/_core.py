@@ -840,7 +840,11 @@ def _inline_diff(before: str, after: str) -> tuple[Markup, Markup]:
 
     left: list[str] = []
     right: list[str] = []
-    for tag, i1, i2, j1, j2 in align(a, b):  # one changed value (near-linear alignment)
+    # difflib's word blocks read best; its cost is quadratic, so only for bounded texts
+    # (a few thousand words), the near-linear alignment for longer ones
+    ops = difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes() \
+        if len(a) * len(b) <= 4_000_000 else align(a, b)
+    for tag, i1, i2, j1, j2 in ops:  # one changed value
         x, y = str(escape("".join(a[i1:i2]))), str(escape("".join(b[j1:j2])))
         if tag == "equal":
             left.append(x)
