@@ -1537,8 +1537,13 @@ def _tool_args(part: _Part, cache: dict[str, str]) -> tuple[pa.Array, pa.Array]:
     called = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(etype, "tool.called"), False)))
     args_text: list[str | None] = [None] * len(called)
     hashes: list[str | None] = [None] * len(called)
-    for j, ptxt in enumerate(part.payload.take(pa.array(called)).to_pylist()):
-        args = loads(ptxt).get("args")
+    payloads = part.payload.take(pa.array(called))
+    # one column-wise scan for runs of 19+ digits (integers that may not fit 64 bits): only
+    # those payloads take the lossless slow decode, the rest skip the per-call check
+    long_ints = np.asarray(pc.fill_null(pc.match_substring_regex(payloads, r"[0-9]{19}"),
+                                        False)).tolist()
+    for j, ptxt in enumerate(payloads.to_pylist()):
+        args = loads(ptxt, long_ints=long_ints[j]).get("args")
         if args is None:
             continue
         a = args_text[j] = canonical_json(args)
