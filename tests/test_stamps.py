@@ -310,3 +310,32 @@ def test_corpus_toh_stamps(toh_corpus: Path):
     # safety policy from approval / sandbox / permission events, plugins from plugin messages
     assert st["safety_policy"].notna().sum() >= 20
     assert st["plugins"].str.contains("@buckeyestudio/toh-system-prompt").sum() >= 100
+
+
+# ----------------------------------------------------------------------------- in the findings
+def test_rca_findings_name_differed_and_pinned_variables(isplay_log: rk.EventLog):
+    br = Branch.load(DATA / "isplay" / "branch-drop-fraud-clause.json", base=isplay_log,
+                     tenant_id="acme")
+    res = replay(br, fixtures=DATA / "isplay" / "fixtures.json")
+    frame = res.summary().to_frame()
+    line = frame[frame["sentence"].str.startswith("Controllable variables")]
+    assert len(line) == 1 and line["kind"].iloc[0] == "evidence"
+    text = line["sentence"].iloc[0]
+    assert "temperature 0.2 \u2192 0.0" in text and "tools 4 \u2192 3" in text
+    assert "pinned (the same on both sides): model" in text
+    assert "system_prompt (text changed)" in text  # long values are named, not pasted
+    html = rk.report.rca(res, title="t", question="q").html
+    assert "temperature 0.2 \u2192 0.0" in html
+
+
+def test_cohort_report_headline_leads_with_stamp_drift():
+    drift = generate_cohorts(runs=200, model=[None, "gpt-5.1"], seed=3)
+    cs = rk.cohorts(drift.log, by="semester")
+    diff = cs.compare("2025-fall", "2026-spring")
+    html = rk.report.cohort(diff, title="t", question="q", cohorts=cs).html
+    head = html[html.index("Stamp drift"):][:400]
+    assert "model changed from" in head and "gpt-5.1 (100%)" in head
+    steady = rk.cohorts(generate_cohorts(runs=200, seed=3).log, by="semester")
+    plain = rk.report.cohort(steady.compare("2025-fall", "2026-spring"), title="t",
+                             question="q", cohorts=steady).html
+    assert "Stamp drift" not in plain

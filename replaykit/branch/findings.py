@@ -208,6 +208,12 @@ def _base_table(result: Any) -> Any:
     return result.base.table
 
 
+def _base_table_log(result: Any) -> Any:
+    """The base run of ``result`` as an EventLog."""
+    b = result.branch
+    return result.base.run(b.run_id, tenant_id=b.tenant_id) if b is not None else result.base
+
+
 def _positions(t: Any) -> dict[int, int]:
     return {int(s): i for i, s in enumerate(t.column("seq").to_pylist())}
 
@@ -488,6 +494,32 @@ def summarize(result: Any) -> Summary:
            + " ran during the replay")
     add("evidence", f"Policies: model {result.model_policy}, tool {result.tool_policy}; "
         f"{ran}.", "interventions", "model_policy, tool_policy")
+    # controllable variables (replaykit.stamps): which differed between base and replay,
+    # which were pinned (recorded equal on both sides)
+    try:
+        from ..stamps import stamp_diff
+
+        sd = stamp_diff(_base_table_log(result), result.events)
+    except Exception:  # noqa: BLE001 -- stamps are evidence, never a reason to fail a report
+        sd = None
+    if sd is not None and len(sd):
+        both = sd["a"].notna() & sd["b"].notna()
+        differed = [f"{r.field} {r.a} \u2192 {r.b}" if max(len(str(r.a)), len(str(r.b))) <= 40
+                    else f"{r.field} (text changed)"
+                    for r in sd[both & sd["changed"]].itertuples()]
+        pinned = sd.loc[both & ~sd["changed"], "field"].astype(str).tolist()
+        one_side = sd.loc[~both, "field"].astype(str).tolist()
+        parts = []
+        if differed:
+            parts.append("differed between base and replay: " + "; ".join(differed)
+                         + " (set by the interventions or by the replay's model; a "
+                         "divergence is attributable to these)")
+        if pinned:
+            parts.append("pinned (the same on both sides): " + ", ".join(pinned))
+        if one_side:
+            parts.append("recorded on one side only: " + ", ".join(one_side))
+        add("evidence", "Controllable variables " + "; ".join(parts) + ".", "repro",
+            "stamp_diff(base run, result.events)")
     after = effects[effects["tool_name"].notna()] if len(effects) else effects
     fx = effects[effects["action"] == "fixture"] if len(effects) else effects
     if len(fx):

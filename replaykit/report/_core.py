@@ -968,6 +968,22 @@ def cohort(frame: pd.DataFrame, *, title: str, question: str, notes: str | None 
 
         adj = adjust(frame)
         headline, rows = cohort_findings(adj)
+        if cohorts is not None:  # a drifted stamp confounds every other difference: first
+            from ..stamps import stamp_drift
+
+            try:
+                drift = stamp_drift(cohorts)
+            except (KeyError, ValueError, TypeError):
+                drift = pd.DataFrame()
+            if len(drift):
+                lines = [str(h) for h in drift["headline"]]
+                headline = ("Stamp drift (confounds every difference below): "
+                            + "; ".join(lines) + ". " + headline)
+                rows.insert(0, {"kind": "caveat", "sentence": (
+                    "Controllable variables changed between cohorts: " + "; ".join(lines)
+                    + ". Any difference below may come from them rather than from the "
+                    "agent."), "section": "repro"})
+                data["stamp_drift"] = drift
         data.update(adjusted=adj, headline=headline, findings=rows)
         groups = [{"kind": k, "title": t, "rows": [r for r in rows if r["kind"] == k]}
                   for k, t in (("outcome", "Outcome"), ("evidence", "How the comparison is "
