@@ -166,17 +166,23 @@ def test_scrubber_moves_with_mouse_and_keyboard(lab_page: Any) -> None:
     page.mouse.down()
     page.mouse.move(tb["x"] - 40, hb["y"] + hb["height"] / 2, steps=8)  # past the end
     page.mouse.up()
-    page.wait_for_function("([el, old]) => el.innerText !== old",
-                           arg=[replay_pane.element_handle(), before])
+    # both panes follow the slider: wait for each to show the left end (they update one
+    # after the other, and a drag passes through intermediate steps)
+    page.wait_for_function(
+        "([a, b]) => a.innerText.includes('\"seq\": 0') && b.innerText.includes('\"seq\": 0')",
+        arg=[replay_pane.element_handle(), base_pane.element_handle()], timeout=30_000)
     after_mouse = _text(replay_pane)
     assert '"seq": 0' in after_mouse and '"seq": 0' in _text(base_pane)
     # keyboard: focus the handle, three steps right
     handle.focus()
     for _ in range(3):
         page.keyboard.press("ArrowRight")
-    page.wait_for_function("el => el.innerText.includes('\"seq\": 3')",
-                           arg=replay_pane.element_handle())
-    assert '"seq": 3' in _text(base_pane)
+    page.wait_for_function(
+        "([a, b, box]) => a.innerText.includes('\"seq\": 3') && "
+        "b.innerText.includes('\"seq\": 3') && box.innerText.includes('step 3 of 18')",
+        arg=[replay_pane.element_handle(), base_pane.element_handle(), box.element_handle()],
+        timeout=30_000)
+    assert '"seq": 3' in _text(base_pane) and '"seq": 3' in _text(replay_pane)
     assert "step 3 of 18" in _text(box)
 
 
@@ -190,14 +196,16 @@ def test_diff_explorer_steps_with_mouse_and_keyboard(lab_page: Any) -> None:
     # mouse: click "next change"
     _center(box.get_by_role("button", name="next change"))
     box.get_by_role("button", name="next change").click()
-    page.wait_for_function("el => el.innerText.includes('row 9 ')",
-                           arg=header.element_handle())
+    page.wait_for_function(  # header and values pane update one after the other
+        "([h, v]) => h.innerText.includes('row 9 ') && v.innerText.includes('args.claimedAmount')",
+        arg=[header.element_handle(), values.element_handle()], timeout=30_000)
     assert "args.claimedAmount" in _text(values) and _text(values) != first
     # keyboard: the focused button again, with Enter
     box.get_by_role("button", name="next change").focus()
     page.keyboard.press("Enter")
-    page.wait_for_function("el => el.innerText.includes('row 10 ')",
-                           arg=header.element_handle())
+    page.wait_for_function(
+        "([h, v]) => h.innerText.includes('row 10 ') && v.innerText.includes('output.score')",
+        arg=[header.element_handle(), values.element_handle()], timeout=30_000)
     assert "output.score" in _text(values)
     marked = box.locator(".rk-changed", has_text="0.34")
     assert marked.count() >= 1  # the changed line of the replay event is highlighted
@@ -205,8 +213,9 @@ def test_diff_explorer_steps_with_mouse_and_keyboard(lab_page: Any) -> None:
     handle = box.locator(".noUi-handle, .widget-slider .ui-slider-handle").first
     handle.focus()
     page.keyboard.press("ArrowRight")
-    page.wait_for_function("el => el.innerText.includes('row 11 ')",
-                           arg=header.element_handle())
+    page.wait_for_function(
+        "([h, b]) => h.innerText.includes('row 11 ') && b.innerText.includes('no value changed')",
+        arg=[header.element_handle(), box.element_handle()], timeout=30_000)
     assert "no value changed" in _text(box)
 
 
