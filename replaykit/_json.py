@@ -275,3 +275,28 @@ def payload_fields(payloads: Any, fields: dict[str, Any]) -> Any:
             col = pc.struct_field(col, part)
         out[path] = col
     return pa.table(out)
+
+
+_DOC_ERRORS: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError)
+
+
+def map_distinct_documents(texts: Any, fn: Any, default: Any = None) -> tuple[list[Any], Any]:
+    """``fn(doc)`` once per distinct JSON object text of an Arrow string array.
+
+    Returns ``(values, indices)``: one value per distinct text (``default`` for text that is
+    not a JSON object) and the Arrow indices mapping each row to its value. Texts repeat a
+    lot in event logs, so each is decoded once.
+    """
+    import pyarrow as pa
+
+    arr = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+    enc = arr.dictionary_encode()
+    values = []
+    for text in enc.dictionary.to_pylist():  # each distinct text once
+        try:
+            doc = loads(text)
+        except _DOC_ERRORS:
+            doc = None
+        values.append(fn(doc) if isinstance(doc, dict) else default)
+    return values, enc.indices
+

@@ -36,7 +36,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._json import JSONDecodeError, canonical_json, loads
+from ._json import JSONDecodeError, canonical_json, map_distinct_documents
 
 __all__ = ["KEY_PREFIX", "cache_key", "derive_keys"]
 
@@ -171,16 +171,9 @@ def derive_keys(log: Any, *, unkeyed_only: bool = False) -> pd.DataFrame:
             sub = t.filter(pc.fill_null(m, False))
             if not sub.num_rows:
                 continue
-            pay = sub.column("payload").combine_chunks().dictionary_encode()
-            keys = []
-            for text in pay.dictionary.to_pylist():  # each distinct payload once
-                try:
-                    doc = loads(text)
-                except _BAD_JSON:
-                    doc = None
-                keys.append(_request_key(doc, name, path) if isinstance(doc, Mapping)
-                            else None)
-            key_col = pa.array(keys, pa.string()).take(pay.indices)
+            keys, idx = map_distinct_documents(
+                sub.column("payload"), lambda doc, n=name, q=path: _request_key(doc, n, q))
+            key_col = pa.array(keys, pa.string()).take(idx)
             part = pa.table({c: pc.cast(sub.column(c), pa.string()) if c not in ("seq",)
                              else sub.column(c) for c in cols[:-1]}).append_column(
                                  "cache_key", key_col)

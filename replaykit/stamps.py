@@ -35,7 +35,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._json import JSONDecodeError, canonical_json, loads
+from ._json import JSONDecodeError, canonical_json, loads, map_distinct_documents
 
 __all__ = [
     "STAMP_FIELDS",
@@ -475,16 +475,9 @@ def _rule_values(payloads: pa.Array, getters: Mapping[str, _Getter], label: str
             if hit is not None:
                 rows = np.flatnonzero(np.asarray(pc.fill_null(hit, False)))
         sel = payloads.take(pa.array(rows)) if len(rows) < n else payloads
-        pay = sel.dictionary_encode()
-        decoded = []
-        for text in pay.dictionary.to_pylist():  # each distinct payload once
-            try:
-                doc = loads(text)
-            except _BAD_JSON:
-                doc = None
-            decoded.append(_extract(doc, slow, label) if isinstance(doc, Mapping)
-                           else ({}, {}))
-        codes = pay.indices.to_numpy(zero_copy_only=False)
+        decoded, idx = map_distinct_documents(
+            sel, lambda doc, s=slow, lb=label: _extract(doc, s, lb), default=({}, {}))
+        codes = idx.to_numpy(zero_copy_only=False)
         vals = pd.DataFrame.from_records([d[0] for d in decoded])
         srcs = pd.DataFrame.from_records([d[1] for d in decoded]).add_prefix("src:")
         per = pd.concat([vals, srcs], axis=1)
