@@ -15,9 +15,12 @@ of the row's *content* columns::
 
 Content = what the producer recorded (:data:`CONTENT_COLUMNS`); a NULL payload (raw tables
 only) leaves the ``payload`` member out. Everything else in the canonical schema is either
-derived from ``type`` + ``payload`` by a loader (kind, ref_id, tool_name, tokens, …; not
-hashed, but re-derived and compared by :func:`verify_chain`), provenance/storage (source,
-source_line) or the chain itself (prev_hash, row_hash). :func:`chain_manifest` is the anchored
+derived by a loader (:data:`~replaykit.schema.DERIVED_COLUMNS`: kind, ref_id, tool_name,
+tokens, …), provenance/storage (source, source_line) or the chain itself (prev_hash,
+row_hash). Derived columns of pleach rows are not hashed but re-derived from ``type`` +
+``payload`` and compared by :func:`verify_chain`; rows of every other format (whose loaders
+derive from file structure) hash them, with their format, as a ``derived`` member
+(:data:`SEALED_MEMBERS`). :func:`chain_manifest` is the anchored
 record of a log: every run of every tenant with its head, sealed by one digest.
 
 Verification is column-wise: the canonical content bytes of every row are built with Arrow
@@ -44,12 +47,14 @@ import pyarrow.compute as pc
 
 from .errors import ReplayKitError
 from .eventlog import EventLog, to_pandas
+from .schema import DERIVED_COLUMNS, sort_order
 from .schema import run_starts as _run_starts
-from .schema import sort_order
 
 __all__ = [
     "CONTENT_COLUMNS",
     "GENESIS",
+    "REDERIVED_FORMAT",
+    "SEALED_MEMBERS",
     "PROBLEM_KINDS",
     "ChainManifest",
     "ManifestError",
@@ -59,6 +64,7 @@ __all__ = [
     "chain_manifest",
     "chain_proof",
     "row_content",
+    "source_format",
     "stamp_chain",
     "verify_chain",
     "verify_chain_command",
@@ -84,7 +90,8 @@ PROBLEM_KINDS: tuple[str, ...] = (
     "malformed_value",
 )
 
-_PROOF_VERSION = 1
+_PROOF_VERSION = 2  # 2: steps of sealed-format rows carry their ``derived`` member
+_PROOF_VERSIONS = (1, 2)
 _MAX_SAFE_INT = 2**53 - 1
 _TS_TYPE = pa.timestamp("us", tz="UTC")
 _LS = pa.large_string()
@@ -195,6 +202,34 @@ def _ts_micros(ts: Any) -> int | None:
     return int(t.tz_convert("UTC").as_unit("us").asm8.astype(np.int64))
 
 
+def source_format(source: str) -> str:
+    """The format a ``source`` value names: the part before its first ``:``.
+
+    >>> source_format("toh:/logs/a.jsonl"), source_format("pleach:sqlite:events")
+    ('toh', 'pleach')
+    """
+    return source.split(":", 1)[0]
+
+
+#: The format whose rows' derived columns verification re-derives from the hashed content
+#: (so they are not hashed: a newer loader may derive them better without breaking chains).
+REDERIVED_FORMAT = "pleach"
+
+#: Members of the ``derived`` object hashed for the rows of every other format: the
+#: :data:`~replaykit.schema.DERIVED_COLUMNS` plus ``format`` (:func:`source_format`).
+SEALED_MEMBERS: tuple[str, ...] = tuple(sorted((*DERIVED_COLUMNS, "format")))
+
+
+def _derived_scalar(value: Any) -> Any:
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value
+
+
 def row_content(row: Mapping[str, Any]) -> bytes:
     """The canonical content bytes of one row (the reference, row-at-a-time definition).
 
@@ -203,12 +238,21 @@ def row_content(row: Mapping[str, Any]) -> bytes:
     (datetime / pandas Timestamp / int microseconds since the epoch, or None).
     :func:`stamp_chain` and :func:`verify_chain` build the same bytes column-wise.
 
+    A row with a ``source`` whose format (:func:`source_format`) is not
+    :data:`REDERIVED_FORMAT` (toh, isplay, otel, inspect, replays, ...) also hashes its
+    derived columns: a ``derived`` member, the object of :data:`SEALED_MEMBERS` (each
+    :data:`~replaykit.schema.DERIVED_COLUMNS` value, ``null`` when absent, and ``format``).
+    A row may instead carry that object itself under ``derived`` (as proofs do).
+
     Raises:
         ValueError: ``seq`` outside +-(2**53 - 1).
 
     >>> row_content({"payload": '{"a":1}', "run_id": "r", "seq": 0, "tenant_id": "t",
     ...              "ts": None, "type": "x"})
     b'{"payload":{"a":1},"run_id":"r","seq":0,"tenant_id":"t","ts":null,"type":"x"}'
+    >>> row_content({"payload": '{}', "run_id": "r", "seq": 0, "tenant_id": "t", "ts": None,
+    ...              "type": "x", "source": "toh:a.jsonl", "kind": "other"})[:40]
+    b'{"derived":{"args_hash":null,"cache_key"'
     """
     payload = row["payload"]
     rest = {
@@ -218,9 +262,19 @@ def row_content(row: Mapping[str, Any]) -> bytes:
         "ts": _ts_micros(row.get("ts")),
         "type": row["type"],
     }
+    derived = row.get("derived")
+    if derived is None:
+        source = row.get("source")
+        if source is not None and source_format(source) != REDERIVED_FORMAT:
+            derived = {c: _derived_scalar(row.get(c)) for c in DERIVED_COLUMNS}
+            derived["format"] = source_format(source)
     # a NULL payload (possible in a raw table only) leaves the member out: it must not hash
     # like the JSON text "null"
-    head = "{" if payload is None else '{"payload":' + payload + ","
+    head = "{"
+    if derived is not None:
+        head += '"derived":' + canonical_json(dict(derived)) + ","
+    if payload is not None:
+        head += '"payload":' + payload + ","
     return (head + canonical_json(rest)[1:]).encode("utf-8")
 
 
@@ -243,11 +297,24 @@ def _plain(col: pa.ChunkedArray | pa.Array) -> pa.Array:
 def _escape_strings(arr: pa.Array) -> pa.Array:
     """JSON string literals (quoted, RFC 8785 escapes) of a string array; null stays null."""
     arr = pc.cast(arr, _LS)
+
+    def has(pattern: str) -> bool:
+        return bool(len(arr)) and bool(pc.any(pc.match_substring_regex(arr, pattern)).as_py())
+
+    if not has(r'["\\\x00-\x1f]'):  # most columns: nothing to escape (one pass)
+        return _quoted(arr)
     arr = pc.replace_substring(arr, "\\", "\\\\")
     arr = pc.replace_substring(arr, '"', '\\"')
-    if len(arr) and pc.any(pc.match_substring_regex(arr, r"[\x00-\x1f]")).as_py():
-        for code in range(0x20):
+    if has(r"[\x00-\x1f]"):
+        for code in (0x0A, 0x09, 0x0D):  # the common ones first, then any other present
             arr = pc.replace_substring(arr, chr(code), _ESCAPES[code])
+        if has(r"[\x00-\x1f]"):
+            for code in range(0x20):
+                arr = pc.replace_substring(arr, chr(code), _ESCAPES[code])
+    return _quoted(arr)
+
+
+def _quoted(arr: pa.Array) -> pa.Array:
     q = pa.scalar('"', _LS)
     return pc.binary_join_element_wise(q, arr, q, pa.scalar("", _LS))
 
@@ -261,6 +328,73 @@ def _json_string_column(col: pa.ChunkedArray | pa.Array) -> pa.Array:
     else:
         out = _escape_strings(arr)
     return pc.fill_null(out, "null")
+
+
+def _formats(table: pa.Table) -> pa.Array | None:
+    """The :func:`source_format` of every row (string), or None without a ``source`` column."""
+    if "source" not in table.schema.names:
+        return None
+    col = table.column("source")
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+    def fmt(values: pa.Array) -> pa.Array:
+        values = pc.cast(values, pa.string())
+        return pc.list_element(pc.split_pattern(values, ":", max_splits=1), 0)
+
+    if pa.types.is_dictionary(arr.type):
+        return pc.take(fmt(arr.dictionary), arr.indices)
+    return fmt(arr)
+
+
+def _sealed_rows(table: pa.Table) -> pa.Array | None:
+    """Boolean mask of the rows that hash their derived columns (None: no such row)."""
+    formats = _formats(table)
+    if formats is None or not len(formats):
+        return None
+    sealed = pc.fill_null(pc.not_equal(formats, REDERIVED_FORMAT), False)
+    return sealed if pc.any(sealed).as_py() else None
+
+
+def _json_value_column(col: pa.ChunkedArray | pa.Array, name: str) -> pa.Array:
+    """Canonical JSON text of every value of a string, integer or boolean column."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        if pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type):
+            return _json_string_column(arr)
+        arr, t = arr.cast(t.value_type), t.value_type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return _json_string_column(arr)
+    if pa.types.is_boolean(t):
+        return pc.fill_null(pc.if_else(arr, pa.scalar("true", _LS), pa.scalar("false", _LS)),
+                            "null")
+    if pa.types.is_integer(t):
+        return pc.fill_null(pc.cast(arr, _LS), "null")
+    if pa.types.is_null(t):
+        return pa.array(["null"] * len(arr), _LS)
+    raise ValueError(f"column {name!r} of type {t} cannot be hashed as a derived column; "
+                     "cast it to its canonical type (replaykit.schema.EVENTS_SCHEMA)")
+
+
+def _derived_member(table: pa.Table) -> pa.Array:
+    """'"derived":{<SEALED_MEMBERS>},' of every row, built column-wise."""
+    names = table.schema.names
+    formats = _formats(table)
+    assert formats is not None
+    parts: list[Any] = []
+    lead = '"derived":{'
+    for i, key in enumerate(SEALED_MEMBERS):
+        parts.append(pa.scalar(lead + ("" if i == 0 else ",") + _json_string(key) + ":", _LS))
+        lead = ""
+        if key == "format":
+            parts.append(_json_string_column(formats))
+        elif key in names:
+            parts.append(_json_value_column(table.column(key), key))
+        else:
+            parts.append(pa.scalar("null", _LS))
+    parts.append(pa.scalar("},", _LS))
+    out = pc.binary_join_element_wise(*parts, pa.scalar("", _LS))
+    return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
 
 
 def _content_column(table: pa.Table, *, strict: bool = True) -> pa.Array:
@@ -291,9 +425,16 @@ def _content_column(table: pa.Table, *, strict: bool = True) -> pa.Array:
         return pa.scalar(s, _LS)
 
     # '{"payload":<text>,' -- or just '{' for a NULL payload (the member is left out, so a
-    # NULL never hashes like the JSON text "null")
+    # NULL never hashes like the JSON text "null"); rows of a sealed format put their
+    # '"derived":{...},' member first
     head = pc.fill_null(pc.binary_join_element_wise(
         lit('{"payload":'), payload, lit(","), lit("")), "{")
+    sealed = _sealed_rows(table)
+    if sealed is not None:
+        payload_part = pc.fill_null(pc.binary_join_element_wise(
+            lit('"payload":'), payload, lit(","), lit("")), "")
+        derived_part = pc.if_else(sealed, _derived_member(table), lit(""))
+        head = pc.binary_join_element_wise(lit("{"), derived_part, payload_part, lit(""))
     parts = [
         head,
         lit('"run_id":'),
@@ -340,6 +481,13 @@ def _as_table(log: EventLog | pa.Table) -> pa.Table:
         ]
         if missing:
             raise ValueError(f"table lacks the columns {missing} needed to check the chain")
+        lacking = [c for c in DERIVED_COLUMNS if c not in log.schema.names]
+        if lacking and _sealed_rows(log) is not None:
+            raise ValueError(
+                f"table lacks the derived columns {lacking}, which the chain of its rows of "
+                "formats other than pleach covers; pass the full canonical table (all of "
+                "replaykit.schema.DERIVED_COLUMNS)"
+            )
         order = sort_order(log)
         if len(order) and not np.array_equal(order, np.arange(len(order))):
             log = log.take(pa.array(order))
@@ -781,15 +929,13 @@ def _head_problems(table: pa.Table, starts: np.ndarray, heads: pd.DataFrame) -> 
 
 def _pleach_rows(table: pa.Table) -> pa.Table | None:
     """The rows of ``table`` whose derived columns the pleach loader made (None: none)."""
-    from .io.pleach import DERIVED_COLUMNS
-    from .io.pleach import FORMAT as PLEACH
+    from .io.pleach import DERIVED_COLUMNS as PLEACH_DERIVED
 
     names = table.schema.names
-    if "source" not in names or not table.num_rows or not any(
-            c in names for c in DERIVED_COLUMNS):
+    formats = _formats(table)
+    if formats is None or not table.num_rows or not any(c in names for c in PLEACH_DERIVED):
         return None
-    source = pc.cast(_plain(table.column("source")), pa.string())
-    mine = pc.fill_null(pc.starts_with(source, PLEACH + ":"), False)
+    mine = pc.fill_null(pc.equal(formats, REDERIVED_FORMAT), False)
     count = pc.sum(pc.cast(mine, pa.int64())).as_py() or 0
     if not count:
         return None
@@ -942,7 +1088,8 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
       ...) differs from what the loader derives from the row's hashed type + payload;
       expected / found are ``"<column>=<value>"``. Checked for rows whose ``source`` is
       pleach (re-derived by :func:`replaykit.io.pleach.derive_columns`); ``derived=False``
-      skips the check.
+      skips the check. Rows of every other format hash their derived columns (the
+      ``derived`` member of :func:`row_content`), so an edit there is a ``hash_mismatch``.
     * ``malformed_value`` -- a stored row held a value not of its column's type (SQLite:
       text in ``sequence_number``, a real in ``turn``, ...), so the loader quarantined it
       (``read_sql(..., errors="quarantine")``): tampering (expected = the columns' types,
@@ -1076,6 +1223,9 @@ def _chain_problems(table: pa.Table, n: int, parts: list[pa.Table]) -> np.ndarra
 
 
 def _proof_content(tenant_id: str, run_id: str, step: Mapping[str, Any]) -> bytes:
+    derived = step.get("derived")
+    if derived is not None and not isinstance(derived, Mapping):
+        raise TypeError("a proof step's derived member must be an object")
     return row_content(
         {
             "payload": step["payload"],
@@ -1084,6 +1234,7 @@ def _proof_content(tenant_id: str, run_id: str, step: Mapping[str, Any]) -> byte
             "tenant_id": tenant_id,
             "ts": step["ts"],
             "type": step["type"],
+            "derived": derived,
         }
     )
 
@@ -1137,6 +1288,16 @@ def chain_proof(
         {k: cols[k][i] for k in ("seq", "type", "ts", "payload", "row_hash")}
         for i in range(sub.num_rows)
     ]
+    # rows of a sealed format (not pleach) hash their derived columns: the proof carries them
+    formats = _formats(sub)
+    if formats is not None and _sealed_rows(sub) is not None:
+        present = [c for c in DERIVED_COLUMNS if c in sub.schema.names]
+        values = {c: _plain(sub.column(c)).to_pylist() for c in present}
+        for i, fmt in enumerate(formats.to_pylist()):
+            if fmt != REDERIVED_FORMAT:
+                d = {c: (values[c][i] if c in values else None) for c in DERIVED_COLUMNS}
+                d["format"] = fmt
+                steps[i]["derived"] = d
     event = dict(steps[0], prev_hash=cols["prev_hash"][0])
     proof = {
         "replaykit_chain_proof": _PROOF_VERSION,
@@ -1172,7 +1333,8 @@ def verify_proof(proof: Mapping[str, Any], *, expected_head: Any = None) -> bool
     False
     """
     try:
-        if proof.get("replaykit_chain_proof") != _PROOF_VERSION or proof["algorithm"] != "sha256":
+        if (proof.get("replaykit_chain_proof") not in _PROOF_VERSIONS
+                or proof["algorithm"] != "sha256"):
             raise ValueError(
                 f"not a version-{_PROOF_VERSION} sha256 replaykit chain proof; "
                 "build one with chain_proof(...)"

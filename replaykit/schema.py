@@ -21,6 +21,7 @@ from .errors import SchemaError
 
 __all__ = [
     "COLUMN_DOCS",
+    "DERIVED_COLUMNS",
     "EVENTS_SCHEMA",
     "EXTENSION_COLUMNS",
     "EXTENSION_DOCS",
@@ -118,6 +119,16 @@ COLUMN_DOCS: dict[str, str] = {
     "source": "'<format>:<path>' the row was loaded from",
     "source_line": "1-based line number in source; null when the source is not line-based",
 }
+
+#: The canonical columns a loader derives from an event (its ``type`` and ``payload``, and for
+#: some formats the file's structure), as opposed to the recorded content (tenant_id, run_id,
+#: seq, ts, type, payload), provenance (source, source_line) and the chain (prev_hash,
+#: row_hash). What the analysis reads; ``docs/integrity.md`` says how the chain covers them.
+DERIVED_COLUMNS: tuple[str, ...] = (
+    "parent_run_id", "kind", "turn", "step", "event_id", "ref_id", "tool_name", "args_hash",
+    "cache_key", "is_error", "finish", "input_tokens", "output_tokens", "chunk_type", "text",
+    "inherited",
+)
 
 #: Optional columns a table may carry after the canonical ones (any subset, in this order).
 #: Loaders never produce them; :func:`validate` accepts them; Parquet datasets and SQL tables

@@ -507,7 +507,7 @@ def test_untampered_samples_have_no_derived_mismatch(tmp_path):
     rk.write_sql(pleach_log(), uri)
     assert verify_chain(rk.read_sql(uri, tenant_id="acme")).empty
     for sub in ("toh", "isplay"):  # other formats: their rows are not pleach-derived
-        log = rk.read_events(DATA / sub, tenant_id="demo", progress=False)
+        log = rk.read_events(DATA / sub, owner="demo", progress=False)
         p = verify_chain(stamp_chain(log, overwrite=True))
         assert p.empty, sub
 
