@@ -199,7 +199,8 @@ class SQLError(ReplayKitError):
         operation: ``"read"`` or ``"write"``.
         reason: a short machine-readable code: ``rls_denied`` (a row-level-security policy
             refused the rows), ``permission_denied``, ``duplicate_key``, ``bad_value``,
-            ``unsupported``, ``connection``, ``database_error``.
+            ``unsupported``, ``connection``, ``database_error``, ``no_database`` (read_sql of
+            a SQLite file that does not exist).
         detail: the database's message.
         fix: what to do about it.
         sqlstate: the SQLSTATE code when the driver gave one (PostgreSQL), else None.

@@ -207,8 +207,24 @@ def _sqlite_target(uri: str) -> str:
     return rest or ":memory:"
 
 
-def _connect(uri: Any) -> tuple[Any, str, bool]:
-    """(DB-API connection, dialect, whether we opened it and must close it)."""
+def _require_sqlite_file(target: str, table: str) -> None:
+    """Refuse to read a SQLite file that does not exist (connecting would create it empty)."""
+    if target == ":memory:" or target.startswith("file:"):
+        return
+    if not Path(target).is_file():
+        raise SQLError(
+            table=table, operation="read", reason="no_database",
+            detail=f"there is no SQLite database file at {target!r}",
+            fix="check the path (sqlite:///relative.db or sqlite:////absolute/path.db); "
+                "read_sql never creates a database",
+        )
+
+
+def _connect(uri: Any, reading: str | None = None) -> tuple[Any, str, bool]:
+    """(DB-API connection, dialect, whether we opened it and must close it).
+
+    ``reading`` (the table a read is for): a SQLite file that does not exist is an error
+    instead of a new empty database."""
     if isinstance(uri, Path):
         uri = f"sqlite:///{uri}"
     if not isinstance(uri, str):
@@ -227,7 +243,10 @@ def _connect(uri: Any) -> tuple[Any, str, bool]:
             import adbc_driver_sqlite.dbapi as driver
         except ImportError as exc:
             raise MissingExtraError(_INSTALL_FEATURE, "sql", "adbc_driver_sqlite") from exc
-        return driver.connect(_sqlite_target(uri)), dialect, True
+        target = _sqlite_target(uri)
+        if reading is not None:
+            _require_sqlite_file(target, reading)
+        return driver.connect(target), dialect, True
     try:
         import adbc_driver_postgresql.dbapi as pg_driver
     except ImportError as exc:
@@ -693,7 +712,7 @@ def _fetch_rows(
     _quote_table(table)
     quarantine = None
     with _db_errors(table, "read"):
-        conn, dialect, owned = _connect(uri)
+        conn, dialect, owned = _connect(uri, reading=table)
         try:
             cur = conn.cursor()
             try:

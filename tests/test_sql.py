@@ -920,3 +920,14 @@ def test_malformed_values_in_a_plain_table(sqlite_uri, plain_rows, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["problem_counts"] == {"malformed_value": 1}
     assert report["problems"][0]["expected"] == "bad_payload"
+
+
+def test_reading_a_sqlite_file_that_does_not_exist_creates_nothing(tmp_path):
+    from replaykit.errors import SQLError
+
+    for uri in (f"sqlite:///{tmp_path / 'nope.db'}", tmp_path / "nope.db"):
+        with pytest.raises(SQLError) as err:
+            read_sql(uri, tenant_id="acme")
+        assert err.value.reason == "no_database" and "nope.db" in str(err.value)
+        assert "never creates" in err.value.fix
+    assert list(tmp_path.iterdir()) == []
