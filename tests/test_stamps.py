@@ -321,11 +321,22 @@ def test_rca_findings_name_differed_and_pinned_variables(isplay_log: rk.EventLog
     line = frame[frame["sentence"].str.startswith("Controllable variables")]
     assert len(line) == 1 and line["kind"].iloc[0] == "evidence"
     text = line["sentence"].iloc[0]
-    assert "temperature 0.2 \u2192 0.0" in text and "tools 4 \u2192 3" in text
+    assert "temperature 0.2 in the base, 0.0 in the replay" in text
+    assert "tools 4 in the base, 3 in the replay" in text
     assert "pinned (the same on both sides): model" in text
     assert "system_prompt (text changed)" in text  # long values are named, not pasted
     html = rk.report.rca(res, title="t", question="q").html
-    assert "temperature 0.2 \u2192 0.0" in html
+    assert "temperature 0.2 in the base, 0.0 in the replay" in html
+
+
+def test_a_mid_run_switch_reads_as_a_sequence_not_as_a_change():
+    from replaykit.branch.findings import stamp_change_text
+
+    text = stamp_change_text("model", "gpt-4o -> gpt-4.1", "gpt-4.1")
+    assert text == ("model gpt-4o, then gpt-4.1 (switched within the run) in the base, "
+                    "gpt-4.1 in the replay")
+    assert "->" not in text and "\u2192" not in text
+    assert stamp_change_text("system_prompt", "x" * 41, "y") == "system_prompt (text changed)"
 
 
 def test_cohort_report_headline_leads_with_stamp_drift():

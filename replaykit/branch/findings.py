@@ -129,6 +129,26 @@ def _label(path: str) -> str:
     return out or "(value)"
 
 
+def _stamp_value(v: str) -> str:
+    """A stamp value for a sentence: a run that switched value mid-run (``"a -> b"`` from
+    :func:`replaykit.stamps.run_stamps`) reads ``"a, then b (switched within the run)"``."""
+    steps = v.split(" -> ")
+    return v if len(steps) == 1 else ", then ".join(steps) + " (switched within the run)"
+
+
+def stamp_change_text(field: str, base: str, replay: str, limit: int = 40) -> str:
+    """One controllable variable that differed, for the RCA summary.
+
+    >>> stamp_change_text("temperature", "0.2", "0.0")
+    'temperature 0.2 in the base, 0.0 in the replay'
+    >>> stamp_change_text("model", "gpt-4o", "gpt-4o -> gpt-4.1")
+    'model gpt-4o in the base, gpt-4o, then gpt-4.1 (switched within the run) in the replay'
+    """
+    if max(len(base), len(replay)) > limit:
+        return f"{field} (text changed)"
+    return f"{field} {_stamp_value(base)} in the base, {_stamp_value(replay)} in the replay"
+
+
 def changes_df(result: Any) -> pd.DataFrame:
     """One row per changed JSON path of every changed aligned event of a replay.
 
@@ -504,8 +524,7 @@ def summarize(result: Any) -> Summary:
         sd = None
     if sd is not None and len(sd):
         both = sd["a"].notna() & sd["b"].notna()
-        differed = [f"{r.field} {r.a} \u2192 {r.b}" if max(len(str(r.a)), len(str(r.b))) <= 40
-                    else f"{r.field} (text changed)"
+        differed = [stamp_change_text(str(r.field), str(r.a), str(r.b))
                     for r in sd[both & sd["changed"]].itertuples()]
         pinned = sd.loc[both & ~sd["changed"], "field"].astype(str).tolist()
         one_side = sd.loc[~both, "field"].astype(str).tolist()
