@@ -13,7 +13,7 @@ libraries.
 
 from __future__ import annotations
 
-from . import datasets, engine, schema
+from . import _cohorts_dask, _integrity_dask, datasets, engine, schema  # noqa: F401
 from . import toh_scripts as toh
 from .branch import (
     COMPARABILITY,

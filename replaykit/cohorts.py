@@ -1019,11 +1019,10 @@ def cohorts(log: EventLog, by: ByArg = "semester", *,
         ValueError: an unknown ``cache_mode`` or an invalid calendar.
     """
     if engine != "local":
-        from .engine import _dispatch
+        from .engine import dispatch  # _cohorts_dask.py registers the implementation
 
-        return _dispatch.cohorts(engine, log, by, tenant_id=tenant_id, calendar=calendar,
-                                 cache=cache, cache_mode=cache_mode, pair_on=pair_on,
-                                 client=client)
+        return dispatch(engine, cohorts, log, by, tenant_id=tenant_id, calendar=calendar,
+                        cache=cache, cache_mode=cache_mode, pair_on=pair_on, client=client)
     if not isinstance(log, EventLog):
         raise TypeError(f"log must be a replaykit.EventLog, got {type(log).__name__}")
     if tenant_id is not None:
