@@ -14,7 +14,7 @@ libraries.
 from __future__ import annotations
 
 from . import _cohorts_dask, _integrity_dask, datasets, engine, schema  # noqa: F401
-from . import toh_scripts as toh
+from . import _toh_api as toh  # rk.toh: toh_scripts + script_player
 from .branch import (
     COMPARABILITY,
     Branch,
@@ -68,7 +68,8 @@ from .integrity import (
     verify_proof,
 )
 from .io import detect_format, read_events, read_isplay, read_pleach, read_toh
-from .io.inspect import inspect_state, read_inspect
+from .fold.inspect import inspect_state
+from .io.inspect import read_inspect
 from .io.isplay import IsplayBranch, read_isplay_branch, read_isplay_fixtures
 from .io.otel import read_otel
 from .io.toh import OrphanRunWarning
