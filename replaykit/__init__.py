@@ -57,6 +57,7 @@ from .fold import (  # rk.fold is the function; field builders live in replaykit
     open_replay,
     projection,
 )
+from .fold.inspect import inspect_state
 from .grain import calls_df, tools_df, turns_df
 from .integrity import (
     ChainManifest,
@@ -68,7 +69,6 @@ from .integrity import (
     verify_proof,
 )
 from .io import detect_format, read_events, read_isplay, read_pleach, read_toh
-from .fold.inspect import inspect_state
 from .io.inspect import read_inspect
 from .io.isplay import IsplayBranch, read_isplay_branch, read_isplay_fixtures
 from .io.otel import read_otel
