@@ -13,7 +13,7 @@ libraries.
 
 from __future__ import annotations
 
-from . import _cohorts_dask, _integrity_dask, datasets, engine, schema  # noqa: F401
+from . import _integrity_dask, datasets, engine, schema  # noqa: F401
 from . import _toh_api as toh  # rk.toh: toh_scripts + script_player
 from .branch import (
     COMPARABILITY,

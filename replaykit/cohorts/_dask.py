@@ -14,8 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .cohorts import Cohorts, SemesterCalendar, cohorts
-from .engine import (
+from ..engine import (
     DEFAULT_PARTITION_EVENTS,
     Partition,
     implements,
@@ -23,8 +22,10 @@ from .engine import (
     run_partitions,
     source_partitions,
 )
-from .eventlog import EventLog
-from .schema import empty_events
+from ..eventlog import EventLog
+from ..schema import empty_events
+from ._core import Cohorts, cohorts
+from .calendar import SemesterCalendar
 
 __all__ = ["dask_cohorts"]
 
