@@ -50,6 +50,7 @@ bench: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check replaykit tests benchmarks
 	$(BIN)/mypy replaykit
+	$(BIN)/lint-imports --no-cache
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info scratch

@@ -141,13 +141,13 @@ def _dask_runs(path: Path, rep: Path | None, workers: int) -> dict[str, Any]:
     from distributed import Client, LocalCluster
 
     import replaykit as rk
-    from replaykit.engine import fold_to_parquet
+    from replaykit.fold import fold_to_parquet
 
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       memory_limit=WORKER_MEMORY, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         # workers up, replaykit imported, before the clock starts (a long-lived cluster)
-        client.run(importlib.import_module, "replaykit.engine._dask")
+        client.run(importlib.import_module, "replaykit.fold._dask")
         out = Path(tempfile.mkdtemp(dir=DATA)) / "folded"
         t0 = time.perf_counter()
         report = fold_to_parquet(path, rk.agent(), out, client=client, progress=False)

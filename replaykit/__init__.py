@@ -13,8 +13,8 @@ libraries.
 
 from __future__ import annotations
 
-from . import datasets, engine, schema
-from . import toh_scripts as toh
+from . import _integrity_dask, datasets, engine, schema  # noqa: F401
+from . import _toh_api as toh  # rk.toh: toh_scripts + script_player
 from .branch import (
     COMPARABILITY,
     Branch,
@@ -57,6 +57,7 @@ from .fold import (  # rk.fold is the function; field builders live in replaykit
     open_replay,
     projection,
 )
+from .fold.inspect import inspect_state
 from .grain import calls_df, tools_df, turns_df
 from .integrity import (
     ChainManifest,
@@ -68,7 +69,7 @@ from .integrity import (
     verify_proof,
 )
 from .io import detect_format, read_events, read_isplay, read_pleach, read_toh
-from .io.inspect import inspect_state, read_inspect
+from .io.inspect import read_inspect
 from .io.isplay import IsplayBranch, read_isplay_branch, read_isplay_fixtures
 from .io.otel import read_otel
 from .io.toh import OrphanRunWarning

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from ._delegates import provider
 from .errors import LoadError, SchemaError
 from .schema import (
     EVENTS_SCHEMA,
@@ -398,28 +399,20 @@ class EventLog:
 
     def calls_df(self) -> pd.DataFrame:
         """One row per model call. See :func:`replaykit.grain.calls_df`."""
-        from .grain import calls_df
-
-        return calls_df(self)
+        return provider("EventLog.calls_df")(self)  # grain.py provides it
 
     def tools_df(self) -> pd.DataFrame:
         """One row per tool call, with its result. See :func:`replaykit.grain.tools_df`."""
-        from .grain import tools_df
-
-        return tools_df(self)
+        return provider("EventLog.tools_df")(self)  # grain.py provides it
 
     def turns_df(self) -> pd.DataFrame:
         """One row per turn, with its end reason. See :func:`replaykit.grain.turns_df`."""
-        from .grain import turns_df
-
-        return turns_df(self)
+        return provider("EventLog.turns_df")(self)  # grain.py provides it
 
     def stamps_df(self) -> pd.DataFrame:
         """Reproducibility stamps per run (model, provider, versions, sampling config, prompt,
         policy and tool identities). See :func:`replaykit.stamps.stamps_df`."""
-        from .stamps import stamps_df
-
-        return stamps_df(self)
+        return provider("EventLog.stamps_df")(self)  # stamps.py provides it
 
     # ------------------------------------------------------------------ selection
     def filter(
@@ -538,10 +531,9 @@ class EventLog:
             LoadError: ``reason="bad_tenant"``: a tenant id of the events, runs or quarantine
                 breaks the tenant-id rule (nothing is written).
         """
-        from .engine import write_partitioned
-
         if partition_events is None:
             partition_events = max(1, len(self))
+        write_partitioned = provider("EventLog.to_parquet")  # engine/_parts.py provides it
         return write_partitioned(self, path, partition_events=partition_events,
                                  overwrite=overwrite)
 

@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._delegates import provide
 from ._json import payload_fields
 from .eventlog import to_pandas
 from .schema import run_starts, sort_events
@@ -165,6 +166,7 @@ def _joined_text(t: pa.Table, mask: pa.Array, keys: list[str], name: str) -> pa.
     return agg.drop_columns(["text_list"]).append_column(name, joined)
 
 
+@provide("EventLog.calls_df")
 def calls_df(log: Any) -> pd.DataFrame:
     """One row per model call: its chunks, text, tool calls, tokens and how it finished.
 
@@ -298,6 +300,7 @@ _TOOL_COLUMNS = {
 }  # fmt: skip
 
 
+@provide("EventLog.tools_df")
 def tools_df(log: Any) -> pd.DataFrame:
     """One row per tool call, with its result (the first result naming the same call id).
 
@@ -378,6 +381,7 @@ _TURN_COLUMNS = {
 }  # fmt: skip
 
 
+@provide("EventLog.turns_df")
 def turns_df(log: Any) -> pd.DataFrame:
     """One row per turn (every turn number seen in a run), with how it ended.
 

@@ -1127,9 +1127,9 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
                 "a ChainManifest is checked by engine='local' only; pass "
                 "expected_heads=manifest.heads() to check its heads per partition"
             )
-        from .engine import _dispatch
+        from .engine import dispatch  # _integrity_dask.py registers the implementation
 
-        return _dispatch.verify_chain(engine, log, expected_heads, client=client)
+        return dispatch(engine, verify_chain, log, expected_heads, client=client)
     manifest = _as_manifest(expected_heads)
     if manifest is not None:
         heads = None

@@ -35,6 +35,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._delegates import provide
 from ._json import JSONDecodeError, canonical_json, loads, map_distinct_documents
 
 __all__ = [
@@ -576,6 +577,7 @@ def _fill_runs(ev: pd.DataFrame, cols: list[str], rk: list[str], back_first: boo
     ev[cols] = ev.groupby(rk, sort=False)[cols].bfill()
 
 
+@provide("EventLog.stamps_df")
 def stamps_df(log: Any) -> pd.DataFrame:
     """Reproducibility stamps of every run: one row per run and distinct stamp.
 

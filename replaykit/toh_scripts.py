@@ -834,13 +834,3 @@ def resolve_placeholders(entry: Any, request_messages: Any) -> Any:
     leaves: list[str] = []
     _string_leaves(request_messages, leaves)
     return _sub_value(entry, "\n".join(leaves))
-
-
-def __getattr__(name: str) -> Any:
-    """``rk.toh.ScriptPlayer`` and its errors live in :mod:`replaykit.script_player`."""
-    if name in ("ScriptPlayer", "ScriptSessionsExhaustedError", "ScriptCallsExhaustedError",
-                "ScriptNotConsumedError", "ScriptHangError", "entry_output"):
-        from . import script_player
-
-        return getattr(script_player, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -467,7 +467,7 @@ class Transcript(_View):
 
     def __init__(self, log: Any, run_id: str | None = None, *,
                  tenant_id: str | None = None) -> None:
-        from .report._transcript import run_tree_html, transcript_html
+        from .report import run_tree_html, transcript_html
 
         origins = None
         if hasattr(log, "annotations_df") and hasattr(log, "events"):  # a ReplayResult
@@ -500,7 +500,7 @@ class Transcript(_View):
 
 
 def _transcript_css() -> str:
-    from .report._template import TRANSCRIPT_CSS
+    from .report import TRANSCRIPT_CSS
 
     return f"<style>{TRANSCRIPT_CSS}</style>"
 

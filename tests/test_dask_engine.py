@@ -19,9 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit.engine import EngineError, fold_to_parquet, partitions, write_partitioned
+from replaykit.branch import dask_compare
+from replaykit.engine import EngineError, partitions, write_partitioned
 from replaykit.engine._parts import _cuts
-from replaykit.fold import state_json
+from replaykit.fold import dask_fold, fold_to_parquet, state_json
 from replaykit.fold.synth import synthetic_log
 from replaykit.schema import events_table
 
@@ -199,7 +200,7 @@ def _ddf(log: rk.EventLog, rows: int = 1_000, reverse: bool = False):
 def test_fold_eventlog_and_dask_dataframe_sources(client, data) -> None:
     log, _ = data
     want = rk.fold(log, rk.agent()).final()
-    _same_final(rk.engine.dask_fold(log, rk.agent(), client=client,
+    _same_final(dask_fold(log, rk.agent(), client=client,
                                     partition_events=900).final(), want)
     _same_final(rk.fold(_ddf(log), rk.agent(), engine="dask", client=client).final(), want)
 
@@ -244,7 +245,7 @@ def test_compare_equals_local(client, data, tmp_path: Path) -> None:
     pairs = want[["tenant_id", "base_run_id", "replay_run_id"]].iloc[::-3].astype(object)
     pairs = pairs.reset_index(drop=True)
     pd.testing.assert_frame_equal(
-        rk.engine.dask_compare(path, rpath, pairs, client=client, pairs_per_task=7),
+        dask_compare(path, rpath, pairs, client=client, pairs_per_task=7),
         rk.compare(log, rep, pairs))
 
 
@@ -264,15 +265,15 @@ def test_compare_dask_dataframe_sources_equal_local(client, data, tmp_path: Path
         pd.testing.assert_frame_equal(
             rk.compare(base, replay, engine="dask", client=client), want)
         pd.testing.assert_frame_equal(
-            rk.engine.dask_compare(base, replay, pairs, client=client, pairs_per_task=7),
+            dask_compare(base, replay, pairs, client=client, pairs_per_task=7),
             want_pairs)
         pd.testing.assert_frame_equal(
-            rk.engine.dask_compare(base, replay, untenanted, client=client), want_untenanted)
+            dask_compare(base, replay, untenanted, client=client), want_untenanted)
     # an in-memory side next to a dask.dataframe one
     pd.testing.assert_frame_equal(
-        rk.engine.dask_compare(base_ddf, rep, client=client, partition_events=1_500), want)
+        dask_compare(base_ddf, rep, client=client, partition_events=1_500), want)
     pd.testing.assert_frame_equal(
-        rk.engine.dask_compare(log, rep_ddf, pairs, client=client), want_pairs)
+        dask_compare(log, rep_ddf, pairs, client=client), want_pairs)
 
 
 @pytest.mark.filterwarnings("ignore:Sending large graph")  # the test's own from_delayed
@@ -287,12 +288,12 @@ def test_compare_names_a_missing_run(client, data, tmp_path: Path) -> None:
         rk.compare(log, rep, pairs)
     for replay in (rpath, _ddf(rep)):  # a task fails / the client finds it first
         with pytest.raises(EngineError, match="no-such-run.*missing from its log"):
-            rk.engine.dask_compare(path, replay, pairs, client=client)
+            dask_compare(path, replay, pairs, client=client)
     bad = pairs.copy()
     bad.loc[2, "replay_run_id"] = pairs.loc[1, "replay_run_id"]
     bad.loc[1, "base_run_id"] = "no-such-base"
     with pytest.raises(EngineError, match="no-such-base") as info:
-        rk.engine.dask_compare(_ddf(log), rpath, bad, client=client)
+        dask_compare(_ddf(log), rpath, bad, client=client)
     assert info.value.partition == "pairs"
 
 
@@ -372,7 +373,7 @@ def test_relative_paths_work_on_worker_processes(client, data, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The workers were started in another working directory: relative dataset and output
     paths are the caller's."""
-    from replaykit.engine import fold_to_parquet
+    from replaykit.fold import fold_to_parquet
 
     log, path = data
     monkeypatch.chdir(path.parent)
@@ -428,7 +429,7 @@ def test_without_a_cluster_uses_local_threads(data, monkeypatch: pytest.MonkeyPa
     _same_final(rk.fold(path, rk.agent(), engine="dask").final(),
                 rk.fold(log, rk.agent()).final())
     rep = _replays(log)
-    pd.testing.assert_frame_equal(rk.engine.dask_compare(_ddf(log), rep), rk.compare(log, rep))
+    pd.testing.assert_frame_equal(dask_compare(_ddf(log), rep), rk.compare(log, rep))
     src = tmp_path / "src"
     shutil.copytree(path, src)
     bad = partitions(src)[1]

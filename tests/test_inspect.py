@@ -19,8 +19,9 @@ import pytest
 import replaykit as rk
 from replaykit.errors import LoadError, MissingExtraError
 from replaykit.fold._frozen import thaw
+from replaykit.fold.inspect import inspect_state
 from replaykit.io import detect_format, read_events
-from replaykit.io.inspect import inspect_state, read_inspect, sniff
+from replaykit.io.inspect import read_inspect, sniff
 
 try:
     import inspect_ai  # noqa: F401

@@ -7,6 +7,7 @@ measure replays in bulk. Metric definitions: docs/metrics.md.
 
 from __future__ import annotations
 
+from ._dask import dask_compare
 from .branch import Branch
 from .compare import compare, event_signatures, tool_distance_matrix
 from .fixtures import Fixture, FixtureRegistry
@@ -21,6 +22,7 @@ __all__ = [
     "FixtureRegistry",
     "ReplayResult",
     "compare",
+    "dask_compare",
     "event_signatures",
     "replay",
     "tool_distance_matrix",

@@ -146,9 +146,9 @@ def compare(base_log: EventLog, replay_log: EventLog, pairs: pd.DataFrame | None
         ValueError: ``pairs`` lacks base_run_id / replay_run_id.
     """
     if engine != "local":
-        from ..engine import _dispatch
+        from ..engine import dispatch  # branch/_dask.py registers the implementation
 
-        return _dispatch.compare(engine, base_log, replay_log, pairs, client=client)
+        return dispatch(engine, compare, base_log, replay_log, pairs, client=client)
     bt, rt = _table(base_log), _table(replay_log)
     B, R = _frame(bt), _frame(rt)
     if pairs is None:

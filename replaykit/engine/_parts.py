@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .._delegates import provide
 from ..errors import ReplayKitError
 from ..eventlog import TENANT_KEY, EventLog, partition_files, read_partition_files
 from ..schema import EVENTS_SCHEMA, _dictionary_rank
@@ -135,6 +136,7 @@ def _cuts(table: pa.Table, partition_events: int) -> list[tuple[int, int]]:
     return list(zip(lo.tolist(), hi.tolist(), strict=True))
 
 
+@provide("EventLog.to_parquet")
 def write_partitioned(
     log: EventLog,
     path: str | os.PathLike[str],

@@ -5,6 +5,7 @@ See docs/fold.md. Public names are re-exported from :mod:`replaykit`.
 
 from __future__ import annotations
 
+from ._dask import DaskStateFrame, dask_fold, fold_to_parquet
 from ._frozen import FrozenDict, state_hash, state_json
 from .cache import (
     CACHE_MODES,
@@ -39,6 +40,7 @@ __all__ = [
     "NOTNULL",
     "CacheBackend",
     "CacheLookup",
+    "DaskStateFrame",
     "Done",
     "FrozenDict",
     "InMemoryCache",
@@ -53,12 +55,14 @@ __all__ = [
     "aggregate",
     "cache_coverage",
     "check_determinism",
+    "dask_fold",
     "fork",
     "open_replay",
     "agent",
     "collection",
     "counter",
     "fold",
+    "fold_to_parquet",
     "from_payload",
     "harness",
     "last",

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..engine import dispatch
 from ..errors import ReplayError
 from ..eventlog import EventLog, to_pandas
 from ..schema import validate
@@ -241,13 +242,13 @@ def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True,
             default and column-wise; ``False`` only saves its 8 bytes per event.
         engine: ``"local"`` (default) or ``"dask"``: map the fold over run-aligned
             partitions of a Parquet dataset path / EventLog / dask.dataframe and return a lazy
-            :class:`replaykit.engine.DaskStateFrame` (``final()``, ``steps_df()``,
+            :class:`replaykit.fold.DaskStateFrame` (``final()``, ``steps_df()``,
             ``to_parquet()``); see docs/scaling.md.
         client: a ``distributed.Client`` for ``engine="dask"`` (default: the current one).
 
     Returns:
         a :class:`StateFrame` (with ``engine="dask"``: a lazy
-        :class:`replaykit.engine.DaskStateFrame`).
+        :class:`replaykit.fold.DaskStateFrame`).
 
     Raises:
         SchemaError: the table is not canonical, or a payload value has the wrong type.
@@ -256,10 +257,8 @@ def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True,
     >>> import replaykit as rk  # doctest: +SKIP
     >>> rk.fold(log, rk.agent()).final()  # doctest: +SKIP
     """
-    if engine != "local":
-        from ..engine import _dispatch
-
-        return _dispatch.fold(engine, log, projections, state_hash=state_hash, client=client)
+    if engine != "local":  # fold/_dask.py registers the implementation
+        return dispatch(engine, fold, log, projections, state_hash=state_hash, client=client)
     table = log.table if isinstance(log, EventLog) else validate(log)
     fields = resolve_projections(projections)
     cols = Columns(table)

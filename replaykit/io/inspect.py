@@ -13,8 +13,9 @@ each *sample* (one dataset item in one epoch) becomes one replaykit run:
 * scores, the final store, the sample error, limits and the sample's ids go to the runs table
   (``log.runs.attrs``).
 
-:func:`inspect_state` is a projection that applies the recorded JSON patches, so
-``rk.fold(log, projections=inspect_state())`` gives the sample's state and store at every step.
+:func:`replaykit.fold.inspect.inspect_state` (``rk.inspect_state``) is a projection that
+applies the recorded JSON patches, so ``rk.fold(log, projections=inspect_state())`` gives the
+sample's state and store at every step (it lives with the folds: a loader only parses).
 Field-by-field mapping: ``docs/formats/inspect.md``.
 """
 
@@ -34,13 +35,10 @@ import pyarrow as pa
 from .._json import JSONTooDeep, args_hash, canonical_json
 from ..errors import LoadError, MissingExtraError
 from ..eventlog import RUNS_SCHEMA, EventLog
-from ..fold._frozen import thaw
-from ..fold.projection import Projection, projection, reducer
 from ..schema import empty_events, events_table
 from ._common import ErrorPolicy, Progress, Quarantine, expand_paths, is_int64, require_tenant
 
-__all__ = ["FORMAT", "TYPE_KINDS", "DuplicateLogWarning", "inspect_state", "read_inspect",
-           "sniff"]
+__all__ = ["FORMAT", "TYPE_KINDS", "DuplicateLogWarning", "read_inspect", "sniff"]
 
 FORMAT = "inspect"
 _PATTERNS = ("*.eval", "*.json")
@@ -472,61 +470,3 @@ def _runs_table(runs: list[dict[str, Any]]) -> pa.Table:
     cols: dict[str, Any] = {f.name: [r[f.name] for r in runs] for f in RUNS_SCHEMA}
     cols["created_at"] = _timestamps([None if v is None else str(v) for v in cols["created_at"]])
     return pa.table(cols, schema=RUNS_SCHEMA)
-
-
-# ---------------------------------------------------------------------------------- projection
-
-
-def _patched(previous: Any, event: dict[str, Any], key: str) -> Any:
-    """Apply one Inspect ``state``/``store`` event's JSON patch (or take sample_init's state)."""
-    import jsonpatch
-
-    from .._json import loads
-
-    data = loads(event["payload"])
-    if event["type"] == "sample_init":
-        state = data.get("state") or {}
-        return (state.get("store") or {}) if key == "store" else state
-    doc = thaw(previous) if previous is not None else {}
-    changes = data.get("changes") or []
-    ops = [{k: v for k, v in op.items() if k != "replaced"} for op in changes]
-    try:
-        return jsonpatch.JsonPatch(ops).apply(doc, in_place=True)
-    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
-        raise ValueError(
-            f"inspect_state: the {event['type']} event at seq {event['seq']} of run "
-            f"{event['run_id']!r} does not apply to the state folded so far ({exc}); the log "
-            "is missing events before it (fold the whole sample, not a slice)"
-        ) from None
-
-
-def _state_fn(previous: Any, event: dict[str, Any]) -> Any:
-    return _patched(previous, event, "state")
-
-
-def _store_fn(previous: Any, event: dict[str, Any]) -> Any:
-    return _patched(previous, event, "store")
-
-
-def inspect_state() -> Projection:
-    """The Inspect sample's task state and store, rebuilt from the recorded JSON patches.
-
-    Fields: ``state`` (the TaskState snapshot Inspect diffs: ``messages``, ``tools``,
-    ``tool_choice``, ``store``, ``output``, ``completed``, ``metadata``; starts from the
-    ``sample_init`` event's state, then each ``state`` event's ``changes`` are applied) and
-    ``store`` (starts from ``sample_init``'s store, then each ``store`` event's ``changes``).
-    Both are None before ``sample_init``. Uses ``jsonpatch`` (a dependency of ``inspect_ai``).
-
-    Example:
-        >>> frame = rk.fold(log, projections=inspect_state())  # doctest: +SKIP
-        >>> frame.final(run_id)["store"]  # doctest: +SKIP
-        {'total': 10}
-
-    Raises (when folded):
-        ValueError: a patch does not apply (the log lacks earlier events of the sample).
-    """
-    return projection(
-        "inspect",
-        state=reducer(_state_fn, types=("sample_init", "state")),
-        store=reducer(_store_fn, types=("sample_init", "store")),
-    )

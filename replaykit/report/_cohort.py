@@ -104,7 +104,7 @@ def adjust(frame: pd.DataFrame, *, alpha: float | None = None) -> pd.DataFrame:
 
 
 def _fmt(v: float, unit: str, signed: bool = False) -> str:
-    from ._core import fmt_number
+    from ._fmt import fmt_number
 
     if unit == "rates":
         x = fmt_number(v, percent=True, signed=signed)

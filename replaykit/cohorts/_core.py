@@ -1,26 +1,10 @@
-"""Cohorts of runs: semester over semester summaries, comparisons and best-effort replays.
-
-``rk.cohorts(log, by=...)`` labels every run of a log with a cohort (a run column, a payload
-field, a callable over the runs frame, or ``"semester"`` from the run's start time through a
-:class:`SemesterCalendar`) and returns a :class:`Cohorts` object:
-
-* :meth:`Cohorts.runs_df` -- one row per run with its cohort and per-run measures;
-* :meth:`Cohorts.summary` -- one row per cohort;
-* :meth:`Cohorts.compare` -- differences between two cohorts with effect sizes and seeded
-  bootstrap confidence intervals (numpy only), plus a paired analysis over the scenarios
-  (prompts) that appear in both;
-* :meth:`Cohorts.replay` -- replay every run of a cohort under a branch, best-effort cache
-  reads and a progress bar; failures become rows.
-
-Every per-event computation is column-wise (numpy / Arrow over the whole log); the only
-per-run Python is the replay itself, which is a per-event API. Definitions: docs/cohorts.md.
-"""
+"""Cohorts of runs: per-run measures, per-cohort summaries and comparisons (:class:`Cohorts`,
+:func:`cohorts`). The calendar, the measures' arithmetic and the replays of whole cohorts
+live next door (``calendar.py``, ``_measures.py``, ``replays.py``)."""
 
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,18 +12,24 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .eventlog import EventLog
-from .fold.cache import CACHE_MODES, CacheMode, _contains_many
-from .tenancy import scope_extras
+from ..eventlog import EventLog
+from ..fold.cache import CACHE_MODES, CacheMode, _contains_many
+from ._measures import (
+    _BASE_METRICS,
+    _CACHE_METRICS,
+    _REPLAY_METRICS,
+    _bincount,
+    _boot_means,
+    _codes,
+    _Metric,
+    _ratio,
+    _runs_index,
+    _str,
+)
+from .calendar import SemesterCalendar
+from .replays import ReplayBatch, replay_runs
 
-__all__ = [
-    "ABORT_FINISHES",
-    "COMPARE_COLUMNS",
-    "Cohorts",
-    "ReplayBatch",
-    "SemesterCalendar",
-    "cohorts",
-]
+__all__ = ["ABORT_FINISHES", "COMPARE_COLUMNS", "MISSING", "Cohorts", "cohorts"]
 
 #: ``finish`` values that mark a run as aborted (besides a turn that never ended).
 ABORT_FINISHES: tuple[str, ...] = ("aborted", "abort", "cancelled", "canceled", "interrupted")
@@ -54,255 +44,6 @@ COMPARE_COLUMNS: tuple[str, ...] = (
 )
 
 
-# ----------------------------------------------------------------------------- calendar
-@dataclass(frozen=True)
-class SemesterCalendar:
-    """Maps a timestamp to a term label such as ``"2026-spring"``.
-
-    ``terms`` lists ``(name, month, day)`` start dates within a year, in calendar order; a term
-    runs until the next one starts, and the last term runs into the next year until the first
-    one starts. The label is ``f"{year}-{name}"`` where ``year`` is the year the term *started*
-    (with terms starting Feb 1 and Aug 1, a January date belongs to the previous year's
-    second term). Times are converted to ``tz`` before the lookup.
-
-    The default: ``spring`` from Jan 1, ``summer`` from Jun 1, ``fall`` from Sep 1 (UTC).
-
-    Example:
-        >>> cal = SemesterCalendar()
-        >>> cal.label(pd.to_datetime(["2026-03-01", "2025-12-24"], utc=True)).tolist()
-        ['2026-spring', '2025-fall']
-        >>> two = SemesterCalendar(terms=(("S1", 2, 1), ("S2", 8, 1)))
-        >>> two.label(pd.to_datetime(["2026-01-15"], utc=True)).tolist()
-        ['2025-S2']
-
-    Raises:
-        ValueError: no terms, duplicate names, an invalid month/day (day must be 1..28), or
-            start dates not strictly increasing.
-    """
-
-    terms: tuple[tuple[str, int, int], ...] = (("spring", 1, 1), ("summer", 6, 1),
-                                               ("fall", 9, 1))
-    tz: str = "UTC"
-
-    def __post_init__(self) -> None:
-        terms = tuple((str(n), int(m), int(d)) for n, m, d in self.terms)
-        object.__setattr__(self, "terms", terms)
-        if not terms:
-            raise ValueError("a SemesterCalendar needs at least one term")
-        names = [t[0] for t in terms]
-        if len(set(names)) != len(names) or not all(names) or any("-" in n for n in names):
-            raise ValueError(f"term names must be unique, non-empty and without '-': {names}")
-        for n, m, d in terms:
-            if not (1 <= m <= 12 and 1 <= d <= 28):
-                raise ValueError(f"term {n!r}: month must be 1..12 and day 1..28, got {m}/{d}")
-        md = [m * 100 + d for _, m, d in terms]
-        if any(b <= a for a, b in zip(md, md[1:], strict=False)):
-            raise ValueError(f"term start dates must strictly increase within the year: {terms}")
-
-    def _codes(self, ts: Any) -> tuple[np.ndarray, np.ndarray]:
-        """(year of the term start, term index) per timestamp; -1 year where ts is missing."""
-        s = pd.Series(pd.to_datetime(ts, utc=True))
-        valid = s.notna().to_numpy()
-        local = s.dt.tz_convert(self.tz)
-        year = local.dt.year.fillna(-1).to_numpy().astype(np.int64)
-        md = (local.dt.month.fillna(1) * 100 + local.dt.day.fillna(1)).to_numpy().astype(int)
-        starts = np.array([m * 100 + d for _, m, d in self.terms])
-        idx = np.searchsorted(starts, md, side="right") - 1
-        year = np.where(idx < 0, year - 1, year)
-        idx = np.where(idx < 0, len(self.terms) - 1, idx)
-        return np.where(valid, year, -1), idx
-
-    def label(self, ts: Any) -> pd.Series:
-        """The term label of every timestamp (column-wise); ``<NA>`` where ``ts`` is missing.
-
-        Example:
-            >>> SemesterCalendar().label(pd.to_datetime(["2026-09-02"], utc=True)).tolist()
-            ['2026-fall']
-        """
-        year, idx = self._codes(ts)
-        code = np.where(year >= 0, year * len(self.terms) + idx, -1)
-        uniq, inv = np.unique(code, return_inverse=True)
-        names = np.array([None if c < 0 else f"{c // len(self.terms)}-"
-                          f"{self.terms[c % len(self.terms)][0]}" for c in uniq.tolist()],
-                         dtype=object)
-        return pd.Series(names[inv] if len(code) else [], dtype="string")
-
-    def bounds(self, label: str) -> tuple[_dt.datetime, _dt.datetime]:
-        """``(start, end)`` of a term label (end exclusive), as aware datetimes in ``tz``.
-
-        Raises:
-            ValueError: the label is not ``"<year>-<term name>"`` of this calendar.
-        """
-        from zoneinfo import ZoneInfo
-
-        year_s, _, name = str(label).partition("-")
-        names = [t[0] for t in self.terms]
-        if not year_s.isdigit() or name not in names:
-            raise ValueError(f"{label!r} is not a term of this calendar; expected "
-                             f"'<year>-<term>' with term one of {names}")
-        tz = ZoneInfo(self.tz)
-        i = names.index(name)
-        _, m, d = self.terms[i]
-        start = _dt.datetime(int(year_s), m, d, tzinfo=tz)
-        if i + 1 < len(self.terms):
-            _, m2, d2 = self.terms[i + 1]
-            end = _dt.datetime(int(year_s), m2, d2, tzinfo=tz)
-        else:
-            _, m2, d2 = self.terms[0]
-            end = _dt.datetime(int(year_s) + 1, m2, d2, tzinfo=tz)
-        return start, end
-
-    def sort_key(self, label: str) -> tuple[int, int]:
-        """Chronological sort key of a label (unknown labels sort last)."""
-        try:
-            start, _ = self.bounds(label)
-        except ValueError:
-            return (10**9, 0)
-        return (start.year, [t[0] for t in self.terms].index(str(label).partition("-")[2]))
-
-
-# ----------------------------------------------------------------------------- helpers
-def _codes(col: Any) -> tuple[np.ndarray, pa.Array]:
-    """(integer code per row, dictionary) of a string-like column; null -> -1."""
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    enc = pc.dictionary_encode(pc.cast(arr, pa.string()))
-    idx = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-    return idx, enc.dictionary
-
-
-def _str(col: Any) -> np.ndarray:
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    return pc.cast(arr, pa.string()).to_numpy(zero_copy_only=False)
-
-
-def _runs_index(t: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """(run index per event, first row of every run) of a table sorted by (tenant, run, seq)."""
-    n = t.num_rows
-    if n == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    tc, _ = _codes(t.column("tenant_id"))
-    rc, _ = _codes(t.column("run_id"))
-    new = np.r_[True, (tc[1:] != tc[:-1]) | (rc[1:] != rc[:-1])]
-    return np.cumsum(new) - 1, np.flatnonzero(new)
-
-
-def _bincount(idx: np.ndarray, w: Any, n: int) -> np.ndarray:
-    return np.bincount(idx, weights=np.asarray(w, dtype=np.float64), minlength=n)
-
-
-def _boot_means(num: np.ndarray, den: np.ndarray, n_boot: int, rng: np.random.Generator,
-                chunk: int = 200) -> np.ndarray:
-    """Bootstrap ratios of sums, (n_boot, n_metrics): resampling rows with replacement.
-
-    ``num``/``den`` are (n_rows, n_metrics). Each replicate's resample is drawn as counts per
-    row (a bincount of uniform indices), so the work is a matrix product, not a Python loop
-    over rows.
-    """
-    n, m = num.shape
-    out = np.empty((n_boot, m))
-    if n == 0:
-        out.fill(np.nan)
-        return out
-    chunk = max(1, min(chunk, 4_000_000 // n))  # bound the (chunk x n) count matrix
-    for lo in range(0, n_boot, chunk):
-        c = min(chunk, n_boot - lo)
-        idx = rng.integers(0, n, size=(c, n))
-        w = np.bincount((idx + (np.arange(c) * n)[:, None]).ravel(),
-                        minlength=c * n).reshape(c, n).astype(np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[lo:lo + c] = (w @ num) / (w @ den)
-    return out
-
-
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
-
-
-# ----------------------------------------------------------------------------- metrics
-@dataclass(frozen=True)
-class _Metric:
-    name: str
-    num: str
-    den: str | None  # None: a per-run mean (denominator 1)
-    statistic: str  # "mean" (continuous, Cohen's d) or "rate" (a proportion, Cohen's h)
-
-
-_BASE_METRICS = (
-    _Metric("events_per_run", "events", None, "mean"),
-    _Metric("tool_calls_per_run", "tool_calls", None, "mean"),
-    _Metric("model_calls_per_run", "model_calls", None, "mean"),
-    _Metric("tokens_per_run", "tokens", None, "mean"),
-    _Metric("run_error_rate", "has_error", None, "rate"),
-    _Metric("abort_rate", "aborted", None, "rate"),
-    _Metric("tool_error_rate", "tool_errors", "tool_results", "rate"),
-)
-_CACHE_METRICS = (_Metric("cache_hit_rate", "cache_hits", "cache_keyed", "rate"),)
-_REPLAY_METRICS = (
-    _Metric("replay_failure_rate", "replay_failed", None, "rate"),
-    _Metric("divergence_rate", "diverged", "replayed", "rate"),
-    _Metric("tool_sequence_distance", "tool_sequence_distance", "replayed", "mean"),
-    _Metric("fixture_dependence", "sensitive_to_fixture", "replayed", "rate"),
-    _Metric("non_comparable_rate", "non_comparable", "replayed", "rate"),
-)
-
-
-# ----------------------------------------------------------------------------- replays
-class ReplayBatch:
-    """Replays of many runs: one row per base run in :attr:`runs`, all replayed events in
-    :attr:`events`.
-
-    ``runs`` columns: tenant_id, run_id, cohort, status (``completed``/``paused``/``failed``
-    from the replay, ``error`` when the replay raised), error (the exception, ``Type: message``),
-    replay_run_id, cache_reads / cache_hits / live_fallbacks (re-driven events carrying a
-    ``cache_key``, how many the cache holds, how many fall back to live under best-effort;
-    ``<NA>`` without a cache), and every metric of :func:`replaykit.compare` (``<NA>`` for
-    runs that raised). ``live_fallbacks`` is the total.
-    """
-
-    def __init__(self, runs: pd.DataFrame, events: EventLog, cache_mode: str | None) -> None:
-        self.runs = runs
-        self.events = events
-        self.cache_mode = cache_mode
-
-    @property
-    def live_fallbacks(self) -> int:
-        """Total cache reads served live (best-effort misses) across every replay."""
-        return int(self.runs["live_fallbacks"].fillna(0).sum())
-
-    @property
-    def errors(self) -> int:
-        """Runs whose replay raised (their rows carry the error)."""
-        return int((self.runs["status"] == "error").sum())
-
-    def status_counts(self) -> dict[str, int]:
-        """Runs per replay status."""
-        return {str(k): int(v) for k, v in self.runs["status"].value_counts().items()}
-
-    def __repr__(self) -> str:
-        return (f"ReplayBatch(runs={len(self.runs)}, statuses={self.status_counts()}, "
-                f"live_fallbacks={self.live_fallbacks})")
-
-    def _repr_html_(self) -> str:
-        from ._display import summary_html
-
-        return summary_html(
-            "Cohort replays",
-            {"runs": len(self.runs), "live fallbacks": self.live_fallbacks, "errors": self.errors},
-            badges=[f"{k}: {v}" for k, v in self.status_counts().items()],
-            table=self.runs,
-        )
-
-
-def _default_branch(base: EventLog, tenant_id: str, run_id: str) -> Any:
-    from .branch import Branch
-
-    first = int(base.table.column("seq")[0].as_py())
-    return Branch(base=base, run_id=run_id, tenant_id=tenant_id, checkpoint=first,
-                  name="cohort-replay")
-
-
-# ----------------------------------------------------------------------------- cohorts
 ByArg = str | Callable[[pd.DataFrame], Any]
 
 
@@ -433,7 +174,7 @@ class Cohorts:
 
     def _payload_field(self, path: str, R: int) -> np.ndarray:
         """First non-null value of payload field ``path`` in every run (column-wise)."""
-        from ._json import payload_fields
+        from .._json import payload_fields
 
         field = path[len("payload."):] if path.startswith("payload.") else path
         t = self.log.table
@@ -611,7 +352,7 @@ class Cohorts:
             .astype("float64")
         out["fixture_dependence"] = done["sensitive_to_fixture"].astype("float64") \
             .groupby(done["cohort"]).mean()
-        from .branch import COMPARABILITY
+        from ..branch import COMPARABILITY
 
         for c in COMPARABILITY:
             out[f"comparability.{c}"] = (done["comparability"] == c).astype("float64") \
@@ -841,128 +582,17 @@ class Cohorts:
             KeyError: ``cohort`` names no cohort.
             TypeError: a keyword argument that :func:`replaykit.replay` does not take.
         """
-        import inspect
-
-        from .branch import compare, replay
-        from .branch.replay import EXACT_MODEL_POLICIES, EXACT_TOOL_POLICIES
-        from .io._common import Progress
-
-        try:  # a misspelt keyword must fail here, not once per run inside the batch
-            inspect.signature(replay).bind_partial(None, **replay_kwargs)
-        except TypeError as exc:
-            raise TypeError(f"replay() got an unexpected argument: {exc}") from None
-        df = self._frame()
-        t = self.log.table
-        _, starts = _runs_index(t)
-        lens = np.diff(np.r_[starts, t.num_rows]) if len(starts) else np.zeros(0, np.int64)
-        sel = np.ones(len(df), dtype=bool)
-        if cohort is not None:
-            wanted = [cohort] if isinstance(cohort, str) else list(cohort)
-            unknown = [c for c in wanted if c not in set(self.labels)]
-            if unknown:
-                raise KeyError(f"no cohort {unknown}; cohorts: {self.labels}")
-            sel &= df["cohort"].isin(wanted).to_numpy()
-        todo = np.flatnonzero(sel)
-        if limit is not None:
-            todo = todo[:limit]
-        make = branch if branch is not None else _default_branch
-        # each replay reads the cache under the cohorts' locked read mode
-        read_kw: dict[str, Any] = {}
-        if self.cache is not None:
-            read_kw = {k: v for k, v in (("cache", self.cache), ("cache_mode", self.cache_mode))
-                       if k not in replay_kwargs}
-        # each run's header row (project id, ...) and the side tables travel with its slice
-        hdr = self.log.runs
-        hdr_at: dict[tuple[str, str], int] = {}
-        if hdr.num_rows:
-            for j, key in enumerate(zip(_str(hdr.column("tenant_id")).tolist(),
-                                        _str(hdr.column("run_id")).tolist(), strict=True)):
-                hdr_at.setdefault(key, j)
-        rows: list[dict[str, Any]] = []
-        logs: list[EventLog] = []
-        bar = Progress(len(todo), desc="replay", unit="run", enabled=progress)
-        try:
-            for i in todo.tolist():
-                tenant, run = str(df.at[i, "tenant_id"]), str(df.at[i, "run_id"])
-                row: dict[str, Any] = {"tenant_id": tenant, "run_id": run,
-                                       "cohort": df.at[i, "cohort"], "status": "error",
-                                       "error": None, "replay_run_id": None,
-                                       "exact_policies": False}
-                try:
-                    hj = hdr_at.get((tenant, run))
-                    base = EventLog(t.slice(int(starts[i]), int(lens[i])), sort=False,
-                                    runs=hdr.slice(hj, 1) if hj is not None else None,
-                                    extras=scope_extras(self.log.extras, tenants=[tenant],
-                                                        run_ids=[run]))
-                    br = make(base, tenant, run)
-                    res = replay(br, model_policy=model_policy, tool_policy=tool_policy,
-                                 fixtures=fixtures, **read_kw, **replay_kwargs)
-                    row.update(status=res.status, error=res.error, replay_run_id=res.run_id,
-                               exact_policies=(res.model_policy in EXACT_MODEL_POLICIES
-                                               and res.tool_policy in EXACT_TOOL_POLICIES))
-                    if len(res.events):
-                        logs.append(res.events)
-                    else:
-                        row.update(status="error", error="ReplayError: the replay produced "
-                                   "no events")
-                except Exception as exc:  # one run's failure never stops the batch
-                    row["error"] = f"{type(exc).__name__}: {exc}"
-                rows.append(row)
-                bar.update(1)
-        finally:
-            bar.close()
-        runs = pd.DataFrame(rows, columns=["tenant_id", "run_id", "cohort", "status", "error",
-                                           "replay_run_id", "exact_policies"])
-        from .eventlog import concat
-
-        events = concat(logs)
-        ok = runs["status"] != "error"
-        if ok.any():
-            pairs = runs.loc[ok, ["tenant_id", "run_id", "replay_run_id", "status",
-                                  "exact_policies"]].rename(columns={"run_id": "base_run_id"})
-            met = compare(self.log, events, pairs.reset_index(drop=True))
-            met = met.drop(columns=["status", "tenant_id"]).rename(
-                columns={"base_run_id": "run_id"})
-            met["tenant_id"] = pairs["tenant_id"].to_numpy()
-            runs = runs.merge(met.drop(columns=["replay_run_id"]), on=["tenant_id", "run_id"],
-                              how="left")
-        else:
-            from .branch.compare import COMPARE_COLUMNS as CC
-
-            for c in CC[4:]:
-                if c not in runs:
-                    runs[c] = pd.NA
-        # cache reads of the re-driven (non-inherited) replayed events, column-wise
-        runs["cache_reads"] = pd.array([pd.NA] * len(runs), dtype="Int64")
-        runs["cache_hits"] = pd.array([pd.NA] * len(runs), dtype="Int64")
-        runs["live_fallbacks"] = pd.array([pd.NA] * len(runs), dtype="Int64")
-        if self.cache is not None and events.table.num_rows:
-            et = events.table
-            m = pc.and_(pc.is_valid(et.column("cache_key")), pc.invert(et.column("inherited")))
-            k = et.filter(m)
-            keys = pc.cast(k.column("cache_key"), pa.string()).combine_chunks()
-            hit = _contains_many(self.cache, keys) if len(keys) else np.zeros(0, bool)
-            kr = pd.DataFrame({"replay_run_id": _str(k.column("run_id")), "hit": hit})
-            agg = kr.groupby("replay_run_id")["hit"].agg(["size", "sum"])
-            reads = runs["replay_run_id"].map(agg["size"])
-            hits = runs["replay_run_id"].map(agg["sum"])
-            has = ok.to_numpy()
-            runs.loc[has, "cache_reads"] = reads[has].fillna(0).astype("int64").to_numpy()
-            runs.loc[has, "cache_hits"] = hits[has].fillna(0).astype("int64").to_numpy()
-            lf = runs["cache_reads"] - runs["cache_hits"]
-            runs["live_fallbacks"] = lf if self.cache_mode == "best-effort" \
-                else lf.where(lf.isna(), 0)
-        runs = runs.astype({"tenant_id": "string", "run_id": "string", "cohort": "string",
-                            "status": "string", "error": "string",
-                            "replay_run_id": "string"})
-        return ReplayBatch(runs, events, self.cache_mode if self.cache is not None else None)
+        return replay_runs(self.log, self._frame(), self.labels, self.cache, self.cache_mode,
+                           branch, cohort=cohort, model_policy=model_policy,
+                           tool_policy=tool_policy, fixtures=fixtures, limit=limit,
+                           progress=progress, **replay_kwargs)
 
     def __repr__(self) -> str:
         df = self._frame()
         return f"Cohorts(by={self.by!r}, cohorts={self.labels}, runs={len(df)})"
 
     def _repr_html_(self) -> str:
-        from ._display import summary_html
+        from .._display import summary_html
 
         by = self.by if isinstance(self.by, str) else getattr(self.by, "__name__", "callable")
         summary = self.summary()
@@ -1019,11 +649,10 @@ def cohorts(log: EventLog, by: ByArg = "semester", *,
         ValueError: an unknown ``cache_mode`` or an invalid calendar.
     """
     if engine != "local":
-        from .engine import _dispatch
+        from ..engine import dispatch  # cohorts/_dask.py registers the implementation
 
-        return _dispatch.cohorts(engine, log, by, tenant_id=tenant_id, calendar=calendar,
-                                 cache=cache, cache_mode=cache_mode, pair_on=pair_on,
-                                 client=client)
+        return dispatch(engine, cohorts, log, by, tenant_id=tenant_id, calendar=calendar,
+                        cache=cache, cache_mode=cache_mode, pair_on=pair_on, client=client)
     if not isinstance(log, EventLog):
         raise TypeError(f"log must be a replaykit.EventLog, got {type(log).__name__}")
     if tenant_id is not None:

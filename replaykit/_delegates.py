@@ -1,0 +1,53 @@
+"""Convenience methods of the core implemented by the layers above it, without back-edges.
+
+``EventLog.calls_df()``, ``tools_df()``, ``turns_df()``, ``stamps_df()`` and ``to_parquet()``
+are thin delegations: the module that implements each one (:mod:`replaykit.grain`,
+:mod:`replaykit.stamps`, :mod:`replaykit.engine`) registers it here when it is imported, and
+the method looks it up by name, so :mod:`replaykit.eventlog` imports none of them (the import
+contract in pyproject.toml checks it). ``import replaykit`` -- which runs before any
+``replaykit.*`` module is imported -- imports every provider, so a lookup always succeeds in
+practice.
+
+Example:
+    >>> from replaykit import _delegates
+    >>> _delegates.provider("EventLog.calls_df").__module__
+    'replaykit.grain'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["provide", "provider"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_PROVIDERS: dict[str, Callable[..., Any]] = {}
+
+
+def provide(name: str) -> Callable[[F], F]:
+    """Register the decorated function as the implementation of ``name`` (e.g.
+    ``"EventLog.calls_df"``); returns the function unchanged. A later registration of the
+    same name replaces the earlier one."""
+
+    def register(fn: F) -> F:
+        _PROVIDERS[name] = fn
+        return fn
+
+    return register
+
+
+def provider(name: str) -> Callable[..., Any]:
+    """The function registered for ``name``.
+
+    Raises:
+        RuntimeError: nothing registered it (its module was never imported: import
+            ``replaykit`` first).
+    """
+    try:
+        return _PROVIDERS[name]
+    except KeyError:
+        raise RuntimeError(
+            f"{name} is implemented by a replaykit module that has not been imported; "
+            "`import replaykit` registers every implementation") from None
