@@ -108,7 +108,7 @@ def _help_formatter(prog: str) -> argparse.HelpFormatter:
 # ---------------------------------------------------------------------------- parser
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
-    from .io.isplay import INTERVENTION_KINDS, MODEL_POLICIES, TOOL_POLICIES
+    from .branch.vocab import INTERVENTION_KINDS, MODEL_POLICIES, TOOL_POLICIES
 
     parser = argparse.ArgumentParser(
         prog="replaykit",
@@ -547,7 +547,7 @@ def _pick_tenant(log: Any, tenant: str | None, run_id: str) -> str:
 
 def _branch_create(args: argparse.Namespace) -> int:
     from .branch.branch import _default_id
-    from .io.isplay import IsplayBranch, ReplayPolicy
+    from .branch.types import IsplayBranch, ReplayPolicy
 
     out = Path(args.output)
     if out.exists() and not args.overwrite:
@@ -601,7 +601,7 @@ _SELECTOR_FLAGS = ("target_ref", "target", "target_event", "target_type", "targe
 
 
 def _branch_intervene(args: argparse.Namespace) -> int:
-    from .io.isplay import IsplayBranch, read_isplay_branch
+    from .branch.types import IsplayBranch, read_isplay_branch
 
     ib = read_isplay_branch(args.branch)
     selector: dict[str, Any] = {}
@@ -653,7 +653,7 @@ def _has_event_ids(ib: Any) -> bool:
 
 def _replay(args: argparse.Namespace) -> int:
     from .branch import Branch, FixtureRegistry, replay
-    from .io.isplay import read_isplay_branch
+    from .branch.types import read_isplay_branch
 
     out = Path(args.output)
     if (out / "manifest.json").exists() and not args.overwrite:

@@ -15,15 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replaykit._json import args_hash, canonical_json
+from replaykit.branch.fixtures import read_isplay_fixtures
+from replaykit.branch.types import IsplayBranch, read_isplay_branch
 from replaykit.datasets._isplay import generate_isplay
 from replaykit.errors import LoadError
 from replaykit.io.isplay import (
     CHECKPOINTS_SCHEMA,
-    IsplayBranch,
     is_side_file,
     read_isplay,
-    read_isplay_branch,
-    read_isplay_fixtures,
     sniff,
 )
 from replaykit.schema import validate

@@ -6,13 +6,16 @@ tagged by a top-level ``"format"`` (field-by-field description: ``docs/formats.m
 * ``isplay.run/v1`` -- one recorded run: ``run`` metadata, ``checkpoints`` and ``events``.
   A ``.json`` file holds one run (pretty-printed or not); a ``.jsonl``/``.ndjson`` file holds
   one run document per line. :func:`read_isplay` loads them into an :class:`~replaykit.EventLog`.
-* ``isplay.branch/v1`` -- a branch from a checkpoint of a base run, with its interventions:
-  :func:`read_isplay_branch` returns an :class:`IsplayBranch`.
-* ``isplay.fixtures/v1`` -- recorded or authored tool outputs used by replay:
-  :func:`read_isplay_fixtures` returns one row per fixture.
+* ``isplay.branch/v1`` -- a branch from a checkpoint of a base run, with its interventions.
+* ``isplay.fixtures/v1`` -- recorded or authored tool outputs used by replay.
 
 Branch and fixture files are *side files* (:func:`is_side_file`): ``read_events`` skips them
-when it scans a folder for logs.
+when it scans a folder for logs. This loader only parses them (:func:`read_side_document`);
+what they mean belongs to the branch layer, which checks them against its vocabulary and builds
+its values: :func:`replaykit.read_isplay_branch` returns a
+:class:`~replaykit.branch.types.IsplayBranch`, :func:`replaykit.read_isplay_fixtures` one row
+per fixture (:mod:`replaykit.branch.types`, :mod:`replaykit.branch.fixtures`,
+:mod:`replaykit.branch.vocab`).
 """
 
 from __future__ import annotations
@@ -20,10 +23,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,30 +38,25 @@ from .._json import (
     JSONTooDeep,
     args_hash,
     canonical_json,
+    json_type,
     loads,
     payload_fields,
 )
 from ..errors import LoadError
-from ..eventlog import RUNS_SCHEMA, EventLog, to_pandas
+from ..eventlog import RUNS_SCHEMA, EventLog
 from ..schema import empty_events, events_table
 from ._common import ErrorPolicy, Progress, Quarantine, expand_paths, require_tenant
 
 __all__ = [
+    "BRANCH_FORMAT",
     "CHECKPOINTS_SCHEMA",
-    "FIXTURE_PROVENANCES",
+    "FIXTURES_FORMAT",
     "FORMAT",
-    "INTERVENTION_KINDS",
-    "IsplayBranch",
-    "IsplayIntervention",
-    "MODEL_POLICIES",
-    "ReplayPolicy",
-    "SELECTOR_KEYS",
-    "TOOL_POLICIES",
+    "RUN_FORMAT",
     "TYPE_KINDS",
     "is_side_file",
     "read_isplay",
-    "read_isplay_branch",
-    "read_isplay_fixtures",
+    "read_side_document",
     "sniff",
 ]
 
@@ -83,49 +80,6 @@ TYPE_KINDS: dict[str, str] = {
     "approval.resolved": "approval_decision",
     "intervention.created": "intervention",
     "error": "error",
-}
-
-#: Intervention kinds of branch files.
-INTERVENTION_KINDS: tuple[str, ...] = ("prompt_patch", "tool_args_patch", "json_patch", "mask")
-#: Selector keys of an intervention (the CLI's ``--target-*`` flags in snake case).
-SELECTOR_KEYS: tuple[str, ...] = (
-    "target_ref",
-    "target_event",
-    "target_type",
-    "target_tool",
-    "target_model_call",
-    "target_artifact",
-    "target_context",
-    "target_context_path",
-    "json_pointer",
-)
-#: Model replay policies a branch's ``replayPolicy.model`` may name.
-MODEL_POLICIES: tuple[str, ...] = (
-    "recorded-only",
-    "determinism-probe",
-    "blocked",
-    "pinned-live",
-    "compatible-live",
-)
-#: Tool replay policies a branch's ``replayPolicy.tool`` may name.
-TOOL_POLICIES: tuple[str, ...] = (
-    "pause-for-fixture",
-    "recorded-only",
-    "blocked",
-    "live-readonly",
-    "live-explicit",
-)
-#: Where a fixture's output came from.
-FIXTURE_PROVENANCES: tuple[str, ...] = ("analyst", "ai", "simulator", "live")
-
-_RFC6902_OPS = ("add", "remove", "replace", "move", "copy", "test")
-_TEXT_OPS = ("replace_text", "mask_span")
-#: Patch operations each kind's ``patch.operations`` may use.
-_KIND_OPS: dict[str, tuple[str, ...]] = {
-    "prompt_patch": _TEXT_OPS + _RFC6902_OPS,
-    "json_patch": _RFC6902_OPS + _TEXT_OPS,
-    "mask": ("mask_span", "replace_text", "replace", "remove"),
-    "tool_args_patch": _RFC6902_OPS,
 }
 
 #: Side table ``log.extras["checkpoints"]``: one row per checkpoint of a loaded run.
@@ -362,7 +316,7 @@ def _json_error(text: str) -> tuple[int, str, bool]:
         return exc.lineno, f"{exc.msg} at line {exc.lineno} column {exc.colno}", True
     except ValueError as exc:
         return 1, str(exc), True
-    return 1, f"the document is {_json_type(value)}", False
+    return 1, f"the document is {json_type(value)}", False
 
 
 # ------------------------------------------------------------------------------ run documents
@@ -403,18 +357,6 @@ def _raw_text(v: Any) -> str:
         return json.dumps(v, default=str)
 
 
-def _json_type(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, (int, float)):
-        return f"the number {v!r}"
-    if isinstance(v, str):
-        return f"the string {v[:40]!r}"
-    return "an object" if isinstance(v, dict) else "an array"
-
-
 def _check_types(ev: dict[str, Any]) -> tuple[str, str, str] | None:
     """(field, reason, detail) for the first mistyped known field of an event, else None."""
     for key, value in ev.items():
@@ -422,7 +364,7 @@ def _check_types(ev: dict[str, Any]) -> tuple[str, str, str] | None:
         if want is None or value is None:
             continue
         if not isinstance(value, want) or (want is int and isinstance(value, bool)):
-            return key, "bad_type", f"must be {_TYPE_WORDS[want]}, got {_json_type(value)}"  # type: ignore[index]
+            return key, "bad_type", f"must be {_TYPE_WORDS[want]}, got {json_type(value)}"  # type: ignore[index]
         checked: Any = value
         if key in ("seq", "turn", "step") and not 0 <= checked <= _INT64_MAX:
             return (key, "bad_seq" if key == "seq" else "bad_value",
@@ -433,7 +375,7 @@ def _check_types(ev: dict[str, Any]) -> tuple[str, str, str] | None:
                 if v is not None and (not isinstance(v, int) or isinstance(v, bool)
                                       or not 0 <= v <= _INT64_MAX):
                     return (f"usage.{sub}", "bad_type",
-                            f"must be an integer >= 0 that fits in 64 bits, got {_json_type(v)}")
+                            f"must be an integer >= 0 that fits in 64 bits, got {json_type(v)}")
     return None
 
 
@@ -517,28 +459,28 @@ def _document(
     if fmt in (BRANCH_FORMAT, FIXTURES_FORMAT):
         return doc_error("side_file", f"is {fmt!r}, a side file, not a run export", "format")
     if fmt != RUN_FORMAT:
-        return doc_error("bad_format", f"must be {RUN_FORMAT!r}, got {_json_type(fmt)}", "format")
+        return doc_error("bad_format", f"must be {RUN_FORMAT!r}, got {json_type(fmt)}", "format")
     run = top.get("run")
     if not isinstance(run, dict):
-        return doc_error("missing_run_id", f"must be an object with runId, got {_json_type(run)}",
+        return doc_error("missing_run_id", f"must be an object with runId, got {json_type(run)}",
                          "run")
     run_id = run.get("runId")
     if not isinstance(run_id, str) or not run_id:
-        return doc_error("missing_run_id", f"must be a non-empty string, got {_json_type(run_id)}",
+        return doc_error("missing_run_id", f"must be a non-empty string, got {json_type(run_id)}",
                          "run.runId")
     if run_id in seen_runs:
         return doc_error("duplicate_run_id",
                          f"{run_id!r} was already loaded from {seen_runs[run_id]}", "run.runId")
     for key in ("events", "checkpoints"):
         if key in top and key not in arrays:
-            return doc_error("bad_type", f"must be an array, got {_json_type(top[key])}", key)
+            return doc_error("bad_type", f"must be an array, got {json_type(top[key])}", key)
     parent = run.get("parentRunId")
     if parent is not None and not isinstance(parent, str):
-        return doc_error("bad_type", f"must be a string, got {_json_type(parent)}",
+        return doc_error("bad_type", f"must be a string, got {json_type(parent)}",
                          "run.parentRunId")
     created = run.get("createdAt")
     if created is not None and not isinstance(created, str):
-        return doc_error("bad_type", f"must be an ISO-8601 string, got {_json_type(created)}",
+        return doc_error("bad_type", f"must be an ISO-8601 string, got {json_type(created)}",
                          "run.createdAt")
     attrs = {k: v for k, v in run.items() if k not in ("runId", "parentRunId", "createdAt")}
     other = {k: v for k, v in top.items() if k not in ("format", "run")}
@@ -565,7 +507,7 @@ def _document(
         if not isinstance(ev, dict):
             quarantine.bad(
                 LoadError(source=src, line=line, field=path, reason="not_object",
-                          detail=f"must be a JSON object, got {_json_type(ev)}",
+                          detail=f"must be a JSON object, got {json_type(ev)}",
                           fix=_FIX["not_object"]),
                 _raw_text(ev),
             )
@@ -650,7 +592,7 @@ def _read_file(path: Path, acc: _Runs, seen: dict[str, str], quarantine: Quarant
                 acc.input_rows += 1
                 quarantine.bad(
                     LoadError(source=src, line=lineno, reason="not_object",
-                              detail=f"must be a run document (object), got {_json_type(obj)}",
+                              detail=f"must be a run document (object), got {json_type(obj)}",
                               fix=_FIX["not_object"]),
                     line,
                 )
@@ -949,14 +891,14 @@ def _checkpoints(acc: _Runs, tenant: str, loaded: pa.Table, quarantine: Quaranti
             src = acc.sources[d]
             problem = None
             if not isinstance(cp, dict):
-                problem = ("", "not_object", f"must be an object, got {_json_type(cp)}")
+                problem = ("", "not_object", f"must be an object, got {json_type(cp)}")
             else:
                 for key, required in (("checkpointId", True), ("eventId", True),
                                       ("label", False)):
                     v = cp.get(key)
                     if (required and v is None) or (v is not None and not isinstance(v, str)):
                         problem = (key, "missing_field" if v is None else "bad_type",
-                                   f"must be a string, got {_json_type(v)}")
+                                   f"must be a string, got {json_type(v)}")
                         break
                 if problem is None and cp["checkpointId"] in seen:
                     problem = ("checkpointId", "duplicate_checkpoint_id",
@@ -1020,10 +962,23 @@ def _checkpoints(acc: _Runs, tenant: str, loaded: pa.Table, quarantine: Quaranti
     )
 
 
-# ------------------------------------------------------------------------------ side files
+# ----------------------------------------------------------------- side files (parsed only)
 
 
-def _side_document(path: str | os.PathLike[str], expected: str) -> tuple[str, dict[str, Any]]:
+def read_side_document(path: str | os.PathLike[str], expected: str) -> tuple[str, dict[str, Any]]:
+    """(source, parsed object) of a branch or fixtures file whose ``"format"`` is ``expected``.
+
+    Only parses: UTF-8, JSON, one object, the format tag. What the document says is checked by
+    the branch layer (:func:`replaykit.read_isplay_branch`, :func:`replaykit.read_isplay_fixtures`).
+
+    Raises:
+        LoadError: ``bad_utf8``, ``bad_json``, ``not_object`` or ``bad_format``, naming the file.
+        FileNotFoundError: no such file.
+
+    >>> _, doc = read_side_document("data/isplay/fixtures.json", FIXTURES_FORMAT)  # doctest: +SKIP
+    >>> doc["format"]  # doctest: +SKIP
+    'isplay.fixtures/v1'
+    """
     src = str(path)
     data = Path(path).read_bytes()
     try:
@@ -1043,517 +998,39 @@ def _side_document(path: str | os.PathLike[str], expected: str) -> tuple[str, di
                         fix="Fix the JSON syntax.") from None
     if not isinstance(obj, dict):
         raise LoadError(source=src, line=1, reason="not_object",
-                        detail=f"must be a JSON object, got {_json_type(obj)}",
+                        detail=f"must be a JSON object, got {json_type(obj)}",
                         fix=f'Write one object with "format": "{expected}".')
     if obj.get("format") != expected:
         raise LoadError(source=src, line=None, field="format", reason="bad_format",
-                        detail=f"must be {expected!r}, got {_json_type(obj.get('format'))}",
+                        detail=f"must be {expected!r}, got {json_type(obj.get('format'))}",
                         fix=f'Set "format": "{expected}" (run exports are read with '
                         "read_isplay, branches with read_isplay_branch, fixtures with "
                         "read_isplay_fixtures).")
     return src, obj
 
 
-class _Invalid(Exception):
-    """A validation problem inside a side document: (json path, reason, detail, fix)."""
-
-    def __init__(self, path: str, reason: str, detail: str, fix: str) -> None:
-        super().__init__(path, reason, detail, fix)
-        self.path, self.reason, self.detail, self.fix = path, reason, detail, fix
-
-    def to_load_error(self, source: str) -> LoadError:
-        return LoadError(source=source, line=None, field=self.path, reason=self.reason,
-                         detail=self.detail, fix=self.fix)
-
-
-def _want_str(obj: Mapping[str, Any], key: str, where: str, *, required: bool = True,
-              empty_ok: bool = False) -> str | None:
-    v = obj.get(key)
-    if v is None:
-        if required:
-            raise _Invalid(f"{where}{key}", "missing_field", "is required",
-                           f"Add {key!r} (a string).")
-        return None
-    if not isinstance(v, str) or (not v and not empty_ok):
-        raise _Invalid(f"{where}{key}", "bad_type",
-                       f"must be a non-empty string, got {_json_type(v)}",
-                       f"Give {key!r} as a string.")
-    return v
-
-
-def _want_obj(obj: Mapping[str, Any], key: str, where: str, *, required: bool = True
-              ) -> dict[str, Any] | None:
-    v = obj.get(key)
-    if v is None:
-        if required:
-            raise _Invalid(f"{where}{key}", "missing_field", "is required (an object)",
-                           f"Add {key!r}.")
-        return None
-    if not isinstance(v, dict):
-        raise _Invalid(f"{where}{key}", "bad_type", f"must be an object, got {_json_type(v)}",
-                       f"Give {key!r} as a JSON object.")
-    return v
-
-
-_POINTER_RE = re.compile(r"^(/([^~/]|~[01])*)*$")
-
-
-def _check_pointer(value: Any, where: str) -> None:
-    if not isinstance(value, str) or not _POINTER_RE.match(value):
-        raise _Invalid(where, "bad_patch_op",
-                       f"must be a JSON pointer (RFC 6901) such as '/settings/temperature', "
-                       f"got {_json_type(value)}",
-                       "Start the pointer with '/', escape '~' as '~0' and '/' as '~1'.")
-
-
-def _check_operation(op: Any, where: str, allowed: tuple[str, ...], kind: str) -> None:
-    if not isinstance(op, dict):
-        raise _Invalid(where, "bad_patch_op", f"must be an object, got {_json_type(op)}",
-                       'Write operations as {"op": ..., "path": ..., ...}.')
-    name = op.get("op")
-    if name not in allowed:
-        raise _Invalid(f"{where}.op", "bad_patch_op",
-                       f"must be one of {', '.join(allowed)} for a {kind} intervention, "
-                       f"got {_json_type(name)}",
-                       "Use an RFC 6902 operation, replace_text or mask_span.")
-    _check_pointer(op.get("path"), f"{where}.path")
-    value = op.get("value")
-    if name in ("add", "replace", "test") and "value" not in op:
-        raise _Invalid(f"{where}.value", "bad_patch_op", f"is required by op {name!r}",
-                       "Add the new value.")
-    if name in ("move", "copy"):
-        _check_pointer(op.get("from"), f"{where}.from")
-    if name == "replace_text":
-        if not isinstance(value, dict) or not isinstance(value.get("search"), str) \
-                or not value["search"] or not isinstance(value.get("replacement"), str):
-            raise _Invalid(f"{where}.value", "bad_patch_op",
-                           "must be {search: non-empty string, replacement: string}, got "
-                           f"{_json_type(value)}",
-                           'Write {"search": "old text", "replacement": "new text"}.')
-    if name == "mask_span":
-        ok = isinstance(value, dict)
-        span: dict[str, Any] = value if isinstance(value, dict) else {}
-        start = span.get("start")
-        end = span.get("end")
-        repl = span.get("replacement", "")
-        ints = all(isinstance(x, int) and not isinstance(x, bool) for x in (start, end))
-        if not (ok and ints and 0 <= start <= end and isinstance(repl, str)):  # type: ignore[operator]
-            raise _Invalid(f"{where}.value", "bad_patch_op",
-                           "must be {start: int >= 0, end: int >= start, replacement?: string}, "
-                           f"got {canonical_json(value) if ok else _json_type(value)}",
-                           'Write {"start": 20, "end": 55, "replacement": "[MASKED]"}.')
-
-
-def _check_patch(kind: str, patch: dict[str, Any], where: str) -> None:
-    ops = patch.get("operations")
-    if kind == "tool_args_patch":
-        args = patch.get("args")
-        if args is None and ops is None:
-            raise _Invalid(where, "bad_patch", "needs 'args' (the new arguments) or "
-                           "'operations' (RFC 6902 on the arguments)",
-                           'Write {"toolName": "...", "args": {...}}.')
-        if args is not None and not isinstance(args, dict):
-            raise _Invalid(f"{where}.args", "bad_type",
-                           f"must be an object, got {_json_type(args)}",
-                           "Give the complete new arguments as an object.")
-        if patch.get("toolName") is not None:
-            _want_str(patch, "toolName", f"{where}.")
-        if ops is None:
-            return
-    elif ops is None:
-        raise _Invalid(f"{where}.operations", "missing_field",
-                       "is required (a non-empty array of operations)",
-                       'Write {"operations": [{"op": ..., "path": ..., ...}]}.')
-    if not isinstance(ops, list) or not ops:
-        raise _Invalid(f"{where}.operations", "bad_type",
-                       f"must be a non-empty array, got {_json_type(ops)}",
-                       "List at least one operation.")
-    for k, op in enumerate(ops):
-        _check_operation(op, f"{where}.operations[{k}]", _KIND_OPS[kind], kind)
-
-
-_SELECTOR_ALIASES = {
-    "target": "target_ref",
-    **{"".join(w.capitalize() if i else w for i, w in enumerate(k.split("_"))): k
-       for k in SELECTOR_KEYS},
+#: Names this module held before the branch vocabulary moved to the branch layer.
+_MOVED = {
+    "FIXTURE_PROVENANCES": "replaykit.branch.vocab",
+    "INTERVENTION_KINDS": "replaykit.branch.vocab",
+    "MODEL_POLICIES": "replaykit.branch.vocab",
+    "SELECTOR_KEYS": "replaykit.branch.vocab",
+    "TOOL_POLICIES": "replaykit.branch.vocab",
+    "IsplayBranch": "replaykit.branch.types",
+    "IsplayIntervention": "replaykit.branch.types",
+    "ReplayPolicy": "replaykit.branch.types",
+    "read_isplay_branch": "replaykit.branch.types",
+    "FIXTURES_SCHEMA": "replaykit.branch.fixtures",
+    "read_isplay_fixtures": "replaykit.branch.fixtures",
 }
 
 
-def _check_selector(sel: dict[str, Any], where: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if not sel:
-        raise _Invalid(where, "empty_selector", "names no target",
-                       f"Give at least one of {', '.join(SELECTOR_KEYS)}.")
-    for key, value in sel.items():
-        name = key
-        if key == "target":
-            name = "target_ref"
-            if "target_ref" in sel:
-                raise _Invalid(f"{where}.target", "bad_selector",
-                               "duplicates target_ref (target is its shortcut)",
-                               "Keep one of target / target_ref.")
-        elif key not in SELECTOR_KEYS:
-            hint = _SELECTOR_ALIASES.get(key)
-            raise _Invalid(f"{where}.{key}", "unknown_selector_key",
-                           "is not a selector key" + (f" (did you mean {hint!r}?)" if hint else ""),
-                           f"Use one of: {', '.join(SELECTOR_KEYS)}.")
-        if name == "target_event":
-            ok = (isinstance(value, str) and value) or (
-                isinstance(value, int) and not isinstance(value, bool) and value >= 0)
-            if not ok:
-                raise _Invalid(f"{where}.{key}", "bad_type",
-                               f"must be an event id or a seq >= 0, got {_json_type(value)}",
-                               "Name the event by id (or by seq on formats without ids).")
-        elif name == "json_pointer":
-            _check_pointer(value, f"{where}.{key}")
-        elif not isinstance(value, str) or not value:
-            raise _Invalid(f"{where}.{key}", "bad_type",
-                           f"must be a non-empty string, got {_json_type(value)}",
-                           "Give the selector value as a string.")
-        out[name] = value
-    return out
-
-
-@dataclass(frozen=True)
-class ReplayPolicy:
-    """A branch's default replay policies (``replayPolicy`` in a branch file)."""
-
-    model: str = "recorded-only"
-    tool: str = "pause-for-fixture"
-
-    def to_dict(self) -> dict[str, str]:
-        return {"model": self.model, "tool": self.tool}
-
-
-@dataclass(frozen=True)
-class IsplayIntervention:
-    """One targeted change of a branch: ``kind`` applied by ``patch`` where ``selector`` matches.
-
-    ``selector`` and ``patch`` are plain JSON values (treat them as read-only); ``extra`` keeps
-    fields the file had beyond the documented ones.
-    """
-
-    intervention_id: str
-    kind: Literal["prompt_patch", "tool_args_patch", "json_patch", "mask"]
-    selector: dict[str, Any]
-    patch: dict[str, Any]
-    description: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The intervention in branch-file shape."""
-        out: dict[str, Any] = {
-            "interventionId": self.intervention_id,
-            "kind": self.kind,
-            "selector": dict(self.selector),
-            "patch": self.patch,
-            "description": self.description,
-        }
-        out.update(self.extra)
-        return out
-
-
-_BRANCH_KEYS = ("format", "branchId", "baseRunId", "checkpointId", "parentBranchId", "name",
-                "projectId", "replayPolicy", "metadata", "interventions")
-_INTERVENTION_KEYS = ("interventionId", "kind", "selector", "patch", "description")
-
-
-@dataclass(frozen=True)
-class IsplayBranch:
-    """A branch of a base run from one checkpoint, with its interventions (immutable).
-
-    Built by :func:`read_isplay_branch` or :meth:`from_dict`; :meth:`to_dict` gives the file
-    shape back (``from_dict(b.to_dict()) == b``).
-
-    Example:
-        >>> b = IsplayBranch.from_dict({"format": "isplay.branch/v1", "branchId": "br-1",
-        ...     "baseRunId": "run-1", "checkpointId": "cp-1", "name": "demo",
-        ...     "interventions": []})
-        >>> b.base_run_id, b.replay_policy
-        ('run-1', None)
-    """
-
-    branch_id: str
-    base_run_id: str
-    checkpoint_id: str
-    name: str
-    interventions: tuple[IsplayIntervention, ...] = ()
-    parent_branch_id: str | None = None
-    project_id: str | None = None
-    replay_policy: ReplayPolicy | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
-    source: str | None = field(default=None, compare=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The branch in ``isplay.branch/v1`` file shape (optional fields only when set)."""
-        out: dict[str, Any] = {
-            "format": BRANCH_FORMAT,
-            "branchId": self.branch_id,
-            "baseRunId": self.base_run_id,
-            "checkpointId": self.checkpoint_id,
-            "name": self.name,
-        }
-        if self.parent_branch_id is not None:
-            out["parentBranchId"] = self.parent_branch_id
-        if self.project_id is not None:
-            out["projectId"] = self.project_id
-        if self.replay_policy is not None:
-            out["replayPolicy"] = self.replay_policy.to_dict()
-        if self.metadata:
-            out["metadata"] = self.metadata
-        out["interventions"] = [iv.to_dict() for iv in self.interventions]
-        out.update(self.extra)
-        return out
-
-    @classmethod
-    def from_dict(cls, obj: Mapping[str, Any], *, source: str = "<dict>") -> IsplayBranch:
-        """Validate a branch document (already parsed JSON) and build the branch.
-
-        Raises:
-            LoadError: naming the JSON path, e.g. ``interventions[1].selector.targetRef``, with
-                reason ``unknown_kind``, ``unknown_selector_key``, ``bad_patch_op``,
-                ``bad_patch``, ``unknown_policy``, ``missing_field``, ``bad_type``,
-                ``duplicate_intervention_id`` or ``bad_format``.
-        """
-        try:
-            return cls._from_dict(obj, source)
-        except _Invalid as exc:
-            raise exc.to_load_error(source) from None
-
-    @classmethod
-    def _from_dict(cls, obj: Mapping[str, Any], source: str) -> IsplayBranch:
-        if obj.get("format") != BRANCH_FORMAT:
-            raise _Invalid("format", "bad_format",
-                           f"must be {BRANCH_FORMAT!r}, got {_json_type(obj.get('format'))}",
-                           f'Set "format": "{BRANCH_FORMAT}".')
-        branch_id = _want_str(obj, "branchId", "")
-        base = _want_str(obj, "baseRunId", "")
-        cp = _want_str(obj, "checkpointId", "")
-        name = _want_str(obj, "name", "")
-        parent = _want_str(obj, "parentBranchId", "", required=False)
-        project = _want_str(obj, "projectId", "", required=False)
-        metadata = _want_obj(obj, "metadata", "", required=False) or {}
-        pol = _want_obj(obj, "replayPolicy", "", required=False)
-        policy = None
-        if pol is not None:
-            model = pol.get("model", "recorded-only")
-            tool = pol.get("tool", "pause-for-fixture")
-            if model not in MODEL_POLICIES:
-                raise _Invalid("replayPolicy.model", "unknown_policy",
-                               f"must be one of {', '.join(MODEL_POLICIES)}, got "
-                               f"{_json_type(model)}", "Pick a model policy from the list.")
-            if tool not in TOOL_POLICIES:
-                raise _Invalid("replayPolicy.tool", "unknown_policy",
-                               f"must be one of {', '.join(TOOL_POLICIES)}, got "
-                               f"{_json_type(tool)}", "Pick a tool policy from the list.")
-            unknown = sorted(set(pol) - {"model", "tool"})
-            if unknown:
-                raise _Invalid(f"replayPolicy.{unknown[0]}", "unknown_field",
-                               "is not a replay policy field", "Use 'model' and 'tool'.")
-            policy = ReplayPolicy(model=model, tool=tool)
-        ivs = obj.get("interventions", [])
-        if not isinstance(ivs, list):
-            raise _Invalid("interventions", "bad_type", f"must be an array, got {_json_type(ivs)}",
-                           "List the interventions (may be empty).")
-        out: list[IsplayIntervention] = []
-        ids: set[str] = set()
-        for k, iv in enumerate(ivs):
-            where = f"interventions[{k}]"
-            if not isinstance(iv, dict):
-                raise _Invalid(where, "not_object", f"must be an object, got {_json_type(iv)}",
-                               "Write each intervention as an object.")
-            iid = _want_str(iv, "interventionId", f"{where}.")
-            assert iid is not None
-            if iid in ids:
-                raise _Invalid(f"{where}.interventionId", "duplicate_intervention_id",
-                               f"{iid!r} repeats an earlier intervention id",
-                               "Give each intervention its own id.")
-            ids.add(iid)
-            kind = iv.get("kind")
-            if kind not in INTERVENTION_KINDS:
-                raise _Invalid(f"{where}.kind", "unknown_kind",
-                               f"must be one of {', '.join(INTERVENTION_KINDS)}, got "
-                               f"{_json_type(kind)}", "Pick an intervention kind from the list.")
-            sel = _want_obj(iv, "selector", f"{where}.")
-            assert sel is not None
-            selector = _check_selector(sel, f"{where}.selector")
-            patch = _want_obj(iv, "patch", f"{where}.")
-            assert patch is not None
-            _check_patch(kind, patch, f"{where}.patch")
-            desc = _want_str(iv, "description", f"{where}.", required=False, empty_ok=True) or ""
-            extra = {key: v for key, v in iv.items() if key not in _INTERVENTION_KEYS}
-            out.append(IsplayIntervention(iid, kind, selector, patch, desc, extra))
-        assert branch_id and base and cp and name
-        return cls(
-            branch_id=branch_id,
-            base_run_id=base,
-            checkpoint_id=cp,
-            name=name,
-            interventions=tuple(out),
-            parent_branch_id=parent,
-            project_id=project,
-            replay_policy=policy,
-            metadata=metadata,
-            extra={key: v for key, v in obj.items() if key not in _BRANCH_KEYS},
-            source=source,
-        )
-
-
-def read_isplay_branch(path: str | os.PathLike[str]) -> IsplayBranch:
-    """Read and validate an ``isplay.branch/v1`` file (a branch and its interventions).
-
-    Every intervention is checked: ``kind`` is one of :data:`INTERVENTION_KINDS`, selector keys
-    are :data:`SELECTOR_KEYS` (``target`` is accepted as the shortcut of ``target_ref``), and the
-    patch fits its kind (RFC 6902 operations with valid JSON pointers, ``replace_text`` with
-    search/replacement, ``mask_span`` with start <= end, ``tool_args_patch`` with ``args`` and
-    an optional ``toolName``). Branch files are all-or-nothing: the first problem raises.
-
-    Raises:
-        LoadError: naming the file, the JSON path of the problem, a reason code and a fix.
-        FileNotFoundError: no such file.
-
-    Example:
-        >>> b = read_isplay_branch("data/isplay/branch-drop-fraud-clause.json")  # doctest: +SKIP
-        >>> [iv.kind for iv in b.interventions]  # doctest: +SKIP
-        ['prompt_patch', 'mask', 'json_patch', 'tool_args_patch']
-    """
-    src, obj = _side_document(path, BRANCH_FORMAT)
-    return IsplayBranch.from_dict(obj, source=src)
-
-
-_FIXTURE_KEYS = ("fixtureId", "projectId", "toolName", "scope", "matcher", "output", "isError",
-                 "provenance", "createdBy", "note")
-_HASH_RE = re.compile(r"^[0-9a-f]{32}$")
-
-FIXTURES_SCHEMA: pa.Schema = pa.schema(
-    [
-        pa.field("fixture_id", pa.string(), nullable=False),
-        pa.field("project_id", pa.string(), nullable=False),
-        pa.field("tool_name", pa.string(), nullable=False),
-        pa.field("scope_replay_id", pa.string()),
-        pa.field("scope_branch_id", pa.string()),
-        pa.field("args_hash", pa.string()),
-        pa.field("args_subset", pa.string()),
-        pa.field("output", pa.large_string()),
-        pa.field("is_error", pa.bool_(), nullable=False),
-        pa.field("provenance", pa.string(), nullable=False),
-        pa.field("created_by", pa.string()),
-        pa.field("note", pa.string()),
-        pa.field("extra", pa.string()),
-        pa.field("source", pa.string(), nullable=False),
-    ]
-)
-
-
-def _fixture_row(fx: Any, k: int, src: str) -> dict[str, Any]:
-    where = f"fixtures[{k}]"
-    if not isinstance(fx, dict):
-        raise _Invalid(where, "not_object", f"must be an object, got {_json_type(fx)}",
-                       "Write each fixture as an object.")
-    dot = f"{where}."
-    row: dict[str, Any] = {
-        "fixture_id": _want_str(fx, "fixtureId", dot),
-        "project_id": _want_str(fx, "projectId", dot),
-        "tool_name": _want_str(fx, "toolName", dot),
-    }
-    scope = _want_obj(fx, "scope", dot, required=False) or {}
-    unknown = sorted(set(scope) - {"replayId", "branchId"})
-    if unknown:
-        raise _Invalid(f"{where}.scope.{unknown[0]}", "unknown_field",
-                       "is not a scope key", "Scope a fixture by 'replayId' or 'branchId'.")
-    if len(scope) > 1:
-        raise _Invalid(f"{where}.scope", "bad_value", "names both replayId and branchId",
-                       "Scope a fixture to one replay or one branch (or omit scope).")
-    row["scope_replay_id"] = _want_str(scope, "replayId", f"{where}.scope.", required=False)
-    row["scope_branch_id"] = _want_str(scope, "branchId", f"{where}.scope.", required=False)
-    matcher = _want_obj(fx, "matcher", dot)
-    assert matcher is not None
-    keys = set(matcher)
-    if keys not in ({"argsHash"}, {"argsSubset"}):
-        raise _Invalid(f"{where}.matcher", "bad_matcher",
-                       f"must hold exactly one of argsHash / argsSubset, got keys {sorted(keys)}",
-                       'Write {"argsHash": "<32 hex>"} or {"argsSubset": {...}}.')
-    h = matcher.get("argsHash")
-    if h is not None and (not isinstance(h, str) or not _HASH_RE.match(h)):
-        raise _Invalid(f"{where}.matcher.argsHash", "bad_args_hash",
-                       f"must be 32 lowercase hex characters, got {_json_type(h)}",
-                       "Compute it with replaykit._json.args_hash(args), or match with "
-                       "argsSubset.")
-    subset = matcher.get("argsSubset")
-    if "argsSubset" in matcher and not isinstance(subset, dict):
-        raise _Invalid(f"{where}.matcher.argsSubset", "bad_type",
-                       f"must be an object, got {_json_type(subset)}",
-                       "Give the argument values the call must contain.")
-    row["args_hash"] = h
-    row["args_subset"] = canonical_json(subset) if subset is not None else None
-    if "output" not in fx:
-        raise _Invalid(f"{where}.output", "missing_field", "is required (the tool output)",
-                       "Add the output the tool should return (any JSON value).")
-    row["output"] = canonical_json(fx["output"])
-    is_err = fx.get("isError", False)
-    if not isinstance(is_err, bool):
-        raise _Invalid(f"{where}.isError", "bad_type",
-                       f"must be true or false, got {_json_type(is_err)}", "Use a boolean.")
-    row["is_error"] = is_err
-    prov = fx.get("provenance")
-    if prov not in FIXTURE_PROVENANCES:
-        raise _Invalid(f"{where}.provenance", "unknown_provenance",
-                       f"must be one of {', '.join(FIXTURE_PROVENANCES)}, got {_json_type(prov)}",
-                       "Say where the output came from.")
-    row["provenance"] = prov
-    row["created_by"] = _want_str(fx, "createdBy", dot, required=False)
-    row["note"] = _want_str(fx, "note", dot, required=False, empty_ok=True)
-    extra = {key: v for key, v in fx.items() if key not in _FIXTURE_KEYS}
-    row["extra"] = canonical_json(extra) if extra else None
-    row["source"] = src
-    return row
-
-
-def read_isplay_fixtures(
-    path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-) -> pd.DataFrame:
-    """One row per fixture of ``isplay.fixtures/v1`` file(s): tool outputs for replay.
-
-    Columns: fixture_id, project_id, tool_name, scope_replay_id, scope_branch_id, args_hash,
-    args_subset (canonical JSON text), output (canonical JSON text), is_error, provenance
-    (analyst / ai / simulator / live, categorical), created_by, note, extra (unknown fields as
-    JSON text, or null), source. ``path`` may be a file or a list of files. Fixture files are
-    all-or-nothing: the first problem raises.
-
-    Raises:
-        LoadError: naming the file, the JSON path (``fixtures[2].matcher``), a reason code
-            (``unknown_provenance``, ``bad_matcher``, ``bad_args_hash``,
-            ``duplicate_fixture_id``, ``missing_field``, ``bad_type``, ...) and a fix.
-        FileNotFoundError: no such file.
-
-    Example:
-        >>> fx = read_isplay_fixtures("data/isplay/fixtures.json")  # doctest: +SKIP
-        >>> fx.provenance.value_counts().to_dict()  # doctest: +SKIP
-        {'analyst': 1, 'ai': 1, 'live': 1, 'simulator': 1}
-    """
-    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
-    rows: list[dict[str, Any]] = []
-    seen: dict[str, str] = {}
-    for p in paths:
-        src, obj = _side_document(p, FIXTURES_FORMAT)
-        fixtures = obj.get("fixtures")
-        try:
-            if not isinstance(fixtures, list):
-                raise _Invalid("fixtures", "bad_type",
-                               f"must be an array, got {_json_type(fixtures)}",
-                               "List the fixtures (may be empty).")
-            for k, fx in enumerate(fixtures):
-                row = _fixture_row(fx, k, src)
-                if row["fixture_id"] in seen:
-                    raise _Invalid(f"fixtures[{k}].fixtureId", "duplicate_fixture_id",
-                                   f"{row['fixture_id']!r} was already defined in "
-                                   f"{seen[row['fixture_id']]}", "Give each fixture its own id.")
-                seen[row["fixture_id"]] = src
-                rows.append(row)
-        except _Invalid as exc:
-            raise exc.to_load_error(src) from None
-    table = pa.Table.from_pylist(rows, schema=FIXTURES_SCHEMA)
-    df = to_pandas(table)
-    df["provenance"] = pd.Categorical(df["provenance"], categories=list(FIXTURE_PROVENANCES))
-    return df
+def __getattr__(name: str) -> Any:
+    """A name that moved to the branch layer says where it went (the loader never imports it:
+    loaders sit below ``replaykit.branch``)."""
+    if name in _MOVED:
+        raise AttributeError(f"replaykit.io.isplay.{name} moved to {_MOVED[name]}.{name} (the "
+                             "branch vocabulary lives with the branch layer; "
+                             "replaykit.read_isplay_branch / read_isplay_fixtures are unchanged)",
+                             name=name, obj=None)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
