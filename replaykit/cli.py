@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -39,6 +38,7 @@ from typing import Any
 
 import pandas as pd
 
+from ._cli_messages import cli_error_text
 from .errors import LoadError, ReplayKitError
 from .eventlog import RUN_STAT_COLUMNS
 
@@ -61,33 +61,6 @@ class _UsageError(Exception):
 
 class _EmptyAnswer(Exception):
     """The command ran but found nothing to answer with: exit 1 with the message."""
-
-
-# ---------------------------------------------------------------------------- messages
-_REWRITES = (
-    (re.compile(r"""pass errors=["']quarantine["']"""), "pass --errors quarantine"),
-    (re.compile(r"""errors=["']quarantine["']"""), "--errors quarantine"),
-    (re.compile(r"Pass format=\.\.\. explicitly"), "Pass --format FORMAT"),
-    (re.compile(r"""(owner|tenant_id)=['"]?(ID|acme)['"]?"""), "--tenant ID"),
-)
-
-
-def cli_error_text(exc: BaseException) -> str:
-    """An exception's message in the command line's words (``--errors quarantine``,
-    ``--tenant ID``), without Python call syntax or the quotes ``KeyError`` adds.
-
-    >>> cli_error_text(KeyError("no run 'r1'"))
-    "no run 'r1'"
-    """
-    if isinstance(exc, LoadError) and exc.reason == "missing_tenant":
-        return (f"{exc.source}: this format records no tenant, so its owner must be named: "
-                "pass --tenant ID (a tenant id is never guessed)")
-    if isinstance(exc, TypeError) and "tenant_id" in str(exc):
-        return "a tenant is required here and none was given: pass --tenant ID"
-    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-    for pattern, repl in _REWRITES:
-        text = pattern.sub(repl, text)
-    return text
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -762,7 +735,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["verify-chain"]:
-        from .integrity import verify_chain_command
+        from ._cli_verify import verify_chain_command
 
         return verify_chain_command(argv[1:])
     if argv[:1] == ["report"]:

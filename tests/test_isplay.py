@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pytest
+from _imports import imports_of, replaykit_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -714,39 +715,13 @@ def test_empty_load_has_typed_extras(tmp_path):
     assert isinstance(log.extras["checkpoints"], pa.Table)
 
 
-def _imports(path: Path) -> set[tuple[str, str]]:
-    """(module, name) of every replaykit import in ``path``, at module level or inside
-    functions (name "" for ``import x``); relative imports resolved."""
-    import ast
-
-    root = Path(__file__).resolve().parents[1]
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    package = parts[:-1]  # a module's package; an __init__'s package is its folder
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    out: set[tuple[str, str]] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out.update((a.name, "") for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                up = package[: len(package) - node.level + 1]
-                base = ".".join(up + ([base] if base else []))
-            out.update((base, a.name) for a in node.names)
-    return {(m, n) for m, n in out if m.startswith("replaykit")}
-
-
-def _replaykit_files(sub: str) -> list[Path]:
-    return sorted((Path(__file__).resolve().parents[1] / "replaykit" / sub).rglob("*.py"))
-
-
 def test_loaders_never_import_the_branch_layer():
     # the branch vocabulary (policies, interventions, selectors, fixture types) lives in
     # replaykit.branch, above the loaders: no module of replaykit.io reaches up into it
-    files = _replaykit_files("io")
+    files = replaykit_files("io")
     assert any(f.parts[-2:] == ("isplay", "_documents.py") for f in files)  # a package now
     for f in files:
-        up = sorted(f"{m}:{n}" for m, n in _imports(f)
+        up = sorted(f"{m}:{n}" for m, n in imports_of(f)
                     if (m == "replaykit" and n == "branch") or m == "replaykit.branch"
                     or m.startswith("replaykit.branch."))
         assert up == [], f"{f} imports {up}"
@@ -757,8 +732,8 @@ def test_branch_takes_only_format_tags_and_parsed_documents_from_the_loader():
     # format tags and the parsed side documents
     allowed = {"BRANCH_FORMAT", "FIXTURES_FORMAT", "read_side_document"}
     seen = set()
-    for f in _replaykit_files("branch"):
-        for m, n in _imports(f):
+    for f in replaykit_files("branch"):
+        for m, n in imports_of(f):
             if m.startswith("replaykit.io.isplay"):
                 assert n in allowed, f"{f.name} takes {n} from {m}"
                 seen.add(n)
