@@ -29,7 +29,6 @@ from ...errors import LoadError
 from .._common import Progress, Quarantine
 from ._format import _LINE_SUFFIXES, BRANCH_FORMAT, FIXTURES_FORMAT, RUN_FORMAT
 from ._text import (
-    _INT64_MAX,
     _json_error,
     _lines_at,
     _raw_text,
@@ -64,6 +63,7 @@ _FIX = {
 
 # ------------------------------------------------------------------------------ run documents
 
+_INT64_MAX = 2**63 - 1
 _EVENT_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     "eventId": str,
     "type": str,

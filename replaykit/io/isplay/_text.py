@@ -33,7 +33,6 @@ def _finite_float(text: str) -> float:
 
 
 _DEC = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
-_INT64_MAX = 2**63 - 1
 scanstring = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
