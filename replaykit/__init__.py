@@ -25,6 +25,8 @@ from .branch import (
     replay,
     tool_distance_matrix,
 )
+from .branch.fixtures import read_isplay_fixtures
+from .branch.types import IsplayBranch, read_isplay_branch
 from .cachekey import cache_key
 from .cohorts import Cohorts, SemesterCalendar, cohorts
 from .errors import (
@@ -70,7 +72,6 @@ from .integrity import (
 )
 from .io import detect_format, read_events, read_isplay, read_pleach, read_toh
 from .io.inspect import read_inspect
-from .io.isplay import IsplayBranch, read_isplay_branch, read_isplay_fixtures
 from .io.otel import read_otel
 from .io.toh import OrphanRunWarning
 from .schema import EVENTS_SCHEMA, validate

@@ -17,7 +17,7 @@ except ImportError:  # pragma: no cover
 
 __all__ = [
     "HAVE_ORJSON", "MAX_DEPTH", "JSONDecodeError", "JSONTooDeep", "args_hash", "canonical_json",
-    "dumps", "loads", "may_hold_long_ints",
+    "dumps", "json_type", "loads", "may_hold_long_ints",
 ]  # fmt: skip
 
 HAVE_ORJSON = _orjson is not None
@@ -300,3 +300,19 @@ def map_distinct_documents(texts: Any, fn: Any, default: Any = None) -> tuple[li
         values.append(fn(doc) if isinstance(doc, dict) else default)
     return values, enc.indices
 
+
+def json_type(v: Any) -> str:
+    """A short phrase naming a parsed JSON value's type, for error messages ("got ...").
+
+    >>> json_type(None), json_type(True), json_type(3), json_type("abc"), json_type([])
+    ('null', 'a boolean', 'the number 3', "the string 'abc'", 'an array')
+    """
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return f"the number {v!r}"
+    if isinstance(v, str):
+        return f"the string {v[:40]!r}"
+    return "an object" if isinstance(v, dict) else "an array"

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -39,6 +38,7 @@ from typing import Any
 
 import pandas as pd
 
+from ._cli_messages import cli_error_text
 from .errors import LoadError, ReplayKitError
 from .eventlog import RUN_STAT_COLUMNS
 
@@ -63,33 +63,6 @@ class _EmptyAnswer(Exception):
     """The command ran but found nothing to answer with: exit 1 with the message."""
 
 
-# ---------------------------------------------------------------------------- messages
-_REWRITES = (
-    (re.compile(r"""pass errors=["']quarantine["']"""), "pass --errors quarantine"),
-    (re.compile(r"""errors=["']quarantine["']"""), "--errors quarantine"),
-    (re.compile(r"Pass format=\.\.\. explicitly"), "Pass --format FORMAT"),
-    (re.compile(r"""(owner|tenant_id)=['"]?(ID|acme)['"]?"""), "--tenant ID"),
-)
-
-
-def cli_error_text(exc: BaseException) -> str:
-    """An exception's message in the command line's words (``--errors quarantine``,
-    ``--tenant ID``), without Python call syntax or the quotes ``KeyError`` adds.
-
-    >>> cli_error_text(KeyError("no run 'r1'"))
-    "no run 'r1'"
-    """
-    if isinstance(exc, LoadError) and exc.reason == "missing_tenant":
-        return (f"{exc.source}: this format records no tenant, so its owner must be named: "
-                "pass --tenant ID (a tenant id is never guessed)")
-    if isinstance(exc, TypeError) and "tenant_id" in str(exc):
-        return "a tenant is required here and none was given: pass --tenant ID"
-    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-    for pattern, repl in _REWRITES:
-        text = pattern.sub(repl, text)
-    return text
-
-
 class _Formatter(argparse.HelpFormatter):
     """Help that names an option's default when it has a meaningful one."""
 
@@ -108,7 +81,7 @@ def _help_formatter(prog: str) -> argparse.HelpFormatter:
 # ---------------------------------------------------------------------------- parser
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
-    from .io.isplay import INTERVENTION_KINDS, MODEL_POLICIES, TOOL_POLICIES
+    from .branch.vocab import INTERVENTION_KINDS, MODEL_POLICIES, TOOL_POLICIES
 
     parser = argparse.ArgumentParser(
         prog="replaykit",
@@ -547,7 +520,7 @@ def _pick_tenant(log: Any, tenant: str | None, run_id: str) -> str:
 
 def _branch_create(args: argparse.Namespace) -> int:
     from .branch.branch import _default_id
-    from .io.isplay import IsplayBranch, ReplayPolicy
+    from .branch.types import IsplayBranch, ReplayPolicy
 
     out = Path(args.output)
     if out.exists() and not args.overwrite:
@@ -601,7 +574,7 @@ _SELECTOR_FLAGS = ("target_ref", "target", "target_event", "target_type", "targe
 
 
 def _branch_intervene(args: argparse.Namespace) -> int:
-    from .io.isplay import IsplayBranch, read_isplay_branch
+    from .branch.types import IsplayBranch, read_isplay_branch
 
     ib = read_isplay_branch(args.branch)
     selector: dict[str, Any] = {}
@@ -653,7 +626,7 @@ def _has_event_ids(ib: Any) -> bool:
 
 def _replay(args: argparse.Namespace) -> int:
     from .branch import Branch, FixtureRegistry, replay
-    from .io.isplay import read_isplay_branch
+    from .branch.types import read_isplay_branch
 
     out = Path(args.output)
     if (out / "manifest.json").exists() and not args.overwrite:
@@ -762,7 +735,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["verify-chain"]:
-        from .integrity import verify_chain_command
+        from ._cli_verify import verify_chain_command
 
         return verify_chain_command(argv[1:])
     if argv[:1] == ["report"]:

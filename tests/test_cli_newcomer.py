@@ -68,7 +68,7 @@ def test_every_option_and_argument_has_help():
                if not isinstance(a, argparse._SubParsersAction) and not (a.help or "").strip()]
     assert missing == []
     # and the policy options name every policy the library has
-    from replaykit.io.isplay import MODEL_POLICIES, TOOL_POLICIES
+    from replaykit.branch.vocab import MODEL_POLICIES, TOOL_POLICIES
 
     replay_help = run("replay", "--help").stdout
     for pol in (*MODEL_POLICIES, *TOOL_POLICIES):

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from replaykit import EventLog
+from replaykit._cli_verify import verify_chain_command
 from replaykit.integrity import (
     CONTENT_COLUMNS,
     GENESIS,
@@ -26,7 +27,6 @@ from replaykit.integrity import (
     row_content,
     stamp_chain,
     verify_chain,
-    verify_chain_command,
     verify_proof,
 )
 from replaykit.schema import events_table
@@ -422,3 +422,30 @@ def test_verify_chain_command_exit_codes(tmp_path, capsys):
     assert verify_chain_command([str(tmp_path / "missing")]) == 2
     assert verify_chain_command(["sqlite:///x.db"]) == 2  # a database needs --tenant
     assert "needs --tenant" in capsys.readouterr().err
+
+
+def test_integrity_reads_no_inputs_itself():
+    # reading the logs to check (files, Parquet datasets, databases) and the chain manifest is
+    # the command line's part (replaykit._cli_verify), through the same loaders as everything
+    # else; integrity itself only re-derives pleach columns with the loader's own code and
+    # turns a log's quarantined SQL rows into problems
+    from _imports import ROOT, imports_of
+
+    got = {(m, n) for m, n in imports_of(ROOT / "replaykit" / "integrity.py")
+           if m.startswith(("replaykit.io", "replaykit.sql", "replaykit.cli", "replaykit._cli"))
+           or n.startswith("read_") or n == "cli"}
+    assert all(m == "replaykit.sql" or m.startswith("replaykit.io.pleach") for m, _ in got), got
+    assert not [n for _, n in got if n.startswith("read_")], got
+    assert {n for m, n in got if m == "replaykit.sql"} == {"malformed_problems"}
+    cli_side = {m for m, _ in imports_of(ROOT / "replaykit" / "_cli_verify.py")}
+    assert {"replaykit.io", "replaykit.eventlog", "replaykit.integrity"} <= cli_side
+    assert "replaykit.cli" not in cli_side  # the entry point dispatches to it, not back
+
+
+def test_verify_chain_command_moved_to_the_command_line_layer():
+    import replaykit.integrity as integrity
+    from replaykit import cli
+
+    with pytest.raises(AttributeError, match=r"moved to replaykit\._cli_verify"):
+        integrity.verify_chain_command  # noqa: B018
+    assert cli.main(["verify-chain", "--bogus"]) == 2

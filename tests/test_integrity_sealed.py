@@ -14,6 +14,7 @@ import pytest
 from _chainlogs import make_log
 
 from replaykit import EventLog
+from replaykit._cli_verify import verify_chain_command
 from replaykit.errors import ReplayKitError
 from replaykit.integrity import (
     ChainManifest,
@@ -23,7 +24,6 @@ from replaykit.integrity import (
     row_content,
     stamp_chain,
     verify_chain,
-    verify_chain_command,
 )
 from replaykit.schema import events_table
 

@@ -11,19 +11,19 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pytest
+from _imports import imports_of, replaykit_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replaykit._json import args_hash, canonical_json
+from replaykit.branch.fixtures import read_isplay_fixtures
+from replaykit.branch.types import IsplayBranch, read_isplay_branch
 from replaykit.datasets._isplay import generate_isplay
 from replaykit.errors import LoadError
 from replaykit.io.isplay import (
     CHECKPOINTS_SCHEMA,
-    IsplayBranch,
     is_side_file,
     read_isplay,
-    read_isplay_branch,
-    read_isplay_fixtures,
     sniff,
 )
 from replaykit.schema import validate
@@ -713,3 +713,47 @@ def test_empty_load_has_typed_extras(tmp_path):
     assert len(log) == 0 and log.runs.num_rows == 1
     assert log.extras["checkpoints"].schema == CHECKPOINTS_SCHEMA
     assert isinstance(log.extras["checkpoints"], pa.Table)
+
+
+def test_loaders_never_import_the_branch_layer():
+    # the branch vocabulary (policies, interventions, selectors, fixture types) lives in
+    # replaykit.branch, above the loaders: no module of replaykit.io reaches up into it
+    files = replaykit_files("io")
+    assert any(f.parts[-2:] == ("isplay", "_documents.py") for f in files)  # a package now
+    for f in files:
+        up = sorted(f"{m}:{n}" for m, n in imports_of(f)
+                    if (m == "replaykit" and n == "branch") or m == "replaykit.branch"
+                    or m.startswith("replaykit.branch."))
+        assert up == [], f"{f} imports {up}"
+
+
+def test_branch_takes_only_format_tags_and_parsed_documents_from_the_loader():
+    # the branch layer defines its own concepts; from the isplay loader it needs only the file
+    # format tags and the parsed side documents
+    allowed = {"BRANCH_FORMAT", "FIXTURES_FORMAT", "read_side_document"}
+    seen = set()
+    for f in replaykit_files("branch"):
+        for m, n in imports_of(f):
+            if m.startswith("replaykit.io.isplay"):
+                assert n in allowed, f"{f.name} takes {n} from {m}"
+                seen.add(n)
+    assert seen == allowed
+
+
+def test_moved_branch_names_say_where_they_went():
+    import replaykit as rk
+    import replaykit.io.isplay as isplay_loader
+    from replaykit.branch import types as branch_types
+    from replaykit.branch import vocab
+
+    assert rk.IsplayBranch is branch_types.IsplayBranch
+    assert rk.read_isplay_branch is branch_types.read_isplay_branch
+    assert rk.read_isplay_fixtures.__module__ == "replaykit.branch.fixtures"
+    assert "recorded-only" in vocab.MODEL_POLICIES and "live" in vocab.FIXTURE_PROVENANCES
+    for name, where in (("IsplayBranch", "replaykit.branch.types"),
+                        ("MODEL_POLICIES", "replaykit.branch.vocab"),
+                        ("read_isplay_fixtures", "replaykit.branch.fixtures")):
+        with pytest.raises(AttributeError, match=f"moved to {where}.{name}"):
+            getattr(isplay_loader, name)
+    with pytest.raises(AttributeError, match="has no attribute 'nothing_here'"):
+        isplay_loader.nothing_here  # noqa: B018

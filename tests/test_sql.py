@@ -21,7 +21,8 @@ from _chainlogs import make_log
 from _pgserver import find_pg_bindir, temporary_postgres
 
 from replaykit import EventLog, MissingExtraError
-from replaykit.integrity import chain_heads, stamp_chain, verify_chain, verify_chain_command
+from replaykit._cli_verify import verify_chain_command
+from replaykit.integrity import chain_heads, stamp_chain, verify_chain
 from replaykit.sql import ddl, read_sql, write_sql
 
 HOSTILE_TENANT = "x' OR '1'='1"

@@ -16,13 +16,8 @@ import pyarrow.compute as pc
 from .._json import canonical_json
 from ..errors import LoadError, ReplayError
 from ..eventlog import EventLog
-from ..io.isplay import (
-    BRANCH_FORMAT,
-    SELECTOR_KEYS,
-    IsplayBranch,
-    IsplayIntervention,
-    ReplayPolicy,
-)
+from ..io.isplay import BRANCH_FORMAT
+from .types import IsplayBranch, IsplayIntervention, ReplayPolicy, read_isplay_branch
 
 __all__ = ["Branch"]
 
@@ -220,9 +215,5 @@ class Branch:
         Raises:
             LoadError: a bad branch file. FileNotFoundError: no such file.
         """
-        from ..io.isplay import read_isplay_branch
-
         return cls.from_dict(read_isplay_branch(path), base=base, tenant_id=tenant_id)
 
-
-assert set(SELECTOR_KEYS)  # selector keys come from the isplay loader (one list for both)

@@ -408,7 +408,6 @@ def summarize(result: Any) -> Summary:
     Raises:
         MissingExtraError: jsonpatch is missing (the ``replay`` extra).
     """
-    from ..io.isplay import MODEL_POLICIES  # noqa: F401  (policy names are validated there)
     from .metrics import COMPARABILITY
 
     m = result.metrics

@@ -1,19 +1,29 @@
-"""Fixtures: authored or recorded tool outputs that serve divergent tool calls during a replay."""
+"""Fixtures: authored or recorded tool outputs that serve divergent tool calls during a replay.
+
+:class:`Fixture` and :class:`FixtureRegistry` (which fixture serves a call), and
+:func:`read_isplay_fixtures`, which checks ``isplay.fixtures/v1`` files (parsed by the isplay
+loader) and returns one row per fixture.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from .._json import args_hash as _args_hash
-from .._json import canonical_json, loads
-from ..io.isplay import FIXTURE_PROVENANCES, read_isplay_fixtures
+from .._json import canonical_json, json_type, loads
+from ..eventlog import to_pandas
+from ..io.isplay import FIXTURES_FORMAT, read_side_document
+from ._validate import Invalid, want_obj, want_str
+from .vocab import FIXTURE_PROVENANCES
 
-__all__ = ["Fixture", "FixtureRegistry"]
+__all__ = ["FIXTURES_SCHEMA", "Fixture", "FixtureRegistry", "read_isplay_fixtures"]
 
 
 @dataclass(frozen=True)
@@ -216,3 +226,142 @@ class FixtureRegistry:
 
     def __repr__(self) -> str:
         return f"FixtureRegistry({len(self._fixtures)} fixtures)"
+
+
+# ------------------------------------------------------------------ fixture files
+
+_FIXTURE_KEYS = ("fixtureId", "projectId", "toolName", "scope", "matcher", "output", "isError",
+                 "provenance", "createdBy", "note")
+_HASH_RE = re.compile(r"^[0-9a-f]{32}$")
+
+FIXTURES_SCHEMA: pa.Schema = pa.schema(
+    [
+        pa.field("fixture_id", pa.string(), nullable=False),
+        pa.field("project_id", pa.string(), nullable=False),
+        pa.field("tool_name", pa.string(), nullable=False),
+        pa.field("scope_replay_id", pa.string()),
+        pa.field("scope_branch_id", pa.string()),
+        pa.field("args_hash", pa.string()),
+        pa.field("args_subset", pa.string()),
+        pa.field("output", pa.large_string()),
+        pa.field("is_error", pa.bool_(), nullable=False),
+        pa.field("provenance", pa.string(), nullable=False),
+        pa.field("created_by", pa.string()),
+        pa.field("note", pa.string()),
+        pa.field("extra", pa.string()),
+        pa.field("source", pa.string(), nullable=False),
+    ]
+)
+
+
+def _fixture_row(fx: Any, k: int, src: str) -> dict[str, Any]:
+    where = f"fixtures[{k}]"
+    if not isinstance(fx, dict):
+        raise Invalid(where, "not_object", f"must be an object, got {json_type(fx)}",
+                      "Write each fixture as an object.")
+    dot = f"{where}."
+    row: dict[str, Any] = {
+        "fixture_id": want_str(fx, "fixtureId", dot),
+        "project_id": want_str(fx, "projectId", dot),
+        "tool_name": want_str(fx, "toolName", dot),
+    }
+    scope = want_obj(fx, "scope", dot, required=False) or {}
+    unknown = sorted(set(scope) - {"replayId", "branchId"})
+    if unknown:
+        raise Invalid(f"{where}.scope.{unknown[0]}", "unknown_field",
+                      "is not a scope key", "Scope a fixture by 'replayId' or 'branchId'.")
+    if len(scope) > 1:
+        raise Invalid(f"{where}.scope", "bad_value", "names both replayId and branchId",
+                      "Scope a fixture to one replay or one branch (or omit scope).")
+    row["scope_replay_id"] = want_str(scope, "replayId", f"{where}.scope.", required=False)
+    row["scope_branch_id"] = want_str(scope, "branchId", f"{where}.scope.", required=False)
+    matcher = want_obj(fx, "matcher", dot)
+    assert matcher is not None
+    keys = set(matcher)
+    if keys not in ({"argsHash"}, {"argsSubset"}):
+        raise Invalid(f"{where}.matcher", "bad_matcher",
+                      f"must hold exactly one of argsHash / argsSubset, got keys {sorted(keys)}",
+                      'Write {"argsHash": "<32 hex>"} or {"argsSubset": {...}}.')
+    h = matcher.get("argsHash")
+    if h is not None and (not isinstance(h, str) or not _HASH_RE.match(h)):
+        raise Invalid(f"{where}.matcher.argsHash", "bad_args_hash",
+                      f"must be 32 lowercase hex characters, got {json_type(h)}",
+                      "Compute it with replaykit._json.args_hash(args), or match with "
+                      "argsSubset.")
+    subset = matcher.get("argsSubset")
+    if "argsSubset" in matcher and not isinstance(subset, dict):
+        raise Invalid(f"{where}.matcher.argsSubset", "bad_type",
+                      f"must be an object, got {json_type(subset)}",
+                      "Give the argument values the call must contain.")
+    row["args_hash"] = h
+    row["args_subset"] = canonical_json(subset) if subset is not None else None
+    if "output" not in fx:
+        raise Invalid(f"{where}.output", "missing_field", "is required (the tool output)",
+                      "Add the output the tool should return (any JSON value).")
+    row["output"] = canonical_json(fx["output"])
+    is_err = fx.get("isError", False)
+    if not isinstance(is_err, bool):
+        raise Invalid(f"{where}.isError", "bad_type",
+                      f"must be true or false, got {json_type(is_err)}", "Use a boolean.")
+    row["is_error"] = is_err
+    prov = fx.get("provenance")
+    if prov not in FIXTURE_PROVENANCES:
+        raise Invalid(f"{where}.provenance", "unknown_provenance",
+                      f"must be one of {', '.join(FIXTURE_PROVENANCES)}, got {json_type(prov)}",
+                      "Say where the output came from.")
+    row["provenance"] = prov
+    row["created_by"] = want_str(fx, "createdBy", dot, required=False)
+    row["note"] = want_str(fx, "note", dot, required=False, empty_ok=True)
+    extra = {key: v for key, v in fx.items() if key not in _FIXTURE_KEYS}
+    row["extra"] = canonical_json(extra) if extra else None
+    row["source"] = src
+    return row
+
+
+def read_isplay_fixtures(
+    path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+) -> pd.DataFrame:
+    """One row per fixture of ``isplay.fixtures/v1`` file(s): tool outputs for replay.
+
+    Columns: fixture_id, project_id, tool_name, scope_replay_id, scope_branch_id, args_hash,
+    args_subset (canonical JSON text), output (canonical JSON text), is_error, provenance
+    (analyst / ai / simulator / live, categorical), created_by, note, extra (unknown fields as
+    JSON text, or null), source. ``path`` may be a file or a list of files. Fixture files are
+    all-or-nothing: the first problem raises.
+
+    Raises:
+        LoadError: naming the file, the JSON path (``fixtures[2].matcher``), a reason code
+            (``unknown_provenance``, ``bad_matcher``, ``bad_args_hash``,
+            ``duplicate_fixture_id``, ``missing_field``, ``bad_type``, ...) and a fix.
+        FileNotFoundError: no such file.
+
+    Example:
+        >>> fx = read_isplay_fixtures("data/isplay/fixtures.json")  # doctest: +SKIP
+        >>> fx.provenance.value_counts().to_dict()  # doctest: +SKIP
+        {'analyst': 1, 'ai': 1, 'live': 1, 'simulator': 1}
+    """
+    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    rows: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    for p in paths:
+        src, obj = read_side_document(p, FIXTURES_FORMAT)
+        fixtures = obj.get("fixtures")
+        try:
+            if not isinstance(fixtures, list):
+                raise Invalid("fixtures", "bad_type",
+                              f"must be an array, got {json_type(fixtures)}",
+                              "List the fixtures (may be empty).")
+            for k, fx in enumerate(fixtures):
+                row = _fixture_row(fx, k, src)
+                if row["fixture_id"] in seen:
+                    raise Invalid(f"fixtures[{k}].fixtureId", "duplicate_fixture_id",
+                                  f"{row['fixture_id']!r} was already defined in "
+                                  f"{seen[row['fixture_id']]}", "Give each fixture its own id.")
+                seen[row["fixture_id"]] = src
+                rows.append(row)
+        except Invalid as exc:
+            raise exc.to_load_error(src) from None
+    table = pa.Table.from_pylist(rows, schema=FIXTURES_SCHEMA)
+    df = to_pandas(table)
+    df["provenance"] = pd.Categorical(df["provenance"], categories=list(FIXTURE_PROVENANCES))
+    return df

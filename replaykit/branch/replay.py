@@ -18,22 +18,22 @@ from .._json import args_hash, canonical_json
 from ..errors import ReplayCacheMissError, ReplayError
 from ..eventlog import EventLog, to_pandas
 from ..fold.cache import CACHE_MODES
-from ..io.isplay import MODEL_POLICIES, TOOL_POLICIES
 from ..schema import EVENTS_SCHEMA, EXTENSION_COLUMNS, cast_events, events_table
 from .branch import Branch
 from .fixtures import FixtureRegistry
 from .patches import PATCH_RECORD_KEY, apply_operations, apply_tool_args_patch
+from .vocab import (
+    EXACT_MODEL_POLICIES,
+    EXACT_TOOL_POLICIES,
+    LIVE_MODEL_POLICIES,
+    LIVE_TOOL_POLICIES,
+    MODEL_POLICIES,
+    TOOL_POLICIES,
+)
 
+# the policy lists live in .vocab; they stay importable from here
 __all__ = ["ReplayResult", "replay", "LIVE_MODEL_POLICIES", "LIVE_TOOL_POLICIES",
            "EXACT_MODEL_POLICIES", "EXACT_TOOL_POLICIES"]
-
-#: Model policies that need a ``model_executor`` (replay fails fast without one).
-LIVE_MODEL_POLICIES = ("determinism-probe", "pinned-live", "compatible-live")
-#: Tool policies that need a ``tool_executor``.
-LIVE_TOOL_POLICIES = ("live-readonly", "live-explicit")
-#: Policies under which a replay can be ``exact`` (nothing is executed live).
-EXACT_MODEL_POLICIES = ("recorded-only", "blocked")
-EXACT_TOOL_POLICIES = ("recorded-only", "pause-for-fixture", "blocked")
 
 ModelExecutor = Callable[..., Any]
 ToolExecutor = Callable[..., Any]

@@ -31,7 +31,7 @@ EXIT_FAILED = 4
 
 
 def _parser() -> argparse.ArgumentParser:
-    from ..io.isplay import MODEL_POLICIES, TOOL_POLICIES
+    from ..branch.vocab import MODEL_POLICIES, TOOL_POLICIES
 
     parser = argparse.ArgumentParser(prog="replaykit report",
                                      description="Write a self-contained HTML report.")
