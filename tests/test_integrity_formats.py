@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import replaykit as rk
 from replaykit import EventLog
+from replaykit._cli_verify import verify_chain_command
 from replaykit.datasets import generate_pleach
 from replaykit.integrity import (
     SEALED_MEMBERS,
@@ -32,7 +33,6 @@ from replaykit.integrity import (
     source_format,
     stamp_chain,
     verify_chain,
-    verify_chain_command,
     verify_proof,
 )
 from replaykit.schema import DERIVED_COLUMNS, EVENTS_SCHEMA, events_table
