@@ -21,6 +21,7 @@ import os
 import re
 import warnings
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -589,23 +590,31 @@ _ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "
             ("\x08", "\\b"), ("\x0c", "\\f"))  # fmt: skip
 
 
+#: a character canonical JSON escapes (a control character, the backslash, the quote)
+_NEEDS_ESCAPE = '[\\x00-\\x1f\\\\"]'
+
+
 def _json_strings(texts: pa.Array) -> pa.Array:
     """Each string as a JSON string literal, exactly as :func:`canonical_json` writes it.
 
-    Column-wise: the common escapes are Arrow substring replacements; the rare strings holding
-    other control characters (written as ``\\u00XX``) are encoded one by one.
+    Column-wise: one scan finds the strings that hold a character to escape; only those are
+    rewritten (the common escapes by Arrow substring replacements, the rare other control
+    characters, written as ``\\u00XX``, one by one).
     """
     s = pc.cast(texts, pa.large_string())
-    for raw, esc in _ESCAPES:
-        s = pc.replace_substring(s, raw, esc)
+    need = pc.fill_null(pc.match_substring_regex(s, _NEEDS_ESCAPE), False)
+    if pc.any(need).as_py():
+        raw_sub = sub = s.filter(need)
+        for raw, esc in _ESCAPES:
+            sub = pc.replace_substring(sub, raw, esc)
+        odd = pc.match_substring_regex(raw_sub, "[\\x00-\\x07\\x0b\\x0e-\\x1f]")
+        if pc.any(odd).as_py():
+            pos = np.flatnonzero(np.asarray(pc.fill_null(odd, False)))
+            fixed = [canonical_json(x)[1:-1] for x in raw_sub.take(pa.array(pos)).to_pylist()]
+            sub = pc.replace_with_mask(sub, odd, pa.array(fixed, pa.large_string()))
+        s = pc.replace_with_mask(s, need, sub)
     q = pa.scalar('"', pa.large_string())
-    s = pc.binary_join_element_wise(q, s, q, pa.scalar("", pa.large_string()))
-    odd = pc.match_substring_regex(texts, "[\\x00-\\x07\\x0b\\x0e-\\x1f]")
-    if pc.any(odd).as_py():
-        pos = np.flatnonzero(np.asarray(pc.fill_null(odd, False)))
-        fixed = [canonical_json(x) for x in texts.take(pa.array(pos)).to_pylist()]
-        s = pc.replace_with_mask(s, odd, pa.array(fixed, pa.large_string()))
-    return s
+    return pc.binary_join_element_wise(q, s, q, pa.scalar("", pa.large_string()))
 
 
 def _member_payloads(meta: dict[str, np.ndarray], rep: np.ndarray, k: np.ndarray,
@@ -923,10 +932,15 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
     m_time = time0[rep] + cdt
     m_texts = pa.array(acc.p_texts, pa.large_string())
     acc.p_texts = []
+    # the members' payload texts are built on a second thread (Arrow releases the GIL) while
+    # this one orders the rows and builds the other columns
+    pool = ThreadPoolExecutor(1)
     if m_total:
-        m_payload = _member_payloads(meta, rep, k, m_texts, m_seq, m_time, m_has_seq, m_has_time)
+        m_payload_f = pool.submit(_member_payloads, meta, rep, k, m_texts, m_seq, m_time,
+                                  m_has_seq, m_has_time)
     else:
-        m_payload = pa.array([], pa.string())
+        m_payload_f = pool.submit(pa.array, [], pa.string())
+    pool.shutdown(wait=False)
     m_code = meta["code"][rep] if p else np.zeros(0, np.int64)
 
     # ---- phantoms (quarantined lines keep their implicit-seq slots)
@@ -986,7 +1000,7 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
     )
     text = combine(pa.array(r["text"], pa.large_string()), m_texts, pa.large_string())
     r_payload = pa.array(r["payload"], pa.binary() if HAVE_ORJSON else pa.large_string())
-    payload = combine(r_payload.cast(pa.large_string()), m_payload, pa.large_string())
+    payload = combine(r_payload.cast(pa.large_string()), m_payload_f.result(), pa.large_string())
 
     def rows_only(name: str, typ: pa.DataType) -> pa.Array:
         return combine(pa.array(r[name], typ), pa.nulls(m_total, typ), typ)
