@@ -62,190 +62,92 @@ from .._common import (
     check_errors_arg,
     expand_paths,
 )
-from ._checks import (
-    _EPOCH_MS as _EPOCH_MS,
-)
-from ._checks import (
+from ._checks import (  # noqa: F401 (the old module's names, re-exported)
+    _EPOCH_MS,
     _bad,
     _check_rows,
+    _parse_created,
+    _raw_row,
     _scope_quarantine,
     _tenant_filter,
+    _value_at,
 )
-from ._checks import (
-    _parse_created as _parse_created,
-)
-from ._checks import (
-    _raw_row as _raw_row,
-)
-from ._checks import (
-    _value_at as _value_at,
-)
-from ._derive import (
-    _TEXT_FIELDS as _TEXT_FIELDS,
-)
-from ._derive import (
-    DERIVED_COLUMNS as DERIVED_COLUMNS,
-)
-from ._derive import (
-    _all_open_objects as _all_open_objects,
-)
-from ._derive import (
-    _canonical_columns as _canonical_columns,
-)
-from ._derive import (
-    _fill_derived as _fill_derived,
-)
-from ._derive import (
-    _segments as _segments,
-)
-from ._derive import (
+from ._derive import (  # noqa: F401 (the old module's names, re-exported)
+    _TEXT_FIELDS,
+    DERIVED_COLUMNS,
+    _all_open_objects,
+    _canonical_columns,
+    _fill_derived,
+    _segments,
     _slim,
+    _tool_args,
+    _type_and_kind,
+    _typed_payloads,
+    derive_columns,
 )
-from ._derive import (
-    _tool_args as _tool_args,
-)
-from ._derive import (
-    _type_and_kind as _type_and_kind,
-)
-from ._derive import (
-    _typed_payloads as _typed_payloads,
-)
-from ._derive import (
-    derive_columns as derive_columns,
-)
-from ._fastpath import (
+from ._fastpath import (  # noqa: F401 (the old module's names, re-exported)
     _BLANK,
+    _INF,
+    _NAN,
+    _NONFINITE,
+    _PAYLOAD_KEY,
+    _PLACEHOLDER,
+    _WS,
+    _check_depth,
+    _envelope_schema,
     _fast_block,
+    _may_hold_nonfinite,
+    _parse_lines,
+    _parse_payloads,
+    _payload_spans,
     _positions,
+    _scratch,
+    _slices,
 )
-from ._fastpath import (
-    _INF as _INF,
-)
-from ._fastpath import (
-    _NAN as _NAN,
-)
-from ._fastpath import (
-    _NONFINITE as _NONFINITE,
-)
-from ._fastpath import (
-    _PAYLOAD_KEY as _PAYLOAD_KEY,
-)
-from ._fastpath import (
-    _PLACEHOLDER as _PLACEHOLDER,
-)
-from ._fastpath import (
-    _WS as _WS,
-)
-from ._fastpath import (
-    _check_depth as _check_depth,
-)
-from ._fastpath import (
-    _envelope_schema as _envelope_schema,
-)
-from ._fastpath import (
-    _may_hold_nonfinite as _may_hold_nonfinite,
-)
-from ._fastpath import (
-    _parse_lines as _parse_lines,
-)
-from ._fastpath import (
-    _parse_payloads as _parse_payloads,
-)
-from ._fastpath import (
-    _payload_spans as _payload_spans,
-)
-from ._fastpath import (
-    _scratch as _scratch,
-)
-from ._fastpath import (
-    _slices as _slices,
-)
-from ._finish import (
-    _MIN_COLUMNS as _MIN_COLUMNS,
-)
-from ._finish import (
+from ._finish import (  # noqa: F401 (the old module's names, re-exported)
+    _MIN_COLUMNS,
     _finish,
+    _key_order,
+    _release,
     _runs_table,
+    _take_runs,
 )
-from ._finish import (
-    _key_order as _key_order,
-)
-from ._finish import (
-    _release as _release,
-)
-from ._finish import (
-    _take_runs as _take_runs,
-)
-from ._parquet import (
-    _created_type_ok as _created_type_ok,
-)
-from ._parquet import (
-    _map_to_dict as _map_to_dict,
-)
-from ._parquet import (
-    _parquet_payloads as _parquet_payloads,
-)
-from ._parquet import (
-    _part_from_arrow as _part_from_arrow,
-)
-from ._parquet import (
-    _payload_type_ok as _payload_type_ok,
-)
-from ._parquet import (
-    _read_parquet as _read_parquet,
-)
-from ._parquet import (
+from ._parquet import (  # noqa: F401 (the old module's names, re-exported)
+    _created_type_ok,
+    _map_to_dict,
+    _parquet_payloads,
+    _part_from_arrow,
+    _payload_type_ok,
+    _read_parquet,
     _read_parquet_file,
+    events_from_arrow,
 )
-from ._parquet import (
-    events_from_arrow as events_from_arrow,
-)
-from ._rows import (
-    _DECODER as _DECODER,
-)
-from ._rows import (
-    _JSON_WS as _JSON_WS,
-)
-from ._rows import (
-    _coerce as _coerce,
-)
-from ._rows import (
+from ._rows import (  # noqa: F401 (the old module's names, re-exported)
+    _DECODER,
+    _JSON_WS,
+    _coerce,
     _empty_part,
     _is_utf8_error,
+    _member_text,
     _part_from_objects,
     _row_problem,
+    _skip_ws,
+    _typed_from_objects,
 )
-from ._rows import (
-    _member_text as _member_text,
-)
-from ._rows import (
-    _skip_ws as _skip_ws,
-)
-from ._rows import (
-    _typed_from_objects as _typed_from_objects,
-)
-from ._shapes import (
+from ._shapes import (  # noqa: F401 (the old module's names, re-exported)
     _BLOCK,
+    _ENVELOPE_FIELDS,
     _FIX_TENANT,
     _PATTERNS,
     _REQUIRED_COLUMNS,
+    _STR,
     _THREADS,
+    _TYPED,
+    EVENT_KINDS,
     FORMAT,
     _Counts,
     _FastPathFailed,
     _Part,
-)
-from ._shapes import (
-    _ENVELOPE_FIELDS as _ENVELOPE_FIELDS,
-)
-from ._shapes import (
-    _STR as _STR,
-)
-from ._shapes import (
-    _TYPED as _TYPED,
-)
-from ._shapes import (
-    EVENT_KINDS as EVENT_KINDS,
 )
 
 __all__ = [
