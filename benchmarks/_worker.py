@@ -1,7 +1,9 @@
 """One contender, one process: ``python -m benchmarks._worker NAME PATH``.
 
-Prints one JSON line: {"name", "seconds", "rows", "peak_rss_mb"}. Peak RSS is the process's
-own high-water mark (``resource.getrusage``), so imports are included for every contender.
+Prints one JSON line: {"name", "seconds", "cpu_seconds", "rows", "peak_rss_mb"}. ``seconds``
+is wall time, ``cpu_seconds`` the process's user + system CPU time over the same span (all
+threads). Peak RSS is the process's own high-water mark (``resource.getrusage``), so imports
+are included for every contender.
 """
 
 from __future__ import annotations
@@ -28,6 +30,18 @@ def pleach_pandas(path: str) -> int:
     df["payload"] = df["payload"].map(lambda p: json.dumps(p, ensure_ascii=False))
     df["created_at"] = pd.to_datetime(df["created_at"], utc=True, format="ISO8601")
     return len(df)
+
+
+def pleach_polars(path: str) -> int:
+    """polars.read_ndjson of the same file: the 8 envelope columns, payload as text."""
+    import polars as pl
+
+    schema = {
+        "tenant_id": pl.String, "chat_id": pl.String, "sequence_number": pl.Int64,
+        "event_type": pl.String, "payload": pl.String, "created_at": pl.String,
+        "prev_hash": pl.String, "row_hash": pl.String,
+    }
+    return pl.read_ndjson(path, schema=schema).height
 
 
 def pleach_duckdb(path: str) -> int:
@@ -101,13 +115,15 @@ def toh_naive(path: str) -> int:
 
 CONTENDERS: dict[str, Callable[[str], int]] = {
     f.__name__: f
-    for f in (pleach_replaykit, pleach_pandas, pleach_duckdb, pleach_duckdb_same_work,
+    for f in (pleach_replaykit, pleach_polars, pleach_pandas, pleach_duckdb,
+              pleach_duckdb_same_work,
               toh_replaykit, toh_naive)
 }
 
 
 _IMPORTS = {
     "pleach_replaykit": ("replaykit.io.pleach",),
+    "pleach_polars": ("polars",),
     "pleach_pandas": ("pandas",),
     "pleach_duckdb": ("duckdb",),
     "pleach_duckdb_same_work": ("duckdb",),
@@ -116,18 +132,26 @@ _IMPORTS = {
 }
 
 
+def _cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
 def main(argv: list[str]) -> None:
     name, path = argv
     fn = CONTENDERS[name]
     for mod in _IMPORTS[name]:  # imports are not part of the timed work
         __import__(mod)
+    c0 = _cpu()
     t0 = time.perf_counter()
     rows = fn(path)
     seconds = time.perf_counter() - t0
+    cpu = _cpu() - c0
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     result: dict[str, Any] = {
         "name": name,
         "seconds": seconds,
+        "cpu_seconds": cpu,
         "rows": rows,
         "peak_rss_mb": peak_kb / 1024,
     }

@@ -1,0 +1,513 @@
+"""Loader for pleach ``harness_event_log`` exports (JSONL or Parquet).
+
+A row: ``tenant_id``, ``chat_id``, ``sequence_number``, ``event_type``, ``payload`` (a JSON
+object), ``created_at`` (ISO-8601 text or epoch milliseconds), ``prev_hash``, ``row_hash``.
+See docs/formats.md for every event type and its mapping to the canonical columns.
+
+How JSONL is read (fast path, per block of ~16 MB, no Python loop over rows; two blocks are
+read at a time on worker threads, their rows are checked and quarantined in file order):
+
+1. Arrow's JSON reader parses every line once for the envelope scalars (this also checks
+   that every line is valid JSON of the right types).
+2. The payload's byte span is located column-wise: its key is the first ``"payload":`` of
+   the line (that byte sequence can only be an object key in valid JSON) and it ends at the
+   line's second-to-last ``}``. The spans are cut out of the block with one Arrow ``take``.
+3. The spans are parsed by Arrow again, for the typed payload fields (ids, tool, finish,
+   usage, cacheKey, ...). That parse is also the proof that each span is exactly one JSON
+   object: a wrong span would not parse, or would parse to a different number of rows.
+
+A block where any step fails (bad JSON, invalid UTF-8, a type the reader does not expect,
+a span that cannot be proven) goes to the robust path: every line is decoded on its own
+(orjson when installed) to find and report the bad rows; the good lines then go through the
+fast path again. Should that still fail (e.g. payload fields whose JSON types differ between
+rows), the good rows are built from the decoded objects and their ``payload`` column holds
+the canonical JSON of the object instead of the source text (same value, keys sorted).
+
+Per block, on the reading threads: tool arguments, ``text`` and the row-wise canonical
+columns (the typed payload fields are then dropped). At the end only ``type``/``kind``, one
+stable sort on a packed integer key (which also finds duplicate keys) and one copy of the
+large text columns into sorted order (``_take_runs``) remain; each block's source is freed
+as soon as it is copied. Allocation goes through Arrow's system-allocator pool during the
+load (mimalloc's eager return of freed pages to the OS made page faults the largest cost).
+
+The package, one story per module: ``_shapes`` (constants, a block's rows), ``_fastpath`` (the
+column-wise JSONL path), ``_rows`` (rows decoded one by one, for the robust path), ``_checks``
+(row checks and quarantine reports), ``_derive`` (the derived canonical columns), ``_finish``
+(sort, duplicates, the runs table) and ``_parquet`` (Parquet files and Arrow tables); this
+module reads the files (blocks, the fast path, the robust path) and re-exports every name.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..._json import JSONDecodeError, loads
+from ...eventlog import EventLog
+from ...tenancy import tenant_id_problem
+from .._common import (
+    ErrorPolicy,
+    Progress,
+    Quarantine,
+    check_errors_arg,
+    expand_paths,
+)
+from ._checks import (  # noqa: F401 (the old module's names, re-exported)
+    _EPOCH_MS,
+    _bad,
+    _check_rows,
+    _parse_created,
+    _raw_row,
+    _scope_quarantine,
+    _tenant_filter,
+    _value_at,
+)
+from ._derive import (  # noqa: F401 (the old module's names, re-exported)
+    _TEXT_FIELDS,
+    DERIVED_COLUMNS,
+    _all_open_objects,
+    _canonical_columns,
+    _fill_derived,
+    _segments,
+    _slim,
+    _tool_args,
+    _type_and_kind,
+    _typed_payloads,
+    derive_columns,
+)
+from ._fastpath import (  # noqa: F401 (the old module's names, re-exported)
+    _BLANK,
+    _INF,
+    _NAN,
+    _NONFINITE,
+    _PAYLOAD_KEY,
+    _PLACEHOLDER,
+    _WS,
+    _check_depth,
+    _envelope_schema,
+    _fast_block,
+    _may_hold_nonfinite,
+    _parse_lines,
+    _parse_payloads,
+    _payload_spans,
+    _positions,
+    _scratch,
+    _slices,
+)
+from ._finish import (  # noqa: F401 (the old module's names, re-exported)
+    _MIN_COLUMNS,
+    _finish,
+    _key_order,
+    _release,
+    _runs_table,
+    _take_runs,
+)
+from ._parquet import (  # noqa: F401 (the old module's names, re-exported)
+    _created_type_ok,
+    _map_to_dict,
+    _parquet_payloads,
+    _part_from_arrow,
+    _payload_type_ok,
+    _read_parquet,
+    _read_parquet_file,
+    events_from_arrow,
+)
+from ._rows import (  # noqa: F401 (the old module's names, re-exported)
+    _DECODER,
+    _JSON_WS,
+    _coerce,
+    _empty_part,
+    _is_utf8_error,
+    _member_text,
+    _part_from_objects,
+    _row_problem,
+    _skip_ws,
+    _typed_from_objects,
+)
+from ._shapes import (  # noqa: F401 (the old module's names, re-exported)
+    _BLOCK,
+    _ENVELOPE_FIELDS,
+    _FIX_TENANT,
+    _PATTERNS,
+    _REQUIRED_COLUMNS,
+    _STR,
+    _THREADS,
+    _TYPED,
+    EVENT_KINDS,
+    FORMAT,
+    _Counts,
+    _FastPathFailed,
+    _Part,
+)
+
+__all__ = [
+    "DERIVED_COLUMNS", "EVENT_KINDS", "FORMAT", "derive_columns", "events_from_arrow",
+    "read_pleach", "sniff",
+]
+
+
+# ----------------------------------------------------------------------------- sniffing
+def sniff(path: Path) -> str | None:
+    """None if ``path`` looks like a pleach export, else the reason it does not.
+
+    A JSONL file's first non-blank line must be a JSON object with ``tenant_id``, ``chat_id``,
+    ``sequence_number``, ``event_type`` and ``payload``; a Parquet file must have those columns.
+    """
+    p = Path(path)
+    try:
+        if p.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            try:
+                names = set(pq.read_schema(p).names)
+            except pa.ArrowException as exc:
+                return f"not a readable Parquet file ({exc})"
+            missing = [c for c in _REQUIRED_COLUMNS if c not in names]
+            return f"Parquet columns {missing} are missing" if missing else None
+        with open(p, "rb") as fh:
+            for raw in fh:
+                if raw.strip():
+                    break
+            else:
+                return "file is empty"
+        try:
+            obj = loads(raw)
+        except JSONDecodeError:
+            return "first line is not valid JSON"
+        if not isinstance(obj, dict):
+            return "first line is not a JSON object"
+        missing = [c for c in _REQUIRED_COLUMNS if c not in obj]
+        if missing:
+            return f"first row lacks harness_event_log fields {missing}"
+        return None
+    except OSError as exc:
+        return f"cannot read file: {exc}"
+
+
+# ----------------------------------------------------------------------------- public API
+def read_pleach(
+    path_or_glob: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    tenant_id: str | Sequence[str] | None = None,
+    errors: ErrorPolicy = "raise",
+    progress: bool | None = None,
+) -> EventLog:
+    """Load pleach ``harness_event_log`` exports (JSONL or Parquet) into an EventLog.
+
+    ``path_or_glob`` is a file, a directory (searched recursively for ``*.jsonl``,
+    ``*.ndjson``, ``*.json``, ``*.parquet``), a glob, or a list of those. Each row becomes
+    one event: ``run_id = chat_id``, ``seq = sequence_number``, ``type = event_type``,
+    ``payload`` = the source's JSON text of the payload object (lossless), plus the typed
+    columns of docs/formats.md (kind, ref_id, tool_name, args_hash, cache_key, is_error,
+    finish, input/output tokens, text; ``turn`` is carried forward from ``turn.started``;
+    a chat named by ``subagent.spawned.child_chat_id`` gets that chat as parent_run_id).
+
+    Rows carry their own tenant: ``tenant_id=`` is a *filter* (a string or a list of
+    strings); rows of other tenants are skipped, neither loaded nor quarantined, and counted
+    in ``log.extras["pleach_counts"]`` (``input_rows == loaded + quarantined + filtered_out``
+    per file). Blank lines are not rows. Every tenant id follows the one tenant-id rule
+    (:mod:`replaykit.tenancy`): a row breaking it is an error (reason ``bad_tenant``; a
+    missing or empty one: ``missing_tenant``). A quarantined row keeps its tenant and run in
+    ``log.quarantine`` when they can be read; with a ``tenant_id=`` filter, quarantined rows
+    that are not the requested tenants' (another tenant's, or one whose tenant cannot be
+    read) are left out of ``log.quarantine`` and counted as ``filtered_out``: only an
+    all-tenants load shows them.
+
+    Duplicate ``(tenant_id, chat_id, sequence_number)``: the first row in file order (files in
+    sorted path order) is kept; every later one is an error (reason ``duplicate_seq``).
+
+    Args:
+        path_or_glob: where to read.
+        tenant_id: keep only these tenants' rows (None: all tenants).
+        errors: ``"raise"`` stops at the first bad row with a LoadError; ``"quarantine"``
+            puts each bad row, with its reason, in ``log.quarantine`` and keeps going.
+        progress: show a progress bar over bytes (None: only when interactive).
+
+    Returns:
+        An EventLog sorted by (tenant_id, run_id, seq).
+
+    Raises:
+        LoadError: a bad row under ``errors="raise"``; reasons: ``bad_json``, ``not_object``,
+            ``bad_utf8``, ``missing_tenant``, ``bad_tenant``, ``missing_field`` (chat_id),
+            ``bad_seq``,
+            ``unknown_event`` (missing/empty event_type), ``bad_payload``,
+            ``bad_timestamp``, ``bad_type``, ``duplicate_seq``, ``bad_schema`` (Parquet).
+        FileNotFoundError: nothing matches ``path_or_glob``.
+        LoadError: ``reason="bad_tenant"``: ``tenant_id`` is given but an id in it breaks the
+            tenant-id rule (:mod:`replaykit.tenancy`), or it is an empty list.
+        ValueError: ``errors`` is not ``"raise"`` or ``"quarantine"``.
+
+    Example:
+        >>> import replaykit as rk
+        >>> log = rk.read_pleach("data/pleach/*.jsonl", tenant_id="acme")  # doctest: +SKIP
+        >>> log.runs_df()[["run_id", "events", "tool_calls"]]  # doctest: +SKIP
+    """
+    policy = check_errors_arg(errors)
+    tenants = _tenant_filter(tenant_id)
+    files = expand_paths(path_or_glob, patterns=_PATTERNS)
+    # Arrow's default pool (mimalloc) hands freed pages back to the OS quickly; the loader
+    # allocates and frees hundreds of MB per second, and re-faulting those pages cost more
+    # kernel time than the parsing itself. The system allocator reuses them. The previous
+    # pool is restored on return (buffers remember the pool they came from).
+    with _system_memory_pool():
+        return _read_pleach(files, policy, tenants, progress)
+
+
+_POOL_LOCK = threading.Lock()
+_pool_state: dict[str, Any] = {"users": 0, "saved": None}
+
+
+@contextmanager
+def _system_memory_pool() -> Iterator[None]:
+    """Use Arrow's system-allocator pool while loading (nested/concurrent calls are safe)."""
+    with _POOL_LOCK:
+        if _pool_state["users"] == 0:
+            _pool_state["saved"] = pa.default_memory_pool()
+            pa.set_memory_pool(pa.system_memory_pool())
+        _pool_state["users"] += 1
+    try:
+        yield
+    finally:
+        with _POOL_LOCK:
+            _pool_state["users"] -= 1
+            if _pool_state["users"] == 0:
+                pa.set_memory_pool(_pool_state["saved"])
+                _pool_state["saved"] = None
+
+
+def _read_pleach(
+    files: list[Path], policy: ErrorPolicy, tenants: frozenset[str] | None,
+    progress: bool | None,
+) -> EventLog:
+    quarantine = Quarantine(policy)
+    total = sum(f.stat().st_size for f in files)
+    parts: list[tuple[str, _Part]] = []
+    counts_rows: list[dict[str, Any]] = []
+    with Progress(total, desc="pleach", unit="B", enabled=progress) as bar:
+        for f in files:
+            source = f"{FORMAT}:{f}"
+            counts = _Counts()
+            before = len(quarantine)
+            if f.suffix == ".parquet":
+                file_parts = _read_parquet_file(f, source, quarantine, tenants, counts)
+                bar.update(f.stat().st_size)
+            else:
+                file_parts = list(_read_jsonl(f, source, quarantine, tenants, counts, bar))
+            counts.quarantined = len(quarantine) - before
+            parts.extend((source, p) for p in file_parts)
+            del file_parts  # _finish frees the blocks as it copies them
+            counts_rows.append(
+                {
+                    "source": source,
+                    "input_rows": counts.input_rows,
+                    "filtered_out": counts.filtered_out,
+                    "quarantined_in_file": counts.quarantined,
+                }
+            )
+    table, dup_by_source = _finish(parts, quarantine)
+    not_theirs = _scope_quarantine(quarantine, tenants)
+    for row in counts_rows:
+        row["quarantined"] = row.pop("quarantined_in_file") + dup_by_source.get(row["source"], 0)
+        row["quarantined"] -= not_theirs.get(row["source"], 0)
+        row["filtered_out"] += not_theirs.get(row["source"], 0)
+        row["loaded"] = row["input_rows"] - row["filtered_out"] - row["quarantined"]
+    runs = _runs_table(table)
+    extras = {"pleach_counts": pa.Table.from_pylist(counts_rows, schema=_COUNTS_SCHEMA)}
+    # the rows are already in (tenant_id, run_id, seq) order: EventLog only validates that
+    return EventLog(table, runs=runs, quarantine=quarantine.table(), extras=extras, sort=False)
+
+
+_COUNTS_SCHEMA = pa.schema(
+    [
+        ("source", pa.string()),
+        ("input_rows", pa.int64()),
+        ("filtered_out", pa.int64()),
+        ("quarantined", pa.int64()),
+        ("loaded", pa.int64()),
+    ]
+)
+
+
+# ----------------------------------------------------------------------------- JSONL
+def _iter_blocks(path: Path, bar: Progress) -> Iterator[bytearray]:
+    """Yield blocks of ~_BLOCK bytes, each ending at a line end (a final one is added)."""
+    with open(path, "rb") as fh:
+        while True:
+            chunk = bytearray(_BLOCK)
+            got = fh.readinto(chunk)
+            if not got:
+                return
+            del chunk[got:]
+            bar.update(got)
+            if not chunk.endswith(b"\n"):
+                tail = fh.readline()  # complete the last line (extends in place, no copy)
+                bar.update(len(tail))
+                chunk += tail
+                if not chunk.endswith(b"\n"):
+                    chunk += b"\n"
+            yield chunk
+
+
+@dataclass
+class _Block:
+    """One block's lines (line numbers relative to the block) and its fast-path part."""
+
+    block: bytes | bytearray
+    n_lines: int
+    starts: np.ndarray
+    ends: np.ndarray
+    lineno: np.ndarray  # 0-based within the block until the reader adds the offset
+    part: _Part | None  # None: the fast path failed (or no rows)
+
+
+def _prepare_block(block: bytes | bytearray) -> _Block:
+    """Line spans of a block and, when possible, its rows read column-wise (thread-safe)."""
+    b = np.frombuffer(block, dtype=np.uint8)
+    nl = _positions(b, 10)
+    starts = np.empty(len(nl), dtype=np.int64)
+    if len(nl):
+        starts[0] = 0
+        starts[1:] = nl[:-1] + 1
+    ends = nl.copy()
+    cr = (ends > starts) & (b[np.maximum(ends - 1, 0)] == 13)
+    ends[cr] -= 1
+    lineno = np.arange(len(nl), dtype=np.int64)
+    nonblank = ends > starts
+    # a line of only whitespace is blank too (checked one by one: such lines are rare)
+    for i in np.flatnonzero(nonblank & _BLANK[b[np.minimum(starts, max(len(b) - 1, 0))]]):
+        if not bytes(block[starts[i]:ends[i]]).strip():
+            nonblank[i] = False
+    if not nonblank.all():
+        # a line of only spaces/tabs is blank too
+        starts, ends, lineno = starts[nonblank], ends[nonblank], lineno[nonblank]
+    part = None
+    if len(starts):
+        try:
+            part = _slim(_fast_block(block, b, starts, ends, lineno, threads=False))
+        except _FastPathFailed:
+            part = None
+    return _Block(block, len(nl), starts, ends, lineno, part)
+
+
+def _read_jsonl(
+    path: Path,
+    source: str,
+    quarantine: Quarantine,
+    tenants: frozenset[str] | None,
+    counts: _Counts,
+    bar: Progress,
+) -> Iterator[_Part]:
+    # Blocks are read column-wise on two threads (Arrow and numpy release the GIL); the
+    # results are taken in file order, so row checks and quarantine stay sequential.
+    first_line = 1
+    with ThreadPoolExecutor(_THREADS) as pool:
+        pending: deque[Any] = deque()
+        blocks = _iter_blocks(path, bar)
+        done = False
+        while True:
+            while not done and len(pending) < _THREADS:
+                block = next(blocks, None)
+                if block is None:
+                    done = True
+                else:
+                    pending.append(pool.submit(_prepare_block, block))
+            if not pending:
+                break
+            blk = pending.popleft().result()
+            lineno = blk.lineno + first_line
+            first_line += blk.n_lines
+            counts.input_rows += len(blk.starts)
+            if not len(blk.starts):
+                continue
+            part = blk.part
+            if part is None:
+                part = _slim(
+                    _robust_block(
+                        blk.block, blk.starts, blk.ends, lineno, source, quarantine,
+                        tenants, counts,
+                    )
+                )
+            else:
+                part.line = lineno
+            del blk
+            part = _check_rows(part, source, quarantine, tenants, counts)
+            pass
+            if part is not None:
+                yield part
+
+
+def _robust_block(
+    block: bytes | bytearray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    lineno: np.ndarray,
+    source: str,
+    quarantine: Quarantine,
+    tenants: frozenset[str] | None,
+    counts: _Counts,
+) -> _Part:
+    """Decode every line on its own; report bad ones; load the good ones."""
+    view = memoryview(block)
+    good_lines: list[bytes] = []
+    good_no: list[int] = []
+    objs: list[dict[str, Any]] = []
+    for lo, hi, no in zip(starts.tolist(), ends.tolist(), lineno.tolist(), strict=True):
+        raw = bytes(view[lo:hi])
+        if not raw.strip():
+            continue  # whitespace-only line: blank, not a row
+        try:
+            obj = loads(raw)
+        except UnicodeDecodeError:
+            _bad(quarantine, source, no, "bad_utf8", "line is not valid UTF-8", raw,
+                 fix="Re-export the file as UTF-8, or pass errors=\"quarantine\".")
+            continue
+        except JSONDecodeError as exc:
+            if _is_utf8_error(raw):
+                _bad(quarantine, source, no, "bad_utf8", "line is not valid UTF-8", raw,
+                     fix="Re-export the file as UTF-8, or pass errors=\"quarantine\".")
+            else:
+                _bad(quarantine, source, no, "bad_json",
+                     f"line is not valid JSON ({exc}); truncated or corrupted row", raw)
+            continue
+        if not isinstance(obj, dict):
+            _bad(quarantine, source, no, "not_object",
+                 f"line is a JSON {type(obj).__name__}, expected an object", raw)
+            continue
+        t = obj.get("tenant_id")
+        if tenants is not None and tenant_id_problem(t) is None and t not in tenants:
+            counts.filtered_out += 1  # another tenant's row: skipped, never reported
+            continue
+        problem = _row_problem(obj)
+        if problem is not None:
+            reason, fld, detail = problem
+            _bad(quarantine, source, no, reason, detail, raw, fld,
+                 _FIX_TENANT if reason in ("missing_tenant", "bad_tenant") else None,
+                 owner=(t, obj.get("chat_id")))
+            continue
+        good_lines.append(raw)
+        good_no.append(no)
+        objs.append(obj)
+    lines_no = np.asarray(good_no, dtype=np.int64)
+    if not good_lines:
+        return _empty_part()
+    # the good lines again through the fast path, for the source text of each payload
+    joined = b"\n".join(good_lines) + b"\n"
+    jb = np.frombuffer(joined, dtype=np.uint8)
+    nl = np.flatnonzero(jb == 10)
+    st = np.empty(len(nl), dtype=np.int64)
+    st[0] = 0
+    st[1:] = nl[:-1] + 1
+    try:
+        return _fast_block(joined, jb, st, nl, lines_no, threads=True, strict_checked=True)
+    except _FastPathFailed:
+        return _part_from_objects(objs, lines_no, good_lines)

@@ -1,0 +1,331 @@
+"""The canonical columns derived from ``type`` + ``payload``: tool-call arguments and their hash,
+``text``, kind/ref/event ids, tokens, and the per-run ``turn`` and ``parent_run_id``
+(:data:`DERIVED_COLUMNS`, :func:`derive_columns`, which ``verify_chain`` re-derives).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..._json import JSONDecodeError, args_hash, canonical_json, loads
+from ...schema import EVENTS_SCHEMA
+from ._fastpath import _parse_payloads
+from ._rows import _typed_from_objects
+from ._shapes import _STR, EVENT_KINDS, _Part
+
+_TEXT_FIELDS = ("text", "result", "message", "reason")
+
+
+def _slim(part: _Part) -> _Part:
+    """Compute a block's tool arguments, ``text`` and canonical columns now.
+
+    The typed payload fields are replaced by the block's canonical columns (all but
+    ``type`` and ``kind``, which need the whole file's dictionary), so the large typed text
+    columns never exist for the whole file at once and _finish only joins and sorts.
+    """
+    args, hashes = _tool_args(part, {})
+    typed = part.typed
+    text = pc.coalesce(args, *(typed.column(c) for c in _TEXT_FIELDS))
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
+    # the canonical columns are row-wise: built here, on the reading threads, per block
+    # (rows without an event_type are quarantined later by _check_rows)
+    env = part.env
+    i = env.schema.get_field_index("event_type")
+    env = env.set_column(i, env.schema.field(i), pc.fill_null(env.column(i), ""))
+    cols = _canonical_columns(env, typed, hashes)
+    part.typed = pa.table({k: v for k, v in cols.items() if k not in ("type", "kind")})
+    part.args, part.hashes, part.text = args, hashes, text.cast(pa.large_string())
+    return part
+
+
+def _tool_args(part: _Part, cache: dict[str, str]) -> tuple[pa.Array, pa.Array]:
+    """Canonical JSON text and hash of each tool.called row's ``args`` (null elsewhere).
+
+    Per tool call (the only per-row step: the arguments are re-serialised canonically);
+    each distinct canonical text is hashed once.
+    """
+    n = part.env.num_rows
+    etype = part.env.column("event_type")
+    called = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(etype, "tool.called"), False)))
+    args_text: list[str | None] = [None] * len(called)
+    hashes: list[str | None] = [None] * len(called)
+    payloads = part.payload.take(pa.array(called))
+    # one column-wise scan for runs of 19+ digits (integers that may not fit 64 bits): only
+    # those payloads take the lossless slow decode, the rest skip the per-call check
+    long_ints = np.asarray(pc.fill_null(pc.match_substring_regex(payloads, r"[0-9]{19}"),
+                                        False)).tolist()
+    for j, ptxt in enumerate(payloads.to_pylist()):
+        args = loads(ptxt, long_ints=long_ints[j]).get("args")
+        if args is None:
+            continue
+        a = args_text[j] = canonical_json(args)
+        h = cache.get(a)
+        if h is None:
+            # args_hash(args): a string argument is hashed by the JSON value it holds
+            h = cache[a] = (
+                args_hash(args) if isinstance(args, str)
+                else hashlib.sha256(a.encode("utf-8")).hexdigest()[:32]
+            )
+        hashes[j] = h
+    scatter = np.full(n, -1, dtype=np.int64)
+    scatter[called] = np.arange(len(called))
+    where = pa.array(scatter, mask=scatter < 0)
+    return (
+        pa.array(args_text, type=_STR).take(where),
+        pa.array(hashes, type=_STR).take(where),
+    )
+
+
+def _type_and_kind(event_type: pa.ChunkedArray | pa.Array) -> dict[str, pa.Array]:
+    """``type`` (dictionary-encoded event_type) and ``kind`` (EVENT_KINDS, else "other")."""
+    etype = event_type.dictionary_encode()
+    if isinstance(etype, pa.ChunkedArray):
+        etype = etype.combine_chunks()
+    kinds = [EVENT_KINDS.get(t, "other") for t in etype.dictionary.to_pylist()]
+    kind_values = sorted(set(kinds))
+    kind_code = np.array([kind_values.index(k) for k in kinds], dtype=np.int32)
+    t_idx = etype.indices.to_numpy(zero_copy_only=False)
+    kind = pa.DictionaryArray.from_arrays(
+        pa.array(kind_code[t_idx] if len(kind_code) else np.zeros(0, np.int32)),
+        pa.array(kind_values, type=_STR),
+    )
+    return {"type": etype, "kind": kind}
+
+
+def _canonical_columns(
+    env: pa.Table, typed: pa.Table, hash_col: pa.ChunkedArray | pa.Array
+) -> dict[str, Any]:
+    """kind, ref_id, event_id, tool_name, args_hash, cache_key, is_error, finish, tokens."""
+    tk = _type_and_kind(env.column("event_type"))
+    etype, kind = tk["type"], tk["kind"]
+    type_names = etype.dictionary.to_pylist()
+    t_idx = etype.indices.to_numpy(zero_copy_only=False)
+
+    def is_type(*names: str) -> pa.Array:
+        codes = [i for i, t in enumerate(type_names) if t in names]
+        return pa.array(np.isin(t_idx, codes))
+
+    def col(name: str) -> pa.ChunkedArray:
+        return typed.column(name)
+
+    def pick(mask: pa.Array, values: pa.Array) -> pa.Array:
+        return pc.if_else(mask, values, pa.nulls(len(values), values.type))
+
+    null_s = pa.nulls(len(etype), _STR)
+    calls = is_type("model.requested", "model.completed", "tool.called", "tool.completed")
+    ref = pc.if_else(calls, col("call_id"), null_s)
+    ref = pc.if_else(is_type("interrupt.raised", "interrupt.resolved"), col("interrupt_id"), ref)
+    ref = pc.if_else(is_type("subagent.spawned", "subagent.completed"), col("subagent_id"), ref)
+    ref = pc.if_else(is_type("turn.started", "turn.completed"), col("message_id"), ref)
+    event_id = pick(is_type("message.user"), col("message_id"))
+    event_id = pc.if_else(is_type("checkpoint.created"), col("checkpoint_id"), event_id)
+    event_id = pc.if_else(is_type("export.created"), col("export_id"), event_id)
+    event_id = pc.if_else(is_type("user_card.shown"), col("card_id"), event_id)
+    tools = is_type("tool.called", "tool.completed")
+    tool_name = pick(tools, col("tool"))
+    model_done = is_type("model.completed")
+    finish = pick(model_done, col("finish"))
+    usage = typed.column("usage")
+    in_tok = pick(model_done, pc.struct_field(usage, "input_tokens"))
+    out_tok = pick(model_done, pc.struct_field(usage, "output_tokens"))
+    is_error = pc.fill_null(pc.and_(is_type("tool.completed"), col("is_error")), False)
+    is_error = pc.or_(is_error, is_type("error.raised"))
+    is_error = pc.or_(is_error, pc.fill_null(pc.equal(finish, "error"), False))
+    turn = pick(is_type("turn.started", "turn.completed"), col("turn"))
+    wide = pc.fill_null(pc.or_(pc.less(turn, -(2**31)), pc.greater(turn, 2**31 - 1)), False)
+    if pc.any(wide).as_py():  # a turn beyond the int32 column is read as null, like a bad type
+        turn = pc.if_else(wide, pa.scalar(None, turn.type), turn)
+    return {
+        "type": etype,
+        "kind": kind,
+        "turn": turn,
+        "event_id": event_id,
+        "ref_id": ref,
+        "tool_name": tool_name,
+        "args_hash": hash_col,
+        "cache_key": col("cacheKey"),
+        "is_error": is_error,
+        "finish": finish,
+        "input_tokens": in_tok,
+        "output_tokens": out_tok,
+        "_child": pick(is_type("subagent.spawned"), col("child_chat_id")),
+    }
+
+
+#: The canonical columns read_pleach derives from ``type`` + ``payload`` (and the run):
+#: what :func:`derive_columns` re-derives and ``verify_chain`` compares.
+DERIVED_COLUMNS: tuple[str, ...] = (
+    "parent_run_id", "kind", "turn", "step", "event_id", "ref_id", "tool_name", "args_hash",
+    "cache_key", "is_error", "finish", "input_tokens", "output_tokens", "chunk_type", "text",
+    "inherited",
+)
+
+
+def _typed_payloads(payload: pa.Array) -> pa.Table:
+    """The typed payload fields of payload texts, read exactly as the loader reads them.
+
+    One Arrow parse when every text is a JSON object Arrow can read with the typed schema;
+    otherwise the texts are decoded one by one (:func:`_typed_from_objects`: a field of
+    another JSON type is null, as Arrow's typed parse would have refused it). A text that
+    is not a JSON object (possible only in a tampered table) reads as ``{}``.
+    """
+    if _all_open_objects(payload) or pc.all(pc.fill_null(
+            pc.starts_with(pc.utf8_ltrim_whitespace(payload), "{"), False)).as_py() is not False:
+        if pc.any(pc.match_substring(payload, "\n")).as_py():
+            payload = pc.replace_substring(payload, "\n", " ")  # whitespace: one line each
+        typed = _parse_payloads(payload, threads=True)
+        if typed is not None:
+            return typed
+    objs: list[dict[str, Any]] = []
+    for text in payload.to_pylist():  # only for tables Arrow cannot read column-wise
+        try:
+            obj = loads(text) if text is not None else None
+        except JSONDecodeError:
+            obj = None
+        objs.append(obj if isinstance(obj, dict) else {})
+    return _typed_from_objects(objs)
+
+
+def _all_open_objects(payload: pa.Array) -> bool:
+    """True when every value of a large_string array is non-null and starts with ``{``
+    (one gather over the offsets; False does not mean some value is not an object)."""
+    n = len(payload)
+    if payload.null_count or not n:
+        return False
+    offs = np.frombuffer(payload.buffers()[1], dtype=np.int64)[payload.offset:][: n + 1]
+    if not (offs[1:] > offs[:-1]).all():
+        return False
+    data = np.frombuffer(payload.buffers()[2], dtype=np.uint8)
+    return bool((data[offs[:-1]] == ord("{")).all())
+
+
+def derive_columns(table: pa.Table, *, typed: pa.Table | None = None
+                   ) -> dict[str, pa.Array]:
+    """The :data:`DERIVED_COLUMNS` that read_pleach would give the rows of ``table``.
+
+    ``table`` is a canonical events table (or any table with ``tenant_id``, ``run_id``,
+    ``type`` and ``payload``) sorted by (tenant_id, run_id, seq). The derivation is the
+    loader's own code (:func:`_slim`, :func:`_canonical_columns`, :func:`_fill_derived`),
+    column-wise, so a verifier can check stored derived columns against the hashed
+    content (``replaykit.verify_chain``). ``turn`` is carried forward within each run and
+    ``parent_run_id`` comes from ``subagent.spawned`` rows of the same tenant in ``table``.
+    ``typed`` is ``_typed_payloads`` of the table's payloads when the caller has it already
+    (e.g. parsed on another thread). Values have the canonical types, except that columns
+    the schema dictionary-encodes other than ``kind`` and ``parent_run_id`` are plain
+    strings (compare values, not encodings).
+
+    >>> log = read_pleach("data/pleach/harness_event_log.jsonl")  # doctest: +SKIP
+    >>> stored = log.table.column("tool_name").cast(pa.string())  # doctest: +SKIP
+    >>> derive_columns(log.table)["tool_name"].equals(stored.combine_chunks())  # doctest: +SKIP
+    True
+    """
+    n = table.num_rows
+
+    def plain(name: str) -> pa.Array:
+        col = table.column(name)
+        arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        return arr.cast(arr.type.value_type) if pa.types.is_dictionary(arr.type) else arr
+
+    etype = pc.fill_null(plain("type").cast(_STR), "")
+    payload = plain("payload").cast(pa.large_string())
+    env = pa.table({"event_type": etype})
+    if typed is None:
+        typed = _typed_payloads(payload)
+    part = _slim(_Part(env=env, created_at=pa.nulls(n, _STR), payload=payload,
+                       typed=typed, line=np.zeros(n, dtype=np.int64)))
+    cols = {**_type_and_kind(etype), **{c: part.typed.column(c) for c in part.typed.column_names}}
+    cols["text"] = part.text
+    child = cols.pop("_child")
+
+    def keys(name: str) -> pa.Array:
+        col = table.column(name)
+        arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        arr = arr if pa.types.is_dictionary(arr.type) else pc.cast(arr, _STR).dictionary_encode()
+        return arr.cast(EVENTS_SCHEMA.field(name).type)
+
+    runs = pa.Table.from_arrays(
+        [keys("tenant_id"), keys("run_id"), pc.cast(cols.pop("turn"), pa.int32()),
+         pa.nulls(n, EVENTS_SCHEMA.field("parent_run_id").type)],
+        schema=pa.schema([EVENTS_SCHEMA.field(c) for c in ("tenant_id", "run_id", "turn",
+                                                            "parent_run_id")]),
+    )
+    runs = _fill_derived(runs, child)  # turn carried forward, parent_run_id from spawns
+    out: dict[str, pa.Array] = {}
+    for name in DERIVED_COLUMNS:
+        typ = EVENTS_SCHEMA.field(name).type
+        if name in ("turn", "parent_run_id"):
+            arr = runs.column(name).combine_chunks()
+        elif name == "kind":
+            arr = cols["kind"]
+        elif name in cols:
+            arr = cols[name]
+            arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+            value_type = typ.value_type if pa.types.is_dictionary(typ) else typ
+            arr = arr if arr.type == value_type else arr.cast(value_type)
+        elif name == "inherited":
+            arr = pa.array(np.zeros(n, dtype=bool))
+        else:  # step, chunk_type: pleach has neither
+            arr = pa.nulls(n, typ.value_type if pa.types.is_dictionary(typ) else typ)
+        out[name] = arr
+    return out
+
+
+def _segments(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Start index and length of each (tenant_id, run_id) run in a sorted events table."""
+    n = table.num_rows
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    t = table.column("tenant_id").combine_chunks().indices.to_numpy(zero_copy_only=False)
+    r = table.column("run_id").combine_chunks().indices.to_numpy(zero_copy_only=False)
+    change = np.ones(n, dtype=bool)
+    change[1:] = (t[1:] != t[:-1]) | (r[1:] != r[:-1])
+    starts = np.flatnonzero(change)
+    lengths = np.diff(np.append(starts, n))
+    return starts, lengths
+
+
+def _fill_derived(table: pa.Table, child: pa.Array) -> pa.Table:
+    """Carry ``turn`` forward within each run; set parent_run_id from subagent.spawned."""
+    n = table.num_rows
+    if n == 0:
+        return table
+    starts, lengths = _segments(table)
+    seg_start = np.repeat(starts, lengths)
+    # turn: the latest turn.started/turn.completed value at or before each row of the run
+    turn_col = table.column("turn").combine_chunks()
+    valid = np.asarray(turn_col.is_valid())
+    last = np.maximum.accumulate(np.where(valid, np.arange(n), -1))
+    ok = last >= seg_start
+    values = turn_col.fill_null(0).to_numpy(zero_copy_only=False)
+    turn = pa.array(values[np.maximum(last, 0)], type=pa.int32(), mask=~ok)
+    # parent_run_id: chat named as child_chat_id by a subagent.spawned row of the same tenant
+    parents: dict[tuple[str, str], str] = {}
+    spawn_rows = np.flatnonzero(np.asarray(child.is_valid()))
+    if len(spawn_rows):
+        idx = pa.array(spawn_rows)
+        tenants = table.column("tenant_id").take(idx).to_pylist()
+        runs = table.column("run_id").take(idx).to_pylist()
+        for t, r, c in zip(tenants, runs, child.take(idx).to_pylist(), strict=True):
+            parents.setdefault((t, c), r)
+    cols = {"turn": turn}
+    if parents:
+        seg_idx = pa.array(starts)
+        seg_t = table.column("tenant_id").take(seg_idx).to_pylist()
+        seg_r = table.column("run_id").take(seg_idx).to_pylist()
+        seg_parent = [parents.get((t, r)) for t, r in zip(seg_t, seg_r, strict=True)]
+        parent = pa.array(seg_parent, type=_STR).take(
+            pa.array(np.repeat(np.arange(len(starts)), lengths))
+        )
+        cols["parent_run_id"] = parent.dictionary_encode().cast(
+            table.schema.field("parent_run_id").type
+        )
+    for name, arr in cols.items():
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, table.schema.field(name), arr)
+    return table

@@ -1,0 +1,235 @@
+"""Joining the blocks: one stable sort on a packed key (which finds duplicate keys), the large text
+columns copied once into sorted order, and the runs table.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...eventlog import RUNS_SCHEMA
+from ...schema import EVENTS_SCHEMA, events_table
+from .._common import (
+    Quarantine,
+)
+from ._checks import _bad
+from ._derive import _fill_derived, _segments, _type_and_kind
+from ._shapes import _STR, FORMAT, _Part
+
+
+# ----------------------------------------------------------------------------- finishing
+def _finish(
+    parts: list[tuple[str, _Part]], quarantine: Quarantine
+) -> tuple[pa.Table, dict[str, int]]:
+    """Concatenate parts, drop duplicate keys, map to the canonical columns."""
+    parts[:] = [(s, p) for s, p in parts if p.env.num_rows]
+    if not parts:
+        return events_table({k: [] for k in _MIN_COLUMNS}), {}
+    # Small columns are joined into single arrays; the large text columns (payload, text,
+    # prev_hash, row_hash) stay chunked per block and are copied exactly
+    # once, straight into their final (sorted) order, by _take_runs.
+    text = pa.chunked_array([p.text for _, p in parts], type=pa.large_string())
+    env = pa.concat_tables([p.env for _, p in parts])
+    typed = pa.concat_tables([p.typed for _, p in parts])
+    payload = pa.chunked_array([p.payload for _, p in parts], type=pa.large_string())
+    ts = pa.chunked_array([p.created_at for _, p in parts]).combine_chunks()
+    line = np.concatenate([p.line for _, p in parts])
+    # one dictionary entry per file (a file is read in several blocks)
+    source_names = list(dict.fromkeys(s for s, _ in parts))
+    src_code = {s: i for i, s in enumerate(source_names)}
+    src_idx = np.concatenate(
+        [np.full(p.env.num_rows, src_code[s], dtype=np.int32) for s, p in parts]
+    )
+    parts.clear()  # the caller's list too: release the per-block arrays before sorting
+    n = env.num_rows
+    prev_hash, row_hash = env.column("prev_hash"), env.column("row_hash")
+    env = env.drop_columns(["prev_hash", "row_hash"])
+    tenant = env.column("tenant_id").dictionary_encode().combine_chunks()
+    chat = env.column("chat_id").dictionary_encode().combine_chunks()
+    seq = env.column("sequence_number").to_numpy()
+
+    # One stable sort by (tenant_id, chat_id, sequence_number) finds the duplicates (equal
+    # neighbours; the first in file order comes first) and gives the final row order.
+    order, same = _key_order(tenant, chat, seq)
+    dup_by_source: dict[str, int] = {}
+    big_idx = order  # row order for the big columns, in the rows of the parts
+    if same.any():
+        dup_rows = np.sort(order[1:][same])
+        for i in dup_rows.tolist():
+            src = source_names[src_idx[i]]
+            _bad(
+                quarantine, src, int(line[i]),
+                "duplicate_seq",
+                f"(tenant_id, chat_id, sequence_number) = ({tenant[i].as_py()!r}, "
+                f"{chat[i].as_py()!r}, {int(seq[i])}) repeats an earlier row; the first is kept",
+                None, "sequence_number", owner=(tenant[i].as_py(), chat[i].as_py()),
+            )
+            dup_by_source[src] = dup_by_source.get(src, 0) + 1
+        keep = np.ones(n, dtype=bool)
+        keep[dup_rows] = False
+        kept = np.flatnonzero(keep)
+        big_idx = order[keep[order]]
+        order = (np.cumsum(keep) - 1)[big_idx]  # the same order, in the kept rows
+        idx = pa.array(kept)
+        ts = ts.take(idx)
+        env = pa.table({c: _take_runs(env.column(c), kept) for c in env.column_names})
+        typed = pa.table({c: _take_runs(typed.column(c), kept) for c in typed.column_names})
+        tenant, chat = tenant.take(idx), chat.take(idx)
+        line, src_idx, seq = line[keep], src_idx[keep], seq[keep]
+    # The big columns are copied into sorted order on two threads (Arrow's concatenation
+    # releases the GIL), starting now; the small columns are built here meanwhile.
+    big_columns = {"payload": payload, "text": text, "prev_hash": prev_hash,
+                   "row_hash": row_hash}
+    del payload, text, prev_hash, row_hash
+    identity = bool(len(order)) and np.array_equal(big_idx, np.arange(n))
+    big_order = None if identity else big_idx
+
+    def copy_big(name: str) -> pa.Array | pa.ChunkedArray:
+        typ = EVENTS_SCHEMA.field(name).type
+        big = big_columns.pop(name)  # the source is freed once copied
+        big = big if big_order is None else _take_runs(big, big_order)
+        _release()
+        return big if big.type == typ else big.cast(typ)
+
+    with ThreadPoolExecutor(2) as pool:
+        names = sorted(big_columns, key=lambda k: -big_columns[k].nbytes)
+        copies = {name: pool.submit(copy_big, name) for name in names}
+        cols = {**_type_and_kind(env.column("event_type")),
+                **{c: typed.column(c) for c in typed.column_names}}
+        del typed
+        child = cols.pop("_child")
+        source = pa.DictionaryArray.from_arrays(
+            pa.array(src_idx, type=pa.int32()), pa.array(source_names, type=_STR)
+        )
+        m = len(line)
+        # placeholder for payload (all empty strings, no data); the real column is set below
+        blank = pa.Array.from_buffers(
+            pa.large_string(), m, [None, pa.py_buffer(np.zeros(m + 1, dtype=np.int64)),
+                                   pa.py_buffer(b"")]
+        )
+        table = events_table(
+            {
+                "tenant_id": tenant,
+                "run_id": chat,
+                "seq": seq,
+                "ts": ts,
+                "payload": blank,
+                "source": source,
+                "source_line": line,
+                **cols,
+            },
+            sort=False, combine=big_order is None,  # the take below makes them contiguous
+        )
+        del env, cols, tenant, chat, ts, line, src_idx, seq, blank
+        if big_order is not None:
+            idx = pa.array(order)
+            table, child = table.take(idx), child.take(idx)
+        done = {name: fut.result() for name, fut in copies.items()}
+    for name, big in done.items():
+        table = table.set_column(table.schema.get_field_index(name), table.schema.field(name), big)
+    return _fill_derived(table, child), dup_by_source
+
+
+def _key_order(
+    tenant: pa.DictionaryArray, chat: pa.DictionaryArray, seq: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Stable row order by (tenant, chat, seq) and, in that order, "same key as the row before".
+
+    Tenants and chats are ranked by value (as ``schema.sort_order`` does) and the three keys
+    are packed into one integer when they fit, so one stable sort of small integers does it
+    (fast on the long already-ordered runs of a log file).
+    """
+    n = len(seq)
+
+    def rank(col: pa.DictionaryArray) -> tuple[np.ndarray, int]:
+        r = np.asarray(pc.rank(col.dictionary, sort_keys="ascending", tiebreaker="dense"),
+                       dtype=np.int64)
+        return r[col.indices.to_numpy(zero_copy_only=False)], int(r.max(initial=0))
+
+    t, t_max = rank(tenant)
+    c, c_max = rank(chat)
+    s_min, s_max = (int(seq.min()), int(seq.max())) if n else (0, 0)
+    span = s_max - s_min + 1
+    if s_min >= 0 and (t_max + 1) * (c_max + 1) * span < 2**62:
+        key = (t * (c_max + 1) + c) * span + (seq - s_min)
+        order = np.argsort(key, kind="stable")
+        ks = key[order]
+        return order, ks[1:] == ks[:-1]
+    order = np.lexsort((seq, c, t))
+    t, c, s = t[order], c[order], seq[order]
+    return order, (t[1:] == t[:-1]) & (c[1:] == c[:-1]) & (s[1:] == s[:-1])
+
+
+def _release() -> None:
+    """Hand memory freed by Arrow back to the OS (keeps the loader's peak RSS down)."""
+    pa.default_memory_pool().release_unused()
+
+
+def _take_runs(values: pa.ChunkedArray | pa.Array, order: np.ndarray) -> pa.Array:
+    """``values.take(order)`` as one array, copying the data once.
+
+    ``order`` of a sort mostly consists of long runs of consecutive rows (a chat's rows sit
+    together in the file); each run (split where it crosses a chunk) is a zero-copy slice
+    -- a loop over runs, not rows -- and the slices are joined by one Arrow concatenation,
+    which releases the GIL, so columns can be copied on several threads. When runs are
+    short, the values are joined and taken in the usual way.
+    """
+    if isinstance(values, pa.Array):
+        values = pa.chunked_array([values], type=values.type)
+    n = len(order)
+    if n == 0:
+        return pa.array([], type=values.type)
+    if len(np.flatnonzero(np.diff(order) != 1)) > max(1024, n // 64):
+        return values.combine_chunks().take(pa.array(order))
+    chunks = [c for c in values.chunks if len(c)]
+    bounds = np.concatenate([[0], np.cumsum([len(c) for c in chunks])]).astype(np.int64)
+    cid = np.searchsorted(bounds, order, side="right") - 1
+    first = np.concatenate([[0], np.flatnonzero((np.diff(order) != 1) | (np.diff(cid) != 0))
+                            + 1])
+    lengths = np.diff(np.append(first, n))
+    run_c = cid[first]
+    starts = order[first] - bounds[run_c]
+    slices = [chunks[c].slice(a, k) for c, a, k in zip(run_c.tolist(), starts.tolist(),
+                                                       lengths.tolist(), strict=True)]
+    try:
+        return pa.chunked_array(slices, type=values.type).combine_chunks()
+    except pa.ArrowInvalid:  # a string column whose offsets would overflow: large offsets
+        if not pa.types.is_string(values.type):
+            raise
+        return pa.chunked_array([x.cast(pa.large_string()) for x in slices]
+                                ).combine_chunks().cast(values.type)
+
+
+_MIN_COLUMNS = ("tenant_id", "run_id", "seq", "type", "kind", "payload", "source")
+
+
+def _runs_table(table: pa.Table) -> pa.Table:
+    """One row per chat: tenant, run, parent, format, source, created_at (first event time)."""
+    starts, _ = _segments(table)
+    if not len(starts):
+        return RUNS_SCHEMA.empty_table()
+    idx = pa.array(starts)
+
+    def strings(name: str) -> pa.Array:
+        return pc.cast(table.column(name).take(idx), _STR)
+
+    ts = table.column("ts").combine_chunks()
+    first_ts = pa.table(
+        {"seg": np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(table)))),
+         "ts": ts}
+    ).group_by("seg", use_threads=False).aggregate([("ts", "min")]).sort_by("seg")
+    return pa.table(
+        {
+            "tenant_id": strings("tenant_id"),
+            "run_id": strings("run_id"),
+            "parent_run_id": strings("parent_run_id"),
+            "format": pa.array([FORMAT] * len(starts), type=_STR),
+            "source": strings("source"),
+            "created_at": first_ts.column("ts_min"),
+            "attrs": pa.nulls(len(starts), pa.large_string()),
+        },
+        schema=RUNS_SCHEMA,
+    )

@@ -1,0 +1,403 @@
+"""The canonical table of all files at once, column-wise: run ids and parents, one ordering over
+rows and members, implicit sequence numbers, duplicates, model-call ids and the runs table.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..._json import (
+    HAVE_ORJSON,
+    canonical_json,
+)
+from ...eventlog import RUNS_SCHEMA
+from ...schema import EVENTS_SCHEMA
+from .._common import (
+    Quarantine,
+)
+from ._packed import _member_payloads
+from ._shapes import (
+    _CHUNK_OF_CODE,
+    _RARE_FIELDS,
+    _ROW_FIELDS,
+    FORMAT,
+    KIND_OF_TYPE,
+    OrphanRunWarning,
+    _FileCtx,
+    _Rows,
+)
+
+
+# --------------------------------------------------------------------------- assembly
+def _run_ids(ctxs: list[_FileCtx]) -> tuple[list[str | None], list[str | None]]:
+    """run_id and parent_run_id per file (None for files without a valid header)."""
+    ok = [c for c in ctxs if c.header is not None]
+    by_id: dict[str, list[_FileCtx]] = {}
+    for c in ok:
+        by_id.setdefault(c.header["id"], []).append(c)  # type: ignore[index]
+    root = Path(os.path.commonpath([str(c.path.resolve().parent) for c in ok])) if ok else None
+    run_of: dict[int, str] = {}
+    for hid, group in by_id.items():
+        for c in group:
+            if len(group) == 1:
+                run_of[c.fi] = hid
+            else:
+                rel = c.path.resolve().relative_to(root).as_posix()  # type: ignore[arg-type]
+                run_of[c.fi] = f"{hid}@{rel}"
+    run_ids: list[str | None] = [run_of.get(c.fi) for c in ctxs]
+    parents: list[str | None] = [None] * len(ctxs)
+    for c in ok:
+        ps = c.header.get("parentSession")  # type: ignore[union-attr]
+        if ps is None:
+            continue
+        cands = [p for p in by_id.get(ps, []) if p.fi != c.fi]
+        same_dir = [p for p in cands if p.path.resolve().parent == c.path.resolve().parent]
+        pick = same_dir[0] if same_dir else (cands[0] if len(cands) == 1 else None)
+        if pick is not None:
+            parents[c.fi] = run_of[pick.fi]
+            continue
+        parents[c.fi] = ps
+        why = (
+            f"{len(cands)} loaded logs have that id, none in the same folder"
+            if cands
+            else "no loaded log has that id"
+        )
+        warnings.warn(
+            f"{c.path}: child session {c.header['id']!r} names parentSession {ps!r}, but "  # type: ignore[index]
+            f"{why}; it is loaded with parent_run_id={ps!r}. Load the parent's log too "
+            "to link them.",
+            OrphanRunWarning,
+            stacklevel=3,
+        )
+    return run_ids, parents
+
+
+def _runs_table(ctxs: list[_FileCtx], run_ids: list, parents: list, tenant: str) -> pa.Table:
+    recs: dict[str, list] = {f.name: [] for f in RUNS_SCHEMA}
+    for c in ctxs:
+        if c.header is None:
+            continue
+        h = c.header
+        ca = h.get("createdAt")
+        recs["tenant_id"].append(tenant)
+        recs["run_id"].append(run_ids[c.fi])
+        recs["parent_run_id"].append(parents[c.fi])
+        recs["format"].append(FORMAT)
+        recs["source"].append(f"{FORMAT}:{c.path}")
+        recs["created_at"].append(int(round(ca * 1000)) if ca is not None else None)
+        recs["attrs"].append(
+            canonical_json({k: v for k, v in h.items() if k not in ("type", "createdAt")})
+        )
+    cols = {k: v for k, v in recs.items() if k != "created_at"}
+    t = pa.table(
+        {**cols, "created_at": pa.array(recs["created_at"], pa.int64())},
+    )
+    return pa.table(
+        [t.column(f.name).cast(f.type) for f in RUNS_SCHEMA], schema=RUNS_SCHEMA
+    )
+
+
+def _fill_tool_result_names(kind_idx: np.ndarray, kinds: list[str], fi: np.ndarray,
+                            ref: pa.Array, name: pa.Array) -> pa.Array:  # fmt: skip
+    """tool_name on tool_result rows from the tool_call row with the same (file, ref_id)."""
+    if "tool_call" not in kinds or "tool_result" not in kinds:
+        return name
+    is_call = kind_idx == kinds.index("tool_call")
+    is_res = kind_idx == kinds.index("tool_result")
+    if not is_call.any() or not is_res.any():
+        return name
+    base = pa.table({"fi": fi, "ref": ref, "name": name, "pos": np.arange(len(fi))})
+    calls = base.filter(pa.array(is_call)).filter(pc.is_valid(pc.field("ref"))
+                                                  & pc.is_valid(pc.field("name")))
+    calls = calls.group_by(["fi", "ref"], use_threads=False).aggregate([("name", "first")])
+    res = base.filter(pc.and_(pa.array(is_res), pc.is_null(name))).select(["fi", "ref", "pos"])
+    joined = res.join(calls, ["fi", "ref"], join_type="inner", use_threads=False)
+    if not joined.num_rows:
+        return name
+    joined = joined.sort_by("pos")
+    mask = np.zeros(len(fi), dtype=bool)
+    mask[joined.column("pos").to_numpy()] = True
+    return pc.replace_with_mask(name, pa.array(mask), joined.column("name_first").combine_chunks())
+
+
+def _call_ids(type_idx: np.ndarray, types: list[str], fi: np.ndarray, turn: pa.Array,
+              step: pa.Array, chunk_type: pa.Array) -> pa.Array:  # fmt: skip
+    """Synthetic model-call ids ``t{turn}.s{step}.c{k}`` for assistant/chunk and message rows."""
+    n = len(type_idx)
+    out = pa.nulls(n, pa.string())
+    code_c = types.index("assistant/chunk") if "assistant/chunk" in types else -1
+    code_m = types.index("assistant/message") if "assistant/message" in types else -1
+    is_c = type_idx == code_c
+    is_m = type_idx == code_m
+    sel = np.flatnonzero(is_c | is_m)
+    if not len(sel):
+        return out
+    tn = pc.fill_null(turn, -(2**31)).to_numpy()[sel].astype(np.int64)
+    sp = pc.fill_null(step, -(2**31)).to_numpy()[sel].astype(np.int64)
+    f = fi[sel]
+    order = np.lexsort((sel, sp, tn, f))
+    s_sel = sel[order]
+    s_tn, s_sp, s_f = tn[order], sp[order], f[order]
+    s_c = is_c[s_sel]
+    fin = np.asarray(pc.fill_null(pc.equal(chunk_type, "finish"), False))[s_sel] & s_c
+    m = len(s_sel)
+    new_grp = np.ones(m, dtype=bool)
+    new_grp[1:] = (s_f[1:] != s_f[:-1]) | (s_tn[1:] != s_tn[:-1]) | (s_sp[1:] != s_sp[:-1])
+    gstart = np.maximum.accumulate(np.where(new_grp, np.arange(m), 0))
+    cum = np.cumsum(fin)
+    base = np.where(gstart > 0, cum[gstart - 1], 0)
+    k_chunk = cum - fin - base  # finishes before this row within its (file, turn, step)
+    last_c = np.maximum.accumulate(np.where(s_c, np.arange(m), -1))
+    has_c = (last_c >= gstart) & (last_c >= 0)
+    k = np.where(s_c, k_chunk, k_chunk[np.maximum(last_c, 0)])
+    valid = s_c | has_c
+    ts = pc.cast(pa.array(s_tn), pa.string())
+    ts = pc.if_else(pa.array(s_tn == -(2**31)), "", ts)
+    ss = pc.cast(pa.array(s_sp), pa.string())
+    ss = pc.if_else(pa.array(s_sp == -(2**31)), "", ss)
+    ids = pc.binary_join_element_wise("t", ts, ".s", ss, ".c", pc.cast(pa.array(k), pa.string()),
+                                      "")  # fmt: skip
+    ids = pc.if_else(pa.array(valid), ids, pa.scalar(None, pa.string()))
+    inv = np.empty(n, dtype=np.int64)
+    # scatter: position -> id (non-selected rows stay null)
+    inv.fill(m)
+    inv[s_sel] = np.arange(m)
+    return pa.concat_arrays([ids, pa.nulls(1, pa.string())]).take(pa.array(inv))
+
+
+def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
+              ) -> tuple[pa.Table, pa.Table]:  # fmt: skip
+    run_ids, parents = _run_ids(ctxs)
+    runs = _runs_table(ctxs, run_ids, parents, tenant)
+
+    # ---- non-packed rows -> columns
+    k_rows = len(acc.rows)
+    cols: list[Any] = list(zip(*acc.rows, strict=True)) if k_rows else [()] * len(_ROW_FIELDS)
+    acc.rows = []
+    r: dict[str, Any] = dict(zip(_ROW_FIELDS, cols, strict=True))
+    r_fi = np.fromiter(r["fi"], np.int64, k_rows)
+    r_line = np.fromiter(r["line"], np.int64, k_rows)
+    # sparse fields: scatter into object arrays (numpy does the loop)
+    rare_cols = list(zip(*acc.rare, strict=True)) if acc.rare else [()] * (3 + len(_RARE_FIELDS))
+    acc.rare = []
+    rare_idx = np.asarray(rare_cols[0], dtype=np.int64)
+    for name, vals in zip(("seq", "time", *_RARE_FIELDS), rare_cols[1:], strict=True):
+        full = np.full(k_rows, False if name == "is_error" else None, dtype=object)
+        if len(rare_idx):
+            full[rare_idx] = np.asarray(vals, dtype=object)
+        r[name] = full.tolist()  # pa.array converts lists much faster than object arrays
+    r_seq = pa.array(r["seq"], pa.int64())
+    r_time = pa.array(r["time"], pa.float64())
+
+    # ---- packed rows -> members (column-wise)
+    p = len(acc.p_meta)
+    pm = list(zip(*acc.p_meta, strict=True)) if p else [()] * 11
+    meta = {
+        name: np.asarray(v, dtype=object if name in ("seq0", "time0", "id", "name") else np.int64)
+        for name, v in zip(("fi", "line", "code", "turn", "step", "index", "seq0", "time0",
+                            "n", "id", "name"), pm, strict=True)  # fmt: skip
+    }
+    n_mem = meta["n"].astype(np.int64) if p else np.zeros(0, np.int64)
+    m_total = int(n_mem.sum())
+    rep = np.repeat(np.arange(p), n_mem)
+    line_first = np.cumsum(n_mem) - n_mem
+    k = np.arange(m_total) - line_first[rep]
+    dt = np.asarray(acc.p_dt, dtype=np.int64)
+    # cumulative dt within each packed line (dt[first] is the 0 we put in front)
+    cdt = np.cumsum(dt) - np.repeat(np.cumsum(dt)[line_first] - dt[line_first], n_mem) \
+        if m_total else dt  # fmt: skip
+    has_seq0 = np.array([v is not None for v in meta["seq0"]], dtype=bool).reshape(p)
+    has_time0 = np.array([v is not None for v in meta["time0"]], dtype=bool).reshape(p)
+    seq0 = np.where(has_seq0, meta["seq0"], 0).astype(np.int64)
+    time0 = np.where(has_time0, meta["time0"], 0).astype(np.int64)
+    m_has_seq = has_seq0[rep]
+    m_has_time = has_time0[rep]
+    m_seq = seq0[rep] + k
+    m_time = time0[rep] + cdt
+    m_texts = pa.array(acc.p_texts, pa.large_string())
+    acc.p_texts = []
+    # the members' payload texts are built on a second thread (Arrow releases the GIL) while
+    # this one orders the rows and builds the other columns
+    pool = ThreadPoolExecutor(1)
+    if m_total:
+        m_payload_f = pool.submit(_member_payloads, meta, rep, k, m_texts, m_seq, m_time,
+                                  m_has_seq, m_has_time)
+    else:
+        m_payload_f = pool.submit(pa.array, [], pa.string())
+    pool.shutdown(wait=False)
+    m_code = meta["code"][rep] if p else np.zeros(0, np.int64)
+
+    # ---- phantoms (quarantined lines keep their implicit-seq slots)
+    ph = np.asarray(acc.phantoms, dtype=np.int64).reshape(-1, 3)
+
+    # ---- one ordering over rows, members and phantoms: (file, line, member k)
+    n_all = k_rows + m_total + len(ph)
+    e_fi = np.concatenate([r_fi, meta["fi"][rep] if p else np.zeros(0, np.int64), ph[:, 0]])
+    e_line = np.concatenate([r_line, meta["line"][rep] if p else np.zeros(0, np.int64), ph[:, 1]])
+    e_k = np.concatenate([np.zeros(k_rows, np.int64), k, np.zeros(len(ph), np.int64)])
+    weight = np.concatenate([np.ones(k_rows + m_total, np.int64), ph[:, 2]])
+    order = np.lexsort((e_k, e_line, e_fi))
+    w = weight[order]
+    f_sorted = e_fi[order]
+    cw = np.cumsum(w) - w
+    first = np.ones(n_all, dtype=bool)
+    first[1:] = f_sorted[1:] != f_sorted[:-1]
+    file_base = np.maximum.accumulate(np.where(first, np.arange(n_all), 0))
+    implicit = cw - cw[file_base]
+    real = order < (k_rows + m_total)
+    order = order[real]
+    implicit = implicit[real]
+    n = len(order)
+
+    def combine(row_vals: Any, mem_vals: Any, typ: pa.DataType) -> pa.Array:
+        a = row_vals if isinstance(row_vals, pa.Array) else pa.array(row_vals, typ)
+        b = mem_vals if isinstance(mem_vals, pa.Array) else pa.array(mem_vals, typ)
+        if a.type != typ:
+            a = a.cast(typ)
+        if b.type != typ:
+            b = b.cast(typ)
+        return pa.concat_arrays([a, b]).take(pa.array(order))
+
+    fi = np.concatenate([r_fi, meta["fi"][rep] if p else np.zeros(0, np.int64)])[order]
+    line = np.concatenate([r_line, meta["line"][rep] if p else np.zeros(0, np.int64)])[order]
+    explicit = combine(r_seq, pa.array(m_seq, mask=~m_has_seq), pa.int64())
+    seq = np.where(np.asarray(pc.is_valid(explicit)),
+                   np.asarray(pc.fill_null(explicit, 0)), implicit).astype(np.int64)  # fmt: skip
+    time_ms = combine(r_time, pa.array(m_time.astype(np.float64), mask=~m_has_time), pa.float64())
+
+    type_arr = combine(pa.array(r["type"], pa.string()),
+                       pa.repeat(pa.scalar("assistant/chunk"), m_total), pa.string())
+    type_dict = type_arr.dictionary_encode()
+    types = type_dict.dictionary.to_pylist()
+    type_idx = type_dict.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    kinds_all = sorted(set(KIND_OF_TYPE.values()) | {"other"})
+    kind_code = np.array([kinds_all.index(KIND_OF_TYPE.get(t_, "other")) for t_ in types],
+                         dtype=np.int64)  # fmt: skip
+    kind_idx = kind_code[type_idx] if n else np.zeros(0, np.int64)
+
+    turn = combine(pa.array(r["turn"], pa.int64()), meta["turn"][rep] if p else [], pa.int32())
+    step = combine(pa.array(r["step"], pa.int64()), meta["step"][rep] if p else [], pa.int32())
+    chunk_type = combine(
+        pa.array(r["chunk_type"], pa.string()),
+        pa.array(_CHUNK_OF_CODE).take(pa.array(m_code, pa.int64())),
+        pa.string(),
+    )
+    text = combine(pa.array(r["text"], pa.large_string()), m_texts, pa.large_string())
+    r_payload = pa.array(r["payload"], pa.binary() if HAVE_ORJSON else pa.large_string())
+    payload = combine(r_payload.cast(pa.large_string()), m_payload_f.result(), pa.large_string())
+
+    def rows_only(name: str, typ: pa.DataType) -> pa.Array:
+        return combine(pa.array(r[name], typ), pa.nulls(m_total, typ), typ)
+
+    ref_id = rows_only("ref_id", pa.string())
+    tool_name = _fill_tool_result_names(kind_idx, kinds_all, fi, ref_id,
+                                        rows_only("tool_name", pa.string()))  # fmt: skip
+
+    # ---- duplicate seq within a file: quarantine the later line
+    keep = np.ones(n, dtype=bool)
+    if n:
+        o2 = np.lexsort((line, seq, fi))
+        dup = np.zeros(n, dtype=bool)
+        same = (fi[o2][1:] == fi[o2][:-1]) & (seq[o2][1:] == seq[o2][:-1])
+        dup[o2[1:][same]] = True
+        if dup.any():
+            bad = sorted(set(zip(fi[dup].tolist(), line[dup].tolist(), strict=True)))
+            first_pos: dict[tuple[int, int], int] = {}
+            for pos in np.flatnonzero(dup).tolist():
+                first_pos.setdefault((int(fi[pos]), int(line[pos])), pos)
+            for f_i, ln in bad:
+                pos = first_pos[(f_i, ln)]
+                ctx = ctxs[f_i]
+                q.bad(ctx.err(ln, "duplicate_seq",
+                              f"repeats seq {int(seq[pos])}, already used by an earlier line of "
+                              "this session", field="seq"),
+                      payload[pos].as_py())  # fmt: skip
+            bad_keys = np.array([f_i * (1 << 32) + ln for f_i, ln in bad], dtype=np.int64)
+            keep = ~np.isin(fi * (1 << 32) + line, bad_keys)
+
+    # ---- ids, flags, per-file columns
+    call_ids = _call_ids(type_idx, types, fi, turn, step, chunk_type)
+    ref_id = pc.coalesce(ref_id, call_ids)
+    run_arr = np.array(run_ids, dtype=object)
+    if "subagent/descriptor" in types:
+        desc = type_idx == types.index("subagent/descriptor")
+        own = pa.array(run_arr[fi], pa.string())
+        ref_id = pc.if_else(pc.and_(pa.array(desc), pc.is_null(ref_id)), own, ref_id)
+    seed = np.array(
+        [
+            c.header.get("seedLength") if c.header is not None and
+            c.header.get("seedLength") is not None else -1
+            for c in ctxs
+        ],
+        dtype=np.int64,
+    )  # fmt: skip
+    inherited = seq < seed[fi] if n else np.zeros(0, bool)
+
+    ts_ms = time_ms.to_numpy(zero_copy_only=False)
+    ts_valid = ~np.isnan(ts_ms)
+    ts_us = pa.array(np.round(np.where(ts_valid, ts_ms, 0) * 1000).astype(np.int64),
+                     mask=~ts_valid).cast(pa.timestamp("us", tz="UTC"))  # fmt: skip
+
+    # dictionary columns by file index (no per-row strings)
+    def by_file(values: list[str | None]) -> pa.DictionaryArray:
+        uniq = sorted({v for v in values if v is not None})
+        pos = {v: i for i, v in enumerate(uniq)}
+        code = np.array([pos.get(v, -1) if v is not None else -1 for v in values], np.int32)
+        codes = code[fi] if n else np.zeros(0, np.int32)
+        return pa.DictionaryArray.from_arrays(
+            pa.array(codes, mask=codes < 0), pa.array(uniq, pa.string()))
+
+    kind_dict = pa.array(kinds_all, pa.string())
+
+    def dict_col(values: pa.Array) -> pa.Array:
+        return pc.cast(values, pa.string()).dictionary_encode()
+
+    columns = {
+        "tenant_id": pa.DictionaryArray.from_arrays(
+            pa.array(np.zeros(n, np.int32)), pa.array([tenant])),
+        "run_id": by_file(run_ids),
+        "parent_run_id": by_file(parents),
+        "seq": pa.array(seq),
+        "type": pa.DictionaryArray.from_arrays(
+            pa.array(type_idx.astype(np.int32)), type_dict.dictionary),
+        "kind": pa.DictionaryArray.from_arrays(pa.array(kind_idx.astype(np.int32)), kind_dict),
+        "ts": ts_us,
+        "turn": turn,
+        "step": step,
+        "event_id": rows_only("event_id", pa.string()),
+        "ref_id": ref_id,
+        "tool_name": dict_col(tool_name),
+        "args_hash": rows_only("args_hash", pa.string()),
+        "cache_key": rows_only("cache_key", pa.string()),
+        "is_error": combine(pa.array(r["is_error"], pa.bool_()),
+                            pa.array(np.zeros(m_total, bool)), pa.bool_()),  # fmt: skip
+        "finish": dict_col(rows_only("finish", pa.string())),
+        "input_tokens": rows_only("input_tokens", pa.int64()),
+        "output_tokens": rows_only("output_tokens", pa.int64()),
+        "chunk_type": dict_col(chunk_type),
+        "text": text,
+        "inherited": pa.array(inherited, pa.bool_()),
+        "payload": payload,
+        "prev_hash": pa.nulls(n, pa.string()),
+        "row_hash": pa.nulls(n, pa.string()),
+        "source": by_file([f"{FORMAT}:{c.path}" for c in ctxs]),
+        "source_line": pa.array(line, pa.int64()),
+    }
+    arrays = []
+    for f in EVENTS_SCHEMA:
+        a = columns[f.name]
+        if a.type != f.type:
+            a = a.cast(f.type)
+        arrays.append(a)
+    table = pa.Table.from_arrays(arrays, schema=EVENTS_SCHEMA)
+    if not keep.all():
+        table = table.filter(pa.array(keep))
+    return table, runs

@@ -1,0 +1,266 @@
+"""Reading a file line by line: the session header, packed-row rules, envelope checks, and each
+bad line's quarantine report; good lines are gathered as rows or packed members.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from ..._json import (
+    HAVE_ORJSON,
+    JSONDecodeError,
+    JSONTooDeep,
+    canonical_json,
+    loads,
+    may_hold_long_ints,
+)
+from ...errors import LoadError
+from .._common import (
+    Progress,
+    is_epoch_ms,
+    is_int64,
+)
+from ._events import _decode_event, _int_or_none, _tokens_ok
+from ._shapes import _NO_RARE, _PACKED, _PACKED_TOP, _FileCtx, _Rows
+
+if HAVE_ORJSON:
+    import orjson as _orjson
+
+    def _dump(obj: Any) -> bytes | str:
+        try:
+            return _orjson.dumps(obj, option=_orjson.OPT_SORT_KEYS)
+        except TypeError:  # an integer beyond 64 bits: written with every digit
+            return canonical_json(obj).encode("utf-8")
+
+else:  # pragma: no cover
+    _dump = canonical_json
+
+
+def _bad_json(raw: bytes, exc: Exception) -> tuple[str, str]:
+    if isinstance(exc, JSONTooDeep):
+        return "too_deep", f"is not accepted: {exc}"
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return "bad_utf8", f"is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+    return "bad_json", "is not valid JSON (truncated or malformed line)"
+
+
+def _check_header(ctx: _FileCtx, obj: Any, lineno: int) -> LoadError | None:
+    if not isinstance(obj, dict):
+        return ctx.err(lineno, "missing_header", "line 1 must be the session header object "
+                       '{"type": "session", "id": ...}, got a JSON ' + type(obj).__name__,
+                       fix="Every toh log starts with its session header line.")
+    if obj.get("type") != "session":
+        return ctx.err(lineno, "missing_header",
+                       f"must be 'session' on line 1 (the session header), got {obj.get('type')!r}",
+                       field="type", fix="Every toh log starts with its session header line; "
+                       "restore it or load the file with another format.")  # fmt: skip
+    if not isinstance(obj.get("id"), str) or not obj["id"]:
+        return ctx.err(lineno, "bad_header", f"must be a non-empty string, got {obj.get('id')!r}",
+                       field="id", fix="The session header needs the session id.")
+    ps = obj.get("parentSession")
+    if ps is not None and not isinstance(ps, str):
+        return ctx.err(lineno, "bad_header", f"must be a string, got {ps!r}", field="parentSession")
+    sl = obj.get("seedLength")
+    if sl is not None and (not is_int64(sl) or sl < 0):
+        return ctx.err(lineno, "bad_header", f"must be an integer >= 0, got {sl!r}",
+                       field="seedLength")
+    ca = obj.get("createdAt")
+    if ca is not None and not is_epoch_ms(ca):
+        return ctx.err(lineno, "bad_header", "must be epoch milliseconds (years 1 to 9999), "
+                       f"got {ca!r}", field="createdAt")
+    return None
+
+
+def _packed_problem(obj: dict, t: str) -> tuple[str, str] | None:
+    """(field, rule) of the first packed-row rule ``obj`` breaks, or None when it is valid."""
+    code, key, allowed = _PACKED[t]
+    extra = obj.keys() - _PACKED_TOP
+    if extra:
+        return sorted(extra)[0], (f"packed row has unexpected top-level keys {sorted(extra)} "
+                                  "(allowed: type, data, seq0, time0)")
+    data = obj.get("data")
+    if type(data) is not dict:
+        return "data", "must be an object"
+    if data.keys() != allowed:
+        missing = sorted(allowed - data.keys())
+        unexpected = sorted(data.keys() - allowed)
+        return "data", f"must hold exactly {sorted(allowed)} (missing {missing}, unexpected " \
+                       f"{unexpected})"
+    members = data[key]
+    if type(members) is not list or not members or set(map(type, members)) != {str}:
+        return f"data.{key}", "must be a non-empty array of strings"
+    dt = data["dt"]
+    if type(dt) is not list or (dt and not set(map(type, dt)) <= {int}):
+        return "data.dt", "must be an array of integer gaps (milliseconds)"
+    if dt and not (is_int64(min(dt)) and is_int64(max(dt))):
+        return "data.dt", "gaps must fit in 64 bits"
+    if len(dt) != len(members) - 1:
+        return "data.dt", (f"must have len({key}) - 1 = {len(members) - 1} entries, "
+                           f"got {len(dt)}")
+    for f in ("turn", "step", "index"):
+        if _int_or_none(data[f]) is None:
+            return f"data.{f}", f"must be an integer, got {data[f]!r}"
+    if code == 2:
+        for f in ("id", "name"):
+            if type(data[f]) is not str:
+                return f"data.{f}", f"must be a string, got {data[f]!r}"
+    for f in ("seq0", "time0"):
+        v = obj.get(f)
+        if v is not None and (type(v) is not int or (f == "seq0" and v < 0)):
+            return f, "must be an integer" + (" >= 0" if f == "seq0" else "") + f", got {v!r}"
+    seq0 = obj.get("seq0")
+    if seq0 is not None and not is_int64(seq0 + len(members) - 1):
+        return "seq0", f"seq0 + members - 1 must fit in 64 bits, got seq0={seq0!r}"
+    time0 = obj.get("time0")
+    if time0 is not None:
+        if not is_epoch_ms(time0):
+            return "time0", f"must be epoch milliseconds (years 1 to 9999), got {time0!r}"
+        if dt and not all(map(is_epoch_ms, itertools.accumulate(dt, initial=time0))):
+            return "data.dt", "member times time0 + sum(gaps) must stay within years 1 to 9999"
+    return None
+
+
+def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
+    q = ctx.quarantine
+    fi = ctx.fi
+    rows = acc.rows
+    rows_append = rows.append
+    rare_append = acc.rare.append
+    header_line: int | None = None
+    headless_reason: str | None = None
+    long_ints = may_hold_long_ints(ctx.path)  # else lines skip the per-line digits check
+    # the reference forbids mixing projected lines (no seq envelope) and full persisted lines
+    # (seq / packed seq0) in one file: the first event line sets the mode
+    env_line: int | None = None
+    env_full = False
+    with open(ctx.path, "rb") as fh:
+        last_pos = 0
+        for lineno, raw in enumerate(fh, start=1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a UTF-8 byte order mark (as editors on Windows write)
+            if lineno & 4095 == 0:
+                pos = fh.tell()
+                prog.update(pos - last_pos)
+                last_pos = pos
+            if headless_reason is not None:
+                if raw.strip():
+                    q.bad(ctx.err(lineno, "no_header", f"cannot be loaded: {headless_reason}",
+                                  fix="Fix the session header (line 1) of this file."),
+                          raw.rstrip(b"\r\n"))  # fmt: skip
+                continue
+            try:
+                obj = loads(raw, long_ints=long_ints)  # a trailing newline is whitespace
+            except JSONDecodeError as exc:
+                raw = raw.rstrip(b"\r\n")
+                if not raw.strip():
+                    continue  # blank lines are skipped (line numbers stay exact)
+                reason, detail = _bad_json(raw, exc)
+                err = ctx.err(lineno, reason, detail)
+                if header_line is None:
+                    headless_reason = f"its session header (line {lineno}) {detail}"
+                else:
+                    acc.phantoms.append((fi, lineno, 1))
+                q.bad(err, raw)
+                continue
+            if header_line is None:
+                herr = _check_header(ctx, obj, lineno)
+                if herr is not None:
+                    headless_reason = f"its header (line {lineno}) is invalid: {herr.detail}"
+                    q.bad(herr, raw.rstrip(b"\r\n"))
+                    continue
+                header_line = lineno
+                ctx.header = obj
+                continue
+            if type(obj) is not dict:
+                acc.phantoms.append((fi, lineno, 1))
+                q.bad(ctx.err(lineno, "not_object",
+                              f"must be a JSON object (an event), got a JSON {type(obj).__name__}"),
+                      raw.rstrip(b"\r\n"))
+                continue
+            t = obj.get("type")
+            if type(t) is not str or not t:
+                acc.phantoms.append((fi, lineno, 1))
+                q.bad(ctx.err(lineno, "missing_type", f"must be a non-empty string, got {t!r}",
+                              field="type"), raw.rstrip(b"\r\n"))
+                continue
+            if t in _PACKED:
+                problem = _packed_problem(obj, t)
+                if problem is not None:
+                    d = obj.get("data")
+                    mem = d.get(_PACKED[t][1]) if type(d) is dict else None
+                    acc.phantoms.append((fi, lineno, len(mem) if type(mem) is list and mem else 1))
+                    q.bad(ctx.err(lineno, "bad_packed_row", f"{problem[1]} ({t} row)",
+                                  field=problem[0]), raw.rstrip(b"\r\n"))
+                    continue
+                full = obj.get("seq0") is not None
+                if env_line is None:
+                    env_line, env_full = lineno, full
+                elif full != env_full:
+                    acc.phantoms.append((fi, lineno, len(obj["data"][_PACKED[t][1]])))
+                    q.bad(_mixed(ctx, lineno, env_line, env_full, "seq0"), raw.rstrip(b"\r\n"))
+                    continue
+                _add_packed(acc, fi, lineno, t, obj)
+                continue
+            seq = obj.get("seq")
+            if seq is not None and (not is_int64(seq) or seq < 0):
+                acc.phantoms.append((fi, lineno, 1))
+                q.bad(ctx.err(lineno, "bad_seq", f"must be an integer >= 0, got {seq!r}",
+                              field="seq"), raw.rstrip(b"\r\n"))
+                continue
+            tm = obj.get("time")
+            if tm is not None and not is_epoch_ms(tm):
+                acc.phantoms.append((fi, lineno, 1))
+                q.bad(ctx.err(lineno, "bad_time", "must be epoch milliseconds (years 1 to 9999), "
+                              f"got {tm!r}", field="time"), raw.rstrip(b"\r\n"))
+                continue
+            if env_line is None:
+                env_line, env_full = lineno, seq is not None
+            elif (seq is not None) != env_full:
+                acc.phantoms.append((fi, lineno, 1))
+                q.bad(_mixed(ctx, lineno, env_line, env_full, "seq"), raw.rstrip(b"\r\n"))
+                continue
+            turn, step, ctype, text, rare = _decode_event(obj, t)
+            if rare is not None and not (_tokens_ok(rare[6]) and _tokens_ok(rare[7])):
+                acc.phantoms.append((fi, lineno, 1))
+                q.bad(ctx.err(lineno, "bad_tokens", "must be integers that fit in 64 bits, got "
+                              f"{rare[6]!r}, {rare[7]!r}", field="data.chunk.usage"),
+                      raw.rstrip(b"\r\n"))
+                continue
+            if rare is not None or seq is not None or tm is not None:
+                rare_append((len(rows), seq, tm) + (rare or _NO_RARE))
+            rows_append((fi, lineno, t, _dump(obj), turn, step, ctype, text))
+        prog.update(fh.tell() - last_pos)
+    if header_line is None and headless_reason is None:
+        q.bad(ctx.err(None, "empty_file", "holds no lines (a toh log starts with its session "
+                      "header)", fix="Remove the empty file or restore its content."))
+
+
+def _mixed(ctx: _FileCtx, lineno: int, env_line: int, env_full: bool, key: str) -> LoadError:
+    """The error for a line whose envelope (seq or none) differs from the file's first event."""
+    if env_full:
+        detail = (f"has no {key}, but line {env_line} carries a seq envelope: a log is either "
+                  "all full persisted lines or all projected lines")
+    else:
+        detail = (f"carries a {key}, but line {env_line} has none: a log is either all full "
+                  "persisted lines or all projected lines")
+    return ctx.err(lineno, "mixed_envelope", detail, field=key,
+                   fix="Re-export the log with one line shape (drop every seq/time envelope, or "
+                   "keep them on every line); replaykit does not guess an order between them.")
+
+
+def _add_packed(acc: _Rows, fi: int, lineno: int, t: str, obj: dict) -> None:
+    code, key, _ = _PACKED[t]
+    data = obj["data"]
+    members = data[key]
+    tc_id = tc_name = ""
+    if code == 2:
+        tc_id = canonical_json(data["id"])
+        tc_name = canonical_json(data["name"])
+    acc.p_meta.append((fi, lineno, code, data["turn"], data["step"], data["index"],
+                       obj.get("seq0"), obj.get("time0"), len(members), tc_id, tc_name))
+    acc.p_texts.extend(members)
+    acc.p_dt.append(0)
+    acc.p_dt.extend(data["dt"])
