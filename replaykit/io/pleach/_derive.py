@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..._json import JSONDecodeError, args_hash, canonical_json, loads
+from ...schema import DERIVED_COLUMNS as SCHEMA_DERIVED_COLUMNS
 from ...schema import EVENTS_SCHEMA
 from ._fastpath import _parse_payloads
 from ._rows import _typed_from_objects
@@ -160,11 +161,7 @@ def _canonical_columns(
 
 #: The canonical columns read_pleach derives from ``type`` + ``payload`` (and the run):
 #: what :func:`derive_columns` re-derives and ``verify_chain`` compares.
-DERIVED_COLUMNS: tuple[str, ...] = (
-    "parent_run_id", "kind", "turn", "step", "event_id", "ref_id", "tool_name", "args_hash",
-    "cache_key", "is_error", "finish", "input_tokens", "output_tokens", "chunk_type", "text",
-    "inherited",
-)
+DERIVED_COLUMNS: tuple[str, ...] = SCHEMA_DERIVED_COLUMNS  # one list (replaykit.schema)
 
 
 def _typed_payloads(payload: pa.Array) -> pa.Table:
