@@ -19,7 +19,7 @@ from .engine import (
     KeyedCounterCol,
     ReducerCol,
     ScalarCol,
-    fold_field,
+    fold_fields,
     state_hashes,
 )
 from .projection import Field, resolve_projections
@@ -263,6 +263,6 @@ def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True,
     table = log.table if isinstance(log, EventLog) else validate(log)
     fields = resolve_projections(projections)
     cols = Columns(table)
-    results = [fold_field(f, cols) for f in fields]
-    hashes = state_hashes(results, cols) if state_hash else None
+    results, terms = fold_fields(fields, cols, terms=state_hash)
+    hashes = state_hashes(results, cols, terms) if state_hash else None
     return StateFrame(table, fields, cols, results, hashes)
