@@ -147,6 +147,11 @@ def _as_strings(arr: pa.Array) -> pa.Array:
     return pc.cast(arr, pa.string())
 
 
+def _large(arr: pa.Array) -> pa.Array:
+    """A string array as large_string (cheap on the few source rows, before a take)."""
+    return arr.cast(pa.large_string()) if pa.types.is_string(arr.type) else arr
+
+
 def _check_int(t: pa.DataType, name: str) -> None:
     if pa.types.is_dictionary(t) or not (pa.types.is_integer(t) or pa.types.is_null(t)):
         raise SchemaError([f"counter {name!r} needs integer values, got {t}"])
@@ -210,16 +215,24 @@ def _sparse_at(rows: np.ndarray, vals: np.ndarray, i: int, start: int, zero: Any
 
 
 def _sparse_dense(rows: np.ndarray, vals: np.ndarray, c: Columns) -> np.ndarray:
-    """Dense per-row values of a run-segmented step function given at ``rows`` (0 before)."""
-    idx = np.full(c.n, -1, dtype=np.int64)
-    idx[rows] = np.arange(len(rows))
-    np.maximum.accumulate(idx, out=idx)
-    if len(rows):
-        idx[(idx >= 0) & (rows[np.maximum(idx, 0)] < c.row_start)] = -1
+    """Dense per-row values of a run-segmented step function given at ``rows`` (0 before).
+
+    The steps (``vals`` minus the previous value in the run) scattered to their rows and one
+    segmented cumulative sum: two passes over the rows.
+    """
     out = np.zeros(c.n, dtype=np.int64)
-    ok = idx >= 0
-    out[ok] = vals[idx[ok]]
-    return out
+    if len(rows) == 0:
+        return out
+    v = vals.astype(np.int64)
+    d = v.copy()
+    d[1:] -= v[:-1]
+    seg = c.seg[rows]
+    first = np.empty(len(rows), dtype=bool)
+    first[0] = True
+    np.not_equal(seg[1:], seg[:-1], out=first[1:])
+    d[first] = v[first]  # the first step of a run starts from 0
+    out[rows] = d
+    return _run_cumsum(out, c.seg, c.starts)
 
 
 @dataclass
@@ -235,7 +248,11 @@ class CounterCol:
         return int(_sparse_at(self.rows, self.values, i, start, 0))
 
     def column(self) -> pa.Array:
-        return pa.array(_sparse_dense(self.rows, self.values, self.cols), pa.int64())
+        return pa.array(self.dense(), pa.int64())
+
+    def dense(self) -> np.ndarray:
+        """The value after every row, as numpy int64."""
+        return _sparse_dense(self.rows, self.values, self.cols)
 
 
 @dataclass
@@ -258,10 +275,13 @@ class KeyedCounterCol:
                            minlength=len(self.keys))
         return FrozenDict({self.keys[c]: int(sums[c]) for c in np.flatnonzero(present)})
 
-    def column(self, n: int) -> pa.Array:
+    def column(self, n: int, *, large: bool = False) -> pa.Array:
+        """The key counted on each row (null elsewhere); ``large``: as large_string (what
+        pandas keeps, so no cast of the full column later)."""
         idx = np.full(n, -1, dtype=np.int64)
         idx[self.pos] = np.arange(len(self.pos))
-        return self.key_array.take(pa.array(idx, mask=idx < 0))
+        keys = _large(self.key_array) if large else self.key_array
+        return keys.take(pa.array(idx, mask=idx < 0))
 
 
 @dataclass
@@ -298,18 +318,21 @@ class CollectionCol:
             out.append(FrozenDict(d))
         return tuple(out)
 
-    def columns(self, c: Columns) -> dict[str, pa.Array]:
+    def columns(self, c: Columns, *, dense: bool = False) -> dict[str, Any]:
+        """``<name>_size`` (Arrow int64; numpy int64 with ``dense``), ``_added``, ``_removed``."""
         name = self.field.name
         n = c.n
         add_idx = np.full(n, -1, dtype=np.int64)
         add_idx[self.add_pos] = np.arange(len(self.add_pos))
         rem_idx = np.full(n, -1, dtype=np.int64)
         rem_idx[self.rem_pos] = np.arange(len(self.rem_pos))
+        size = _sparse_dense(self.size_rows, self.size_vals, c)
+        add_keys = _large(self.add_keys) if dense else self.add_keys
+        rem_keys = _large(self.rem_keys) if dense else self.rem_keys
         return {
-            f"{name}_size": pa.array(_sparse_dense(self.size_rows, self.size_vals, c),
-                                     pa.int64()),
-            f"{name}_added": self.add_keys.take(pa.array(add_idx, mask=add_idx < 0)),
-            f"{name}_removed": self.rem_keys.take(pa.array(rem_idx, mask=rem_idx < 0)),
+            f"{name}_size": size if dense else pa.array(size, pa.int64()),
+            f"{name}_added": add_keys.take(pa.array(add_idx, mask=add_idx < 0)),
+            f"{name}_removed": rem_keys.take(pa.array(rem_idx, mask=rem_idx < 0)),
         }
 
 
