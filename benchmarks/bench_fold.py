@@ -6,7 +6,7 @@ it (one row measures the ``state_hash=False`` opt-out; polars and DuckDB compute
 
 **Peers** (issue 18), on a pleach JSONL file read once with ``rk.read_pleach`` (data the suite
 did not fold-generate for itself: the loader's canonical table, 2,000,000 events / 20,000
-runs in the full run, ``bench-data/pleach_2000000.jsonl``; ``--quick``: 200,000 events):
+runs in the full run, ``bench-data/pleach_2000000.jsonl``; ``--quick``: 100,000 events):
 
 * ``rk.fold(log, rk.agent())`` and ``rk.fold(...).steps_df()``;
 * polars, the same columns as ``steps_df()`` (minus ``state_hash``) with window expressions
@@ -274,7 +274,7 @@ def peers(quick: bool = False, repeat: int = REPEAT) -> list[dict[str, Any]]:
     """rk.fold / steps_df against polars, DuckDB and the dict reducer on a pleach log."""
     import replaykit as rk
 
-    events = 200_000 if quick else 2_000_000
+    events = 100_000 if quick else 2_000_000  # quick: the loader benchmark's file
     path = _pleach_path(events)
     log = rk.read_pleach(path, progress=False)  # the only large log alive in this step
     n, n_runs = len(log), log.table.column("run_id").combine_chunks().dictionary.__len__()
