@@ -749,13 +749,19 @@ def _workers() -> int:
         return min(2, os.cpu_count() or 1)
 
 
+_POOL_PID = 0
+
+
 def _pool() -> ThreadPoolExecutor | None:
-    global _POOL
+    global _POOL, _POOL_PID
     if _workers() < 2:
         return None
     with _POOL_LOCK:
-        if _POOL is None:
+        # a forked child (e.g. a multiprocessing worker) inherits the pool but not its
+        # threads: it gets a pool of its own
+        if _POOL is None or _POOL_PID != os.getpid():
             _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="replaykit-fold")
+            _POOL_PID = os.getpid()
         return _POOL
 
 
