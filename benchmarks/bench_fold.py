@@ -282,6 +282,9 @@ def peers(quick: bool = False, repeat: int = REPEAT) -> list[dict[str, Any]]:
     checked = check_peers(rk.EventLog(first, sort=False))
     df = polars_frame(log.table)
     table = log.table
+    for warm in (lambda: rk.fold(log, rk.agent()).steps_df(), lambda: polars_fold(df),
+                 lambda: polars_counters(df)):
+        warm()  # the fast contenders' first calls (imports, caches); the slow ones need none
     load0 = os.getloadavg()
     res = interleave({
         "rk.fold": lambda: rk.fold(log, rk.agent()),
@@ -291,7 +294,7 @@ def peers(quick: bool = False, repeat: int = REPEAT) -> list[dict[str, Any]]:
         "polars counters only": lambda: polars_counters(df),
         "DuckDB same columns": lambda: duckdb_fold(table),
         "dict reducer": lambda: dict_reducer(table),
-    }, repeat=repeat)
+    }, repeat=repeat, warmup=False)
     load1 = os.getloadavg()
     for r in res.values():
         print("  " + r.summary(), flush=True)

@@ -478,9 +478,7 @@ def _fold_collection(f: Collection, c: Columns) -> CollectionCol:
         prev_present[1:] = same[1:] & s_add[:-1]
     eff_add = s_add & ~prev_present
     eff_rem = ~s_add & prev_present
-    # end of each effective add's interval: the next op of its group when that is a remove
-    # (an effective add is followed in its group by a remove or by an ignored re-add; the
-    # first remove after it closes it)
+    # end of each effective add's interval: the next remove of the same group
     k_idx = np.arange(m)
     rem_k = np.where(~s_add, k_idx, m)
     next_rem = np.minimum.accumulate(rem_k[::-1])[::-1]

@@ -21,6 +21,7 @@ from .engine import (
     ReducerCol,
     ScalarCol,
     _pool,
+    fold_field,  # noqa: F401 (kept importable here: callers patch frame.fold_field)
     fold_fields,
     state_hashes,
 )
