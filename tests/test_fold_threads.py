@@ -57,7 +57,7 @@ def test_threaded_fold_equals_serial_fold(threads: None) -> None:
         assert sf.state_at_row(int(i), s) == serial.state_at_row(int(i), s)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(logs)
 def test_threaded_fold_matches_the_scalar_reducer(log: Any) -> None:
     saved = (engine.PARALLEL_MIN_ROWS, engine._workers)
