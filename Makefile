@@ -45,7 +45,7 @@ lab: $(VENV)/.installed-base
 	$(BIN)/jupyter lab notebooks/
 
 bench: $(VENV)/.installed-dev
-	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks --write-docs
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check replaykit tests benchmarks

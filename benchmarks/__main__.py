@@ -294,7 +294,8 @@ BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 def write_performance_md(results: dict[str, Any], rows: list[dict[str, Any]],
                          load: tuple[tuple[float, ...], tuple[float, ...]],
-                         path: Path = Path("docs/performance.md")) -> None:
+                         path: Path = Path("docs/performance.md"),
+                         duration_s: float | None = None) -> None:
     """Replace the generated table in docs/performance.md (between the bench markers)."""
 
     def cell(v: Any) -> str:
@@ -305,15 +306,22 @@ def write_performance_md(results: dict[str, Any], rows: list[dict[str, Any]],
         return str(v).replace("|", "/")
 
     m = results["machine"]
+    versions = ", ".join(f"{k} {m[k]}" for k in ("numpy", "pyarrow", "pandas", "polars",
+                                                 "duckdb", "orjson", "dask") if m.get(k))
+    took = "" if duration_s is None else f" The run took {duration_s / 60:.1f} min."
     lines = [
         BEGIN,
-        "## Latest `make bench` run (generated)",
+        "## Latest full run (generated)",
         "",
-        f"Written by `python -m benchmarks` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
-        f". Machine: {m.get('nproc')} cores, {cell(m.get('cpu'))}, {m.get('ram_gb')} GB RAM, "
-        f"Python {m.get('python')}, pyarrow {m.get('pyarrow')}, pandas {m.get('pandas')}. "
+        f"Written by `python -m benchmarks --write-docs` on "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Machine: {m.get('nproc')} "
+        f"cores, {cell(m.get('cpu'))}, {m.get('ram_gb')} GB RAM, {cell(m.get('platform'))}; "
+        f"Python {m.get('python')}, {versions}. "
         f"Load average before / after: {', '.join(f'{x:.1f}' for x in load[0])} / "
-        f"{', '.join(f'{x:.1f}' for x in load[1])}. Every baseline was measured in the same run. "
+        f"{', '.join(f'{x:.1f}' for x in load[1])}.{took} Every baseline was measured in the "
+        "same run; contenders compared in one process run interleaved (A B C, A B C, ...) "
+        "and report their best of N (N in the row), with their CPU time; "
+        f"peak RSS in process: {cell(m.get('rss_method'))}. "
         "Scaling curves: [img/scaling.png](img/scaling.png).",
         "",
         "| figure | value | unit | baseline | ratio | target |",
@@ -351,12 +359,22 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--toh-events", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=None,
                     help="loaders: best of N runs, every contender (default 3; quick 2)")
+    ap.add_argument("--write-docs", action="store_true",
+                    help="rewrite the results table of docs/performance.md (between the "
+                         "bench markers) from this run; full runs only (no --quick/--only)")
     args = ap.parse_args(argv)
+    if args.write_docs and (args.quick or args.only):
+        ap.error("--write-docs needs a full run: drop --quick and --only")
+    started = time.perf_counter()
     pleach_n = args.pleach_events or (100_000 if args.quick else 2_000_000)
     pleach_small = args.pleach_small_events or (20_000 if args.quick else 300_000)
     toh_n = args.toh_events or (50_000 if args.quick else 1_000_000)
     repeat = args.repeat or (2 if args.quick else 3)
-    results: dict[str, Any] = {"machine": _machine(), "quick": args.quick}
+    from benchmarks._harness import machine, rss_method
+
+    results: dict[str, Any] = {"machine": {**_machine(), **machine(),
+                                           "rss_method": rss_method()},
+                               "quick": args.quick}
     load_before = os.getloadavg()
     print("machine:", json.dumps(results["machine"]), flush=True)
     if args.only in (None, "pleach"):
@@ -373,10 +391,16 @@ def main(argv: list[str] | None = None) -> None:
     for name in _SUITES:
         for row in results.get(name, []):
             print(_fmt_row(row))
-    if not args.quick and args.only is None:
+    duration = time.perf_counter() - started
+    results["load_average"] = {"before": load_before, "after": os.getloadavg()}
+    results["duration_s"] = duration
+    print(f"\nrun took {duration:.0f} s; load average before {load_before}, after "
+          f"{os.getloadavg()}")
+    if args.write_docs:
         rows = loader_rows(results) + [r for n in _SUITES for r in results.get(n, [])]
-        write_performance_md(results, rows, (load_before, os.getloadavg()))
-        print("\ntable written to docs/performance.md")
+        write_performance_md(results, rows, (load_before, os.getloadavg()),
+                             duration_s=duration)
+        print("table written to docs/performance.md")
     DATA.mkdir(exist_ok=True)
     out = DATA / ("results-quick.json" if args.quick else "results.json")
     out.write_text(json.dumps(results, indent=2))

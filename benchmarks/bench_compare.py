@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchmarks._harness import interleave
+
 TOOLS = np.array(["read", "grep", "bash", "edit", "write", "list_dir", "fetch", "test"])
 
 
@@ -98,23 +100,17 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     n_pairs = 2_000 if quick else 20_000
     base, rep, pairs = _logs(n_pairs, 50)
     rk.compare(base, rep, pairs.iloc[:100])  # warm-up
-    times = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        df = rk.compare(base, rep, pairs)
-        times.append(time.perf_counter() - t0)
-    assert len(df) == n_pairs
-    best = min(times)
+    res = interleave({"compare": lambda: rk.compare(base, rep, pairs)}, repeat=3,
+                     warmup=False, keep_value=True)
+    assert len(res["compare"].value) == n_pairs
+    best = res["compare"].best_s
     py_total = _python_compare(base, rep, pairs, min(500, n_pairs))
 
     m = 200 if quick else 1000
     sub = base.filter(run_ids=[f"b{i}" for i in range(m)])
-    rk.tool_distance_matrix(sub)  # warm-up
-    mt = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        mat = rk.tool_distance_matrix(sub)
-        mt.append(time.perf_counter() - t0)
+    res = interleave({"matrix": lambda: rk.tool_distance_matrix(sub)}, repeat=3,
+                     keep_value=True)
+    mat, mt = res["matrix"].value, res["matrix"].walls
     assert mat.shape == (m, m)
     t = sub.table.to_pydict()
     per_run: dict[str, list[str]] = {}

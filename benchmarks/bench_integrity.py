@@ -7,8 +7,9 @@ check the link), timed on a 100,000-row sample of the same log in the same proce
 
 The derived-column check needs rows a loader derived: a 300,000-row pleach export
 (``quick=True``: 50,000) read by ``read_pleach`` is verified with the check (the default)
-and without it, interleaved, best of 3; its baseline is the per-row loop that also decodes
-each payload and compares the columns a pleach row derives from it.
+and without it; its baseline is the per-row loop that also decodes each payload and compares
+the columns a pleach row derives from it. Every contender (and baseline) runs interleaved
+with the others, best of 3 (``benchmarks._harness``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from benchmarks._harness import interleave
 
 BASELINE_SAMPLE = 100_000
 
@@ -110,22 +110,17 @@ def _derived_rows(quick: bool) -> list[dict[str, Any]]:
 
     n = 50_000 if quick else 300_000
     log = _pleach_log(n)
-    verify_chain(log)  # warm-up
-    with_check, without = [], []
-    for _ in range(3):  # interleaved, best of 3
-        t0 = time.perf_counter()
-        problems = verify_chain(log)
-        with_check.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        verify_chain(log, derived=False)
-        without.append(time.perf_counter() - t0)
-    assert problems.empty
-    rate = n / min(with_check)
     sample = log.table.slice(0, min(BASELINE_SAMPLE, n)).to_pylist()
-    t0 = time.perf_counter()
-    bad = _per_row_loop(sample) + _per_row_derived_loop(sample)
-    base_rate = len(sample) / (time.perf_counter() - t0)
-    assert bad == 0  # the naive loops agree the chain and the derived columns are intact
+    res = interleave({  # A B C, A B C, ...: best of 3 each
+        "with": lambda: verify_chain(log),
+        "without": lambda: verify_chain(log, derived=False),
+        "loop": lambda: _per_row_loop(sample) + _per_row_derived_loop(sample),
+    }, repeat=3, keep_value=True)
+    assert res["with"].value.empty
+    assert res["loop"].value == 0  # the naive loops agree the chain and derived columns hold
+    with_check, without = res["with"].walls, res["without"].walls
+    rate = n / min(with_check)
+    base_rate = len(sample) / res["loop"].best_s
     size = f"{n:,} pleach rows"
     return [
         {
@@ -152,28 +147,19 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 
     n = 100_000 if quick else 1_000_000
     log = _make_log(n)
-    verify_chain(log)  # warm-up
-    times = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        problems = verify_chain(log)
-        times.append(time.perf_counter() - t0)
-    assert problems.empty
-    rate = n / float(np.median(times))
-
-    t0 = time.perf_counter()
-    _content_column(log.table, strict=False)
-    content_s = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    stamp_chain(log, overwrite=True)
-    stamp_rate = n / (time.perf_counter() - t0)
-
     sample = log.table.slice(0, min(BASELINE_SAMPLE, n)).to_pylist()
-    t0 = time.perf_counter()
-    bad = _per_row_loop(sample)
-    base_rate = len(sample) / (time.perf_counter() - t0)
-    assert bad == 0  # the naive loop agrees the chain is intact
+    res = interleave({  # A B C D, A B C D, ...: best of 3 each (was: a median of 3)
+        "verify": lambda: verify_chain(log),
+        "content": lambda: _content_column(log.table, strict=False),
+        "stamp": lambda: stamp_chain(log, overwrite=True),
+        "loop": lambda: _per_row_loop(sample),
+    }, repeat=3, keep_value=True)
+    assert res["verify"].value.empty
+    assert res["loop"].value == 0  # the naive loop agrees the chain is intact
+    rate = n / res["verify"].best_s
+    content_s = res["content"].best_s
+    stamp_rate = n / res["stamp"].best_s
+    base_rate = len(sample) / res["loop"].best_s
 
     size = f"{n:,} rows"
     return [

@@ -16,9 +16,10 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks._harness import interleave
 
 REPEAT = 7
 
@@ -46,16 +47,17 @@ def _unchecked_read(root: Path, tenant_id: list[str] | None) -> Any:
 def _pair(root: Path, tenant_id: list[str] | None, n: int) -> tuple[float, float]:
     import replaykit as rk
 
-    ours, theirs = [], []
-    for _ in range(REPEAT):  # interleaved: both see the same machine load
-        t0 = time.perf_counter()
-        got = rk.read_parquet(root, tenant_id=tenant_id)
-        ours.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        base = _unchecked_read(root, tenant_id)
-        theirs.append(time.perf_counter() - t0)
-        assert len(got) == len(base) == n, (len(got), len(base), n)
-    return min(ours), min(theirs)
+    def checked() -> int:
+        return len(rk.read_parquet(root, tenant_id=tenant_id))
+
+    def unchecked() -> int:
+        return len(_unchecked_read(root, tenant_id))
+
+    # interleaved: both see the same machine load; warmed up by the caller
+    res = interleave({"ours": checked, "theirs": unchecked}, repeat=REPEAT, warmup=False,
+                     keep_value=True)
+    assert res["ours"].value == res["theirs"].value == n, (res["ours"].value, n)
+    return res["ours"].best_s, res["theirs"].best_s
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:

@@ -36,20 +36,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from benchmarks._harness import interleave
 
 TENANTS = ("acme", "globex", "initech")
 EXPORT = ("tenant_id", "chat_id", "sequence_number", "event_type", "payload", "created_at",
           "prev_hash", "row_hash")
-
-
-def _best(fn: Any, repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 def _query(layout: str) -> str:
@@ -81,12 +72,11 @@ def _measure(label: str, layout: str, uri: str, engine_url: str, n: int) -> dict
     load0 = os.getloadavg()[0]
     with engine.connect() as conn:
         assert len(baseline(conn)) == n
-        ours, theirs = [], []
-        for _ in range(2):  # alternate, so both see the same machine load
-            ours.append(_best(lambda: rk.read_sql(uri, tenant_id=list(TENANTS)), repeat=2))
-            theirs.append(_best(lambda: baseline(conn), repeat=1))
+        # interleaved (both see the same machine load), best of 2; warmed up just above
+        res = interleave({"ours": lambda: rk.read_sql(uri, tenant_id=list(TENANTS)),
+                          "pandas": lambda: baseline(conn)}, repeat=2, warmup=False)
     engine.dispose()
-    ours_s, theirs_s = min(ours), min(theirs)
+    ours_s, theirs_s = res["ours"].best_s, res["pandas"].best_s
     load1 = os.getloadavg()[0]
     return {
         "name": f"read_sql {label} {layout} layout events/s ({n:,} events)",
@@ -96,7 +86,7 @@ def _measure(label: str, layout: str, uri: str, engine_url: str, n: int) -> dict
         "ratio": round(theirs_s / ours_s, 1),
         "target": (">= 5x pandas.read_sql via SQLAlchemy" if layout == "full" else
                    "reference (derives every column from payload)")
-        + f"; load average {load0:.1f}-{load1:.1f}",
+        + f"; best of 2 interleaved; load average {load0:.1f}-{load1:.1f}",
     }
 
 
@@ -133,12 +123,14 @@ def _checks_cost(label: str, uri: str, n: int, rounds: int = 5) -> list[dict[str
         assert len(read()) == n
     assert len(read()) == n
     load0 = os.getloadavg()[0]
-    on, off = [], []
-    for _ in range(rounds):  # interleaved, so both see the same machine load
-        on.append(_best(read, repeat=1))
+    def read_unchecked() -> Any:
         with _checks_off():
-            off.append(_best(read, repeat=1))
+            return read()
+
+    # interleaved, so both see the same machine load; both warmed up just above
+    res = interleave({"on": read, "off": read_unchecked}, repeat=rounds, warmup=False)
     load1 = os.getloadavg()[0]
+    on, off = res["on"].walls, res["off"].walls
     ratio = min(on) / min(off)
     return [{
         "name": f"read_sql {label} full layout: tenant checks on vs off ({n:,} events)",
@@ -164,7 +156,7 @@ def _checks_share(label: str, uri: str, n: int, read_s: float) -> dict[str, Any]
         rksql._recheck(raw, list(TENANTS), runs)
         rksql._well_typed(raw, got.checks)
 
-    spent = min(_best(checks, repeat=1) for _ in range(7))
+    spent = interleave({"checks": checks}, repeat=7)["checks"].best_s
     return {
         "name": f"read_sql {label} full layout: tenant checks' own time, with every run id "
         f"named ({n:,} events)",

@@ -8,6 +8,9 @@ escape hatch, run on their matching rows only). ``state_hash`` is column-wise to
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,6 +147,11 @@ def _as_strings(arr: pa.Array) -> pa.Array:
     return pc.cast(arr, pa.string())
 
 
+def _large(arr: pa.Array) -> pa.Array:
+    """A string array as large_string (cheap on the few source rows, before a take)."""
+    return arr.cast(pa.large_string()) if pa.types.is_string(arr.type) else arr
+
+
 def _check_int(t: pa.DataType, name: str) -> None:
     if pa.types.is_dictionary(t) or not (pa.types.is_integer(t) or pa.types.is_null(t)):
         raise SchemaError([f"counter {name!r} needs integer values, got {t}"])
@@ -207,16 +215,24 @@ def _sparse_at(rows: np.ndarray, vals: np.ndarray, i: int, start: int, zero: Any
 
 
 def _sparse_dense(rows: np.ndarray, vals: np.ndarray, c: Columns) -> np.ndarray:
-    """Dense per-row values of a run-segmented step function given at ``rows`` (0 before)."""
-    idx = np.full(c.n, -1, dtype=np.int64)
-    idx[rows] = np.arange(len(rows))
-    np.maximum.accumulate(idx, out=idx)
-    if len(rows):
-        idx[(idx >= 0) & (rows[np.maximum(idx, 0)] < c.row_start)] = -1
+    """Dense per-row values of a run-segmented step function given at ``rows`` (0 before).
+
+    The steps (``vals`` minus the previous value in the run) scattered to their rows and one
+    segmented cumulative sum: two passes over the rows.
+    """
     out = np.zeros(c.n, dtype=np.int64)
-    ok = idx >= 0
-    out[ok] = vals[idx[ok]]
-    return out
+    if len(rows) == 0:
+        return out
+    v = vals.astype(np.int64)
+    d = v.copy()
+    d[1:] -= v[:-1]
+    seg = c.seg[rows]
+    first = np.empty(len(rows), dtype=bool)
+    first[0] = True
+    np.not_equal(seg[1:], seg[:-1], out=first[1:])
+    d[first] = v[first]  # the first step of a run starts from 0
+    out[rows] = d
+    return _run_cumsum(out, c.seg, c.starts)
 
 
 @dataclass
@@ -232,7 +248,11 @@ class CounterCol:
         return int(_sparse_at(self.rows, self.values, i, start, 0))
 
     def column(self) -> pa.Array:
-        return pa.array(_sparse_dense(self.rows, self.values, self.cols), pa.int64())
+        return pa.array(self.dense(), pa.int64())
+
+    def dense(self) -> np.ndarray:
+        """The value after every row, as numpy int64."""
+        return _sparse_dense(self.rows, self.values, self.cols)
 
 
 @dataclass
@@ -255,10 +275,13 @@ class KeyedCounterCol:
                            minlength=len(self.keys))
         return FrozenDict({self.keys[c]: int(sums[c]) for c in np.flatnonzero(present)})
 
-    def column(self, n: int) -> pa.Array:
+    def column(self, n: int, *, large: bool = False) -> pa.Array:
+        """The key counted on each row (null elsewhere); ``large``: as large_string (what
+        pandas keeps, so no cast of the full column later)."""
         idx = np.full(n, -1, dtype=np.int64)
         idx[self.pos] = np.arange(len(self.pos))
-        return self.key_array.take(pa.array(idx, mask=idx < 0))
+        keys = _large(self.key_array) if large else self.key_array
+        return keys.take(pa.array(idx, mask=idx < 0))
 
 
 @dataclass
@@ -295,18 +318,21 @@ class CollectionCol:
             out.append(FrozenDict(d))
         return tuple(out)
 
-    def columns(self, c: Columns) -> dict[str, pa.Array]:
+    def columns(self, c: Columns, *, dense: bool = False) -> dict[str, Any]:
+        """``<name>_size`` (Arrow int64; numpy int64 with ``dense``), ``_added``, ``_removed``."""
         name = self.field.name
         n = c.n
         add_idx = np.full(n, -1, dtype=np.int64)
         add_idx[self.add_pos] = np.arange(len(self.add_pos))
         rem_idx = np.full(n, -1, dtype=np.int64)
         rem_idx[self.rem_pos] = np.arange(len(self.rem_pos))
+        size = _sparse_dense(self.size_rows, self.size_vals, c)
+        add_keys = _large(self.add_keys) if dense else self.add_keys
+        rem_keys = _large(self.rem_keys) if dense else self.rem_keys
         return {
-            f"{name}_size": pa.array(_sparse_dense(self.size_rows, self.size_vals, c),
-                                     pa.int64()),
-            f"{name}_added": self.add_keys.take(pa.array(add_idx, mask=add_idx < 0)),
-            f"{name}_removed": self.rem_keys.take(pa.array(rem_idx, mask=rem_idx < 0)),
+            f"{name}_size": size if dense else pa.array(size, pa.int64()),
+            f"{name}_added": add_keys.take(pa.array(add_idx, mask=add_idx < 0)),
+            f"{name}_removed": rem_keys.take(pa.array(rem_idx, mask=rem_idx < 0)),
         }
 
 
@@ -426,48 +452,58 @@ def _fold_collection(f: Collection, c: Columns) -> CollectionCol:
         rem_rows, rem_keys = np.zeros(0, np.int64), pa.array([], pa.string())
     na = len(add_rows)
     pos = np.concatenate([add_rows, rem_rows]).astype(np.int64)
-    is_add = np.concatenate([np.ones(na, bool), np.zeros(len(rem_rows), bool)])
-    keys = pa.concat_arrays([add_keys.cast(pa.string()), rem_keys.cast(pa.string())])
-    code = keys.dictionary_encode().indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    seg = c.seg[pos] if len(pos) else pos
+    m = len(pos)
+    is_add = np.zeros(m, bool)
+    is_add[:na] = True
+    keys = pa.chunked_array([add_keys.cast(pa.string()), rem_keys.cast(pa.string())])
+    # one dictionary for both chunks (Arrow encodes a chunked array with one memo table)
+    kc = np.concatenate([ch.indices.to_numpy(zero_copy_only=False)
+                         for ch in keys.dictionary_encode().chunks]
+                        or [np.zeros(0, np.int64)]).astype(np.int64)
+    seg = c.seg[pos] if m else pos
     # group = (run, key); within a group: by row, adds before removes on the same row.
     # Rows are sorted by run, so (key, row, op) as one int64 sort key orders (run, key) groups.
     # the sort keys are unique (one add and one remove per row at most): no stable sort needed
-    order = np.argsort(code * (2 * n + 2) + pos * 2 + (~is_add))
-    s_pos, s_add, s_code, s_seg = pos[order], is_add[order], code[order], seg[order]
-    same = np.zeros(len(order), dtype=bool)
-    if len(order) > 1:
+    key = kc * (2 * n + 2)
+    key += pos * 2
+    key += np.arange(m) >= na  # a remove after an add on the same row
+    order = np.argsort(key)
+    del key
+    s_pos, s_add, s_seg, s_code = pos[order], is_add[order], seg[order], kc[order]
+    same = np.zeros(m, dtype=bool)
+    if m > 1:
         same[1:] = (s_code[1:] == s_code[:-1]) & (s_seg[1:] == s_seg[:-1])
-    prev_present = np.zeros(len(order), dtype=bool)
-    if len(order) > 1:
+    prev_present = np.zeros(m, dtype=bool)
+    if m > 1:
         prev_present[1:] = same[1:] & s_add[:-1]
     eff_add = s_add & ~prev_present
     eff_rem = ~s_add & prev_present
     # end of each effective add's interval: the next remove of the same group
-    k_idx = np.arange(len(order))
-    rem_k = np.where(~s_add, k_idx, len(order))
+    k_idx = np.arange(m)
+    rem_k = np.where(~s_add, k_idx, m)
     next_rem = np.minimum.accumulate(rem_k[::-1])[::-1]
-    nxt = np.append(next_rem[1:], len(order)) if len(order) else next_rem
-    gid = np.cumsum(~same) if len(order) else k_idx
-    has_end = nxt < len(order)
-    end = np.full(len(order), n, dtype=np.int64)
-    nx = np.minimum(nxt, max(len(order) - 1, 0))
-    ends_ok = has_end & (gid[nx] == gid) if len(order) else has_end
+    nxt = np.append(next_rem[1:], m) if m else next_rem
+    gid = np.cumsum(~same) if m else k_idx
+    has_end = nxt < m
+    end = np.full(m, n, dtype=np.int64)
+    nx = np.minimum(nxt, max(m - 1, 0))
+    ends_ok = has_end & (gid[nx] == gid) if m else has_end
     end[ends_ok] = s_pos[nx[ends_ok]]
-    # running size, kept only at the rows where it changes (an add and a remove may share one)
-    ch_rows = np.concatenate([s_pos[eff_add], s_pos[eff_rem]])
-    ch_d = np.concatenate([np.ones(int(eff_add.sum()), np.int64),
-                           np.full(int(eff_rem.sum()), -1, np.int64)])
-    o = np.argsort(ch_rows)  # rows sharing a row are summed: any order
-    ch_rows, ch_d = ch_rows[o], np.cumsum(ch_d[o])
-    if len(ch_rows):
-        last_of = np.append(np.flatnonzero(ch_rows[1:] != ch_rows[:-1]), len(ch_rows) - 1)
-        ch_rows, ch_d = ch_rows[last_of], np.diff(ch_d[last_of], prepend=0)
-    size_vals = _run_cumsum(ch_d, c.seg[ch_rows])
-    # effective adds, in row order, with their original (unsorted) indices into add_* arrays
-    ea = order[eff_add]  # indices into the concatenated arrays, all < na
-    by_row = np.argsort(s_pos[eff_add])  # unique rows
-    ea, a_pos, a_end = ea[by_row], s_pos[eff_add][by_row], end[eff_add][by_row]
+    # back to the unsorted (row-ordered) op indices: adds are ops [0, na), removes [na, m)
+    eff_orig = np.zeros(m, dtype=bool)
+    eff_orig[order] = eff_add | eff_rem
+    end_orig = np.empty(m, dtype=np.int64)
+    end_orig[order] = end
+    ea = np.flatnonzero(eff_orig[:na])  # effective adds, in row order
+    er = np.flatnonzero(eff_orig[na:])  # effective removes, in row order
+    a_pos, a_end, r_pos = add_rows[ea].astype(np.int64), end_orig[ea], rem_rows[er]
+    # running size, kept only at the rows where it changes (an add and a remove sharing a
+    # row cancel out: the size does not change there)
+    d = np.zeros(n, dtype=np.int8)
+    d[a_pos] = 1
+    d[r_pos] -= 1
+    ch_rows = np.flatnonzero(d)
+    size_vals = _run_cumsum(d[ch_rows].astype(np.int64), c.seg[ch_rows])
     a_take = pa.array(ea)
     items = {}
     for name, value in f.item:
@@ -475,18 +511,16 @@ def _fold_collection(f: Collection, c: Columns) -> CollectionCol:
         if pa.types.is_dictionary(vals.type):
             vals = _as_strings(vals)
         items[name] = vals.take(a_take)
-    er = order[eff_rem] - na
-    by_row = np.argsort(s_pos[eff_rem])  # unique rows
     return CollectionCol(
         f,
-        _compact(ch_rows),
+        _compact(ch_rows.astype(np.int64)),
         _compact(size_vals),
         a_pos,
         a_end,
         add_keys.cast(pa.string()).take(a_take),
         items,
-        s_pos[eff_rem][by_row],
-        rem_keys.cast(pa.string()).take(pa.array(er[by_row])),
+        r_pos.astype(np.int64),
+        rem_keys.cast(pa.string()).take(pa.array(er)),
     )
 
 
@@ -643,47 +677,124 @@ def _field_changes(res: Any, c: Columns) -> tuple[np.ndarray, np.ndarray, int]:
     else:
         ih = kh
     ends = res.end_pos < c.n
-    rows = np.concatenate([res.add_pos, res.end_pos[ends]])
+    if len(res.add_pos) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint64), v0
+    # per row, the sum of +E(added) and -E(removed): adds are on distinct rows, and so are
+    # the removes that end them (a remove ends at most one interval)
+    d = np.zeros(c.n, dtype=np.uint64)
+    d[res.add_pos] = ih
+    d[res.end_pos[ends]] -= ih[ends]
+    ur = np.flatnonzero(d)  # a row whose sum is 0 leaves the hash as it was
+    return ur, mix(_run_cumsum(d[ur], c.seg[ur])), v0
+
+
+def field_terms(res: Any, c: Columns) -> tuple[np.ndarray, np.ndarray | None, np.uint64]:
+    """One field's share of ``state_hash``: (change rows, ``term(new) - term(previous)`` on
+    them, the term of the field's zero value). Independent of the other fields."""
+    rows, vh, v0 = _field_changes(res, c)
+    nh = np.uint64(text_hash(canonical_json(res.field.name)))
+    g0 = pair(nh, np.array([v0], np.uint64))[0]
     if len(rows) == 0:
-        return rows.astype(np.int64), np.zeros(0, np.uint64), v0
-    d = np.concatenate([ih, np.zeros(int(ends.sum()), np.uint64) - ih[ends]])
-    o = np.argsort(rows)  # rows sharing a row are summed: any order
-    r, cs = rows[o], np.cumsum(d[o], dtype=np.uint64)
-    last = np.append(np.flatnonzero(r[1:] != r[:-1]), len(r) - 1)
-    tot = cs[last]
-    per_row = np.diff(tot, prepend=np.uint64(0))
-    ur = r[last]
-    return ur, mix(_run_cumsum(per_row, c.seg[ur])), v0
+        return rows, None, g0
+    g = pair(nh, vh)
+    prev = np.empty_like(g)
+    prev[0] = g0
+    prev[1:] = g[:-1]
+    newrun = np.empty(len(rows), dtype=bool)
+    newrun[0] = True
+    np.less(rows[:-1], c.row_start[rows[1:]], out=newrun[1:])
+    prev[newrun] = g0
+    np.subtract(g, prev, out=g)
+    return rows, g, g0
 
 
-def state_hashes(results: list[Any], c: Columns) -> np.ndarray:
+def state_hashes(results: list[Any], c: Columns,
+                 terms: list[tuple[np.ndarray, np.ndarray | None, np.uint64]] | None = None,
+                 ) -> np.ndarray:
     """``state_hash`` per row (see :mod:`replaykit.fold.hashing`), column-wise.
 
     The state's sum of field terms changes only where a field changes: each field adds
     ``term(new) - term(previous)`` at its change rows, and a segmented cumulative sum over
-    the rows of each run gives the sum after every event.
+    the rows of each run gives the sum after every event. ``terms``: the fields'
+    :func:`field_terms`, when already computed (e.g. by :func:`fold_fields`).
     """
     if c.n == 0:
         return np.zeros(0, dtype=np.uint64)
+    if terms is None:
+        terms = [field_terms(res, c) for res in results]
     delta = np.zeros(c.n, dtype=np.uint64)
     zeros: list[np.uint64] = []
-    for res in results:
-        rows, vh, v0 = _field_changes(res, c)
-        nh = np.uint64(text_hash(canonical_json(res.field.name)))
-        g0 = pair(nh, np.array([v0], np.uint64))[0]
+    for rows, g, g0 in terms:
         zeros.append(g0)
-        if len(rows) == 0:
-            continue
-        g = pair(nh, vh)
-        prev = np.empty_like(g)
-        prev[0] = g0
-        prev[1:] = g[:-1]
-        newrun = np.empty(len(rows), dtype=bool)
-        newrun[0] = True
-        np.less(rows[:-1], c.row_start[rows[1:]], out=newrun[1:])
-        prev[newrun] = g0
-        np.subtract(g, prev, out=g)
-        delta[rows] += g
+        if g is not None:
+            delta[rows] += g
     total = _run_cumsum(delta, c.seg, c.starts)
     total += np.add.reduce(np.array(zeros, np.uint64), dtype=np.uint64)
     return mix(total, out=total)
+
+
+# ------------------------------------------------------------------------- two threads
+#: below this many rows a fold runs on the calling thread (thread hand-offs cost more)
+PARALLEL_MIN_ROWS = 100_000
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _workers() -> int:
+    try:
+        return min(2, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return min(2, os.cpu_count() or 1)
+
+
+_POOL_PID = 0
+
+
+def _pool() -> ThreadPoolExecutor | None:
+    global _POOL, _POOL_PID
+    if _workers() < 2:
+        return None
+    with _POOL_LOCK:
+        # a forked child (e.g. a multiprocessing worker) inherits the pool but not its
+        # threads: it gets a pool of its own
+        if _POOL is None or _POOL_PID != os.getpid():
+            _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="replaykit-fold")
+            _POOL_PID = os.getpid()
+        return _POOL
+
+
+def _cost(f: Field) -> int:
+    """Rough relative cost of a field, to start the expensive ones first."""
+    if isinstance(f, Collection):
+        return 3
+    if isinstance(f, Counter) and f.by is not None:
+        return 2
+    return 1
+
+
+def fold_fields(fields: list[Field], c: Columns, *, terms: bool = True,
+                ) -> tuple[list[Any], list[Any] | None]:
+    """Every field's column-wise result (and its :func:`field_terms` when ``terms``).
+
+    Fields are independent, and the numpy/Arrow kernels they run release the GIL, so on a
+    machine with two or more CPUs and a table of at least :data:`PARALLEL_MIN_ROWS` rows
+    they run on two threads (the costliest first); ``reducer()`` fields (user Python) run
+    on the calling thread, in order. The results are the same either way.
+    """
+    terms = terms and c.n > 0  # an empty table's hash column is empty
+
+    def task(f: Field) -> tuple[Any, Any]:
+        r = fold_field(f, c)
+        return r, (field_terms(r, c) if terms else None)
+
+    pool = _pool() if c.n >= PARALLEL_MIN_ROWS and len(fields) > 1 else None
+    if pool is None:
+        out = [task(f) for f in fields]
+    else:
+        order = sorted((i for i, f in enumerate(fields) if not isinstance(f, Reducer)),
+                       key=lambda i: -_cost(fields[i]))
+        futures = {i: pool.submit(task, fields[i]) for i in order}
+        mine = {i: task(f) for i, f in enumerate(fields) if isinstance(f, Reducer)}
+        out = [mine[i] if i in mine else futures[i].result() for i in range(len(fields))]
+    results = [r for r, _ in out]
+    return results, ([t for _, t in out] if terms else None)

@@ -14,13 +14,16 @@ from ..eventlog import EventLog, to_pandas
 from ..schema import validate
 from ._frozen import FrozenDict
 from .engine import (
+    PARALLEL_MIN_ROWS,
     CollectionCol,
     Columns,
     CounterCol,
     KeyedCounterCol,
     ReducerCol,
     ScalarCol,
-    fold_field,
+    _pool,
+    fold_field,  # noqa: F401 (kept importable here: callers patch frame.fold_field)
+    fold_fields,
     state_hashes,
 )
 from .projection import Field, resolve_projections
@@ -157,22 +160,37 @@ class StateFrame:
         return self.state_at_row(start + n - 1, start)
 
     # ------------------------------------------------------------------ grain tables
-    def _columns(self) -> dict[str, Any]:
-        cols: dict[str, Any] = {}
+    def _columns(self, *, dense: bool = False) -> dict[str, Any]:
+        """The state columns (Arrow arrays; object arrays for reducers). With ``dense``
+        counters and collection sizes are numpy int64 (no nulls). Fields on two threads for
+        large tables (see :func:`replaykit.fold.engine.fold_fields`)."""
         n = len(self)
-        for res in self._results:
+
+        def one(res: Any) -> dict[str, Any]:
             name = res.field.name
-            if isinstance(res, (ScalarCol, CounterCol)):
-                cols[name] = res.column()
-            elif isinstance(res, KeyedCounterCol):
-                cols[f"{name}_key"] = res.column(n)
-            elif isinstance(res, CollectionCol):
-                cols.update(res.columns(self._cols))
-            elif isinstance(res, ReducerCol):
+            if isinstance(res, CounterCol):
+                return {name: res.dense() if dense else res.column()}
+            if isinstance(res, ScalarCol):
+                return {name: res.column()}
+            if isinstance(res, KeyedCounterCol):
+                return {f"{name}_key": res.column(n, large=dense)}
+            if isinstance(res, CollectionCol):
+                return res.columns(self._cols, dense=dense)
+            if isinstance(res, ReducerCol):
                 vals = np.empty(len(res.values) + 1, dtype=object)
                 vals[:-1] = res.values
                 vals[-1] = res.field.out(res.field.init())
-                cols[name] = vals[np.where(res.src >= 0, res.src, len(res.values))]
+                return {name: vals[np.where(res.src >= 0, res.src, len(res.values))]}
+            return {}
+
+        pool = _pool() if n >= PARALLEL_MIN_ROWS and len(self._results) > 1 else None
+        if pool is None:
+            parts = [one(res) for res in self._results]
+        else:
+            parts = list(pool.map(one, self._results))
+        cols: dict[str, Any] = {}
+        for part in parts:
+            cols.update(part)
         return cols
 
     def steps_df(self) -> pd.DataFrame:
@@ -184,18 +202,24 @@ class StateFrame:
         """
         t = self._table
         base = pa.table({k: t.column(k) for k in ("tenant_id", "run_id", "seq", "type", "kind")})
-        objects: dict[str, Any] = {}
-        for name, col in self._columns().items():
+        direct: dict[str, Any] = {}  # built as pandas arrays without a trip through Arrow
+        cols = self._columns(dense=True)
+        for name, col in cols.items():
             if isinstance(col, np.ndarray) and col.dtype == object:
-                objects[name] = col
+                direct[name] = col
+            elif isinstance(col, np.ndarray):  # dense int64, no nulls: Int64 without a copy
+                direct[name] = pd.arrays.IntegerArray(col, np.zeros(len(col), dtype=bool))
             else:
                 base = base.append_column(name, col)
         if self._hashes is not None:
             base = base.append_column("state_hash", pa.array(self._hashes, pa.uint64()))
         df = to_pandas(base)
-        for name, col in objects.items():
-            df[name] = col
-        return df
+        if not direct:
+            return df
+        order = [*base.column_names[:5], *cols,
+                 *(["state_hash"] if self._hashes is not None else [])]
+        data = {name: direct[name] if name in direct else df[name] for name in order}
+        return pd.DataFrame(data, index=df.index, copy=False)
 
     def final(self, *, with_state: bool = True) -> pd.DataFrame:
         """One row per run: its last event's row of :meth:`steps_df` (plus ``events``).
@@ -262,6 +286,6 @@ def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True,
     table = log.table if isinstance(log, EventLog) else validate(log)
     fields = resolve_projections(projections)
     cols = Columns(table)
-    results = [fold_field(f, cols) for f in fields]
-    hashes = state_hashes(results, cols) if state_hash else None
+    results, terms = fold_fields(fields, cols, terms=state_hash)
+    hashes = state_hashes(results, cols, terms) if state_hash else None
     return StateFrame(table, fields, cols, results, hashes)

@@ -24,6 +24,7 @@ Not a cryptographic hash: it detects accidental differences, not adversarial one
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,6 +44,7 @@ _P_INV = _U(pow(int(P), -1, 2**64))
 _POW = np.ones(1, dtype=np.uint64)
 _INV = np.ones(1, dtype=np.uint64)
 _BLOCK = 1 << 18
+_POW_LOCK = threading.Lock()
 _ESCAPE = r'["\\\x00-\x1f]'  # characters canonical JSON escapes inside a string
 
 
@@ -63,6 +65,11 @@ def mix(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
     """Tables of ``P**k`` and ``P**-k`` (P is odd, so invertible mod 2**64), k < n."""
+    with _POW_LOCK:  # fold hashes fields on two threads: grow both tables together
+        return _grow_powers(n)
+
+
+def _grow_powers(n: int) -> tuple[np.ndarray, np.ndarray]:
     global _POW, _INV
     if len(_POW) < n:
         m = max(n, 2 * len(_POW))
