@@ -196,7 +196,7 @@ def _sampling_note(lane: str, info: Mapping[str, Any], hot_what: str) -> str | N
     hot = (f"all {info['hot']:,} {hot_what}" if info["hot_shown"] >= info["hot"] else
            f"{info['hot_shown']:,} of {info['hot']:,} {hot_what}, evenly sampled") \
         if info["hot"] else f"no {hot_what}"
-    rest = (f"every {info['every']:,}th of the other {info['cold']:,}" if info["every"] > 1
+    rest = (f"1 in {info['every']:,} of the other {info['cold']:,}" if info["every"] > 1
             else f"all other {info['cold']:,}") if info["cold"] else "no other events"
     return (f"{lane}: showing {info['shown']:,} of {info['total']:,} events ({hot}; {rest})")
 
@@ -405,7 +405,7 @@ def tool_sequences(data_frame: Any, runs: Sequence[str] | None = None, *,
         keep = (calls <= max_points) | (r * max_points // calls != (r - 1) * max_points // calls)
         long = df.loc[calls > max_points].groupby("run_id", sort=False).size()
         notes = [f"run {rid}: showing {int(keep[(df['run_id'] == rid).to_numpy()].sum()):,} of "
-                 f"{int(n):,} tool calls (every {-(-int(n) // max_points):,}th)"
+                 f"{int(n):,} tool calls (1 in {-(-int(n) // max_points):,})"
                  for rid, n in long.items()]
         df = df[keep]
     fig = go.Figure()
@@ -727,7 +727,7 @@ def state_timeline(states: Any, run_id: str, fields: Sequence[str] | None = None
         idx = np.flatnonzero(change)
         if len(idx) > max_points:
             sampled.append(f"{f}: showing {max_points:,} of its {len(idx):,} changes "
-                           f"(every {-(-len(idx) // max_points):,}th)")
+                           f"(1 in {-(-len(idx) // max_points):,})")
             idx = idx[_sample(range(len(idx)), max_points)]
         if numeric:
             fig.add_trace(go.Scatter(x=pos[idx], y=vals[idx], mode="lines", name=f,

@@ -40,6 +40,8 @@ TRANSCRIPT_EVENTS = 120
 TRANSCRIPT_HEAD = 30
 #: characters of a payload the report's transcript shows per event.
 TRANSCRIPT_CHARS = 1_500
+#: calls per run the report's run tree lists (the totals count every call).
+TREE_CALLS = 150
 #: rows of the changed-descendants table.
 MAX_DESCENDANTS = 200
 #: rows of the changed-values table (one per changed JSON path).
@@ -415,13 +417,23 @@ def _deltas(sf: Any, start: int, lo: int, n: int, zero: Mapping[str, Any],
             deltas[k] = {f: v for f, v in now.items() if before.get(f) != v}
             before = now
     else:
+        # skipped steps ("as the other side") are not computed; after a skipped stretch the
+        # previous value is read again at the step before
+        skipped = np.concatenate([[0], np.cumsum(skip)]) if n else np.zeros(1, np.int64)
         for res, rows in plan:  # only the rows where this field may change
             name = res.field.name
             prev = zero.get(name)
+            last = lo - 1
             for i in rows.tolist():
+                k = i - lo
+                if skip[k]:
+                    continue
+                if skipped[k] > skipped[last - lo + 1]:  # a skipped step since `last`
+                    prev = plain(_field_at(res, i - 1, start))
+                last = i
                 v = plain(_field_at(res, i, start))
                 if v != prev:
-                    d = deltas[i - lo]
+                    d = deltas[k]
                     assert d is not None
                     d[name] = v
                     prev = v
@@ -788,7 +800,7 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     body = ("<h3>Replayed run</h3>" + transcript_html(
         rep_t, origins=_seq_map(annotations, "origin", rep_t, steps), steps=steps,
         payload_chars=TRANSCRIPT_CHARS)
-        + "<h3>Run tree</h3>" + run_tree_html([base_t, rep_t]))
+        + "<h3>Run tree</h3>" + run_tree_html([base_t, rep_t], max_nodes=TREE_CALLS))
     sections.append(("transcript", "Transcript and run tree", body))
 
     # 10. fixture provenance
@@ -881,10 +893,12 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     st = diff.dropna(subset=["replay_seq"]).rename(columns={"replay_seq": "seq"})
     scrub, rep_hashes = _scrubber_data(
         result.events, tenant_id=result.events.tenants[0], states=states, first=first,
+        max_events=MAX_SCRUB_EVENTS,
         origins=_seq_map(annotations, "origin", rep_t, window),
         statuses=_seq_map(st, "status", rep_t, window))
     sb = diff.dropna(subset=["base_seq"]).rename(columns={"base_seq": "seq"})
     base_scrub, _ = _scrubber_data(base_log, tenant_id=base_log.tenants[0], first=first,
+                                   max_events=MAX_SCRUB_EVENTS,
                                    statuses=_seq_map(sb, "status", base_t, window),
                                    like=(scrub, rep_hashes))
     body = _scrubber_html(scrub, base_scrub, step)
@@ -939,9 +953,9 @@ def _window_table(df: pd.DataFrame, hot: np.ndarray, max_rows: int, what: str,
     lo = 0 if not len(hits) else max(0, min(int(hits[0]) - 5, n - max_rows))
     part = df.iloc[lo:lo + max_rows]
     where = "from just before the first difference" if len(hits) and lo > 0 else "the first"
-    return (_table(part, **kw) + f"<p class='note rows-cut'>Showing rows {lo + 1:,}\u2013"
-            f"{lo + len(part):,} of {n:,} {what} ({where}; {n - len(part):,} rows not "
-            "embedded).</p>")
+    return (f"<p class='note rows-cut'>Showing rows {lo + 1:,}\u2013{lo + len(part):,} of "
+            f"{n:,} {what} ({where}; {n - len(part):,} rows not embedded).</p>"
+            + _table(part, **kw))
 
 
 def _sampling_caption(fig: Any) -> str:
@@ -1060,14 +1074,18 @@ def _scrubber_html(scrub: Mapping[str, Any], base: Mapping[str, Any] | None,
     n = max(int(scrub["shown"]), int(base["shown"]) if base else 0)
     off = int(scrub.get("offset", 0))
     note = ""
-    for side, d in (("replay", scrub), ("base (recording)", base)):
-        if d is None or d["shown"] >= d["total"]:
-            continue
+    sides = [(side, d) for side, d in (("replay", scrub), ("base (recording)", base))
+             if d is not None and d["shown"] < d["total"]]
+    if len(sides) == 2 and all(sides[0][1][k] == sides[1][1][k]
+                               for k in ("offset", "shown", "total")):
+        sides = [("", scrub)]
+    for side, d in sides:
         lo, hi = int(d.get("offset", 0)), int(d.get("offset", 0)) + int(d["shown"]) - 1
         where = (" around the first divergence" if step >= 0 and lo <= step <= hi and lo > 0
                  else "")
-        note += (f"The {side} side holds steps {lo:,}\u2013{hi:,} of its {int(d['total']):,} "
-                 f"events ({int(d['shown']):,} steps{where}); the rest are not embedded. ")
+        who = f"The {side} side holds" if side else "Both sides (replay and base) hold"
+        note += (f"{who} steps {lo:,}\u2013{hi:,} of {int(d['total']):,} events "
+                 f"({int(d['shown']):,} steps{where}); the rest are not embedded. ")
     start = max(0, min(step - off, n - 1)) if step >= 0 else 0
     return str(render("scrubber.html", note=note, max=max(n - 1, 0), start=start,
                       data=json_script({"replay": scrub, "base": base})))

@@ -206,7 +206,8 @@ _JS = r"""
     var rev = eventAt(r, i), bev = b ? eventAt(b, i) : null;
     var rstate = i < r.seq.length ? stateAt("replay", i) : null;
     var bstate = b && i < b.seq.length ? stateAt("base", i) : null;
-    var label = "step " + (off + i) + " of " + (total - 1) + " \u00b7 replay seq " +
+    function num(v){ return Number(v).toLocaleString("en-US"); }
+    var label = "step " + num(off + i) + " of " + num(total - 1) + " \u00b7 replay seq " +
       (rev ? rev.seq + " " + rev.kind + (r.origin ? " (" + r.origin[i] + ")" : "") : "\u2014") +
       " \u00b7 base seq " + (bev ? bev.seq + " " + bev.kind : "\u2014");
     var lab = $("rk-scrub-label");

@@ -123,16 +123,18 @@ def _ts_seconds(table: pa.Table) -> np.ndarray:
     return out
 
 
-def run_tree(tables: Sequence[pa.Table]) -> list[dict[str, Any]]:
+def run_tree(tables: Sequence[pa.Table], *, max_nodes: int = MAX_TREE_NODES
+             ) -> list[dict[str, Any]]:
     """Runs as a tree: each node has run_id, parent_run_id, start, duration (seconds, None
     without timestamps), turns (each with its model and tool calls: name, ref, start offset,
-    duration) and children (runs whose parent_run_id names it)."""
+    duration) and children (runs whose parent_run_id names it). A run lists its first
+    ``max_nodes`` calls (``listed``); ``model_calls`` / ``tool_calls`` count them all."""
     nodes: dict[str, dict[str, Any]] = {}
     order: list[str] = []
     for t in tables:
         for run_id in pc.unique(pc.cast(t.column("run_id"), pa.string())).to_pylist():
             sub = t.filter(pc.equal(pc.cast(t.column("run_id"), pa.string()), run_id))
-            nodes[run_id] = _run_node(sub, run_id)
+            nodes[run_id] = _run_node(sub, run_id, max_nodes)
             order.append(run_id)
     roots = []
     for rid in order:
@@ -144,7 +146,7 @@ def run_tree(tables: Sequence[pa.Table]) -> list[dict[str, Any]]:
     return roots
 
 
-def _run_node(t: pa.Table, run_id: str) -> dict[str, Any]:
+def _run_node(t: pa.Table, run_id: str, max_nodes: int = MAX_TREE_NODES) -> dict[str, Any]:
     secs = _ts_seconds(t)
     kind = pc.cast(t.column("kind"), pa.string())
     parent = pc.cast(t.column("parent_run_id"), pa.string())[0].as_py() if t.num_rows else None
@@ -160,7 +162,7 @@ def _run_node(t: pa.Table, run_id: str) -> dict[str, Any]:
     is_model = (k == "model_request") & has_ref
     is_tool = (k == "tool_call") & has_ref
     n_model, n_tool = int(is_model.sum()), int(is_tool.sum())
-    start_pos = np.flatnonzero(is_model | is_tool)[:MAX_TREE_NODES]
+    start_pos = np.flatnonzero(is_model | is_tool)[:max_nodes]
     ctype = np.where(is_tool[start_pos], "tool", "model")
     refs = ref.take(pa.array(start_pos, pa.int64())).to_pylist()
     ends = pd.DataFrame({"type": np.where(k == "tool_result", "tool", "model"),
@@ -209,6 +211,6 @@ def _run_node(t: pa.Table, run_id: str) -> dict[str, Any]:
             "model_calls": n_model, "tool_calls": n_tool, "listed": len(listed)}
 
 
-def run_tree_html(tables: Sequence[pa.Table]) -> str:
+def run_tree_html(tables: Sequence[pa.Table], *, max_nodes: int = MAX_TREE_NODES) -> str:
     """The run tree of :func:`run_tree` as escaped HTML with a waterfall per call."""
-    return str(render("runtree.html", roots=run_tree(tables)))
+    return str(render("runtree.html", roots=run_tree(tables, max_nodes=max_nodes)))
