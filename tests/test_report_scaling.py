@@ -111,3 +111,43 @@ def test_sampled_views_say_so(builds: dict[int, dict[str, Any]]) -> None:
     # transcript and tables: stated counts
     assert re.search(rf"Showing 30 of\s+{n:,} events of the replayed run", page)
     assert re.search(r"Showing rows [\d,]+\u2013[\d,]+ of [\d,]+ tool calls", page)
+
+
+# ------------------------------------------------------------------------------ scrubber window
+def _plain(state: Any) -> Any:
+    import json
+
+    return json.loads(json.dumps(state, default=lambda o: dict(o) if hasattr(o, "items")
+                                 else list(o)))
+
+
+@pytest.fixture(scope="module")
+def mid_replay(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    d = make_case(tmp_path_factory.mktemp("mid"), 1_500)
+    log = rk.read_isplay(d / "log", tenant_id="bench", progress=False)
+    branch = rk.Branch.load(d / "branch.json", base=log, tenant_id="bench")
+    res = rk.replay(branch, model_policy="recorded-only", tool_policy="pause-for-fixture",
+                    fixtures=d / "fixtures.json")
+    base = res.base.run(res.branch.run_id, tenant_id="bench")
+    return res, base, rk.fold(res.events, rk.agent()), rk.fold(base, rk.agent())
+
+
+@pytest.mark.parametrize("first,size", [(0, 40), (140, 60), (1_450, 200), (700, 1)])
+def test_scrubber_window_replays_the_fold_on_both_sides(mid_replay: Any, first: int,
+                                                        size: int) -> None:
+    """zero + deltas of a window (base side: None = as the replay) equal StateFrame.at at
+    every step of it, for windows at the start, across the divergence and at the end."""
+    res, base, rsf, bsf = mid_replay
+    rep, rh = _core._scrubber_data(res.events, tenant_id="bench", first=first,
+                                   max_events=size, states=rsf)
+    bas, _ = _core._scrubber_data(base, tenant_id="bench", first=first, max_events=size,
+                                  like=(rep, rh))
+    assert rep["offset"] == first and rep["shown"] == min(size, 1_500 - first)
+    for name, side, sf, log in (("replay", rep, rsf, res.events), ("base", bas, bsf, base)):
+        state = dict(side["zero"])
+        for i, seq in enumerate(side["seq"]):
+            delta = side["delta"][i]
+            state.update(rep["delta"][i] if delta is None else delta)
+            assert state == _plain(sf.at(log.run_ids[0], seq, tenant_id="bench")), (name, i)
+    if first == 0:  # before the checkpoint the base copies the replay: nothing re-embedded
+        assert all(d is None for d in bas["delta"])

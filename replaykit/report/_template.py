@@ -272,8 +272,9 @@ step {{ it.step }} &middot; {{ it.who }}{% if it.tool %} &middot; {{ it.tool }}{
 
     "runtree.html": """{% macro run(n) %}<li class="run"><details open><summary><b>run
  {{ n.run_id }}</b>{% if n.parent_run_id %} (child of {{ n.parent_run_id }}){% endif %}
- &middot; {{ "{:,}".format(n.events) }} events &middot; {{ "{:,}".format(n.model_calls) }} model
- calls &middot; {{ "{:,}".format(n.tool_calls) }} tool calls{% if n.duration is not none %}
+ &middot; {{ "{:,}".format(n.events) }} events &middot;
+ {{ "{:,}".format(n.model_calls) }} model calls &middot;
+ {{ "{:,}".format(n.tool_calls) }} tool calls{% if n.duration is not none %}
  &middot; {{ n.duration|dur }}{% endif %}{% if n.listed is defined and n.listed <
  n.model_calls + n.tool_calls %} <span class="note sampled">(listing the first
  {{ "{:,}".format(n.listed) }} of {{ "{:,}".format(n.model_calls + n.tool_calls) }} calls)</span>

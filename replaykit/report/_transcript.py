@@ -157,17 +157,23 @@ def _run_node(t: pa.Table, run_id: str, max_nodes: int = MAX_TREE_NODES) -> dict
     # response / result with the same ref after the start) by a join; only the first
     # MAX_TREE_NODES calls are listed, the totals count every call
     ref = pc.cast(t.column("ref_id"), pa.string())
-    has_ref = np.asarray(pc.fill_null(pc.is_valid(ref), False))
-    k = np.asarray(kind.to_numpy(zero_copy_only=False), dtype=object)
-    is_model = (k == "model_request") & has_ref
-    is_tool = (k == "tool_call") & has_ref
+    has_ref = np.asarray(pc.is_valid(ref))
+
+    def of(name: str) -> np.ndarray:
+        return np.asarray(pc.fill_null(pc.equal(kind, name), False)) & has_ref
+
+    is_model, is_tool = of("model_request"), of("tool_call")
     n_model, n_tool = int(is_model.sum()), int(is_tool.sum())
     start_pos = np.flatnonzero(is_model | is_tool)[:max_nodes]
     ctype = np.where(is_tool[start_pos], "tool", "model")
     refs = ref.take(pa.array(start_pos, pa.int64())).to_pylist()
-    ends = pd.DataFrame({"type": np.where(k == "tool_result", "tool", "model"),
-                         "ref": ref.to_numpy(zero_copy_only=False), "end_pos": np.arange(len(k))})
-    ends = ends[((k == "tool_result") | (k == "model_response")) & has_ref]
+    # only the end events of the listed calls' refs take part in the join
+    is_end = (of("tool_result") | of("model_response")) \
+        & np.asarray(pc.fill_null(pc.is_in(ref, value_set=pa.array(refs, pa.string())), False))
+    end_rows = np.flatnonzero(is_end)
+    ends = pd.DataFrame({"type": np.where(of("tool_result")[end_rows], "tool", "model"),
+                         "ref": ref.take(pa.array(end_rows, pa.int64())).to_pylist(),
+                         "end_pos": end_rows})
     starts = pd.DataFrame({"type": ctype, "ref": refs, "pos": start_pos})
     # a call's end: the first end event of its (type, ref) after the call (an as-of join:
     # O(n log n) even when many events share a ref)
