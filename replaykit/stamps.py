@@ -657,7 +657,6 @@ def stamps_df(log: Any) -> pd.DataFrame:
 
 
 def _stamps_df(log: Any, t: pa.Table) -> pd.DataFrame:
-    cols = ["tenant_id", "run_id", "from_seq", "to_seq", *STAMP_FIELDS, "sources", "changes"]
     keys = pa.table({"tenant_id": _s(t.column("tenant_id")), "run_id": _s(t.column("run_id")),
                      "seq": t.column("seq")})
     bounds = keys.group_by(["tenant_id", "run_id"], use_threads=False).aggregate(

@@ -98,7 +98,7 @@ def test_sampled_views_say_so(builds: dict[int, dict[str, Any]]) -> None:
     assert re.search(rf"base: showing 10[01] of {n:,} events \(all \d+ changed or removed "
                      rf"events; 1 in \d+ of the other [\d,]+\)", captions[0]), captions[0]
     assert re.search(rf"replay: showing 10[01] of {n:,} events", captions[0]), captions[0]
-    assert re.search(rf"run [^:]+: showing 50 of [\d,]+ tool calls \(1 in \d+\)",
+    assert re.search(r"run [^:]+: showing 50 of [\d,]+ tool calls \(1 in \d+\)",
                      captions[1]), captions[1]
     step = int(builds[n]["report"].data["metrics"]["first_divergence_step"])
     # scrubber: a stated window around the first divergence, which it holds
@@ -151,3 +151,17 @@ def test_scrubber_window_replays_the_fold_on_both_sides(mid_replay: Any, first: 
             assert state == _plain(sf.at(log.run_ids[0], seq, tenant_id="bench")), (name, i)
     if first == 0:  # before the checkpoint the base copies the replay: nothing re-embedded
         assert all(d is None for d in bas["delta"])
+
+
+def test_scrubber_whole_state_fallback_gives_the_same_data(mid_replay: Any,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """A field kind the per-field path does not know falls back to whole states, same data."""
+    res, _, rsf, _ = mid_replay
+    fast, _ = _core._scrubber_data(res.events, tenant_id="bench", first=100, max_events=80,
+                                   states=rsf)
+    monkeypatch.setattr(_core, "_field_change_rows", lambda *a: None)
+    slow, _ = _core._scrubber_data(res.events, tenant_id="bench", first=100, max_events=80,
+                                   states=rsf)
+    assert slow["delta"] == fast["delta"] and slow["zero"] == fast["zero"]
+    assert sum(1 for d in fast["delta"] if d) > 10

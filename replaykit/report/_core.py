@@ -403,14 +403,10 @@ def _deltas(sf: Any, start: int, lo: int, n: int, zero: Mapping[str, Any],
     new value), column-wise per field; ``skip`` steps get ``None`` ("as the other side")."""
     deltas: list[dict[str, Any] | None] = [{} for _ in range(n)]
     results = getattr(sf, "_results", None)
-    plan = []
-    for res in results or []:
-        rows = _field_change_rows(res, lo, lo + n, start)
-        if rows is None:
-            plan = None
-            break
-        plan.append((res, rows))
-    if plan is None:  # an unknown field kind: whole states, step by step (bounded by n)
+    found = [(res, _field_change_rows(res, lo, lo + n, start)) for res in results or []]
+    plan = [(res, rows) for res, rows in found if rows is not None]
+    if results is None or len(plan) < len(found):
+        # an unknown field kind: whole states, step by step (bounded by n)
         before = dict(zero)
         for k in range(n):
             now = plain(sf.state_at_row(lo + k, start))
@@ -672,8 +668,8 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     from ..branch.findings import changes_df as _changes_df
     from ..branch.findings import summarize
 
-    summary = summarize(result)
     changes = summary_values = _changes_df(result)
+    summary = summarize(result, changes=changes)
 
     # 0. findings: the computed summary, each sentence linking to its evidence
     groups = [{"kind": k, "title": summary.TITLES[k],
