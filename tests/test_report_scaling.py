@@ -109,7 +109,8 @@ def test_sampled_views_say_so(builds: dict[int, dict[str, Any]]) -> None:
             f"{scrub['offset'] + 149:,} of {n:,} events (150 steps around the first "
             "divergence)") in page
     # transcript and tables: stated counts
-    assert re.search(rf"Showing 30 of\s+{n:,} events of the replayed run", page)
+    assert re.search(rf"Showing 30 of\s+{n:,} events of the run \(the first ones and a "
+                     "window", page)
     assert re.search(r"Showing rows [\d,]+\u2013[\d,]+ of [\d,]+ tool calls", page)
 
 

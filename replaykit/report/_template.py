@@ -249,8 +249,9 @@ nothing from the network</p></header>
 
     "transcript.html": """<div class="rk-transcript">{% if more or shown < total %}
 <p class="note sampled" id="rk-transcript-shown">Showing {{ "{:,}".format(shown) }} of
- {{ "{:,}".format(total) }} events of the replayed run (the first ones and a window from just
- before the first divergence); the rest are not embedded.</p>{% endif %}{% for it in items %}
+ {{ "{:,}".format(total) }} events of the run ({{ "the first ones and a window from just before
+ the first divergence" if windowed else "the first ones" }}); the rest are not embedded.</p>
+{% endif %}{% for it in items %}
 {% if it.gap %}<p class="note gap" data-step="{{ it.step }}">&hellip; {{ "{:,}".format(it.gap) }}
  events not shown (steps {{ "{:,}".format(it.step) }}&ndash;{{ "{:,}".format(it.step + it.gap - 1)
  }}) &hellip;</p>

@@ -109,7 +109,7 @@ def transcript_html(table: pa.Table, *, origins: Mapping[int, str] | None = None
     last = max((it["step"] for it in items if "gap" not in it), default=-1)
     more = max(0, table.num_rows - last - 1)
     return str(render("transcript.html", items=items, more=more, shown=shown,
-                      total=table.num_rows))
+                      total=table.num_rows, windowed=any("gap" in it for it in items)))
 
 
 def _ts_seconds(table: pa.Table) -> np.ndarray:
