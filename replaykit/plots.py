@@ -37,7 +37,7 @@ or a non-numeric ``metric``.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -163,10 +163,49 @@ def _color(i: int) -> str:
 
 
 # --------------------------------------------------------------------------- divergence
-def _lane(table: pa.Table) -> pd.DataFrame:
-    cols = ["seq", "type", "kind", "tool_name", "text"]
-    df = _frame(table.select(cols))
-    df["pos"] = np.arange(len(df), dtype=np.int64)
+def _pick(n: int, keep: np.ndarray, max_points: int, always: Sequence[int] = ()
+          ) -> tuple[np.ndarray, dict[str, Any]]:
+    """Row positions (sorted) of one lane drawn with at most ~``max_points`` points.
+
+    Up to three quarters of the budget go to the ``keep`` rows (changed / patched /
+    fixture-served events; all of them when they fit, else an even sample), the rest to an even
+    sample of the other rows; ``always`` positions (the first divergence) are drawn whatever
+    the budget. Returns the positions and what was sampled (for the caption)."""
+    if n <= max_points:
+        return np.arange(n, dtype=np.int64), {"shown": n, "total": n}
+    hot = np.flatnonzero(keep)
+    cold = np.flatnonzero(~keep)
+    room_hot = min(len(hot), max(max_points * 3 // 4, max_points - len(cold)))
+    hot_pick = hot[np.asarray(_sample(range(len(hot)), room_hot), dtype=np.int64)] \
+        if room_hot else hot[:0]
+    room_cold = max(0, max_points - len(hot_pick))
+    cold_pick = cold[np.asarray(_sample(range(len(cold)), room_cold), dtype=np.int64)] \
+        if room_cold else cold[:0]
+    extra = np.asarray([a for a in always if 0 <= a < n], dtype=np.int64)
+    pos = np.unique(np.concatenate([hot_pick, cold_pick, extra]))
+    info = {"shown": int(len(pos)), "total": int(n), "hot": int(len(hot)),
+            "hot_shown": int(np.isin(hot, pos).sum()), "cold": int(len(cold)),
+            "every": int(round(len(cold) / len(cold_pick))) if len(cold_pick) else 0}
+    return pos, info
+
+
+def _sampling_note(lane: str, info: Mapping[str, Any], hot_what: str) -> str | None:
+    """``"base: showing 2,000 of 100,000 events (...)"`` or None when nothing was sampled."""
+    if info["shown"] >= info["total"]:
+        return None
+    hot = (f"all {info['hot']:,} {hot_what}" if info["hot_shown"] >= info["hot"] else
+           f"{info['hot_shown']:,} of {info['hot']:,} {hot_what}, evenly sampled") \
+        if info["hot"] else f"no {hot_what}"
+    rest = (f"1 in {info['every']:,} of the other {info['cold']:,}" if info["every"] > 1
+            else f"all other {info['cold']:,}") if info["cold"] else "no other events"
+    return (f"{lane}: showing {info['shown']:,} of {info['total']:,} events ({hot}; {rest})")
+
+
+def _lane_rows(table: pa.Table, pos: np.ndarray) -> pd.DataFrame:
+    """The drawn rows of one lane: step, seq and the escaped hover text (only those rows)."""
+    sub = table.take(pa.array(pos, pa.int64())).select(["seq", "kind", "tool_name", "text"])
+    df = _frame(sub)
+    df["pos"] = pos
     kind = df["kind"].astype("string").fillna("")
     tool = df["tool_name"].astype("string").fillna("")
     label = kind.where(tool == "", kind + " \u00b7 " + tool)
@@ -176,16 +215,20 @@ def _lane(table: pa.Table) -> pd.DataFrame:
     return df
 
 
-def _thin_lane(df: pd.DataFrame, keep: np.ndarray, max_points: int) -> pd.DataFrame:
-    """Keep every ``keep`` row plus an even sample of the others, at most ~max_points."""
-    if len(df) <= max_points:
-        return df
-    rest = np.flatnonzero(~keep)
-    room = max(0, max_points - int(keep.sum()))
-    picked = rest[_sample(range(len(rest)), room)] if room else rest[:0]
-    mask = keep.copy()
-    mask[picked] = True
-    return df[mask]
+def _by_seq(seqs: np.ndarray, keys: Any, values: Any, default: str) -> np.ndarray:
+    """Per row of a lane (its ``seqs``): the value of ``keys`` == seq, else ``default``."""
+    k = pd.Index(pd.array(keys, dtype="Int64"))
+    if not len(k):
+        return np.full(len(seqs), default, dtype=object)
+    if not k.is_unique:
+        keep = ~k.duplicated()
+        k, values = k[keep], np.asarray(values, dtype=object)[keep]
+    idx = k.get_indexer(pd.array(seqs, dtype="Int64"))
+    vals = np.asarray(values, dtype=object)
+    out = np.full(len(seqs), default, dtype=object)
+    ok = idx >= 0
+    out[ok] = vals[idx[ok]]
+    return out
 
 
 def divergence_timeline(result: Any, *, max_points: int = MAX_POINTS,
@@ -200,9 +243,15 @@ def divergence_timeline(result: Any, *, max_points: int = MAX_POINTS,
     ``result.metrics["first_divergence_step"]``; there is none when the runs are identical.
     Hover shows seq, kind, tool and the (escaped, shortened) event text.
 
+    A lane longer than ``max_points`` is sampled: up to three quarters of the points go to
+    its changed, patched and fixture-served events (all of them when they fit), the rest to
+    an even sample of the other events; the first divergence is always drawn. The title then
+    says so and ``fig.layout.meta["sampling"]`` holds one sentence per sampled lane (shown,
+    total, what was kept); the cost is column-wise and only drawn rows get hover text.
+
     Args:
         result: a :class:`~replaykit.ReplayResult`.
-        max_points: per lane; longer runs keep every non-``same`` event plus an even sample.
+        max_points: points per lane (see above).
 
     Example:
         >>> fig = rk.plots.divergence_timeline(done)  # doctest: +SKIP
@@ -213,18 +262,27 @@ def divergence_timeline(result: Any, *, max_points: int = MAX_POINTS,
         base_log = result.base.run(result.branch.run_id, tenant_id=result.branch.tenant_id)
     else:
         base_log = result.base
-    base = _lane(base_log.table)
-    rep = _lane(result.events.table)
+    bt, rt = base_log.table, result.events.table
     diff = result.diff_df()
-    status_b = diff.dropna(subset=["base_seq"]).set_index("base_seq")["status"]
-    status_r = diff.dropna(subset=["replay_seq"]).set_index("replay_seq")["status"]
-    base["status"] = base["seq"].map(status_b).fillna("same").astype(str)
-    rep["status"] = rep["seq"].map(status_r).fillna("same").astype(str)
-    ann = result.annotations_df().set_index("seq")["origin"]
-    rep["origin"] = rep["seq"].map(ann).fillna("recorded").astype(str)
-    base = _thin_lane(base, (base["status"] != "same").to_numpy(), max_points)
-    rep = _thin_lane(rep, ((rep["status"] != "same")
-                           | ~rep["origin"].isin(["copied", "recorded"])).to_numpy(), max_points)
+    b_seq = bt.column("seq").to_numpy(zero_copy_only=False)
+    r_seq = rt.column("seq").to_numpy(zero_copy_only=False)
+    db = diff.dropna(subset=["base_seq"])
+    dr = diff.dropna(subset=["replay_seq"])
+    b_status = _by_seq(b_seq, db["base_seq"], db["status"].astype(str), "same")
+    r_status = _by_seq(r_seq, dr["replay_seq"], dr["status"].astype(str), "same")
+    ann = result.annotations_df()
+    r_origin = _by_seq(r_seq, ann["seq"], ann["origin"].astype(str), "recorded")
+    m = result.metrics
+    step = int(m["first_divergence_step"])
+    always = [step] if step >= 0 else []
+    b_pos, b_info = _pick(len(b_seq), b_status != "same", max_points, always)
+    r_hot = (r_status != "same") | ~np.isin(r_origin, ["copied", "recorded"])
+    r_pos, r_info = _pick(len(r_seq), r_hot, max_points, always)
+    base = _lane_rows(bt, b_pos).assign(status=b_status[b_pos])
+    rep = _lane_rows(rt, r_pos).assign(status=r_status[r_pos], origin=r_origin[r_pos])
+    notes = [n for n in (_sampling_note("base", b_info, "changed or removed events"),
+                         _sampling_note("replay", r_info,
+                                        "changed, patched or fixture-served events")) if n]
 
     fig = go.Figure()
     for status, (color, symbol) in _STATUS_STYLE.items():
@@ -246,31 +304,42 @@ def divergence_timeline(result: Any, *, max_points: int = MAX_POINTS,
             marker={"color": color, "symbol": symbol, "size": 11,
                     "line": {"width": np.where(changed, 2, 0).tolist(), "color": "#000"}},
             hovertext=part["hover"], hoverinfo="text"))
-    if (rep["status"] != "same").any():
+    if (r_status != "same").any():
         # the outline drawn on replay markers that differ from the base, in the legend too
         fig.add_trace(go.Scatter(
             x=[None], y=[None], mode="markers", name="outlined: differs from the base",
             legendgroup="outline", hoverinfo="skip",
             marker={"color": "rgba(0,0,0,0)", "symbol": "circle", "size": 11,
                     "line": {"width": 2, "color": "#000"}}))
-    m = result.metrics
-    step = int(m["first_divergence_step"])
     if step >= 0:
         fig.add_vline(x=step, line_dash="dash", line_color="#c62828", line_width=2)
         fig.add_annotation(x=step, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
                            text=f"first divergence: step {step}", font={"color": "#c62828"})
     default = (f"Replay {result.run_id}: {m['comparability']}, "
                f"{m['changed_descendants']} changed after the divergence")
+    if notes:
+        default += (f" (sampled: {max(b_info['shown'], r_info['shown']):,} of "
+                    f"{max(b_info['total'], r_info['total']):,} events per lane)")
     fig.update_yaxes(categoryorder="array", categoryarray=["replay", "base"])
     fig.update_xaxes(title=STEP_LABEL, rangemode="tozero")
     fig = _layout(fig, title or _esc(default), height, legend_title="",
                   hovermode="closest")
     fig.update_layout(legend={"orientation": "h", "y": -0.35, "x": 0})
+    fig.layout.meta = {"sampling": notes}
     return fig
 
 
 # --------------------------------------------------------------------------- tool sequences
 def _tool_calls(data_frame: Any, tenant_id: str | None) -> pd.DataFrame:
+    from .eventlog import EventLog
+
+    if isinstance(data_frame, EventLog):
+        data_frame = data_frame.table
+    if isinstance(data_frame, pa.Table) and "kind" in data_frame.column_names:
+        import pyarrow.compute as pc  # only the tool calls reach pandas
+
+        data_frame = data_frame.filter(pc.fill_null(pc.equal(
+            pc.cast(data_frame.column("kind"), pa.string()), "tool_call"), False))
     df = _frame(data_frame, ["tenant_id", "run_id", "seq", "kind", "tool_name"])
     if "seq" not in df.columns and "call_seq" in df.columns:
         df = df.rename(columns={"call_seq": "seq"})
@@ -287,12 +356,15 @@ def _tool_calls(data_frame: Any, tenant_id: str | None) -> pd.DataFrame:
 
 def tool_sequences(data_frame: Any, runs: Sequence[str] | None = None, *,
                    tenant_id: str | None = None, max_runs: int = MAX_RUNS,
+                   max_points: int = MAX_POINTS,
                    title: str | None = None, height: int | None = None) -> go.Figure:
     """A swimlane of tool calls per run: one row per run, one square per call, coloured by tool.
 
     x is the call's index among its run's tool calls (0, 1, 2, ...), the sequence that
     ``tool_sequence_distance`` compares; one trace per tool name (the legend). Beyond
-    ``max_runs`` runs an evenly spaced sample of runs is drawn.
+    ``max_runs`` runs an evenly spaced sample of runs is drawn; a run with more than
+    ``max_points`` calls shows an evenly spaced sample of them (x stays the call's index),
+    said in the title and in ``fig.layout.meta["sampling"]``.
 
     Args:
         data_frame: an EventLog / events table (``tool_call`` rows are used) or
@@ -324,6 +396,18 @@ def tool_sequences(data_frame: Any, runs: Sequence[str] | None = None, *,
     label = {r: _esc(str(r)) for r in shown}
     df = df.assign(call=idx.to_numpy(), tool=df["tool_name"].astype("string").fillna("?"),
                    run_label=df["run_id"].map(label))
+    calls = df.groupby("run_id", sort=False)["call"].transform("size").to_numpy()
+    notes: list[str] = []
+    if len(df) and int(calls.max()) > max_points:
+        # an even sample of each long run's calls: call r is kept when r * max_points / n
+        # crosses an integer (the first call always), ~max_points per run
+        r = df["call"].to_numpy()
+        keep = (calls <= max_points) | (r * max_points // calls != (r - 1) * max_points // calls)
+        long = df.loc[calls > max_points].groupby("run_id", sort=False).size()
+        notes = [f"run {rid}: showing {int(keep[(df['run_id'] == rid).to_numpy()].sum()):,} of "
+                 f"{int(n):,} tool calls (1 in {-(-int(n) // max_points):,})"
+                 for rid, n in long.items()]
+        df = df[keep]
     fig = go.Figure()
     for i, tool in enumerate(sorted(df["tool"].unique())):
         part = df[df["tool"] == tool]
@@ -337,8 +421,12 @@ def tool_sequences(data_frame: Any, runs: Sequence[str] | None = None, *,
     last = float(df["call"].max())
     fig.update_xaxes(title="tool call #", range=[-0.7, last + 0.7], dtick=1 if last <= 30 else None)
     h = height or max(300, min(1600, 160 + 24 * len(shown)))
-    return _layout(fig, title or _shown("Tool calls per run", len(shown), len(order), "runs"),
-                   h, legend_title="tool")
+    default = _shown("Tool calls per run", len(shown), len(order), "runs")
+    if notes:
+        default += f" (long runs sampled to {max_points:,} calls)"
+    fig = _layout(fig, title or default, h, legend_title="tool")
+    fig.layout.meta = {"sampling": [_esc(n) for n in notes]}
+    return fig
 
 
 # --------------------------------------------------------------------------- heatmap
@@ -590,7 +678,8 @@ def state_timeline(states: Any, run_id: str, fields: Sequence[str] | None = None
     Numeric fields (counters, sizes of keyed collections, token totals) are step lines (the
     value holds until the next event changes it); text fields (``last_tool``, ``last_finish``)
     are categorical markers. Long runs keep only the rows where the field changes (exact for a
-    step line), then an even sample down to ``max_points``.
+    step line), then an even sample down to ``max_points`` (said in the title and, one
+    sentence per sampled field, in ``fig.layout.meta["sampling"]``).
 
     Args:
         states: a :class:`~replaykit.StateFrame` or its ``steps_df()``.
@@ -623,6 +712,7 @@ def state_timeline(states: Any, run_id: str, fields: Sequence[str] | None = None
                         subplot_titles=[_esc(f) for f in fields])
     seq = df["seq"].to_numpy()
     pos = np.arange(len(df), dtype=np.int64)
+    sampled: list[str] = []
     for i, f in enumerate(fields, start=1):
         col = df[f]
         numeric = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
@@ -636,6 +726,8 @@ def state_timeline(states: Any, run_id: str, fields: Sequence[str] | None = None
             change[-1] = True  # the line reaches the last event
         idx = np.flatnonzero(change)
         if len(idx) > max_points:
+            sampled.append(f"{f}: showing {max_points:,} of its {len(idx):,} changes "
+                           f"(1 in {-(-len(idx) // max_points):,})")
             idx = idx[_sample(range(len(idx)), max_points)]
         if numeric:
             fig.add_trace(go.Scatter(x=pos[idx], y=vals[idx], mode="lines", name=f,
@@ -656,8 +748,10 @@ def state_timeline(states: Any, run_id: str, fields: Sequence[str] | None = None
         default += " (constant, not drawn: " + ", ".join(
             f"{c}={df[c].iloc[0]}" for c in flat[:6]) + (", \u2026" if len(flat) > 6 else "") \
             + ")"
+    if sampled:
+        default += f" (sampled: at most {max_points:,} points per field)"
     fig = _layout(fig, title or _esc(default), h, showlegend=False)
-    fig.layout.meta = {"folded": flat}
+    fig.layout.meta = {"folded": flat, "sampling": [_esc(n) for n in sampled]}
     return fig
 
 

@@ -427,7 +427,8 @@ def _rule_values(payloads: pa.Array, getters: Mapping[str, _Getter], label: str
 
     Scalar fields are read column-wise with Arrow's JSON reader (``payload_fields``); the
     rest -- objects such as tool definitions and prompts, keys holding dots, or a reader
-    failure on mixed JSON types -- by decoding each distinct payload that can hold them once.
+    failure on mixed JSON types -- by decoding each distinct payload that can hold them once,
+    and extracting once per distinct value of the top-level keys they read.
     """
     from ._json import payload_fields
 
@@ -476,8 +477,26 @@ def _rule_values(payloads: pa.Array, getters: Mapping[str, _Getter], label: str
             if hit is not None:
                 rows = np.flatnonzero(np.asarray(pc.fill_null(hit, False)))
         sel = payloads.take(pa.array(rows)) if len(rows) < n else payloads
-        decoded, idx = map_distinct_documents(
-            sel, lambda doc, s=slow, lb=label: _extract(doc, s, lb), default=({}, {}))
+        # every slow getter reads only under the first key of its paths: documents that agree
+        # on those keys give the same values, so each distinct projection is extracted once
+        tops = sorted({p[0] for ps in keys for p in ps if p}) if all(keys) else None
+        memo: dict[str, tuple[dict[str, Any], dict[str, str]]] = {}
+
+        def one(doc: Any, s: Mapping[str, _Getter] = slow, lb: str = label
+                ) -> tuple[dict[str, Any], dict[str, str]]:
+            if tops is None:
+                return _extract(doc, s, lb)
+            part = {k: doc[k] for k in tops if k in doc}
+            try:
+                mk = canonical_json(part)
+            except (TypeError, ValueError):
+                return _extract(doc, s, lb)
+            got = memo.get(mk)
+            if got is None:
+                got = memo[mk] = _extract(part, s, lb)
+            return got
+
+        decoded, idx = map_distinct_documents(sel, one, default=({}, {}))
         codes = idx.to_numpy(zero_copy_only=False)
         vals = pd.DataFrame.from_records([d[0] for d in decoded])
         srcs = pd.DataFrame.from_records([d[1] for d in decoded]).add_prefix("src:")
@@ -577,6 +596,31 @@ def _fill_runs(ev: pd.DataFrame, cols: list[str], rk: list[str], back_first: boo
     ev[cols] = ev.groupby(rk, sort=False)[cols].bfill()
 
 
+#: content digest of a log -> its stamps_df frame, for the last few logs: a replay's metrics
+#: and its findings ask for the same two runs' stamps (a hit is the same answer: the key is
+#: the digest of every column and run header the frame is computed from).
+_STAMPS_MEMO: dict[bytes, pd.DataFrame] = {}
+_STAMPS_MEMO_SIZE = 4
+
+
+def _log_digest(t: pa.Table, runs: Any) -> bytes | None:
+    """A digest of the events columns and the runs table stamps_df reads (None: unknown)."""
+    h = hashlib.blake2b(digest_size=20)
+    try:
+        for tab in (t.select([c for c in ("tenant_id", "run_id", "seq", "type", "kind",
+                                          "source", "payload") if c in t.column_names]),
+                    runs):
+            if not isinstance(tab, pa.Table):
+                return None
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, tab.schema) as w:
+                w.write_table(tab)
+            h.update(sink.getvalue())
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+    return h.digest()
+
+
 @provide("EventLog.stamps_df")
 def stamps_df(log: Any) -> pd.DataFrame:
     """Reproducibility stamps of every run: one row per run and distinct stamp.
@@ -603,6 +647,18 @@ def stamps_df(log: Any) -> pd.DataFrame:
     cols = ["tenant_id", "run_id", "from_seq", "to_seq", *STAMP_FIELDS, "sources", "changes"]
     if t.num_rows == 0:
         return _typed(pd.DataFrame(columns=cols))[cols]
+    key = _log_digest(t, getattr(log, "runs", None))
+    hit = _STAMPS_MEMO.get(key) if key is not None else None
+    if hit is None:
+        hit = _stamps_df(log, t)
+        if key is not None:
+            if len(_STAMPS_MEMO) >= _STAMPS_MEMO_SIZE:
+                _STAMPS_MEMO.pop(next(iter(_STAMPS_MEMO)))
+            _STAMPS_MEMO[key] = hit
+    return hit.copy()
+
+
+def _stamps_df(log: Any, t: pa.Table) -> pd.DataFrame:
     keys = pa.table({"tenant_id": _s(t.column("tenant_id")), "run_id": _s(t.column("run_id")),
                      "seq": t.column("seq")})
     bounds = keys.group_by(["tenant_id", "run_id"], use_threads=False).aggregate(

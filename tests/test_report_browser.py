@@ -460,3 +460,103 @@ def test_hostile_report_reader_view(browser: Any, tmp_path: Path) -> None:
         assert "<script>window.__pwned" in o.page.locator("#transcript").inner_text()
     finally:
         o.page.context.close()
+
+
+# ------------------------------------------------------------------------------ long run
+LONG = 8_000  # beyond every bound of the report (scrubber, transcript, figures, tables)
+
+
+@pytest.fixture(scope="module")
+def long_page(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The report of a long replay (benchmarks.bench_report's case), as a reader opens it."""
+    from benchmarks.bench_report import make_case
+
+    d = make_case(tmp_path_factory.mktemp("long"), LONG)
+    log = rk.read_isplay(d / "log", tenant_id="bench", progress=False)
+    branch = rk.Branch.load(d / "branch.json", base=log, tenant_id="bench")
+    res = rk.replay(branch, model_policy="recorded-only", tool_policy="pause-for-fixture",
+                    fixtures=d / "fixtures.json")
+    path = d / "rca.html"
+    rca(res, title="Long replay", question="What changes under greedy decoding?"
+        ).save_html(path)
+    o = _open(browser, path)
+    yield res, path, o
+    o.page.context.close()
+
+
+# the box of an element in page coordinates, and whether any ancestor clips it
+_BOX = """(el) => { const r = el.getBoundingClientRect();
+  let clipped = false;
+  for (let p = el.parentElement; p; p = p.parentElement) {
+    const s = getComputedStyle(p), q = p.getBoundingClientRect();
+    if (s.overflow !== 'visible' && (r.left < q.left - 1 || r.right > q.right + 1)) {
+      clipped = true; }
+  }
+  return {top: r.top + window.scrollY, bottom: r.bottom + window.scrollY, left: r.left,
+          right: r.right, width: r.width, height: r.height, clipped: clipped,
+          visible: getComputedStyle(el).visibility !== 'hidden'
+                   && getComputedStyle(el).display !== 'none',
+          page: document.documentElement.clientWidth}; }"""
+
+
+def test_long_report_states_finding_and_sampling(long_page: Any) -> None:
+    res, path, o = long_page
+    _check_clean(o, path)
+    assert path.stat().st_size < 8_000_000
+    page = o.page
+    step = int(res.metrics["first_divergence_step"])
+    assert step > 0
+    findings = page.locator("#findings").inner_text()
+    assert f"first diverges from the recording at step {step}" in findings
+    # every sampled figure has a visible, uncut caption above the figure it describes
+    caps = page.locator("#figures p.sampled")
+    assert caps.count() >= 3  # divergence timeline, tool swimlane, state timeline
+    for k in range(caps.count()):
+        cap = caps.nth(k)
+        box = cap.evaluate(_BOX)
+        assert box["visible"] and box["height"] >= 10 and box["width"] > 200, box
+        assert box["left"] >= 0 and box["right"] <= box["page"] and not box["clipped"], box
+        fig = cap.evaluate_handle("el => el.nextElementSibling")
+        assert fig.evaluate("el => el.classList.contains('figure')")
+        assert box["bottom"] <= fig.evaluate(_BOX)["top"] + 1
+    first = caps.nth(0).inner_text()
+    assert first.startswith("Sampled figure.")
+    assert re.search(rf"base: showing 2,00\d of {LONG:,} events", first), first
+    assert re.search(rf"replay: showing 2,00\d of {LONG:,} events", first), first
+    # the drawn points are what the caption says (at most 2,000 per lane, plus the divergence)
+    lanes = page.evaluate("""() => { const gd = document.getElementById('rk-fig-0');
+      const n = {base: 0, replay: 0};
+      for (const t of gd._fullData) { if (t.y && t.y[0] in n) { n[t.y[0]] += t.x.length; } }
+      return n; }""")
+    assert 1_900 <= lanes["base"] <= 2_001 and 1_900 <= lanes["replay"] <= 2_001, lanes
+    # the transcript, the tool diff and the scrubber say what part of the run they hold
+    assert re.search(rf"Showing 120 of\s+{LONG:,} events of the run \(the first ones and a window",
+                     page.locator("#transcript").inner_text())
+    assert page.locator("#transcript .gap").first.is_visible()
+    assert re.search(r"Showing rows [\d,]+\u2013[\d,]+ of [\d,]+ tool calls \(from just "
+                     r"before the first difference", page.locator("#tool-diff").inner_text())
+    scrub_note = page.locator("#scrubber p.note").inner_text()
+    assert f"of {LONG:,} events" in scrub_note and "around the first divergence" in scrub_note
+
+
+def test_long_report_scrubber_opens_at_the_divergence(long_page: Any) -> None:
+    res, _, o = long_page
+    page = o.page
+    step = int(res.metrics["first_divergence_step"])
+    assert page.locator("#rk-scrub-state").get_attribute("data-step") == str(step)
+    label = page.locator("#rk-scrub-label").inner_text()
+    assert label.startswith(f"step {step:,} of {LONG - 1:,}"), label
+    event = json.loads(page.locator("#rk-scrub-event").inner_text())
+    assert event["step"] == step and event["origin"] == "patched"
+    shown = json.loads(page.locator("#rk-scrub-state").get_attribute("data-json"))
+    sf = rk.fold(res.events, rk.agent())
+    assert shown == _plain(sf.at(res.run_id, event["seq"], tenant_id="bench"))
+    base = json.loads(page.locator("#rk-scrub-base-state").get_attribute("data-json"))
+    base_log = res.base.run(res.branch.run_id, tenant_id="bench")
+    bsf = rk.fold(base_log, rk.agent())
+    bev = json.loads(page.locator("#rk-scrub-base-event").inner_text())
+    assert base == _plain(bsf.at(base_log.run_ids[0], bev["seq"], tenant_id="bench"))
+    shot = Path(os.environ.get("REPLAYKIT_SHOT_DIR", str(Path(o.page.url[7:]).parent))) \
+        / "long-figures.png"
+    page.locator("#figures").screenshot(path=str(shot))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

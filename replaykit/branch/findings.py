@@ -402,8 +402,10 @@ def _outcome_value(doc: Any) -> str | None:
     return None
 
 
-def summarize(result: Any) -> Summary:
+def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
     """The findings of one replay (see :class:`Summary` and docs/report.md for each rule).
+
+    ``changes``: ``changes_df(result)`` when the caller already has it (it is not recomputed).
 
     Raises:
         MissingExtraError: jsonpatch is missing (the ``replay`` extra).
@@ -419,7 +421,7 @@ def summarize(result: Any) -> Summary:
         rows.append({"kind": kind, "sentence": sentence, "section": section,
                      "derived_from": derived})
 
-    ch = changes_df(result)
+    ch = changes_df(result) if changes is None else changes
     key = ch[ch["key"]] if len(ch) else ch
     patched_by = _patched_by(result)
     effects = result.effects_df()

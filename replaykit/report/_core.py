@@ -25,22 +25,30 @@ from ._template import Markup, json_script, page, render
 
 __all__ = ["MAX_SCRUB_EVENTS", "Report", "cohort", "rca"]
 
-#: events of the replayed run the embedded scrubber holds (a longer run keeps the first ones).
-MAX_SCRUB_EVENTS = 20_000
+#: steps the embedded scrubber holds, base and replay alike (a longer run keeps a window
+#: around the first divergence and says so).
+MAX_SCRUB_EVENTS = 3_000
 #: characters of event text kept per scrubber step and per table cell.
 TEXT_CHARS = 160
 #: per-lane points of the divergence figure in a report (keeps the file small).
 FIGURE_POINTS = 2_000
 #: events shown before the first divergence in its section.
 CONTEXT_EVENTS = 3
-#: events of the replayed run the report's transcript shows (the explorer shows more).
-TRANSCRIPT_EVENTS = 200
+#: events of the replayed run the report's transcript shows (the explorer shows more): the
+#: first TRANSCRIPT_HEAD and, in a longer run, a window around the first divergence.
+TRANSCRIPT_EVENTS = 120
+#: events from the run's start the transcript shows before the window at the divergence.
+TRANSCRIPT_HEAD = 30
 #: characters of a payload the report's transcript shows per event.
 TRANSCRIPT_CHARS = 1_500
-#: events of the base run the scrubber holds beside the replay (keeps the page under 8 MB).
-MAX_BASE_SCRUB_EVENTS = 2_000
+#: calls per run the report's run tree lists (the totals count every call).
+TREE_CALLS = 150
 #: rows of the changed-descendants table.
 MAX_DESCENDANTS = 200
+#: rows of the changed-values table (one per changed JSON path).
+MAX_CHANGE_ROWS = 500
+#: rows of the tool-sequence diff table.
+MAX_TOOL_ROWS = 300
 
 _DEPENDENCIES = ("pyarrow", "pandas", "numpy", "plotly", "orjson", "jsonpatch", "rapidfuzz")
 
@@ -144,7 +152,8 @@ def _table(df: pd.DataFrame, *, limit: int = TEXT_CHARS, cls: str = "",
                          subset=list(markup), escape=None)
     sty = sty.set_table_attributes(f'class="{esc(cls)}"')
     out = sty.to_html(doctype_html=False)
-    tail = f"<p class='note'>&hellip; {more:,} more rows</p>" if more else ""
+    tail = (f"<p class='note rows-cut'>Showing the first {max_rows:,} of {max_rows + more:,} "
+            f"rows ({more:,} more not embedded).</p>") if more and max_rows is not None else ""
     wrap_id = f" id='{esc(tid)}'" if tid else ""
     return f"<div class='tablewrap'{wrap_id}>{out}</div>{tail}"
 
@@ -228,11 +237,19 @@ def _model_ids(t: pa.Table) -> list[str]:
     if not len(payloads):
         return []
     found: set[str] = set()
-    for field in ("model", "provider", "modelId", "settings.model"):
-        try:
-            col = payload_fields(payloads, {field: pa.string()}).column(field)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
-            continue
+    fields = ("model", "provider", "modelId", "settings.model")
+    try:  # one column-wise read of the four fields
+        cols = payload_fields(payloads, dict.fromkeys(fields, pa.string()))
+        got = [(f, cols.column(f)) for f in fields]
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
+        got = []  # a field of another type somewhere: each field on its own
+        for field in fields:
+            try:
+                got.append((field, payload_fields(payloads, {field: pa.string()})
+                            .column(field)))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
+                continue
+    for field, col in got:
         name = field.rsplit(".", 1)[-1]
         found.update(f"{name}={v}" for v in pc.unique(col).to_pylist() if v)
     return sorted(found)
@@ -294,62 +311,136 @@ def _pretty(payload: str | None) -> list[str]:
 # ------------------------------------------------------------------------------ scrubber
 def scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | None = None,
                   statuses: Mapping[int, str] | None = None,
-                  max_events: int = MAX_SCRUB_EVENTS) -> dict[str, Any]:
+                  max_events: int = MAX_SCRUB_EVENTS, first: int = 0) -> dict[str, Any]:
     """The data the embedded scrubber walks: one step per event of a one-run log.
 
-    ``zero`` is the state before any event; ``delta[i]`` holds the fields whose value changed
-    at event ``i`` (the full new value of each), so the state after event ``i`` is ``zero``
-    updated with ``delta[0..i]`` in order -- equal to ``StateFrame.at(run, seq_i)`` of
-    ``rk.fold(events, rk.agent())``. Rows whose ``state_hash`` equals the previous row's carry
-    an empty delta without materialising the state.
+    The steps are the run's events ``first .. first + max_events - 1`` (``offset`` = first,
+    ``shown`` of ``total``). ``zero`` is the state before the first of them; ``delta[i]``
+    holds the fields whose value changed at step ``offset + i`` (the full new value of each),
+    so the state after it is ``zero`` updated with ``delta[0..i]`` in order -- equal to
+    ``StateFrame.at(run, seq_i)`` of ``rk.fold(events, rk.agent())``. Deltas are computed per
+    field from the folded columns (only the rows where a field can change are looked at), so
+    the cost grows with the window, not with the run.
     """
     return _scrubber_data(events, tenant_id=tenant_id, origins=origins, statuses=statuses,
-                          max_events=max_events)[0]
+                          max_events=max_events, first=first)[0]
+
+
+def _field_change_rows(res: Any, lo: int, hi: int, start: int) -> np.ndarray | None:
+    """Frame rows in ``[lo, hi)`` where one folded field's value may change (a superset of
+    the rows where it does), or None for a field kind this does not know."""
+    from ..fold.engine import CollectionCol, CounterCol, KeyedCounterCol, ReducerCol, ScalarCol
+
+    def within(rows: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        return rows[(rows >= lo) & (rows < hi)]
+
+    if isinstance(res, (ScalarCol, ReducerCol)):
+        if isinstance(res, ScalarCol) and res.src is None:
+            vals = np.asarray(res.values)
+            prev = vals[lo - 1] if lo > start else None
+            w = vals[lo:hi]
+            moved = np.r_[True if prev is None else w[:1] != prev, w[1:] != w[:-1]] \
+                if len(w) else np.zeros(0, bool)
+            return lo + np.flatnonzero(moved)
+        src = np.asarray(res.src)
+        w = src[lo:hi]
+        first = np.array([True]) if lo <= start else (w[:1] != src[lo - 1])
+        moved = np.r_[first, w[1:] != w[:-1]] if len(w) else np.zeros(0, bool)
+        return lo + np.flatnonzero(moved)
+    if isinstance(res, CounterCol):
+        return within(res.rows)
+    if isinstance(res, KeyedCounterCol):
+        return within(res.pos)
+    if isinstance(res, CollectionCol):
+        return np.unique(np.concatenate([within(res.add_pos), within(res.rem_pos),
+                                         within(res.end_pos)]))
+    return None
+
+
+def _field_at(res: Any, i: int, start: int) -> Any:
+    from ..fold.engine import ReducerCol, ScalarCol
+
+    return res.at(i) if isinstance(res, (ScalarCol, ReducerCol)) else res.at(i, start)
+
+
+def _deltas(sf: Any, start: int, lo: int, n: int, zero: Mapping[str, Any],
+            skip: np.ndarray) -> list[dict[str, Any] | None]:
+    """Per step of the window ``[lo, lo + n)``: the fields whose value changed there (their
+    new value), column-wise per field; ``skip`` steps get ``None`` ("as the other side")."""
+    deltas: list[dict[str, Any] | None] = [{} for _ in range(n)]
+    results = getattr(sf, "_results", None)
+    found = [(res, _field_change_rows(res, lo, lo + n, start)) for res in results or []]
+    plan = [(res, rows) for res, rows in found if rows is not None]
+    if results is None or len(plan) < len(found):
+        # an unknown field kind: whole states, step by step (bounded by n)
+        before = dict(zero)
+        for k in range(n):
+            now = plain(sf.state_at_row(lo + k, start))
+            deltas[k] = {f: v for f, v in now.items() if before.get(f) != v}
+            before = now
+    else:
+        # skipped steps ("as the other side") are not computed; after a skipped stretch the
+        # previous value is read again at the step before
+        skipped = np.concatenate([[0], np.cumsum(skip)]) if n else np.zeros(1, np.int64)
+        for res, rows in plan:  # only the rows where this field may change
+            name = res.field.name
+            prev = zero.get(name)
+            last = lo - 1
+            for i in rows.tolist():
+                k = i - lo
+                if skip[k]:
+                    continue
+                if skipped[k] > skipped[last - lo + 1]:  # a skipped step since `last`
+                    prev = plain(_field_at(res, i - 1, start))
+                last = i
+                v = plain(_field_at(res, i, start))
+                if v != prev:
+                    d = deltas[k]
+                    assert d is not None
+                    d[name] = v
+                    prev = v
+    for k in np.flatnonzero(skip).tolist():
+        deltas[k] = None
+    return deltas
 
 
 def _scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | None = None,
                    statuses: Mapping[int, str] | None = None,
                    max_events: int = MAX_SCRUB_EVENTS,
-                   like: tuple[Mapping[str, Any], Any] | None = None
+                   like: tuple[Mapping[str, Any], Any] | None = None,
+                   first: int = 0, states: Any = None
                    ) -> tuple[dict[str, Any], Any]:
-    """:func:`scrubber_data` and the rows' state hashes. With ``like`` (another run's data
-    and hashes, e.g. the replay's for the base run), a step whose state and previous state
-    hash the same as ``like``'s at that step stores ``None`` as its delta (and a text equal
-    to ``like``'s as ``None``): "same as the other side", neither recomputed nor embedded."""
+    """:func:`scrubber_data` and the window's state hashes. With ``like`` (another run's data
+    and hashes over the same window, e.g. the replay's for the base run), a step whose state
+    and previous state hash the same as ``like``'s at that step stores ``None`` as its delta
+    (and a text equal to ``like``'s as ``None``): "same as the other side", neither recomputed
+    nor embedded. ``states``: the events' ``rk.fold(events, rk.agent())`` when already done."""
     from ..fold import agent, fold
 
     run_id = events.run_ids[0]
-    sf = fold(events, agent())
+    sf = states if states is not None else fold(events, agent())
     start, end = sf.run_bounds(run_id, tenant_id=tenant_id)
-    n = min(end - start, max_events)
-    t = events.table.slice(0, n)
-    steps = sf.steps_df()
-    hashes = steps["state_hash"].to_numpy()[start:start + n] if "state_hash" in steps else None
-    zero = plain(sf.state_at_row(start - 1, start))
-    changed = np.ones(n, dtype=bool)
-    if hashes is not None and n:
-        prev = np.concatenate([[np.uint64(0)], hashes[:-1]])
-        changed = hashes != prev
-        changed[0] = True
+    total = end - start
+    first = max(0, min(int(first), max(total - 1, 0)))
+    n = max(0, min(total - first, max_events))
+    lo = start + first
+    t = events.table.slice(first, n)
+    all_hashes = sf.state_hash()
+    hashes = all_hashes[lo:lo + n] if all_hashes is not None else None
+    prev_hash = (all_hashes[lo - 1] if lo > start else np.uint64(0)) \
+        if all_hashes is not None else None
+    zero = plain(sf.state_at_row(lo - 1, start))
     shared = np.zeros(n, dtype=bool)
     if like is not None and hashes is not None and like[1] is not None \
-            and like[0]["zero"] == zero:
-        other = np.asarray(like[1])
+            and like[0]["zero"] == zero and like[0].get("offset", 0) == first:
+        other, other_prev = like[1]
         m = min(n, len(other))
         same = np.zeros(n, dtype=bool)
         same[:m] = hashes[:m] == other[:m]
-        shared = same & np.concatenate([[True], same[:-1]])  # this and the previous state
-    deltas: list[dict[str, Any] | None] = [{} for _ in range(n)]
-    for i in np.flatnonzero(shared).tolist():
-        deltas[i] = None
-    before = zero
-    last = -1
-    for i in np.flatnonzero(changed & ~shared).tolist():  # one run, per-event view data
-        if last != i - 1 and i > 0:
-            before = plain(sf.state_at_row(start + i - 1, start))
-        now = plain(sf.state_at_row(start + i, start))
-        deltas[i] = {k: v for k, v in now.items() if before.get(k) != v}
-        before, last = now, i
+        before = np.concatenate([[prev_hash == other_prev], same[:-1]]) if n else same
+        shared = same & before  # this and the previous state
+    deltas = _deltas(sf, start, lo, n, zero, shared)
     text = pc.utf8_slice_codeunits(pc.fill_null(pc.cast(t.column("text"), pa.string()), ""),
                                    0, TEXT_CHARS).to_pylist()
     if like is not None:
@@ -358,7 +449,7 @@ def _scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | 
                 for i, x in enumerate(text)]
     seqs = t.column("seq").to_pylist()
     return {
-        "run_id": run_id, "total": end - start, "shown": n,
+        "run_id": run_id, "total": total, "shown": n, "offset": first,
         "seq": seqs,
         "kind": pc.cast(t.column("kind"), pa.string()).to_pylist(),
         "type": pc.cast(t.column("type"), pa.string()).to_pylist(),
@@ -367,7 +458,7 @@ def _scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | 
         "origin": [(origins or {}).get(s) for s in seqs] if origins else None,
         "status": [(statuses or {}).get(s) for s in seqs] if statuses else None,
         "zero": zero, "delta": deltas,
-    }, hashes
+    }, (None if hashes is None else (hashes, prev_hash))
 
 
 # ------------------------------------------------------------------------------ rca
@@ -544,8 +635,8 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     from ..branch.findings import changes_df as _changes_df
     from ..branch.findings import summarize
 
-    summary = summarize(result)
     changes = summary_values = _changes_df(result)
+    summary = summarize(result, changes=changes)
 
     # 0. findings: the computed summary, each sentence linking to its evidence
     groups = [{"kind": k, "title": summary.TITLES[k],
@@ -615,7 +706,8 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     sections.append(("comparability", "Comparability", body))
 
     # 5. changed values: the structural JSON diff of every changed event
-    sections.append(("changes", "Changed values", _changes_html(changes)))
+    sections.append(("changes", "Changed values", _changes_html(changes,
+                                                                 max_rows=MAX_CHANGE_ROWS)))
 
     # 6. first divergence
     fd = _first_divergence(base_t, rep_t, step)
@@ -656,21 +748,22 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
         for k, g in changes[changes["key"] & (changes["kind"] == "tool_call")].groupby(
                 "replay_seq"):
             by_seq[int(k)] = "; ".join(_value_text(r) for r in g.itertuples())
-        tsd["arguments change"] = [by_seq.get(int(s), "") if not _isna(s) else ""
-                                   for s in tsd["replay_seq"]]
+        tsd["arguments change"] = tsd["replay_seq"].map(by_seq).fillna("").astype(object)
     body = (f"<p>Tool-sequence distance {esc(m.get('tool_sequence_distance'))} (normalised "
             f"{esc(m.get('tool_sequence_distance_norm'))}); over (tool, arguments hash) "
-            f"{esc(m.get('tool_signature_distance'))}.</p>" + _table(tsd, max_rows=500,
-                                                                     limit=300))
+            f"{esc(m.get('tool_signature_distance'))}.</p>" + _window_table(
+                tsd, (tsd["status"] != "same").to_numpy() if len(tsd) else np.zeros(0, bool),
+                MAX_TOOL_ROWS, "tool calls", limit=300))
     sections.append(("tool-diff", "Tool-sequence diff", body))
 
     # 9. transcript and run tree
     from ._transcript import run_tree_html, transcript_html
 
-    body = ("<h3>Replayed run</h3>" + transcript_html(rep_t, origins=dict(zip(
-        annotations["seq"].astype("int64"), annotations["origin"].astype(str), strict=True)),
-        max_events=TRANSCRIPT_EVENTS, payload_chars=TRANSCRIPT_CHARS)
-        + "<h3>Run tree</h3>" + run_tree_html([base_t, rep_t]))
+    steps = _transcript_steps(rep_t.num_rows, step)
+    body = ("<h3>Replayed run</h3>" + transcript_html(
+        rep_t, origins=_seq_map(annotations, "origin", rep_t, steps), steps=steps,
+        payload_chars=TRANSCRIPT_CHARS)
+        + "<h3>Run tree</h3>" + run_tree_html([base_t, rep_t], max_nodes=TREE_CALLS))
     sections.append(("transcript", "Transcript and run tree", body))
 
     # 10. fixture provenance
@@ -727,7 +820,8 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
         _CachedDiff(result, diff), max_points=FIGURE_POINTS)))
     both = pa.concat_tables([base_t, rep_t], promote_options="permissive")  # + replay_origin
     try:
-        figs.append(("Tool sequences", plots.tool_sequences(both)))
+        figs.append(("Tool sequences", plots.tool_sequences(
+            both, max_points=FIGURE_POINTS // 2)))
     except (ValueError, KeyError):
         pass
     if len(effects):
@@ -737,33 +831,39 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
             pass
     from ..fold import agent, fold
 
+    states = fold(result.events, agent())
     try:
-        states = fold(result.events, agent())
         figs.append(("State timeline (replay; fields that never change are folded away)",
                      plots.state_timeline(states, result.run_id,
-                                          tenant_id=result.events.tenants[0])))
+                                          tenant_id=result.events.tenants[0],
+                                          max_points=FIGURE_POINTS)))
     except (ValueError, KeyError, TypeError):
         pass
     fig_html = []
     fig_json = []
     for k, (name, fig) in enumerate(figs):
-        fig_html.append(f"<h3>{esc(name)}</h3><div class='figure' id='rk-fig-{k}'></div>")
+        fig_html.append(f"<h3>{esc(name)}</h3>{_sampling_caption(fig)}"
+                        f"<div class='figure' id='rk-fig-{k}'></div>")
         fig_json.append(f"<script type='application/json' class='rk-figure' "
                         f"data-target='rk-fig-{k}'>{_figure_json(fig)}</script>")
     sections.append(("figures", "Figures", "".join(fig_html) + "".join(fig_json)))
 
     # 15. scrubber: base and replay at the same step
-    origins = dict(zip(annotations["seq"].astype("int64"), annotations["origin"].astype(str),
-                       strict=True))
-    st = diff.dropna(subset=["replay_seq"])
-    statuses = dict(zip(st["replay_seq"].astype("int64"), st["status"].astype(str),
-                        strict=True))
-    scrub, rep_hashes = _scrubber_data(result.events, tenant_id=result.events.tenants[0],
-                                       origins=origins, statuses=statuses)
-    sb = diff.dropna(subset=["base_seq"])
-    base_scrub, _ = _scrubber_data(base_log, tenant_id=base_log.tenants[0], statuses=dict(zip(
-        sb["base_seq"].astype("int64"), sb["status"].astype(str), strict=True)),
-        like=(scrub, rep_hashes), max_events=MAX_BASE_SCRUB_EVENTS)
+    n_steps = max(rep_t.num_rows, base_t.num_rows)
+    first = 0 if step < 0 or n_steps <= MAX_SCRUB_EVENTS else \
+        max(0, min(step - MAX_SCRUB_EVENTS // 4, n_steps - MAX_SCRUB_EVENTS))
+    window = range(first, first + MAX_SCRUB_EVENTS)
+    st = diff.dropna(subset=["replay_seq"]).rename(columns={"replay_seq": "seq"})
+    scrub, rep_hashes = _scrubber_data(
+        result.events, tenant_id=result.events.tenants[0], states=states, first=first,
+        max_events=MAX_SCRUB_EVENTS,
+        origins=_seq_map(annotations, "origin", rep_t, window),
+        statuses=_seq_map(st, "status", rep_t, window))
+    sb = diff.dropna(subset=["base_seq"]).rename(columns={"base_seq": "seq"})
+    base_scrub, _ = _scrubber_data(base_log, tenant_id=base_log.tenants[0], first=first,
+                                   max_events=MAX_SCRUB_EVENTS,
+                                   statuses=_seq_map(sb, "status", base_t, window),
+                                   like=(scrub, rep_hashes))
     body = _scrubber_html(scrub, base_scrub, step)
     sections.append(("scrubber", "Step scrubber (base and replay)", body))
 
@@ -774,6 +874,61 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
             "summary": summary, "changes": summary_values}
     return Report(page(title, sections), title=title, sections=[s[0] for s in sections],
                   data=data)
+
+
+def _seq_map(frame: pd.DataFrame, col: str, t: pa.Table, steps: Any) -> dict[int, str]:
+    """``seq -> frame[col]`` for the events of ``t`` at positions ``steps`` only (the rows a
+    bounded view shows), looked up column-wise."""
+    pos = np.asarray([p for p in steps if 0 <= p < t.num_rows], dtype=np.int64)
+    if not len(pos) or not len(frame):
+        return {}
+    seqs = t.column("seq").take(pa.array(pos)).to_numpy(zero_copy_only=False)
+    keys = pd.Index(frame["seq"].astype("int64").to_numpy())
+    vals = frame[col].astype(str).to_numpy(dtype=object)
+    if not keys.is_unique:
+        keep = ~keys.duplicated()
+        keys, vals = keys[keep], vals[keep]
+    idx = keys.get_indexer(seqs)
+    ok = idx >= 0
+    return dict(zip(seqs[ok].tolist(), vals[idx[ok]].tolist(), strict=True))
+
+
+def _transcript_steps(n: int, step: int) -> list[int]:
+    """Positions the report's transcript shows: all of a short run; else the first
+    ``TRANSCRIPT_HEAD`` events and a window from just before the first divergence."""
+    if n <= TRANSCRIPT_EVENTS:
+        return list(range(n))
+    if step < 0 or step < TRANSCRIPT_EVENTS - 10:
+        return list(range(TRANSCRIPT_EVENTS))
+    room = TRANSCRIPT_EVENTS - TRANSCRIPT_HEAD
+    lo = max(TRANSCRIPT_HEAD, min(step - 10, n - room))
+    return list(range(TRANSCRIPT_HEAD)) + list(range(lo, min(n, lo + room)))
+
+
+def _window_table(df: pd.DataFrame, hot: np.ndarray, max_rows: int, what: str,
+                  **kw: Any) -> str:
+    """A long table as a stated window: all rows when they fit, else ``max_rows`` rows from
+    just before the first ``hot`` row (the first difference), with a "rows a-b of n" note."""
+    n = len(df)
+    if n <= max_rows:
+        return _table(df, **kw)
+    hits = np.flatnonzero(hot)
+    lo = 0 if not len(hits) else max(0, min(int(hits[0]) - 5, n - max_rows))
+    part = df.iloc[lo:lo + max_rows]
+    where = "from just before the first difference" if len(hits) and lo > 0 else "the first"
+    return (f"<p class='note rows-cut'>Showing rows {lo + 1:,}\u2013{lo + len(part):,} of "
+            f"{n:,} {what} ({where}; {n - len(part):,} rows not embedded).</p>"
+            + _table(part, **kw))
+
+
+def _sampling_caption(fig: Any) -> str:
+    """A visible caption under a figure's heading when the figure shows a sample."""
+    meta = fig.layout.meta if fig.layout.meta is not None else {}
+    notes = list(meta.get("sampling") or []) if isinstance(meta, Mapping) else []
+    if not notes:
+        return ""
+    return ("<p class='note sampled'><b>Sampled figure.</b> "
+            + "; ".join(esc(html.unescape(str(x))) for x in notes) + ".</p>")
 
 
 def _value_text(r: Any) -> str:
@@ -856,9 +1011,12 @@ def _change_rows(changes: pd.DataFrame) -> pd.DataFrame:
                          "after": pd.Series(after, dtype=object)})
 
 
-def _changes_html(changes: pd.DataFrame) -> str:
+def _changes_html(changes: pd.DataFrame, *, max_rows: int | None = None) -> str:
     if not len(changes):
         return str(render("changes.html", n=0, events=0, table=""))
+    n, events = len(changes), changes["row"].nunique()
+    if max_rows is not None and n > max_rows:  # only the embedded rows are rendered
+        changes = changes.head(max_rows)
     view = _change_rows(changes)
     rows = ["hit" if k else "" for k in changes["key"]]
     cells = pd.DataFrame("", index=view.index, columns=view.columns)
@@ -867,19 +1025,31 @@ def _changes_html(changes: pd.DataFrame) -> str:
     cells["after"] = ["after" if o != "removed" else "" for o in changes["op"]]
     table = _table(view, tid="rk-changes", limit=600, row_classes=rows, cell_classes=cells,
                    markup=["before", "after"])
-    return str(render("changes.html", n=len(changes), events=changes["row"].nunique(),
-                      table=Markup(table)))
+    if len(changes) < n:
+        table += (f"<p class='note rows-cut'>Showing the first {len(changes):,} of {n:,} "
+                  "changed values (in step order); the rest are not embedded "
+                  "(<code>result.changes_df()</code> has them all).</p>")
+    return str(render("changes.html", n=n, events=events, table=Markup(table)))
 
 
 def _scrubber_html(scrub: Mapping[str, Any], base: Mapping[str, Any] | None,
                    step: int) -> str:
     n = max(int(scrub["shown"]), int(base["shown"]) if base else 0)
-    note = ("" if scrub["shown"] == scrub["total"] else
-            f"Showing the first {int(scrub['shown']):,} of {int(scrub['total']):,} events.")
-    if base is not None and base["shown"] < base["total"]:
-        note += (f" The base side holds the first {int(base['shown']):,} of "
-                 f"{int(base['total']):,} events of the recording.")
-    start = max(0, min(step, n - 1)) if step >= 0 else 0
+    off = int(scrub.get("offset", 0))
+    note = ""
+    sides = [(side, d) for side, d in (("replay", scrub), ("base (recording)", base))
+             if d is not None and d["shown"] < d["total"]]
+    if len(sides) == 2 and all(sides[0][1][k] == sides[1][1][k]
+                               for k in ("offset", "shown", "total")):
+        sides = [("", scrub)]
+    for side, d in sides:
+        lo, hi = int(d.get("offset", 0)), int(d.get("offset", 0)) + int(d["shown"]) - 1
+        where = (" around the first divergence" if step >= 0 and lo <= step <= hi and lo > 0
+                 else "")
+        who = f"The {side} side holds" if side else "Both sides (replay and base) hold"
+        note += (f"{who} steps {lo:,}\u2013{hi:,} of {int(d['total']):,} events "
+                 f"({int(d['shown']):,} steps{where}); the rest are not embedded. ")
+    start = max(0, min(step - off, n - 1)) if step >= 0 else 0
     return str(render("scrubber.html", note=note, max=max(n - 1, 0), start=start,
                       data=json_script({"replay": scrub, "base": base})))
 

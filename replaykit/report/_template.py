@@ -158,6 +158,9 @@ _JS = r"""
   var sides = {replay: all.replay, base: all.base};
   var slider = $("rk-scrub");
   var n = Math.max(all.replay.seq.length, all.base ? all.base.seq.length : 0);
+  // a long run embeds a window of steps: index i is step off + i of the run
+  var off = all.replay.offset || 0;
+  var total = Math.max(all.replay.total || n, all.base ? (all.base.total || 0) : 0);
   function clone(o){ return JSON.parse(JSON.stringify(o)); }
   function makeCache(){ return {i: -1, state: null}; }
   var caches = {replay: makeCache(), base: makeCache()};
@@ -178,7 +181,7 @@ _JS = r"""
   }
   function eventAt(d, i){
     if (i >= d.seq.length) { return null; }
-    var ev = {step: i, seq: d.seq[i], kind: d.kind[i], type: d.type[i]};
+    var ev = {step: off + i, seq: d.seq[i], kind: d.kind[i], type: d.type[i]};
     if (d.tool[i] !== null) { ev.tool_name = d.tool[i]; }
     if (d.origin) { ev.origin = d.origin[i]; }
     if (d.status) { ev.alignment = d.status[i]; }
@@ -203,7 +206,8 @@ _JS = r"""
     var rev = eventAt(r, i), bev = b ? eventAt(b, i) : null;
     var rstate = i < r.seq.length ? stateAt("replay", i) : null;
     var bstate = b && i < b.seq.length ? stateAt("base", i) : null;
-    var label = "step " + i + " of " + (n - 1) + " \u00b7 replay seq " +
+    function num(v){ return Number(v).toLocaleString("en-US"); }
+    var label = "step " + num(off + i) + " of " + num(total - 1) + " \u00b7 replay seq " +
       (rev ? rev.seq + " " + rev.kind + (r.origin ? " (" + r.origin[i] + ")" : "") : "\u2014") +
       " \u00b7 base seq " + (bev ? bev.seq + " " + bev.kind : "\u2014");
     var lab = $("rk-scrub-label");
@@ -215,7 +219,7 @@ _JS = r"""
       Object.keys(ch).length ? JSON.stringify(ch, null, 2) : "no change";
     var st = $("rk-scrub-state");
     if (rstate) { drawState(st, rstate, bstate); } else { st.textContent = "(no event)"; }
-    st.setAttribute("data-step", String(i));
+    st.setAttribute("data-step", String(off + i));
     st.setAttribute("data-json", rstate ? JSON.stringify(rstate) : "null");
     var bst = $("rk-scrub-base-state");
     if (bstate) { drawState(bst, bstate, rstate); } else { bst.textContent = "(no event)"; }
@@ -243,8 +247,15 @@ nothing from the network</p></header>
 <main>{% for s in sections %}<section id="{{ s.id }}"><h2>{{ s.heading }}</h2>{{ s.body }}
 </section>{% endfor %}</main><script>{{ js }}</script></body></html>""",
 
-    "transcript.html": """<div class="rk-transcript">{% for it in items %}
-{% if it.message %}<div class="msg {{ it.kind }}" data-step="{{ it.step }}"><div class="who">
+    "transcript.html": """<div class="rk-transcript">{% if more or shown < total %}
+<p class="note sampled" id="rk-transcript-shown">Showing {{ "{:,}".format(shown) }} of
+ {{ "{:,}".format(total) }} events of the run ({{ "the first ones and a window from just before
+ the first divergence" if windowed else "the first ones" }}); the rest are not embedded.</p>
+{% endif %}{% for it in items %}
+{% if it.gap %}<p class="note gap" data-step="{{ it.step }}">&hellip; {{ "{:,}".format(it.gap) }}
+ events not shown (steps {{ "{:,}".format(it.step) }}&ndash;{{ "{:,}".format(it.step + it.gap - 1)
+ }}) &hellip;</p>
+{% elif it.message %}<div class="msg {{ it.kind }}" data-step="{{ it.step }}"><div class="who">
 step {{ it.step }} &middot; {{ it.who }}{% if it.tool %} &middot; {{ it.tool }}{% endif %}
 {% if it.ref %} <span class="note">({{ it.ref }})</span>{% endif %}
 {% if it.origin and it.origin not in ("copied", "recorded") %}<span class="origin
@@ -257,14 +268,18 @@ step {{ it.step }} &middot; {{ it.who }}{% if it.tool %} &middot; {{ it.tool }}{
 </summary><pre>{{ it.payload }}</pre></details></div>
 {% else %}<div class="note" data-step="{{ it.step }}">step {{ it.step }} &middot; {{ it.kind }}
 {% if it.text %}: {{ it.text|truncate(120) }}{% endif %}</div>{% endif %}{% endfor %}
-{% if more %}<p class="note">&hellip; {{ more }} more events not shown</p>{% endif %}
-</div>""",
+{% if more %}<p class="note">&hellip; {{ "{:,}".format(more) }} more events not shown</p>
+{% endif %}</div>""",
 
     "runtree.html": """{% macro run(n) %}<li class="run"><details open><summary><b>run
  {{ n.run_id }}</b>{% if n.parent_run_id %} (child of {{ n.parent_run_id }}){% endif %}
- &middot; {{ n.events }} events &middot; {{ n.model_calls }} model calls &middot;
- {{ n.tool_calls }} tool calls{% if n.duration is not none %} &middot;
- {{ n.duration|dur }}{% endif %}</summary><ul>{% for tn in n.turns %}<li><details open>
+ &middot; {{ "{:,}".format(n.events) }} events &middot;
+ {{ "{:,}".format(n.model_calls) }} model calls &middot;
+ {{ "{:,}".format(n.tool_calls) }} tool calls{% if n.duration is not none %}
+ &middot; {{ n.duration|dur }}{% endif %}{% if n.listed is defined and n.listed <
+ n.model_calls + n.tool_calls %} <span class="note sampled">(listing the first
+ {{ "{:,}".format(n.listed) }} of {{ "{:,}".format(n.model_calls + n.tool_calls) }} calls)</span>
+{% endif %}</summary><ul>{% for tn in n.turns %}<li><details open>
 <summary>turn {{ tn.turn if tn.turn is not none else "(none)" }} &middot;
  {{ tn.calls|length }} calls{% if tn.duration is not none %} &middot;
  {{ tn.duration|dur }}{% endif %}</summary><ul>{% for c in tn.calls %}<li><div class="row">

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -63,13 +64,26 @@ def _args(payload: Any, limit: int = PAYLOAD_CHARS) -> str | None:
 
 def transcript_items(table: pa.Table, *, origins: Mapping[int, str] | None = None,
                      max_events: int = MAX_TRANSCRIPT_EVENTS,
-                     payload_chars: int = PAYLOAD_CHARS) -> list[dict[str, Any]]:
+                     payload_chars: int = PAYLOAD_CHARS,
+                     steps: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """One item per event of a one-run table: step, seq, kind, who, tool, ref, text, the
-    arguments or output (pretty JSON), the whole payload and where it came from."""
-    t = table.slice(0, max_events).select(
-        ["seq", "kind", "tool_name", "ref_id", "text", "payload", "is_error"])
-    out = []
-    for i, r in enumerate(t.to_pylist()):  # one run, display only, bounded
+    arguments or output (pretty JSON), the whole payload and where it came from.
+
+    ``steps``: the positions to show (ascending; default the first ``max_events``); a jump
+    between two shown positions gives an item ``{"gap": k, "step": first skipped}`` first."""
+    cols = ["seq", "kind", "tool_name", "ref_id", "text", "payload", "is_error"]
+    if steps is None:
+        pos = list(range(min(table.num_rows, max_events)))
+        t = table.slice(0, max_events).select(cols)
+    else:
+        pos = [p for p in steps if 0 <= p < table.num_rows]
+        t = table.take(pa.array(pos, pa.int64())).select(cols)
+    out: list[dict[str, Any]] = []
+    last = -1
+    for i, r in zip(pos, t.to_pylist(), strict=True):  # one run, display only, bounded
+        if i > last + 1:
+            out.append({"gap": i - last - 1, "step": last + 1, "message": False})
+        last = i
         kind = str(r["kind"])
         out.append({"step": i, "seq": r["seq"], "kind": kind, "who": _WHO.get(kind, kind),
                     "tool": r["tool_name"], "ref": r["ref_id"],
@@ -85,12 +99,17 @@ def transcript_items(table: pa.Table, *, origins: Mapping[int, str] | None = Non
 
 def transcript_html(table: pa.Table, *, origins: Mapping[int, str] | None = None,
                     max_events: int = MAX_TRANSCRIPT_EVENTS,
-                    payload_chars: int = PAYLOAD_CHARS) -> str:
-    """The transcript of one run as escaped HTML (see :func:`transcript_items`)."""
+                    payload_chars: int = PAYLOAD_CHARS,
+                    steps: Sequence[int] | None = None) -> str:
+    """The transcript of one run as escaped HTML (see :func:`transcript_items`); a run
+    longer than what is shown says how many of its events are shown."""
     items = transcript_items(table, origins=origins, max_events=max_events,
-                             payload_chars=payload_chars)
-    more = max(0, table.num_rows - max_events)
-    return str(render("transcript.html", items=items, more=more))
+                             payload_chars=payload_chars, steps=steps)
+    shown = sum(1 for it in items if "gap" not in it)
+    last = max((it["step"] for it in items if "gap" not in it), default=-1)
+    more = max(0, table.num_rows - last - 1)
+    return str(render("transcript.html", items=items, more=more, shown=shown,
+                      total=table.num_rows, windowed=any("gap" in it for it in items)))
 
 
 def _ts_seconds(table: pa.Table) -> np.ndarray:
@@ -104,16 +123,18 @@ def _ts_seconds(table: pa.Table) -> np.ndarray:
     return out
 
 
-def run_tree(tables: Sequence[pa.Table]) -> list[dict[str, Any]]:
+def run_tree(tables: Sequence[pa.Table], *, max_nodes: int = MAX_TREE_NODES
+             ) -> list[dict[str, Any]]:
     """Runs as a tree: each node has run_id, parent_run_id, start, duration (seconds, None
     without timestamps), turns (each with its model and tool calls: name, ref, start offset,
-    duration) and children (runs whose parent_run_id names it)."""
+    duration) and children (runs whose parent_run_id names it). A run lists its first
+    ``max_nodes`` calls (``listed``); ``model_calls`` / ``tool_calls`` count them all."""
     nodes: dict[str, dict[str, Any]] = {}
     order: list[str] = []
     for t in tables:
         for run_id in pc.unique(pc.cast(t.column("run_id"), pa.string())).to_pylist():
             sub = t.filter(pc.equal(pc.cast(t.column("run_id"), pa.string()), run_id))
-            nodes[run_id] = _run_node(sub, run_id)
+            nodes[run_id] = _run_node(sub, run_id, max_nodes)
             order.append(run_id)
     roots = []
     for rid in order:
@@ -125,28 +146,50 @@ def run_tree(tables: Sequence[pa.Table]) -> list[dict[str, Any]]:
     return roots
 
 
-def _run_node(t: pa.Table, run_id: str) -> dict[str, Any]:
+def _run_node(t: pa.Table, run_id: str, max_nodes: int = MAX_TREE_NODES) -> dict[str, Any]:
     secs = _ts_seconds(t)
-    kind = pc.cast(t.column("kind"), pa.string()).to_pylist()
-    ref = t.column("ref_id").to_pylist()
-    tool = pc.cast(t.column("tool_name"), pa.string()).to_pylist()
-    turn = t.column("turn").to_pylist()
+    kind = pc.cast(t.column("kind"), pa.string())
     parent = pc.cast(t.column("parent_run_id"), pa.string())[0].as_py() if t.num_rows else None
     t0 = np.nanmin(secs) if np.isfinite(secs).any() else np.nan
     t1 = np.nanmax(secs) if np.isfinite(secs).any() else np.nan
     total = float(t1 - t0) if np.isfinite(t0) else None
-    calls: dict[tuple[str, str], dict[str, Any]] = {}
+    # column-wise: call starts (model requests, tool calls with a ref), their ends (the first
+    # response / result with the same ref after the start) by a join; only the first
+    # MAX_TREE_NODES calls are listed, the totals count every call
+    ref = pc.cast(t.column("ref_id"), pa.string())
+    has_ref = np.asarray(pc.is_valid(ref))
+
+    def of(name: str) -> np.ndarray:
+        return np.asarray(pc.fill_null(pc.equal(kind, name), False)) & has_ref
+
+    is_model, is_tool = of("model_request"), of("tool_call")
+    n_model, n_tool = int(is_model.sum()), int(is_tool.sum())
+    start_pos = np.flatnonzero(is_model | is_tool)[:max_nodes]
+    ctype = np.where(is_tool[start_pos], "tool", "model")
+    refs = ref.take(pa.array(start_pos, pa.int64())).to_pylist()
+    # only the end events of the listed calls' refs take part in the join
+    is_end = (of("tool_result") | of("model_response")) \
+        & np.asarray(pc.fill_null(pc.is_in(ref, value_set=pa.array(refs, pa.string())), False))
+    end_rows = np.flatnonzero(is_end)
+    ends = pd.DataFrame({"type": np.where(of("tool_result")[end_rows], "tool", "model"),
+                         "ref": ref.take(pa.array(end_rows, pa.int64())).to_pylist(),
+                         "end_pos": end_rows})
+    starts = pd.DataFrame({"type": ctype, "ref": refs, "pos": start_pos})
+    # a call's end: the first end event of its (type, ref) after the call (an as-of join:
+    # O(n log n) even when many events share a ref)
+    j = pd.merge_asof(starts.sort_values("pos"), ends.sort_values("end_pos"),
+                      left_on="pos", right_on="end_pos", by=["type", "ref"],
+                      direction="forward", allow_exact_matches=False)
+    end_pos = j.set_index("pos")["end_pos"].reindex(start_pos).to_numpy(dtype=float)
+    sub = t.take(pa.array(start_pos, pa.int64())).select(["tool_name", "turn"])
+    tool = pc.cast(sub.column("tool_name"), pa.string()).to_pylist()
+    turn = sub.column("turn").to_pylist()
     listed: list[dict[str, Any]] = []
-    starts = {"model_request": "model", "tool_call": "tool"}
-    ends = {"model_response": "model", "tool_result": "tool"}
-    for i, k in enumerate(kind):  # one run: per-event view data, bounded below
-        if k in starts and ref[i] is not None and len(listed) < MAX_TREE_NODES:
-            c = {"type": starts[k], "name": tool[i] if k == "tool_call" else "model call",
-                 "ref": ref[i], "turn": turn[i], "step": i, "start": secs[i], "end": np.nan}
-            calls[(starts[k], ref[i])] = c
-            listed.append(c)
-        elif k in ends and ref[i] is not None and (ends[k], ref[i]) in calls:
-            calls[(ends[k], ref[i])]["end"] = secs[i]
+    for i, p in enumerate(start_pos.tolist()):  # at most MAX_TREE_NODES calls: view data
+        e = end_pos[i]
+        listed.append({"type": str(ctype[i]), "name": tool[i] if ctype[i] == "tool"
+                       else "model call", "ref": refs[i], "turn": turn[i], "step": p,
+                       "start": secs[p], "end": secs[int(e)] if e == e else np.nan})
     turns: dict[Any, dict[str, Any]] = {}
     for c in listed:
         d = c["end"] - c["start"]
@@ -171,10 +214,9 @@ def _run_node(t: pa.Table, run_id: str) -> dict[str, Any]:
             tn["duration"] = sum(durs)
     return {"run_id": run_id, "parent_run_id": parent, "events": t.num_rows,
             "duration": total, "turns": list(turns.values()), "children": [],
-            "model_calls": sum(1 for c in listed if c["type"] == "model"),
-            "tool_calls": sum(1 for c in listed if c["type"] == "tool")}
+            "model_calls": n_model, "tool_calls": n_tool, "listed": len(listed)}
 
 
-def run_tree_html(tables: Sequence[pa.Table]) -> str:
+def run_tree_html(tables: Sequence[pa.Table], *, max_nodes: int = MAX_TREE_NODES) -> str:
     """The run tree of :func:`run_tree` as escaped HTML with a waterfall per call."""
-    return str(render("runtree.html", roots=run_tree(tables)))
+    return str(render("runtree.html", roots=run_tree(tables, max_nodes=max_nodes)))
