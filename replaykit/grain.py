@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._json import payload_fields
-from .eventlog import to_pandas
+from .eventlog import _grain_rows, to_pandas
 from .schema import run_starts, sort_events
 
 __all__ = ["calls_df", "tools_df", "turns_df"]
@@ -188,6 +188,9 @@ def calls_df(log: Any) -> pd.DataFrame:
     Raises:
         KeyError: the table lacks a canonical column (it is not an events table).
     """
+    shared = _grain_rows(log, "calls_df", calls_df)  # a view of an iter_runs walk
+    if shared is not None:
+        return shared if len(shared) else _empty(_CALL_COLUMNS)
     table = _table(log)
     kind = _str(table.column("kind"))
     mask = pc.and_(
@@ -313,6 +316,9 @@ def tools_df(log: Any) -> pd.DataFrame:
     Raises:
         KeyError: the table lacks a canonical column (it is not an events table).
     """
+    shared = _grain_rows(log, "tools_df", tools_df)  # a view of an iter_runs walk
+    if shared is not None:
+        return shared if len(shared) else _empty(_TOOL_COLUMNS)
     table = _table(log)
     kind = _str(table.column("kind"))
     calls = table.filter(pc.equal(kind, "tool_call"))
@@ -394,6 +400,9 @@ def turns_df(log: Any) -> pd.DataFrame:
     Raises:
         KeyError: the table lacks a canonical column (it is not an events table).
     """
+    shared = _grain_rows(log, "turns_df", turns_df)  # a view of an iter_runs walk
+    if shared is not None:
+        return shared if len(shared) else _empty(_TURN_COLUMNS)
     table = _table(log)
     sub = table.filter(pc.is_valid(table.column("turn")))
     if sub.num_rows == 0:
