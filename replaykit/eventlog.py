@@ -253,8 +253,7 @@ def _distinct_strings(col: pa.ChunkedArray | pa.Array) -> list[Any]:
 
 def _segment_sums(mask: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Per segment ``offsets[i]:offsets[i+1]``, the number of True values of ``mask``."""
-    c = np.concatenate([[0], np.cumsum(mask, dtype=np.int64)])
-    return c[offsets[1:]] - c[offsets[:-1]]
+    return np.diff(np.searchsorted(np.flatnonzero(mask), offsets)).astype(np.int64)
 
 
 class EventLog:
@@ -590,12 +589,18 @@ class EventLog:
             ts_min = ts_max = pa.array([], ts_type)
         else:
             raw = pc.cast(ts_arr, pa.int64())
-            valid = mask_of(pc.is_valid(raw))
-            vals = raw.fill_null(0).to_numpy(zero_copy_only=False)
-            big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
-            lo = np.minimum.reduceat(np.where(valid, vals, big), first)
-            hi = np.maximum.reduceat(np.where(valid, vals, small), first)
-            none = _segment_sums(valid, off) == 0
+            if raw.null_count == 0:
+                vals = raw.to_numpy()
+                lo = np.minimum.reduceat(vals, first)
+                hi = np.maximum.reduceat(vals, first)
+                none = np.zeros(k, dtype=bool)
+            else:
+                valid = mask_of(pc.is_valid(raw))
+                vals = raw.fill_null(0).to_numpy(zero_copy_only=False)
+                big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+                lo = np.minimum.reduceat(np.where(valid, vals, big), first)
+                hi = np.maximum.reduceat(np.where(valid, vals, small), first)
+                none = _segment_sums(valid, off) == 0
             ts_min = pc.cast(pa.array(lo, mask=none), ts_type)
             ts_max = pc.cast(pa.array(hi, mask=none), ts_type)
         # distinct turn numbers (nulls not counted)
@@ -605,7 +610,7 @@ class EventLog:
         turns = np.zeros(k, dtype=np.int64)
         if len(rows):
             tv = turn_arr.fill_null(0).to_numpy(zero_copy_only=False)[rows].astype(np.int64)
-            rv = np.searchsorted(off, rows, side="right") - 1
+            rv = np.repeat(np.arange(k, dtype=np.int64), n_rows)[rows]
             same_run = rv[1:] == rv[:-1]
             if not (same_run & (tv[1:] < tv[:-1])).any():  # non-decreasing within each run
                 new = np.ones(len(rows), dtype=bool)
@@ -925,6 +930,8 @@ def _expand_attrs(attrs: pd.Series, taken: Iterable[str] = ()) -> pd.DataFrame:
     per event); an attribute whose name a computed column already has gets an ``attr_`` prefix."""
     from ._json import loads
 
+    if not attrs.map(lambda a: isinstance(a, str) and bool(a)).any():
+        return pd.DataFrame(index=attrs.index)  # no header attributes (the common case)
     records = [loads(a) if isinstance(a, str) and a else {} for a in attrs]
     frame = pd.DataFrame.from_records(records, index=attrs.index)
     used = set(taken)
