@@ -208,7 +208,9 @@ class _GrainCache:
         if offsets is None:
             return None
         a, b = int(offsets[i]), int(offsets[i + 1])
-        return full.iloc[a:b].reset_index(drop=True)
+        part = full.iloc[a:b]
+        part.index = pd.RangeIndex(b - a)  # as reset_index(drop=True), at half the cost
+        return part
 
     def _run_offsets(self, df: pd.DataFrame) -> np.ndarray | None:
         """Per run of the log, where its rows start in ``df`` (ordered by the log's runs)."""

@@ -83,12 +83,47 @@ def _field(payloads: pa.Array, name: str, typ: pa.DataType) -> pa.Array:
     paths = FIELD_PATHS[name]
     if len(payloads) == 0:
         return pa.array([], typ)
+    arr = payloads.combine_chunks() if isinstance(payloads, pa.ChunkedArray) else payloads
+    # Only payloads naming a path's first key (or spelling keys with \u escapes) are parsed:
+    # any other payload has none of the paths (null for each) and cannot make a parse fail
+    # (fields not named are skipped unconverted), so the values are those of a full parse.
+    cand = None
+    for pattern in [*(f'"{h}"' for h in sorted({p.split(".")[0] for p in paths})), "\\u"]:
+        m = pc.match_substring(arr, pattern)
+        cand = m if cand is None else pc.or_(cand, m)
+    assert cand is not None
+    keep = np.asarray(pc.fill_null(cand, False), dtype=bool)
+    if not keep.any():
+        return pa.nulls(len(arr), typ)
+    if keep.all():
+        return _parse_paths(arr, paths, typ)
+    mask = pa.array(keep)
+    return pc.replace_with_mask(pa.nulls(len(arr), typ), mask,
+                                _parse_paths(arr.filter(mask), paths, typ))
+
+
+def _parse_paths(payloads: pa.Array, paths: list[str], typ: pa.DataType) -> pa.Array:
+    """The first non-null of ``paths`` in each payload (one parse; per path on a conflict)."""
     try:
         t = payload_fields(payloads, dict.fromkeys(paths, typ))
         cols = [t.column(p).combine_chunks() for p in paths]
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         cols = [_one_path(payloads, p, typ) for p in paths]
     return pc.coalesce(*cols) if len(cols) > 1 else cols[0]
+
+
+def _kind_is(table: pa.Table, *kinds: str) -> pa.Array:
+    """Rows whose ``kind`` is one of ``kinds``: compared on the dictionary entries, not on
+    every row's string."""
+    col = table.column("kind")
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    values = pa.array(list(kinds), pa.string())
+    if not pa.types.is_dictionary(arr.type):
+        return pc.fill_null(pc.is_in(pc.cast(arr, pa.string()), value_set=values), False)
+    hit = np.asarray(pc.fill_null(pc.is_in(pc.cast(arr.dictionary, pa.string()),
+                                           value_set=values), False), dtype=bool)
+    codes = arr.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    return pa.array(np.append(hit, False)[codes])
 
 
 def _base(table: pa.Table, names: list[str]) -> dict[str, Any]:
@@ -192,17 +227,16 @@ def calls_df(log: Any) -> pd.DataFrame:
     if shared is not None:
         return shared if len(shared) else _empty(_CALL_COLUMNS)
     table = _table(log)
-    kind = _str(table.column("kind"))
     mask = pc.and_(
-        pc.is_in(kind, value_set=pa.array(["model_request", "model_chunk", "model_response"])),
+        _kind_is(table, "model_request", "model_chunk", "model_response"),
         pc.is_valid(table.column("ref_id")),
     )
-    sub = table.filter(mask)
+    used = ["tenant_id", "run_id", "ref_id", "seq", "turn", "step", "kind", "chunk_type",
+            "finish", "is_error", "input_tokens", "output_tokens", "text", "payload"]
+    sub = table.select(used).filter(mask)  # only the columns used are copied
     if sub.num_rows == 0:
         return _empty(_CALL_COLUMNS)
-    b = _base(sub, ["tenant_id", "run_id", "ref_id", "seq", "turn", "step", "kind",
-                    "chunk_type", "finish", "is_error", "input_tokens", "output_tokens", "text",
-                    "payload"])  # fmt: skip
+    b = _base(sub, used)
     # one int64 per (tenant_id, run_id, ref_id): every grouping and join below uses it
     key, _ = _joint_keys([b["tenant_id"], b["run_id"], b["ref_id"]],
                          [pa.array([], pa.string())] * 3)
@@ -270,8 +304,8 @@ def calls_df(log: Any) -> pd.DataFrame:
 
 def _tool_calls_per_call(table: pa.Table, calls: pd.DataFrame) -> np.ndarray:
     """Tool-call events per model call: those after its last row, up to the next call's last."""
-    is_tool = pc.equal(_str(table.column("kind")), "tool_call")
-    tools = table.filter(is_tool).select(["tenant_id", "run_id", "seq"])
+    is_tool = _kind_is(table, "tool_call")
+    tools = table.select(["tenant_id", "run_id", "seq"]).filter(is_tool)
     if tools.num_rows == 0 or len(calls) == 0:
         return np.zeros(len(calls), dtype=np.int64)
     c_key_, t_key_ = _joint_keys(
@@ -320,21 +354,23 @@ def tools_df(log: Any) -> pd.DataFrame:
     if shared is not None:
         return shared if len(shared) else _empty(_TOOL_COLUMNS)
     table = _table(log)
-    kind = _str(table.column("kind"))
-    calls = table.filter(pc.equal(kind, "tool_call"))
+    call_cols = ["tenant_id", "run_id", "turn", "step", "ref_id", "tool_name", "args_hash",
+                 "text", "seq"]
+    calls = table.select(call_cols).filter(_kind_is(table, "tool_call"))
     if calls.num_rows == 0:
         return _empty(_TOOL_COLUMNS)
-    cb = _base(calls, ["tenant_id", "run_id", "turn", "step", "ref_id", "tool_name",
-                       "args_hash", "text", "seq"])  # fmt: skip
+    cb = _base(calls, call_cols)
     ct = pa.table({
         "tenant_id": cb["tenant_id"], "run_id": cb["run_id"], "turn": cb["turn"],
         "step": cb["step"], "call_id": cb["ref_id"], "tool_name": cb["tool_name"],
         "args_hash": cb["args_hash"], "arguments": pc.cast(cb["text"], pa.large_string()),
         "call_seq": cb["seq"],
     })  # fmt: skip
-    res = table.filter(pc.and_(pc.equal(kind, "tool_result"), pc.is_valid(table.column("ref_id"))))
-    rb = _base(res, ["tenant_id", "run_id", "ref_id", "seq", "text", "is_error", "payload",
-                     "tool_name"])  # fmt: skip
+    res_cols = ["tenant_id", "run_id", "ref_id", "seq", "text", "is_error", "payload",
+                "tool_name"]
+    res = table.select(res_cols).filter(pc.and_(_kind_is(table, "tool_result"),
+                                                pc.is_valid(table.column("ref_id"))))
+    rb = _base(res, res_cols)
     rt = pa.table({
         "tenant_id": rb["tenant_id"], "run_id": rb["run_id"], "call_id": rb["ref_id"],
         "result_seq": rb["seq"], "result_text": pc.cast(rb["text"], pa.large_string()),
@@ -404,11 +440,12 @@ def turns_df(log: Any) -> pd.DataFrame:
     if shared is not None:
         return shared if len(shared) else _empty(_TURN_COLUMNS)
     table = _table(log)
-    sub = table.filter(pc.is_valid(table.column("turn")))
+    sub = table.select(["tenant_id", "run_id", "turn", "seq", "step", "kind", "is_error",
+                        "payload"]).filter(pc.is_valid(table.column("turn")))
     if sub.num_rows == 0:
         return _empty(_TURN_COLUMNS)
-    b = _base(sub, ["seq", "step", "kind", "is_error", "payload"])
-    kind = b["kind"]
+    b = _base(sub, ["seq", "step", "is_error", "payload"])
+    is_start, is_end = _kind_is(sub, "turn_start"), _kind_is(sub, "turn_end")
     seq = b["seq"]
     null_i64 = pa.scalar(None, pa.int64())
     # one int64 per (tenant_id, run_id, turn) for the grouping and the join
@@ -418,16 +455,16 @@ def turns_df(log: Any) -> pd.DataFrame:
     t = pa.table({
         "_key": key, "_row": pa.array(np.arange(sub.num_rows)),
         "seq": seq,
-        "start": pc.if_else(pc.equal(kind, "turn_start"), seq, null_i64),
-        "end": pc.if_else(pc.equal(kind, "turn_end"), seq, null_i64),
+        "start": pc.if_else(is_start, seq, null_i64),
+        "end": pc.if_else(is_end, seq, null_i64),
         "step": b["step"],
-        "tool": pc.cast(pc.equal(kind, "tool_call"), pa.int64()),
+        "tool": pc.cast(_kind_is(sub, "tool_call"), pa.int64()),
     })  # fmt: skip
     agg = t.group_by(keys, use_threads=False).aggregate([
         ("_row", "min"), ("seq", "min"), ("start", "min"), ("end", "min"),
         ("step", "count_distinct", pc.CountOptions(mode="only_valid")), ("tool", "sum"),
     ])  # fmt: skip
-    end_mask = pc.equal(kind, "turn_end")
+    end_mask = is_end
     ends = t.filter(end_mask).select([*keys, "seq"])
     epay = b["payload"].filter(end_mask)
     reason = _field(epay, "turn_end_reason", pa.string())

@@ -279,3 +279,40 @@ def test_run_still_checks_the_tenant(pleach: rk.EventLog) -> None:
         pleach.run(run, tenant_id="nobody")
     with pytest.raises(KeyError, match="no run"):
         pleach.run("no-such-run", tenant_id=pleach.tenants[0])
+
+
+_VALUES = st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=3), st.booleans(),
+                    st.dictionaries(st.sampled_from(["kind", "code", "x"]),
+                                    st.one_of(st.integers(0, 2), st.text(max_size=2)),
+                                    max_size=2))
+
+
+@st.composite
+def _payload(draw: Any) -> str | None:
+    import json
+
+    if draw(st.integers(0, 9)) == 0:
+        return None
+    keys = ["reason", "outcome", "error", "data", "usage", "other", "kind"]
+    doc = draw(st.dictionaries(st.sampled_from(keys), _VALUES, max_size=3))
+    text = json.dumps(doc, ensure_ascii=draw(st.booleans()))
+    if draw(st.booleans()):  # a key spelled with an escape: the same key to a JSON parser
+        text = text.replace('"reason"', '"\\u0072eason"').replace('"data"', '"d\\u0061ta"')
+    return text
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_payload(), max_size=12),
+       st.sampled_from(["turn_end_reason", "turn_error_code", "tool_error_name",
+                        "cache_read_tokens"]))
+def test_payload_fields_parsed_only_where_a_path_can_be(payloads: list[str | None],
+                                                        name: str) -> None:
+    """grain._field parses only the payloads that name a path's first key; the values are
+    those of parsing every payload (the previous way), conflicts and escapes included."""
+    from replaykit import grain
+
+    typ = pa.int64() if name.endswith("tokens") else pa.string()
+    arr = pa.array(payloads, pa.large_string())
+    want = grain._parse_paths(arr, grain.FIELD_PATHS[name], typ) if len(arr) else \
+        pa.array([], typ)
+    assert grain._field(arr, name, typ).to_pylist() == want.to_pylist()
