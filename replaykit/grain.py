@@ -126,6 +126,14 @@ def _kind_is(table: pa.Table, *kinds: str) -> pa.Array:
     return pa.array(np.append(hit, False)[codes])
 
 
+def _payloads_at(table: pa.Table, rows: np.ndarray, mask: Any) -> pa.Array:
+    """The ``payload`` of the rows ``rows[mask]`` of ``table``: only those payloads are
+    copied (row filters leave the big payload column out)."""
+    pick = rows[np.asarray(pc.fill_null(mask, False), dtype=bool)]
+    col = table.column("payload").take(pa.array(pick, pa.int64()))
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
 def _base(table: pa.Table, names: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in names:
@@ -232,7 +240,8 @@ def calls_df(log: Any) -> pd.DataFrame:
         pc.is_valid(table.column("ref_id")),
     )
     used = ["tenant_id", "run_id", "ref_id", "seq", "turn", "step", "kind", "chunk_type",
-            "finish", "is_error", "input_tokens", "output_tokens", "text", "payload"]
+            "finish", "is_error", "input_tokens", "output_tokens", "text"]
+    rows = np.flatnonzero(np.asarray(mask, dtype=bool))
     sub = table.select(used).filter(mask)  # only the columns used are copied
     if sub.num_rows == 0:
         return _empty(_CALL_COLUMNS)
@@ -264,7 +273,7 @@ def calls_df(log: Any) -> pd.DataFrame:
     # usage details and finish error codes from homogeneous payload subsets
     usage_mask = pc.or_(pc.is_valid(b["input_tokens"]), pc.is_valid(b["output_tokens"]))
     usage = t.filter(usage_mask).select(keys)
-    upay = b["payload"].filter(usage_mask)
+    upay = _payloads_at(table, rows, usage_mask)
     usage = usage.append_column("cache_read_tokens", _field(upay, "cache_read_tokens",
                                                             pa.int64()))  # fmt: skip
     usage = usage.append_column("reasoning_tokens", _field(upay, "reasoning_tokens", pa.int64()))
@@ -272,7 +281,7 @@ def calls_df(log: Any) -> pd.DataFrame:
         [("cache_read_tokens", "sum"), ("reasoning_tokens", "sum")]))  # fmt: skip
     err_mask = pc.and_(pc.is_valid(b["finish"]), b["is_error"])
     errs = t.filter(err_mask).select(keys)
-    errs = errs.append_column("error_code", _field(b["payload"].filter(err_mask),
+    errs = errs.append_column("error_code", _field(_payloads_at(table, rows, err_mask),
                                                    "call_error_code", pa.string()))  # fmt: skip
     parts.append(errs.group_by(keys, use_threads=False).aggregate([("error_code", "first")]))
     for part in parts:
@@ -366,10 +375,10 @@ def tools_df(log: Any) -> pd.DataFrame:
         "args_hash": cb["args_hash"], "arguments": pc.cast(cb["text"], pa.large_string()),
         "call_seq": cb["seq"],
     })  # fmt: skip
-    res_cols = ["tenant_id", "run_id", "ref_id", "seq", "text", "is_error", "payload",
-                "tool_name"]
-    res = table.select(res_cols).filter(pc.and_(_kind_is(table, "tool_result"),
-                                                pc.is_valid(table.column("ref_id"))))
+    res_cols = ["tenant_id", "run_id", "ref_id", "seq", "text", "is_error", "tool_name"]
+    res_mask = pc.and_(_kind_is(table, "tool_result"), pc.is_valid(table.column("ref_id")))
+    res_rows = np.flatnonzero(np.asarray(pc.fill_null(res_mask, False), dtype=bool))
+    res = table.select(res_cols).filter(res_mask)
     rb = _base(res, res_cols)
     rt = pa.table({
         "tenant_id": rb["tenant_id"], "run_id": rb["run_id"], "call_id": rb["ref_id"],
@@ -377,7 +386,7 @@ def tools_df(log: Any) -> pd.DataFrame:
         "is_error": rb["is_error"], "result_tool": rb["tool_name"],
     })  # fmt: skip
     err = rb["is_error"]
-    epay = rb["payload"].filter(err)
+    epay = _payloads_at(table, res_rows, err)
     names = pa.nulls(res.num_rows, pa.string())
     codes = pa.nulls(res.num_rows, pa.string())
     if len(epay):
@@ -440,11 +449,12 @@ def turns_df(log: Any) -> pd.DataFrame:
     if shared is not None:
         return shared if len(shared) else _empty(_TURN_COLUMNS)
     table = _table(log)
-    sub = table.select(["tenant_id", "run_id", "turn", "seq", "step", "kind", "is_error",
-                        "payload"]).filter(pc.is_valid(table.column("turn")))
+    sub = table.select(["tenant_id", "run_id", "turn", "seq", "step", "kind", "is_error"]) \
+        .filter(pc.is_valid(table.column("turn")))
+    turn_rows = np.flatnonzero(np.asarray(pc.is_valid(table.column("turn")), dtype=bool))
     if sub.num_rows == 0:
         return _empty(_TURN_COLUMNS)
-    b = _base(sub, ["seq", "step", "is_error", "payload"])
+    b = _base(sub, ["seq", "step", "is_error"])
     is_start, is_end = _kind_is(sub, "turn_start"), _kind_is(sub, "turn_end")
     seq = b["seq"]
     null_i64 = pa.scalar(None, pa.int64())
@@ -466,7 +476,7 @@ def turns_df(log: Any) -> pd.DataFrame:
     ])  # fmt: skip
     end_mask = is_end
     ends = t.filter(end_mask).select([*keys, "seq"])
-    epay = b["payload"].filter(end_mask)
+    epay = _payloads_at(table, turn_rows, end_mask)
     reason = _field(epay, "turn_end_reason", pa.string())
     is_err = b["is_error"].filter(end_mask)
     reason = pc.coalesce(reason, pc.if_else(is_err, "error", "completed"))
