@@ -258,7 +258,8 @@ def _row(name: str, ours: dict[str, float], peer: dict[str, float] | None, targe
     return {"name": name, "value": round(value, 6), "unit": unit,
             "baseline": None if base is None else round(base, 6),
             "ratio": None if not base else round(value / base, 3), "target": target,
-            "cpu": round(ours["cpu"] * scale, 6)}
+            "cpu": round(ours["cpu"] * scale, 6),
+            "baseline_cpu": None if peer is None else round(peer["cpu"] * scale, 6)}
 
 
 def _bench_run(log: Any, pl_df: Any, repeat: int, rows: list[dict[str, Any]]) -> None:
@@ -282,6 +283,7 @@ def _bench_run(log: Any, pl_df: Any, repeat: int, rows: list[dict[str, Any]]) ->
             pl_df.filter((pl.col("tenant_id") == t) & (pl.col("run_id") == r))
 
     best = _interleaved({"ours": ours, "polars": polars}, repeat)
+    print(f"log.run: {best}", flush=True)
     n = len(keys)
     rows.append(_row(f"log.run(r), mean of {n} random runs (baseline: polars filter on "
                      "tenant_id, run_id)", best["ours"], best["polars"], "<= 1 ms",
@@ -301,6 +303,7 @@ def _bench_summaries(log: Any, repeat: int, rows: list[dict[str, Any]]) -> None:
                 def ours(name: str = name) -> None:
                     getattr(log, name)()
             best = _interleaved({"ours": ours, "duckdb": peers[name]}, repeat)
+            print(f"{name}: {best}", flush=True)
             rows.append(_row(f"{name}() vs the DuckDB SQL computing the same columns"
                              + (" (fresh log)" if name == "runs_df" else ""),
                              best["ours"], best["duckdb"], "<= 2x DuckDB"))
@@ -370,6 +373,42 @@ def _bench_cli(path: Path, repeat: int, rows: list[dict[str, Any]]) -> None:
     rows.append(_row("replaykit summary FILE, whole process (baseline: a DuckDB process "
                      "reading the file, grouping by run)", best["ours"], best["duckdb"],
                      "<= 2x DuckDB"))
+    # where the process's time goes: start-up (imports) ...
+    imports = {name: {"wall": float("inf"), "cpu": float("inf")} for name in ("ours", "duckdb")}
+    for _ in range(repeat):
+        for name, code in (("ours", "import replaykit.cli"), ("duckdb", "import duckdb")):
+            before, w0 = os.times(), time.perf_counter()
+            run([sys.executable, "-c", code])()
+            after = os.times()
+            imports[name]["wall"] = min(imports[name]["wall"], time.perf_counter() - w0)
+            imports[name]["cpu"] = min(imports[name]["cpu"], after.children_user
+                                       - before.children_user + after.children_system
+                                       - before.children_system)
+    rows.append(_row("summary CLI start-up: python -c 'import replaykit.cli' (baseline: "
+                     "'import duckdb')", imports["ours"], imports["duckdb"], "informational"))
+
+
+def _bench_summary_work(log: Any, repeat: int, rows: list[dict[str, Any]]) -> None:
+    """What ``replaykit summary`` does after the read: runs_df, the table, the line."""
+    import argparse
+    import contextlib
+    import io
+
+    from replaykit import cli
+
+    args = argparse.Namespace(limit=None, json=False, csv=False)
+
+    def work() -> None:
+        fresh = log._replace(log.table)
+        with contextlib.redirect_stdout(io.StringIO()):
+            runs = fresh.runs_df()
+            cli._emit_table(runs[[c for c in cli._SUMMARY_COLUMNS if c in runs.columns]],
+                            args, noun="runs")
+            fresh.summary()
+
+    best = _interleaved({"ours": work}, repeat)
+    rows.append(_row("summary CLI work after the read (runs_df on a fresh log, the 50-row "
+                     "table, the summary line)", best["ours"], None, "informational"))
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
@@ -393,6 +432,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     del pl_df
     _bench_summaries(log, repeat, rows)
     _bench_walk(log, rows)
+    _bench_summary_work(log, repeat, rows)
     events = len(log)
     del log
     if not quick:

@@ -87,12 +87,18 @@ def _field(payloads: pa.Array, name: str, typ: pa.DataType) -> pa.Array:
     # Only payloads naming a path's first key (or spelling keys with \u escapes) are parsed:
     # any other payload has none of the paths (null for each) and cannot make a parse fail
     # (fields not named are skipped unconverted), so the values are those of a full parse.
-    cand = None
-    for pattern in [*(f'"{h}"' for h in sorted({p.split(".")[0] for p in paths})), "\\u"]:
-        m = pc.match_substring(arr, pattern)
-        cand = m if cand is None else pc.or_(cand, m)
-    assert cand is not None
-    keep = np.asarray(pc.fill_null(cand, False), dtype=bool)
+    patterns = [*(f'"{h}"' for h in sorted({p.split(".")[0] for p in paths})), "\\u"]
+    head = arr.slice(0, 256)  # most frequent pattern first: often one scan marks every row
+    patterns.sort(key=lambda pat: -int(pc.sum(pc.match_substring(head, pat)).as_py() or 0))
+    keep = np.zeros(len(arr), dtype=bool)
+    rest = np.arange(len(arr))  # rows not yet known to be candidates
+    for pattern in patterns:
+        if not len(rest):
+            break
+        part = arr if len(rest) == len(arr) else arr.take(pa.array(rest))
+        hit = np.asarray(pc.fill_null(pc.match_substring(part, pattern), False), dtype=bool)
+        keep[rest[hit]] = True
+        rest = rest[~hit]
     if not keep.any():
         return pa.nulls(len(arr), typ)
     if keep.all():
@@ -132,6 +138,25 @@ def _payloads_at(table: pa.Table, rows: np.ndarray, mask: Any) -> pa.Array:
     pick = rows[np.asarray(pc.fill_null(mask, False), dtype=bool)]
     col = table.column("payload").take(pa.array(pick, pa.int64()))
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def _left_join(left: pa.Table, right: pa.Table, key: str = "_key") -> pa.Table:
+    """``left`` with the other columns of ``right`` appended, matched on the int64 ``key``
+    (unique in ``right``; null where ``left``'s key is not there): a left outer join by
+    sorted search that keeps ``left``'s row order."""
+    lk = left.column(key).to_numpy()
+    rk = right.column(key).to_numpy()
+    rest = right.drop_columns([key])
+    if len(rk) == 0:
+        cols = [pa.nulls(len(lk), f.type) for f in rest.schema]
+    else:
+        order = np.argsort(rk, kind="stable")
+        pos = np.minimum(np.searchsorted(rk[order], lk), len(rk) - 1)
+        found = rk[order][pos] == lk
+        cols = rest.take(pa.array(order[pos], mask=~found)).columns
+    for field, col in zip(rest.schema, cols, strict=True):
+        left = left.append_column(field.name, col)
+    return left
 
 
 def _base(table: pa.Table, names: list[str]) -> dict[str, Any]:
@@ -285,7 +310,7 @@ def calls_df(log: Any) -> pd.DataFrame:
                                                    "call_error_code", pa.string()))  # fmt: skip
     parts.append(errs.group_by(keys, use_threads=False).aggregate([("error_code", "first")]))
     for part in parts:
-        agg = agg.join(part, keys, join_type="left outer", use_threads=False)
+        agg = _left_join(agg, part)
     # the log's order: (tenant, run) as sorted, then first seq = the call's first row
     agg = agg.take(pa.array(np.argsort(agg.column("_row_min").to_numpy(), kind="stable")))
     first = agg.column("_row_min")
@@ -409,10 +434,7 @@ def tools_df(log: Any) -> pd.DataFrame:
         ["_row", "tenant_id", "run_id", "call_id"])
     ct = ct.append_column("_key", ckey).append_column(
         "_crow", pa.array(np.arange(ct.num_rows)))
-    joined = ct.join(rt, ["_key"], join_type="left outer", use_threads=False)
-    # back to the calls' order (the log's: tenant, run, seq); a join does not keep it
-    joined = joined.take(pa.array(np.argsort(joined.column("_crow").to_numpy(),
-                                             kind="stable")))
+    joined = _left_join(ct, rt)  # keeps the calls' order (the log's: tenant, run, seq)
     df = to_pandas(joined.drop_columns(["_key", "_crow"]))
     df["tool_name"] = df["tool_name"].where(df["tool_name"].notna(), df.pop("result_tool"))
     df["has_result"] = df["result_seq"].notna().astype(bool)
@@ -485,7 +507,7 @@ def turns_df(log: Any) -> pd.DataFrame:
     ends = ends.append_column("_row", pa.array(np.arange(ends.num_rows)))
     firsts = ends.group_by(keys, use_threads=False).aggregate([("_row", "min")])
     ends = ends.take(firsts.column("_row_min")).select([*keys, "end_reason", "error_code"])
-    agg = agg.join(ends, keys, join_type="left outer", use_threads=False)
+    agg = _left_join(agg, ends)
     # ids of each turn from its first row; order (tenant, run) as the log, then turn
     first = agg.column("_row_min")
     ids = {k: _str(sub.column(k).take(first)) if k != "turn" else sub.column(k).take(first)
