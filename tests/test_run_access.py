@@ -316,3 +316,22 @@ def test_payload_fields_parsed_only_where_a_path_can_be(payloads: list[str | Non
     want = grain._parse_paths(arr, grain.FIELD_PATHS[name], typ) if len(arr) else \
         pa.array([], typ)
     assert grain._field(arr, name, typ).to_pylist() == want.to_pylist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 8), max_size=15),
+       st.lists(st.integers(0, 8), max_size=10, unique=True))
+def test_left_join_by_sorted_search_equals_the_acero_join(left: list[int],
+                                                          right: list[int]) -> None:
+    from replaykit.grain import _left_join
+
+    lt = pa.table({"_key": pa.array(left, pa.int64()),
+                   "_row": pa.array(range(len(left)), pa.int64())})
+    rt = pa.table({"_key": pa.array(right, pa.int64()),
+                   "v": pa.array([str(k) * 2 for k in right], pa.large_string()),
+                   "n": pa.array([None if k % 3 == 0 else k for k in right], pa.int64())})
+    got = _left_join(lt, rt)
+    want = lt.join(rt, ["_key"], join_type="left outer", use_threads=False)
+    want = want.take(pc.sort_indices(want, [("_row", "ascending")]))
+    assert got.schema == want.schema
+    assert got.to_pylist() == want.to_pylist()
