@@ -183,6 +183,8 @@ class _RunIndex:
         rows = where.get(key)
         if rows is None:
             return table.slice(0, 0)
+        if int(rows[-1]) - int(rows[0]) + 1 == len(rows):  # contiguous (e.g. one header row)
+            return table.slice(int(rows[0]), len(rows))
         return table.take(pa.array(rows))
 
 
