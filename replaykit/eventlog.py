@@ -132,6 +132,28 @@ def _key_positions(table: pa.Table) -> dict[tuple[str, str], np.ndarray]:
     return out
 
 
+def _value_codes(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
+    """Integers equal exactly when the values are: a dictionary column's indices when its
+    dictionary holds each value once and it has no nulls (the loaders' columns), else None."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if not pa.types.is_dictionary(arr.type) or arr.null_count:
+        return None
+    if len(pc.unique(arr.dictionary)) != len(arr.dictionary):
+        return None
+    return arr.indices.to_numpy(zero_copy_only=False)
+
+
+def _run_start_rows(table: pa.Table) -> np.ndarray:
+    """Rows that start a (tenant_id, run_id) run of a sorted table: where the codes of either
+    column change (:func:`replaykit.schema.run_starts` when they cannot be compared as is)."""
+    tenant = _value_codes(table.column("tenant_id"))
+    run = _value_codes(table.column("run_id"))
+    if tenant is None or run is None:
+        return np.flatnonzero(run_starts(table))
+    change = (tenant[1:] != tenant[:-1]) | (run[1:] != run[:-1])
+    return np.concatenate([[0], np.flatnonzero(change) + 1]).astype(np.int64)
+
+
 class _RunIndex:
     """Where each run's rows are in a sorted events table: the rows of run ``i`` are
     ``offsets[i]:offsets[i + 1]`` (runs are contiguous after the sort by tenant, run, seq).
@@ -142,7 +164,7 @@ class _RunIndex:
 
     def __init__(self, table: pa.Table) -> None:
         n = table.num_rows
-        starts = np.flatnonzero(run_starts(table)) if n else np.zeros(0, np.int64)
+        starts = _run_start_rows(table) if n else np.zeros(0, np.int64)
         self.offsets = np.append(starts, n).astype(np.int64)
         if len(starts):
             at = pa.array(starts)

@@ -9,6 +9,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -335,3 +336,19 @@ def test_left_join_by_sorted_search_equals_the_acero_join(left: list[int],
     want = want.take(pc.sort_indices(want, [("_row", "ascending")]))
     assert got.schema == want.schema
     assert got.to_pylist() == want.to_pylist()
+
+
+def test_run_index_with_repeated_dictionary_values() -> None:
+    """A dictionary holding a value twice (two codes, one run) still makes one run."""
+    from replaykit.eventlog import _run_start_rows
+    from replaykit.schema import run_starts
+
+    base = events_table({"tenant_id": ["t"] * 4, "run_id": ["a", "a", "a", "b"],
+                         "seq": [0, 1, 2, 0], "type": ["x"] * 4, "kind": ["other"] * 4,
+                         "payload": ["{}"] * 4, "source": ["s:m"] * 4})
+    dup = pa.DictionaryArray.from_arrays(pa.array([0, 2, 0, 1], pa.int32()),
+                                         pa.array(["a", "b", "a"]))
+    table = base.set_column(1, "run_id", dup)
+    assert _run_start_rows(table).tolist() == [0, 3] == np.flatnonzero(run_starts(table)).tolist()
+    log = rk.EventLog(table, sort=False)
+    assert log.num_runs == 2 and len(log.run("a", tenant_id="t")) == 3
