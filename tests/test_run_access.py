@@ -352,3 +352,12 @@ def test_run_index_with_repeated_dictionary_values() -> None:
     assert _run_start_rows(table).tolist() == [0, 3] == np.flatnonzero(run_starts(table)).tolist()
     log = rk.EventLog(table, sort=False)
     assert log.num_runs == 2 and len(log.run("a", tenant_id="t")) == 3
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(logs())
+def test_iter_runs_grain_tables_of_random_multi_tenant_logs(log: rk.EventLog) -> None:
+    for key, view in log.iter_runs():
+        alone = log.run(key.run_id, tenant_id=key.tenant_id)
+        for method in ("calls_df", "tools_df", "turns_df"):
+            assert_frame_equal(getattr(view, method)(), getattr(alone, method)())
