@@ -907,25 +907,39 @@ class EventLog:
         runs_df is sorted by (tenant_id, run_id), the log's own run order, with header-only
         runs merged in."""
         idx = self._run_index()
-        keys = list(zip(idx.tenants, idx.run_ids, strict=True))
-        header: list[tuple[str, str]] = []
-        if self._runs.num_rows:
-            header = list(zip(_str_values(self._runs.column("tenant_id")).to_pylist(),
-                              _str_values(self._runs.column("run_id")).to_pylist(),
-                              strict=True))
-        have = set(keys)
-        only_header = sorted({k for k in header if k not in have})
-        total = len(keys) + len(only_header)
+        hdr = self._runs
+        ht = _str_values(hdr.column("tenant_id")) if hdr.num_rows else pa.array([], pa.string())
+        hr = _str_values(hdr.column("run_id")) if hdr.num_rows else pa.array([], pa.string())
+        # a tenant id holds no control character, so "tenant NUL run" names one pair
+        nul_free = not (hdr.num_rows and pc.any(pc.match_substring(ht, "\x00")).as_py())
+
+        def header_in(tenants: list[str], runs: list[str]) -> np.ndarray:
+            """Which header rows are of one of the (tenant, run) pairs given."""
+            if not hdr.num_rows:
+                return np.ones(0, dtype=bool)
+            if nul_free:
+                pairs = pc.binary_join_element_wise(pa.array(tenants, pa.string()),
+                                                    pa.array(runs, pa.string()), "\x00")
+                hit = pc.is_in(pc.binary_join_element_wise(ht, hr, "\x00"), value_set=pairs)
+                return np.asarray(pc.fill_null(hit, False), dtype=bool)
+            want = set(zip(tenants, runs, strict=True))
+            return np.fromiter(((t, r) in want for t, r in zip(
+                ht.to_pylist(), hr.to_pylist(), strict=True)), dtype=bool, count=len(ht))
+
+        alone = pa.array(~header_in(idx.tenants, idx.run_ids))
+        only_header = sorted(set(zip(ht.filter(alone).to_pylist(), hr.filter(alone).to_pylist(),
+                                     strict=True))) if hdr.num_rows else []
+        total = len(idx) + len(only_header)
         if total <= n:
             return self.runs_df(), total
-        first = list(heapq.merge(keys, only_header))[:n] if only_header else keys[:n]
+        keys = list(zip(idx.tenants[:n], idx.run_ids[:n], strict=True))
+        first = list(heapq.merge(keys, only_header))[:n] if only_header else keys
         wanted = set(first)
-        m = sum(1 for k in keys[:n] if k in wanted)  # event runs among them: a prefix
+        m = sum(1 for key in keys if key in wanted)  # event runs among them: a prefix
         table = self._table.slice(0, int(idx.offsets[m]))
-        runs = self._runs
-        if runs.num_rows:
-            mask = np.fromiter((k in wanted for k in header), dtype=bool, count=len(header))
-            runs = runs.filter(pa.array(mask))
+        runs = hdr
+        if hdr.num_rows:
+            runs = hdr.filter(pa.array(header_in([t for t, _ in first], [r for _, r in first])))
         return self._replace(table, runs=runs).runs_df(), total
 
 

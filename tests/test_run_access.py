@@ -361,3 +361,22 @@ def test_iter_runs_grain_tables_of_random_multi_tenant_logs(log: rk.EventLog) ->
         alone = log.run(key.run_id, tenant_id=key.tenant_id)
         for method in ("calls_df", "tools_df", "turns_df"):
             assert_frame_equal(getattr(view, method)(), getattr(alone, method)())
+
+
+def test_repr_html_head_with_a_header_tenant_holding_nul() -> None:
+    """Header rows are matched by (tenant, run) pairs; a NUL in a (rule-breaking) header
+    tenant takes the exact pairwise path, never a joined-string collision."""
+    t = events_table({"tenant_id": ["a"] * 12, "run_id": [f"r{i:02d}" for i in range(12)],
+                      "seq": [0] * 12, "type": ["x"] * 12, "kind": ["other"] * 12,
+                      "payload": ["{}"] * 12, "source": ["s:m"] * 12})
+    header = [{"tenant_id": "a\x00r01", "run_id": "", "parent_run_id": None, "format": "f",
+               "source": None, "created_at": None, "attrs": None},
+              {"tenant_id": "a", "run_id": "r00\x00", "parent_run_id": "p", "format": "f",
+               "source": None, "created_at": None, "attrs": None},
+              {"tenant_id": "a", "run_id": "r01", "parent_run_id": "q", "format": "f",
+               "source": None, "created_at": None, "attrs": None}]
+    log = rk.EventLog(t, runs=pa.Table.from_pylist(header, schema=RUNS_SCHEMA))
+    runs = log.runs_df()
+    head, total = log._runs_head(10)
+    assert total == len(runs) == 14
+    assert_frame_equal(head[list(RUN_STAT_COLUMNS)], runs[list(RUN_STAT_COLUMNS)].head(10))
