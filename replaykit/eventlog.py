@@ -779,6 +779,11 @@ class EventLog:
         """Events of one run of one tenant (both required: a run id alone never picks a tenant).
 
         The view's ``quarantine`` and ``extras`` hold only that run's rows (see :meth:`filter`).
+        The events are a zero-copy slice of the table at the run's offsets: the first call
+        builds the log's run index (one pass over the key columns), later calls take
+        microseconds. To visit every run, :meth:`iter_runs` is the faster way.
+
+        >>> log.run("chat_1", tenant_id="acme").tools_df()  # doctest: +SKIP
 
         Raises:
             KeyError: the tenant has no such run in this log.
