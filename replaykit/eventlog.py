@@ -912,6 +912,11 @@ class EventLog:
         runs_df is sorted by (tenant_id, run_id), the log's own run order, with header-only
         runs merged in."""
         idx = self._run_index()
+        pairs = list(zip(idx.tenants, idx.run_ids, strict=True))
+        keys_sorted = all(a < b for a, b in zip(pairs, pairs[1:], strict=False))
+        if not keys_sorted:  # e.g. log[::-1]: runs_df's order is not the table's
+            runs = self.runs_df()
+            return runs, len(runs)
         hdr = self._runs
         ht = _str_values(hdr.column("tenant_id")) if hdr.num_rows else pa.array([], pa.string())
         hr = _str_values(hdr.column("run_id")) if hdr.num_rows else pa.array([], pa.string())

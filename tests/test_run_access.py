@@ -380,3 +380,17 @@ def test_repr_html_head_with_a_header_tenant_holding_nul() -> None:
     head, total = log._runs_head(10)
     assert total == len(runs) == 14
     assert_frame_equal(head[list(RUN_STAT_COLUMNS)], runs[list(RUN_STAT_COLUMNS)].head(10))
+
+
+def test_reversed_views_keep_their_displays_and_runs(pleach: rk.EventLog) -> None:
+    back = pleach[::-1]  # runs still contiguous, in reverse order
+    runs = back.runs_df()
+    head, total = back._runs_head(10)
+    assert total == len(runs) == pleach.num_runs
+    assert_frame_equal(head[list(RUN_STAT_COLUMNS)].head(10),
+                       runs[list(RUN_STAT_COLUMNS)].head(10))
+    assert_frame_equal(runs, pleach.runs_df())
+    key, view = next(iter(back.iter_runs()))
+    assert _as_rows(view) == _filtered(back, key.tenant_id, key.run_id)
+    alone = back.run(key.run_id, tenant_id=key.tenant_id)
+    assert_frame_equal(view.calls_df(), alone.calls_df())
