@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import heapq
 import html
 import os
 import re
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,7 @@ from .schema import (
     QUARANTINE_SCHEMA,
     _dictionary_rank,
     empty_events,
+    run_starts,
     sort_events,
     validate,
 )
@@ -37,7 +39,7 @@ from .tenancy import (
     tenant_id_problem,
 )
 
-__all__ = ["EventLog", "RUNS_SCHEMA", "concat", "read_parquet"]
+__all__ = ["EventLog", "RUNS_SCHEMA", "RunKey", "concat", "read_parquet"]
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
 
@@ -95,6 +97,192 @@ def _str_values(col: pa.ChunkedArray | pa.Array) -> pa.Array:
     return pc.cast(arr, pa.string())
 
 
+class RunKey(NamedTuple):
+    """Which run a view of :meth:`EventLog.iter_runs` holds: ``(tenant_id, run_id)``."""
+
+    tenant_id: str
+    run_id: str
+
+
+def _key_positions(table: pa.Table) -> dict[tuple[str, str], np.ndarray]:
+    """Row positions (ascending) of each (tenant_id, run_id) of a side table; rows with a
+    null in either column belong to no run and are left out. Column-wise: one dictionary
+    encoding per column, one stable argsort; the Python loop is over distinct keys only."""
+    if table.num_rows == 0:
+        return {}
+    ten = pc.dictionary_encode(_str_values(table.column("tenant_id")))
+    run = pc.dictionary_encode(_str_values(table.column("run_id")))
+    valid = np.asarray(pc.and_(pc.is_valid(ten), pc.is_valid(run)))
+    rows = np.flatnonzero(valid)
+    if not len(rows):
+        return {}
+    tc = ten.indices.to_numpy(zero_copy_only=False)[rows].astype(np.int64)
+    rc = run.indices.to_numpy(zero_copy_only=False)[rows].astype(np.int64)
+    code = tc * max(len(run.dictionary), 1) + rc
+    order = np.argsort(code, kind="stable")
+    code = code[order]
+    cut = np.flatnonzero(np.diff(code)) + 1
+    bounds = np.concatenate([[0], cut, [len(code)]])
+    tvals = ten.dictionary.to_pylist()
+    rvals = run.dictionary.to_pylist()
+    nr = max(len(rvals), 1)
+    out: dict[tuple[str, str], np.ndarray] = {}
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        c = int(code[a])
+        out[(tvals[c // nr], rvals[c % nr])] = rows[order[a:b]]
+    return out
+
+
+def _value_codes(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
+    """Integers equal exactly when the values are: a dictionary column's indices when its
+    dictionary holds each value once and it has no nulls (the loaders' columns), else None."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if not pa.types.is_dictionary(arr.type) or arr.null_count:
+        return None
+    if len(pc.unique(arr.dictionary)) != len(arr.dictionary):
+        return None
+    return arr.indices.to_numpy(zero_copy_only=False)
+
+
+def _run_start_rows(table: pa.Table) -> np.ndarray:
+    """Rows that start a (tenant_id, run_id) run of a sorted table: where the codes of either
+    column change (:func:`replaykit.schema.run_starts` when they cannot be compared as is)."""
+    tenant = _value_codes(table.column("tenant_id"))
+    run = _value_codes(table.column("run_id"))
+    if tenant is None or run is None:
+        return np.flatnonzero(run_starts(table))
+    change = (tenant[1:] != tenant[:-1]) | (run[1:] != run[:-1])
+    return np.concatenate([[0], np.flatnonzero(change) + 1]).astype(np.int64)
+
+
+class _RunIndex:
+    """Where each run's rows are in a sorted events table: the rows of run ``i`` are
+    ``offsets[i]:offsets[i + 1]`` (runs are contiguous after the sort by tenant, run, seq).
+    Built once per log, on first use (one pass over the two key columns); side tables
+    (headers, quarantine, extras) are indexed by run on first use too."""
+
+    __slots__ = ("offsets", "tenants", "run_ids", "_pos", "_side")
+
+    def __init__(self, table: pa.Table) -> None:
+        n = table.num_rows
+        starts = _run_start_rows(table) if n else np.zeros(0, np.int64)
+        self.offsets = np.append(starts, n).astype(np.int64)
+        if len(starts):
+            at = pa.array(starts)
+            self.tenants: list[str] = _str_values(
+                table.column("tenant_id").take(at)).to_pylist()
+            self.run_ids: list[str] = _str_values(table.column("run_id").take(at)).to_pylist()
+        else:
+            self.tenants, self.run_ids = [], []
+        self._pos: dict[tuple[str, str], int] | None = None
+        self._side: dict[tuple[str, int], dict[tuple[str, str], np.ndarray] | None] = {}
+
+    def __len__(self) -> int:
+        return len(self.tenants)
+
+    @property
+    def pos(self) -> dict[tuple[str, str], int]:
+        """(tenant_id, run_id) -> run number in the log's order."""
+        if self._pos is None:
+            self._pos = {k: i for i, k in enumerate(zip(self.tenants, self.run_ids,
+                                                         strict=True))}
+        return self._pos
+
+    def scoped(self, name: str, table: pa.Table, key: tuple[str, str]) -> pa.Table | None:
+        """The rows of side table ``table`` (called ``name``) that a view of the run ``key``
+        holds, or None when the table has no ``tenant_id`` / ``run_id`` column (it is left
+        out of the view): what :func:`~replaykit.tenancy.scope_side_table` returns for
+        ``tenants=[tenant]``, ``run_ids=[run]``."""
+        names = table.schema.names
+        if "tenant_id" not in names or "run_id" not in names:
+            return None
+        if table.num_rows == 0:
+            return table
+        cache_key = (name, id(table))
+        if cache_key not in self._side:
+            self._side[cache_key] = _key_positions(table)
+        where = self._side[cache_key]
+        assert where is not None
+        rows = where.get(key)
+        if rows is None:
+            return table.slice(0, 0)
+        if int(rows[-1]) - int(rows[0]) + 1 == len(rows):  # contiguous (e.g. one header row)
+            return table.slice(int(rows[0]), len(rows))
+        return table.take(pa.array(rows))
+
+
+class _GrainCache:
+    """Grain tables of a whole log computed once, handed out run by run to the views of one
+    :meth:`EventLog.iter_runs` walk (the rows of each run are contiguous in them)."""
+
+    __slots__ = ("_log", "_index", "_frames")
+
+    def __init__(self, log: EventLog, index: _RunIndex) -> None:
+        self._log = log
+        self._index = index
+        self._frames: dict[str, tuple[pd.DataFrame, np.ndarray | None]] = {}
+
+    def rows(self, name: str, i: int, compute: Any) -> pd.DataFrame | None:
+        """Rows of run ``i`` in ``compute(log)`` (computed on first call), with a fresh
+        RangeIndex; None when they are not known to be contiguous (compute per run then)."""
+        entry = self._frames.get(name)
+        if entry is None:
+            full = compute(self._log)
+            entry = self._frames[name] = (full, self._run_offsets(full))
+        full, offsets = entry
+        if offsets is None:
+            return None
+        a, b = int(offsets[i]), int(offsets[i + 1])
+        part = full.iloc[a:b]
+        part.index = pd.RangeIndex(b - a)  # as reset_index(drop=True), at half the cost
+        return part
+
+    def _run_offsets(self, df: pd.DataFrame) -> np.ndarray | None:
+        """Per run of the log, where its rows start in ``df`` (ordered by the log's runs)."""
+        k = len(self._index)
+        counts = np.zeros(k, dtype=np.int64)
+        n = len(df)
+        if n:
+            ten = df["tenant_id"].to_numpy(dtype=object)
+            run = df["run_id"].to_numpy(dtype=object)
+            cut = np.flatnonzero((ten[1:] != ten[:-1]) | (run[1:] != run[:-1])) + 1
+            starts = np.concatenate([[0], cut])
+            bounds = np.append(starts, n)
+            pos = self._index.pos
+            which = [pos.get((ten[s], run[s]), -1) for s in starts.tolist()]
+            idx = np.asarray(which, dtype=np.int64)
+            if (idx < 0).any() or (len(idx) > 1 and (np.diff(idx) <= 0).any()):
+                return None
+            counts[idx] = np.diff(bounds)
+        return np.concatenate([[0], np.cumsum(counts)])
+
+
+def _grain_rows(log: Any, name: str, compute: Any) -> pd.DataFrame | None:
+    """The rows of a grain table for a view of :meth:`EventLog.iter_runs`, from the walk's
+    shared whole-log table; None for any other log (compute it directly)."""
+    shared = getattr(log, "_grain", None)
+    if shared is None:
+        return None
+    cache, i = shared
+    out: pd.DataFrame | None = cache.rows(name, i, compute)
+    return out
+
+
+def _distinct_strings(col: pa.ChunkedArray | pa.Array) -> list[Any]:
+    """Distinct values of a (dictionary) string column, looking only at the dictionary
+    entries in use (not at every row)."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary.take(pc.unique(arr.indices.drop_null()))
+        return pc.unique(pc.cast(arr, pa.string())).to_pylist()
+    return pc.unique(pc.cast(arr, pa.string())).to_pylist()
+
+
+def _segment_sums(mask: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per segment ``offsets[i]:offsets[i+1]``, the number of True values of ``mask``."""
+    return np.diff(np.searchsorted(np.flatnonzero(mask), offsets)).astype(np.int64)
+
+
 class EventLog:
     """Events in the canonical schema, sorted by (tenant_id, run_id, seq). Immutable.
 
@@ -123,7 +311,7 @@ class EventLog:
         >>> log.runs_df()[["run_id", "events", "tool_calls"]]  # doctest: +SKIP
     """
 
-    __slots__ = ("_table", "_runs", "_quarantine", "_extras")
+    __slots__ = ("_table", "_runs", "_quarantine", "_extras", "_index", "_grain")
 
     def __init__(
         self,
@@ -142,6 +330,19 @@ class EventLog:
         self._runs = _empty_runs() if runs is None else runs.cast(RUNS_SCHEMA)
         self._quarantine = _as_quarantine(quarantine)
         self._extras = dict(extras or {})
+        self._index: _RunIndex | None = None
+        self._grain: tuple[_GrainCache, int] | None = None
+
+    def __getstate__(self) -> tuple[None, dict[str, Any]]:
+        # the data only: the run index and a shared grain cache are rebuilt on demand
+        return None, {name: getattr(self, name) for name in
+                      ("_table", "_runs", "_quarantine", "_extras")}
+
+    def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
+        for name, value in state[1].items():
+            object.__setattr__(self, name, value)
+        self._index = None
+        self._grain = None
 
     # ------------------------------------------------------------------ basic access
     @property
@@ -283,26 +484,49 @@ class EventLog:
     @property
     def num_runs(self) -> int:
         """Number of distinct (tenant_id, run_id) pairs."""
-        return len(self._run_keys())
+        return len(self._run_index())
 
     @property
     def tenants(self) -> list[str]:
         """Distinct tenant ids, sorted."""
-        return sorted(pc.unique(_str_values(self._table.column("tenant_id"))).to_pylist())
+        return sorted(set(self._run_index().tenants))
 
     @property
     def run_ids(self) -> list[str]:
         """Distinct run ids, sorted."""
-        return sorted(pc.unique(_str_values(self._table.column("run_id"))).to_pylist())
+        return sorted(set(self._run_index().run_ids))
+
+    def _run_index(self) -> _RunIndex:
+        """Where each run's rows are (built on first use, kept: the log is immutable)."""
+        idx = self._index
+        if idx is None:
+            idx = self._index = _RunIndex(self._table)
+        return idx
 
     def _run_keys(self) -> pa.Table:
-        t = pa.table(
-            {
-                "tenant_id": _str_values(self._table.column("tenant_id")),
-                "run_id": _str_values(self._table.column("run_id")),
-            }
-        )
-        return t.group_by(["tenant_id", "run_id"], use_threads=False).aggregate([])
+        idx = self._run_index()
+        return pa.table({"tenant_id": pa.array(idx.tenants, pa.string()),
+                         "run_id": pa.array(idx.run_ids, pa.string())})
+
+    def _run_view(self, i: int, idx: _RunIndex) -> EventLog:
+        """Run number ``i`` of ``idx`` as a view: a zero-copy slice of the table, and the
+        header, quarantine and ``extras`` rows of that run (as :meth:`filter` scopes them)."""
+        a, b = int(idx.offsets[i]), int(idx.offsets[i + 1])
+        key = (idx.tenants[i], idx.run_ids[i])
+        table = self._table.slice(a, b - a)
+        runs = self._runs
+        if runs.num_rows:
+            scoped = idx.scoped("runs", runs, key)
+            assert scoped is not None  # RUNS_SCHEMA has both columns
+            runs = scoped
+        quarantine = idx.scoped("quarantine", self._quarantine, key)
+        assert quarantine is not None
+        extras: dict[str, pa.Table] = {}
+        for name, side in self._extras.items():
+            got = idx.scoped("extras:" + name, side, key)
+            if got is not None:
+                extras[name] = got
+        return self._replace(table, runs=runs, quarantine=quarantine, extras=extras)
 
     def _replace(self, table: pa.Table, *, runs: pa.Table | None = None,
                  quarantine: pa.Table | None = None,
@@ -312,6 +536,8 @@ class EventLog:
         new._runs = self._runs if runs is None else runs
         new._quarantine = self._quarantine if quarantine is None else quarantine
         new._extras = self._extras if extras is None else extras
+        new._index = None
+        new._grain = None
         return new
 
     # ------------------------------------------------------------------ grain tables
@@ -332,34 +558,7 @@ class EventLog:
         ``errors`` counts events with ``is_error``. Runs known only from headers (no events)
         appear with ``events == 0``.
         """
-        t = self._table
-        kind = _str_values(t.column("kind"))
-        stats_in = pa.table(
-            {
-                "tenant_id": _str_values(t.column("tenant_id")),
-                "run_id": _str_values(t.column("run_id")),
-                "parent_run_id": _str_values(t.column("parent_run_id")),
-                "ts": t.column("ts"),
-                "turn": t.column("turn"),
-                "seq": t.column("seq"),
-                "is_call": pc.cast(pc.is_valid(t.column("finish")), pa.int64()),
-                "is_tool": pc.cast(pc.equal(kind, "tool_call"), pa.int64()),
-                "is_err": pc.cast(t.column("is_error"), pa.int64()),
-            }
-        )
-        stats = stats_in.group_by(["tenant_id", "run_id"], use_threads=False).aggregate(
-            [
-                ("parent_run_id", "first"),
-                ("seq", "count"),
-                ("ts", "min"),
-                ("ts", "max"),
-                ("turn", "count_distinct"),
-                ("is_call", "sum"),
-                ("is_tool", "sum"),
-                ("is_err", "sum"),
-            ]
-        )
-        stats = stats.rename_columns(list(RUN_STAT_COLUMNS))
+        stats = self._run_stats()
         df = to_pandas(stats)
         meta = to_pandas(self._runs)
         if len(meta):
@@ -383,19 +582,97 @@ class EventLog:
             df[col] = df[col].fillna(0).astype("int64")
         return df.sort_values(["tenant_id", "run_id"], ignore_index=True)
 
-    def _formats_per_run(self, df: pd.DataFrame) -> pd.Series:
-        src = _str_values(self._table.column("source"))
-        fmt = pc.utf8_slice_codeunits(src, 0, 1_000)
+    def _run_stats(self) -> pa.Table:
+        """The computed columns of :meth:`runs_df` (:data:`RUN_STAT_COLUMNS`), one row per
+        run in the log's order. Column-wise over the run offsets (runs are contiguous):
+        prefix sums for the counts, ``reduceat`` for the times, no group-by on strings."""
+        t = self._table
+        idx = self._run_index()
+        off = idx.offsets
+        k = len(idx)
+        first = off[:-1]
+        n_rows = np.diff(off)
+
+        def mask_of(col: pa.ChunkedArray) -> np.ndarray:
+            arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+            return np.asarray(pc.fill_null(arr, False), dtype=bool)
+
+        # parent_run_id: the run's first non-null value (Arrow's "first" skips nulls)
+        parent = t.column("parent_run_id")
+        if parent.null_count == len(parent) or k == 0:
+            parent_first = pa.nulls(k, pa.string())
+        else:
+            have = np.flatnonzero(mask_of(pc.is_valid(parent)))
+            j = np.searchsorted(have, first, side="left")
+            ok = j < len(have)
+            pick = np.where(ok, have[np.minimum(j, len(have) - 1)], 0)
+            ok &= pick < off[1:]
+            parent_first = _str_values(parent.take(pa.array(pick, mask=~ok)))
+        # first / last event time (nulls skipped; null for a run without times)
+        ts = t.column("ts")
+        ts_arr = ts.combine_chunks() if isinstance(ts, pa.ChunkedArray) else ts
+        ts_type = ts_arr.type
+        if k == 0:
+            ts_min = ts_max = pa.array([], ts_type)
+        else:
+            raw = pc.cast(ts_arr, pa.int64())
+            if raw.null_count == 0:
+                vals = raw.to_numpy()
+                lo = np.minimum.reduceat(vals, first)
+                hi = np.maximum.reduceat(vals, first)
+                none = np.zeros(k, dtype=bool)
+            else:
+                valid = mask_of(pc.is_valid(raw))
+                vals = raw.fill_null(0).to_numpy(zero_copy_only=False)
+                big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+                lo = np.minimum.reduceat(np.where(valid, vals, big), first)
+                hi = np.maximum.reduceat(np.where(valid, vals, small), first)
+                none = _segment_sums(valid, off) == 0
+            ts_min = pc.cast(pa.array(lo, mask=none), ts_type)
+            ts_max = pc.cast(pa.array(hi, mask=none), ts_type)
+        # distinct turn numbers (nulls not counted)
+        turn = t.column("turn")
+        turn_arr = turn.combine_chunks() if isinstance(turn, pa.ChunkedArray) else turn
+        rows = np.flatnonzero(mask_of(pc.is_valid(turn_arr)))
+        turns = np.zeros(k, dtype=np.int64)
+        if len(rows):
+            tv = turn_arr.fill_null(0).to_numpy(zero_copy_only=False)[rows].astype(np.int64)
+            rv = np.repeat(np.arange(k, dtype=np.int64), n_rows)[rows]
+            same_run = rv[1:] == rv[:-1]
+            if not (same_run & (tv[1:] < tv[:-1])).any():  # non-decreasing within each run
+                new = np.ones(len(rows), dtype=bool)
+                new[1:] = ~same_run | (tv[1:] != tv[:-1])
+                turns = np.bincount(rv[new], minlength=k).astype(np.int64)
+            else:
+                pairs = np.unique(rv * (np.int64(1) << np.int64(33)) + (tv + 2**31))
+                turns = np.bincount(pairs >> np.int64(33), minlength=k).astype(np.int64)
+        # model calls (a non-null finish), tool calls, errors
+        calls = _segment_sums(mask_of(pc.is_valid(t.column("finish"))), off)
+        kind = t.column("kind")
+        kind_arr = kind.combine_chunks() if isinstance(kind, pa.ChunkedArray) else kind
+        if pa.types.is_dictionary(kind_arr.type):
+            hit = np.append(mask_of(pc.equal(pc.cast(kind_arr.dictionary, pa.string()),
+                                             "tool_call")), False)
+            codes = kind_arr.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+            is_tool = hit[codes]
+        else:
+            is_tool = mask_of(pc.equal(pc.cast(kind_arr, pa.string()), "tool_call"))
+        tools = _segment_sums(is_tool, off)
+        errors = _segment_sums(mask_of(t.column("is_error")), off)
+        cols = [pa.array(idx.tenants, pa.string()), pa.array(idx.run_ids, pa.string()),
+                parent_first, pa.array(n_rows, pa.int64()), ts_min, ts_max,
+                pa.array(turns, pa.int64()), pa.array(calls, pa.int64()),
+                pa.array(tools, pa.int64()), pa.array(errors, pa.int64())]
+        return pa.Table.from_arrays(cols, names=list(RUN_STAT_COLUMNS))
+
+    def _formats_per_run(self, df: pd.DataFrame) -> np.ndarray:
+        """The format of each run of ``df`` (rows in the log's run order): the ``source``
+        prefix of the run's first row."""
+        idx = self._run_index()
+        src = self._table.column("source").take(pa.array(idx.offsets[:-1]))
+        fmt = pc.utf8_slice_codeunits(_str_values(src), 0, 1_000)
         fmt = pc.replace_substring_regex(fmt, r":.*$", "")
-        t = pa.table(
-            {
-                "tenant_id": _str_values(self._table.column("tenant_id")),
-                "run_id": _str_values(self._table.column("run_id")),
-                "format": fmt,
-            }
-        ).group_by(["tenant_id", "run_id"], use_threads=False).aggregate([("format", "first")])
-        m = to_pandas(t).rename(columns={"format_first": "format"})
-        return df[["tenant_id", "run_id"]].merge(m, how="left")["format"].to_numpy()
+        return fmt.to_numpy(zero_copy_only=False)
 
     def calls_df(self) -> pd.DataFrame:
         """One row per model call. See :func:`replaykit.grain.calls_df`."""
@@ -495,6 +772,11 @@ class EventLog:
         """Events of one run of one tenant (both required: a run id alone never picks a tenant).
 
         The view's ``quarantine`` and ``extras`` hold only that run's rows (see :meth:`filter`).
+        The events are a zero-copy slice of the table at the run's offsets: the first call
+        builds the log's run index (one pass over the key columns), later calls take
+        microseconds. To visit every run, :meth:`iter_runs` is the faster way.
+
+        >>> log.run("chat_1", tenant_id="acme").tools_df()  # doctest: +SKIP
 
         Raises:
             KeyError: the tenant has no such run in this log.
@@ -502,13 +784,49 @@ class EventLog:
                 tenant-id rule.
         """
         check_tenant_id(tenant_id, source="EventLog.run(tenant_id=...)")
-        sub = self.filter(tenant_id=tenant_id, run_ids=run_id)
+        if isinstance(run_id, str):  # a slice of the table at the run's precomputed offsets
+            idx = self._run_index()
+            i = idx.pos.get((tenant_id, run_id))
+            if i is not None:
+                return self._run_view(i, idx)
+            sub = self._replace(self._table.slice(0, 0))
+        else:
+            sub = self.filter(tenant_id=tenant_id, run_ids=run_id)
         if len(sub) == 0:
             raise KeyError(
                 f"tenant {tenant_id!r} has no run {run_id!r} in this log; "
                 f"see log.runs_df() for the runs it holds"
             )
         return sub
+
+    def iter_runs(self) -> Iterator[tuple[RunKey, EventLog]]:
+        """Walk the log run by run: ``(RunKey(tenant_id, run_id), view)`` pairs in the log's
+        order (tenant, run), like iterating over a pandas ``groupby``.
+
+        Each view is what :meth:`run` returns for that run (a zero-copy slice of the table;
+        its ``runs``, ``quarantine`` and ``extras`` scoped to the run). The grain tables of a
+        view (:meth:`calls_df`, :meth:`tools_df`, :meth:`turns_df`) are the run's rows of the
+        whole log's table, computed once per walk on the first call (column-wise, for all
+        runs at once) and sliced per run, so a walk over every run with its grain tables
+        costs about one whole-log computation of each. Views keep that shared table alive
+        while they are referenced. Runs known only from headers (no events) are not
+        visited (see :meth:`runs_df`). (Not named ``runs()``: :attr:`runs` is the header
+        table.)
+
+        Example:
+            >>> for (tenant, run_id), run in log.iter_runs():  # doctest: +SKIP
+            ...     calls = run.calls_df()
+            ...     slow = calls[calls["output_tokens"] > 1000]
+
+        Returns:
+            an iterator of ``(RunKey, EventLog)`` pairs, one per run with events.
+        """
+        idx = self._run_index()
+        cache = _GrainCache(self, idx)
+        for i in range(len(idx)):
+            view = self._run_view(i, idx)
+            view._grain = (cache, i)
+            yield RunKey(idx.tenants[i], idx.run_ids[i]), view
 
     # ------------------------------------------------------------------ combine / persist
     def to_parquet(self, path: str | os.PathLike[str], *, overwrite: bool = False,
@@ -542,16 +860,17 @@ class EventLog:
         """Small dict summary: events, runs, tenants, formats, time span, quarantined rows."""
         t = self._table
         ts = t.column("ts")
-        fmts = pc.unique(
-            pc.replace_substring_regex(_str_values(t.column("source")), r":.*$", "")
-        ).to_pylist()
+        # the distinct sources only (a few dictionary entries), not every row's
+        sources = pa.array(_distinct_strings(t.column("source")), pa.string())
+        fmts = set(pc.replace_substring_regex(sources, r":.*$", "").to_pylist())
+        lo_hi = pc.min_max(ts) if t.num_rows else None
         return {
             "events": t.num_rows,
             "runs": self.num_runs,
             "tenants": len(self.tenants),
             "formats": sorted(f for f in fmts if f),
-            "first_ts": pc.min(ts).as_py() if t.num_rows else None,
-            "last_ts": pc.max(ts).as_py() if t.num_rows else None,
+            "first_ts": lo_hi["min"].as_py() if lo_hi is not None else None,
+            "last_ts": lo_hi["max"].as_py() if lo_hi is not None else None,
             "quarantined": self._quarantine.num_rows,
         }
 
@@ -573,12 +892,57 @@ class EventLog:
             head += f" &middot; {esc(str(s['first_ts']))} &rarr; {esc(str(s['last_ts']))}"
         if s["quarantined"]:
             head += f" &middot; <span style='color:#b00'>{s['quarantined']} quarantined</span>"
-        runs = self.runs_df()
+        runs, total = self._runs_head(10)
         cols = [c for c in RUN_STAT_COLUMNS if c in runs.columns and not c.endswith("_ts")]
         shown = runs[cols].head(10)
         table = shown.to_html(index=False, escape=True, na_rep="", border=0)
-        more = f"<div>&hellip; {len(runs) - 10:,} more runs</div>" if len(runs) > 10 else ""
+        more = f"<div>&hellip; {total - 10:,} more runs</div>" if total > 10 else ""
         return f"<div class='replaykit-eventlog'><div>{head}</div>{table}{more}</div>"
+
+    def _runs_head(self, n: int) -> tuple[pd.DataFrame, int]:
+        """The first ``n`` rows of :meth:`runs_df` and its length, computing only those runs:
+        runs_df is sorted by (tenant_id, run_id), the log's own run order, with header-only
+        runs merged in."""
+        idx = self._run_index()
+        pairs = list(zip(idx.tenants, idx.run_ids, strict=True))
+        keys_sorted = all(a < b for a, b in zip(pairs, pairs[1:], strict=False))
+        if not keys_sorted:  # e.g. log[::-1]: runs_df's order is not the table's
+            runs = self.runs_df()
+            return runs, len(runs)
+        hdr = self._runs
+        ht = _str_values(hdr.column("tenant_id")) if hdr.num_rows else pa.array([], pa.string())
+        hr = _str_values(hdr.column("run_id")) if hdr.num_rows else pa.array([], pa.string())
+        # a tenant id holds no control character, so "tenant NUL run" names one pair
+        nul_free = not (hdr.num_rows and pc.any(pc.match_substring(ht, "\x00")).as_py())
+
+        def header_in(tenants: list[str], runs: list[str]) -> np.ndarray:
+            """Which header rows are of one of the (tenant, run) pairs given."""
+            if not hdr.num_rows:
+                return np.ones(0, dtype=bool)
+            if nul_free:
+                pairs = pc.binary_join_element_wise(pa.array(tenants, pa.string()),
+                                                    pa.array(runs, pa.string()), "\x00")
+                hit = pc.is_in(pc.binary_join_element_wise(ht, hr, "\x00"), value_set=pairs)
+                return np.asarray(pc.fill_null(hit, False), dtype=bool)
+            want = set(zip(tenants, runs, strict=True))
+            return np.fromiter(((t, r) in want for t, r in zip(
+                ht.to_pylist(), hr.to_pylist(), strict=True)), dtype=bool, count=len(ht))
+
+        alone = pa.array(~header_in(idx.tenants, idx.run_ids))
+        only_header = sorted(set(zip(ht.filter(alone).to_pylist(), hr.filter(alone).to_pylist(),
+                                     strict=True))) if hdr.num_rows else []
+        total = len(idx) + len(only_header)
+        if total <= n:
+            return self.runs_df(), total
+        keys = list(zip(idx.tenants[:n], idx.run_ids[:n], strict=True))
+        first = list(heapq.merge(keys, only_header))[:n] if only_header else keys
+        wanted = set(first)
+        m = sum(1 for key in keys if key in wanted)  # event runs among them: a prefix
+        table = self._table.slice(0, int(idx.offsets[m]))
+        runs = hdr
+        if hdr.num_rows:
+            runs = hdr.filter(pa.array(header_in([t for t, _ in first], [r for _, r in first])))
+        return self._replace(table, runs=runs).runs_df(), total
 
 
 def _warn_absent(col: str, wanted: list[str], column: pa.Array) -> None:
@@ -608,6 +972,8 @@ def _expand_attrs(attrs: pd.Series, taken: Iterable[str] = ()) -> pd.DataFrame:
     per event); an attribute whose name a computed column already has gets an ``attr_`` prefix."""
     from ._json import loads
 
+    if not attrs.map(lambda a: isinstance(a, str) and bool(a)).any():
+        return pd.DataFrame(index=attrs.index)  # no header attributes (the common case)
     records = [loads(a) if isinstance(a, str) and a else {} for a in attrs]
     frame = pd.DataFrame.from_records(records, index=attrs.index)
     used = set(taken)

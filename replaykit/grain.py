@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from ._delegates import provide
 from ._json import payload_fields
-from .eventlog import to_pandas
+from .eventlog import _grain_rows, to_pandas
 from .schema import run_starts, sort_events
 
 __all__ = ["calls_df", "tools_df", "turns_df"]
@@ -84,12 +84,80 @@ def _field(payloads: pa.Array, name: str, typ: pa.DataType) -> pa.Array:
     paths = FIELD_PATHS[name]
     if len(payloads) == 0:
         return pa.array([], typ)
+    arr = payloads.combine_chunks() if isinstance(payloads, pa.ChunkedArray) else payloads
+    # Only payloads naming a path's first key (or spelling keys with \u escapes) are parsed:
+    # any other payload has none of the paths (null for each) and cannot make a parse fail
+    # (fields not named are skipped unconverted), so the values are those of a full parse.
+    patterns = [*(f'"{h}"' for h in sorted({p.split(".")[0] for p in paths})), "\\u"]
+    head = arr.slice(0, 256)  # most frequent pattern first: often one scan marks every row
+    patterns.sort(key=lambda pat: -int(pc.sum(pc.match_substring(head, pat)).as_py() or 0))
+    keep = np.zeros(len(arr), dtype=bool)
+    rest = np.arange(len(arr))  # rows not yet known to be candidates
+    for pattern in patterns:
+        if not len(rest):
+            break
+        part = arr if len(rest) == len(arr) else arr.take(pa.array(rest))
+        hit = np.asarray(pc.fill_null(pc.match_substring(part, pattern), False), dtype=bool)
+        keep[rest[hit]] = True
+        rest = rest[~hit]
+    if not keep.any():
+        return pa.nulls(len(arr), typ)
+    if keep.all():
+        return _parse_paths(arr, paths, typ)
+    mask = pa.array(keep)
+    return pc.replace_with_mask(pa.nulls(len(arr), typ), mask,
+                                _parse_paths(arr.filter(mask), paths, typ))
+
+
+def _parse_paths(payloads: pa.Array, paths: list[str], typ: pa.DataType) -> pa.Array:
+    """The first non-null of ``paths`` in each payload (one parse; per path on a conflict)."""
     try:
         t = payload_fields(payloads, dict.fromkeys(paths, typ))
         cols = [t.column(p).combine_chunks() for p in paths]
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         cols = [_one_path(payloads, p, typ) for p in paths]
     return pc.coalesce(*cols) if len(cols) > 1 else cols[0]
+
+
+def _kind_is(table: pa.Table, *kinds: str) -> pa.Array:
+    """Rows whose ``kind`` is one of ``kinds``: compared on the dictionary entries, not on
+    every row's string."""
+    col = table.column("kind")
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    values = pa.array(list(kinds), pa.string())
+    if not pa.types.is_dictionary(arr.type):
+        return pc.fill_null(pc.is_in(pc.cast(arr, pa.string()), value_set=values), False)
+    hit = np.asarray(pc.fill_null(pc.is_in(pc.cast(arr.dictionary, pa.string()),
+                                           value_set=values), False), dtype=bool)
+    codes = arr.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    return pa.array(np.append(hit, False)[codes])
+
+
+def _payloads_at(table: pa.Table, rows: np.ndarray, mask: Any) -> pa.Array:
+    """The ``payload`` of the rows ``rows[mask]`` of ``table``: only those payloads are
+    copied (row filters leave the big payload column out)."""
+    pick = rows[np.asarray(pc.fill_null(mask, False), dtype=bool)]
+    col = table.column("payload").take(pa.array(pick, pa.int64()))
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def _left_join(left: pa.Table, right: pa.Table, key: str = "_key") -> pa.Table:
+    """``left`` with the other columns of ``right`` appended, matched on the int64 ``key``
+    (unique in ``right``; null where ``left``'s key is not there): a left outer join by
+    sorted search that keeps ``left``'s row order."""
+    lk = left.column(key).to_numpy()
+    rk = right.column(key).to_numpy()
+    rest = right.drop_columns([key])
+    if len(rk) == 0:
+        cols = [pa.nulls(len(lk), f.type) for f in rest.schema]
+    else:
+        order = np.argsort(rk, kind="stable")
+        pos = np.minimum(np.searchsorted(rk[order], lk), len(rk) - 1)
+        found = rk[order][pos] == lk
+        cols = rest.take(pa.array(order[pos], mask=~found)).columns
+    for field, col in zip(rest.schema, cols, strict=True):
+        left = left.append_column(field.name, col)
+    return left
 
 
 def _base(table: pa.Table, names: list[str]) -> dict[str, Any]:
@@ -190,18 +258,21 @@ def calls_df(log: Any) -> pd.DataFrame:
     Raises:
         KeyError: the table lacks a canonical column (it is not an events table).
     """
+    shared = _grain_rows(log, "calls_df", calls_df)  # a view of an iter_runs walk
+    if shared is not None:
+        return shared if len(shared) else _empty(_CALL_COLUMNS)
     table = _table(log)
-    kind = _str(table.column("kind"))
     mask = pc.and_(
-        pc.is_in(kind, value_set=pa.array(["model_request", "model_chunk", "model_response"])),
+        _kind_is(table, "model_request", "model_chunk", "model_response"),
         pc.is_valid(table.column("ref_id")),
     )
-    sub = table.filter(mask)
+    used = ["tenant_id", "run_id", "ref_id", "seq", "turn", "step", "kind", "chunk_type",
+            "finish", "is_error", "input_tokens", "output_tokens", "text"]
+    rows = np.flatnonzero(np.asarray(mask, dtype=bool))
+    sub = table.select(used).filter(mask)  # only the columns used are copied
     if sub.num_rows == 0:
         return _empty(_CALL_COLUMNS)
-    b = _base(sub, ["tenant_id", "run_id", "ref_id", "seq", "turn", "step", "kind",
-                    "chunk_type", "finish", "is_error", "input_tokens", "output_tokens", "text",
-                    "payload"])  # fmt: skip
+    b = _base(sub, used)
     # one int64 per (tenant_id, run_id, ref_id): every grouping and join below uses it
     key, _ = _joint_keys([b["tenant_id"], b["run_id"], b["ref_id"]],
                          [pa.array([], pa.string())] * 3)
@@ -229,7 +300,7 @@ def calls_df(log: Any) -> pd.DataFrame:
     # usage details and finish error codes from homogeneous payload subsets
     usage_mask = pc.or_(pc.is_valid(b["input_tokens"]), pc.is_valid(b["output_tokens"]))
     usage = t.filter(usage_mask).select(keys)
-    upay = b["payload"].filter(usage_mask)
+    upay = _payloads_at(table, rows, usage_mask)
     usage = usage.append_column("cache_read_tokens", _field(upay, "cache_read_tokens",
                                                             pa.int64()))  # fmt: skip
     usage = usage.append_column("reasoning_tokens", _field(upay, "reasoning_tokens", pa.int64()))
@@ -237,11 +308,11 @@ def calls_df(log: Any) -> pd.DataFrame:
         [("cache_read_tokens", "sum"), ("reasoning_tokens", "sum")]))  # fmt: skip
     err_mask = pc.and_(pc.is_valid(b["finish"]), b["is_error"])
     errs = t.filter(err_mask).select(keys)
-    errs = errs.append_column("error_code", _field(b["payload"].filter(err_mask),
+    errs = errs.append_column("error_code", _field(_payloads_at(table, rows, err_mask),
                                                    "call_error_code", pa.string()))  # fmt: skip
     parts.append(errs.group_by(keys, use_threads=False).aggregate([("error_code", "first")]))
     for part in parts:
-        agg = agg.join(part, keys, join_type="left outer", use_threads=False)
+        agg = _left_join(agg, part)
     # the log's order: (tenant, run) as sorted, then first seq = the call's first row
     agg = agg.take(pa.array(np.argsort(agg.column("_row_min").to_numpy(), kind="stable")))
     first = agg.column("_row_min")
@@ -269,8 +340,8 @@ def calls_df(log: Any) -> pd.DataFrame:
 
 def _tool_calls_per_call(table: pa.Table, calls: pd.DataFrame) -> np.ndarray:
     """Tool-call events per model call: those after its last row, up to the next call's last."""
-    is_tool = pc.equal(_str(table.column("kind")), "tool_call")
-    tools = table.filter(is_tool).select(["tenant_id", "run_id", "seq"])
+    is_tool = _kind_is(table, "tool_call")
+    tools = table.select(["tenant_id", "run_id", "seq"]).filter(is_tool)
     if tools.num_rows == 0 or len(calls) == 0:
         return np.zeros(len(calls), dtype=np.int64)
     c_key_, t_key_ = _joint_keys(
@@ -316,29 +387,34 @@ def tools_df(log: Any) -> pd.DataFrame:
     Raises:
         KeyError: the table lacks a canonical column (it is not an events table).
     """
+    shared = _grain_rows(log, "tools_df", tools_df)  # a view of an iter_runs walk
+    if shared is not None:
+        return shared if len(shared) else _empty(_TOOL_COLUMNS)
     table = _table(log)
-    kind = _str(table.column("kind"))
-    calls = table.filter(pc.equal(kind, "tool_call"))
+    call_cols = ["tenant_id", "run_id", "turn", "step", "ref_id", "tool_name", "args_hash",
+                 "text", "seq"]
+    calls = table.select(call_cols).filter(_kind_is(table, "tool_call"))
     if calls.num_rows == 0:
         return _empty(_TOOL_COLUMNS)
-    cb = _base(calls, ["tenant_id", "run_id", "turn", "step", "ref_id", "tool_name",
-                       "args_hash", "text", "seq"])  # fmt: skip
+    cb = _base(calls, call_cols)
     ct = pa.table({
         "tenant_id": cb["tenant_id"], "run_id": cb["run_id"], "turn": cb["turn"],
         "step": cb["step"], "call_id": cb["ref_id"], "tool_name": cb["tool_name"],
         "args_hash": cb["args_hash"], "arguments": pc.cast(cb["text"], pa.large_string()),
         "call_seq": cb["seq"],
     })  # fmt: skip
-    res = table.filter(pc.and_(pc.equal(kind, "tool_result"), pc.is_valid(table.column("ref_id"))))
-    rb = _base(res, ["tenant_id", "run_id", "ref_id", "seq", "text", "is_error", "payload",
-                     "tool_name"])  # fmt: skip
+    res_cols = ["tenant_id", "run_id", "ref_id", "seq", "text", "is_error", "tool_name"]
+    res_mask = pc.and_(_kind_is(table, "tool_result"), pc.is_valid(table.column("ref_id")))
+    res_rows = np.flatnonzero(np.asarray(pc.fill_null(res_mask, False), dtype=bool))
+    res = table.select(res_cols).filter(res_mask)
+    rb = _base(res, res_cols)
     rt = pa.table({
         "tenant_id": rb["tenant_id"], "run_id": rb["run_id"], "call_id": rb["ref_id"],
         "result_seq": rb["seq"], "result_text": pc.cast(rb["text"], pa.large_string()),
         "is_error": rb["is_error"], "result_tool": rb["tool_name"],
     })  # fmt: skip
     err = rb["is_error"]
-    epay = rb["payload"].filter(err)
+    epay = _payloads_at(table, res_rows, err)
     names = pa.nulls(res.num_rows, pa.string())
     codes = pa.nulls(res.num_rows, pa.string())
     if len(epay):
@@ -361,10 +437,7 @@ def tools_df(log: Any) -> pd.DataFrame:
         ["_row", "tenant_id", "run_id", "call_id"])
     ct = ct.append_column("_key", ckey).append_column(
         "_crow", pa.array(np.arange(ct.num_rows)))
-    joined = ct.join(rt, ["_key"], join_type="left outer", use_threads=False)
-    # back to the calls' order (the log's: tenant, run, seq); a join does not keep it
-    joined = joined.take(pa.array(np.argsort(joined.column("_crow").to_numpy(),
-                                             kind="stable")))
+    joined = _left_join(ct, rt)  # keeps the calls' order (the log's: tenant, run, seq)
     df = to_pandas(joined.drop_columns(["_key", "_crow"]))
     df["tool_name"] = df["tool_name"].where(df["tool_name"].notna(), df.pop("result_tool"))
     df["has_result"] = df["result_seq"].notna().astype(bool)
@@ -398,12 +471,17 @@ def turns_df(log: Any) -> pd.DataFrame:
     Raises:
         KeyError: the table lacks a canonical column (it is not an events table).
     """
+    shared = _grain_rows(log, "turns_df", turns_df)  # a view of an iter_runs walk
+    if shared is not None:
+        return shared if len(shared) else _empty(_TURN_COLUMNS)
     table = _table(log)
-    sub = table.filter(pc.is_valid(table.column("turn")))
+    sub = table.select(["tenant_id", "run_id", "turn", "seq", "step", "kind", "is_error"]) \
+        .filter(pc.is_valid(table.column("turn")))
+    turn_rows = np.flatnonzero(np.asarray(pc.is_valid(table.column("turn")), dtype=bool))
     if sub.num_rows == 0:
         return _empty(_TURN_COLUMNS)
-    b = _base(sub, ["seq", "step", "kind", "is_error", "payload"])
-    kind = b["kind"]
+    b = _base(sub, ["seq", "step", "is_error"])
+    is_start, is_end = _kind_is(sub, "turn_start"), _kind_is(sub, "turn_end")
     seq = b["seq"]
     null_i64 = pa.scalar(None, pa.int64())
     # one int64 per (tenant_id, run_id, turn) for the grouping and the join
@@ -413,18 +491,18 @@ def turns_df(log: Any) -> pd.DataFrame:
     t = pa.table({
         "_key": key, "_row": pa.array(np.arange(sub.num_rows)),
         "seq": seq,
-        "start": pc.if_else(pc.equal(kind, "turn_start"), seq, null_i64),
-        "end": pc.if_else(pc.equal(kind, "turn_end"), seq, null_i64),
+        "start": pc.if_else(is_start, seq, null_i64),
+        "end": pc.if_else(is_end, seq, null_i64),
         "step": b["step"],
-        "tool": pc.cast(pc.equal(kind, "tool_call"), pa.int64()),
+        "tool": pc.cast(_kind_is(sub, "tool_call"), pa.int64()),
     })  # fmt: skip
     agg = t.group_by(keys, use_threads=False).aggregate([
         ("_row", "min"), ("seq", "min"), ("start", "min"), ("end", "min"),
         ("step", "count_distinct", pc.CountOptions(mode="only_valid")), ("tool", "sum"),
     ])  # fmt: skip
-    end_mask = pc.equal(kind, "turn_end")
+    end_mask = is_end
     ends = t.filter(end_mask).select([*keys, "seq"])
-    epay = b["payload"].filter(end_mask)
+    epay = _payloads_at(table, turn_rows, end_mask)
     reason = _field(epay, "turn_end_reason", pa.string())
     is_err = b["is_error"].filter(end_mask)
     reason = pc.coalesce(reason, pc.if_else(is_err, "error", "completed"))
@@ -433,7 +511,7 @@ def turns_df(log: Any) -> pd.DataFrame:
     ends = ends.append_column("_row", pa.array(np.arange(ends.num_rows)))
     firsts = ends.group_by(keys, use_threads=False).aggregate([("_row", "min")])
     ends = ends.take(firsts.column("_row_min")).select([*keys, "end_reason", "error_code"])
-    agg = agg.join(ends, keys, join_type="left outer", use_threads=False)
+    agg = _left_join(agg, ends)
     # ids of each turn from its first row; order (tenant, run) as the log, then turn
     first = agg.column("_row_min")
     ids = {k: _str(sub.column(k).take(first)) if k != "turn" else sub.column(k).take(first)

@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ("fold", "integrity", "sql", "compare", "widgets", "cohorts", "report", "dask",
-          "parquet")
+          "parquet", "access")
 
 
 def test_quick_benchmarks_run_end_to_end(tmp_path: Path) -> None:
