@@ -507,7 +507,7 @@ def test_long_report_states_finding_and_sampling(long_page: Any) -> None:
     step = int(res.metrics["first_divergence_step"])
     assert step > 0
     findings = page.locator("#findings").inner_text()
-    assert f"first diverges from the recording at step {step}" in findings
+    assert f"first diverges from the recording at step {step:,}" in findings
     # every sampled figure has a visible, uncut caption above the figure it describes
     caps = page.locator("#figures p.sampled")
     assert caps.count() >= 3  # divergence timeline, tool swimlane, state timeline

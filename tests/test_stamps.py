@@ -350,3 +350,9 @@ def test_cohort_report_headline_leads_with_stamp_drift():
     plain = rk.report.cohort(steady.compare("2025-fall", "2026-spring"), title="t",
                              question="q", cohorts=steady).html
     assert "Stamp drift" not in plain
+
+
+def test_findings_counts_have_thousands_separators():
+    from replaykit.branch.findings import _count
+
+    assert _count(20766) == "20,766" and _count(7) == "7" and _count(None) == "None"

@@ -129,6 +129,14 @@ def _label(path: str) -> str:
     return out or "(value)"
 
 
+def _count(v: Any) -> str:
+    """An integer count with thousands separators (``20,766``); anything else as is."""
+    try:
+        return f"{int(v):,}"
+    except (TypeError, ValueError):
+        return str(v)
+
+
 def _stamp_value(v: str) -> str:
     """A stamp value for a sentence: a run that switched value mid-run (``"a -> b"`` from
     :func:`replaykit.stamps.run_stamps`) reads ``"a, then b (switched within the run)"``."""
@@ -433,7 +441,7 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
     if result.status != "completed":
         reqs = result.requirements_df()
         open_reqs = reqs[reqs["status"] == "open"]
-        where = (f" at step {int(open_reqs['step'].iloc[0])}" if len(open_reqs) else "")
+        where = (f" at step {int(open_reqs['step'].iloc[0]):,}" if len(open_reqs) else "")
         what = (f": no recorded output and no fixture for the divergent call of "
                 f"{open_reqs['tool_name'].iloc[0]} (call {open_reqs['ref_id'].iloc[0]})"
                 if len(open_reqs) else (f": {result.error}" if result.error else ""))
@@ -450,8 +458,8 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
         kind = rep_t.column("kind")[step].as_py() if step < rep_t.num_rows else None
         ivs = patched_by.get(step, [])
         how = (f"patched by {', '.join(ivs)}" if ivs else org)
-        add("outcome", f"The replay first diverges from the recording at step {step} "
-            f"({kind}, {how}); {m.get('changed_descendants')} later position(s) differ.",
+        add("outcome", f"The replay first diverges from the recording at step {int(step):,} "
+            f"({kind}, {how}); {_count(m.get('changed_descendants'))} later position(s) differ.",
             "first-divergence", "metrics.first_divergence_step, annotations_df().origin, "
             "metrics.changed_descendants")
     stopped = result.status != "completed"
@@ -462,7 +470,7 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
                         & (key["step"] > last)]
         key = key[~key["row"].isin(unreached["row"])]
         if len(unreached):
-            add("outcome", f"{unreached['row'].nunique()} recorded event(s) after step {last} "
+            add("outcome", f"{unreached['row'].nunique():,} recorded event(s) after step {last:,} "
                 "were not replayed: the replay stopped there.", "descendants",
                 "diff_df() rows 'removed' past the replay's last event")
     if len(key):
@@ -474,14 +482,14 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
             what = {"tool_call": "was called with", "tool_result": "returned"}.get(
                 str(ev.kind), "changed")
             who = ev.tool_name if isinstance(ev.tool_name, str) and ev.tool_name else ev.kind
-            add("outcome", f"{who} {what} {_values_phrase(vals)} at step {ev.step} "
+            add("outcome", f"{who} {what} {_values_phrase(vals)} at step {int(ev.step):,} "
                 f"({_source_phrase(result, ev, patched_by)}).", "changes",
                 "changes_df() rows with key=True, origin, fixture_id/provenance")
         rest = events[~events["row"].isin(named.head(EVENTS_NAMED)["row"])]
         if len(rest):
             kinds = rest["kind"].value_counts()
             add("outcome", "Other changed events: " + ", ".join(
-                f"{n} {k}" for k, n in kinds.items()) + " (see the changed-values table).",
+                f"{int(n):,} {k}" for k, n in kinds.items()) + " (see the changed-values table).",
                 "changes", "changes_df() rows not named above")
     if result.status == "completed" and step >= 0:
         bk, bdoc = _terminal(base_t)
@@ -544,7 +552,7 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
     fx = effects[effects["action"] == "fixture"] if len(effects) else effects
     if len(fx):
         ids = ", ".join(f"{r.fixture_id} ({r.provenance})" for r in fx.itertuples())
-        add("evidence", f"Sensitive to fixture: {len(fx)} of {len(after)} tool call(s) after "
+        add("evidence", f"Sensitive to fixture: {len(fx):,} of {len(after):,} tool call(s) after "
             f"the checkpoint were answered by fixture(s) {ids}; the conclusion holds only as "
             "far as those outputs are right.", "fixtures", "effects_df().action == 'fixture'")
     else:
@@ -552,7 +560,7 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
         missing = int((acts == "missing").sum())
         blocked = int((acts == "blocked").sum())
         got = int(acts.isin(["recorded", "executed"]).sum())
-        add("evidence", f"No fixture served a call: {got} of {len(after)} tool call(s) after "
+        add("evidence", f"No fixture served a call: {got:,} of {len(after):,} tool call(s) after "
             "the checkpoint got their recorded (or executed) output"
             + (f"; {blocked} were blocked" if blocked else "")
             + (f"; {missing} got none (open requirement)" if missing else "") + ".",
@@ -565,7 +573,7 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
         copied = [s for s in model_after["seq"].astype("int64")
                   if kinds[s] == "model_response"]
         if result.model_policy in ("recorded-only", "blocked") and copied:
-            add("caveat", f"Model outputs after step {step} ({len(copied)} model "
+            add("caveat", f"Model outputs after step {int(step):,} ({len(copied):,} model "
                 f"response(s)) were copied from the recording under the "
                 f"{result.model_policy} model policy: the model never answered the changed "
                 "inputs, so whatever the model decided afterwards"
@@ -574,7 +582,7 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
                 "model_policy in (recorded-only, blocked), model_response rows after the "
                 "first divergence")
         elif live_m and copied:
-            add("caveat", f"Model outputs after step {step} came from a live model (policy "
+            add("caveat", f"Model outputs after step {int(step):,} came from a live model (policy "
                 f"{result.model_policy}): another run of the same replay may answer "
                 "differently.", "interventions", "model_policy is live")
         elif result.model_policy == "determinism-probe":
