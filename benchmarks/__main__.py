@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -66,41 +65,6 @@ def _run(names: tuple[str, ...], path: Path, repeat: int) -> dict[str, dict[str,
             res["all_seconds"] = walls[name]
             res["repeat"] = repeat
     return best
-
-
-def _machine() -> dict[str, Any]:
-    import pandas
-    import pyarrow
-
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem_gb = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                mem_gb = round(int(line.split()[1]) / 1024 / 1024, 1)
-    except OSError:
-        pass
-    info = {
-        "nproc": os.cpu_count(),
-        "cpu": cpu,
-        "ram_gb": mem_gb,
-        "python": platform.python_version(),
-        "pyarrow": pyarrow.__version__,
-        "pandas": pandas.__version__,
-    }
-    for mod in ("duckdb", "orjson"):
-        try:
-            info[mod] = __import__(mod).__version__
-        except ImportError:
-            info[mod] = None
-    return info
 
 
 def _dataset(kind: str, events: int) -> Path:
@@ -372,7 +336,7 @@ def main(argv: list[str] | None = None) -> None:
     repeat = args.repeat or (2 if args.quick else 3)
     from benchmarks._harness import machine, rss_method
 
-    results: dict[str, Any] = {"machine": {**_machine(), **machine(),
+    results: dict[str, Any] = {"machine": {**machine(),
                                            "rss_method": rss_method()},
                                "quick": args.quick}
     load_before = os.getloadavg()
