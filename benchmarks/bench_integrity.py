@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._harness import interleave
+from replaykit.schema import DERIVED_COLUMNS
 
 BASELINE_SAMPLE = 100_000
 
@@ -58,6 +59,12 @@ def _per_row_loop(rows: list[dict[str, Any]]) -> int:
             ensure_ascii=False,
         )
         content = '{"payload":' + r["payload"] + "," + envelope[1:]
+        fmt = r["source"].split(":", 1)[0]
+        if fmt != "pleach":  # other formats hash their derived columns too (docs/integrity.md)
+            derived = {c: r[c] for c in DERIVED_COLUMNS}
+            derived["format"] = fmt
+            content = '{"derived":' + json.dumps(derived, sort_keys=True, separators=(",", ":"),
+                                                 ensure_ascii=False) + "," + content[1:]
         h = hashlib.sha256((r["prev_hash"] + content).encode("utf-8")).hexdigest()
         if h != r["row_hash"] or r["prev_hash"] != prev_hash:
             problems += 1

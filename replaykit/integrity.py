@@ -450,6 +450,24 @@ def _content_column(table: pa.Table, *, strict: bool = True) -> pa.Array:
     return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
 
 
+#: Tables at least this long build their content bytes on two threads (halves).
+_PARALLEL_CONTENT_ROWS = 200_000
+
+
+def _content_bytes(table: pa.Table, *, strict: bool = True,
+                   min_rows: int | None = None) -> pa.Array:
+    """:func:`_content_column`, on two threads for long tables: the halves are built at the
+    same time (Arrow's kernels release the GIL) and joined; the same bytes either way."""
+    n = table.num_rows
+    if n < (_PARALLEL_CONTENT_ROWS if min_rows is None else min_rows) or n < 2:
+        return _content_column(table, strict=strict)
+    half = n // 2
+    with ThreadPoolExecutor(2) as pool:
+        parts = list(pool.map(lambda t: _content_column(t, strict=strict),
+                              (table.slice(0, half), table.slice(half))))
+    return pa.concat_arrays(parts)
+
+
 def _offsets(arr: pa.Array) -> tuple[memoryview, list[int]]:
     """The data buffer and the n + 1 offsets of a large_string array."""
     n = len(arr)
@@ -519,7 +537,7 @@ def stamp_chain(log: EventLog, *, overwrite: bool = False) -> EventLog:
             "log already has row hashes; verify it with verify_chain(log), or pass "
             "overwrite=True to re-stamp it (this replaces the existing chain)"
         )
-    content = _content_column(table)
+    content = _content_bytes(table)
     starts = _run_starts(table).tolist()
     mv, offs = _offsets(content)
     genesis = GENESIS.encode("ascii")
@@ -1171,7 +1189,7 @@ def _chain_problems(table: pa.Table, n: int, parts: list[pa.Table]) -> np.ndarra
         starts = _run_starts(table)
         stored_row = pc.cast(_plain(table.column("row_hash")), pa.string())
         stored_prev = pc.cast(_plain(table.column("prev_hash")), pa.string())
-        computed = _hash_rows(stored_prev, _content_column(table, strict=False))
+        computed = _hash_rows(stored_prev, _content_bytes(table, strict=False))
         hash_ok = pc.fill_null(pc.equal(computed, stored_row), False)
         if not pc.all(hash_ok).as_py():
             parts.append(

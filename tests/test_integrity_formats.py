@@ -246,3 +246,12 @@ def test_column_wise_content_is_the_reference_form(rows):
             assert member["format"] == source_format(r["source"])
             assert member["tool_name"] == r["tool_name"]
             assert member["is_error"] is r["is_error"]
+
+
+def test_content_bytes_on_two_threads_are_the_same_bytes():
+    from replaykit.integrity import _content_bytes
+
+    t = sealed_log("toh").table
+    one = _content_column(t, strict=False)
+    two = _content_bytes(t, strict=False, min_rows=2)
+    assert two.equals(one) and len(two) == t.num_rows
