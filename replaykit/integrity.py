@@ -456,10 +456,12 @@ _PARALLEL_CONTENT_ROWS = 200_000
 
 def _content_bytes(table: pa.Table, *, strict: bool = True,
                    min_rows: int | None = None) -> pa.Array:
-    """:func:`_content_column`, on two threads for long tables: the halves are built at the
-    same time (Arrow's kernels release the GIL) and joined; the same bytes either way."""
+    """:func:`_content_column`, on two threads for long tables with rows of sealed formats
+    (their derived member is most of the cost): the halves are built at the same time
+    (Arrow's kernels release the GIL) and joined; the same bytes either way."""
     n = table.num_rows
-    if n < (_PARALLEL_CONTENT_ROWS if min_rows is None else min_rows) or n < 2:
+    if (n < (_PARALLEL_CONTENT_ROWS if min_rows is None else min_rows) or n < 2
+            or _sealed_rows(table) is None):  # pleach rows only: cheap, keep one thread
         return _content_column(table, strict=strict)
     half = n // 2
     with ThreadPoolExecutor(2) as pool:
