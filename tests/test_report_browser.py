@@ -73,21 +73,8 @@ class Opened:
 
 
 def _open(browser: Any, path: Path) -> Opened:
-    ctx = browser.new_context(viewport={"width": 1300, "height": 900})
-    page = ctx.new_page()
-    console: list[tuple[str, str]] = []
-    requests: list[str] = []
-    page.on("console", lambda m: console.append((m.type, m.text)))
-    page.on("pageerror", lambda e: console.append(("pageerror", str(e))))
-    page.on("request", lambda r: requests.append(r.url))
-    # Anything that is not the page itself is aborted (and still counted above).
-    url = path.resolve().as_uri()
-    page.route("**/*", lambda route: route.continue_() if route.request.url == url
-               else route.abort())
-    page.goto(url)
-    page.wait_for_load_state("load")
-    page.wait_for_function("document.querySelectorAll('.figure .main-svg').length > 0")
-    return Opened(page, console, requests)
+    # Anything that is not the page itself is aborted (and still counted): see _open_file.
+    return _open_file(browser, path)
 
 
 def _open_file(browser: Any, path: Path, width: int = 1300) -> Opened:
