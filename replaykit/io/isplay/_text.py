@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._json import JSONTooDeep, canonical_json, json_type
+from ..._json import JSONTooDeep, _finite_float, _reject_constant, canonical_json, json_type
 
 _WS = re.compile(r"[ \t\n\r]*")
 
@@ -19,17 +19,6 @@ def _skip_ws(text: str, i: int) -> int:
     """Index of the first non-whitespace character at or after ``i``."""
     m = _WS.match(text, i)
     return m.end() if m is not None else i
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _finite_float(text: str) -> float:
-    x = float(text)
-    if x in (float("inf"), float("-inf")):
-        raise ValueError(f"number {text} is too large for a double")
-    return x
 
 
 _DEC = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
