@@ -4,11 +4,8 @@ spans parsed by Arrow's JSON reader (which together prove each line; see the pac
 
 from __future__ import annotations
 
-import io
 import re
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -85,7 +82,6 @@ def _envelope_schema(created_at: pa.DataType) -> pa.Schema:
 def _payload_spans(
     b: np.ndarray, starts: np.ndarray, ends: np.ndarray, opens: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-
     """Byte span [value, end) of each line's payload object, located column-wise.
 
     A candidate only: the line's second ``{`` must directly follow a ``"payload":`` key
@@ -165,7 +161,6 @@ def _fast_block(
     *,
     threads: bool = False,
     strict_checked: bool = False,
-    engine: str | None = None,
 ) -> _Part:
     """A block's rows, column-wise; every byte is parsed once.
 
@@ -211,13 +206,25 @@ def _fast_block(
     envelope = pieces.take(pa.array(keep))
     eo = np.frombuffer(envelope.buffers()[1], dtype=np.int64)[: 2 * n + 1]
     env_buf = envelope.buffers()[2].slice(int(eo[0]), int(eo[-1] - eo[0]))
-    del envelope, pieces
-    payload = _slices(buf, value, pend)
+    longest = int((ends - starts).max())
     env = None
-    if (JSON_ENGINE if engine is None else engine) == "duckdb" and _duckdb_module() is not None:
-        env = _duck_envelope(block, starts, ends, env_buf, (value + 1 - starts) + (ends - pend + 1))
-    env, typed = _arrow_parse(env_buf, payload, int((ends - starts).max()), n, threads, env)
-    del env_buf
+    for ts_type in (_STR, pa.int64()):
+        try:
+            env = _parse_lines(env_buf, pa.schema([*_envelope_schema(ts_type), _PLACEHOLDER]),
+                               longest, threads)
+            break
+        except pa.ArrowInvalid as exc:
+            if "created_at" not in str(exc):
+                raise _FastPathFailed(str(exc)) from exc
+    del envelope, env_buf, pieces
+    if env is None or env.num_rows != n:
+        raise _FastPathFailed("row count or created_at types differ")
+    if env.column("payload").null_count:
+        raise _FastPathFailed("a row's payload is not at the top level")
+    payload = _slices(buf, value, pend)
+    typed = _parse_payloads(payload, threads=threads)
+    if typed is None:
+        raise _FastPathFailed("payload spans did not parse")
     created = env.column("created_at").combine_chunks()
     return _Part(
         env=env.drop_columns(["created_at", "payload"]),
@@ -229,232 +236,19 @@ def _fast_block(
     )
 
 
-def _arrow_parse(env_buf: pa.Buffer, payload: pa.Array, longest: int, n: int,
-                 threads: bool, env: pa.Table | None = None) -> tuple[pa.Table, pa.Table]:
-    """The envelope (payload cut to ``{}``; unless ``env`` already holds it) and the payload
-    spans parsed by Arrow's JSON reader; raises _FastPathFailed when either does not prove
-    the block."""
-    for ts_type in () if env is not None else (_STR, pa.int64()):
-        try:
-            env = _parse_lines(env_buf, pa.schema([*_envelope_schema(ts_type), _PLACEHOLDER]),
-                               longest, threads)
-            break
-        except pa.ArrowInvalid as exc:
-            if "created_at" not in str(exc):
-                raise _FastPathFailed(str(exc)) from exc
-    if env is None or env.num_rows != n:
-        raise _FastPathFailed("row count or created_at types differ")
-    if env.column("payload").null_count:
-        raise _FastPathFailed("a row's payload is not at the top level")
-    typed = _parse_payloads(payload, threads=threads)
-    if typed is None:
-        raise _FastPathFailed("payload spans did not parse")
-    return env, typed
-
-
-# ----------------------------------------------------------------------------- DuckDB
-#: The JSON reader of the column-wise path: "duckdb" (when the duckdb package is
-#: installed; Arrow's reader decides any block DuckDB's cannot prove) or "arrow".
-JSON_ENGINE = "arrow"  # "duckdb" measured slower (docs/performance.md)
-
-_duck_local = threading.local()
-_DUCK: dict[str, Any] = {}
-_DUCK_LOCK = threading.Lock()
-
-
-def _duckdb_module() -> Any:
-    """The duckdb module, or None when it is not installed (imported on first use)."""
-    if "module" not in _DUCK:
-        try:
-            import duckdb
-        except ImportError:
-            duckdb = None
-        _DUCK["module"] = duckdb
-    return _DUCK["module"]
-
-
-def _duck_connection() -> Any:
-    """This thread's cursor on the process's one in-memory DuckDB database (its JSON
-    extension is loaded once per process; a cursor per thread, as DuckDB requires)."""
-    con = getattr(_duck_local, "con", None)
-    if con is None:
-        with _DUCK_LOCK:
-            if "db" not in _DUCK:
-                db = _duckdb_module().connect()
-                db.execute("SET threads=1")  # the loader runs its own reading threads
-                _DUCK["db"] = db
-            con = _duck_local.con = _DUCK["db"].cursor()
-    return con
-
-
-def _duck_type(typ: pa.DataType) -> str:
-    """DuckDB column type reading a field of ``typ``: strings as VARCHAR (checked after),
-    numbers and booleans as their JSON text (DuckDB would convert "12" or 1.5 silently)."""
-    if pa.types.is_struct(typ):
-        return "STRUCT(" + ", ".join(f'"{f.name}" {_duck_type(f.type)}' for f in typ) + ")"
-    return "VARCHAR" if typ == _STR else "JSON"
-
-
-_DUCK_ENV = {**{name: _duck_type(typ) for name, typ in _ENVELOPE_FIELDS},
-             "created_at": "JSON", "payload": 'STRUCT("__replaykit_placeholder" TINYINT)'}
-
-
-def _duck_read(data: pa.Buffer, columns: dict[str, str], n: int) -> pa.Table | None:
-    """DuckDB's newline-delimited JSON reader over an in-memory buffer, or None when it
-    refuses the text or finds another number of rows than ``n``."""
-    duckdb = _duckdb_module()
-    try:
-        rel = _duck_connection().read_json(
-            io.BytesIO(memoryview(data)), format="newline_delimited", columns=columns,
-            maximum_object_size=max(16 << 20, data.size + 1),
-        )
-        table = rel.to_arrow_table()
-    except duckdb.Error:
-        return None
-    return table if table.num_rows == n else None
-
-
-#: a VARCHAR value that may be DuckDB's text of a number, boolean, object or array
-_NOT_A_STRING = (r"^(?:[\[{]|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$|true$|false$"
-                 r"|-?(?i:nan|inf|infinity)$)")
-
-
-def _strings_proven(table: pa.Table, names: Sequence[str], texts: Callable[[int], bytes]
-                    ) -> bool:
-    """True when every value of the VARCHAR columns ``names`` was a JSON string.
-
-    DuckDB reads a number, boolean, object or array into a VARCHAR column as its JSON text;
-    Arrow's reader refuses them. Values that look like such a text (first byte, then a
-    pattern) are checked one by one by decoding their row (``texts(i)``): a real string
-    passes, anything else fails.
-    """
-    for name in names:
-        col = table.column(name).combine_chunks()
-        n = len(col)
-        if col.null_count == n:
-            continue
-        offs = np.frombuffer(col.buffers()[1], dtype=np.int32)[col.offset:][: n + 1]
-        data = col.buffers()[2]
-        if data is None:
-            continue
-        d = np.frombuffer(data, dtype=np.uint8)
-        nonempty = offs[1:] > offs[:-1]
-        first = np.where(nonempty, d[np.minimum(offs[:-1], max(len(d) - 1, 0))], 0)
-        maybe = np.flatnonzero(_MAYBE_JSON[first] & nonempty)
-        if not len(maybe):
-            continue
-        hit = pc.match_substring_regex(col.take(pa.array(maybe)), _NOT_A_STRING)
-        rows = maybe[np.asarray(pc.fill_null(hit, False))]
-        if len(rows) > max(_MAX_DECODED, n // 64):
-            return False  # e.g. numeric ids: Arrow's reader checks them faster
-        for i in rows.tolist():
-            try:
-                obj = loads(texts(i))
-            except (JSONDecodeError, ValueError):
-                return False
-            if not isinstance(obj, dict) or not isinstance(obj.get(name), str):
-                return False
-    return True
-
-
-#: at most this many rows (or 1/64 of the block) are decoded one by one to prove strings
-_MAX_DECODED = 64
-
-#: first bytes of DuckDB's text for a non-string JSON value
-_MAYBE_JSON = np.zeros(256, dtype=bool)
-_MAYBE_JSON[[*b"-0123456789tfnNiI[{"]] = True
-
-
-def _json_ints(col: pa.ChunkedArray | pa.Array) -> pa.Array | None:
-    """JSON texts of integers -> int64 (None when any value is another JSON value)."""
-    try:
-        return pc.cast(col, pa.int64())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-
-
-_DUCK_STR_ENV = [name for name, typ in _ENVELOPE_FIELDS if typ == _STR]
-
-
-def _duck_envelope(
-    block: bytes | bytearray, starts: np.ndarray, ends: np.ndarray, env_buf: pa.Buffer,
-    env_lengths: np.ndarray,
-) -> pa.Table | None:
-    """The envelope table exactly as Arrow's reader gives it (:func:`_arrow_parse`), read by
-    DuckDB; None when DuckDB's reading cannot be proven to be Arrow's (Arrow then decides).
-
-    DuckDB's reader is lenient where Arrow's is strict (trailing commas, ``nan``/``inf``
-    literals, numbers beyond a double, a number or object read into a text column), and it
-    skips unknown members unseen. The proof that it read each envelope line strictly:
-
-    * every one of the 8 members is present and non-null, and each text value is a JSON
-      string (:func:`_strings_proven`), each number an integer;
-    * the line is exactly as long as the shortest JSON text of those 8 members: no
-      whitespace, no escape, no trailing comma and no other member (each would add bytes;
-      every value's shortest text is at most as long as its source), so nothing was
-      skipped and every byte was read into a checked value.
-    """
-    n = len(starts)
-    env = _duck_read(env_buf, _DUCK_ENV, n)
-    if env is None or any(env.column(c).null_count for c in env.column_names):
-        return None
-    if not _strings_proven(env, _DUCK_STR_ENV,
-                           lambda i: bytes(block[int(starts[i]):int(ends[i])])):
-        return None
-    seq = _json_ints(env.column("sequence_number"))
-    created = _json_created(env.column("created_at"))
-    if seq is None or created is None:
-        return None
-    # the shortest text of each line: '{' + 7 commas + '}' + '"key":' + each value
-    size = np.full(n, 2 + 7 + sum(len(name) + 3 for name in _DUCK_ENV), dtype=np.int64)
-    for name in _DUCK_ENV:
-        if name == "payload":
-            size += 2  # {}
-            continue
-        col = env.column(name).combine_chunks()
-        size += np.asarray(pc.binary_length(col), dtype=np.int64)
-        if name in _DUCK_STR_ENV:
-            size += 2  # the quotes (the JSON-typed columns hold them in their text)
-    if not np.array_equal(size, env_lengths):
-        return None
-    out = {name: env.column(name) for name, _ in _ENVELOPE_FIELDS}
-    out["sequence_number"] = seq
-    out["created_at"] = created
-    out["payload"] = env.column("payload")
-    return pa.table(out)
-
-
-def _json_created(col: pa.ChunkedArray) -> pa.Array | None:
-    """created_at as Arrow's reader gives it: text when every value is a JSON string,
-    int64 when every value is an integer, else None (null values allowed in both)."""
-    col = col.combine_chunks()
-    valid = col.drop_null()
-    if pc.all(pc.starts_with(valid, '"')).as_py() is not False:
-        if pc.any(pc.match_substring(valid, "\\")).as_py():
-            return None  # an escape: the text would need decoding
-        return pc.utf8_slice_codeunits(col, 1, -1)
-    return _json_ints(col)
-
-
-def _joined_lines(payload: pa.Array) -> tuple[pa.Buffer, int]:
-    """The values of a string array joined by newlines (one copy) and the longest one."""
-    n = len(payload)
-    typ = payload.type
-    lines = pc.binary_join_element_wise(payload, pa.scalar("\n", typ), pa.scalar("", typ))
-    offs = np.frombuffer(lines.buffers()[1],
-                         dtype=np.int64 if pa.types.is_large_string(typ) else np.int32)
-    offs = offs[lines.offset:][: n + 1]
-    data = lines.buffers()[2].slice(int(offs[0]), int(offs[-1] - offs[0]))
-    return data, int(np.diff(offs).max())
-
-
 def _parse_payloads(payload: pa.Array, *, threads: bool = True) -> pa.Table | None:
     """Typed fields of many payload objects (one line each), or None when Arrow cannot
     parse them or a value holds other than exactly one JSON object."""
     n = len(payload)
     if n == 0:
         return _TYPED.empty_table()
-    data, longest = _joined_lines(payload)
+    typ = payload.type
+    lines = pc.binary_join_element_wise(payload, pa.scalar("\n", typ), pa.scalar("", typ))
+    offs = np.frombuffer(lines.buffers()[1],
+                         dtype=np.int64 if pa.types.is_large_string(typ) else np.int32)
+    offs = offs[lines.offset:][: n + 1]
+    data = lines.buffers()[2].slice(int(offs[0]), int(offs[-1] - offs[0]))
+    longest = int(np.diff(offs).max())
     try:
         table = _parse_lines(data, _TYPED, longest, threads)
     except pa.ArrowInvalid:
