@@ -90,9 +90,9 @@ def _dataset(kind: str, events: int) -> Path:
     return path
 
 
-_PLEACH_BIG = ("pleach_replaykit", "pleach_polars", "pleach_duckdb", "pleach_duckdb_same_work",
-               "pleach_pandas")
-_PLEACH_SMALL = ("pleach_replaykit", "pleach_polars", "pleach_pandas")
+_PLEACH_BIG = ("pleach_replaykit", "pleach_polars", "pleach_duckdb", "pleach_duckdb_typed",
+               "pleach_duckdb_same_work", "pleach_pandas")
+_PLEACH_SMALL = ("pleach_replaykit", "pleach_polars", "pleach_duckdb_typed", "pleach_pandas")
 
 
 def bench_pleach(events: int, repeat: int,
@@ -153,6 +153,10 @@ def report(results: dict[str, Any]) -> list[str]:
         if _ok(p, "pleach_duckdb"):
             lines.append(f"  read_pleach time / DuckDB read_json time: "
                          f"{rk['seconds'] / p['pleach_duckdb']['seconds']:6.2f} (reference)")
+        if _ok(p, "pleach_duckdb_typed"):
+            lines.append(f"  read_pleach time / DuckDB typed read (its parses' share) time: "
+                         f"{rk['seconds'] / p['pleach_duckdb_typed']['seconds']:6.2f} "
+                         "(reference)")
         if _ok(p, "pleach_duckdb_same_work"):
             lines.append(f"  read_pleach time / DuckDB same-work time: "
                          f"{rk['seconds'] / p['pleach_duckdb_same_work']['seconds']:6.2f} "
@@ -229,6 +233,13 @@ def loader_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                          "value": rk["seconds"], "unit": "s", "baseline": dd["seconds"],
                          "ratio": rk["seconds"] / dd["seconds"],
                          "target": "reference (time ratio)"})
+        if _ok(p, "pleach_duckdb_typed"):
+            dt = p["pleach_duckdb_typed"]
+            rows.append({"name": f"read_pleach vs DuckDB read_json of the envelope + typed "
+                                 f"payload struct ({n})",
+                         "value": rk["seconds"], "unit": "s", "baseline": dt["seconds"],
+                         "ratio": rk["seconds"] / dt["seconds"],
+                         "target": "reference (the JSON parsing read_pleach does, by DuckDB)"})
         if _ok(p, "pleach_duckdb_same_work"):
             ds = p["pleach_duckdb_same_work"]
             rows.append({"name": f"read_pleach vs DuckDB read + typed payload fields + sort "

@@ -89,3 +89,24 @@ def test_polars_contender_reads_every_row(tmp_path: Path) -> None:
     path = tmp_path / "p.jsonl"
     generate_pleach(path, events=500, runs=5, seed=3)
     assert _worker.pleach_polars(str(path)) == 500 == _worker.pleach_replaykit(str(path))
+
+
+def test_duckdb_typed_contender_reads_every_row_with_the_typed_fields(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    from benchmarks import _worker
+    from replaykit.datasets import generate_pleach
+
+    path = tmp_path / "p.jsonl"
+    generate_pleach(path, events=500, runs=5, seed=3)
+    assert _worker.pleach_duckdb_typed(str(path)) == 500 == _worker.pleach_replaykit(str(path))
+
+
+def test_loader_rows_show_the_duckdb_typed_read_as_a_reference() -> None:
+    results = {"pleach": {"events": 300_000, "file_mb": 130.0,
+                          "pleach_replaykit": _r("pleach_replaykit", 1.5),
+                          "pleach_duckdb_typed": _r("pleach_duckdb_typed", 0.5)}}
+    row, = (r for r in bench.loader_rows(results) if "typed payload struct" in r["name"])
+    assert row["ratio"] == pytest.approx(3.0) and row["baseline"] == 0.5
+    assert str(row["target"]).startswith("reference")
+    text = "\n".join(bench.report(results))
+    assert "DuckDB typed read (its parses' share) time:   3.00 (reference)" in text
