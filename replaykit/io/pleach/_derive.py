@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..._json import JSONDecodeError, args_hash, canonical_json, loads
+from ..._json import MAX_DEPTH, JSONDecodeError, _orjson, args_hash, canonical_json, loads
 from ...schema import DERIVED_COLUMNS as SCHEMA_DERIVED_COLUMNS
 from ...schema import EVENTS_SCHEMA
 from ._fastpath import _parse_payloads
@@ -49,18 +49,42 @@ def _tool_args(part: _Part, cache: dict[str, str]) -> tuple[pa.Array, pa.Array]:
     """Canonical JSON text and hash of each tool.called row's ``args`` (null elsewhere).
 
     Per tool call (the only per-row step: the arguments are re-serialised canonically);
-    each distinct canonical text is hashed once.
+    each distinct canonical text is hashed once. With orjson, the payloads that need none of
+    :func:`loads`'s checks (no run of 19+ digits, at most ``MAX_DEPTH`` brackets in all) go
+    through one tight orjson loop on their UTF-8 bytes (:func:`_fast_args`), the others
+    through :func:`loads` / :func:`canonical_json` one by one: the same texts either way.
     """
     n = part.env.num_rows
     etype = part.env.column("event_type")
     called = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(etype, "tool.called"), False)))
-    args_text: list[str | None] = [None] * len(called)
-    hashes: list[str | None] = [None] * len(called)
     payloads = part.payload.take(pa.array(called))
+    if isinstance(payloads, pa.ChunkedArray):
+        payloads = payloads.combine_chunks()
     # one column-wise scan for runs of 19+ digits (integers that may not fit 64 bits): only
     # those payloads take the lossless slow decode, the rest skip the per-call check
     long_ints = np.asarray(pc.fill_null(pc.match_substring_regex(payloads, r"[0-9]{19}"),
-                                        False)).tolist()
+                                        False))
+    fast = _fast_args(payloads, long_ints, cache) if _orjson is not None and len(called) else None
+    if fast is None:
+        args_text, hashes = _slow_args(payloads, long_ints.tolist(), cache)
+        fast = pa.array(args_text, type=_STR), pa.array(hashes, type=_STR)
+    scatter = np.full(n, -1, dtype=np.int64)
+    scatter[called] = np.arange(len(called))
+    where = pa.array(scatter, mask=scatter < 0)
+    return fast[0].take(where), fast[1].take(where)
+
+
+def _arg_hash(args: Any, text: str) -> str:
+    # args_hash(args): a string argument is hashed by the JSON value it holds
+    return (args_hash(args) if isinstance(args, str)
+            else hashlib.sha256(text.encode("utf-8")).hexdigest()[:32])
+
+
+def _slow_args(payloads: pa.Array, long_ints: list[bool], cache: dict[str, str]
+               ) -> tuple[list[str | None], list[str | None]]:
+    """The canonical args text and hash of each payload, one :func:`loads` at a time."""
+    args_text: list[str | None] = [None] * len(payloads)
+    hashes: list[str | None] = [None] * len(payloads)
     for j, ptxt in enumerate(payloads.to_pylist()):
         args = loads(ptxt, long_ints=long_ints[j]).get("args")
         if args is None:
@@ -68,19 +92,63 @@ def _tool_args(part: _Part, cache: dict[str, str]) -> tuple[pa.Array, pa.Array]:
         a = args_text[j] = canonical_json(args)
         h = cache.get(a)
         if h is None:
-            # args_hash(args): a string argument is hashed by the JSON value it holds
-            h = cache[a] = (
-                args_hash(args) if isinstance(args, str)
-                else hashlib.sha256(a.encode("utf-8")).hexdigest()[:32]
-            )
+            h = cache[a] = _arg_hash(args, a)
         hashes[j] = h
-    scatter = np.full(n, -1, dtype=np.int64)
-    scatter[called] = np.arange(len(called))
-    where = pa.array(scatter, mask=scatter < 0)
-    return (
-        pa.array(args_text, type=_STR).take(where),
-        pa.array(hashes, type=_STR).take(where),
-    )
+    return args_text, hashes
+
+
+#: Put between the arguments of consecutive calls in :func:`_fast_args`'s one encoding; its
+#: text ``,"\u0000\u001f\u0000",`` can occur inside an encoded argument only as an array
+#: element of that exact string, and then the count of pieces tells (and the slow path runs).
+_SEP = "\x00\x1f\x00"
+_SEP_TEXT = ',"\\u0000\\u001f\\u0000",'
+
+
+def _fast_args(payloads: pa.Array, long_ints: np.ndarray, cache: dict[str, str]
+               ) -> tuple[pa.Array, pa.Array] | None:
+    """:func:`_slow_args` of the payloads with orjson directly, or None to take the slow
+    path (a payload with a long integer or more than ``MAX_DEPTH`` brackets, a null, or one
+    orjson refuses: the slow path gives the loader's answer or error for it).
+
+    One decode per payload, then one canonical encoding of all the arguments at once
+    (separated by :data:`_SEP`), split column-wise; each distinct text is hashed once.
+    """
+    if payloads.null_count or long_ints.any():
+        return None
+    brackets = pc.add(pc.count_substring(payloads, "{"), pc.count_substring(payloads, "["))
+    if pc.max(brackets).as_py() > MAX_DEPTH:
+        return None
+    payloads = payloads.cast(pa.large_string())
+    offs = np.frombuffer(payloads.buffers()[1], dtype=np.int64)[
+        payloads.offset : payloads.offset + len(payloads) + 1].tolist()
+    data = payloads.buffers()[2]
+    mv = memoryview(data if data is not None else b"")
+    oloads = _orjson.loads
+    try:
+        args = [oloads(mv[a0:b0]).get("args") for a0, b0 in zip(offs[:-1], offs[1:],
+                                                                   strict=True)]
+        joined = [_SEP] * (2 * len(args) - 1)
+        joined[::2] = args
+        text = _orjson.dumps(joined, option=_orjson.OPT_SORT_KEYS)
+    except Exception:  # noqa: BLE001 - any refusal: the slow path decides (and raises)
+        return None
+    pieces = pc.split_pattern(pa.array([text[1:-1]], pa.large_binary()).cast(pa.large_string()),
+                              _SEP_TEXT)
+    values = pieces.values if isinstance(pieces, pa.ListArray) else pieces.flatten()
+    if len(values) != len(args):  # an argument holds the separator: decide row by row
+        return None
+    absent = pa.array(np.fromiter((a is None for a in args), dtype=bool, count=len(args)))
+    texts = pc.if_else(absent, pa.scalar(None, pa.large_string()), values)
+    codes = pc.dictionary_encode(texts)
+    distinct = codes.dictionary.to_pylist()
+    sha = hashlib.sha256
+    digests = [
+        args_hash(loads(d)) if d.startswith('"')  # a string argument: by the value it holds
+        else sha(d.encode("utf-8")).hexdigest()[:32]
+        for d in distinct
+    ]
+    hashes = pa.array(digests, _STR).take(codes.indices)
+    return texts.cast(_STR), hashes
 
 
 def _type_and_kind(event_type: pa.ChunkedArray | pa.Array) -> dict[str, pa.Array]:
@@ -109,8 +177,8 @@ def _canonical_columns(
     t_idx = etype.indices.to_numpy(zero_copy_only=False)
 
     def is_type(*names: str) -> pa.Array:
-        codes = [i for i, t in enumerate(type_names) if t in names]
-        return pa.array(np.isin(t_idx, codes))
+        lut = np.fromiter((t in names for t in type_names), dtype=bool, count=len(type_names))
+        return pa.array(lut[t_idx] if len(lut) else np.zeros(len(t_idx), dtype=bool))
 
     def col(name: str) -> pa.ChunkedArray:
         return typed.column(name)
@@ -202,18 +270,41 @@ def _all_open_objects(payload: pa.Array) -> bool:
     return bool((data[offs[:-1]] == ord("{")).all())
 
 
-def derive_columns(table: pa.Table, *, typed: pa.Table | None = None
+def _derive_inputs(table: pa.Table) -> tuple[pa.Array, pa.Array]:
+    """``type`` as plain strings (null as ``""``) and ``payload`` as large_string."""
+
+    def plain(name: str) -> pa.Array:
+        col = table.column(name)
+        arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        return arr.cast(arr.type.value_type) if pa.types.is_dictionary(arr.type) else arr
+
+    return pc.fill_null(plain("type").cast(_STR), ""), plain("payload").cast(pa.large_string())
+
+
+def table_tool_args(table: pa.Table) -> tuple[pa.Array, pa.Array]:
+    """Canonical ``args`` text and its hash of each tool.called row of ``table`` (null
+    elsewhere), as :func:`derive_columns` derives them (``text`` and ``args_hash``); needs
+    only ``type`` and ``payload``, so a verifier can run it apart from the typed parse."""
+    etype, payload = _derive_inputs(table)
+    n = table.num_rows
+    return _tool_args(_Part(env=pa.table({"event_type": etype}), created_at=pa.nulls(n, _STR),
+                            payload=payload, typed=pa.table({}), line=np.zeros(n, np.int64)), {})
+
+
+def derive_columns(table: pa.Table, *, typed: pa.Table | None = None,
+                   tool_args: tuple[pa.Array, pa.Array] | None = None
                    ) -> dict[str, pa.Array]:
     """The :data:`DERIVED_COLUMNS` that read_pleach would give the rows of ``table``.
 
     ``table`` is a canonical events table (or any table with ``tenant_id``, ``run_id``,
     ``type`` and ``payload``) sorted by (tenant_id, run_id, seq). The derivation is the
-    loader's own code (:func:`_slim`, :func:`_canonical_columns`, :func:`_fill_derived`),
+    loader's own code (:func:`_tool_args`, :func:`_canonical_columns`, :func:`_fill_derived`),
     column-wise, so a verifier can check stored derived columns against the hashed
     content (``replaykit.verify_chain``). ``turn`` is carried forward within each run and
     ``parent_run_id`` comes from ``subagent.spawned`` rows of the same tenant in ``table``.
     ``typed`` is ``_typed_payloads`` of the table's payloads when the caller has it already
-    (e.g. parsed on another thread). Values have the canonical types, except that columns
+    (e.g. parsed on another thread), ``tool_args`` likewise :func:`table_tool_args` of
+    ``table``. Values have the canonical types, except that columns
     the schema dictionary-encodes other than ``kind`` and ``parent_run_id`` are plain
     strings (compare values, not encodings).
 
@@ -222,22 +313,35 @@ def derive_columns(table: pa.Table, *, typed: pa.Table | None = None
     >>> derive_columns(log.table)["tool_name"].equals(stored.combine_chunks())  # doctest: +SKIP
     True
     """
+    cols, sources = _derived(table, typed=typed, tool_args=tool_args)
+    cols["text"] = _text_column(sources)
+    return {name: cols[name] for name in DERIVED_COLUMNS}
+
+
+def _text_column(sources: list[Any]) -> pa.Array:
+    """``text``: the first non-null of its sources (:func:`_derived`), as large_string."""
+    text = pc.coalesce(*sources)
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
+    return text.cast(pa.large_string())
+
+
+def _derived(table: pa.Table, *, typed: pa.Table | None = None,
+             tool_args: tuple[pa.Array, pa.Array] | None = None
+             ) -> tuple[dict[str, pa.Array], list[Any]]:
+    """:func:`derive_columns` but ``text``, and the columns ``text`` coalesces (the first
+    non-null of them, in order), so a verifier can compare ``text`` without building it."""
     n = table.num_rows
-
-    def plain(name: str) -> pa.Array:
-        col = table.column(name)
-        arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-        return arr.cast(arr.type.value_type) if pa.types.is_dictionary(arr.type) else arr
-
-    etype = pc.fill_null(plain("type").cast(_STR), "")
-    payload = plain("payload").cast(pa.large_string())
+    etype, payload = _derive_inputs(table)
     env = pa.table({"event_type": etype})
     if typed is None:
         typed = _typed_payloads(payload)
-    part = _slim(_Part(env=env, created_at=pa.nulls(n, _STR), payload=payload,
-                       typed=typed, line=np.zeros(n, dtype=np.int64)))
-    cols = {**_type_and_kind(etype), **{c: part.typed.column(c) for c in part.typed.column_names}}
-    cols["text"] = part.text
+    if tool_args is None:
+        tool_args = _tool_args(_Part(env=env, created_at=pa.nulls(n, _STR), payload=payload,
+                                     typed=typed, line=np.zeros(n, dtype=np.int64)), {})
+    args, hashes = tool_args
+    cols = _canonical_columns(env, typed, hashes)  # as _slim makes them for the loader
+    sources = [args, *(typed.column(c) for c in _TEXT_FIELDS)]
     child = cols.pop("_child")
 
     def keys(name: str) -> pa.Array:
@@ -255,6 +359,8 @@ def derive_columns(table: pa.Table, *, typed: pa.Table | None = None
     runs = _fill_derived(runs, child)  # turn carried forward, parent_run_id from spawns
     out: dict[str, pa.Array] = {}
     for name in DERIVED_COLUMNS:
+        if name == "text":
+            continue
         typ = EVENTS_SCHEMA.field(name).type
         if name in ("turn", "parent_run_id"):
             arr = runs.column(name).combine_chunks()
@@ -270,7 +376,7 @@ def derive_columns(table: pa.Table, *, typed: pa.Table | None = None
         else:  # step, chunk_type: pleach has neither
             arr = pa.nulls(n, typ.value_type if pa.types.is_dictionary(typ) else typ)
         out[name] = arr
-    return out
+    return out, sources
 
 
 def _segments(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
@@ -285,6 +391,13 @@ def _segments(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     starts = np.flatnonzero(change)
     lengths = np.diff(np.append(starts, n))
     return starts, lengths
+
+
+def _strings(col: pa.ChunkedArray | pa.Array) -> list[Any]:
+    """``col.to_pylist()``, decoded from a dictionary first (much faster for dictionaries)."""
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    return col.to_pylist()
 
 
 def _fill_derived(table: pa.Table, child: pa.Array) -> pa.Table:
@@ -306,15 +419,15 @@ def _fill_derived(table: pa.Table, child: pa.Array) -> pa.Table:
     spawn_rows = np.flatnonzero(np.asarray(child.is_valid()))
     if len(spawn_rows):
         idx = pa.array(spawn_rows)
-        tenants = table.column("tenant_id").take(idx).to_pylist()
-        runs = table.column("run_id").take(idx).to_pylist()
+        tenants = _strings(table.column("tenant_id").take(idx))
+        runs = _strings(table.column("run_id").take(idx))
         for t, r, c in zip(tenants, runs, child.take(idx).to_pylist(), strict=True):
             parents.setdefault((t, c), r)
     cols = {"turn": turn}
     if parents:
         seg_idx = pa.array(starts)
-        seg_t = table.column("tenant_id").take(seg_idx).to_pylist()
-        seg_r = table.column("run_id").take(seg_idx).to_pylist()
+        seg_t = _strings(table.column("tenant_id").take(seg_idx))
+        seg_r = _strings(table.column("run_id").take(seg_idx))
         seg_parent = [parents.get((t, r)) for t, r in zip(seg_t, seg_r, strict=True)]
         parent = pa.array(seg_parent, type=_STR).take(
             pa.array(np.repeat(np.arange(len(starts)), lengths))
