@@ -186,16 +186,25 @@ def _canonical_columns(
     def pick(mask: pa.Array, values: pa.Array) -> pa.Array:
         return pc.if_else(mask, values, pa.nulls(len(values), values.type))
 
-    null_s = pa.nulls(len(etype), _STR)
-    calls = is_type("model.requested", "model.completed", "tool.called", "tool.completed")
-    ref = pc.if_else(calls, col("call_id"), null_s)
-    ref = pc.if_else(is_type("interrupt.raised", "interrupt.resolved"), col("interrupt_id"), ref)
-    ref = pc.if_else(is_type("subagent.spawned", "subagent.completed"), col("subagent_id"), ref)
-    ref = pc.if_else(is_type("turn.started", "turn.completed"), col("message_id"), ref)
-    event_id = pick(is_type("message.user"), col("message_id"))
-    event_id = pc.if_else(is_type("checkpoint.created"), col("checkpoint_id"), event_id)
-    event_id = pc.if_else(is_type("export.created"), col("export_id"), event_id)
-    event_id = pc.if_else(is_type("user_card.shown"), col("card_id"), event_id)
+    def by_type(*pairs: tuple[tuple[str, ...], str]) -> pa.Array:
+        """Field ``pairs[k][1]`` on the rows whose type is in ``pairs[k][0]`` (the type sets
+        are disjoint), null elsewhere: one pass (choose) over the fields."""
+        lut = np.zeros(len(type_names), dtype=np.int8)
+        for k, (names, _) in enumerate(pairs, 1):
+            lut[[i for i, t in enumerate(type_names) if t in names]] = k
+        codes = pa.array(lut[t_idx] if len(lut) else np.zeros(len(t_idx), dtype=np.int8))
+        return pc.choose(codes, pa.nulls(len(t_idx), _STR), *(col(f) for _, f in pairs))
+
+    ref = by_type(
+        (("model.requested", "model.completed", "tool.called", "tool.completed"), "call_id"),
+        (("interrupt.raised", "interrupt.resolved"), "interrupt_id"),
+        (("subagent.spawned", "subagent.completed"), "subagent_id"),
+        (("turn.started", "turn.completed"), "message_id"),
+    )
+    event_id = by_type(
+        (("message.user",), "message_id"), (("checkpoint.created",), "checkpoint_id"),
+        (("export.created",), "export_id"), (("user_card.shown",), "card_id"),
+    )
     tools = is_type("tool.called", "tool.completed")
     tool_name = pick(tools, col("tool"))
     model_done = is_type("model.completed")
