@@ -971,20 +971,27 @@ def _pleach_rows(table: pa.Table) -> pa.Table | None:
     return table if count == table.num_rows else table.filter(mine)
 
 
-def _typed_of(sub: pa.Table) -> pa.Table:
-    """The pleach loader's typed payload fields of ``sub`` (one Arrow parse, GIL released)."""
+def _typed_of(sub: pa.Table, *, threads: bool = True) -> pa.Table:
+    """The pleach loader's typed payload fields of ``sub`` (one Arrow parse, GIL released;
+    ``threads=False``: on this thread only)."""
     from .io.pleach import _typed_payloads
 
-    return _typed_payloads(pc.cast(_plain(sub.column("payload")), _LS))
+    return _typed_payloads(pc.cast(_plain(sub.column("payload")), _LS), threads=threads)
 
 
 def _parsed_of(sub: pa.Table) -> tuple[pa.Table, tuple[pa.Array, pa.Array]]:
     """What the derived-column check decodes from ``sub``'s payloads: the typed fields
     (:func:`_typed_of`) and the tool calls' canonical arguments and their hashes
-    (:func:`replaykit.io.pleach._derive.table_tool_args`)."""
+    (:func:`replaykit.io.pleach._derive.table_tool_args`).
+
+    Run on a second thread while the first builds the content bytes and hashes: the
+    arguments first (Python, holding the GIL, while the first thread is mostly in Arrow
+    kernels), then Arrow's parse on this one thread (GIL released, so it overlaps the
+    hashing loop on the other core instead of competing with it for both cores)."""
     from .io.pleach._derive import table_tool_args
 
-    return _typed_of(sub), table_tool_args(sub)
+    tool_args = table_tool_args(sub)
+    return _typed_of(sub, threads=False), tool_args
 
 
 def _text_mismatch(stored: pa.ChunkedArray | pa.Array, sources: list[Any]
@@ -1220,10 +1227,10 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     n = table.num_rows
     parts: list[pa.Table] = []
     # the derived-column check's payload decoding goes on a second thread while this one
-    # hashes: Arrow's JSON reader (which releases the GIL for its whole run), then the tool
-    # calls' arguments (one orjson loop, sharing the GIL with the hashing loop); the rest of
-    # the check (many short Arrow calls) runs here afterwards, as it would only queue for
-    # the GIL behind the hashing loop
+    # builds the content bytes and hashes (_parsed_of: the tool calls' arguments, then
+    # Arrow's JSON reader, which releases the GIL for its whole run); the rest of the check
+    # (many short Arrow calls) runs here afterwards, as it would only queue for the GIL
+    # behind the hashing loop
     sub = _pleach_rows(table) if derived else None
     pool = ThreadPoolExecutor(1) if sub is not None else None
     try:

@@ -1,32 +1,23 @@
 """The derived-column check's shortcuts (issue 14): verify_chain flags exactly the cells a
-straightforward cell-by-cell comparison with ``derive_columns`` flags; the tool calls'
-arguments encoded in one orjson call are the texts the per-call loop gives; ``text`` compared
+straightforward cell-by-cell comparison with ``derive_columns`` flags; ``text`` compared
 source by source agrees with comparing the built column."""
 
 from __future__ import annotations
 
 import functools
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit._json import HAVE_ORJSON, args_hash
 from replaykit.datasets import generate_pleach
 from replaykit.integrity import _text_mismatch, verify_chain
 from replaykit.io.pleach import derive_columns
-from replaykit.io.pleach._derive import _SEP, _fast_args, _slow_args, _tool_args
-from replaykit.io.pleach._shapes import _Part
-
-needs_orjson = pytest.mark.skipif(not HAVE_ORJSON, reason="the fast path needs orjson")
 
 
 @functools.cache
@@ -127,91 +118,6 @@ def test_the_property_sees_tampering_of_every_column():
         assert {r.found.split("=", 1)[0] for r in p.itertuples()} == {column}
 
 
-# ----------------------------------------------------------------- tool-call arguments
-
-_json_leaf = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**70), 2**70),
-    st.floats(allow_nan=False, allow_infinity=False),
-    st.text(max_size=8), st.sampled_from([_SEP, "\u2028", "\x7f", '"\\', "数据"]),
-)
-_json_value = st.recursive(
-    _json_leaf,
-    lambda kids: st.one_of(st.lists(kids, max_size=4),
-                           st.dictionaries(st.text(max_size=4), kids, max_size=4)),
-    max_leaves=12,
-)
-_payload = st.one_of(
-    st.fixed_dictionaries({"args": _json_value, "call_id": st.text(max_size=5)}),
-    st.fixed_dictionaries({"call_id": st.text(max_size=5)}),
-)
-
-
-def _part(payloads: list[str]) -> _Part:
-    n = len(payloads)
-    return _Part(env=pa.table({"event_type": pa.array(["tool.called"] * n)}),
-                 created_at=pa.nulls(n, pa.string()), payload=pa.array(payloads, pa.large_string()),
-                 typed=pa.table({}), line=np.zeros(n, dtype=np.int64))
-
-
-def _slow(payloads: list[str]) -> tuple[list[Any], list[Any]]:
-    arr = pa.array(payloads, pa.large_string())
-    long_ints = np.asarray(pc.match_substring_regex(arr, r"[0-9]{19}")).tolist()
-    return _slow_args(arr, long_ints, {})
-
-
-@given(objs=st.lists(_payload, min_size=1, max_size=12), spaced=st.booleans())
-@settings(max_examples=200, deadline=None)
-def test_tool_args_are_the_per_call_loops_texts(objs, spaced):
-    payloads = [json.dumps(o, ensure_ascii=spaced, separators=(", ", ": ") if spaced else None)
-                for o in objs]
-    text, hashes = _slow(payloads)
-    got_text, got_hashes = _tool_args(_part(payloads), {})
-    assert got_text.to_pylist() == text
-    assert got_hashes.to_pylist() == hashes
-
-
-@needs_orjson
-def test_fast_args_is_taken_and_matches_on_ordinary_payloads():
-    payloads = [json.dumps({"args": {"b": [1, 2.5, "ü"], "a": {"z": None, "c": True}},
-                            "call_id": "c1"}),
-                json.dumps({"call_id": "c2"}),  # no args: null text and hash
-                json.dumps({"args": '{"y": 1, "x": 2}', "call_id": "c3"}),  # a string argument
-                json.dumps({"args": [], "call_id": "c4"})]
-    arr = pa.array(payloads, pa.large_string())
-    fast = _fast_args(arr, np.zeros(len(payloads), dtype=bool), {})
-    assert fast is not None
-    text, hashes = _slow(payloads)
-    assert fast[0].to_pylist() == text == ['{"a":{"c":true,"z":null},"b":[1,2.5,"ü"]}', None,
-                                           '"{\\"y\\": 1, \\"x\\": 2}"', "[]"]
-    assert fast[1].to_pylist() == hashes
-    assert hashes[2] == args_hash({"x": 2, "y": 1})  # a string argument: by its JSON value
-
-
-@needs_orjson
-def test_fast_args_hands_separator_long_ints_and_deep_payloads_to_the_slow_path():
-    sep_inside = json.dumps({"args": [1, _SEP, 2], "call_id": "c"})
-    long_int = json.dumps({"args": {"n": 2**80}, "call_id": "c"})
-    deep = json.dumps({"args": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]
-                       * 8, "call_id": "c"})
-    plain = json.dumps({"args": {"a": 1}, "call_id": "c"})
-    for odd in (sep_inside, long_int, deep):
-        payloads = [plain, odd, plain]
-        arr = pa.array(payloads, pa.large_string())
-        long_ints = np.asarray(pc.match_substring_regex(arr, r"[0-9]{19}"))
-        assert _fast_args(arr, long_ints, {}) is None
-        text, hashes = _slow(payloads)
-        got = _tool_args(_part(payloads), {})
-        assert got[0].to_pylist() == text and got[1].to_pylist() == hashes
-    assert _slow([sep_inside])[0] == ['[1,"\\u0000\\u001f\\u0000",2]']
-
-
-def test_a_payload_the_loader_cannot_decode_still_raises_as_before():
-    with pytest.raises(ValueError):
-        _tool_args(_part(['{"args": [1, 2]', '{"args": 1}']), {})
-    with pytest.raises(AttributeError):  # a tool.called payload that is not an object
-        _tool_args(_part(['[1, 2]']), {})
-
-
 # ----------------------------------------------------------------- text, source by source
 
 _cell = st.one_of(st.none(), st.sampled_from(["", "a", "b", "ab", "数据", "a\n"]))
@@ -239,3 +145,36 @@ def test_text_mismatch_is_the_comparison_with_the_built_column(rows, chunks, lar
 
 def test_text_mismatch_leaves_a_non_string_column_to_the_built_comparison():
     assert _text_mismatch(pa.array([1, 2]), [pa.array(["1", "2"])]) is None
+
+
+# ----------------------------------------------------------------- ref_id / event_id by type
+
+_REF = {"model.requested": "call_id", "model.completed": "call_id", "tool.called": "call_id",
+        "tool.completed": "call_id", "interrupt.raised": "interrupt_id",
+        "interrupt.resolved": "interrupt_id", "subagent.spawned": "subagent_id",
+        "subagent.completed": "subagent_id", "turn.started": "message_id",
+        "turn.completed": "message_id"}
+_EVENT = {"message.user": "message_id", "checkpoint.created": "checkpoint_id",
+          "export.created": "export_id", "user_card.shown": "card_id"}
+_ID_FIELDS = ("call_id", "interrupt_id", "subagent_id", "message_id", "checkpoint_id",
+              "export_id", "card_id")
+
+
+@given(rows=st.lists(st.tuples(
+    st.sampled_from([*_REF, *_EVENT, "error.raised", "other.thing", ""]),
+    st.dictionaries(st.sampled_from(_ID_FIELDS), st.text(max_size=3), max_size=4)),
+    max_size=25))
+@settings(max_examples=100, deadline=None)
+def test_ref_and_event_ids_come_from_the_field_their_type_names(rows):
+    import json
+
+    from replaykit.io.pleach._derive import _canonical_columns, _typed_payloads
+
+    env = pa.table({"event_type": pa.array([r[0] for r in rows], pa.string())})
+    payload = pa.array([json.dumps(r[1]) for r in rows], pa.large_string())
+    typed = _typed_payloads(payload)
+    cols = _canonical_columns(env, typed, pa.nulls(len(rows), pa.string()))
+    assert pc.cast(cols["ref_id"], pa.string()).to_pylist() == [
+        r[1].get(_REF[r[0]]) if r[0] in _REF else None for r in rows]
+    assert pc.cast(cols["event_id"], pa.string()).to_pylist() == [
+        r[1].get(_EVENT[r[0]]) if r[0] in _EVENT else None for r in rows]

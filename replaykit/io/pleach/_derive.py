@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..._json import MAX_DEPTH, JSONDecodeError, _orjson, args_hash, canonical_json, loads
+from ..._json import JSONDecodeError, args_hash, canonical_json, loads
 from ...schema import DERIVED_COLUMNS as SCHEMA_DERIVED_COLUMNS
 from ...schema import EVENTS_SCHEMA
 from ._fastpath import _parse_payloads
@@ -49,42 +49,18 @@ def _tool_args(part: _Part, cache: dict[str, str]) -> tuple[pa.Array, pa.Array]:
     """Canonical JSON text and hash of each tool.called row's ``args`` (null elsewhere).
 
     Per tool call (the only per-row step: the arguments are re-serialised canonically);
-    each distinct canonical text is hashed once. With orjson, the payloads that need none of
-    :func:`loads`'s checks (no run of 19+ digits, at most ``MAX_DEPTH`` brackets in all) go
-    through one tight orjson loop on their UTF-8 bytes (:func:`_fast_args`), the others
-    through :func:`loads` / :func:`canonical_json` one by one: the same texts either way.
+    each distinct canonical text is hashed once.
     """
     n = part.env.num_rows
     etype = part.env.column("event_type")
     called = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(etype, "tool.called"), False)))
+    args_text: list[str | None] = [None] * len(called)
+    hashes: list[str | None] = [None] * len(called)
     payloads = part.payload.take(pa.array(called))
-    if isinstance(payloads, pa.ChunkedArray):
-        payloads = payloads.combine_chunks()
     # one column-wise scan for runs of 19+ digits (integers that may not fit 64 bits): only
     # those payloads take the lossless slow decode, the rest skip the per-call check
     long_ints = np.asarray(pc.fill_null(pc.match_substring_regex(payloads, r"[0-9]{19}"),
-                                        False))
-    fast = _fast_args(payloads, long_ints, cache) if _orjson is not None and len(called) else None
-    if fast is None:
-        args_text, hashes = _slow_args(payloads, long_ints.tolist(), cache)
-        fast = pa.array(args_text, type=_STR), pa.array(hashes, type=_STR)
-    scatter = np.full(n, -1, dtype=np.int64)
-    scatter[called] = np.arange(len(called))
-    where = pa.array(scatter, mask=scatter < 0)
-    return fast[0].take(where), fast[1].take(where)
-
-
-def _arg_hash(args: Any, text: str) -> str:
-    # args_hash(args): a string argument is hashed by the JSON value it holds
-    return (args_hash(args) if isinstance(args, str)
-            else hashlib.sha256(text.encode("utf-8")).hexdigest()[:32])
-
-
-def _slow_args(payloads: pa.Array, long_ints: list[bool], cache: dict[str, str]
-               ) -> tuple[list[str | None], list[str | None]]:
-    """The canonical args text and hash of each payload, one :func:`loads` at a time."""
-    args_text: list[str | None] = [None] * len(payloads)
-    hashes: list[str | None] = [None] * len(payloads)
+                                        False)).tolist()
     for j, ptxt in enumerate(payloads.to_pylist()):
         args = loads(ptxt, long_ints=long_ints[j]).get("args")
         if args is None:
@@ -92,63 +68,19 @@ def _slow_args(payloads: pa.Array, long_ints: list[bool], cache: dict[str, str]
         a = args_text[j] = canonical_json(args)
         h = cache.get(a)
         if h is None:
-            h = cache[a] = _arg_hash(args, a)
+            # args_hash(args): a string argument is hashed by the JSON value it holds
+            h = cache[a] = (
+                args_hash(args) if isinstance(args, str)
+                else hashlib.sha256(a.encode("utf-8")).hexdigest()[:32]
+            )
         hashes[j] = h
-    return args_text, hashes
-
-
-#: Put between the arguments of consecutive calls in :func:`_fast_args`'s one encoding; its
-#: text ``,"\u0000\u001f\u0000",`` can occur inside an encoded argument only as an array
-#: element of that exact string, and then the count of pieces tells (and the slow path runs).
-_SEP = "\x00\x1f\x00"
-_SEP_TEXT = ',"\\u0000\\u001f\\u0000",'
-
-
-def _fast_args(payloads: pa.Array, long_ints: np.ndarray, cache: dict[str, str]
-               ) -> tuple[pa.Array, pa.Array] | None:
-    """:func:`_slow_args` of the payloads with orjson directly, or None to take the slow
-    path (a payload with a long integer or more than ``MAX_DEPTH`` brackets, a null, or one
-    orjson refuses: the slow path gives the loader's answer or error for it).
-
-    One decode per payload, then one canonical encoding of all the arguments at once
-    (separated by :data:`_SEP`), split column-wise; each distinct text is hashed once.
-    """
-    if payloads.null_count or long_ints.any():
-        return None
-    brackets = pc.add(pc.count_substring(payloads, "{"), pc.count_substring(payloads, "["))
-    if pc.max(brackets).as_py() > MAX_DEPTH:
-        return None
-    payloads = payloads.cast(pa.large_string())
-    offs = np.frombuffer(payloads.buffers()[1], dtype=np.int64)[
-        payloads.offset : payloads.offset + len(payloads) + 1].tolist()
-    data = payloads.buffers()[2]
-    mv = memoryview(data if data is not None else b"")
-    oloads = _orjson.loads
-    try:
-        args = [oloads(mv[a0:b0]).get("args") for a0, b0 in zip(offs[:-1], offs[1:],
-                                                                   strict=True)]
-        joined = [_SEP] * (2 * len(args) - 1)
-        joined[::2] = args
-        text = _orjson.dumps(joined, option=_orjson.OPT_SORT_KEYS)
-    except Exception:  # noqa: BLE001 - any refusal: the slow path decides (and raises)
-        return None
-    pieces = pc.split_pattern(pa.array([text[1:-1]], pa.large_binary()).cast(pa.large_string()),
-                              _SEP_TEXT)
-    values = pieces.values if isinstance(pieces, pa.ListArray) else pieces.flatten()
-    if len(values) != len(args):  # an argument holds the separator: decide row by row
-        return None
-    absent = pa.array(np.fromiter((a is None for a in args), dtype=bool, count=len(args)))
-    texts = pc.if_else(absent, pa.scalar(None, pa.large_string()), values)
-    codes = pc.dictionary_encode(texts)
-    distinct = codes.dictionary.to_pylist()
-    sha = hashlib.sha256
-    digests = [
-        args_hash(loads(d)) if d.startswith('"')  # a string argument: by the value it holds
-        else sha(d.encode("utf-8")).hexdigest()[:32]
-        for d in distinct
-    ]
-    hashes = pa.array(digests, _STR).take(codes.indices)
-    return texts.cast(_STR), hashes
+    scatter = np.full(n, -1, dtype=np.int64)
+    scatter[called] = np.arange(len(called))
+    where = pa.array(scatter, mask=scatter < 0)
+    return (
+        pa.array(args_text, type=_STR).take(where),
+        pa.array(hashes, type=_STR).take(where),
+    )
 
 
 def _type_and_kind(event_type: pa.ChunkedArray | pa.Array) -> dict[str, pa.Array]:
@@ -241,19 +173,20 @@ def _canonical_columns(
 DERIVED_COLUMNS: tuple[str, ...] = SCHEMA_DERIVED_COLUMNS  # one list (replaykit.schema)
 
 
-def _typed_payloads(payload: pa.Array) -> pa.Table:
+def _typed_payloads(payload: pa.Array, *, threads: bool = True) -> pa.Table:
     """The typed payload fields of payload texts, read exactly as the loader reads them.
 
     One Arrow parse when every text is a JSON object Arrow can read with the typed schema;
     otherwise the texts are decoded one by one (:func:`_typed_from_objects`: a field of
     another JSON type is null, as Arrow's typed parse would have refused it). A text that
     is not a JSON object (possible only in a tampered table) reads as ``{}``.
+    ``threads=False`` keeps Arrow's parse on the calling thread (the same table).
     """
     if _all_open_objects(payload) or pc.all(pc.fill_null(
             pc.starts_with(pc.utf8_ltrim_whitespace(payload), "{"), False)).as_py() is not False:
         if pc.any(pc.match_substring(payload, "\n")).as_py():
             payload = pc.replace_substring(payload, "\n", " ")  # whitespace: one line each
-        typed = _parse_payloads(payload, threads=True)
+        typed = _parse_payloads(payload, threads=threads)
         if typed is not None:
             return typed
     objs: list[dict[str, Any]] = []
