@@ -485,8 +485,20 @@ def _hash_rows(prev: pa.Array, content: pa.Array) -> pa.Array:
     )
     mv, offs = _offsets(joined)
     sha = hashlib.sha256
-    digests = [sha(mv[a:b]).hexdigest() for a, b in zip(offs[:-1], offs[1:], strict=True)]
-    return pa.array(digests, pa.string())
+    # raw digests (cheaper than hexdigest), hex-encoded column-wise afterwards
+    digests = b"".join([sha(mv[a:b]).digest() for a, b in zip(offs[:-1], offs[1:], strict=True)])
+    return _hex_column(digests)
+
+
+def _hex_column(digests: bytes) -> pa.Array:
+    """The lowercase hex text of each 32-byte digest of ``digests``, as a string array."""
+    text = digests.hex().encode("ascii")
+    n = len(digests) // 32
+    large = 64 * n > 2**31 - 1  # (over 33M rows: 64-bit offsets)
+    offsets = np.arange(0, 64 * (n + 1), 64, dtype=np.int64 if large else np.int32)
+    arr = pa.Array.from_buffers(pa.large_string() if large else pa.string(), n,
+                                [None, pa.py_buffer(offsets), pa.py_buffer(text)])
+    return arr
 
 
 def _as_table(log: EventLog | pa.Table) -> pa.Table:
@@ -959,43 +971,102 @@ def _pleach_rows(table: pa.Table) -> pa.Table | None:
     return table if count == table.num_rows else table.filter(mine)
 
 
-def _typed_of(sub: pa.Table) -> pa.Table:
-    """The pleach loader's typed payload fields of ``sub`` (one Arrow parse, GIL released)."""
+def _typed_of(sub: pa.Table, *, threads: bool = True) -> pa.Table:
+    """The pleach loader's typed payload fields of ``sub`` (one Arrow parse, GIL released;
+    ``threads=False``: on this thread only)."""
     from .io.pleach import _typed_payloads
 
-    return _typed_payloads(pc.cast(_plain(sub.column("payload")), _LS))
+    return _typed_payloads(pc.cast(_plain(sub.column("payload")), _LS), threads=threads)
 
 
-def _derived_problems(sub: pa.Table | None, typed: pa.Table | None = None
-                      ) -> list[pa.Table]:
+def _parsed_of(sub: pa.Table) -> tuple[pa.Table, tuple[pa.Array, pa.Array]]:
+    """What the derived-column check decodes from ``sub``'s payloads: the typed fields
+    (:func:`_typed_of`) and the tool calls' canonical arguments and their hashes
+    (:func:`replaykit.io.pleach._derive.table_tool_args`).
+
+    Run on a second thread while the first builds the content bytes and hashes: the
+    arguments first (Python, holding the GIL, while the first thread is mostly in Arrow
+    kernels), then Arrow's parse on this one thread (GIL released, so it overlaps the
+    hashing loop on the other core instead of competing with it for both cores)."""
+    from .io.pleach._derive import table_tool_args
+
+    tool_args = table_tool_args(sub)
+    return _typed_of(sub, threads=False), tool_args
+
+
+def _text_mismatch(stored: pa.ChunkedArray | pa.Array, sources: list[Any]
+                   ) -> np.ndarray | None:
+    """The rows whose stored ``text`` is not the derived one, compared source by source.
+
+    The derived ``text`` is the first non-null of ``sources`` (``_derived``); each row is
+    compared with its first non-null source (a row with none must store null), so the
+    derived column is never built. None when ``stored`` is not a string column (then the
+    caller compares the built column).
+    """
+    col = _plain(stored)
+    if pa.types.is_large_string(col.type):
+        try:
+            col = col.cast(pa.string())  # new offsets, the same data buffer
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+    if not pa.types.is_string(col.type):
+        return None
+    n = len(col)
+    same = np.zeros(n, dtype=bool)
+    todo = np.ones(n, dtype=bool)  # rows whose first non-null source is not yet reached
+    for src in sources:
+        if src.type != pa.string():
+            src = src.cast(pa.string())
+        valid = pc.is_valid(src).to_numpy(zero_copy_only=False)
+        first = valid & todo
+        if first.any():
+            eq = pc.fill_null(pc.equal(col, src), False).to_numpy(zero_copy_only=False)
+            same[first] = eq[first]
+        todo &= ~valid
+    same[todo] = ~pc.is_valid(col).to_numpy(zero_copy_only=False)[todo]
+    return ~same
+
+
+def _derived_problems(sub: pa.Table | None, typed: pa.Table | None = None,
+                      tool_args: tuple[pa.Array, pa.Array] | None = None) -> list[pa.Table]:
     """derived_mismatch: stored derived columns that the hashed content does not give.
 
     ``sub`` holds the rows whose ``source`` names the pleach format (:func:`_pleach_rows`);
     they are re-derived with the pleach loader's own code
     (:func:`replaykit.io.pleach.derive_columns`, column-wise; ``typed`` is
-    :func:`_typed_of` ``sub`` when already parsed) and every derived column present is
+    :func:`_typed_of` ``sub`` and ``tool_args`` its tool calls' arguments when already
+    decoded, :func:`_parsed_of`) and every derived column present is
     compared, nulls equal to nulls. ``expected`` / ``found`` are ``"<column>=<value>"``
     (``null`` for a missing value).
     """
-    from .io.pleach import DERIVED_COLUMNS, derive_columns
+    from .io.pleach import DERIVED_COLUMNS
+    from .io.pleach._derive import _derived, _text_column
 
     if sub is None:
         return []
     cols = [c for c in DERIVED_COLUMNS if c in sub.schema.names]
-    derived = derive_columns(sub, typed=typed)
+    derived, text_sources = _derived(sub, typed=typed, tool_args=tool_args)
     out = []
     for c in cols:
+        text_bad = _text_mismatch(sub.column(c), text_sources) if c == "text" else None
+        if text_bad is not None and not text_bad.any():
+            continue  # text holds: the column is never built
+        if c == "text":
+            derived[c] = _text_column(text_sources)
         stored, want = _plain(sub.column(c)), _plain(derived[c])
         if stored.type != want.type:
             try:
                 stored = stored.cast(want.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 stored, want = pc.cast(stored, _LS), pc.cast(want, _LS)
-        same = pc.or_kleene(
-            pc.fill_null(pc.equal(stored, want), False),
-            pc.and_(pc.is_null(stored), pc.is_null(want)),
-        )
-        bad = pc.invert(same)
+        if text_bad is not None:
+            bad = pa.array(text_bad)
+        else:
+            same = pc.or_kleene(
+                pc.fill_null(pc.equal(stored, want), False),
+                pc.and_(pc.is_null(stored), pc.is_null(want)),
+            )
+            bad = pc.invert(same)
         if c == "parent_run_id" and pc.any(bad).as_py():
             # a parent in another part of the log cannot be re-derived from this part:
             # only a stored parent that is a run here (or a parent the rows give) is checked
@@ -1155,14 +1226,15 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     table = _as_table(log)
     n = table.num_rows
     parts: list[pa.Table] = []
-    # the derived-column check's payload parse (Arrow's JSON reader, which releases the GIL
-    # for its whole run) goes on a second thread while this one hashes; the rest of the
-    # check (many short Arrow calls) runs here afterwards, as it would only queue for the
-    # GIL behind the hashing loop
+    # the derived-column check's payload decoding goes on a second thread while this one
+    # builds the content bytes and hashes (_parsed_of: the tool calls' arguments, then
+    # Arrow's JSON reader, which releases the GIL for its whole run); the rest of the check
+    # (many short Arrow calls) runs here afterwards, as it would only queue for the GIL
+    # behind the hashing loop
     sub = _pleach_rows(table) if derived else None
     pool = ThreadPoolExecutor(1) if sub is not None else None
     try:
-        typed_future = None if pool is None else pool.submit(_typed_of, sub)
+        typed_future = None if pool is None else pool.submit(_parsed_of, sub)
         starts = _chain_problems(table, n, parts)
     finally:
         if pool is not None:
@@ -1174,7 +1246,7 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     if manifest is not None:
         parts.extend(_manifest_problems(table, starts, manifest))
     if typed_future is not None:
-        parts.extend(_derived_problems(sub, typed_future.result()))
+        parts.extend(_derived_problems(sub, *typed_future.result()))
     if isinstance(log, EventLog) and log.quarantine.num_rows:
         from .sql import malformed_problems
 

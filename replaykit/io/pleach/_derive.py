@@ -109,8 +109,8 @@ def _canonical_columns(
     t_idx = etype.indices.to_numpy(zero_copy_only=False)
 
     def is_type(*names: str) -> pa.Array:
-        codes = [i for i, t in enumerate(type_names) if t in names]
-        return pa.array(np.isin(t_idx, codes))
+        lut = np.fromiter((t in names for t in type_names), dtype=bool, count=len(type_names))
+        return pa.array(lut[t_idx] if len(lut) else np.zeros(len(t_idx), dtype=bool))
 
     def col(name: str) -> pa.ChunkedArray:
         return typed.column(name)
@@ -118,16 +118,25 @@ def _canonical_columns(
     def pick(mask: pa.Array, values: pa.Array) -> pa.Array:
         return pc.if_else(mask, values, pa.nulls(len(values), values.type))
 
-    null_s = pa.nulls(len(etype), _STR)
-    calls = is_type("model.requested", "model.completed", "tool.called", "tool.completed")
-    ref = pc.if_else(calls, col("call_id"), null_s)
-    ref = pc.if_else(is_type("interrupt.raised", "interrupt.resolved"), col("interrupt_id"), ref)
-    ref = pc.if_else(is_type("subagent.spawned", "subagent.completed"), col("subagent_id"), ref)
-    ref = pc.if_else(is_type("turn.started", "turn.completed"), col("message_id"), ref)
-    event_id = pick(is_type("message.user"), col("message_id"))
-    event_id = pc.if_else(is_type("checkpoint.created"), col("checkpoint_id"), event_id)
-    event_id = pc.if_else(is_type("export.created"), col("export_id"), event_id)
-    event_id = pc.if_else(is_type("user_card.shown"), col("card_id"), event_id)
+    def by_type(*pairs: tuple[tuple[str, ...], str]) -> pa.Array:
+        """Field ``pairs[k][1]`` on the rows whose type is in ``pairs[k][0]`` (the type sets
+        are disjoint), null elsewhere: one pass (choose) over the fields."""
+        lut = np.zeros(len(type_names), dtype=np.int8)
+        for k, (names, _) in enumerate(pairs, 1):
+            lut[[i for i, t in enumerate(type_names) if t in names]] = k
+        codes = pa.array(lut[t_idx] if len(lut) else np.zeros(len(t_idx), dtype=np.int8))
+        return pc.choose(codes, pa.nulls(len(t_idx), _STR), *(col(f) for _, f in pairs))
+
+    ref = by_type(
+        (("model.requested", "model.completed", "tool.called", "tool.completed"), "call_id"),
+        (("interrupt.raised", "interrupt.resolved"), "interrupt_id"),
+        (("subagent.spawned", "subagent.completed"), "subagent_id"),
+        (("turn.started", "turn.completed"), "message_id"),
+    )
+    event_id = by_type(
+        (("message.user",), "message_id"), (("checkpoint.created",), "checkpoint_id"),
+        (("export.created",), "export_id"), (("user_card.shown",), "card_id"),
+    )
     tools = is_type("tool.called", "tool.completed")
     tool_name = pick(tools, col("tool"))
     model_done = is_type("model.completed")
@@ -164,19 +173,20 @@ def _canonical_columns(
 DERIVED_COLUMNS: tuple[str, ...] = SCHEMA_DERIVED_COLUMNS  # one list (replaykit.schema)
 
 
-def _typed_payloads(payload: pa.Array) -> pa.Table:
+def _typed_payloads(payload: pa.Array, *, threads: bool = True) -> pa.Table:
     """The typed payload fields of payload texts, read exactly as the loader reads them.
 
     One Arrow parse when every text is a JSON object Arrow can read with the typed schema;
     otherwise the texts are decoded one by one (:func:`_typed_from_objects`: a field of
     another JSON type is null, as Arrow's typed parse would have refused it). A text that
     is not a JSON object (possible only in a tampered table) reads as ``{}``.
+    ``threads=False`` keeps Arrow's parse on the calling thread (the same table).
     """
     if _all_open_objects(payload) or pc.all(pc.fill_null(
             pc.starts_with(pc.utf8_ltrim_whitespace(payload), "{"), False)).as_py() is not False:
         if pc.any(pc.match_substring(payload, "\n")).as_py():
             payload = pc.replace_substring(payload, "\n", " ")  # whitespace: one line each
-        typed = _parse_payloads(payload, threads=True)
+        typed = _parse_payloads(payload, threads=threads)
         if typed is not None:
             return typed
     objs: list[dict[str, Any]] = []
@@ -202,18 +212,41 @@ def _all_open_objects(payload: pa.Array) -> bool:
     return bool((data[offs[:-1]] == ord("{")).all())
 
 
-def derive_columns(table: pa.Table, *, typed: pa.Table | None = None
+def _derive_inputs(table: pa.Table) -> tuple[pa.Array, pa.Array]:
+    """``type`` as plain strings (null as ``""``) and ``payload`` as large_string."""
+
+    def plain(name: str) -> pa.Array:
+        col = table.column(name)
+        arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        return arr.cast(arr.type.value_type) if pa.types.is_dictionary(arr.type) else arr
+
+    return pc.fill_null(plain("type").cast(_STR), ""), plain("payload").cast(pa.large_string())
+
+
+def table_tool_args(table: pa.Table) -> tuple[pa.Array, pa.Array]:
+    """Canonical ``args`` text and its hash of each tool.called row of ``table`` (null
+    elsewhere), as :func:`derive_columns` derives them (``text`` and ``args_hash``); needs
+    only ``type`` and ``payload``, so a verifier can run it apart from the typed parse."""
+    etype, payload = _derive_inputs(table)
+    n = table.num_rows
+    return _tool_args(_Part(env=pa.table({"event_type": etype}), created_at=pa.nulls(n, _STR),
+                            payload=payload, typed=pa.table({}), line=np.zeros(n, np.int64)), {})
+
+
+def derive_columns(table: pa.Table, *, typed: pa.Table | None = None,
+                   tool_args: tuple[pa.Array, pa.Array] | None = None
                    ) -> dict[str, pa.Array]:
     """The :data:`DERIVED_COLUMNS` that read_pleach would give the rows of ``table``.
 
     ``table`` is a canonical events table (or any table with ``tenant_id``, ``run_id``,
     ``type`` and ``payload``) sorted by (tenant_id, run_id, seq). The derivation is the
-    loader's own code (:func:`_slim`, :func:`_canonical_columns`, :func:`_fill_derived`),
+    loader's own code (:func:`_tool_args`, :func:`_canonical_columns`, :func:`_fill_derived`),
     column-wise, so a verifier can check stored derived columns against the hashed
     content (``replaykit.verify_chain``). ``turn`` is carried forward within each run and
     ``parent_run_id`` comes from ``subagent.spawned`` rows of the same tenant in ``table``.
     ``typed`` is ``_typed_payloads`` of the table's payloads when the caller has it already
-    (e.g. parsed on another thread). Values have the canonical types, except that columns
+    (e.g. parsed on another thread), ``tool_args`` likewise :func:`table_tool_args` of
+    ``table``. Values have the canonical types, except that columns
     the schema dictionary-encodes other than ``kind`` and ``parent_run_id`` are plain
     strings (compare values, not encodings).
 
@@ -222,22 +255,35 @@ def derive_columns(table: pa.Table, *, typed: pa.Table | None = None
     >>> derive_columns(log.table)["tool_name"].equals(stored.combine_chunks())  # doctest: +SKIP
     True
     """
+    cols, sources = _derived(table, typed=typed, tool_args=tool_args)
+    cols["text"] = _text_column(sources)
+    return {name: cols[name] for name in DERIVED_COLUMNS}
+
+
+def _text_column(sources: list[Any]) -> pa.Array:
+    """``text``: the first non-null of its sources (:func:`_derived`), as large_string."""
+    text = pc.coalesce(*sources)
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
+    return text.cast(pa.large_string())
+
+
+def _derived(table: pa.Table, *, typed: pa.Table | None = None,
+             tool_args: tuple[pa.Array, pa.Array] | None = None
+             ) -> tuple[dict[str, pa.Array], list[Any]]:
+    """:func:`derive_columns` but ``text``, and the columns ``text`` coalesces (the first
+    non-null of them, in order), so a verifier can compare ``text`` without building it."""
     n = table.num_rows
-
-    def plain(name: str) -> pa.Array:
-        col = table.column(name)
-        arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-        return arr.cast(arr.type.value_type) if pa.types.is_dictionary(arr.type) else arr
-
-    etype = pc.fill_null(plain("type").cast(_STR), "")
-    payload = plain("payload").cast(pa.large_string())
+    etype, payload = _derive_inputs(table)
     env = pa.table({"event_type": etype})
     if typed is None:
         typed = _typed_payloads(payload)
-    part = _slim(_Part(env=env, created_at=pa.nulls(n, _STR), payload=payload,
-                       typed=typed, line=np.zeros(n, dtype=np.int64)))
-    cols = {**_type_and_kind(etype), **{c: part.typed.column(c) for c in part.typed.column_names}}
-    cols["text"] = part.text
+    if tool_args is None:
+        tool_args = _tool_args(_Part(env=env, created_at=pa.nulls(n, _STR), payload=payload,
+                                     typed=typed, line=np.zeros(n, dtype=np.int64)), {})
+    args, hashes = tool_args
+    cols = _canonical_columns(env, typed, hashes)  # as _slim makes them for the loader
+    sources = [args, *(typed.column(c) for c in _TEXT_FIELDS)]
     child = cols.pop("_child")
 
     def keys(name: str) -> pa.Array:
@@ -255,6 +301,8 @@ def derive_columns(table: pa.Table, *, typed: pa.Table | None = None
     runs = _fill_derived(runs, child)  # turn carried forward, parent_run_id from spawns
     out: dict[str, pa.Array] = {}
     for name in DERIVED_COLUMNS:
+        if name == "text":
+            continue
         typ = EVENTS_SCHEMA.field(name).type
         if name in ("turn", "parent_run_id"):
             arr = runs.column(name).combine_chunks()
@@ -270,7 +318,7 @@ def derive_columns(table: pa.Table, *, typed: pa.Table | None = None
         else:  # step, chunk_type: pleach has neither
             arr = pa.nulls(n, typ.value_type if pa.types.is_dictionary(typ) else typ)
         out[name] = arr
-    return out
+    return out, sources
 
 
 def _segments(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
@@ -285,6 +333,13 @@ def _segments(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     starts = np.flatnonzero(change)
     lengths = np.diff(np.append(starts, n))
     return starts, lengths
+
+
+def _strings(col: pa.ChunkedArray | pa.Array) -> list[Any]:
+    """``col.to_pylist()``, decoded from a dictionary first (much faster for dictionaries)."""
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    return col.to_pylist()
 
 
 def _fill_derived(table: pa.Table, child: pa.Array) -> pa.Table:
@@ -306,15 +361,15 @@ def _fill_derived(table: pa.Table, child: pa.Array) -> pa.Table:
     spawn_rows = np.flatnonzero(np.asarray(child.is_valid()))
     if len(spawn_rows):
         idx = pa.array(spawn_rows)
-        tenants = table.column("tenant_id").take(idx).to_pylist()
-        runs = table.column("run_id").take(idx).to_pylist()
+        tenants = _strings(table.column("tenant_id").take(idx))
+        runs = _strings(table.column("run_id").take(idx))
         for t, r, c in zip(tenants, runs, child.take(idx).to_pylist(), strict=True):
             parents.setdefault((t, c), r)
     cols = {"turn": turn}
     if parents:
         seg_idx = pa.array(starts)
-        seg_t = table.column("tenant_id").take(seg_idx).to_pylist()
-        seg_r = table.column("run_id").take(seg_idx).to_pylist()
+        seg_t = _strings(table.column("tenant_id").take(seg_idx))
+        seg_r = _strings(table.column("run_id").take(seg_idx))
         seg_parent = [parents.get((t, r)) for t, r in zip(seg_t, seg_r, strict=True)]
         parent = pa.array(seg_parent, type=_STR).take(
             pa.array(np.repeat(np.arange(len(starts)), lengths))
