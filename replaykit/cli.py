@@ -53,6 +53,8 @@ _SUMMARY_COLUMNS = [*RUN_STAT_COLUMNS[:3], "format", *RUN_STAT_COLUMNS[3:]]
 _FORMATS = ("auto", "toh", "pleach", "isplay", "inspect", "otel", "parquet")
 _RESULT_VIEWS = ("get", "events", "diff", "metrics", "effects", "requirements")
 _DEFAULT_LIMIT = 50
+#: commands whose parse needs no branch/replay choices (see _parser).
+_LIGHT_COMMANDS = ("summary", "generate", "diff")
 
 
 class _UsageError(Exception):
@@ -79,9 +81,17 @@ def _help_formatter(prog: str) -> argparse.HelpFormatter:
 
 
 # ---------------------------------------------------------------------------- parser
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; for a ``command`` that parses none of the branch/replay options (summary,
+    generate, diff) their choices are left empty rather than importing the branch package."""
     from . import __version__
-    from .branch.vocab import INTERVENTION_KINDS, MODEL_POLICIES, TOOL_POLICIES
+
+    if command in _LIGHT_COMMANDS:
+        INTERVENTION_KINDS: tuple[str, ...] = ()
+        MODEL_POLICIES: tuple[str, ...] = ()
+        TOOL_POLICIES: tuple[str, ...] = ()
+    else:
+        from .branch.vocab import INTERVENTION_KINDS, MODEL_POLICIES, TOOL_POLICIES
 
     parser = argparse.ArgumentParser(
         prog="replaykit",
@@ -749,7 +759,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exc:
             return EXIT_OK if exc.code == 0 else EXIT_USAGE
         return _run(f"replay {view}", _result_view, view, vargs)
-    parser = _parser()
+    parser = _parser(next((a for a in argv if not a.startswith("-")), None))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
