@@ -20,8 +20,8 @@ import types as _types
 import typing as _typing
 
 if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ imports on use
-    from . import datasets, engine, schema
     from . import _toh_api as toh  # rk.toh: toh_scripts + script_player
+    from . import datasets, engine, schema
     from .branch import (
         COMPARABILITY,
         Branch,
