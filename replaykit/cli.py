@@ -336,6 +336,8 @@ def _text_table(table: pa.Table) -> str | None:
 
     import pyarrow as pa
 
+    if not table.num_rows:
+        return None  # pandas prints "Empty DataFrame ..."; the commands print "(no runs)"
     cols: list[list[str]] = []
     for name, col in zip(table.column_names, table.columns, strict=True):
         values = col.to_pylist()
@@ -364,7 +366,7 @@ def _text_table(table: pa.Table) -> str | None:
             head = name
         else:
             return None
-        width = max(len(head), *(len(c) for c in cells)) if cells else len(head)
+        width = max(len(head), *(len(c) for c in cells))
         cols.append([s.rjust(width) for s in (head, *cells)])
     return "\n".join(" ".join(row) for row in zip(*cols, strict=True))
 
