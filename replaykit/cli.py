@@ -849,12 +849,28 @@ def _run(name: str, fn: Any, *fn_args: Any) -> int:
         return EXIT_USAGE if missing else EXIT_EMPTY
 
 
+def _exit_now(code: int) -> None:
+    """End the ``replaykit summary`` process once its output is flushed, skipping the
+    interpreter's teardown (freeing the loaded table and finalizing pandas, pyarrow and numpy
+    took 0.2 s or more, a tenth of the command on a 300,000-event log). Nothing is left to
+    run: the loaders' thread pools are closed and every file written is closed."""
+    import os
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # e.g. piped into head: stop quietly, as _run does
+        code = EXIT_OK
+    os._exit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``replaykit`` console command; returns the exit code.
 
     >>> main(["summary", "data/pleach", "--limit", "5"])  # doctest: +SKIP
     0
     """
+    from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["verify-chain"]:
         from ._cli_verify import verify_chain_command
@@ -877,7 +893,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return EXIT_OK if exc.code == 0 else EXIT_USAGE
     if args.command == "summary":
-        return _run("summary", _summary, args)
+        code = _run("summary", _summary, args)
+        if from_command_line:
+            _exit_now(code)
+        return code
     if args.command == "generate":
         return _run("generate", _generate, args)
     if args.command == "branch":

@@ -171,3 +171,22 @@ def test_a_run_id_pandas_would_escape_goes_through_pandas():
                                     "payload": ["{}"] * 2, "source": ["toh:a"] * 2}))
     text = _summary_text(log, None)
     assert text == _through_pandas(log, None) and "a\\tb" in text
+
+
+def test_the_command_line_process_prints_all_and_keeps_exit_codes(data_dir, capsys):
+    """The command-line process ends without the interpreter's teardown (os._exit): its
+    buffered output is complete and its exit codes are the command's."""
+    import subprocess
+    import sys
+
+    from replaykit.cli import main
+
+    for argv, code in ((["summary", str(data_dir / "pleach"), "--limit", "0"], 0),
+                       (["summary", str(data_dir / "pleach"), "--json"], 0),
+                       (["summary", str(data_dir / "toh")], 2),
+                       (["summary", str(data_dir / "pleach"), "--tenant", "nobody"], 1)):
+        proc = subprocess.run([sys.executable, "-m", "replaykit.cli", *argv, "--no-progress"],
+                              capture_output=True, text=True, check=False)
+        assert main([*argv, "--no-progress"]) == code == proc.returncode
+        here = capsys.readouterr()
+        assert (proc.stdout, proc.stderr) == (here.out, here.err)
