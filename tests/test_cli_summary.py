@@ -190,3 +190,16 @@ def test_the_command_line_process_prints_all_and_keeps_exit_codes(data_dir, caps
         assert main([*argv, "--no-progress"]) == code == proc.returncode
         here = capsys.readouterr()
         assert (proc.stdout, proc.stderr) == (here.out, here.err)
+
+
+def test_runs_known_only_from_headers_print_as_through_pandas():
+    empty = events_table({"tenant_id": [], "run_id": [], "seq": [], "type": [], "kind": [],
+                          "payload": [], "source": []})
+    meta = pa.table({
+        "tenant_id": ["a", "a"], "run_id": ["r1", "r0"], "parent_run_id": [None, "r1"],
+        "format": ["toh", "toh"], "source": [None, None],
+        "created_at": pa.array([1_000_000, None], pa.int64()).cast(UTC_US),
+        "attrs": pa.array([None, '{"x": 1}'], pa.large_string())}).cast(RUNS_SCHEMA)
+    log = rk.EventLog(empty, runs=meta)
+    _check(log)
+    assert "1970-01-01 00:00:01+00:00" in _summary_text(log, None)
