@@ -7,76 +7,83 @@ Quick start::
     log.runs_df()                                     # one row per run
     log.tools_df()                                    # one row per tool call
 
-``import replaykit`` stays light: it imports pandas and pyarrow, never plotting or widget
-libraries.
+``import replaykit`` is light: every public name (``rk.read_pleach``, ``rk.fold``, ...) imports
+its module on first use, so the command line and a script pay only for what they use;
+plotting and widget libraries load only with ``rk.plots``, ``rk.report`` and ``rk.widgets``.
 """
 
 from __future__ import annotations
 
-from . import _integrity_dask, datasets, engine, schema  # noqa: F401
-from . import _toh_api as toh  # rk.toh: toh_scripts + script_player
-from .branch import (
-    COMPARABILITY,
-    Branch,
-    Fixture,
-    FixtureRegistry,
-    ReplayResult,
-    compare,
-    replay,
-    tool_distance_matrix,
-)
-from .branch.fixtures import read_isplay_fixtures
-from .branch.types import IsplayBranch, read_isplay_branch
-from .cachekey import cache_key
-from .cohorts import Cohorts, SemesterCalendar, cohorts
-from .errors import (
-    FormatDetectionError,
-    LoadError,
-    MissingExtraError,
-    MissingTenantError,
-    ReplayCacheMissError,
-    ReplayDivergenceError,
-    ReplayError,
-    ReplayKitError,
-    ReplayUnknownEventError,
-    SchemaError,
-    SQLError,
-)
-from .eventlog import EventLog, concat, read_parquet
-from .fold import (  # rk.fold is the function; field builders live in replaykit.fold
-    InMemoryCache,
-    ParquetCache,
-    Projection,
-    StateFrame,
-    Verdict,
-    agent,
-    aggregate,
-    cache_coverage,
-    check_determinism,
-    fold,
-    fork,
-    harness,
-    open_replay,
-    projection,
-)
-from .fold.inspect import inspect_state
-from .grain import calls_df, tools_df, turns_df
-from .integrity import (
-    ChainManifest,
-    chain_heads,
-    chain_manifest,
-    chain_proof,
-    stamp_chain,
-    verify_chain,
-    verify_proof,
-)
-from .io import detect_format, read_events, read_isplay, read_pleach, read_toh
-from .io.inspect import read_inspect
-from .io.otel import read_otel
-from .io.toh import OrphanRunWarning
-from .schema import EVENTS_SCHEMA, validate
-from .sql import read_sql, write_sql
-from .stamps import STAMP_FIELDS, stamp_diff, stamp_drift
+import importlib as _importlib
+import sys as _sys
+import types as _types
+import typing as _typing
+
+if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ imports on use
+    from . import _toh_api as toh  # rk.toh: toh_scripts + script_player
+    from . import datasets, engine, schema
+    from .branch import (
+        COMPARABILITY,
+        Branch,
+        Fixture,
+        FixtureRegistry,
+        ReplayResult,
+        compare,
+        replay,
+        tool_distance_matrix,
+    )
+    from .branch.fixtures import read_isplay_fixtures
+    from .branch.types import IsplayBranch, read_isplay_branch
+    from .cachekey import cache_key
+    from .cohorts import Cohorts, SemesterCalendar, cohorts
+    from .errors import (
+        FormatDetectionError,
+        LoadError,
+        MissingExtraError,
+        MissingTenantError,
+        ReplayCacheMissError,
+        ReplayDivergenceError,
+        ReplayError,
+        ReplayKitError,
+        ReplayUnknownEventError,
+        SchemaError,
+        SQLError,
+    )
+    from .eventlog import EventLog, concat, read_parquet
+    from .fold import (  # rk.fold is the function; field builders live in replaykit.fold
+        InMemoryCache,
+        ParquetCache,
+        Projection,
+        StateFrame,
+        Verdict,
+        agent,
+        aggregate,
+        cache_coverage,
+        check_determinism,
+        fold,
+        fork,
+        harness,
+        open_replay,
+        projection,
+    )
+    from .fold.inspect import inspect_state
+    from .grain import calls_df, tools_df, turns_df
+    from .integrity import (
+        ChainManifest,
+        chain_heads,
+        chain_manifest,
+        chain_proof,
+        stamp_chain,
+        verify_chain,
+        verify_proof,
+    )
+    from .io import detect_format, read_events, read_isplay, read_pleach, read_toh
+    from .io.inspect import read_inspect
+    from .io.otel import read_otel
+    from .io.toh import OrphanRunWarning
+    from .schema import EVENTS_SCHEMA, validate
+    from .sql import read_sql, write_sql
+    from .stamps import STAMP_FIELDS, stamp_diff, stamp_drift
 
 __version__ = "0.1.0"
 
@@ -163,11 +170,95 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    """``rk.plots``, ``rk.widgets`` and ``rk.report`` load plotly / ipywidgets only when first
-    used."""
-    if name in ("plots", "widgets", "report"):
-        import importlib
+#: where each public name lives: ``rk.X`` imports its module on first use (PEP 562), so
+#: ``import replaykit`` (and the command line) costs only what it uses. The import block under
+#: TYPE_CHECKING above says the same for type checkers (tests/test_imports.py keeps the two
+#: equal).
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    ".branch": ("COMPARABILITY", "Branch", "Fixture", "FixtureRegistry", "ReplayResult",
+                "compare", "replay", "tool_distance_matrix"),
+    ".branch.fixtures": ("read_isplay_fixtures",),
+    ".branch.types": ("IsplayBranch", "read_isplay_branch"),
+    ".cachekey": ("cache_key",),
+    ".cohorts": ("Cohorts", "SemesterCalendar", "cohorts"),
+    ".errors": ("FormatDetectionError", "LoadError", "MissingExtraError", "MissingTenantError",
+                "ReplayCacheMissError", "ReplayDivergenceError", "ReplayError",
+                "ReplayKitError", "ReplayUnknownEventError", "SchemaError", "SQLError"),
+    ".eventlog": ("EventLog", "concat", "read_parquet"),
+    ".fold": ("InMemoryCache", "ParquetCache", "Projection", "StateFrame", "Verdict", "agent",
+              "aggregate", "cache_coverage", "check_determinism", "fold", "fork", "harness",
+              "open_replay", "projection"),
+    ".fold.inspect": ("inspect_state",),
+    ".grain": ("calls_df", "tools_df", "turns_df"),
+    ".integrity": ("ChainManifest", "chain_heads", "chain_manifest", "chain_proof",
+                   "stamp_chain", "verify_chain", "verify_proof"),
+    ".io": ("detect_format", "read_events", "read_isplay", "read_pleach", "read_toh"),
+    ".io.inspect": ("read_inspect",),
+    ".io.otel": ("read_otel",),
+    ".io.toh": ("OrphanRunWarning",),
+    ".schema": ("EVENTS_SCHEMA", "validate"),
+    ".sql": ("read_sql", "write_sql"),
+    ".stamps": ("STAMP_FIELDS", "stamp_diff", "stamp_drift"),
+}
+#: names that are modules: ``rk.toh`` is the façade over the toh scripts and their player;
+#: any other submodule (``rk.plots``, ``rk.io``, ...) is found by its own name.
+_MODULES = {"datasets": ".datasets", "engine": ".engine", "schema": ".schema",
+            "toh": "._toh_api"}
+_HOME = {name: (module, name) for module, names in _EXPORTS.items() for name in names}
 
-        return importlib.import_module(f".{name}", __name__)
-    raise AttributeError(f"module 'replaykit' has no attribute {name!r}")
+
+def __getattr__(name: str) -> object:
+    """Import the module behind ``rk.<name>`` on first use and keep the name (PEP 562).
+
+    ``rk.plots``, ``rk.widgets`` and ``rk.report`` (plotly, ipywidgets, jinja) load the same
+    way, only when first used.
+
+    Raises:
+        AttributeError: ``name`` is neither a public name nor a submodule of replaykit.
+    """
+    if name in _HOME:
+        module, attr = _HOME[name]
+        value = getattr(_importlib.import_module(module, __name__), attr)
+    elif name in _MODULES:
+        value = _importlib.import_module(_MODULES[name], __name__)
+    elif name.isidentifier() and not name.startswith("__") and _is_submodule(name):
+        value = _importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'replaykit' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+class _Package(_types.ModuleType):
+    """The package's module type: ``rk.fold`` and ``rk.cohorts`` stay the functions.
+
+    Importing a submodule sets it as an attribute of its package; eagerly, the package's own
+    ``from .fold import fold`` ran after that and won. Lazily, the submodule may be imported
+    later (``rk.agent`` imports ``replaykit.fold``), so the function is kept here instead.
+    """
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _SHADOWED and isinstance(value, _types.ModuleType):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+#: public functions named like the subpackage that defines them.
+_SHADOWED = frozenset({"fold", "cohorts"})
+_sys.modules[__name__].__class__ = _Package
+
+
+def _is_submodule(name: str) -> bool:
+    from importlib.util import find_spec
+
+    try:
+        return find_spec(f"{__name__}.{name}") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def __dir__() -> list[str]:
+    import pkgutil
+
+    subs = {m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")}
+    return sorted({*globals(), *__all__, *_MODULES, *subs})

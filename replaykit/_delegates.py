@@ -4,9 +4,8 @@
 are thin delegations: the module that implements each one (:mod:`replaykit.grain`,
 :mod:`replaykit.stamps`, :mod:`replaykit.engine`) registers it here when it is imported, and
 the method looks it up by name, so :mod:`replaykit.eventlog` imports none of them (the import
-contract in pyproject.toml checks it). ``import replaykit`` -- which runs before any
-``replaykit.*`` module is imported -- imports every provider, so a lookup always succeeds in
-practice.
+contract in pyproject.toml checks it). ``import replaykit`` is lazy, so a lookup of a name not
+yet registered imports the module that provides it (by name, at run time) first.
 
 Example:
     >>> from replaykit import _delegates
@@ -24,6 +23,10 @@ __all__ = ["provide", "provider"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 _PROVIDERS: dict[str, Callable[..., Any]] = {}
+#: the module that registers each name (imported on the first lookup when not yet imported).
+_HOMES = {"EventLog.calls_df": "replaykit.grain", "EventLog.tools_df": "replaykit.grain",
+          "EventLog.turns_df": "replaykit.grain", "EventLog.stamps_df": "replaykit.stamps",
+          "EventLog.to_parquet": "replaykit.engine._parts"}
 
 
 def provide(name: str) -> Callable[[F], F]:
@@ -42,9 +45,12 @@ def provider(name: str) -> Callable[..., Any]:
     """The function registered for ``name``.
 
     Raises:
-        RuntimeError: nothing registered it (its module was never imported: import
-            ``replaykit`` first).
+        RuntimeError: nothing registered it (a name replaykit does not provide).
     """
+    if name not in _PROVIDERS and name in _HOMES:
+        import importlib
+
+        importlib.import_module(_HOMES[name])
     try:
         return _PROVIDERS[name]
     except KeyError:

@@ -6,16 +6,15 @@ import heapq
 import html
 import os
 import re
+import types
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 from ._delegates import provider
 from .errors import LoadError, SchemaError
@@ -38,6 +37,24 @@ from .tenancy import (
     scope_side_table,
     tenant_id_problem,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow.dataset as ds
+else:
+
+    class _OnUse(types.ModuleType):
+        """A module imported on first use of one of its names: loading a log and the
+        ``replaykit summary`` table need neither pandas nor ``pyarrow.dataset`` (which
+        imports pandas); pandas is about half of the command's start-up."""
+
+        def __getattr__(self, name: str) -> Any:
+            import importlib
+
+            return getattr(importlib.import_module(self.__name__), name)
+
+    pd = _OnUse("pandas")
+    ds = _OnUse("pyarrow.dataset")
 
 __all__ = ["EventLog", "RUNS_SCHEMA", "RunKey", "concat", "read_parquet"]
 
@@ -74,17 +91,15 @@ RUN_STAT_COLUMNS: tuple[str, ...] = (
     "errors",
 )
 
-_NULLABLE_PANDAS = {
-    pa.int8(): pd.Int8Dtype(),
-    pa.int16(): pd.Int16Dtype(),
-    pa.int32(): pd.Int32Dtype(),
-    pa.int64(): pd.Int64Dtype(),
-    pa.bool_(): pd.BooleanDtype(),
-}
+_NULLABLE_PANDAS: dict[pa.DataType, Any] = {}  # filled on first use (pandas is imported then)
 
 
 def to_pandas(table: pa.Table) -> pd.DataFrame:
     """Arrow -> pandas with nullable integer/boolean dtypes (no int -> float surprises)."""
+    if not _NULLABLE_PANDAS:
+        _NULLABLE_PANDAS.update({pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(),
+                                 pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(),
+                                 pa.bool_(): pd.BooleanDtype()})
     return table.to_pandas(types_mapper=_NULLABLE_PANDAS.get)
 
 

@@ -67,6 +67,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: (public function, engine) -> the implementation that runs it on that engine; filled by the
 #: modules that define the implementations (fold/_dask.py, ...), never by the engine itself.
 _IMPLEMENTATIONS: dict[tuple[Callable[..., Any], str], Callable[..., Any]] = {}
+#: the modules that register implementations (imported by name when a lookup misses).
+_REGISTRARS = ("replaykit.fold._dask", "replaykit._integrity_dask", "replaykit.branch._dask",
+               "replaykit.cohorts._dask")
 
 
 def implements(function: Callable[..., Any], engine: str) -> Callable[[F], F]:
@@ -105,6 +108,12 @@ def dispatch(engine: str, function: Callable[..., Any], *args: Any, **kw: Any) -
     """
     check_engine(engine)
     impl = _IMPLEMENTATIONS.get((function, engine))
+    if impl is None:  # ``import replaykit`` is lazy: import the registering modules by name
+        import importlib
+
+        for module in _REGISTRARS:
+            importlib.import_module(module)
+        impl = _IMPLEMENTATIONS.get((function, engine))
     if impl is None:
         raise NotImplementedError(
             f"{getattr(function, '__qualname__', function)!r} has no engine={engine!r} "

@@ -12,7 +12,6 @@ import json
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -78,6 +77,8 @@ _FIELDS = {
 
 def _parse_ts(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
     """(timestamps, bad mask) for ISO-8601 strings, column-wise."""
+    import pandas as pd  # on use: loading other formats needs no pandas
+
     s = pd.Series(values.to_pandas(), dtype="object")
     parsed = pd.to_datetime(s, utc=True, format="ISO8601", errors="coerce")
     bad = (s.notna() & parsed.isna()).to_numpy()
@@ -86,6 +87,8 @@ def _parse_ts(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
 
 
 def _build(acc: _Runs, tenant: str, quarantine: Quarantine) -> EventLog:
+    import pandas as pd  # on use: loading other formats needs no pandas
+
     n = len(acc.payload)
     doc = np.asarray(acc.doc, dtype=np.int64)
     index = np.asarray(acc.index, dtype=np.int64)
@@ -238,6 +241,8 @@ def _build(acc: _Runs, tenant: str, quarantine: Quarantine) -> EventLog:
 
 
 def _created_at(values: list[Any]) -> pa.Array:
+    import pandas as pd  # on use: loading other formats needs no pandas
+
     parsed = pd.to_datetime(pd.Series(values, dtype="object"), utc=True, format="ISO8601",
                             errors="coerce")
     return pa.array(parsed.dt.as_unit("us"), type=pa.timestamp("us", tz="UTC"))
