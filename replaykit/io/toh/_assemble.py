@@ -23,7 +23,7 @@ from ...schema import EVENTS_SCHEMA
 from .._common import (
     Quarantine,
 )
-from ._packed import _member_payloads
+from ._packed import _json_strings, _member_payloads
 from ._shapes import (
     _CHUNK_OF_CODE,
     _RARE_FIELDS,
@@ -173,6 +173,55 @@ def _call_ids(type_idx: np.ndarray, types: list[str], fi: np.ndarray, turn: pa.A
     return pa.concat_arrays([ids, pa.nulls(1, pa.string())]).take(pa.array(inv))
 
 
+_META_INT = ("fi", "line", "code", "turn", "step", "index", "seq0", "time0", "n")
+
+
+def _packed_columns(acc: _Rows) -> tuple[dict[str, np.ndarray], np.ndarray, pa.Array, pa.Array]:
+    """The packed lines of both kinds (read line by line, and proven column-wise), as
+    (per-line columns, gaps with a 0 in front of each line's, member texts, their JSON string
+    literals). Lines read line by line come first, then the proven ones, file by file."""
+    p = len(acc.p_meta)
+    pm = list(zip(*acc.p_meta, strict=True)) if p else [()] * 11
+    old = dict(zip(("fi", "line", "code", "turn", "step", "index", "seq0", "time0", "n", "id",
+                    "name"), pm, strict=True))  # fmt: skip
+    acc.p_meta = []
+    cols: dict[str, list[np.ndarray]] = {name: [] for name in (*_META_INT, "id", "name",
+                                                               "has_seq0", "has_time0")}
+    for name in ("seq0", "time0"):
+        has = np.array([v is not None for v in old[name]], dtype=bool).reshape(p)
+        cols["has_" + name].append(has)
+        cols[name].append(np.where(has, np.asarray(old[name], dtype=object), 0).astype(np.int64))
+    for name in ("fi", "line", "code", "turn", "step", "index", "n"):
+        cols[name].append(np.asarray(old[name], dtype=np.int64).reshape(p))
+    for name in ("id", "name"):
+        cols[name].append(np.asarray(old[name], dtype=object).reshape(p))
+    dts = [np.asarray(acc.p_dt, dtype=np.int64)]
+    acc.p_dt = []
+    texts = [pa.array(acc.p_texts, pa.large_string())]
+    acc.p_texts = []
+    esc = [_json_strings(texts[0])]
+    for fi, c in acc.p_cols:
+        m = len(c.line)
+        zero = np.zeros(m, dtype=np.int64)
+        for name, v in (("fi", np.full(m, fi, dtype=np.int64)), ("line", c.line),
+                        ("code", c.code), ("turn", c.turn), ("step", c.step),
+                        ("index", c.index), ("n", c.n), ("seq0", zero), ("time0", zero),
+                        ("id", c.id_json), ("name", c.name_json),
+                        ("has_seq0", zero.astype(bool)), ("has_time0", zero.astype(bool))):
+            cols[name].append(v)
+        gaps = np.zeros(int(c.n.sum()), dtype=np.int64)  # 0, then the line's gaps
+        rest = np.ones(len(gaps), dtype=bool)
+        rest[np.cumsum(c.n) - c.n] = False
+        gaps[rest] = c.dt
+        dts.append(gaps)
+        texts.append(c.texts)
+        esc.append(c.esc)
+    acc.p_cols = []
+    meta = {name: np.concatenate(v) for name, v in cols.items()}
+    return (meta, np.concatenate(dts), pa.concat_arrays(texts).cast(pa.large_string()),
+            pa.concat_arrays(esc).cast(pa.large_string()))
+
+
 def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
               ) -> tuple[pa.Table, pa.Table]:  # fmt: skip
     run_ids, parents = _run_ids(ctxs)
@@ -198,37 +247,27 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
     r_time = pa.array(r["time"], pa.float64())
 
     # ---- packed rows -> members (column-wise)
-    p = len(acc.p_meta)
-    pm = list(zip(*acc.p_meta, strict=True)) if p else [()] * 11
-    meta = {
-        name: np.asarray(v, dtype=object if name in ("seq0", "time0", "id", "name") else np.int64)
-        for name, v in zip(("fi", "line", "code", "turn", "step", "index", "seq0", "time0",
-                            "n", "id", "name"), pm, strict=True)  # fmt: skip
-    }
-    n_mem = meta["n"].astype(np.int64) if p else np.zeros(0, np.int64)
+    meta, dt, m_texts, m_esc = _packed_columns(acc)
+    p = len(meta["fi"])
+    n_mem = meta["n"]
     m_total = int(n_mem.sum())
     rep = np.repeat(np.arange(p), n_mem)
     line_first = np.cumsum(n_mem) - n_mem
     k = np.arange(m_total) - line_first[rep]
-    dt = np.asarray(acc.p_dt, dtype=np.int64)
     # cumulative dt within each packed line (dt[first] is the 0 we put in front)
     cdt = np.cumsum(dt) - np.repeat(np.cumsum(dt)[line_first] - dt[line_first], n_mem) \
         if m_total else dt  # fmt: skip
-    has_seq0 = np.array([v is not None for v in meta["seq0"]], dtype=bool).reshape(p)
-    has_time0 = np.array([v is not None for v in meta["time0"]], dtype=bool).reshape(p)
-    seq0 = np.where(has_seq0, meta["seq0"], 0).astype(np.int64)
-    time0 = np.where(has_time0, meta["time0"], 0).astype(np.int64)
+    has_seq0, seq0 = meta["has_seq0"], meta["seq0"]
+    has_time0, time0 = meta["has_time0"], meta["time0"]
     m_has_seq = has_seq0[rep]
     m_has_time = has_time0[rep]
     m_seq = seq0[rep] + k
     m_time = time0[rep] + cdt
-    m_texts = pa.array(acc.p_texts, pa.large_string())
-    acc.p_texts = []
     # the members' payload texts are built on a second thread (Arrow releases the GIL) while
     # this one orders the rows and builds the other columns
     pool = ThreadPoolExecutor(1)
     if m_total:
-        m_payload_f = pool.submit(_member_payloads, meta, rep, k, m_texts, m_seq, m_time,
+        m_payload_f = pool.submit(_member_payloads, meta, rep, k, m_esc, m_seq, m_time,
                                   m_has_seq, m_has_time)
     else:
         m_payload_f = pool.submit(pa.array, [], pa.string())

@@ -5,15 +5,19 @@ bad line's quarantine report; good lines are gathered as rows or packed members.
 from __future__ import annotations
 
 import itertools
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
+
 from ..._json import (
+    _DIGITS_B,
+    _LONG_B,
     HAVE_ORJSON,
     JSONDecodeError,
     JSONTooDeep,
     canonical_json,
     loads,
-    may_hold_long_ints,
 )
 from ...errors import LoadError
 from .._common import (
@@ -22,6 +26,7 @@ from .._common import (
     is_int64,
 )
 from ._events import _decode_event, _int_or_none, _tokens_ok
+from ._packed import PACKED_PREFIXES, prove_packed
 from ._shapes import _NO_RARE, _PACKED, _PACKED_TOP, _FileCtx, _Rows
 
 if HAVE_ORJSON:
@@ -124,32 +129,104 @@ def _packed_problem(obj: dict, t: str) -> tuple[str, str] | None:
 
 
 def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
+    """Read one file into ``acc``; its bad lines go to the file's quarantine (in line order).
+
+    Packed rows in the harness's layout are proven column-wise (:func:`prove_packed`) on a
+    second thread while this one reads the other lines; the reading assumes every such
+    candidate is proven. Should one not be, the file is read again with the proof known
+    (its candidates that are not proven are then read line by line).
+    """
+    with open(ctx.path, "rb") as fh:
+        data = fh.read()
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()  # the newline ending the last line
+    cand = [i for i, raw in enumerate(lines) if raw.startswith(PACKED_PREFIXES)]
+    long_ints = _LONG_B in data.translate(_DIGITS_B)  # else lines skip the per-line check
+    del data
+    marks = acc.marks()
+    bad: list[tuple[LoadError, bytes | None]] = []
+    if not cand:
+        _scan(ctx, lines, long_ints, acc, bad, prog, None, [])
+    else:
+        pool = ThreadPoolExecutor(1)
+        proof_f = pool.submit(prove_packed, lines, cand)
+        pool.shutdown(wait=False)
+        used: list[int] = []
+        _scan(ctx, lines, long_ints, acc, bad, prog, frozenset(cand), used)
+        proof = proof_f.result()
+        proven = 0 if proof is None else len(proof.line)
+        if proven != len(cand) and used:  # a candidate is not proven: read again, knowing
+            acc.rollback(marks)
+            ctx.header = None
+            bad.clear()
+            used.clear()
+            ok = frozenset(proof.line.tolist()) if proof is not None else frozenset()
+            _scan(ctx, lines, long_ints, acc, bad, _NO_PROGRESS, ok, used)
+        if used:
+            assert proof is not None
+            pos = np.searchsorted(proof.line, np.asarray(used, dtype=np.int64))
+            part = proof if len(pos) == len(proof.line) else proof.select(pos)
+            part.line = part.line + 1  # line numbers are 1-based
+            acc.p_cols.append((ctx.fi, part))
     q = ctx.quarantine
+    for err, raw in bad:
+        q.bad(err, raw)
+
+
+class _NoProgress:
+    def update(self, n: int) -> None:
+        pass
+
+
+_NO_PROGRESS: Any = _NoProgress()
+
+
+def _scan(ctx: _FileCtx, lines: list[bytes], long_ints: bool, acc: _Rows,
+          bad: list[tuple[LoadError, bytes | None]], prog: Progress,
+          proven: frozenset[int] | None, used: list[int]) -> None:  # fmt: skip
+    """The line-by-line reading of one file (bad lines appended to ``bad``); a line index in
+    ``proven`` is a packed row proven column-wise: only its envelope is checked here, and its
+    index is appended to ``used`` when it is kept."""
+
+    class _Q:  # collects the file's bad lines; the caller reports them
+        @staticmethod
+        def bad(err: LoadError, raw: bytes | None = None) -> None:
+            bad.append((err, raw))
+
+    q = _Q
     fi = ctx.fi
+    no_proof: frozenset[int] = frozenset()
+    proven = proven or no_proof
     rows = acc.rows
     rows_append = rows.append
     rare_append = acc.rare.append
     header_line: int | None = None
     headless_reason: str | None = None
-    long_ints = may_hold_long_ints(ctx.path)  # else lines skip the per-line digits check
     # the reference forbids mixing projected lines (no seq envelope) and full persisted lines
     # (seq / packed seq0) in one file: the first event line sets the mode
     env_line: int | None = None
     env_full = False
-    with open(ctx.path, "rb") as fh:
-        last_pos = 0
-        for lineno, raw in enumerate(fh, start=1):
+    if True:
+        last = 0
+        for lineno, raw in enumerate(lines, start=1):
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]  # a UTF-8 byte order mark (as editors on Windows write)
             if lineno & 4095 == 0:
-                pos = fh.tell()
-                prog.update(pos - last_pos)
-                last_pos = pos
+                prog.update(sum(map(len, lines[last:lineno])) + lineno - last)
+                last = lineno
             if headless_reason is not None:
                 if raw.strip():
                     q.bad(ctx.err(lineno, "no_header", f"cannot be loaded: {headless_reason}",
                                   fix="Fix the session header (line 1) of this file."),
                           raw.rstrip(b"\r\n"))  # fmt: skip
+                continue
+            if not env_full and header_line is not None and lineno - 1 in proven:
+                # a proven packed row (no seq0): only the file's envelope mode is checked (a
+                # mismatch is reported by the line-by-line code below)
+                if env_line is None:
+                    env_line = lineno
+                used.append(lineno - 1)
                 continue
             try:
                 obj = loads(raw, long_ints=long_ints)  # a trailing newline is whitespace
@@ -232,7 +309,7 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
             if rare is not None or seq is not None or tm is not None:
                 rare_append((len(rows), seq, tm) + (rare or _NO_RARE))
             rows_append((fi, lineno, t, _dump(obj), turn, step, ctype, text))
-        prog.update(fh.tell() - last_pos)
+        prog.update(sum(map(len, lines[last:])) + len(lines) - last)
     if header_line is None and headless_reason is None:
         q.bad(ctx.err(None, "empty_file", "holds no lines (a toh log starts with its session "
                       "header)", fix="Remove the empty file or restore its content."))

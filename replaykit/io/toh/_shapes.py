@@ -5,6 +5,7 @@ columns gathered while reading and a file's context.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ...errors import LoadError
 from .._common import (
@@ -82,6 +83,18 @@ class _Rows:
         self.p_texts: list[str] = []  # every packed member's text / argumentsDelta
         self.p_dt: list[int] = []  # per packed line: 0 followed by its dt gaps
         self.phantoms: list[tuple[int, int, int]] = []  # quarantined lines: (fi, lineno, slots)
+        self.p_cols: list[tuple[int, Any]] = []  # packed rows proven column-wise: (fi, columns)
+
+    def marks(self) -> tuple[int, ...]:
+        """The lengths of the gathered lists (for :meth:`rollback`)."""
+        return tuple(len(getattr(self, k)) for k in self._LISTS)
+
+    def rollback(self, marks: tuple[int, ...]) -> None:
+        """Drop what was gathered since :meth:`marks` returned ``marks``."""
+        for k, m in zip(self._LISTS, marks, strict=True):
+            del getattr(self, k)[m:]
+
+    _LISTS = ("rows", "rare", "p_meta", "p_texts", "p_dt", "phantoms", "p_cols")
 
 
 _ROW_FIELDS = ("fi", "line", "type", "payload", "turn", "step", "chunk_type", "text")
