@@ -129,8 +129,11 @@ def _fill_tool_result_names(kind_idx: np.ndarray, kinds: list[str], fi: np.ndarr
 
 
 def _call_ids(type_idx: np.ndarray, types: list[str], fi: np.ndarray, turn: pa.Array,
-              step: pa.Array, chunk_type: pa.Array) -> pa.Array:  # fmt: skip
-    """Synthetic model-call ids ``t{turn}.s{step}.c{k}`` for assistant/chunk and message rows."""
+              step: pa.Array, is_finish: np.ndarray) -> pa.Array:  # fmt: skip
+    """Synthetic model-call ids ``t{turn}.s{step}.c{k}`` for assistant/chunk and message rows.
+
+    The ids are written once per run of rows sharing one id, then taken into place.
+    """
     n = len(type_idx)
     out = pa.nulls(n, pa.string())
     code_c = types.index("assistant/chunk") if "assistant/chunk" in types else -1
@@ -147,7 +150,7 @@ def _call_ids(type_idx: np.ndarray, types: list[str], fi: np.ndarray, turn: pa.A
     s_sel = sel[order]
     s_tn, s_sp, s_f = tn[order], sp[order], f[order]
     s_c = is_c[s_sel]
-    fin = np.asarray(pc.fill_null(pc.equal(chunk_type, "finish"), False))[s_sel] & s_c
+    fin = is_finish[s_sel] & s_c
     m = len(s_sel)
     new_grp = np.ones(m, dtype=bool)
     new_grp[1:] = (s_f[1:] != s_f[:-1]) | (s_tn[1:] != s_tn[:-1]) | (s_sp[1:] != s_sp[:-1])
@@ -159,18 +162,56 @@ def _call_ids(type_idx: np.ndarray, types: list[str], fi: np.ndarray, turn: pa.A
     has_c = (last_c >= gstart) & (last_c >= 0)
     k = np.where(s_c, k_chunk, k_chunk[np.maximum(last_c, 0)])
     valid = s_c | has_c
-    ts = pc.cast(pa.array(s_tn), pa.string())
-    ts = pc.if_else(pa.array(s_tn == -(2**31)), "", ts)
-    ss = pc.cast(pa.array(s_sp), pa.string())
-    ss = pc.if_else(pa.array(s_sp == -(2**31)), "", ss)
-    ids = pc.binary_join_element_wise("t", ts, ".s", ss, ".c", pc.cast(pa.array(k), pa.string()),
-                                      "")  # fmt: skip
-    ids = pc.if_else(pa.array(valid), ids, pa.scalar(None, pa.string()))
-    inv = np.empty(n, dtype=np.int64)
-    # scatter: position -> id (non-selected rows stay null)
-    inv.fill(m)
-    inv[s_sel] = np.arange(m)
-    return pa.concat_arrays([ids, pa.nulls(1, pa.string())]).take(pa.array(inv))
+    # one id per run of consecutive rows with the same (turn, step, k)
+    new_id = new_grp.copy()
+    new_id[1:] |= k[1:] != k[:-1]
+    run = np.cumsum(new_id) - 1
+    heads = np.flatnonzero(new_id)
+    h_tn, h_sp = s_tn[heads], s_sp[heads]
+    ts = pc.cast(pa.array(h_tn), pa.string())
+    ts = pc.if_else(pa.array(h_tn == -(2**31)), "", ts)
+    ss = pc.cast(pa.array(h_sp), pa.string())
+    ss = pc.if_else(pa.array(h_sp == -(2**31)), "", ss)
+    ids = pc.binary_join_element_wise("t", ts, ".s", ss, ".c",
+                                      pc.cast(pa.array(k[heads]), pa.string()), "")  # fmt: skip
+    # scatter: position -> its run's id (other rows and rows without a call stay null)
+    idx = np.zeros(n, dtype=np.int64)
+    ok = np.zeros(n, dtype=bool)
+    idx[s_sel] = run
+    ok[s_sel] = valid
+    return ids.take(pa.array(idx, mask=~ok))
+
+
+def _dict_first(row_vals: pa.Array, mem_codes: np.ndarray, mem_values: list[str],
+                order: np.ndarray) -> tuple[pa.DictionaryArray, list[str], np.ndarray]:  # fmt: skip
+    """The dictionary column of rows' values then members' (``mem_values[mem_codes]``), taken
+    in ``order``: the same array as ``dictionary_encode`` of that string column (dictionary
+    in order of first appearance), built without the per-row strings. Also returns the
+    dictionary as a list and the codes (-1 for null)."""
+    rd = row_vals.dictionary_encode()
+    values = rd.dictionary.to_pylist()
+    values += [v for v in mem_values if v not in values]
+    pos = {v: i for i, v in enumerate(values)}
+    mem_map = np.array([pos[v] for v in mem_values], dtype=np.int64)
+    r_idx = pc.fill_null(rd.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    codes = np.concatenate([r_idx, mem_map[mem_codes]])[order]
+    valid = codes >= 0
+    seen = np.zeros(len(values), dtype=bool)
+    first = np.full(len(values), len(codes), dtype=np.int64)
+    for c in range(len(values)):  # a handful of distinct values
+        hit = codes == c
+        if hit.any():
+            seen[c] = True
+            first[c] = int(np.argmax(hit))
+    by_first = [c for c in np.argsort(first, kind="stable").tolist() if seen[c]]
+    renum = np.full(len(values), -1, dtype=np.int64)
+    renum[by_first] = np.arange(len(by_first))
+    new = np.where(valid, renum[np.maximum(codes, 0)], -1)
+    dictionary = [values[c] for c in by_first]
+    arr = pa.DictionaryArray.from_arrays(
+        pa.array(np.maximum(new, 0).astype(np.int32), mask=~valid),
+        pa.array(dictionary, pa.string()))
+    return arr, dictionary, new
 
 
 _META_INT = ("fi", "line", "code", "turn", "step", "index", "seq0", "time0", "n")
@@ -222,6 +263,46 @@ def _packed_columns(acc: _Rows) -> tuple[dict[str, np.ndarray], np.ndarray, pa.A
             pa.concat_arrays(esc).cast(pa.large_string()))
 
 
+#: the rows' columns and their types (rows read line by line, then rows proven column-wise)
+_ROW_TYPES = {
+    "type": pa.string(), "payload": pa.large_string(), "turn": pa.int64(), "step": pa.int64(),
+    "chunk_type": pa.string(), "text": pa.large_string(), "seq": pa.int64(),
+    "time": pa.float64(), "ref_id": pa.string(), "tool_name": pa.string(),
+    "args_hash": pa.string(), "cache_key": pa.string(), "is_error": pa.bool_(),
+    "finish": pa.string(), "input_tokens": pa.int64(), "output_tokens": pa.int64(),
+    "event_id": pa.string(),
+}  # fmt: skip
+
+
+def _row_columns(r: dict[str, Any], r_fi: np.ndarray, r_line: np.ndarray, acc: _Rows
+                 ) -> tuple[np.ndarray, np.ndarray, dict[str, pa.Array]]:  # fmt: skip
+    """(file index, line, columns) of all non-packed rows: those read line by line (``r``,
+    lists) followed by those proven column-wise (``acc.r_cols``)."""
+    parts: dict[str, list[pa.Array]] = {}
+    for name, typ in _ROW_TYPES.items():
+        if name == "payload":
+            a = pa.array(r[name], pa.binary() if HAVE_ORJSON else pa.large_string())
+            a = a.cast(typ)
+        else:
+            a = pa.array(r[name], typ)
+        parts[name] = [a]
+    fis, lns = [r_fi], [r_line]
+    for fi, c in acc.r_cols:
+        m = len(c.line)
+        fis.append(np.full(m, fi, dtype=np.int64))
+        lns.append(c.line)
+        given = {"type": pa.repeat(pa.scalar(c.type, pa.string()), m), "payload": c.payload,
+                 "turn": c.turn, "step": c.step, "chunk_type": c.chunk_type,
+                 "is_error": c.is_error, "finish": c.finish, "input_tokens": c.input_tokens,
+                 "output_tokens": c.output_tokens}  # fmt: skip
+        for name, typ in _ROW_TYPES.items():
+            a = given.get(name)
+            parts[name].append(pa.nulls(m, typ) if a is None else a.cast(typ))
+    acc.r_cols = []
+    cols = {name: pa.concat_arrays(v) if len(v) > 1 else v[0] for name, v in parts.items()}
+    return np.concatenate(fis), np.concatenate(lns), cols
+
+
 def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
               ) -> tuple[pa.Table, pa.Table]:  # fmt: skip
     run_ids, parents = _run_ids(ctxs)
@@ -243,8 +324,10 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
         if len(rare_idx):
             full[rare_idx] = np.asarray(vals, dtype=object)
         r[name] = full.tolist()  # pa.array converts lists much faster than object arrays
-    r_seq = pa.array(r["seq"], pa.int64())
-    r_time = pa.array(r["time"], pa.float64())
+    r_fi, r_line, ra = _row_columns(r, r_fi, r_line, acc)
+    k_rows = len(r_fi)
+    r_seq = ra["seq"]
+    r_time = ra["time"]
 
     # ---- packed rows -> members (column-wise)
     meta, dt, m_texts, m_esc = _packed_columns(acc)
@@ -312,29 +395,27 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
                    np.asarray(pc.fill_null(explicit, 0)), implicit).astype(np.int64)  # fmt: skip
     time_ms = combine(r_time, pa.array(m_time.astype(np.float64), mask=~m_has_time), pa.float64())
 
-    type_arr = combine(pa.array(r["type"], pa.string()),
-                       pa.repeat(pa.scalar("assistant/chunk"), m_total), pa.string())
-    type_dict = type_arr.dictionary_encode()
-    types = type_dict.dictionary.to_pylist()
-    type_idx = type_dict.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    type_dict, types, type_idx = _dict_first(
+        ra["type"], np.zeros(m_total, np.int64), ["assistant/chunk"], order)
     kinds_all = sorted(set(KIND_OF_TYPE.values()) | {"other"})
     kind_code = np.array([kinds_all.index(KIND_OF_TYPE.get(t_, "other")) for t_ in types],
                          dtype=np.int64)  # fmt: skip
     kind_idx = kind_code[type_idx] if n else np.zeros(0, np.int64)
 
-    turn = combine(pa.array(r["turn"], pa.int64()), meta["turn"][rep] if p else [], pa.int32())
-    step = combine(pa.array(r["step"], pa.int64()), meta["step"][rep] if p else [], pa.int32())
-    chunk_type = combine(
-        pa.array(r["chunk_type"], pa.string()),
-        pa.array(_CHUNK_OF_CODE).take(pa.array(m_code, pa.int64())),
-        pa.string(),
-    )
-    text = combine(pa.array(r["text"], pa.large_string()), m_texts, pa.large_string())
-    r_payload = pa.array(r["payload"], pa.binary() if HAVE_ORJSON else pa.large_string())
-    payload = combine(r_payload.cast(pa.large_string()), m_payload_f.result(), pa.large_string())
+    turn = combine(ra["turn"], meta["turn"][rep] if p else [], pa.int32())
+    step = combine(ra["step"], meta["step"][rep] if p else [], pa.int32())
+    chunk_dict, chunk_types, chunk_idx = _dict_first(
+        ra["chunk_type"], m_code, list(_CHUNK_OF_CODE), order)
+    is_finish = (chunk_idx == chunk_types.index("finish")) if "finish" in chunk_types \
+        else np.zeros(n, dtype=bool)  # fmt: skip
+    text = combine(ra["text"], m_texts, pa.large_string())
+    payload = combine(ra["payload"], m_payload_f.result(), pa.large_string())
+
+    is_row = order < k_rows
+    row_take = pa.array(np.where(is_row, order, 0), mask=~is_row)
 
     def rows_only(name: str, typ: pa.DataType) -> pa.Array:
-        return combine(pa.array(r[name], typ), pa.nulls(m_total, typ), typ)
+        return ra[name].cast(typ).take(row_take)
 
     ref_id = rows_only("ref_id", pa.string())
     tool_name = _fill_tool_result_names(kind_idx, kinds_all, fi, ref_id,
@@ -363,7 +444,7 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
             keep = ~np.isin(fi * (1 << 32) + line, bad_keys)
 
     # ---- ids, flags, per-file columns
-    call_ids = _call_ids(type_idx, types, fi, turn, step, chunk_type)
+    call_ids = _call_ids(type_idx, types, fi, turn, step, is_finish)
     ref_id = pc.coalesce(ref_id, call_ids)
     run_arr = np.array(run_ids, dtype=object)
     if "subagent/descriptor" in types:
@@ -405,8 +486,7 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
         "run_id": by_file(run_ids),
         "parent_run_id": by_file(parents),
         "seq": pa.array(seq),
-        "type": pa.DictionaryArray.from_arrays(
-            pa.array(type_idx.astype(np.int32)), type_dict.dictionary),
+        "type": type_dict,
         "kind": pa.DictionaryArray.from_arrays(pa.array(kind_idx.astype(np.int32)), kind_dict),
         "ts": ts_us,
         "turn": turn,
@@ -416,12 +496,12 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
         "tool_name": dict_col(tool_name),
         "args_hash": rows_only("args_hash", pa.string()),
         "cache_key": rows_only("cache_key", pa.string()),
-        "is_error": combine(pa.array(r["is_error"], pa.bool_()),
+        "is_error": combine(ra["is_error"],
                             pa.array(np.zeros(m_total, bool)), pa.bool_()),  # fmt: skip
         "finish": dict_col(rows_only("finish", pa.string())),
         "input_tokens": rows_only("input_tokens", pa.int64()),
         "output_tokens": rows_only("output_tokens", pa.int64()),
-        "chunk_type": dict_col(chunk_type),
+        "chunk_type": chunk_dict,
         "text": text,
         "inherited": pa.array(inherited, pa.bool_()),
         "payload": payload,

@@ -26,8 +26,9 @@ from .._common import (
     is_int64,
 )
 from ._events import _decode_event, _int_or_none, _tokens_ok
-from ._packed import PACKED_PREFIXES, prove_packed
+from ._packed import PACKED_PREFIXES, PackedColumns, prove_packed
 from ._shapes import _NO_RARE, _PACKED, _PACKED_TOP, _FileCtx, _Rows
+from ._templates import TEMPLATES, RowColumns, prove_rows
 
 if HAVE_ORJSON:
     import orjson as _orjson
@@ -129,75 +130,94 @@ def _packed_problem(obj: dict, t: str) -> tuple[str, str] | None:
 
 
 def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
-    """Read one file into ``acc``; its bad lines go to the file's quarantine (in line order).
+    """Read one file into ``acc``; bad lines go to the file's quarantine.
 
-    Packed rows in the harness's layout are proven column-wise (:func:`prove_packed`) on a
-    second thread while this one reads the other lines; the reading assumes every such
-    candidate is proven. Should one not be, the file is read again with the proof known
-    (its candidates that are not proven are then read line by line).
+    Packed rows and event lines of the frequent simple shapes, written in the harness's
+    layout, are proven column-wise (:func:`prove_packed`, :func:`prove_rows`) on a second
+    thread while this one decodes the other lines; then the lines are checked in order, the
+    proven ones only for the file's envelope mode (they carry no seq).
     """
     with open(ctx.path, "rb") as fh:
         data = fh.read()
     lines = data.split(b"\n")
     if lines and not lines[-1]:
         lines.pop()  # the newline ending the last line
-    cand = [i for i, raw in enumerate(lines) if raw.startswith(PACKED_PREFIXES)]
     long_ints = _LONG_B in data.translate(_DIGITS_B)  # else lines skip the per-line check
     del data
-    marks = acc.marks()
-    bad: list[tuple[LoadError, bytes | None]] = []
-    if not cand:
-        _scan(ctx, lines, long_ints, acc, bad, prog, None, [])
-    else:
-        pool = ThreadPoolExecutor(1)
-        proof_f = pool.submit(prove_packed, lines, cand)
-        pool.shutdown(wait=False)
-        used: list[int] = []
-        _scan(ctx, lines, long_ints, acc, bad, prog, frozenset(cand), used)
-        proof = proof_f.result()
-        proven = 0 if proof is None else len(proof.line)
-        if proven != len(cand) and used:  # a candidate is not proven: read again, knowing
-            acc.rollback(marks)
-            ctx.header = None
-            bad.clear()
-            used.clear()
-            ok = frozenset(proof.line.tolist()) if proof is not None else frozenset()
-            _scan(ctx, lines, long_ints, acc, bad, _NO_PROGRESS, ok, used)
-        if used:
-            assert proof is not None
-            pos = np.searchsorted(proof.line, np.asarray(used, dtype=np.int64))
-            part = proof if len(pos) == len(proof.line) else proof.select(pos)
-            part.line = part.line + 1  # line numbers are 1-based
-            acc.p_cols.append((ctx.fi, part))
-    q = ctx.quarantine
-    for err, raw in bad:
-        q.bad(err, raw)
+    groups: dict[bytes, list[int]] = {}
+    for i, raw in enumerate(lines):
+        if raw.startswith(b'{"type":"'):
+            groups.setdefault(raw[9:raw.find(b'"', 9)], []).append(i)
+    packed = sorted(i for t in _PACKED for i in groups.get(t.encode(), ())
+                    if lines[i].startswith(PACKED_PREFIXES))  # fmt: skip
+    row_cand = {t: groups[t.encode()] for t in TEMPLATES if t.encode() in groups}
+    if not packed and not row_cand:
+        _scan(ctx, lines, [_TODO] * len(lines), long_ints, acc, prog, frozenset(), [])
+        return
+
+    def prove() -> tuple[PackedColumns | None, list[RowColumns]]:
+        rows = [prove_rows(lines, c, t) for t, c in row_cand.items()]
+        return prove_packed(lines, packed), [r for r in rows if r is not None]
+
+    pool = ThreadPoolExecutor(1)
+    proof_f = pool.submit(prove)
+    pool.shutdown(wait=False)
+    cands = set(packed)
+    for c in row_cand.values():
+        cands.update(c)
+    pre = _predecode(lines, cands, long_ints)  # meanwhile, the other lines
+    proof, row_proofs = proof_f.result()
+    proven: set[int] = set()
+    for part in ([proof] if proof is not None else []) + row_proofs:
+        proven.update(part.line.tolist())
+    used: list[int] = []
+    _scan(ctx, lines, pre, long_ints, acc, prog, frozenset(proven), used)
+    if not used:
+        return
+    used_a = np.asarray(used, dtype=np.int64)
+    for part in ([proof] if proof is not None else []) + row_proofs:
+        keep = np.flatnonzero(np.isin(part.line, used_a))
+        if not len(keep):
+            continue
+        sel = part if len(keep) == len(part.line) else part.select(keep)
+        sel.line = sel.line + 1  # line numbers are 1-based
+        (acc.p_cols if isinstance(sel, PackedColumns) else acc.r_cols).append((ctx.fi, sel))
 
 
-class _NoProgress:
-    def update(self, n: int) -> None:
-        pass
+class _Failed:
+    """A line's decoding error, kept to be raised where the line is checked."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
 
 
-_NO_PROGRESS: Any = _NoProgress()
+_TODO: Any = object()  # a line not decoded beforehand
 
 
-def _scan(ctx: _FileCtx, lines: list[bytes], long_ints: bool, acc: _Rows,
-          bad: list[tuple[LoadError, bytes | None]], prog: Progress,
-          proven: frozenset[int] | None, used: list[int]) -> None:  # fmt: skip
-    """The line-by-line reading of one file (bad lines appended to ``bad``); a line index in
-    ``proven`` is a packed row proven column-wise: only its envelope is checked here, and its
+def _predecode(lines: list[bytes], skip: set[int], long_ints: bool) -> list[Any]:
+    """Each line's decoded value (or :class:`_Failed`), except the lines in ``skip``."""
+    out: list[Any] = [_TODO] * len(lines)
+    for i, raw in enumerate(lines):
+        if i in skip:
+            continue
+        if i == 0 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        try:
+            out[i] = loads(raw, long_ints=long_ints)
+        except JSONDecodeError as exc:
+            out[i] = _Failed(exc)
+    return out
+
+
+def _scan(ctx: _FileCtx, lines: list[bytes], pre: list[Any], long_ints: bool, acc: _Rows,
+          prog: Progress, proven: frozenset[int], used: list[int]) -> None:  # fmt: skip
+    """The line-by-line reading of one file (``pre``: lines decoded beforehand); a line
+    index in ``proven`` was proven column-wise: only its envelope is checked here, and its
     index is appended to ``used`` when it is kept."""
-
-    class _Q:  # collects the file's bad lines; the caller reports them
-        @staticmethod
-        def bad(err: LoadError, raw: bytes | None = None) -> None:
-            bad.append((err, raw))
-
-    q = _Q
+    q = ctx.quarantine
     fi = ctx.fi
-    no_proof: frozenset[int] = frozenset()
-    proven = proven or no_proof
     rows = acc.rows
     rows_append = rows.append
     rare_append = acc.rare.append
@@ -229,7 +249,11 @@ def _scan(ctx: _FileCtx, lines: list[bytes], long_ints: bool, acc: _Rows,
                 used.append(lineno - 1)
                 continue
             try:
-                obj = loads(raw, long_ints=long_ints)  # a trailing newline is whitespace
+                obj = pre[lineno - 1]
+                if obj is _TODO:
+                    obj = loads(raw, long_ints=long_ints)
+                elif type(obj) is _Failed:
+                    raise obj.exc
             except JSONDecodeError as exc:
                 raw = raw.rstrip(b"\r\n")
                 if not raw.strip():

@@ -84,17 +84,7 @@ class _Rows:
         self.p_dt: list[int] = []  # per packed line: 0 followed by its dt gaps
         self.phantoms: list[tuple[int, int, int]] = []  # quarantined lines: (fi, lineno, slots)
         self.p_cols: list[tuple[int, Any]] = []  # packed rows proven column-wise: (fi, columns)
-
-    def marks(self) -> tuple[int, ...]:
-        """The lengths of the gathered lists (for :meth:`rollback`)."""
-        return tuple(len(getattr(self, k)) for k in self._LISTS)
-
-    def rollback(self, marks: tuple[int, ...]) -> None:
-        """Drop what was gathered since :meth:`marks` returned ``marks``."""
-        for k, m in zip(self._LISTS, marks, strict=True):
-            del getattr(self, k)[m:]
-
-    _LISTS = ("rows", "rare", "p_meta", "p_texts", "p_dt", "phantoms", "p_cols")
+        self.r_cols: list[tuple[int, Any]] = []  # event lines proven column-wise: (fi, columns)
 
 
 _ROW_FIELDS = ("fi", "line", "type", "payload", "turn", "step", "chunk_type", "text")
