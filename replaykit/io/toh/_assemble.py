@@ -217,10 +217,12 @@ def _dict_first(row_vals: pa.Array, mem_codes: np.ndarray, mem_values: list[str]
 _META_INT = ("fi", "line", "code", "turn", "step", "index", "seq0", "time0", "n")
 
 
-def _packed_columns(acc: _Rows) -> tuple[dict[str, np.ndarray], np.ndarray, pa.Array, pa.Array]:
+def _packed_columns(acc: _Rows) -> tuple[dict[str, Any], np.ndarray, pa.Array, pa.Array,
+                                         list[pa.Array]]:  # fmt: skip
     """The packed lines of both kinds (read line by line, and proven column-wise), as
     (per-line columns, gaps with a 0 in front of each line's, member texts, their JSON string
-    literals). Lines read line by line come first, then the proven ones, file by file."""
+    literals, the proven members' payloads). Lines read line by line come first (the first
+    ``p_old`` lines, ``m_old`` members), then the proven ones, file by file."""
     p = len(acc.p_meta)
     pm = list(zip(*acc.p_meta, strict=True)) if p else [()] * 11
     old = dict(zip(("fi", "line", "code", "turn", "step", "index", "seq0", "time0", "n", "id",
@@ -257,10 +259,13 @@ def _packed_columns(acc: _Rows) -> tuple[dict[str, np.ndarray], np.ndarray, pa.A
         dts.append(gaps)
         texts.append(c.texts)
         esc.append(c.esc)
+    proven = [(c.payload if c.payload is not None else c.member_payloads()).cast(
+        pa.large_string()) for _, c in acc.p_cols]
     acc.p_cols = []
-    meta = {name: np.concatenate(v) for name, v in cols.items()}
+    meta: dict[str, Any] = {name: np.concatenate(v) for name, v in cols.items()}
+    meta["p_old"], meta["m_old"] = p, len(texts[0])
     return (meta, np.concatenate(dts), pa.concat_arrays(texts).cast(pa.large_string()),
-            pa.concat_arrays(esc).cast(pa.large_string()))
+            pa.concat_arrays(esc).cast(pa.large_string()), proven)
 
 
 #: the rows' columns and their types (rows read line by line, then rows proven column-wise)
@@ -330,7 +335,7 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
     r_time = ra["time"]
 
     # ---- packed rows -> members (column-wise)
-    meta, dt, m_texts, m_esc = _packed_columns(acc)
+    meta, dt, m_texts, m_esc, m_proven = _packed_columns(acc)
     p = len(meta["fi"])
     n_mem = meta["n"]
     m_total = int(n_mem.sum())
@@ -348,12 +353,16 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
     m_time = time0[rep] + cdt
     # the members' payload texts are built on a second thread (Arrow releases the GIL) while
     # this one orders the rows and builds the other columns
+    # (packed rows proven column-wise came with theirs, built while the file was read)
+    p_old, m_old = meta.pop("p_old"), meta.pop("m_old")
     pool = ThreadPoolExecutor(1)
-    if m_total:
-        m_payload_f = pool.submit(_member_payloads, meta, rep, k, m_esc, m_seq, m_time,
-                                  m_has_seq, m_has_time)
+    if m_old:
+        o = slice(0, int(m_old))
+        m_payload_f = pool.submit(_member_payloads, {f: v[: int(p_old)] for f, v in meta.items()},
+                                  rep[o], k[o], m_esc[o], m_seq[o], m_time[o], m_has_seq[o],
+                                  m_has_time[o])  # fmt: skip
     else:
-        m_payload_f = pool.submit(pa.array, [], pa.string())
+        m_payload_f = pool.submit(pa.array, [], pa.large_string())
     pool.shutdown(wait=False)
     m_code = meta["code"][rep] if p else np.zeros(0, np.int64)
 
@@ -409,7 +418,8 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
     is_finish = (chunk_idx == chunk_types.index("finish")) if "finish" in chunk_types \
         else np.zeros(n, dtype=bool)  # fmt: skip
     text = combine(ra["text"], m_texts, pa.large_string())
-    payload = combine(ra["payload"], m_payload_f.result(), pa.large_string())
+    m_payload = pa.concat_arrays([m_payload_f.result().cast(pa.large_string()), *m_proven])
+    payload = combine(ra["payload"], m_payload, pa.large_string())
 
     is_row = order < k_rows
     row_take = pa.array(np.where(is_row, order, 0), mask=~is_row)

@@ -28,7 +28,7 @@ from .._common import (
 from ._events import _decode_event, _int_or_none, _tokens_ok
 from ._packed import PACKED_PREFIXES, PackedColumns, prove_packed
 from ._shapes import _NO_RARE, _PACKED, _PACKED_TOP, _FileCtx, _Rows
-from ._templates import TEMPLATES, RowColumns, prove_rows
+from ._templates import TEMPLATES, prove_rows
 
 if HAVE_ORJSON:
     import orjson as _orjson
@@ -129,6 +129,11 @@ def _packed_problem(obj: dict, t: str) -> tuple[str, str] | None:
     return None
 
 
+#: prove lines column-wise where possible (False: every line is read row-wise, the reference
+#: the column-wise reading is tested against)
+COLUMNWISE = True
+
+
 def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
     """Read one file into ``acc``; bad lines go to the file's quarantine.
 
@@ -145,7 +150,7 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
     long_ints = _LONG_B in data.translate(_DIGITS_B)  # else lines skip the per-line check
     del data
     groups: dict[bytes, list[int]] = {}
-    for i, raw in enumerate(lines):
+    for i, raw in enumerate(lines if COLUMNWISE else ()):
         if raw.startswith(b'{"type":"'):
             groups.setdefault(raw[9:raw.find(b'"', 9)], []).append(i)
     packed = sorted(i for t in _PACKED for i in groups.get(t.encode(), ())
@@ -155,18 +160,16 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
         _scan(ctx, lines, [_TODO] * len(lines), long_ints, acc, prog, frozenset(), [])
         return
 
-    def prove() -> tuple[PackedColumns | None, list[RowColumns]]:
-        rows = [prove_rows(lines, c, t) for t, c in row_cand.items()]
-        return prove_packed(lines, packed), [r for r in rows if r is not None]
-
     pool = ThreadPoolExecutor(1)
-    proof_f = pool.submit(prove)
+    proof_f = pool.submit(prove_packed, lines, packed, True)
     pool.shutdown(wait=False)
     cands = set(packed)
     for c in row_cand.values():
         cands.update(c)
     pre = _predecode(lines, cands, long_ints)  # meanwhile, the other lines
-    proof, row_proofs = proof_f.result()
+    row_proofs = [r for r in (prove_rows(lines, c, t) for t, c in row_cand.items())
+                  if r is not None]  # fmt: skip
+    proof = proof_f.result()
     proven: set[int] = set()
     for part in ([proof] if proof is not None else []) + row_proofs:
         proven.update(part.line.tolist())

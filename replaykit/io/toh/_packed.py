@@ -111,9 +111,11 @@ def _member_payloads(meta: dict[str, np.ndarray], rep: np.ndarray, k: np.ndarray
     mid_a = pa.array(mid, big).take(pa.array(rep))
     empty = pa.scalar("", big)
     seq_s = pc.if_else(pa.array(has_seq), pc.binary_join_element_wise(
-        pa.scalar(',"seq":', big), pc.cast(pa.array(seq), big), empty), empty)
+        pa.scalar(',"seq":', big), pc.cast(pa.array(seq), big), empty), empty) \
+        if has_seq.any() else empty  # fmt: skip
     time_s = pc.if_else(pa.array(has_time), pc.binary_join_element_wise(
-        pa.scalar(',"time":', big), pc.cast(pa.array(time_ms), big), empty), empty)
+        pa.scalar(',"time":', big), pc.cast(pa.array(time_ms), big), empty), empty) \
+        if has_time.any() else empty  # fmt: skip
     del k
     return pc.binary_join_element_wise(pre_a, esc, mid_a, seq_s, time_s,
                                        pa.scalar(',"type":"assistant/chunk"}', big), empty)
@@ -155,6 +157,17 @@ class PackedColumns:
     dt: np.ndarray
     m_start: np.ndarray
     g_start: np.ndarray
+    payload: pa.Array | None = None
+
+    def member_payloads(self) -> pa.Array:
+        """Each member's canonical payload (these lines carry no seq0/time0)."""
+        n = self.n
+        rep = np.repeat(np.arange(len(n)), n)
+        k = np.arange(len(rep)) - (np.cumsum(n) - n)[rep]
+        meta = {"code": self.code, "index": self.index, "step": self.step, "turn": self.turn,
+                "id": self.id_json, "name": self.name_json}  # fmt: skip
+        none = np.zeros(len(rep), dtype=bool)
+        return _member_payloads(meta, rep, k, self.esc, k, k, none, none)
 
     def select(self, rows: np.ndarray) -> PackedColumns:
         """The entries ``rows`` (ascending), their members and gaps with them (packed)."""
@@ -167,6 +180,7 @@ class PackedColumns:
             texts=self.texts.take(idx), esc=self.esc.take(idx),
             dt=self.dt[_ranges(self.g_start, self.n - 1, rows)],
             m_start=np.cumsum(n) - n, g_start=np.cumsum(n - 1) - (n - 1),
+            payload=None if self.payload is None else self.payload.take(idx),
         )  # fmt: skip
 
 
@@ -205,7 +219,8 @@ def _s(text: str) -> pa.Scalar:
     return pa.scalar(text, pa.large_string())
 
 
-def prove_packed(lines: list[bytes], cand: list[int]) -> PackedColumns | None:
+def prove_packed(lines: list[bytes], cand: list[int], payloads: bool = False
+                 ) -> PackedColumns | None:  # fmt: skip
     """Parse the candidate packed rows ``lines[i] for i in cand`` column-wise (Arrow's JSON
     reader) and keep those proven valid: a line is proven when it is, byte for byte, the JSON
     text rebuilt from its parsed values in the harness's layout (so it is valid JSON with
@@ -215,7 +230,8 @@ def prove_packed(lines: list[bytes], cand: list[int]) -> PackedColumns | None:
     them.
 
     None when nothing is proven (e.g. one candidate is not JSON Arrow can read: the row-wise
-    path then reads every candidate and reports the bad ones).
+    path then reads every candidate and reports the bad ones). ``payloads``: also write the
+    members' canonical payloads (``payload``, see :func:`_member_payloads`).
     """
     if not cand:
         return None
@@ -271,4 +287,7 @@ def prove_packed(lines: list[bytes], cand: list[int]) -> PackedColumns | None:
         texts=texts, esc=esc, dt=gaps.to_numpy(zero_copy_only=False).astype(np.int64),
         m_start=m_off.to_numpy()[:-1], g_start=d_off.to_numpy()[:-1], **ints,
     )  # fmt: skip
-    return cols if ok.all() else cols.select(np.flatnonzero(ok))
+    cols = cols if ok.all() else cols.select(np.flatnonzero(ok))
+    if payloads:
+        cols.payload = cols.member_payloads()
+    return cols
