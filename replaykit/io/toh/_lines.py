@@ -28,7 +28,7 @@ from .._common import (
 from ._events import _decode_event, _int_or_none, _tokens_ok
 from ._packed import PACKED_PREFIXES, PackedColumns, prove_packed
 from ._shapes import _NO_RARE, _PACKED, _PACKED_TOP, _FileCtx, _Rows
-from ._templates import TEMPLATES, prove_rows
+from ._templates import ROW_PREFIXES, prove_rows
 
 if HAVE_ORJSON:
     import orjson as _orjson
@@ -148,14 +148,11 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
     if lines and not lines[-1]:
         lines.pop()  # the newline ending the last line
     long_ints = _LONG_B in data.translate(_DIGITS_B)  # else lines skip the per-line check
+    found = _with_prefixes(data, len(lines), [*PACKED_PREFIXES, *ROW_PREFIXES]) \
+        if COLUMNWISE else {}  # fmt: skip
     del data
-    groups: dict[bytes, list[int]] = {}
-    for i, raw in enumerate(lines if COLUMNWISE else ()):
-        if raw.startswith(b'{"type":"'):
-            groups.setdefault(raw[9:raw.find(b'"', 9)], []).append(i)
-    packed = sorted(i for t in _PACKED for i in groups.get(t.encode(), ())
-                    if lines[i].startswith(PACKED_PREFIXES))  # fmt: skip
-    row_cand = {t: groups[t.encode()] for t in TEMPLATES if t.encode() in groups}
+    packed = sorted(i for pre in PACKED_PREFIXES for i in found.get(pre, ()))
+    row_cand = {t: found[pre] for pre, t in ROW_PREFIXES.items() if found.get(pre)}
     if not packed and not row_cand:
         _scan(ctx, lines, [_TODO] * len(lines), long_ints, acc, prog, frozenset(), [])
         return
@@ -185,6 +182,29 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
         sel = part if len(keep) == len(part.line) else part.select(keep)
         sel.line = sel.line + 1  # line numbers are 1-based
         (acc.p_cols if isinstance(sel, PackedColumns) else acc.r_cols).append((ctx.fi, sel))
+
+
+def _with_prefixes(data: bytes, n_lines: int, prefixes: list[bytes]) -> dict[bytes, list[int]]:
+    """Indices of the lines (of ``data`` split at newlines) starting with each prefix, found
+    column-wise: the bytes at each line start compared with numpy, one prefix byte at a time.
+    """
+    common = b'{"type":"'  # every prefix starts so
+    assert all(p.startswith(common) for p in prefixes)
+    longest = max(map(len, prefixes))
+    buf = np.frombuffer(data + b"\n" * (longest + 1), dtype=np.uint8)
+    starts = np.concatenate([[0], np.flatnonzero(buf[: len(data)] == 10) + 1])[:n_lines]
+    lines = np.arange(n_lines)
+    for j, byte in enumerate(common):
+        keep = buf[starts + j] == byte
+        starts, lines = starts[keep], lines[keep]
+    out: dict[bytes, list[int]] = {}
+    for p in prefixes:
+        s, ln = starts, lines
+        for j in range(len(common), len(p)):
+            keep = buf[s + j] == p[j]
+            s, ln = s[keep], ln[keep]
+        out[p] = ln.tolist()
+    return out
 
 
 class _Failed:
