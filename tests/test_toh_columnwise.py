@@ -195,3 +195,31 @@ def test_every_leaf_edge_value_reads_the_same(tmp_path: Path) -> None:
             n += 1
     assert n > 1000
     _assert_same(d)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(-1, 1), st.integers(0, 2)), max_size=9))
+def test_ascending_is_lexsort_leaving_rows_in_place(rows: list[tuple[int, int, int]]) -> None:
+    import numpy as np
+
+    from replaykit.io.toh._assemble import _ascending
+
+    keys = [np.array([r[i] for r in rows], dtype=np.int64) for i in range(3)]
+    pos = np.arange(len(rows))
+    assert _ascending(*keys) == bool((np.lexsort((pos, keys[2], keys[1], keys[0])) == pos).all())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.none() | st.text(alphabet=st.sampled_from(
+    ['a', '\u00e9', '"', '\\', '\n', '\x01', '\x1f', ' ', '\U0001f600', '\x7f'])), max_size=20),
+    st.integers(0, 5))  # fmt: skip
+def test_escape_scan_matches_the_regex(texts: list[str | None], offset: int) -> None:
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from replaykit.io.toh._packed import _NEEDS_ESCAPE, _needs_escape
+
+    a = pa.array(texts, pa.large_string()).slice(min(offset, len(texts)))
+    want = np.asarray(pc.fill_null(pc.match_substring_regex(a, _NEEDS_ESCAPE), False),
+                      dtype=bool) if len(a) else np.zeros(0, bool)  # fmt: skip
+    assert _needs_escape(a).tolist() == want.tolist()

@@ -128,6 +128,20 @@ def _fill_tool_result_names(kind_idx: np.ndarray, kinds: list[str], fi: np.ndarr
     return pc.replace_with_mask(name, pa.array(mask), joined.column("name_first").combine_chunks())
 
 
+def _ascending(*keys: np.ndarray) -> bool:
+    """True when the rows are already in lexicographic order of ``keys`` (a sort by them,
+    stable, would leave them in place)."""
+    if len(keys[0]) < 2:
+        return True
+    ok = np.zeros(len(keys[0]) - 1, dtype=bool)  # a row is in order after its predecessor
+    tie = np.ones(len(ok), dtype=bool)  # all keys so far equal
+    for key in keys:
+        d = np.diff(key)
+        ok |= tie & (d > 0)
+        tie &= d == 0
+    return bool((ok | tie).all())
+
+
 def _call_ids(type_idx: np.ndarray, types: list[str], fi: np.ndarray, turn: pa.Array,
               step: pa.Array, is_finish: np.ndarray) -> pa.Array:  # fmt: skip
     """Synthetic model-call ids ``t{turn}.s{step}.c{k}`` for assistant/chunk and message rows.
@@ -146,7 +160,7 @@ def _call_ids(type_idx: np.ndarray, types: list[str], fi: np.ndarray, turn: pa.A
     tn = pc.fill_null(turn, -(2**31)).to_numpy()[sel].astype(np.int64)
     sp = pc.fill_null(step, -(2**31)).to_numpy()[sel].astype(np.int64)
     f = fi[sel]
-    order = np.lexsort((sel, sp, tn, f))
+    order = np.arange(len(sel)) if _ascending(f, tn, sp) else np.lexsort((sel, sp, tn, f))
     s_sel = sel[order]
     s_tn, s_sp, s_f = tn[order], sp[order], f[order]
     s_c = is_c[s_sel]
