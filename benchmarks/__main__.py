@@ -110,9 +110,12 @@ def bench_pleach(events: int, repeat: int,
 def bench_toh(events: int, repeat: int) -> dict[str, Any]:
     path = _dataset("toh", events)
     size_mb = path.stat().st_size / 2**20
-    print(f"toh: >= {events:,} events, {size_mb:,.0f} MB", flush=True)
+    print(f"toh: >= {events:,} events, {size_mb:,.0f} MB, toh_replaykit, toh_naive "
+          f"interleaved, best of {repeat}", flush=True)
+    load = os.getloadavg()
     res = _run(("toh_replaykit", "toh_naive"), path, repeat)
-    return {"file_mb": size_mb, "events": events, **res}
+    return {"file_mb": size_mb, "events": events, "load_before": load,
+            "load_after": os.getloadavg(), **res}
 
 
 def _fmt(r: dict[str, Any]) -> str:
@@ -171,7 +174,8 @@ def report(results: dict[str, Any]) -> list[str]:
             rate = rk["rows"] / rk["seconds"]
             lines.append(f"  read_toh: {rate:,.0f} events/s (target >= "
                          f"{TARGETS['toh_events_per_s']:,.0f}); "
-                         f"time vs json.loads loop: {rk['seconds'] / nv['seconds']:.2f}")
+                         f"time vs json.loads loop: {rk['seconds'] / nv['seconds']:.2f}; "
+                         f"load {t['load_before'][0]:.1f} -> {t['load_after'][0]:.1f}")
     return lines
 
 

@@ -8,14 +8,25 @@ children linked to it through ``parentSession``; ``session.expected.jsonl`` file
 ``replay.override.json`` sidecars are side files, not logs.
 
 The field-by-field mapping to the canonical schema is documented in ``docs/formats.md``.
-Per-line Python is limited to decoding a line and picking its few typed fields; sequence
-numbers, packed-row expansion, model-call ids, inheritance and joins are numpy/Arrow column
-operations over all files at once.
+
+How a file is read: packed rows and event lines of the frequent simple shapes (step and turn
+start/end, ``request/header``, block/usage/finish chunks), written in the harness's layout, are
+found by their byte prefix and *proven* column-wise: Arrow's JSON reader parses them, and a
+line counts as proven only when it is byte for byte the JSON rebuilt from the parsed values
+(so it is valid JSON with exactly the expected keys and value types); their canonical payloads
+and typed fields are then written column-wise. Packed rows are proven on a second thread while
+this one decodes the other lines (orjson); then all lines are checked in order, proven ones
+only for the file's envelope mode. Every line not proven is read row-wise (decoded, checked,
+its few typed fields picked), exactly as before: the column-wise reading gives the same
+table, runs and quarantine (``tests/test_toh_columnwise.py``; ``_lines.COLUMNWISE = False``
+reads every line row-wise). Sequence numbers, packed-row expansion, model-call ids,
+inheritance and joins are numpy/Arrow column operations over all files at once.
 
 The package, one story per module: ``_shapes`` (constants, the gathered columns, a file's
-context), ``_lines`` (reading a file line by line), ``_events`` (one event line's typed fields),
-``_packed`` (packed rows expanded column-wise) and ``_assemble`` (the table of all files,
-column-wise); this module holds the public entry points and re-exports every name.
+context), ``_lines`` (reading a file: candidates, proofs, the line-by-line checks), ``_events``
+(one event line's typed fields), ``_packed`` (packed rows proven and expanded column-wise),
+``_templates`` (simple event lines proven column-wise) and ``_assemble`` (the table of all
+files, column-wise); this module holds the public entry points and re-exports every name.
 """
 
 from __future__ import annotations

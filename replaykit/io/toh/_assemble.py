@@ -23,7 +23,7 @@ from ...schema import EVENTS_SCHEMA
 from .._common import (
     Quarantine,
 )
-from ._packed import _member_payloads
+from ._packed import _json_strings, _member_payloads
 from ._shapes import (
     _CHUNK_OF_CODE,
     _RARE_FIELDS,
@@ -128,9 +128,26 @@ def _fill_tool_result_names(kind_idx: np.ndarray, kinds: list[str], fi: np.ndarr
     return pc.replace_with_mask(name, pa.array(mask), joined.column("name_first").combine_chunks())
 
 
+def _ascending(*keys: np.ndarray) -> bool:
+    """True when the rows are already in lexicographic order of ``keys`` (a sort by them,
+    stable, would leave them in place)."""
+    if len(keys[0]) < 2:
+        return True
+    ok = np.zeros(len(keys[0]) - 1, dtype=bool)  # a row is in order after its predecessor
+    tie = np.ones(len(ok), dtype=bool)  # all keys so far equal
+    for key in keys:
+        d = np.diff(key)
+        ok |= tie & (d > 0)
+        tie &= d == 0
+    return bool((ok | tie).all())
+
+
 def _call_ids(type_idx: np.ndarray, types: list[str], fi: np.ndarray, turn: pa.Array,
-              step: pa.Array, chunk_type: pa.Array) -> pa.Array:  # fmt: skip
-    """Synthetic model-call ids ``t{turn}.s{step}.c{k}`` for assistant/chunk and message rows."""
+              step: pa.Array, is_finish: np.ndarray) -> pa.Array:  # fmt: skip
+    """Synthetic model-call ids ``t{turn}.s{step}.c{k}`` for assistant/chunk and message rows.
+
+    The ids are written once per run of rows sharing one id, then taken into place.
+    """
     n = len(type_idx)
     out = pa.nulls(n, pa.string())
     code_c = types.index("assistant/chunk") if "assistant/chunk" in types else -1
@@ -143,11 +160,11 @@ def _call_ids(type_idx: np.ndarray, types: list[str], fi: np.ndarray, turn: pa.A
     tn = pc.fill_null(turn, -(2**31)).to_numpy()[sel].astype(np.int64)
     sp = pc.fill_null(step, -(2**31)).to_numpy()[sel].astype(np.int64)
     f = fi[sel]
-    order = np.lexsort((sel, sp, tn, f))
+    order = np.arange(len(sel)) if _ascending(f, tn, sp) else np.lexsort((sel, sp, tn, f))
     s_sel = sel[order]
     s_tn, s_sp, s_f = tn[order], sp[order], f[order]
     s_c = is_c[s_sel]
-    fin = np.asarray(pc.fill_null(pc.equal(chunk_type, "finish"), False))[s_sel] & s_c
+    fin = is_finish[s_sel] & s_c
     m = len(s_sel)
     new_grp = np.ones(m, dtype=bool)
     new_grp[1:] = (s_f[1:] != s_f[:-1]) | (s_tn[1:] != s_tn[:-1]) | (s_sp[1:] != s_sp[:-1])
@@ -159,18 +176,150 @@ def _call_ids(type_idx: np.ndarray, types: list[str], fi: np.ndarray, turn: pa.A
     has_c = (last_c >= gstart) & (last_c >= 0)
     k = np.where(s_c, k_chunk, k_chunk[np.maximum(last_c, 0)])
     valid = s_c | has_c
-    ts = pc.cast(pa.array(s_tn), pa.string())
-    ts = pc.if_else(pa.array(s_tn == -(2**31)), "", ts)
-    ss = pc.cast(pa.array(s_sp), pa.string())
-    ss = pc.if_else(pa.array(s_sp == -(2**31)), "", ss)
-    ids = pc.binary_join_element_wise("t", ts, ".s", ss, ".c", pc.cast(pa.array(k), pa.string()),
-                                      "")  # fmt: skip
-    ids = pc.if_else(pa.array(valid), ids, pa.scalar(None, pa.string()))
-    inv = np.empty(n, dtype=np.int64)
-    # scatter: position -> id (non-selected rows stay null)
-    inv.fill(m)
-    inv[s_sel] = np.arange(m)
-    return pa.concat_arrays([ids, pa.nulls(1, pa.string())]).take(pa.array(inv))
+    # one id per run of consecutive rows with the same (turn, step, k)
+    new_id = new_grp.copy()
+    new_id[1:] |= k[1:] != k[:-1]
+    run = np.cumsum(new_id) - 1
+    heads = np.flatnonzero(new_id)
+    h_tn, h_sp = s_tn[heads], s_sp[heads]
+    ts = pc.cast(pa.array(h_tn), pa.string())
+    ts = pc.if_else(pa.array(h_tn == -(2**31)), "", ts)
+    ss = pc.cast(pa.array(h_sp), pa.string())
+    ss = pc.if_else(pa.array(h_sp == -(2**31)), "", ss)
+    ids = pc.binary_join_element_wise("t", ts, ".s", ss, ".c",
+                                      pc.cast(pa.array(k[heads]), pa.string()), "")  # fmt: skip
+    # scatter: position -> its run's id (other rows and rows without a call stay null)
+    idx = np.zeros(n, dtype=np.int64)
+    ok = np.zeros(n, dtype=bool)
+    idx[s_sel] = run
+    ok[s_sel] = valid
+    return ids.take(pa.array(idx, mask=~ok))
+
+
+def _dict_first(row_vals: pa.Array, mem_codes: np.ndarray, mem_values: list[str],
+                order: np.ndarray) -> tuple[pa.DictionaryArray, list[str], np.ndarray]:  # fmt: skip
+    """The dictionary column of rows' values then members' (``mem_values[mem_codes]``), taken
+    in ``order``: the same array as ``dictionary_encode`` of that string column (dictionary
+    in order of first appearance), built without the per-row strings. Also returns the
+    dictionary as a list and the codes (-1 for null)."""
+    rd = row_vals.dictionary_encode()
+    values = rd.dictionary.to_pylist()
+    values += [v for v in mem_values if v not in values]
+    pos = {v: i for i, v in enumerate(values)}
+    mem_map = np.array([pos[v] for v in mem_values], dtype=np.int64)
+    r_idx = pc.fill_null(rd.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    codes = np.concatenate([r_idx, mem_map[mem_codes]])[order]
+    valid = codes >= 0
+    seen = np.zeros(len(values), dtype=bool)
+    first = np.full(len(values), len(codes), dtype=np.int64)
+    for c in range(len(values)):  # a handful of distinct values
+        hit = codes == c
+        if hit.any():
+            seen[c] = True
+            first[c] = int(np.argmax(hit))
+    by_first = [c for c in np.argsort(first, kind="stable").tolist() if seen[c]]
+    renum = np.full(len(values), -1, dtype=np.int64)
+    renum[by_first] = np.arange(len(by_first))
+    new = np.where(valid, renum[np.maximum(codes, 0)], -1)
+    dictionary = [values[c] for c in by_first]
+    arr = pa.DictionaryArray.from_arrays(
+        pa.array(np.maximum(new, 0).astype(np.int32), mask=~valid),
+        pa.array(dictionary, pa.string()))
+    return arr, dictionary, new
+
+
+_META_INT = ("fi", "line", "code", "turn", "step", "index", "seq0", "time0", "n")
+
+
+def _packed_columns(acc: _Rows) -> tuple[dict[str, Any], np.ndarray, pa.Array, pa.Array,
+                                         list[pa.Array]]:  # fmt: skip
+    """The packed lines of both kinds (read line by line, and proven column-wise), as
+    (per-line columns, gaps with a 0 in front of each line's, member texts, their JSON string
+    literals, the proven members' payloads). Lines read line by line come first (the first
+    ``p_old`` lines, ``m_old`` members), then the proven ones, file by file."""
+    p = len(acc.p_meta)
+    pm = list(zip(*acc.p_meta, strict=True)) if p else [()] * 11
+    old = dict(zip(("fi", "line", "code", "turn", "step", "index", "seq0", "time0", "n", "id",
+                    "name"), pm, strict=True))  # fmt: skip
+    acc.p_meta = []
+    cols: dict[str, list[np.ndarray]] = {name: [] for name in (*_META_INT, "id", "name",
+                                                               "has_seq0", "has_time0")}
+    for name in ("seq0", "time0"):
+        has = np.array([v is not None for v in old[name]], dtype=bool).reshape(p)
+        cols["has_" + name].append(has)
+        cols[name].append(np.where(has, np.asarray(old[name], dtype=object), 0).astype(np.int64))
+    for name in ("fi", "line", "code", "turn", "step", "index", "n"):
+        cols[name].append(np.asarray(old[name], dtype=np.int64).reshape(p))
+    for name in ("id", "name"):
+        cols[name].append(np.asarray(old[name], dtype=object).reshape(p))
+    dts = [np.asarray(acc.p_dt, dtype=np.int64)]
+    acc.p_dt = []
+    texts = [pa.array(acc.p_texts, pa.large_string())]
+    acc.p_texts = []
+    esc = [_json_strings(texts[0])]
+    for fi, c in acc.p_cols:
+        m = len(c.line)
+        zero = np.zeros(m, dtype=np.int64)
+        for name, v in (("fi", np.full(m, fi, dtype=np.int64)), ("line", c.line),
+                        ("code", c.code), ("turn", c.turn), ("step", c.step),
+                        ("index", c.index), ("n", c.n), ("seq0", zero), ("time0", zero),
+                        ("id", c.id_json), ("name", c.name_json),
+                        ("has_seq0", zero.astype(bool)), ("has_time0", zero.astype(bool))):
+            cols[name].append(v)
+        gaps = np.zeros(int(c.n.sum()), dtype=np.int64)  # 0, then the line's gaps
+        rest = np.ones(len(gaps), dtype=bool)
+        rest[np.cumsum(c.n) - c.n] = False
+        gaps[rest] = c.dt
+        dts.append(gaps)
+        texts.append(c.texts)
+        esc.append(c.esc)
+    proven = [(c.payload if c.payload is not None else c.member_payloads()).cast(
+        pa.large_string()) for _, c in acc.p_cols]
+    acc.p_cols = []
+    meta: dict[str, Any] = {name: np.concatenate(v) for name, v in cols.items()}
+    meta["p_old"], meta["m_old"] = p, len(texts[0])
+    return (meta, np.concatenate(dts), pa.concat_arrays(texts).cast(pa.large_string()),
+            pa.concat_arrays(esc).cast(pa.large_string()), proven)
+
+
+#: the rows' columns and their types (rows read line by line, then rows proven column-wise)
+_ROW_TYPES = {
+    "type": pa.string(), "payload": pa.large_string(), "turn": pa.int64(), "step": pa.int64(),
+    "chunk_type": pa.string(), "text": pa.large_string(), "seq": pa.int64(),
+    "time": pa.float64(), "ref_id": pa.string(), "tool_name": pa.string(),
+    "args_hash": pa.string(), "cache_key": pa.string(), "is_error": pa.bool_(),
+    "finish": pa.string(), "input_tokens": pa.int64(), "output_tokens": pa.int64(),
+    "event_id": pa.string(),
+}  # fmt: skip
+
+
+def _row_columns(r: dict[str, Any], r_fi: np.ndarray, r_line: np.ndarray, acc: _Rows
+                 ) -> tuple[np.ndarray, np.ndarray, dict[str, pa.Array]]:  # fmt: skip
+    """(file index, line, columns) of all non-packed rows: those read line by line (``r``,
+    lists) followed by those proven column-wise (``acc.r_cols``)."""
+    parts: dict[str, list[pa.Array]] = {}
+    for name, typ in _ROW_TYPES.items():
+        if name == "payload":
+            a = pa.array(r[name], pa.binary() if HAVE_ORJSON else pa.large_string())
+            a = a.cast(typ)
+        else:
+            a = pa.array(r[name], typ)
+        parts[name] = [a]
+    fis, lns = [r_fi], [r_line]
+    for fi, c in acc.r_cols:
+        m = len(c.line)
+        fis.append(np.full(m, fi, dtype=np.int64))
+        lns.append(c.line)
+        given = {"type": pa.repeat(pa.scalar(c.type, pa.string()), m), "payload": c.payload,
+                 "turn": c.turn, "step": c.step, "chunk_type": c.chunk_type,
+                 "is_error": c.is_error, "finish": c.finish, "input_tokens": c.input_tokens,
+                 "output_tokens": c.output_tokens}  # fmt: skip
+        for name, typ in _ROW_TYPES.items():
+            a = given.get(name)
+            parts[name].append(pa.nulls(m, typ) if a is None else a.cast(typ))
+    acc.r_cols = []
+    cols = {name: pa.concat_arrays(v) if len(v) > 1 else v[0] for name, v in parts.items()}
+    return np.concatenate(fis), np.concatenate(lns), cols
 
 
 def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
@@ -194,44 +343,40 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
         if len(rare_idx):
             full[rare_idx] = np.asarray(vals, dtype=object)
         r[name] = full.tolist()  # pa.array converts lists much faster than object arrays
-    r_seq = pa.array(r["seq"], pa.int64())
-    r_time = pa.array(r["time"], pa.float64())
+    r_fi, r_line, ra = _row_columns(r, r_fi, r_line, acc)
+    k_rows = len(r_fi)
+    r_seq = ra["seq"]
+    r_time = ra["time"]
 
     # ---- packed rows -> members (column-wise)
-    p = len(acc.p_meta)
-    pm = list(zip(*acc.p_meta, strict=True)) if p else [()] * 11
-    meta = {
-        name: np.asarray(v, dtype=object if name in ("seq0", "time0", "id", "name") else np.int64)
-        for name, v in zip(("fi", "line", "code", "turn", "step", "index", "seq0", "time0",
-                            "n", "id", "name"), pm, strict=True)  # fmt: skip
-    }
-    n_mem = meta["n"].astype(np.int64) if p else np.zeros(0, np.int64)
+    meta, dt, m_texts, m_esc, m_proven = _packed_columns(acc)
+    p = len(meta["fi"])
+    n_mem = meta["n"]
     m_total = int(n_mem.sum())
     rep = np.repeat(np.arange(p), n_mem)
     line_first = np.cumsum(n_mem) - n_mem
     k = np.arange(m_total) - line_first[rep]
-    dt = np.asarray(acc.p_dt, dtype=np.int64)
     # cumulative dt within each packed line (dt[first] is the 0 we put in front)
     cdt = np.cumsum(dt) - np.repeat(np.cumsum(dt)[line_first] - dt[line_first], n_mem) \
         if m_total else dt  # fmt: skip
-    has_seq0 = np.array([v is not None for v in meta["seq0"]], dtype=bool).reshape(p)
-    has_time0 = np.array([v is not None for v in meta["time0"]], dtype=bool).reshape(p)
-    seq0 = np.where(has_seq0, meta["seq0"], 0).astype(np.int64)
-    time0 = np.where(has_time0, meta["time0"], 0).astype(np.int64)
+    has_seq0, seq0 = meta["has_seq0"], meta["seq0"]
+    has_time0, time0 = meta["has_time0"], meta["time0"]
     m_has_seq = has_seq0[rep]
     m_has_time = has_time0[rep]
     m_seq = seq0[rep] + k
     m_time = time0[rep] + cdt
-    m_texts = pa.array(acc.p_texts, pa.large_string())
-    acc.p_texts = []
     # the members' payload texts are built on a second thread (Arrow releases the GIL) while
     # this one orders the rows and builds the other columns
+    # (packed rows proven column-wise came with theirs, built while the file was read)
+    p_old, m_old = meta.pop("p_old"), meta.pop("m_old")
     pool = ThreadPoolExecutor(1)
-    if m_total:
-        m_payload_f = pool.submit(_member_payloads, meta, rep, k, m_texts, m_seq, m_time,
-                                  m_has_seq, m_has_time)
+    if m_old:
+        o = slice(0, int(m_old))
+        m_payload_f = pool.submit(_member_payloads, {f: v[: int(p_old)] for f, v in meta.items()},
+                                  rep[o], k[o], m_esc[o], m_seq[o], m_time[o], m_has_seq[o],
+                                  m_has_time[o])  # fmt: skip
     else:
-        m_payload_f = pool.submit(pa.array, [], pa.string())
+        m_payload_f = pool.submit(pa.array, [], pa.large_string())
     pool.shutdown(wait=False)
     m_code = meta["code"][rep] if p else np.zeros(0, np.int64)
 
@@ -273,29 +418,28 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
                    np.asarray(pc.fill_null(explicit, 0)), implicit).astype(np.int64)  # fmt: skip
     time_ms = combine(r_time, pa.array(m_time.astype(np.float64), mask=~m_has_time), pa.float64())
 
-    type_arr = combine(pa.array(r["type"], pa.string()),
-                       pa.repeat(pa.scalar("assistant/chunk"), m_total), pa.string())
-    type_dict = type_arr.dictionary_encode()
-    types = type_dict.dictionary.to_pylist()
-    type_idx = type_dict.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    type_dict, types, type_idx = _dict_first(
+        ra["type"], np.zeros(m_total, np.int64), ["assistant/chunk"], order)
     kinds_all = sorted(set(KIND_OF_TYPE.values()) | {"other"})
     kind_code = np.array([kinds_all.index(KIND_OF_TYPE.get(t_, "other")) for t_ in types],
                          dtype=np.int64)  # fmt: skip
     kind_idx = kind_code[type_idx] if n else np.zeros(0, np.int64)
 
-    turn = combine(pa.array(r["turn"], pa.int64()), meta["turn"][rep] if p else [], pa.int32())
-    step = combine(pa.array(r["step"], pa.int64()), meta["step"][rep] if p else [], pa.int32())
-    chunk_type = combine(
-        pa.array(r["chunk_type"], pa.string()),
-        pa.array(_CHUNK_OF_CODE).take(pa.array(m_code, pa.int64())),
-        pa.string(),
-    )
-    text = combine(pa.array(r["text"], pa.large_string()), m_texts, pa.large_string())
-    r_payload = pa.array(r["payload"], pa.binary() if HAVE_ORJSON else pa.large_string())
-    payload = combine(r_payload.cast(pa.large_string()), m_payload_f.result(), pa.large_string())
+    turn = combine(ra["turn"], meta["turn"][rep] if p else [], pa.int32())
+    step = combine(ra["step"], meta["step"][rep] if p else [], pa.int32())
+    chunk_dict, chunk_types, chunk_idx = _dict_first(
+        ra["chunk_type"], m_code, list(_CHUNK_OF_CODE), order)
+    is_finish = (chunk_idx == chunk_types.index("finish")) if "finish" in chunk_types \
+        else np.zeros(n, dtype=bool)  # fmt: skip
+    text = combine(ra["text"], m_texts, pa.large_string())
+    m_payload = pa.concat_arrays([m_payload_f.result().cast(pa.large_string()), *m_proven])
+    payload = combine(ra["payload"], m_payload, pa.large_string())
+
+    is_row = order < k_rows
+    row_take = pa.array(np.where(is_row, order, 0), mask=~is_row)
 
     def rows_only(name: str, typ: pa.DataType) -> pa.Array:
-        return combine(pa.array(r[name], typ), pa.nulls(m_total, typ), typ)
+        return ra[name].cast(typ).take(row_take)
 
     ref_id = rows_only("ref_id", pa.string())
     tool_name = _fill_tool_result_names(kind_idx, kinds_all, fi, ref_id,
@@ -324,7 +468,7 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
             keep = ~np.isin(fi * (1 << 32) + line, bad_keys)
 
     # ---- ids, flags, per-file columns
-    call_ids = _call_ids(type_idx, types, fi, turn, step, chunk_type)
+    call_ids = _call_ids(type_idx, types, fi, turn, step, is_finish)
     ref_id = pc.coalesce(ref_id, call_ids)
     run_arr = np.array(run_ids, dtype=object)
     if "subagent/descriptor" in types:
@@ -366,8 +510,7 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
         "run_id": by_file(run_ids),
         "parent_run_id": by_file(parents),
         "seq": pa.array(seq),
-        "type": pa.DictionaryArray.from_arrays(
-            pa.array(type_idx.astype(np.int32)), type_dict.dictionary),
+        "type": type_dict,
         "kind": pa.DictionaryArray.from_arrays(pa.array(kind_idx.astype(np.int32)), kind_dict),
         "ts": ts_us,
         "turn": turn,
@@ -377,12 +520,12 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
         "tool_name": dict_col(tool_name),
         "args_hash": rows_only("args_hash", pa.string()),
         "cache_key": rows_only("cache_key", pa.string()),
-        "is_error": combine(pa.array(r["is_error"], pa.bool_()),
+        "is_error": combine(ra["is_error"],
                             pa.array(np.zeros(m_total, bool)), pa.bool_()),  # fmt: skip
         "finish": dict_col(rows_only("finish", pa.string())),
         "input_tokens": rows_only("input_tokens", pa.int64()),
         "output_tokens": rows_only("output_tokens", pa.int64()),
-        "chunk_type": dict_col(chunk_type),
+        "chunk_type": chunk_dict,
         "text": text,
         "inherited": pa.array(inherited, pa.bool_()),
         "payload": payload,

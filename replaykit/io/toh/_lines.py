@@ -5,15 +5,19 @@ bad line's quarantine report; good lines are gathered as rows or packed members.
 from __future__ import annotations
 
 import itertools
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
+
 from ..._json import (
+    _DIGITS_B,
+    _LONG_B,
     HAVE_ORJSON,
     JSONDecodeError,
     JSONTooDeep,
     canonical_json,
     loads,
-    may_hold_long_ints,
 )
 from ...errors import LoadError
 from .._common import (
@@ -22,7 +26,9 @@ from .._common import (
     is_int64,
 )
 from ._events import _decode_event, _int_or_none, _tokens_ok
+from ._packed import PACKED_PREFIXES, PackedColumns, prove_packed
 from ._shapes import _NO_RARE, _PACKED, _PACKED_TOP, _FileCtx, _Rows
+from ._templates import ROW_PREFIXES, prove_rows
 
 if HAVE_ORJSON:
     import orjson as _orjson
@@ -123,7 +129,116 @@ def _packed_problem(obj: dict, t: str) -> tuple[str, str] | None:
     return None
 
 
+#: prove lines column-wise where possible (False: every line is read row-wise, the reference
+#: the column-wise reading is tested against)
+COLUMNWISE = True
+
+
 def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
+    """Read one file into ``acc``; bad lines go to the file's quarantine.
+
+    Packed rows and event lines of the frequent simple shapes, written in the harness's
+    layout, are proven column-wise (:func:`prove_packed`, :func:`prove_rows`) on a second
+    thread while this one decodes the other lines; then the lines are checked in order, the
+    proven ones only for the file's envelope mode (they carry no seq).
+    """
+    with open(ctx.path, "rb") as fh:
+        data = fh.read()
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()  # the newline ending the last line
+    long_ints = _LONG_B in data.translate(_DIGITS_B)  # else lines skip the per-line check
+    found = _with_prefixes(data, len(lines), [*PACKED_PREFIXES, *ROW_PREFIXES]) \
+        if COLUMNWISE else {}  # fmt: skip
+    del data
+    packed = sorted(i for pre in PACKED_PREFIXES for i in found.get(pre, ()))
+    row_cand = {t: found[pre] for pre, t in ROW_PREFIXES.items() if found.get(pre)}
+    if not packed and not row_cand:
+        _scan(ctx, lines, [_TODO] * len(lines), long_ints, acc, prog, frozenset(), [])
+        return
+
+    pool = ThreadPoolExecutor(1)
+    proof_f = pool.submit(prove_packed, lines, packed, True)
+    pool.shutdown(wait=False)
+    cands = set(packed)
+    for c in row_cand.values():
+        cands.update(c)
+    pre = _predecode(lines, cands, long_ints)  # meanwhile, the other lines
+    row_proofs = [r for r in (prove_rows(lines, c, t) for t, c in row_cand.items())
+                  if r is not None]  # fmt: skip
+    proof = proof_f.result()
+    proven: set[int] = set()
+    for part in ([proof] if proof is not None else []) + row_proofs:
+        proven.update(part.line.tolist())
+    used: list[int] = []
+    _scan(ctx, lines, pre, long_ints, acc, prog, frozenset(proven), used)
+    if not used:
+        return
+    used_a = np.asarray(used, dtype=np.int64)
+    for part in ([proof] if proof is not None else []) + row_proofs:
+        keep = np.flatnonzero(np.isin(part.line, used_a))
+        if not len(keep):
+            continue
+        sel = part if len(keep) == len(part.line) else part.select(keep)
+        sel.line = sel.line + 1  # line numbers are 1-based
+        (acc.p_cols if isinstance(sel, PackedColumns) else acc.r_cols).append((ctx.fi, sel))
+
+
+def _with_prefixes(data: bytes, n_lines: int, prefixes: list[bytes]) -> dict[bytes, list[int]]:
+    """Indices of the lines (of ``data`` split at newlines) starting with each prefix, found
+    column-wise: the bytes at each line start compared with numpy, one prefix byte at a time.
+    """
+    common = b'{"type":"'  # every prefix starts so
+    assert all(p.startswith(common) for p in prefixes)
+    longest = max(map(len, prefixes))
+    buf = np.frombuffer(data + b"\n" * (longest + 1), dtype=np.uint8)
+    starts = np.concatenate([[0], np.flatnonzero(buf[: len(data)] == 10) + 1])[:n_lines]
+    lines = np.arange(n_lines)
+    for j, byte in enumerate(common):
+        keep = buf[starts + j] == byte
+        starts, lines = starts[keep], lines[keep]
+    out: dict[bytes, list[int]] = {}
+    for p in prefixes:
+        s, ln = starts, lines
+        for j in range(len(common), len(p)):
+            keep = buf[s + j] == p[j]
+            s, ln = s[keep], ln[keep]
+        out[p] = ln.tolist()
+    return out
+
+
+class _Failed:
+    """A line's decoding error, kept to be raised where the line is checked."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
+
+
+_TODO: Any = object()  # a line not decoded beforehand
+
+
+def _predecode(lines: list[bytes], skip: set[int], long_ints: bool) -> list[Any]:
+    """Each line's decoded value (or :class:`_Failed`), except the lines in ``skip``."""
+    out: list[Any] = [_TODO] * len(lines)
+    for i, raw in enumerate(lines):
+        if i in skip:
+            continue
+        if i == 0 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        try:
+            out[i] = loads(raw, long_ints=long_ints)
+        except JSONDecodeError as exc:
+            out[i] = _Failed(exc)
+    return out
+
+
+def _scan(ctx: _FileCtx, lines: list[bytes], pre: list[Any], long_ints: bool, acc: _Rows,
+          prog: Progress, proven: frozenset[int], used: list[int]) -> None:  # fmt: skip
+    """The line-by-line reading of one file (``pre``: lines decoded beforehand); a line
+    index in ``proven`` was proven column-wise: only its envelope is checked here, and its
+    index is appended to ``used`` when it is kept."""
     q = ctx.quarantine
     fi = ctx.fi
     rows = acc.rows
@@ -131,28 +246,37 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
     rare_append = acc.rare.append
     header_line: int | None = None
     headless_reason: str | None = None
-    long_ints = may_hold_long_ints(ctx.path)  # else lines skip the per-line digits check
     # the reference forbids mixing projected lines (no seq envelope) and full persisted lines
     # (seq / packed seq0) in one file: the first event line sets the mode
     env_line: int | None = None
     env_full = False
-    with open(ctx.path, "rb") as fh:
-        last_pos = 0
-        for lineno, raw in enumerate(fh, start=1):
+    if True:
+        last = 0
+        for lineno, raw in enumerate(lines, start=1):
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]  # a UTF-8 byte order mark (as editors on Windows write)
             if lineno & 4095 == 0:
-                pos = fh.tell()
-                prog.update(pos - last_pos)
-                last_pos = pos
+                prog.update(sum(map(len, lines[last:lineno])) + lineno - last)
+                last = lineno
             if headless_reason is not None:
                 if raw.strip():
                     q.bad(ctx.err(lineno, "no_header", f"cannot be loaded: {headless_reason}",
                                   fix="Fix the session header (line 1) of this file."),
                           raw.rstrip(b"\r\n"))  # fmt: skip
                 continue
+            if not env_full and header_line is not None and lineno - 1 in proven:
+                # a proven packed row (no seq0): only the file's envelope mode is checked (a
+                # mismatch is reported by the line-by-line code below)
+                if env_line is None:
+                    env_line = lineno
+                used.append(lineno - 1)
+                continue
             try:
-                obj = loads(raw, long_ints=long_ints)  # a trailing newline is whitespace
+                obj = pre[lineno - 1]
+                if obj is _TODO:
+                    obj = loads(raw, long_ints=long_ints)
+                elif type(obj) is _Failed:
+                    raise obj.exc
             except JSONDecodeError as exc:
                 raw = raw.rstrip(b"\r\n")
                 if not raw.strip():
@@ -232,7 +356,7 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
             if rare is not None or seq is not None or tm is not None:
                 rare_append((len(rows), seq, tm) + (rare or _NO_RARE))
             rows_append((fi, lineno, t, _dump(obj), turn, step, ctype, text))
-        prog.update(fh.tell() - last_pos)
+        prog.update(sum(map(len, lines[last:])) + len(lines) - last)
     if header_line is None and headless_reason is None:
         q.bad(ctx.err(None, "empty_file", "holds no lines (a toh log starts with its session "
                       "header)", fix="Remove the empty file or restore its content."))

@@ -5,6 +5,7 @@ columns gathered while reading and a file's context.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ...errors import LoadError
 from .._common import (
@@ -82,6 +83,8 @@ class _Rows:
         self.p_texts: list[str] = []  # every packed member's text / argumentsDelta
         self.p_dt: list[int] = []  # per packed line: 0 followed by its dt gaps
         self.phantoms: list[tuple[int, int, int]] = []  # quarantined lines: (fi, lineno, slots)
+        self.p_cols: list[tuple[int, Any]] = []  # packed rows proven column-wise: (fi, columns)
+        self.r_cols: list[tuple[int, Any]] = []  # event lines proven column-wise: (fi, columns)
 
 
 _ROW_FIELDS = ("fi", "line", "type", "payload", "turn", "step", "chunk_type", "text")
