@@ -152,6 +152,46 @@ def _large(arr: pa.Array) -> pa.Array:
     return arr.cast(pa.large_string()) if pa.types.is_string(arr.type) else arr
 
 
+def spread_strings(values: pa.Array, pos: np.ndarray, n: int, *, large: bool = True
+                   ) -> pa.Array:
+    """A length-``n`` string array holding ``values[j]`` at row ``pos[j]``, null elsewhere.
+
+    What ``values.take(idx)`` gives for ``idx[pos] = arange(len(pos))`` (null elsewhere), but
+    for strictly increasing ``pos`` built from offsets alone: the text bytes are the source
+    array's own buffer (no copy), only an offsets array of ``n + 1`` and a validity bitmap are
+    written. ``large``: as large_string (what pandas keeps); else the type of ``values``.
+    Other ``pos`` (or non-string values) fall back to the take.
+    """
+    values = flat(values)
+    if pa.types.is_dictionary(values.type):
+        values = _as_strings(values)
+    values = _large(values) if large else values
+    ordered = len(pos) < 2 or bool((pos[1:] > pos[:-1]).all())
+    is_large = pa.types.is_large_string(values.type)
+    if not (ordered and (is_large or pa.types.is_string(values.type))) or len(pos) != len(values):
+        idx = np.full(n, -1, dtype=np.int64)
+        idx[pos] = np.arange(len(pos))
+        return values.take(pa.array(idx, mask=idx < 0))
+    if len(values) == 0:
+        return pa.nulls(n, values.type)
+    odt = np.int64 if is_large else np.int32
+    bufs = values.buffers()
+    off = np.frombuffer(bufs[1], dtype=odt, count=len(values) + 1,
+                        offset=values.offset * np.dtype(odt).itemsize)
+    out_off = np.zeros(n + 1, dtype=odt)
+    out_off[np.asarray(pos, dtype=np.int64) + 1] = np.diff(off)
+    np.cumsum(out_off, out=out_off)
+    if off[0]:
+        out_off += off[0]  # the first value's bytes start there in the shared buffer
+    valid = np.zeros(n, dtype=bool)
+    valid[pos] = np.asarray(values.is_valid()) if values.null_count else True
+    nulls = n - int(np.count_nonzero(valid)) if values.null_count else n - len(pos)
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
+    return pa.Array.from_buffers(values.type, n, [bitmap, pa.py_buffer(out_off), data],
+                                 null_count=nulls)
+
+
 def _check_int(t: pa.DataType, name: str) -> None:
     if pa.types.is_dictionary(t) or not (pa.types.is_integer(t) or pa.types.is_null(t)):
         raise SchemaError([f"counter {name!r} needs integer values, got {t}"])
@@ -278,10 +318,7 @@ class KeyedCounterCol:
     def column(self, n: int, *, large: bool = False) -> pa.Array:
         """The key counted on each row (null elsewhere); ``large``: as large_string (what
         pandas keeps, so no cast of the full column later)."""
-        idx = np.full(n, -1, dtype=np.int64)
-        idx[self.pos] = np.arange(len(self.pos))
-        keys = _large(self.key_array) if large else self.key_array
-        return keys.take(pa.array(idx, mask=idx < 0))
+        return spread_strings(self.key_array, self.pos, n, large=large)
 
 
 @dataclass
@@ -321,18 +358,11 @@ class CollectionCol:
     def columns(self, c: Columns, *, dense: bool = False) -> dict[str, Any]:
         """``<name>_size`` (Arrow int64; numpy int64 with ``dense``), ``_added``, ``_removed``."""
         name = self.field.name
-        n = c.n
-        add_idx = np.full(n, -1, dtype=np.int64)
-        add_idx[self.add_pos] = np.arange(len(self.add_pos))
-        rem_idx = np.full(n, -1, dtype=np.int64)
-        rem_idx[self.rem_pos] = np.arange(len(self.rem_pos))
         size = _sparse_dense(self.size_rows, self.size_vals, c)
-        add_keys = _large(self.add_keys) if dense else self.add_keys
-        rem_keys = _large(self.rem_keys) if dense else self.rem_keys
         return {
             f"{name}_size": size if dense else pa.array(size, pa.int64()),
-            f"{name}_added": add_keys.take(pa.array(add_idx, mask=add_idx < 0)),
-            f"{name}_removed": rem_keys.take(pa.array(rem_idx, mask=rem_idx < 0)),
+            f"{name}_added": spread_strings(self.add_keys, self.add_pos, c.n, large=dense),
+            f"{name}_removed": spread_strings(self.rem_keys, self.rem_pos, c.n, large=dense),
         }
 
 
@@ -787,14 +817,41 @@ def fold_fields(fields: list[Field], c: Columns, *, terms: bool = True,
         r = fold_field(f, c)
         return r, (field_terms(r, c) if terms else None)
 
-    pool = _pool() if c.n >= PARALLEL_MIN_ROWS and len(fields) > 1 else None
-    if pool is None:
-        out = [task(f) for f in fields]
-    else:
-        order = sorted((i for i, f in enumerate(fields) if not isinstance(f, Reducer)),
-                       key=lambda i: -_cost(fields[i]))
-        futures = {i: pool.submit(task, fields[i]) for i in order}
-        mine = {i: task(f) for i, f in enumerate(fields) if isinstance(f, Reducer)}
-        out = [mine[i] if i in mine else futures[i].result() for i in range(len(fields))]
+    out = run_tasks([(lambda f=f: task(f)) for f in fields], c.n,
+                    costs=[_cost(f) for f in fields],
+                    mine=[isinstance(f, Reducer) for f in fields])
     results = [r for r, _ in out]
     return results, ([t for _, t in out] if terms else None)
+
+
+def run_tasks(tasks: list[Any], n_rows: int, *, costs: list[int] | None = None,
+              mine: list[bool] | None = None) -> list[Any]:
+    """Call every task (a function of no arguments); their results, in order.
+
+    On two threads when :func:`_pool` has two workers, there are two or more tasks and the
+    table has at least :data:`PARALLEL_MIN_ROWS` rows: the costliest (``costs``) first, the
+    ones flagged in ``mine`` (user Python) on the calling thread, in order. Tasks must not
+    submit to the pool themselves (both workers could then wait on each other).
+    """
+    pool = _pool() if n_rows >= PARALLEL_MIN_ROWS and len(tasks) > 1 else None
+    if pool is None:
+        return [t() for t in tasks]
+    cost = costs or [1] * len(tasks)
+    own = mine or [False] * len(tasks)
+    order = sorted((i for i in range(len(tasks)) if not own[i]), key=lambda i: -cost[i])
+    futures = {i: pool.submit(tasks[i]) for i in order}
+    done = {i: tasks[i]() for i in range(len(tasks)) if own[i]}
+    return [done[i] if i in done else futures[i].result() for i in range(len(tasks))]
+
+
+def result_cost(res: Any) -> int:
+    """:func:`_cost` of a field result's field (for :func:`run_tasks`)."""
+    return _cost(res.field)
+
+
+def lazy_hash_ok(fields: list[Field]) -> bool:
+    """Whether ``state_hash`` may be computed on first read rather than in :func:`fold`:
+    fields of the built-in kinds only hash Arrow values (which cannot fail), so computing
+    later gives the same column; a ``reducer()`` field hashes user values (whose canonical
+    JSON can raise), so with one the hash is computed in ``fold`` as before."""
+    return not any(isinstance(f, Reducer) for f in fields)

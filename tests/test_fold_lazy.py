@@ -1,0 +1,176 @@
+"""The fold's fast paths give what the plain paths give: the lazily computed ``state_hash``
+equals the one computed inside ``fold``; ``steps_df``'s sparse string columns equal an Arrow
+take."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from _fold_strategies import logs
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import replaykit as rk
+from replaykit.fold import engine, reducer
+from replaykit.fold.projection import resolve_projections
+from replaykit.fold.synth import synthetic_log
+
+FRAME = importlib.import_module("replaykit.fold.frame")  # rk.fold is the function
+
+
+def _eager(log: Any, proj: Any) -> np.ndarray:
+    """``state_hash`` as ``fold`` computed it before it was deferred: every field's terms
+    together with its fold, then the running sum."""
+    fields = resolve_projections(proj)
+    cols = engine.Columns(log.table)
+    results, terms = engine.fold_fields(fields, cols, terms=True)
+    return engine.state_hashes(results, cols, terms)
+
+
+@pytest.fixture
+def count_terms(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = engine.field_terms
+
+    def counted(res: Any, c: Any) -> Any:
+        calls.append(1)
+        return real(res, c)
+
+    monkeypatch.setattr(engine, "field_terms", counted)
+    monkeypatch.setattr(FRAME, "field_terms", counted)
+    return calls
+
+
+def test_fold_defers_state_hash_to_the_first_read(count_terms: list[int]) -> None:
+    log = synthetic_log(3_000, 12, seed=3)
+    want = _eager(log, rk.agent())
+    count_terms.clear()
+    sf = rk.fold(log, rk.agent())
+    assert count_terms == []  # fold itself hashes nothing
+    h = sf.state_hash()
+    n_fields = len(sf.fields)
+    assert h is not None and len(count_terms) == n_fields
+    assert sf.state_hash() is h and len(count_terms) == n_fields  # kept, not recomputed
+    np.testing.assert_array_equal(h, want)
+    df = sf.steps_df()
+    assert len(count_terms) == n_fields
+    np.testing.assert_array_equal(df["state_hash"].to_numpy(np.uint64), h)
+
+
+def test_steps_df_computes_a_pending_hash_once(count_terms: list[int]) -> None:
+    log = synthetic_log(3_000, 12, seed=4)
+    want = _eager(log, rk.agent())
+    count_terms.clear()
+    sf = rk.fold(log, rk.agent())
+    df = sf.steps_df()  # the hash is computed with the columns
+    assert len(count_terms) == len(sf.fields)
+    np.testing.assert_array_equal(df["state_hash"].to_numpy(np.uint64), want)
+    sf.state_hash()
+    sf.final()
+    assert len(count_terms) == len(sf.fields)
+
+
+def test_a_reducer_field_hashes_inside_fold(count_terms: list[int]) -> None:
+    log = synthetic_log(500, 3, seed=2)
+    proj = [rk.agent(), rk.projection("p", n=reducer(lambda acc, ev: acc + 1, initial=0))]
+    sf = rk.fold(log, proj)
+    assert len(count_terms) == len(sf.fields)  # computed in fold, as before
+    h = sf.state_hash()
+    assert len(count_terms) == len(sf.fields)
+    np.testing.assert_array_equal(h, _eager(log, proj))
+
+
+def test_state_hash_false_stays_off(count_terms: list[int]) -> None:
+    sf = rk.fold(synthetic_log(500, 3, seed=2), rk.agent(), state_hash=False)
+    assert sf.state_hash() is None and "state_hash" not in sf.steps_df().columns
+    assert count_terms == []
+
+
+@pytest.mark.parametrize("threads", [False, True])
+@settings(max_examples=25, deadline=None)
+@given(log=logs, steps_first=st.booleans())
+def test_lazy_state_hash_equals_the_eager_one(log: Any, steps_first: bool,
+                                              threads: bool) -> None:
+    proj = [rk.agent(), rk.harness()]
+    want = _eager(log, proj)
+    saved = (engine.PARALLEL_MIN_ROWS, engine._workers)
+    if threads:
+        engine.PARALLEL_MIN_ROWS, engine._workers = 0, lambda: 2  # type: ignore[assignment]
+    try:
+        sf = rk.fold(log, proj)
+        if steps_first:
+            col = sf.steps_df()["state_hash"].to_numpy(np.uint64)
+            np.testing.assert_array_equal(col, want)
+        got = sf.state_hash()
+        assert got is not None
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(sf.steps_df()["state_hash"].to_numpy(np.uint64), want)
+    finally:
+        engine.PARALLEL_MIN_ROWS, engine._workers = saved  # type: ignore[assignment]
+
+
+def test_lazy_state_hash_of_an_empty_log() -> None:
+    log = synthetic_log(10, 1, seed=1)
+    empty = rk.EventLog(log.table.slice(0, 0), sort=False)
+    sf = rk.fold(empty, rk.agent())
+    h = sf.state_hash()
+    assert h is not None and h.dtype == np.uint64 and len(h) == 0
+    assert list(sf.steps_df()["state_hash"]) == []
+
+
+def _take(values: pa.Array, pos: np.ndarray, n: int, large: bool) -> pa.Array:
+    idx = np.full(n, -1, dtype=np.int64)
+    idx[pos] = np.arange(len(pos))
+    src = values.cast(pa.large_string()) if large and values.type == pa.string() else values
+    return src.take(pa.array(idx, mask=idx < 0))
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(0, 40), data=st.data(), large=st.booleans(), sliced=st.booleans(),
+       typ=st.sampled_from([pa.string(), pa.large_string()]))
+def test_spread_strings_equals_a_take(n: int, data: Any, large: bool, sliced: bool,
+                                      typ: pa.DataType) -> None:
+    pos = np.array(sorted(data.draw(st.sets(st.integers(0, max(n - 1, 0)), max_size=n))
+                          if n else []), dtype=np.int64)
+    texts = data.draw(st.lists(st.one_of(st.none(), st.text(max_size=5)),
+                               min_size=len(pos) + 2, max_size=len(pos) + 2))
+    values = pa.array(texts, typ)
+    values = values.slice(1, len(pos)) if sliced else values.slice(0, len(pos))
+    got = engine.spread_strings(values, pos, n, large=large)
+    got.validate(full=True)
+    want = _take(values, pos, n, large)
+    assert got.type == want.type and got.equals(want)
+
+
+def test_spread_strings_falls_back_to_a_take_when_rows_repeat() -> None:
+    values = pa.array(["a", "b", "c"])
+    pos = np.array([1, 1, 3])
+    got = engine.spread_strings(values, pos, 5, large=False)
+    assert got.equals(_take(values, pos, 5, large=False))
+
+
+def test_steps_df_sparse_string_columns_unchanged() -> None:
+    """The collection and keyed-counter columns of steps_df as the take built them."""
+    log = synthetic_log(4_000, 10, seed=9)
+    sf = rk.fold(log, rk.agent())
+    df = sf.steps_df()
+    by_name = {r.field.name: r for r in sf._results}
+    n = len(log)
+    for name in ("open_tool_calls", "pending_approvals", "active_subagents"):
+        res = by_name[name]
+        for part, keys, pos in (("added", res.add_keys, res.add_pos),
+                                ("removed", res.rem_keys, res.rem_pos)):
+            want = _take(keys, pos, n, large=True).to_pandas(types_mapper=pd.ArrowDtype)
+            got = df[f"{name}_{part}"]
+            assert got.isna().tolist() == want.isna().tolist()
+            assert got.dropna().tolist() == want.dropna().tolist()
+            assert got.notna().sum() == len(pos) > 0 or part == "removed"
+    kc = by_name["tool_calls_by_tool"]
+    want = _take(kc.key_array, kc.pos, n, large=True).to_pylist()
+    assert df["tool_calls_by_tool_key"].astype(object).where(
+        df["tool_calls_by_tool_key"].notna(), None).tolist() == want
