@@ -174,3 +174,24 @@ def test_steps_df_sparse_string_columns_unchanged() -> None:
     want = _take(kc.key_array, kc.pos, n, large=True).to_pylist()
     assert df["tool_calls_by_tool_key"].astype(object).where(
         df["tool_calls_by_tool_key"].notna(), None).tolist() == want
+
+
+@settings(max_examples=150, deadline=None)
+@given(runs=st.lists(st.integers(1, 6), min_size=1, max_size=8), data=st.data())
+def test_sparse_dense_is_the_step_function_of_each_run(runs: list[int], data: Any) -> None:
+    """Counters and collection sizes: the value of the latest change row of the run, else 0."""
+    starts = np.cumsum([0, *runs[:-1]])
+    n = int(sum(runs))
+    seg = np.repeat(np.arange(len(runs)), runs)
+    c = engine.Columns.__new__(engine.Columns)
+    c.n, c.starts, c.seg = n, starts.astype(np.int64), seg
+    rows = np.array(sorted(data.draw(st.sets(st.integers(0, n - 1)))), dtype=np.int64)
+    vals = np.array(data.draw(st.lists(st.integers(-50, 50), min_size=len(rows),
+                                       max_size=len(rows))), dtype=np.int64)
+    want = np.zeros(n, dtype=np.int64)
+    for i in range(n):  # the reference: a loop over rows
+        before = [k for k, r in enumerate(rows) if r <= i and seg[r] == seg[i]]
+        want[i] = vals[before[-1]] if before else 0
+    got = engine._sparse_dense(rows.astype(np.int32), vals, c)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, want)

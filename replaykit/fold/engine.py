@@ -257,22 +257,21 @@ def _sparse_at(rows: np.ndarray, vals: np.ndarray, i: int, start: int, zero: Any
 def _sparse_dense(rows: np.ndarray, vals: np.ndarray, c: Columns) -> np.ndarray:
     """Dense per-row values of a run-segmented step function given at ``rows`` (0 before).
 
-    The steps (``vals`` minus the previous value in the run) scattered to their rows and one
-    segmented cumulative sum: two passes over the rows.
+    ``rows`` strictly increasing. The function is constant between breakpoints: the change
+    rows and the run starts (where it falls back to 0 unless it changes there), so one
+    ``np.repeat`` of the breakpoint values writes the ``n`` rows.
     """
-    out = np.zeros(c.n, dtype=np.int64)
+    n = c.n
     if len(rows) == 0:
-        return out
-    v = vals.astype(np.int64)
-    d = v.copy()
-    d[1:] -= v[:-1]
-    seg = c.seg[rows]
-    first = np.empty(len(rows), dtype=bool)
-    first[0] = True
-    np.not_equal(seg[1:], seg[:-1], out=first[1:])
-    d[first] = v[first]  # the first step of a run starts from 0
-    out[rows] = d
-    return _run_cumsum(out, c.seg, c.starts)
+        return np.zeros(n, dtype=np.int64)
+    starts = c.starts
+    j = np.searchsorted(rows, starts)  # where each run start goes among the change rows
+    hit = j < len(rows)
+    hit[hit] = rows[j[hit]] == starts[hit]
+    miss = ~hit
+    bp = np.insert(rows.astype(np.int64), j[miss], starts[miss])
+    bv = np.insert(vals.astype(np.int64), j[miss], 0)
+    return np.repeat(bv, np.diff(bp, append=n))
 
 
 @dataclass
