@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import replaykit as rk
 from replaykit._json import canonical_json
 from replaykit.fold import state_hash
-from replaykit.fold.hashing import hash_json, hash_texts, json_texts, value_hash
+from replaykit.fold.hashing import hash_ints, hash_json, hash_texts, json_texts, value_hash
 from replaykit.fold.projection import collection, counter, last, maximum, minimum, on
 from replaykit.fold.synth import synthetic_log
 
@@ -156,3 +156,40 @@ def test_json_texts_of_every_string_type(typ: pa.DataType) -> None:
     assert json_texts(arr).to_pylist() == expected
     assert np.array_equal(hash_json(arr), hash_texts(pa.array(expected)))
     assert np.array_equal(hash_texts(pa.array(expected, typ)), hash_texts(expected))
+
+
+INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64]
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from(INT_DTYPES))
+def test_hash_ints_is_the_hash_of_the_decimal_text(data, dtype) -> None:
+    """hash_ints (digits arithmetically) pinned to the text path it replaces for integers."""
+    info = np.iinfo(dtype)
+    vals = data.draw(st.lists(st.one_of(st.integers(int(info.min), int(info.max)),
+                                        st.sampled_from([int(info.min), int(info.max), 0])),
+                              max_size=30))
+    arr = np.array(vals, dtype=dtype)
+    want = hash_texts(json_texts(pa.array(arr)))
+    np.testing.assert_array_equal(hash_ints(arr), want)
+    assert [int(h) for h in hash_ints(arr)] == [value_hash(int(v)) for v in vals]
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from([pa.int32(), pa.int64(), pa.uint64(), pa.int8()]),
+       spread=st.sampled_from([3, 1000, 2**40]))
+def test_integer_distinct_hashes_equal_the_dictionary_path(data, dtype, spread) -> None:
+    """The integer fast path of _distinct_hashes (a range table, or every value) gives what
+    the dictionary path (each distinct value's canonical JSON) gives, nulls included."""
+    from replaykit.fold.engine import _distinct_hashes
+
+    info = np.iinfo(dtype.to_pandas_dtype())
+    lo, hi = max(int(info.min), -spread), min(int(info.max), spread)
+    vals = data.draw(st.lists(st.one_of(st.none(), st.integers(lo, hi)), min_size=1,
+                              max_size=40))
+    arr = pa.array(vals, dtype)
+    v0 = value_hash(None)
+    enc = arr.dictionary_encode()
+    dh = np.append(hash_json(enc.dictionary), np.uint64(v0))
+    want = dh[pa.compute.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)]
+    np.testing.assert_array_equal(_distinct_hashes(arr, v0), want)

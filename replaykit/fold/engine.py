@@ -22,7 +22,7 @@ from .._json import canonical_json, payload_fields
 from ..errors import SchemaError
 from ..schema import _dictionary_rank
 from ._frozen import FrozenDict, freeze
-from .hashing import hash_json, mix, pair, text_hash, value_hash
+from .hashing import hash_ints, hash_json, mix, pair, text_hash, value_hash
 from .projection import (
     NOTNULL,
     Collection,
@@ -619,10 +619,29 @@ def _run_cumsum(d: np.ndarray, seg: np.ndarray, starts: np.ndarray | None = None
 
 
 def _distinct_hashes(vals: pa.Array, v0: int) -> np.ndarray:
-    """``V`` of every value of ``vals`` (nulls: ``v0``), hashing each distinct value once."""
+    """``V`` of every value of ``vals`` (nulls: ``v0``), hashing each distinct value once
+    (integers: each value of their range when it is no longer than the array, else every
+    value, with :func:`~replaykit.fold.hashing.hash_ints`)."""
+    if pa.types.is_integer(vals.type) and len(vals) and vals.null_count < len(vals):
+        return _int_hashes(vals, v0)
     enc = vals if pa.types.is_dictionary(vals.type) else vals.dictionary_encode()
     dh = np.append(hash_json(enc.dictionary), np.uint64(v0))
     return dh[pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)]
+
+
+def _int_hashes(vals: pa.Array, v0: int) -> np.ndarray:
+    vals = flat(vals)
+    v = np.asarray(pc.fill_null(vals, 0) if vals.null_count else vals)
+    lo, hi = int(v.min()), int(v.max())
+    if hi - lo < len(v):  # a short range (e.g. counts): hash it once, then index
+        wide = np.uint64 if v.dtype.kind == "u" else np.int64
+        table = hash_ints(np.arange(lo, hi + 1, dtype=wide))
+        out = table[v.astype(wide) - wide(lo)]
+    else:
+        out = hash_ints(v)
+    if vals.null_count:
+        out[~np.asarray(vals.is_valid())] = np.uint64(v0)
+    return out
 
 
 def _field_changes(res: Any, c: Columns) -> tuple[np.ndarray, np.ndarray, int]:
