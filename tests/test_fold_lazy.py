@@ -195,3 +195,18 @@ def test_sparse_dense_is_the_step_function_of_each_run(runs: list[int], data: An
     got = engine._sparse_dense(rows.astype(np.int32), vals, c)
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dictionary", [["r1", "r2", "r1"], ["r1", "r2", None]])
+def test_run_boundaries_from_dictionary_codes_need_distinct_values(dictionary: list) -> None:
+    """Runs are found from the dictionary indices only when each value is there once: a
+    dictionary that holds a value twice (or a null) falls back to comparing values."""
+    idx = pa.array([0, 2, 2, 1, 1, 0], pa.int32())
+    run = pa.DictionaryArray.from_arrays(idx, pa.array(dictionary, pa.string()))
+    ten = pa.DictionaryArray.from_arrays(pa.array([0] * 6, pa.int32()), pa.array(["t"]))
+    c = engine.Columns(pa.table({"tenant_id": ten, "run_id": run}))
+    values = run.to_pylist()
+    want = [0] + [i for i in range(1, 6) if values[i] != values[i - 1]]
+    assert c.starts.tolist() == want
+    plain = engine.Columns(pa.table({"tenant_id": ten, "run_id": pa.array(values)}))
+    assert plain.starts.tolist() == want

@@ -40,6 +40,17 @@ _ARROW_TYPES = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "b
 
 
 # ------------------------------------------------------------------------------- columns
+def _codes(col: pa.ChunkedArray) -> np.ndarray:
+    """Integer codes of a string column that are equal exactly where the values are: the
+    dictionary indices themselves (no copy) for one chunk without nulls whose dictionary
+    holds each value once, else the values' ranks."""
+    arr = col.chunk(0) if isinstance(col, pa.ChunkedArray) and col.num_chunks == 1 else col
+    if (isinstance(arr, pa.DictionaryArray) and arr.null_count == 0
+            and pc.count_distinct(arr.dictionary).as_py() == len(arr.dictionary)):
+        return arr.indices.to_numpy(zero_copy_only=False)
+    return _dictionary_rank(col)
+
+
 class Columns:
     """Column access over a sorted canonical table, with cached numpy views."""
 
@@ -47,8 +58,8 @@ class Columns:
         self.table = table
         self.n = table.num_rows
         self._cache: dict[str, Any] = {}
-        tenant = _dictionary_rank(table.column("tenant_id")) if self.n else np.zeros(0, np.int64)
-        run = _dictionary_rank(table.column("run_id")) if self.n else np.zeros(0, np.int64)
+        tenant = _codes(table.column("tenant_id")) if self.n else np.zeros(0, np.int64)
+        run = _codes(table.column("run_id")) if self.n else np.zeros(0, np.int64)
         change = np.ones(self.n, dtype=bool)
         if self.n > 1:
             change[1:] = (tenant[1:] != tenant[:-1]) | (run[1:] != run[:-1])
@@ -178,11 +189,13 @@ def spread_strings(values: pa.Array, pos: np.ndarray, n: int, *, large: bool = T
     bufs = values.buffers()
     off = np.frombuffer(bufs[1], dtype=odt, count=len(values) + 1,
                         offset=values.offset * np.dtype(odt).itemsize)
-    out_off = np.zeros(n + 1, dtype=odt)
-    out_off[np.asarray(pos, dtype=np.int64) + 1] = np.diff(off)
-    np.cumsum(out_off, out=out_off)
-    if off[0]:
-        out_off += off[0]  # the first value's bytes start there in the shared buffer
+    # out_off[k] = off[number of pos below k]: constant between consecutive rows of pos
+    p64 = np.asarray(pos, dtype=np.int64)
+    counts = np.empty(len(p64) + 1, dtype=np.int64)
+    counts[0] = p64[0] + 1
+    counts[1:-1] = np.diff(p64)
+    counts[-1] = n - p64[-1]
+    out_off = np.repeat(off, counts)
     valid = np.zeros(n, dtype=bool)
     valid[pos] = np.asarray(values.is_valid()) if values.null_count else True
     nulls = n - int(np.count_nonzero(valid)) if values.null_count else n - len(pos)
