@@ -210,3 +210,28 @@ def test_run_boundaries_from_dictionary_codes_need_distinct_values(dictionary: l
     assert c.starts.tolist() == want
     plain = engine.Columns(pa.table({"tenant_id": ten, "run_id": pa.array(values)}))
     assert plain.starts.tolist() == want
+
+
+@pytest.mark.parametrize("threads", [False, True])
+def test_steps_df_equals_one_arrow_table_converted(threads: bool) -> None:
+    """steps_df converts column by column (in the fields' tasks): the same frame, dtypes
+    included, as one canonical Arrow table of the same columns through to_pandas."""
+    from replaykit.eventlog import to_pandas
+
+    log = synthetic_log(6_000, 20, seed=11)
+    proj = [rk.agent(), rk.harness()]
+    saved = (engine.PARALLEL_MIN_ROWS, engine._workers)
+    if threads:
+        engine.PARALLEL_MIN_ROWS, engine._workers = 0, lambda: 2  # type: ignore[assignment]
+    try:
+        sf = rk.fold(log, proj)
+        got = sf.steps_df()
+    finally:
+        engine.PARALLEL_MIN_ROWS, engine._workers = saved  # type: ignore[assignment]
+    t = log.table
+    ref = {k: t.column(k) for k in ("tenant_id", "run_id", "seq", "type", "kind")}
+    ref.update(sf._columns(dense=False))
+    ref["state_hash"] = pa.array(sf.state_hash(), pa.uint64())
+    want = to_pandas(pa.table(ref))
+    pd.testing.assert_frame_equal(got, want)
+    assert list(got.columns)[:6] == ["tenant_id", "run_id", "seq", "type", "kind", "turn"]

@@ -43,6 +43,16 @@ def _require_tenant(tenant_id: Any, what: str = "tenant_id") -> str:
     return tenant_id
 
 
+def _pandas_array(col: Any) -> Any:
+    """One state column as the pandas array ``steps_df`` holds (what :func:`to_pandas` gives
+    for Arrow columns; dense int64 as Int64 without a copy; object arrays as they are)."""
+    if isinstance(col, np.ndarray) and col.dtype == object:
+        return col
+    if isinstance(col, np.ndarray):  # dense int64, no nulls
+        return pd.arrays.IntegerArray(col, np.zeros(len(col), dtype=bool))
+    return to_pandas(pa.table({"c": col}))["c"].array
+
+
 class StateFrame:
     """The folded state after every event of a log: one row per event.
 
@@ -170,11 +180,14 @@ class StateFrame:
         return self.state_at_row(start + n - 1, start)
 
     # ------------------------------------------------------------------ grain tables
-    def _columns(self, *, dense: bool = False, with_hash: bool = False) -> dict[str, Any]:
+    def _columns(self, *, dense: bool = False, with_hash: bool = False, convert: bool = False,
+                 extra: list[Any] | None = None) -> dict[str, Any]:
         """The state columns (Arrow arrays; object arrays for reducers). With ``dense``
         counters and collection sizes are numpy int64 (no nulls). Fields on two threads for
         large tables (see :func:`replaykit.fold.engine.run_tasks`); with ``with_hash`` a
-        pending ``state_hash`` is computed in the same batch of tasks."""
+        pending ``state_hash`` is computed in the same batch of tasks. ``convert``: each
+        column as the pandas array :meth:`steps_df` holds. ``extra``: more tasks for the
+        batch; the first one's result is returned under the key ``""``."""
         n = len(self)
 
         def one(res: Any) -> dict[str, Any]:
@@ -194,15 +207,23 @@ class StateFrame:
                 return {name: vals[np.where(res.src >= 0, res.src, len(res.values))]}
             return {}
 
-        tasks = [(lambda r=res: one(r)) for res in self._results]
+        def pandas(res: Any) -> dict[str, Any]:
+            return {name: _pandas_array(col) for name, col in one(res).items()}
+
+        fn = pandas if convert else one
+        tasks = [(lambda r=res: fn(r)) for res in self._results]
         hash_tasks = self._hash_tasks() if with_hash else []
+        more = list(extra or [])
         costs = [result_cost(res) for res in self._results]
-        parts = run_tasks(tasks + hash_tasks, n, costs=costs + costs[:len(hash_tasks)])
+        parts = run_tasks(tasks + hash_tasks + more, n,
+                          costs=costs + costs[:len(hash_tasks)] + [1] * len(more))
         if hash_tasks:
-            self._set_hashes(parts[len(tasks):])
+            self._set_hashes(parts[len(tasks):len(tasks) + len(hash_tasks)])
         cols: dict[str, Any] = {}
         for part in parts[:len(tasks)]:
             cols.update(part)
+        if more:
+            cols[""] = parts[len(tasks) + len(hash_tasks)]
         return cols
 
     def _hash_tasks(self) -> list[Any]:
@@ -236,25 +257,19 @@ class StateFrame:
         """
         t = self._table
         base = pa.table({k: t.column(k) for k in ("tenant_id", "run_id", "seq", "type", "kind")})
-        direct: dict[str, Any] = {}  # built as pandas arrays without a trip through Arrow
-        cols = self._columns(dense=True, with_hash=True)
+        # every column becomes a pandas array inside its field's task (on two threads for
+        # large tables); the envelope columns convert in the same batch
+        cols = self._columns(dense=True, with_hash=True, convert=True,
+                             extra=[lambda: to_pandas(base)])
+        envelope = cols.pop("")
         hashes = self._state_hashes()
-        for name, col in cols.items():
-            if isinstance(col, np.ndarray) and col.dtype == object:
-                direct[name] = col
-            elif isinstance(col, np.ndarray):  # dense int64, no nulls: Int64 without a copy
-                direct[name] = pd.arrays.IntegerArray(col, np.zeros(len(col), dtype=bool))
-            else:
-                base = base.append_column(name, col)
+        data = {name: envelope[name] for name in base.column_names}
+        data.update(cols)
         if hashes is not None:
-            base = base.append_column("state_hash", pa.array(hashes, pa.uint64()))
-        df = to_pandas(base)
-        if not direct:
-            return df
-        order = [*base.column_names[:5], *cols,
-                 *(["state_hash"] if hashes is not None else [])]
-        data = {name: direct[name] if name in direct else df[name] for name in order}
-        return pd.DataFrame(data, index=df.index, copy=False)
+            data["state_hash"] = to_pandas(pa.table({"state_hash": pa.array(hashes,
+                                                                            pa.uint64())}))[
+                "state_hash"]
+        return pd.DataFrame(data, index=envelope.index, copy=False)
 
     def final(self, *, with_state: bool = True) -> pd.DataFrame:
         """One row per run: its last event's row of :meth:`steps_df` (plus ``events``).
