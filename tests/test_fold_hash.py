@@ -193,3 +193,45 @@ def test_integer_distinct_hashes_equal_the_dictionary_path(data, dtype, spread) 
     dh = np.append(hash_json(enc.dictionary), np.uint64(v0))
     want = dh[pa.compute.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)]
     np.testing.assert_array_equal(_distinct_hashes(arr, v0), want)
+
+
+def _H(text: str) -> int:
+    """``H`` straight from its definition, in Python integers (the pin for the kernels)."""
+    p, k, mask = 0x100000001B3, 0x9E3779B97F4A7C15, 2**64 - 1
+    b = text.encode("utf-8")
+    x = (sum((c + 1) * pow(p, i, 2**64) for i, c in enumerate(b)) + len(b) * k) & mask
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & mask
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & mask
+    return x ^ (x >> 31)
+
+
+@settings(max_examples=150, deadline=None)
+@given(width=st.integers(0, 40), n=st.integers(1, 30), data=st.data(),
+       ascii_only=st.booleans(), large=st.booleans())
+def test_text_hash_kernels_match_the_definition(width, n, data, ascii_only, large) -> None:
+    """hash_texts / hash_json on texts of one width (the matrix-product path when their
+    UTF-8 lengths agree) and of mixed widths (the block path) equal H computed in Python."""
+    alphabet = st.characters(max_codepoint=126, min_codepoint=32) if ascii_only else \
+        st.characters(blacklist_categories=("Cs",))
+    texts = data.draw(st.lists(st.text(alphabet, min_size=width, max_size=width),
+                               min_size=n, max_size=n))
+    if data.draw(st.booleans()):
+        texts.append(data.draw(st.text(alphabet, max_size=3)))  # one of another width
+    arr = pa.array(texts, pa.large_string() if large else pa.string())
+    want = [_H(t) for t in texts]
+    assert [int(h) for h in hash_texts(arr)] == want
+    assert [int(h) for h in hash_json(arr)] == [_H(canonical_json(t)) for t in texts]
+    sliced = arr.slice(1)
+    assert [int(h) for h in hash_json(sliced)] == [_H(canonical_json(t)) for t in texts[1:]]
+
+
+def test_fixed_width_texts_across_blocks() -> None:
+    """Many equal-width texts (more than one row block of the matrix path)."""
+    texts = [f"tc_{i:06d}_{i % 97:05d}" for i in range(40_000)]
+    got = hash_texts(pa.array(texts))
+    for i in (0, 1, 17_475, 17_476, 39_999):
+        assert int(got[i]) == _H(texts[i])
+    hj = hash_json(pa.array(texts))
+    assert int(hj[-1]) == _H(canonical_json(texts[-1]))

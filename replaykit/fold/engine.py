@@ -482,14 +482,16 @@ def _fold_collection(f: Collection, c: Columns) -> CollectionCol:
     n = c.n
     add_rows = np.flatnonzero(c.mask(f.add))
     add_keys = _as_strings(c.values(f.key, add_rows))
-    ok = np.asarray(add_keys.is_valid())
-    add_rows, add_keys = add_rows[ok], add_keys.filter(pa.array(ok))
+    if add_keys.null_count:
+        ok = np.asarray(add_keys.is_valid())
+        add_rows, add_keys = add_rows[ok], add_keys.filter(pa.array(ok))
     if f.remove is not None:
         rem_rows = np.flatnonzero(c.mask(f.remove))
         rk = f.remove_key if f.remove_key is not None else f.key
         rem_keys = _as_strings(c.values(rk, rem_rows))
-        ok = np.asarray(rem_keys.is_valid())
-        rem_rows, rem_keys = rem_rows[ok], rem_keys.filter(pa.array(ok))
+        if rem_keys.null_count:
+            ok = np.asarray(rem_keys.is_valid())
+            rem_rows, rem_keys = rem_rows[ok], rem_keys.filter(pa.array(ok))
     else:
         rem_rows, rem_keys = np.zeros(0, np.int64), pa.array([], pa.string())
     na = len(add_rows)
@@ -549,10 +551,8 @@ def _fold_collection(f: Collection, c: Columns) -> CollectionCol:
     a_take = pa.array(ea)
     items = {}
     for name, value in f.item:
-        vals = c.values(value, add_rows)
-        if pa.types.is_dictionary(vals.type):
-            vals = _as_strings(vals)
-        items[name] = vals.take(a_take)
+        # dictionary columns stay encoded: their values hash once per distinct value
+        items[name] = c.values(value, add_rows).take(a_take)
     return CollectionCol(
         f,
         _compact(ch_rows.astype(np.int64)),

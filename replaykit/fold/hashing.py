@@ -98,14 +98,44 @@ def hash_texts(texts: Any) -> np.ndarray:
     off, data = _offsets(arr)
     lens = np.diff(off)
     h = lens.astype(np.uint64) * K
-    total = len(data)
-    if total:
-        # strings in blocks of about _BLOCK bytes: bounded temporaries and power tables
-        cuts = np.searchsorted(off, np.arange(0, total, _BLOCK), side="right") - 1
-        cuts = np.unique(np.append(cuts, n))
-        for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
-            h[a:b] += _poly(data, off[a:b + 1], lens[a:b])
-    return mix(h)
+    h += _poly_strings(data, off, lens)
+    return mix(h, out=h)
+
+
+def _poly_strings(data: np.ndarray, off: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """:func:`_poly` of every string (``off``: n + 1 offsets from 0 into ``data``): strings of
+    one common length as a matrix product with the power table, else in blocks of about
+    ``_BLOCK`` bytes (bounded temporaries and power tables)."""
+    n = len(lens)
+    total = int(off[-1]) if n else 0
+    if n == 0 or total == 0:
+        return np.zeros(n, dtype=np.uint64)
+    width = int(lens[0])
+    if width and total == width * n:  # the lengths sum to n * lens[0]: check they are equal
+        if int(lens.min()) == int(lens.max()):
+            return _poly_fixed(data[:total].reshape(n, width))
+    out = np.empty(n, dtype=np.uint64)
+    cuts = np.searchsorted(off, np.arange(0, total, _BLOCK), side="right") - 1
+    cuts = np.unique(np.append(cuts, n))
+    if cuts[0] > 0:
+        out[: cuts[0]] = 0  # leading empty strings
+    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+        out[a:b] = _poly(data, off[a:b + 1], lens[a:b])
+    return out
+
+
+def _poly_fixed(mat: np.ndarray) -> np.ndarray:
+    """:func:`_poly` of the rows of an (n, width) uint8 matrix: ``(mat + 1) @ P**arange``
+    (uint64 arithmetic wraps mod 2**64, as the sums do), in row blocks."""
+    n, width = mat.shape
+    pw = _powers(width)[0][:width]
+    out = np.empty(n, dtype=np.uint64)
+    rows = max(1, _BLOCK // width)
+    for a in range(0, n, rows):
+        blk = mat[a:a + rows].astype(np.uint64)
+        blk += _U(1)
+        np.matmul(blk, pw, out=out[a:a + rows])
+    return out
 
 
 def _poly(data: np.ndarray, off: np.ndarray, lens: np.ndarray) -> np.ndarray:
@@ -211,11 +241,7 @@ def hash_json(arr: pa.Array) -> np.ndarray:
     if len(data) and ((data < 32) | (data == 34) | (data == 92)).any():
         return hash_texts(json_texts(arr))
     lens = np.diff(off)
-    h = np.zeros(len(arr), dtype=np.uint64)
-    cuts = np.unique(np.append(np.searchsorted(off, np.arange(0, len(data), _BLOCK),
-                                               side="right") - 1, len(arr)))
-    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
-        h[a:b] = _poly(data, off[a:b + 1], lens[a:b])
+    h = _poly_strings(data, off, lens)
     quote = _U(ord('"') + 1)
     pw = _powers(int(lens.max()) + 2)[0] if len(lens) else _POW
     h *= P  # the string's bytes sit at positions 1 .. L
