@@ -783,15 +783,27 @@ def state_hashes(results: list[Any], c: Columns,
         return np.zeros(0, dtype=np.uint64)
     if terms is None:
         terms = [field_terms(res, c) for res in results]
-    delta = np.zeros(c.n, dtype=np.uint64)
-    zeros: list[np.uint64] = []
-    for rows, g, g0 in terms:
-        zeros.append(g0)
-        if g is not None:
-            delta[rows] += g
-    total = _run_cumsum(delta, c.seg, c.starts)
-    total += np.add.reduce(np.array(zeros, np.uint64), dtype=np.uint64)
-    return mix(total, out=total)
+    base = np.add.reduce(np.array([g0 for _, _, g0 in terms], np.uint64), dtype=np.uint64)
+    out = np.empty(c.n, dtype=np.uint64)
+    # runs are independent: two halves split at a run start, one per thread
+    cut = int(c.starts[np.searchsorted(c.starts, c.n // 2)]) if len(c.starts) > 1 else c.n
+    cut = cut if 0 < cut < c.n else c.n
+    spans = [(0, cut), (cut, c.n)] if cut < c.n else [(0, c.n)]
+
+    def span(a: int, b: int) -> None:
+        delta = out[a:b]
+        delta.fill(0)
+        for rows, g, _ in terms:
+            if g is not None:
+                lo, hi = np.searchsorted(rows, [a, b])
+                delta[rows[lo:hi] - a] += g[lo:hi]
+        s0, s1 = np.searchsorted(c.starts, [a, b])
+        _run_cumsum(delta, c.seg[a:b], c.starts[s0:s1] - a)
+        delta += base
+        mix(delta, out=delta)
+
+    run_tasks([(lambda a=a, b=b: span(a, b)) for a, b in spans], c.n)
+    return out
 
 
 # ------------------------------------------------------------------------- two threads
