@@ -266,9 +266,7 @@ class StateFrame:
         data = {name: envelope[name] for name in base.column_names}
         data.update(cols)
         if hashes is not None:
-            data["state_hash"] = to_pandas(pa.table({"state_hash": pa.array(hashes,
-                                                                            pa.uint64())}))[
-                "state_hash"]
+            data["state_hash"] = _pandas_array(pa.array(hashes, pa.uint64()))
         return pd.DataFrame(data, index=envelope.index, copy=False)
 
     def final(self, *, with_state: bool = True) -> pd.DataFrame:
