@@ -235,3 +235,26 @@ def test_steps_df_equals_one_arrow_table_converted(threads: bool) -> None:
     want = to_pandas(pa.table(ref))
     pd.testing.assert_frame_equal(got, want)
     assert list(got.columns)[:6] == ["tenant_id", "run_id", "seq", "type", "kind", "turn"]
+
+
+@pytest.mark.parametrize("runs", [[1], [5], [1, 9], [9, 1], [3, 3, 3], [1, 1, 1, 7], [7, 1, 1, 1]])
+def test_state_hashes_split_at_any_run_layout(runs: list[int],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The running sum in two halves (split at the run start nearest the middle, on two
+    threads) equals the state_hash of every materialised state, whatever the run lengths."""
+    from replaykit.fold.hashing import state_hash
+
+    monkeypatch.setattr(engine, "PARALLEL_MIN_ROWS", 0)
+    monkeypatch.setattr(engine, "_workers", lambda: 2)
+    tables = [synthetic_log(k, 1, tenants=("acme",), seed=i).table for i, k in enumerate(runs)]
+    tables = [t.set_column(t.schema.get_field_index("run_id"), "run_id",
+                           pa.array([f"run-{i}"] * t.num_rows).dictionary_encode())
+              for i, t in enumerate(tables)]
+    log = rk.EventLog(pa.concat_tables(tables).unify_dictionaries().combine_chunks())
+    sf = rk.fold(log, rk.agent())
+    h = sf.state_hash()
+    assert h is not None and len(h) == sum(runs)
+    starts = sf._cols.starts
+    for i in range(len(log)):
+        s = int(starts[np.searchsorted(starts, i, side="right") - 1])
+        assert int(h[i]) == state_hash(sf.state_at_row(i, s))

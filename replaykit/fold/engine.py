@@ -786,8 +786,8 @@ def state_hashes(results: list[Any], c: Columns,
     base = np.add.reduce(np.array([g0 for _, _, g0 in terms], np.uint64), dtype=np.uint64)
     out = np.empty(c.n, dtype=np.uint64)
     # runs are independent: two halves split at a run start, one per thread
-    cut = int(c.starts[np.searchsorted(c.starts, c.n // 2)]) if len(c.starts) > 1 else c.n
-    cut = cut if 0 < cut < c.n else c.n
+    k = min(int(np.searchsorted(c.starts, c.n // 2)), len(c.starts) - 1)
+    cut = int(c.starts[k]) if k > 0 else c.n
     spans = [(0, cut), (cut, c.n)] if cut < c.n else [(0, c.n)]
 
     def span(a: int, b: int) -> None:
