@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import replaykit as rk
 from replaykit._json import canonical_json
 from replaykit.fold import state_hash
-from replaykit.fold.hashing import hash_json, hash_texts, json_texts, value_hash
+from replaykit.fold.hashing import hash_ints, hash_json, hash_texts, json_texts, value_hash
 from replaykit.fold.projection import collection, counter, last, maximum, minimum, on
 from replaykit.fold.synth import synthetic_log
 
@@ -156,3 +156,82 @@ def test_json_texts_of_every_string_type(typ: pa.DataType) -> None:
     assert json_texts(arr).to_pylist() == expected
     assert np.array_equal(hash_json(arr), hash_texts(pa.array(expected)))
     assert np.array_equal(hash_texts(pa.array(expected, typ)), hash_texts(expected))
+
+
+INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64]
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from(INT_DTYPES))
+def test_hash_ints_is_the_hash_of_the_decimal_text(data, dtype) -> None:
+    """hash_ints (digits arithmetically) pinned to the text path it replaces for integers."""
+    info = np.iinfo(dtype)
+    vals = data.draw(st.lists(st.one_of(st.integers(int(info.min), int(info.max)),
+                                        st.sampled_from([int(info.min), int(info.max), 0])),
+                              max_size=30))
+    arr = np.array(vals, dtype=dtype)
+    want = hash_texts(json_texts(pa.array(arr)))
+    np.testing.assert_array_equal(hash_ints(arr), want)
+    assert [int(h) for h in hash_ints(arr)] == [value_hash(int(v)) for v in vals]
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from([pa.int32(), pa.int64(), pa.uint64(), pa.int8()]),
+       spread=st.sampled_from([3, 1000, 2**40]))
+def test_integer_distinct_hashes_equal_the_dictionary_path(data, dtype, spread) -> None:
+    """The integer fast path of _distinct_hashes (a range table, or every value) gives what
+    the dictionary path (each distinct value's canonical JSON) gives, nulls included."""
+    from replaykit.fold.engine import _distinct_hashes
+
+    info = np.iinfo(dtype.to_pandas_dtype())
+    lo, hi = max(int(info.min), -spread), min(int(info.max), spread)
+    vals = data.draw(st.lists(st.one_of(st.none(), st.integers(lo, hi)), min_size=1,
+                              max_size=40))
+    arr = pa.array(vals, dtype)
+    v0 = value_hash(None)
+    enc = arr.dictionary_encode()
+    dh = np.append(hash_json(enc.dictionary), np.uint64(v0))
+    want = dh[pa.compute.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)]
+    np.testing.assert_array_equal(_distinct_hashes(arr, v0), want)
+
+
+def _H(text: str) -> int:
+    """``H`` straight from its definition, in Python integers (the pin for the kernels)."""
+    p, k, mask = 0x100000001B3, 0x9E3779B97F4A7C15, 2**64 - 1
+    b = text.encode("utf-8")
+    x = (sum((c + 1) * pow(p, i, 2**64) for i, c in enumerate(b)) + len(b) * k) & mask
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & mask
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & mask
+    return x ^ (x >> 31)
+
+
+@settings(max_examples=150, deadline=None)
+@given(width=st.integers(0, 40), n=st.integers(1, 30), data=st.data(),
+       ascii_only=st.booleans(), large=st.booleans())
+def test_text_hash_kernels_match_the_definition(width, n, data, ascii_only, large) -> None:
+    """hash_texts / hash_json on texts of one width (the matrix-product path when their
+    UTF-8 lengths agree) and of mixed widths (the block path) equal H computed in Python."""
+    alphabet = st.characters(max_codepoint=126, min_codepoint=32) if ascii_only else \
+        st.characters(blacklist_categories=("Cs",))
+    texts = data.draw(st.lists(st.text(alphabet, min_size=width, max_size=width),
+                               min_size=n, max_size=n))
+    if data.draw(st.booleans()):
+        texts.append(data.draw(st.text(alphabet, max_size=3)))  # one of another width
+    arr = pa.array(texts, pa.large_string() if large else pa.string())
+    want = [_H(t) for t in texts]
+    assert [int(h) for h in hash_texts(arr)] == want
+    assert [int(h) for h in hash_json(arr)] == [_H(canonical_json(t)) for t in texts]
+    sliced = arr.slice(1)
+    assert [int(h) for h in hash_json(sliced)] == [_H(canonical_json(t)) for t in texts[1:]]
+
+
+def test_fixed_width_texts_across_blocks() -> None:
+    """Many equal-width texts (more than one row block of the matrix path)."""
+    texts = [f"tc_{i:06d}_{i % 97:05d}" for i in range(40_000)]
+    got = hash_texts(pa.array(texts))
+    for i in (0, 1, 17_475, 17_476, 39_999):
+        assert int(got[i]) == _H(texts[i])
+    hj = hash_json(pa.array(texts))
+    assert int(hj[-1]) == _H(canonical_json(texts[-1]))

@@ -22,7 +22,7 @@ from .._json import canonical_json, payload_fields
 from ..errors import SchemaError
 from ..schema import _dictionary_rank
 from ._frozen import FrozenDict, freeze
-from .hashing import hash_json, mix, pair, text_hash, value_hash
+from .hashing import hash_ints, hash_json, mix, pair, text_hash, value_hash
 from .projection import (
     NOTNULL,
     Collection,
@@ -40,6 +40,17 @@ _ARROW_TYPES = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "b
 
 
 # ------------------------------------------------------------------------------- columns
+def _codes(col: pa.ChunkedArray) -> np.ndarray:
+    """Integer codes of a string column that are equal exactly where the values are: the
+    dictionary indices themselves (no copy) for one chunk without nulls whose dictionary
+    holds each value once, else the values' ranks."""
+    arr = col.chunk(0) if isinstance(col, pa.ChunkedArray) and col.num_chunks == 1 else col
+    if (isinstance(arr, pa.DictionaryArray) and arr.null_count == 0
+            and pc.count_distinct(arr.dictionary).as_py() == len(arr.dictionary)):
+        return arr.indices.to_numpy(zero_copy_only=False)
+    return _dictionary_rank(col)
+
+
 class Columns:
     """Column access over a sorted canonical table, with cached numpy views."""
 
@@ -47,8 +58,8 @@ class Columns:
         self.table = table
         self.n = table.num_rows
         self._cache: dict[str, Any] = {}
-        tenant = _dictionary_rank(table.column("tenant_id")) if self.n else np.zeros(0, np.int64)
-        run = _dictionary_rank(table.column("run_id")) if self.n else np.zeros(0, np.int64)
+        tenant = _codes(table.column("tenant_id")) if self.n else np.zeros(0, np.int64)
+        run = _codes(table.column("run_id")) if self.n else np.zeros(0, np.int64)
         change = np.ones(self.n, dtype=bool)
         if self.n > 1:
             change[1:] = (tenant[1:] != tenant[:-1]) | (run[1:] != run[:-1])
@@ -152,6 +163,48 @@ def _large(arr: pa.Array) -> pa.Array:
     return arr.cast(pa.large_string()) if pa.types.is_string(arr.type) else arr
 
 
+def spread_strings(values: pa.Array, pos: np.ndarray, n: int, *, large: bool = True
+                   ) -> pa.Array:
+    """A length-``n`` string array holding ``values[j]`` at row ``pos[j]``, null elsewhere.
+
+    What ``values.take(idx)`` gives for ``idx[pos] = arange(len(pos))`` (null elsewhere), but
+    for strictly increasing ``pos`` built from offsets alone: the text bytes are the source
+    array's own buffer (no copy), only an offsets array of ``n + 1`` and a validity bitmap are
+    written. ``large``: as large_string (what pandas keeps); else the type of ``values``.
+    Other ``pos`` (or non-string values) fall back to the take.
+    """
+    values = flat(values)
+    if pa.types.is_dictionary(values.type):
+        values = _as_strings(values)
+    values = _large(values) if large else values
+    ordered = len(pos) < 2 or bool((pos[1:] > pos[:-1]).all())
+    is_large = pa.types.is_large_string(values.type)
+    if not (ordered and (is_large or pa.types.is_string(values.type))) or len(pos) != len(values):
+        idx = np.full(n, -1, dtype=np.int64)
+        idx[pos] = np.arange(len(pos))
+        return values.take(pa.array(idx, mask=idx < 0))
+    if len(values) == 0:
+        return pa.nulls(n, values.type)
+    odt = np.int64 if is_large else np.int32
+    bufs = values.buffers()
+    off = np.frombuffer(bufs[1], dtype=odt, count=len(values) + 1,
+                        offset=values.offset * np.dtype(odt).itemsize)
+    # out_off[k] = off[number of pos below k]: constant between consecutive rows of pos
+    p64 = np.asarray(pos, dtype=np.int64)
+    counts = np.empty(len(p64) + 1, dtype=np.int64)
+    counts[0] = p64[0] + 1
+    counts[1:-1] = np.diff(p64)
+    counts[-1] = n - p64[-1]
+    out_off = np.repeat(off, counts)
+    valid = np.zeros(n, dtype=bool)
+    valid[pos] = np.asarray(values.is_valid()) if values.null_count else True
+    nulls = n - int(np.count_nonzero(valid)) if values.null_count else n - len(pos)
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
+    return pa.Array.from_buffers(values.type, n, [bitmap, pa.py_buffer(out_off), data],
+                                 null_count=nulls)
+
+
 def _check_int(t: pa.DataType, name: str) -> None:
     if pa.types.is_dictionary(t) or not (pa.types.is_integer(t) or pa.types.is_null(t)):
         raise SchemaError([f"counter {name!r} needs integer values, got {t}"])
@@ -217,22 +270,21 @@ def _sparse_at(rows: np.ndarray, vals: np.ndarray, i: int, start: int, zero: Any
 def _sparse_dense(rows: np.ndarray, vals: np.ndarray, c: Columns) -> np.ndarray:
     """Dense per-row values of a run-segmented step function given at ``rows`` (0 before).
 
-    The steps (``vals`` minus the previous value in the run) scattered to their rows and one
-    segmented cumulative sum: two passes over the rows.
+    ``rows`` strictly increasing. The function is constant between breakpoints: the change
+    rows and the run starts (where it falls back to 0 unless it changes there), so one
+    ``np.repeat`` of the breakpoint values writes the ``n`` rows.
     """
-    out = np.zeros(c.n, dtype=np.int64)
+    n = c.n
     if len(rows) == 0:
-        return out
-    v = vals.astype(np.int64)
-    d = v.copy()
-    d[1:] -= v[:-1]
-    seg = c.seg[rows]
-    first = np.empty(len(rows), dtype=bool)
-    first[0] = True
-    np.not_equal(seg[1:], seg[:-1], out=first[1:])
-    d[first] = v[first]  # the first step of a run starts from 0
-    out[rows] = d
-    return _run_cumsum(out, c.seg, c.starts)
+        return np.zeros(n, dtype=np.int64)
+    starts = c.starts
+    j = np.searchsorted(rows, starts)  # where each run start goes among the change rows
+    hit = j < len(rows)
+    hit[hit] = rows[j[hit]] == starts[hit]
+    miss = ~hit
+    bp = np.insert(rows.astype(np.int64), j[miss], starts[miss])
+    bv = np.insert(vals.astype(np.int64), j[miss], 0)
+    return np.repeat(bv, np.diff(bp, append=n))
 
 
 @dataclass
@@ -278,10 +330,7 @@ class KeyedCounterCol:
     def column(self, n: int, *, large: bool = False) -> pa.Array:
         """The key counted on each row (null elsewhere); ``large``: as large_string (what
         pandas keeps, so no cast of the full column later)."""
-        idx = np.full(n, -1, dtype=np.int64)
-        idx[self.pos] = np.arange(len(self.pos))
-        keys = _large(self.key_array) if large else self.key_array
-        return keys.take(pa.array(idx, mask=idx < 0))
+        return spread_strings(self.key_array, self.pos, n, large=large)
 
 
 @dataclass
@@ -321,18 +370,11 @@ class CollectionCol:
     def columns(self, c: Columns, *, dense: bool = False) -> dict[str, Any]:
         """``<name>_size`` (Arrow int64; numpy int64 with ``dense``), ``_added``, ``_removed``."""
         name = self.field.name
-        n = c.n
-        add_idx = np.full(n, -1, dtype=np.int64)
-        add_idx[self.add_pos] = np.arange(len(self.add_pos))
-        rem_idx = np.full(n, -1, dtype=np.int64)
-        rem_idx[self.rem_pos] = np.arange(len(self.rem_pos))
         size = _sparse_dense(self.size_rows, self.size_vals, c)
-        add_keys = _large(self.add_keys) if dense else self.add_keys
-        rem_keys = _large(self.rem_keys) if dense else self.rem_keys
         return {
             f"{name}_size": size if dense else pa.array(size, pa.int64()),
-            f"{name}_added": add_keys.take(pa.array(add_idx, mask=add_idx < 0)),
-            f"{name}_removed": rem_keys.take(pa.array(rem_idx, mask=rem_idx < 0)),
+            f"{name}_added": spread_strings(self.add_keys, self.add_pos, c.n, large=dense),
+            f"{name}_removed": spread_strings(self.rem_keys, self.rem_pos, c.n, large=dense),
         }
 
 
@@ -440,14 +482,16 @@ def _fold_collection(f: Collection, c: Columns) -> CollectionCol:
     n = c.n
     add_rows = np.flatnonzero(c.mask(f.add))
     add_keys = _as_strings(c.values(f.key, add_rows))
-    ok = np.asarray(add_keys.is_valid())
-    add_rows, add_keys = add_rows[ok], add_keys.filter(pa.array(ok))
+    if add_keys.null_count:
+        ok = np.asarray(add_keys.is_valid())
+        add_rows, add_keys = add_rows[ok], add_keys.filter(pa.array(ok))
     if f.remove is not None:
         rem_rows = np.flatnonzero(c.mask(f.remove))
         rk = f.remove_key if f.remove_key is not None else f.key
         rem_keys = _as_strings(c.values(rk, rem_rows))
-        ok = np.asarray(rem_keys.is_valid())
-        rem_rows, rem_keys = rem_rows[ok], rem_keys.filter(pa.array(ok))
+        if rem_keys.null_count:
+            ok = np.asarray(rem_keys.is_valid())
+            rem_rows, rem_keys = rem_rows[ok], rem_keys.filter(pa.array(ok))
     else:
         rem_rows, rem_keys = np.zeros(0, np.int64), pa.array([], pa.string())
     na = len(add_rows)
@@ -507,10 +551,8 @@ def _fold_collection(f: Collection, c: Columns) -> CollectionCol:
     a_take = pa.array(ea)
     items = {}
     for name, value in f.item:
-        vals = c.values(value, add_rows)
-        if pa.types.is_dictionary(vals.type):
-            vals = _as_strings(vals)
-        items[name] = vals.take(a_take)
+        # dictionary columns stay encoded: their values hash once per distinct value
+        items[name] = c.values(value, add_rows).take(a_take)
     return CollectionCol(
         f,
         _compact(ch_rows.astype(np.int64)),
@@ -590,10 +632,29 @@ def _run_cumsum(d: np.ndarray, seg: np.ndarray, starts: np.ndarray | None = None
 
 
 def _distinct_hashes(vals: pa.Array, v0: int) -> np.ndarray:
-    """``V`` of every value of ``vals`` (nulls: ``v0``), hashing each distinct value once."""
+    """``V`` of every value of ``vals`` (nulls: ``v0``), hashing each distinct value once
+    (integers: each value of their range when it is no longer than the array, else every
+    value, with :func:`~replaykit.fold.hashing.hash_ints`)."""
+    if pa.types.is_integer(vals.type) and len(vals) and vals.null_count < len(vals):
+        return _int_hashes(vals, v0)
     enc = vals if pa.types.is_dictionary(vals.type) else vals.dictionary_encode()
     dh = np.append(hash_json(enc.dictionary), np.uint64(v0))
     return dh[pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)]
+
+
+def _int_hashes(vals: pa.Array, v0: int) -> np.ndarray:
+    vals = flat(vals)
+    v = np.asarray(pc.fill_null(vals, 0) if vals.null_count else vals)
+    lo, hi = int(v.min()), int(v.max())
+    if hi - lo < len(v):  # a short range (e.g. counts): hash it once, then index
+        wide = np.uint64 if v.dtype.kind == "u" else np.int64
+        table = hash_ints(np.arange(lo, hi + 1, dtype=wide))
+        out = table[v.astype(wide) - wide(lo)]
+    else:
+        out = hash_ints(v)
+    if vals.null_count:
+        out[~np.asarray(vals.is_valid())] = np.uint64(v0)
+    return out
 
 
 def _field_changes(res: Any, c: Columns) -> tuple[np.ndarray, np.ndarray, int]:
@@ -722,15 +783,27 @@ def state_hashes(results: list[Any], c: Columns,
         return np.zeros(0, dtype=np.uint64)
     if terms is None:
         terms = [field_terms(res, c) for res in results]
-    delta = np.zeros(c.n, dtype=np.uint64)
-    zeros: list[np.uint64] = []
-    for rows, g, g0 in terms:
-        zeros.append(g0)
-        if g is not None:
-            delta[rows] += g
-    total = _run_cumsum(delta, c.seg, c.starts)
-    total += np.add.reduce(np.array(zeros, np.uint64), dtype=np.uint64)
-    return mix(total, out=total)
+    base = np.add.reduce(np.array([g0 for _, _, g0 in terms], np.uint64), dtype=np.uint64)
+    out = np.empty(c.n, dtype=np.uint64)
+    # runs are independent: two halves split at a run start, one per thread
+    k = min(int(np.searchsorted(c.starts, c.n // 2)), len(c.starts) - 1)
+    cut = int(c.starts[k]) if k > 0 else c.n
+    spans = [(0, cut), (cut, c.n)] if cut < c.n else [(0, c.n)]
+
+    def span(a: int, b: int) -> None:
+        delta = out[a:b]
+        delta.fill(0)
+        for rows, g, _ in terms:
+            if g is not None:
+                lo, hi = np.searchsorted(rows, [a, b])
+                delta[rows[lo:hi] - a] += g[lo:hi]
+        s0, s1 = np.searchsorted(c.starts, [a, b])
+        _run_cumsum(delta, c.seg[a:b], c.starts[s0:s1] - a)
+        delta += base
+        mix(delta, out=delta)
+
+    run_tasks([(lambda a=a, b=b: span(a, b)) for a, b in spans], c.n)
+    return out
 
 
 # ------------------------------------------------------------------------- two threads
@@ -787,14 +860,41 @@ def fold_fields(fields: list[Field], c: Columns, *, terms: bool = True,
         r = fold_field(f, c)
         return r, (field_terms(r, c) if terms else None)
 
-    pool = _pool() if c.n >= PARALLEL_MIN_ROWS and len(fields) > 1 else None
-    if pool is None:
-        out = [task(f) for f in fields]
-    else:
-        order = sorted((i for i, f in enumerate(fields) if not isinstance(f, Reducer)),
-                       key=lambda i: -_cost(fields[i]))
-        futures = {i: pool.submit(task, fields[i]) for i in order}
-        mine = {i: task(f) for i, f in enumerate(fields) if isinstance(f, Reducer)}
-        out = [mine[i] if i in mine else futures[i].result() for i in range(len(fields))]
+    out = run_tasks([(lambda f=f: task(f)) for f in fields], c.n,
+                    costs=[_cost(f) for f in fields],
+                    mine=[isinstance(f, Reducer) for f in fields])
     results = [r for r, _ in out]
     return results, ([t for _, t in out] if terms else None)
+
+
+def run_tasks(tasks: list[Any], n_rows: int, *, costs: list[int] | None = None,
+              mine: list[bool] | None = None) -> list[Any]:
+    """Call every task (a function of no arguments); their results, in order.
+
+    On two threads when :func:`_pool` has two workers, there are two or more tasks and the
+    table has at least :data:`PARALLEL_MIN_ROWS` rows: the costliest (``costs``) first, the
+    ones flagged in ``mine`` (user Python) on the calling thread, in order. Tasks must not
+    submit to the pool themselves (both workers could then wait on each other).
+    """
+    pool = _pool() if n_rows >= PARALLEL_MIN_ROWS and len(tasks) > 1 else None
+    if pool is None:
+        return [t() for t in tasks]
+    cost = costs or [1] * len(tasks)
+    own = mine or [False] * len(tasks)
+    order = sorted((i for i in range(len(tasks)) if not own[i]), key=lambda i: -cost[i])
+    futures = {i: pool.submit(tasks[i]) for i in order}
+    done = {i: tasks[i]() for i in range(len(tasks)) if own[i]}
+    return [done[i] if i in done else futures[i].result() for i in range(len(tasks))]
+
+
+def result_cost(res: Any) -> int:
+    """:func:`_cost` of a field result's field (for :func:`run_tasks`)."""
+    return _cost(res.field)
+
+
+def lazy_hash_ok(fields: list[Field]) -> bool:
+    """Whether ``state_hash`` may be computed on first read rather than in :func:`fold`:
+    fields of the built-in kinds only hash Arrow values (which cannot fail), so computing
+    later gives the same column; a ``reducer()`` field hashes user values (whose canonical
+    JSON can raise), so with one the hash is computed in ``fold`` as before."""
+    return not any(isinstance(f, Reducer) for f in fields)

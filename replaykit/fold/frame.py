@@ -14,16 +14,19 @@ from ..eventlog import EventLog, to_pandas
 from ..schema import validate
 from ._frozen import FrozenDict
 from .engine import (
-    PARALLEL_MIN_ROWS,
+    PARALLEL_MIN_ROWS,  # noqa: F401 (tests patch frame.PARALLEL_MIN_ROWS)
     CollectionCol,
     Columns,
     CounterCol,
     KeyedCounterCol,
     ReducerCol,
     ScalarCol,
-    _pool,
+    field_terms,
     fold_field,  # noqa: F401 (kept importable here: callers patch frame.fold_field)
     fold_fields,
+    lazy_hash_ok,
+    result_cost,
+    run_tasks,
     state_hashes,
 )
 from .projection import Field, resolve_projections
@@ -40,6 +43,16 @@ def _require_tenant(tenant_id: Any, what: str = "tenant_id") -> str:
     return tenant_id
 
 
+def _pandas_array(col: Any) -> Any:
+    """One state column as the pandas array ``steps_df`` holds (what :func:`to_pandas` gives
+    for Arrow columns; dense int64 as Int64 without a copy; object arrays as they are)."""
+    if isinstance(col, np.ndarray) and col.dtype == object:
+        return col
+    if isinstance(col, np.ndarray):  # dense int64, no nulls
+        return pd.arrays.IntegerArray(col, np.zeros(len(col), dtype=bool))
+    return to_pandas(pa.table({"c": col}))["c"].array
+
+
 class StateFrame:
     """The folded state after every event of a log: one row per event.
 
@@ -49,6 +62,11 @@ class StateFrame:
     :meth:`at` materialises the full state (collections included) as immutable plain data,
     without re-folding.
 
+    The ``state_hash`` column is computed on first read (:meth:`state_hash`, :meth:`steps_df`,
+    :meth:`final`), from the field results the frame keeps anyway, and then kept: the values
+    are the ones an eager computation gives. (With a ``reducer()`` field it is computed in
+    :func:`fold`, as the user values it hashes may fail to encode.)
+
     Example:
         >>> import replaykit as rk  # doctest: +SKIP
         >>> sf = rk.fold(log, rk.agent())  # doctest: +SKIP
@@ -56,12 +74,14 @@ class StateFrame:
     """
 
     def __init__(self, table: pa.Table, fields: list[Field], cols: Columns, results: list[Any],
-                 hashes: np.ndarray | None) -> None:
+                 hashes: np.ndarray | None, *, lazy_hash: bool = False) -> None:
         self._table = table
         self.fields = fields
         self._cols = cols
         self._results = results
         self._hashes = hashes
+        #: ``state_hash`` is still to compute (on first read): see :meth:`_hash_tasks`
+        self._hash_pending = lazy_hash and hashes is None
         self._seq_np: np.ndarray | None = None
         self._index_d: dict[tuple[str, str], int] | None = None
 
@@ -160,10 +180,14 @@ class StateFrame:
         return self.state_at_row(start + n - 1, start)
 
     # ------------------------------------------------------------------ grain tables
-    def _columns(self, *, dense: bool = False) -> dict[str, Any]:
+    def _columns(self, *, dense: bool = False, with_hash: bool = False, convert: bool = False,
+                 extra: list[Any] | None = None) -> dict[str, Any]:
         """The state columns (Arrow arrays; object arrays for reducers). With ``dense``
         counters and collection sizes are numpy int64 (no nulls). Fields on two threads for
-        large tables (see :func:`replaykit.fold.engine.fold_fields`)."""
+        large tables (see :func:`replaykit.fold.engine.run_tasks`); with ``with_hash`` a
+        pending ``state_hash`` is computed in the same batch of tasks. ``convert``: each
+        column as the pandas array :meth:`steps_df` holds. ``extra``: more tasks for the
+        batch; the first one's result is returned under the key ``""``."""
         n = len(self)
 
         def one(res: Any) -> dict[str, Any]:
@@ -183,15 +207,46 @@ class StateFrame:
                 return {name: vals[np.where(res.src >= 0, res.src, len(res.values))]}
             return {}
 
-        pool = _pool() if n >= PARALLEL_MIN_ROWS and len(self._results) > 1 else None
-        if pool is None:
-            parts = [one(res) for res in self._results]
-        else:
-            parts = list(pool.map(one, self._results))
+        def pandas(res: Any) -> dict[str, Any]:
+            return {name: _pandas_array(col) for name, col in one(res).items()}
+
+        fn = pandas if convert else one
+        tasks = [(lambda r=res: fn(r)) for res in self._results]
+        hash_tasks = self._hash_tasks() if with_hash else []
+        more = list(extra or [])
+        costs = [result_cost(res) for res in self._results]
+        parts = run_tasks(tasks + hash_tasks + more, n,
+                          costs=costs + costs[:len(hash_tasks)] + [1] * len(more))
+        if hash_tasks:
+            self._set_hashes(parts[len(tasks):len(tasks) + len(hash_tasks)])
         cols: dict[str, Any] = {}
-        for part in parts:
+        for part in parts[:len(tasks)]:
             cols.update(part)
+        if more:
+            cols[""] = parts[len(tasks) + len(hash_tasks)]
         return cols
+
+    def _hash_tasks(self) -> list[Any]:
+        """Each field's share of a pending ``state_hash`` (:func:`field_terms`) as a task;
+        none when the column is computed already or was turned off."""
+        if not self._hash_pending or self._cols.n == 0:
+            return []
+        c = self._cols
+        return [(lambda r=res: field_terms(r, c)) for res in self._results]
+
+    def _set_hashes(self, terms: list[Any] | None) -> None:
+        # two threads reading a pending hash at once may both compute it: same values
+        self._hashes = state_hashes(self._results, self._cols, terms)
+        self._hash_pending = False
+
+    def _state_hashes(self) -> np.ndarray | None:
+        """The ``state_hash`` column, computed now if it is still pending."""
+        if self._hash_pending:
+            tasks = self._hash_tasks()
+            terms = run_tasks(tasks, self._cols.n,
+                              costs=[result_cost(res) for res in self._results])
+            self._set_hashes(terms if tasks else None)
+        return self._hashes
 
     def steps_df(self) -> pd.DataFrame:
         """One row per event: tenant_id, run_id, seq, type, kind, then the state columns.
@@ -202,24 +257,17 @@ class StateFrame:
         """
         t = self._table
         base = pa.table({k: t.column(k) for k in ("tenant_id", "run_id", "seq", "type", "kind")})
-        direct: dict[str, Any] = {}  # built as pandas arrays without a trip through Arrow
-        cols = self._columns(dense=True)
-        for name, col in cols.items():
-            if isinstance(col, np.ndarray) and col.dtype == object:
-                direct[name] = col
-            elif isinstance(col, np.ndarray):  # dense int64, no nulls: Int64 without a copy
-                direct[name] = pd.arrays.IntegerArray(col, np.zeros(len(col), dtype=bool))
-            else:
-                base = base.append_column(name, col)
-        if self._hashes is not None:
-            base = base.append_column("state_hash", pa.array(self._hashes, pa.uint64()))
-        df = to_pandas(base)
-        if not direct:
-            return df
-        order = [*base.column_names[:5], *cols,
-                 *(["state_hash"] if self._hashes is not None else [])]
-        data = {name: direct[name] if name in direct else df[name] for name in order}
-        return pd.DataFrame(data, index=df.index, copy=False)
+        # every column becomes a pandas array inside its field's task (on two threads for
+        # large tables); the envelope columns convert in the same batch
+        cols = self._columns(dense=True, with_hash=True, convert=True,
+                             extra=[lambda: to_pandas(base)])
+        envelope = cols.pop("")
+        hashes = self._state_hashes()
+        data = {name: envelope[name] for name in base.column_names}
+        data.update(cols)
+        if hashes is not None:
+            data["state_hash"] = _pandas_array(pa.array(hashes, pa.uint64()))
+        return pd.DataFrame(data, index=envelope.index, copy=False)
 
     def final(self, *, with_state: bool = True) -> pd.DataFrame:
         """One row per run: its last event's row of :meth:`steps_df` (plus ``events``).
@@ -247,8 +295,10 @@ class StateFrame:
 
         >>> import replaykit as rk  # doctest: +SKIP
         >>> h = rk.fold(log, rk.agent()).state_hash()  # doctest: +SKIP
+
+        Computed on the first call (or the first :meth:`steps_df`), then kept.
         """
-        return self._hashes
+        return self._state_hashes()
 
 
 def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True,
@@ -263,7 +313,9 @@ def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True,
         projections: one projection (``rk.agent()``), a Projection subclass, or a list.
         state_hash: compute the ``state_hash`` column (a 64-bit structured hash of the
             canonical JSON of the full state after each event; see docs/fold.md). On by
-            default and column-wise; ``False`` only saves its 8 bytes per event.
+            default and column-wise, computed on first read (:meth:`StateFrame.state_hash`,
+            ``steps_df()``, ``final()``; in ``fold`` itself when a ``reducer()`` field is
+            folded); ``False`` leaves the column out.
         engine: ``"local"`` (default) or ``"dask"``: map the fold over run-aligned
             partitions of a Parquet dataset path / EventLog / dask.dataframe and return a lazy
             :class:`replaykit.fold.DaskStateFrame` (``final()``, ``steps_df()``,
@@ -286,6 +338,7 @@ def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True,
     table = log.table if isinstance(log, EventLog) else validate(log)
     fields = resolve_projections(projections)
     cols = Columns(table)
-    results, terms = fold_fields(fields, cols, terms=state_hash)
-    hashes = state_hashes(results, cols, terms) if state_hash else None
-    return StateFrame(table, fields, cols, results, hashes)
+    lazy = state_hash and lazy_hash_ok(fields)
+    results, terms = fold_fields(fields, cols, terms=state_hash and not lazy)
+    hashes = state_hashes(results, cols, terms) if state_hash and not lazy else None
+    return StateFrame(table, fields, cols, results, hashes, lazy_hash=lazy)

@@ -34,8 +34,8 @@ import pyarrow.compute as pc
 
 from .._json import canonical_json
 
-__all__ = ["element_hash", "hash_json", "hash_texts", "json_texts", "mix", "pair", "state_hash",
-           "text_hash", "value_hash"]
+__all__ = ["element_hash", "hash_ints", "hash_json", "hash_texts", "json_texts", "mix", "pair",
+           "state_hash", "text_hash", "value_hash"]
 
 _U = np.uint64
 P = _U(0x100000001B3)
@@ -98,14 +98,44 @@ def hash_texts(texts: Any) -> np.ndarray:
     off, data = _offsets(arr)
     lens = np.diff(off)
     h = lens.astype(np.uint64) * K
-    total = len(data)
-    if total:
-        # strings in blocks of about _BLOCK bytes: bounded temporaries and power tables
-        cuts = np.searchsorted(off, np.arange(0, total, _BLOCK), side="right") - 1
-        cuts = np.unique(np.append(cuts, n))
-        for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
-            h[a:b] += _poly(data, off[a:b + 1], lens[a:b])
-    return mix(h)
+    h += _poly_strings(data, off, lens)
+    return mix(h, out=h)
+
+
+def _poly_strings(data: np.ndarray, off: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """:func:`_poly` of every string (``off``: n + 1 offsets from 0 into ``data``): strings of
+    one common length as a matrix product with the power table, else in blocks of about
+    ``_BLOCK`` bytes (bounded temporaries and power tables)."""
+    n = len(lens)
+    total = int(off[-1]) if n else 0
+    if n == 0 or total == 0:
+        return np.zeros(n, dtype=np.uint64)
+    width = int(lens[0])
+    if width and total == width * n:  # the lengths sum to n * lens[0]: check they are equal
+        if int(lens.min()) == int(lens.max()):
+            return _poly_fixed(data[:total].reshape(n, width))
+    out = np.empty(n, dtype=np.uint64)
+    cuts = np.searchsorted(off, np.arange(0, total, _BLOCK), side="right") - 1
+    cuts = np.unique(np.append(cuts, n))
+    if cuts[0] > 0:
+        out[: cuts[0]] = 0  # leading empty strings
+    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+        out[a:b] = _poly(data, off[a:b + 1], lens[a:b])
+    return out
+
+
+def _poly_fixed(mat: np.ndarray) -> np.ndarray:
+    """:func:`_poly` of the rows of an (n, width) uint8 matrix: ``(mat + 1) @ P**arange``
+    (uint64 arithmetic wraps mod 2**64, as the sums do), in row blocks."""
+    n, width = mat.shape
+    pw = _powers(width)[0][:width]
+    out = np.empty(n, dtype=np.uint64)
+    rows = max(1, _BLOCK // width)
+    for a in range(0, n, rows):
+        blk = mat[a:a + rows].astype(np.uint64)
+        blk += _U(1)
+        np.matmul(blk, pw, out=out[a:a + rows])
+    return out
 
 
 def _poly(data: np.ndarray, off: np.ndarray, lens: np.ndarray) -> np.ndarray:
@@ -151,6 +181,50 @@ def _offsets(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return off - off[0], data
 
 
+def hash_ints(values: np.ndarray) -> np.ndarray:
+    """``H(canonical_json(v))`` of every integer of a numpy integer array, without text.
+
+    The same numbers as ``hash_texts(json_texts(pa.array(values)))``: the decimal digits are
+    taken from the least significant one up (``m % 10``), which is the order in which the
+    polynomial ``sum (b_i + 1) * P**i`` is evaluated by Horner's rule from its last byte;
+    a ``-`` sign is the first byte. One pass per decimal digit of the largest magnitude.
+
+    >>> int(hash_ints(np.array([-42]))[0]) == text_hash("-42")
+    True
+    """
+    v = np.asarray(values)
+    if v.dtype.kind == "u":
+        mag = v.astype(np.uint64)
+        neg = None
+    else:
+        v = v.astype(np.int64, copy=False)
+        neg = v < 0
+        mag = v.astype(np.uint64)
+        np.negative(mag, out=mag, where=neg)  # two's complement: |v| also for -2**63
+    acc = np.zeros(len(mag), dtype=np.uint64)
+    length = np.zeros(len(mag), dtype=np.uint64)
+    digit = np.empty_like(mag)
+    step = np.empty_like(mag)
+    first = True
+    while first or mag.any():
+        active = (mag > 0) | first  # zero is the one digit "0"
+        np.remainder(mag, _U(10), out=digit)
+        np.floor_divide(mag, _U(10), out=mag)
+        np.multiply(acc, P, out=step)
+        step += digit
+        step += _U(ord("0") + 1)
+        np.copyto(acc, step, where=active)
+        length += active
+        first = False
+    if neg is not None and neg.any():
+        np.multiply(acc, P, out=step)
+        step += _U(ord("-") + 1)
+        np.copyto(acc, step, where=neg)
+        length += neg
+    acc += length * K
+    return mix(acc, out=acc)
+
+
 def hash_json(arr: pa.Array) -> np.ndarray:
     """``H(canonical_json(v))`` for every value of an Arrow array (null: ``H("null")``).
 
@@ -167,11 +241,7 @@ def hash_json(arr: pa.Array) -> np.ndarray:
     if len(data) and ((data < 32) | (data == 34) | (data == 92)).any():
         return hash_texts(json_texts(arr))
     lens = np.diff(off)
-    h = np.zeros(len(arr), dtype=np.uint64)
-    cuts = np.unique(np.append(np.searchsorted(off, np.arange(0, len(data), _BLOCK),
-                                               side="right") - 1, len(arr)))
-    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
-        h[a:b] = _poly(data, off[a:b + 1], lens[a:b])
+    h = _poly_strings(data, off, lens)
     quote = _U(ord('"') + 1)
     pw = _powers(int(lens.max()) + 2)[0] if len(lens) else _POW
     h *= P  # the string's bytes sit at positions 1 .. L
