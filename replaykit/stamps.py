@@ -502,13 +502,31 @@ def _rule_values(payloads: pa.Array, getters: Mapping[str, _Getter], label: str
             return got
 
         decoded, codes = _map_distinct_objects(sel, one, default=({}, {}))
-        vals = pd.DataFrame.from_records([d[0] for d in decoded])
-        srcs = pd.DataFrame.from_records([d[1] for d in decoded]).add_prefix("src:")
+        # payloads whose projections agree share one extracted value (the memo above): one
+        # record per distinct value, spread back to the rows by index
+        uniq, which = _distinct_objects(decoded)
+        vals = pd.DataFrame.from_records([d[0] for d in uniq])
+        srcs = pd.DataFrame.from_records([d[1] for d in uniq]).add_prefix("src:")
         per = pd.concat([vals, srcs], axis=1)
         if per.shape[1] and len(rows):
-            per = per.iloc[codes].set_axis(rows)
+            per = per.iloc[which[codes]].set_axis(rows)
             frame = pd.concat([frame, per.reindex(range(n))], axis=1)
     return frame
+
+
+def _distinct_objects(values: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
+    """The distinct objects of ``values`` by identity, in first-seen order, and each
+    value's position among them (``[uniq[i] for i in which] == values``)."""
+    seen: dict[int, int] = {}
+    uniq: list[Any] = []
+    which = np.empty(len(values), dtype=np.int64)
+    for i, v in enumerate(values):
+        j = seen.get(id(v))
+        if j is None:
+            j = seen[id(v)] = len(uniq)
+            uniq.append(v)
+        which[i] = j
+    return uniq, which
 
 
 def _rows_holding(payloads: pa.Array, needles: Sequence[str]) -> np.ndarray:

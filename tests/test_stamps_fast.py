@@ -157,3 +157,13 @@ def test_stamps_df_equals_the_per_row_path_on_the_bundled_logs(monkeypatch):
                 rk.read_toh(DATA / "toh", tenant_id="demo")):
         pd.testing.assert_frame_equal(stamps._stamps_df(log, log.table),
                                       _old_stamps(log, monkeypatch))
+
+
+@given(st.lists(st.sampled_from(range(5)), max_size=30))
+def test_distinct_objects_round_trips_and_keeps_first_seen_order(picks):
+    objs = [({"a": 1}, {}), ({}, {}), ({"b": 2}, {"b": "x"}), ({"a": 1}, {}), ({}, {})]
+    values = [objs[i] for i in picks]
+    uniq, which = stamps._distinct_objects(values)
+    assert [uniq[i] for i in which] == values
+    assert all(a is b for a, b in zip([uniq[i] for i in which], values, strict=True))
+    assert [id(u) for u in uniq] == list(dict.fromkeys(id(v) for v in values))
