@@ -666,7 +666,7 @@ _STAMPS_MEMO_SIZE = 4
 
 def _log_digest(t: pa.Table, runs: Any) -> bytes | None:
     """A digest of the events columns and the runs table stamps_df reads (None: unknown)."""
-    h = hashlib.blake2b(digest_size=20)
+    h = hashlib.sha256()  # hardware-accelerated on x86-64 (SHA-NI): ~2x blake2b here
     try:
         for tab in (t.select([c for c in ("tenant_id", "run_id", "seq", "type", "kind",
                                           "source", "payload") if c in t.column_names]),
