@@ -51,3 +51,13 @@ def test_positions_of_equals_the_dict_of_every_seq(seqs, wanted):
     t = pa.table({"seq": pa.array(seqs, pa.int64())})
     full = findings._positions(t)
     assert findings._positions_of(t, wanted) == {s: full[s] for s in wanted if s in full}
+
+
+@given(st.text(alphabet=st.sampled_from('<>&\u2028\u2029"\\ab/u0c'), max_size=40))
+def test_script_json_equals_the_translate_table(text):
+    from replaykit.report import _embed
+
+    raw = json.dumps({"x": text, text: [text]}, ensure_ascii=False)
+    assert _embed.script_json(raw, already_json=True) == raw.translate(_embed._JSON_ESCAPES)
+    assert _embed.script_json({"x": text}) == json.dumps(
+        {"x": text}, ensure_ascii=False).translate(_embed._JSON_ESCAPES)
