@@ -105,7 +105,7 @@ try:  # the fast extra: the same values as json.loads wherever orjson accepts th
     from orjson import JSONDecodeError as _FastError
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - orjson is in the fast extra
-    _fast_loads = None
+    _fast_loads = None  # type: ignore[assignment]
 
 
 def _decode(payload: Any) -> Any:
