@@ -21,6 +21,7 @@ least).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -106,6 +107,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     sizes = (10_000, 20_000) if quick else (50_000, 100_000)
     repeats = 1 if quick else 2
     best: dict[int, dict[str, Any]] = {}
+    load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as d:
         cases = {n: make_case(Path(d) / f"n{n}", n) for n in sizes}
         for _ in range(repeats):  # interleaved: n/2, n, n/2, n
@@ -113,6 +115,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 got = _fresh(cases[n])
                 if n not in best or got["first_wall"] < best[n]["first_wall"]:
                     best[n] = got
+    load = f"load average {load0:.1f}-{os.getloadavg()[0]:.1f}"
     small, big = (best[n] for n in sizes)
     js_mb = len(get_plotlyjs().encode("utf-8")) / 1e6
     ev = f"{big['events']:,}-event replay"
@@ -120,10 +123,10 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     return [
         {"name": f"report rca, {ev}: first build in a fresh process, wall (best of {repeats})",
          "value": round(big["first_wall"], 2), "unit": "s", "baseline": TARGET_SECONDS,
-         "ratio": round(big["first_wall"] / TARGET_SECONDS, 2), "target": "<= 5 s"},
+         "ratio": round(big["first_wall"] / TARGET_SECONDS, 2), "target": f"<= 5 s; {load}"},
         {"name": f"report rca, {ev}: first build, CPU time",
          "value": round(big["first_cpu"], 2), "unit": "s", "baseline": TARGET_SECONDS,
-         "ratio": round(big["first_cpu"] / TARGET_SECONDS, 2), "target": "<= 5 s"},
+         "ratio": round(big["first_cpu"] / TARGET_SECONDS, 2), "target": f"<= 5 s; {load}"},
         {"name": f"report rca, {ev}: warm rebuild of the same result, wall",
          "value": round(big["warm_wall"], 2), "unit": "s", "baseline": TARGET_SECONDS,
          "ratio": round(big["warm_wall"] / TARGET_SECONDS, 2), "target": "(reference)"},

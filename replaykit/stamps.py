@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._delegates import provide
-from ._json import JSONDecodeError, canonical_json, loads, map_distinct_documents
+from ._json import JSONDecodeError, _has_long_int, canonical_json, loads
 
 __all__ = [
     "STAMP_FIELDS",
@@ -294,7 +294,7 @@ def _set_fields(t: pa.Table) -> pd.DataFrame:
     """Per run: each set field as a sorted JSON list text, plus its source."""
     frames = []
     typ = _s(t.column("type"))
-    fmt = pc.replace_substring_regex(_s(t.column("source")), r":.*$", "")
+    fmt = _source_format(t.column("source"))
     for fname, rules in _SET_RULES.items():
         for types, field, regex in rules:
             m = pc.and_(pc.equal(fmt, fname), pc.is_in(typ, value_set=pa.array(types)))
@@ -365,6 +365,15 @@ def _s(col: Any) -> pa.Array:
     return pc.cast(arr, pa.string())
 
 
+def _source_format(source: Any) -> pa.Array:
+    """The format of each row's ``source`` (the text before the first ``:``), as a string
+    array. A log holds few distinct sources: the prefix is cut once per distinct value (on
+    the dictionary) and spread back with a take, not once per row."""
+    enc = _s(source).dictionary_encode()
+    cut = pc.replace_substring_regex(enc.dictionary, r":.*$", "")
+    return pc.take(cut, enc.indices)
+
+
 def _event_stamps(t: pa.Table) -> pd.DataFrame:
     """One row per stamp-bearing event: tenant_id, run_id, seq, one column per field found
     and ``src:<field>`` with where it came from."""
@@ -372,7 +381,7 @@ def _event_stamps(t: pa.Table) -> pd.DataFrame:
         return pd.DataFrame(columns=["tenant_id", "run_id", "seq"])
     typ = _s(t.column("type"))
     kind = _s(t.column("kind"))
-    fmt = pc.replace_substring_regex(_s(t.column("source")), r":.*$", "")
+    fmt = _source_format(t.column("source"))
     frames = []
     # rows of another source (generated logs, custom loaders) get the rules that match their
     # source event type
@@ -470,12 +479,8 @@ def _rule_values(payloads: pa.Array, getters: Mapping[str, _Getter], label: str
         rows = np.arange(n)
         if all(keys):
             needles = sorted({f'"{p[-1]}"' for ps in keys for p in ps if p})
-            hit = None
-            for nd in needles:
-                h = pc.match_substring(payloads, nd)
-                hit = h if hit is None else pc.or_(hit, h)
-            if hit is not None:
-                rows = np.flatnonzero(np.asarray(pc.fill_null(hit, False)))
+            if needles:
+                rows = _rows_holding(payloads, needles)
         sel = payloads.take(pa.array(rows)) if len(rows) < n else payloads
         # every slow getter reads only under the first key of its paths: documents that agree
         # on those keys give the same values, so each distinct projection is extracted once
@@ -496,15 +501,71 @@ def _rule_values(payloads: pa.Array, getters: Mapping[str, _Getter], label: str
                 got = memo[mk] = _extract(part, s, lb)
             return got
 
-        decoded, idx = map_distinct_documents(sel, one, default=({}, {}))
-        codes = idx.to_numpy(zero_copy_only=False)
-        vals = pd.DataFrame.from_records([d[0] for d in decoded])
-        srcs = pd.DataFrame.from_records([d[1] for d in decoded]).add_prefix("src:")
+        decoded, codes = _map_distinct_objects(sel, one, default=({}, {}))
+        # payloads whose projections agree share one extracted value (the memo above): one
+        # record per distinct value, spread back to the rows by index
+        uniq, which = _distinct_objects(decoded)
+        vals = pd.DataFrame.from_records([d[0] for d in uniq])
+        srcs = pd.DataFrame.from_records([d[1] for d in uniq]).add_prefix("src:")
         per = pd.concat([vals, srcs], axis=1)
         if per.shape[1] and len(rows):
-            per = per.iloc[codes].set_axis(rows)
+            per = per.iloc[which[codes]].set_axis(rows)
             frame = pd.concat([frame, per.reindex(range(n))], axis=1)
     return frame
+
+
+def _distinct_objects(values: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
+    """The distinct objects of ``values`` by identity, in first-seen order, and each
+    value's position among them (``[uniq[i] for i in which] == values``)."""
+    seen: dict[int, int] = {}
+    uniq: list[Any] = []
+    which = np.empty(len(values), dtype=np.int64)
+    for i, v in enumerate(values):
+        j = seen.get(id(v))
+        if j is None:
+            j = seen[id(v)] = len(uniq)
+            uniq.append(v)
+        which[i] = j
+    return uniq, which
+
+
+def _rows_holding(payloads: pa.Array, needles: Sequence[str]) -> np.ndarray:
+    """Positions of the payloads that contain at least one of ``needles`` (ascending).
+
+    Each needle is searched only in the payloads no earlier needle matched, so a needle
+    every payload holds (the common case: every model call names its tools) ends the search
+    after one pass over the text."""
+    rest = np.arange(len(payloads))
+    hit = np.zeros(len(payloads), dtype=bool)
+    for nd in needles:
+        if not len(rest):
+            break
+        part = payloads if len(rest) == len(payloads) else payloads.take(pa.array(rest))
+        h = np.asarray(pc.fill_null(pc.match_substring(part, nd), False), dtype=bool)
+        hit[rest[h]] = True
+        rest = rest[~h]
+    return np.flatnonzero(hit)
+
+
+def _map_distinct_objects(texts: pa.Array, fn: Callable[[Any], Any], default: Any
+                          ) -> tuple[list[Any], np.ndarray]:
+    """``fn(doc)`` once per distinct JSON object text (``default`` for text that is not a
+    JSON object) and the row -> value index, as :func:`replaykit._json.map_distinct_documents`
+    but with the 64-bit-integer check of :func:`replaykit._json.loads` done once over all the
+    distinct texts instead of once per text (a run of 19 digits anywhere sends every text
+    through the per-text check)."""
+    enc = texts.dictionary_encode()
+    dic = enc.dictionary
+    data = dic.buffers()[2]
+    long_ints = data is not None and _has_long_int(data.to_pybytes())
+    values = []
+    for text in dic.to_pylist():
+        try:
+            doc = loads(text, long_ints=long_ints) if text is not None else None
+        except _BAD_JSON:
+            doc = None
+        values.append(fn(doc) if isinstance(doc, dict) else default)
+    return values, enc.indices.to_numpy(zero_copy_only=False)
 
 
 def _run_level(runs: pa.Table) -> pd.DataFrame:
@@ -605,7 +666,7 @@ _STAMPS_MEMO_SIZE = 4
 
 def _log_digest(t: pa.Table, runs: Any) -> bytes | None:
     """A digest of the events columns and the runs table stamps_df reads (None: unknown)."""
-    h = hashlib.blake2b(digest_size=20)
+    h = hashlib.sha256()  # hardware-accelerated on x86-64 (SHA-NI): ~2x blake2b here
     try:
         for tab in (t.select([c for c in ("tenant_id", "run_id", "seq", "type", "kind",
                                           "source", "payload") if c in t.column_names]),

@@ -16,6 +16,8 @@ from typing import Any
 
 import pandas as pd
 
+from .._json import _has_long_int
+
 __all__ = ["BOOKKEEPING_KEYS", "Summary", "changes_df", "fixture_spec", "json_changes",
            "summarize"]
 
@@ -99,9 +101,25 @@ def _none(v: Any) -> Any:
     return None if v is _MISSING else v
 
 
+try:  # the fast extra: the same values as json.loads wherever orjson accepts the text
+    from orjson import JSONDecodeError as _FastError
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - orjson is in the fast extra
+    _fast_loads = None  # type: ignore[assignment]
+
+
 def _decode(payload: Any) -> Any:
+    """``json.loads(payload)``, or ``payload`` itself when it is not JSON text. orjson
+    decodes first; text it refuses (NaN, lone surrogates, deep nesting, broken JSON) and text
+    holding a run of 19 digits (an integer orjson would turn into a float) go to
+    ``json.loads``, so the value is always json.loads'."""
     if not isinstance(payload, str) or not payload:
         return payload
+    if _fast_loads is not None and not _has_long_int(payload):
+        try:
+            return _fast_loads(payload)
+        except _FastError:
+            pass
     try:
         return json.loads(payload)
     except ValueError:
@@ -182,8 +200,8 @@ def changes_df(result: Any) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     base_t = _base_table(result)
     rep_t = result.events.table
-    pb = _positions(base_t)
-    pr = _positions(rep_t)
+    pb = _positions_of(base_t, diff["base_seq"].dropna())
+    pr = _positions_of(rep_t, diff["replay_seq"].dropna())
     ann = result.annotations_df()
     origin = dict(zip(ann["seq"].astype("int64"), ann["origin"].astype(str), strict=True))
     want_b = [pb[int(s)] for s in diff["base_seq"].dropna()]
@@ -244,6 +262,19 @@ def _base_table_log(result: Any) -> Any:
 
 def _positions(t: Any) -> dict[int, int]:
     return {int(s): i for i, s in enumerate(t.column("seq").to_pylist())}
+
+
+def _positions_of(t: Any, seqs: Any) -> dict[int, int]:
+    """``_positions(t)`` for the given seqs only (those in ``t``), looked up column-wise."""
+    import numpy as np
+
+    want = np.asarray([int(s) for s in seqs], dtype=np.int64)
+    idx = pd.Index(t.column("seq").to_numpy())
+    if not idx.is_unique:  # a seq twice: the dict keeps its last position
+        full = _positions(t)
+        return {int(s): full[int(s)] for s in want if int(s) in full}
+    pos = idx.get_indexer(want)
+    return dict(zip(want[pos >= 0].tolist(), pos[pos >= 0].tolist(), strict=True))
 
 
 def fixture_spec(result: Any, requirement: Mapping[str, Any]) -> dict[str, Any]:
@@ -384,7 +415,7 @@ def _patched_by(result: Any) -> dict[int, list[str]]:
     if not seqs:
         return {}
     t = result.events.table
-    pos = _positions(t)
+    pos = _positions_of(t, seqs)
     out: dict[int, list[str]] = {}
     for s, p in zip(seqs, t.take([pos[s] for s in seqs]).column("payload").to_pylist(),
                     strict=True):

