@@ -865,12 +865,23 @@ def _exit_now(code: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``replaykit`` console command; returns the exit code.
+    """Run one ``replaykit`` command in this process and return its exit code (``argv``
+    defaults to ``sys.argv[1:]``). Safe to call from a notebook or a test: it never ends the
+    interpreter (the ``replaykit`` console command goes through :func:`console_main`).
 
     >>> main(["summary", "data/pleach", "--limit", "5"])  # doctest: +SKIP
     0
     """
-    from_command_line = argv is None
+    return _main(argv, fast_exit=False)
+
+
+def console_main() -> None:
+    """The ``replaykit`` console command: :func:`main` on ``sys.argv``, then exit. After
+    ``summary`` the process ends as soon as its output is flushed (see ``_exit_now``)."""
+    sys.exit(_main(None, fast_exit=True))
+
+
+def _main(argv: Sequence[str] | None, *, fast_exit: bool) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["verify-chain"]:
         from ._cli_verify import verify_chain_command
@@ -894,7 +905,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK if exc.code == 0 else EXIT_USAGE
     if args.command == "summary":
         code = _run("summary", _summary, args)
-        if from_command_line:
+        if fast_exit:
             _exit_now(code)
         return code
     if args.command == "generate":
@@ -911,4 +922,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    console_main()

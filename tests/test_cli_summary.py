@@ -6,11 +6,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import sys
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -203,3 +205,22 @@ def test_runs_known_only_from_headers_print_as_through_pandas():
     log = rk.EventLog(empty, runs=meta)
     _check(log)
     assert "1970-01-01 00:00:01+00:00" in _summary_text(log, None)
+
+
+def test_main_without_argv_returns_in_process(data_dir, capsys, monkeypatch):
+    """main() on sys.argv (as a notebook or a script calling it would) returns its code and
+    never ends the interpreter; only the console command (console_main) exits fast."""
+    import os
+
+    def no_exit(code):
+        raise AssertionError(f"os._exit({code}) called from main()")
+
+    monkeypatch.setattr(os, "_exit", no_exit)
+    monkeypatch.setattr(sys, "argv", ["replaykit", "summary", str(data_dir / "pleach"),
+                                      "--limit", "0", "--no-progress"])
+    assert cli.main() == 0
+    out = capsys.readouterr().out
+    assert out.strip()
+    with pytest.raises(AssertionError, match=r"os\._exit\(0\)"):
+        cli.console_main()
+    assert capsys.readouterr().out == out
