@@ -979,19 +979,15 @@ def _typed_of(sub: pa.Table, *, threads: bool = True) -> pa.Table:
     return _typed_payloads(pc.cast(_plain(sub.column("payload")), _LS), threads=threads)
 
 
-def _parsed_of(sub: pa.Table) -> tuple[pa.Table, tuple[pa.Array, pa.Array]]:
-    """What the derived-column check decodes from ``sub``'s payloads: the typed fields
-    (:func:`_typed_of`) and the tool calls' canonical arguments and their hashes
-    (:func:`replaykit.io.pleach._derive.table_tool_args`).
-
-    Run on a second thread while the first builds the content bytes and hashes: the
-    arguments first (Python, holding the GIL, while the first thread is mostly in Arrow
-    kernels), then Arrow's parse on this one thread (GIL released, so it overlaps the
-    hashing loop on the other core instead of competing with it for both cores)."""
-    from .io.pleach._derive import table_tool_args
-
-    tool_args = table_tool_args(sub)
-    return _typed_of(sub, threads=False), tool_args
+def _parsed_of(sub: pa.Table) -> pa.Table:
+    """The typed fields of ``sub``'s payloads for the derived-column check, parsed on a
+    second thread while the first builds the content bytes and hashes: Arrow's JSON reader
+    on this one thread (it releases the GIL for its whole run, so it overlaps the hashing
+    loop on the other core instead of competing with it for both cores). The tool calls'
+    arguments (:func:`replaykit.io.pleach._derive.table_tool_args`, Python holding the GIL)
+    are decoded afterwards on the first thread: on the second they only queued behind the
+    hashing loop (measured: 1.50 s against 1.91 s for 300,000 rows, interleaved)."""
+    return _typed_of(sub, threads=False)
 
 
 def _text_mismatch(stored: pa.ChunkedArray | pa.Array, sources: list[Any]
@@ -1226,9 +1222,9 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     table = _as_table(log)
     n = table.num_rows
     parts: list[pa.Table] = []
-    # the derived-column check's payload decoding goes on a second thread while this one
-    # builds the content bytes and hashes (_parsed_of: the tool calls' arguments, then
-    # Arrow's JSON reader, which releases the GIL for its whole run); the rest of the check
+    # the derived-column check's payload parse goes on a second thread while this one
+    # builds the content bytes and hashes (_parsed_of: Arrow's JSON reader, which releases
+    # the GIL for its whole run); the rest of the check (the tool calls' arguments included)
     # (many short Arrow calls) runs here afterwards, as it would only queue for the GIL
     # behind the hashing loop
     sub = _pleach_rows(table) if derived else None
@@ -1246,7 +1242,7 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     if manifest is not None:
         parts.extend(_manifest_problems(table, starts, manifest))
     if typed_future is not None:
-        parts.extend(_derived_problems(sub, *typed_future.result()))
+        parts.extend(_derived_problems(sub, typed_future.result()))
     if isinstance(log, EventLog) and log.quarantine.num_rows:
         from .sql import malformed_problems
 
