@@ -218,6 +218,33 @@ def args_hash(arguments: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:32]
 
 
+def rows_holding_any(texts: Any, needles: Any) -> Any:
+    """Ascending positions (numpy int64) of the ``texts`` (an Arrow string array) that
+    contain at least one of ``needles``.
+
+    Each needle is searched only in the texts no earlier needle matched, so a needle every
+    text holds ends the search after one pass: put the most frequent needle first.
+
+    >>> import pyarrow as pa
+    >>> rows_holding_any(pa.array(['{"a":1}', '{"b":2}', '{}']), ['"b"', '"a"']).tolist()
+    [0, 1]
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rest = np.arange(len(texts))
+    hit = np.zeros(len(texts), dtype=bool)
+    for needle in needles:
+        if not len(rest):
+            break
+        part = texts if len(rest) == len(texts) else texts.take(pa.array(rest))
+        h = np.asarray(pc.fill_null(pc.match_substring(part, needle), False), dtype=bool)
+        hit[rest[h]] = True
+        rest = rest[~h]
+    return np.flatnonzero(hit)
+
+
 def payload_fields(payloads: Any, fields: dict[str, Any]) -> Any:
     """Pull typed fields out of many JSON payloads at once, column-wise (no Python row loop).
 

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._delegates import provide
-from ._json import payload_fields
+from ._json import payload_fields, rows_holding_any
 from .eventlog import _grain_rows, to_pandas
 from .schema import run_starts, sort_events
 
@@ -92,14 +92,7 @@ def _field(payloads: pa.Array, name: str, typ: pa.DataType) -> pa.Array:
     head = arr.slice(0, 256)  # most frequent pattern first: often one scan marks every row
     patterns.sort(key=lambda pat: -int(pc.sum(pc.match_substring(head, pat)).as_py() or 0))
     keep = np.zeros(len(arr), dtype=bool)
-    rest = np.arange(len(arr))  # rows not yet known to be candidates
-    for pattern in patterns:
-        if not len(rest):
-            break
-        part = arr if len(rest) == len(arr) else arr.take(pa.array(rest))
-        hit = np.asarray(pc.fill_null(pc.match_substring(part, pattern), False), dtype=bool)
-        keep[rest[hit]] = True
-        rest = rest[~hit]
+    keep[rows_holding_any(arr, patterns)] = True
     if not keep.any():
         return pa.nulls(len(arr), typ)
     if keep.all():

@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._delegates import provide
-from ._json import JSONDecodeError, _has_long_int, canonical_json, loads
+from ._json import JSONDecodeError, _has_long_int, canonical_json, loads, rows_holding_any
 
 __all__ = [
     "STAMP_FIELDS",
@@ -480,7 +480,7 @@ def _rule_values(payloads: pa.Array, getters: Mapping[str, _Getter], label: str
         if all(keys):
             needles = sorted({f'"{p[-1]}"' for ps in keys for p in ps if p})
             if needles:
-                rows = _rows_holding(payloads, needles)
+                rows = rows_holding_any(payloads, needles)
         sel = payloads.take(pa.array(rows)) if len(rows) < n else payloads
         # every slow getter reads only under the first key of its paths: documents that agree
         # on those keys give the same values, so each distinct projection is extracted once
@@ -527,24 +527,6 @@ def _distinct_objects(values: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
             uniq.append(v)
         which[i] = j
     return uniq, which
-
-
-def _rows_holding(payloads: pa.Array, needles: Sequence[str]) -> np.ndarray:
-    """Positions of the payloads that contain at least one of ``needles`` (ascending).
-
-    Each needle is searched only in the payloads no earlier needle matched, so a needle
-    every payload holds (the common case: every model call names its tools) ends the search
-    after one pass over the text."""
-    rest = np.arange(len(payloads))
-    hit = np.zeros(len(payloads), dtype=bool)
-    for nd in needles:
-        if not len(rest):
-            break
-        part = payloads if len(rest) == len(payloads) else payloads.take(pa.array(rest))
-        h = np.asarray(pc.fill_null(pc.match_substring(part, nd), False), dtype=bool)
-        hit[rest[h]] = True
-        rest = rest[~h]
-    return np.flatnonzero(hit)
 
 
 def _map_distinct_objects(texts: pa.Array, fn: Callable[[Any], Any], default: Any
