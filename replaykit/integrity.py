@@ -33,8 +33,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections import deque
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -318,6 +319,10 @@ def _quoted(arr: pa.Array) -> pa.Array:
 
 def _json_string_column(col: pa.ChunkedArray | pa.Array) -> pa.Array:
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if pa.types.is_dictionary(arr.type) and len(arr.dictionary) > len(arr):
+        # a slice of a long column (verify_chain's blocks) keeps the whole dictionary:
+        # escaping the rows is cheaper than escaping every value of it
+        arr = arr.cast(arr.type.value_type)
     if pa.types.is_dictionary(arr.type):
         # escape each distinct value once, then gather
         escaped = _escape_strings(arr.dictionary)
@@ -338,9 +343,9 @@ def _formats(table: pa.Table) -> pa.Array | None:
         values = pc.cast(values, pa.string())
         return pc.list_element(pc.split_pattern(values, ":", max_splits=1), 0)
 
-    if pa.types.is_dictionary(arr.type):
+    if pa.types.is_dictionary(arr.type) and len(arr.dictionary) <= len(arr):
         return pc.take(fmt(arr.dictionary), arr.indices)
-    return fmt(arr)
+    return fmt(_plain(arr))
 
 
 def _sealed_rows(table: pa.Table) -> pa.Array | None:
@@ -483,11 +488,57 @@ def _hash_rows(prev: pa.Array, content: pa.Array) -> pa.Array:
     joined = pc.binary_join_element_wise(
         pc.cast(pc.fill_null(prev, ""), _LS), content, pa.scalar("", _LS)
     )
+    return _hex_column(_digests(joined))
+
+
+def _digests(joined: pa.Array) -> bytes:
+    """The raw 32-byte sha256 digest of every row of a large_string array, concatenated
+    (cheaper than hexdigest per row; hex-encoded column-wise by :func:`_hex_column`)."""
     mv, offs = _offsets(joined)
     sha = hashlib.sha256
-    # raw digests (cheaper than hexdigest), hex-encoded column-wise afterwards
-    digests = b"".join([sha(mv[a:b]).digest() for a, b in zip(offs[:-1], offs[1:], strict=True)])
-    return _hex_column(digests)
+    return b"".join([sha(mv[a:b]).digest() for a, b in zip(offs[:-1], offs[1:], strict=True)])
+
+
+#: Rows per block of verify_chain's hashing pipeline (:func:`_verify_hashes`).
+_HASH_BLOCK_ROWS = 65_536
+
+
+def _verify_hashes(table: pa.Table, prev: pa.Array, *, block_rows: int | None = None,
+                   workers: int = 2) -> pa.Array:
+    """sha256(prev || content) of every row, as hex strings: :func:`_hash_rows` of
+    :func:`_content_column` (``strict=False``), the same bytes, built as a pipeline.
+
+    The rows go in blocks: ``workers`` threads build the next blocks' content bytes (Arrow
+    kernels, which release the GIL) while this thread hashes the current block (the one
+    per-row loop, which holds it). At most ``workers + 1`` blocks wait at a time, so memory
+    stays bounded by the block size rather than the table's, and the blocks' buffers stay
+    small enough to be reused rather than faulted in afresh.
+    """
+    n = table.num_rows
+    size = max(1, block_rows or _HASH_BLOCK_ROWS)
+    prev = pc.cast(pc.fill_null(prev, ""), _LS)
+    if n <= size:
+        return _hash_rows(prev, _content_column(table, strict=False))
+    empty = pa.scalar("", _LS)
+
+    def build(start: int) -> pa.Array:
+        k = min(size, n - start)
+        content = _content_column(table.slice(start, k), strict=False)
+        return pc.binary_join_element_wise(prev.slice(start, k), content, empty)
+
+    starts = iter(range(0, n, size))
+    out: list[bytes] = []
+    with ThreadPoolExecutor(workers) as pool:
+        pending: deque[Future[pa.Array]] = deque(
+            pool.submit(build, s) for _, s in zip(range(workers + 1), starts, strict=False)
+        )
+        while pending:
+            joined = pending.popleft().result()
+            start = next(starts, None)
+            if start is not None:
+                pending.append(pool.submit(build, start))
+            out.append(_digests(joined))
+    return _hex_column(b"".join(out))
 
 
 def _hex_column(digests: bytes) -> pa.Array:
@@ -1259,7 +1310,7 @@ def _chain_problems(table: pa.Table, n: int, parts: list[pa.Table]) -> np.ndarra
         starts = _run_starts(table)
         stored_row = pc.cast(_plain(table.column("row_hash")), pa.string())
         stored_prev = pc.cast(_plain(table.column("prev_hash")), pa.string())
-        computed = _hash_rows(stored_prev, _content_bytes(table, strict=False))
+        computed = _verify_hashes(table, stored_prev)
         hash_ok = pc.fill_null(pc.equal(computed, stored_row), False)
         if not pc.all(hash_ok).as_py():
             parts.append(

@@ -1,0 +1,148 @@
+"""verify_chain's speed paths give the bytes and values of their reference forms (issue 14).
+
+* ``_verify_hashes`` (content bytes built block by block on worker threads while the main
+  thread hashes) equals ``_hash_rows`` over ``_content_column`` of the whole table, for any
+  block size and worker count, on sealed (derived-member) rows and pleach rows alike, with
+  dictionary columns whose dictionary outgrows a block.
+* ``_tool_args_fast`` (orjson through ``map``, Arrow-built text, distinct texts hashed once)
+  equals the per-row loop ``_tool_args_rows`` on any arguments, and ``_tool_args`` routes
+  the payloads the fast path may not decode (integers past 64 bits, deep nesting) to the
+  row loop.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from replaykit._json import MAX_DEPTH, args_hash, canonical_json
+from replaykit.integrity import _content_column, _hash_rows, _verify_hashes, stamp_chain
+from replaykit.io.pleach._derive import _tool_args, _tool_args_fast, _tool_args_rows
+from replaykit.io.pleach._shapes import _STR, _Part
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _chainlogs import make_log  # noqa: E402
+
+
+@functools.cache
+def _sealed_table() -> pa.Table:
+    return stamp_chain(make_log(3_000, n_runs=40)).table
+
+
+def _reference(table: pa.Table) -> list[str]:
+    return _hash_rows(table.column("prev_hash").combine_chunks(),
+                      _content_column(table, strict=False)).to_pylist()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(block=st.integers(1, 4_000), workers=st.integers(1, 3),
+       start=st.integers(0, 2_000), length=st.integers(0, 1_000))
+def test_pipelined_hashes_are_the_whole_table_hashes(block, workers, start, length):
+    # a slice keeps the whole table's dictionaries: blocks then see dictionaries larger
+    # than themselves, which _json_string_column and _formats decode first
+    table = _sealed_table().slice(start, length)
+    got = _verify_hashes(table, table.column("prev_hash").combine_chunks(),
+                         block_rows=block, workers=workers).to_pylist()
+    assert got == _reference(table)
+    assert got == table.column("row_hash").to_pylist()  # and the stamped chain holds
+
+
+def test_pipelined_hashes_see_a_changed_row_in_any_block():
+    table = _sealed_table()
+    i = 2_345
+    text = table.column("text").combine_chunks().to_pylist()
+    text[i] = (text[i] or "") + "!"
+    forged = table.set_column(table.schema.get_field_index("text"), "text",
+                              pa.array(text, table.schema.field("text").type))
+    got = _verify_hashes(forged, forged.column("prev_hash").combine_chunks(), block_rows=100)
+    pairs = zip(got.to_pylist(), forged.column("row_hash").to_pylist(), strict=True)
+    assert [j for j, (a, b) in enumerate(pairs) if a != b] == [i]
+
+
+def test_pipelined_hashes_of_pleach_rows():
+    import tempfile
+
+    import replaykit as rk
+    from replaykit.datasets import generate_pleach
+
+    path = generate_pleach(Path(tempfile.mkdtemp()) / "log.jsonl", events=1_500, runs=7,
+                           seed=3)
+    table = rk.read_pleach(path, progress=False).table
+    got = _verify_hashes(table, table.column("prev_hash").combine_chunks(), block_rows=97)
+    assert got.to_pylist() == _reference(table)
+
+
+# ----------------------------------------------------------------------- tool arguments
+
+_scalar = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1),
+                    st.floats(allow_nan=False, allow_infinity=False),
+                    st.text(max_size=12))
+_value = st.recursive(_scalar, lambda kids: st.one_of(
+    st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=6), kids, max_size=4)),
+    max_leaves=12)
+# a payload: with no args, args null, args of any JSON type, a string that holds JSON
+_payload = st.one_of(
+    st.fixed_dictionaries({"tool": st.text(max_size=5)}),
+    st.fixed_dictionaries({"args": st.none()}),
+    st.fixed_dictionaries({"tool": st.text(max_size=5), "args": _value}),
+    st.builds(lambda v: {"args": json.dumps(v)}, _value),
+)
+
+
+def _payloads(objs: list[dict[str, Any]]) -> pa.Array:
+    return pa.array([json.dumps(o, ensure_ascii=bool(i % 2)) for i, o in enumerate(objs)],
+                    pa.large_string())
+
+
+@settings(max_examples=150, deadline=None)
+@given(objs=st.lists(_payload, max_size=12))
+def test_fast_tool_args_are_the_row_loops(objs):
+    payloads = _payloads(objs)
+    text, hashes = _tool_args_fast(payloads, {})
+    want_text, want_hash = _tool_args_rows(payloads, [False] * len(objs), {})
+    assert text.to_pylist() == want_text.to_pylist()
+    assert hashes.to_pylist() == want_hash.to_pylist()
+    for o, t, h in zip(objs, text.to_pylist(), hashes.to_pylist(), strict=True):
+        if o.get("args") is None:
+            assert t is None and h is None
+        else:  # and both are the definitions
+            assert t == canonical_json(o["args"]) and h == args_hash(o["args"])
+
+
+def _part(types: list[str], payloads: list[str]) -> _Part:
+    n = len(types)
+    return _Part(env=pa.table({"event_type": pa.array(types, _STR)}),
+                 created_at=pa.nulls(n, _STR), payload=pa.array(payloads, pa.large_string()),
+                 typed=pa.table({}), line=np.zeros(n, dtype=np.int64))
+
+
+def test_tool_args_routes_long_integers_and_deep_nesting_to_the_row_loop():
+    big = 123456789012345678901234567890  # orjson cannot hold it: the lossless decode does
+    deep: Any = 1
+    for _ in range(MAX_DEPTH // 2 + 5):
+        deep = [deep]
+    types = ["tool.called", "model.completed", "tool.called", "tool.called", "tool.called"]
+    payloads = [json.dumps({"args": {"b": 1, "a": big}}), json.dumps({"text": "hi"}),
+                json.dumps({"args": {"z": [1, 2], "y": "é"}}), json.dumps({"args": deep}),
+                json.dumps({"args": "not json"})]
+    text, hashes = _tool_args(_part(types, payloads), {})
+    assert text.to_pylist() == [
+        '{"a":123456789012345678901234567890,"b":1}', None, '{"y":"é","z":[1,2]}',
+        canonical_json(deep), '"not json"']
+    assert hashes.to_pylist()[0] == args_hash({"a": big, "b": 1})
+    assert hashes.to_pylist()[1] is None
+    assert hashes.to_pylist()[4] == args_hash("not json")
+
+
+def test_tool_args_of_a_payload_that_is_not_an_object_fails_as_before():
+    with pytest.raises(AttributeError):
+        _tool_args(_part(["tool.called"], ["[1, 2]"]), {})
