@@ -292,21 +292,41 @@ def _plain(col: pa.ChunkedArray | pa.Array) -> pa.Array:
     return arr
 
 
+#: Bytes a JSON string literal escapes (RFC 8785): controls, '"' and '\\'; and controls only.
+_ESCAPED_BYTES = np.zeros(256, dtype=bool)
+_ESCAPED_BYTES[:0x20] = _ESCAPED_BYTES[0x22] = _ESCAPED_BYTES[0x5C] = True
+_CONTROL_BYTES = np.zeros(256, dtype=bool)
+_CONTROL_BYTES[:0x20] = True
+
+
+def _holds_any(arr: pa.Array, lut: np.ndarray) -> bool:
+    """Whether the value bytes of a large_string array hold a byte ``lut`` marks: one numpy
+    pass over the data buffer (conservative: bytes under null slots count too)."""
+    bufs = arr.buffers()
+    if not len(arr) or bufs[2] is None:
+        return False
+    offs = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    data = np.frombuffer(bufs[2], dtype=np.uint8)[int(offs[0]) : int(offs[-1])]
+    return bool(lut[data].any())
+
+
 def _escape_strings(arr: pa.Array) -> pa.Array:
     """JSON string literals (quoted, RFC 8785 escapes) of a string array; null stays null."""
     arr = pc.cast(arr, _LS)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
 
-    def has(pattern: str) -> bool:
-        return bool(len(arr)) and bool(pc.any(pc.match_substring_regex(arr, pattern)).as_py())
+    def has(lut: np.ndarray) -> bool:
+        return _holds_any(arr, lut)
 
-    if not has(r'["\\\x00-\x1f]'):  # most columns: nothing to escape (one pass)
+    if not has(_ESCAPED_BYTES):  # most columns: nothing to escape (one pass)
         return _quoted(arr)
     arr = pc.replace_substring(arr, "\\", "\\\\")
     arr = pc.replace_substring(arr, '"', '\\"')
-    if has(r"[\x00-\x1f]"):
+    if has(_CONTROL_BYTES):
         for code in (0x0A, 0x09, 0x0D):  # the common ones first, then any other present
             arr = pc.replace_substring(arr, chr(code), _ESCAPES[code])
-        if has(r"[\x00-\x1f]"):
+        if has(_CONTROL_BYTES):
             for code in range(0x20):
                 arr = pc.replace_substring(arr, chr(code), _ESCAPES[code])
     return _quoted(arr)
@@ -317,8 +337,10 @@ def _quoted(arr: pa.Array) -> pa.Array:
     return pc.binary_join_element_wise(q, arr, q, pa.scalar("", _LS))
 
 
-def _json_string_column(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+def _json_string_column(col: pa.ChunkedArray | pa.Array) -> pa.Array | pa.Scalar:
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if len(arr) and arr.null_count == len(arr):  # e.g. a block with no tool call: one scalar
+        return pa.scalar("null", _LS)
     if pa.types.is_dictionary(arr.type) and len(arr.dictionary) > len(arr):
         # a slice of a long column (verify_chain's blocks) keeps the whole dictionary:
         # escaping the rows is cheaper than escaping every value of it
@@ -357,7 +379,7 @@ def _sealed_rows(table: pa.Table) -> pa.Array | None:
     return sealed if pc.any(sealed).as_py() else None
 
 
-def _json_value_column(col: pa.ChunkedArray | pa.Array, name: str) -> pa.Array:
+def _json_value_column(col: pa.ChunkedArray | pa.Array, name: str) -> pa.Array | pa.Scalar:
     """Canonical JSON text of every value of a string, integer or boolean column."""
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     t = arr.type
@@ -367,36 +389,68 @@ def _json_value_column(col: pa.ChunkedArray | pa.Array, name: str) -> pa.Array:
         arr, t = arr.cast(t.value_type), t.value_type
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return _json_string_column(arr)
+    if pa.types.is_null(t) or (len(arr) and arr.null_count == len(arr)):
+        return pa.scalar("null", _LS)
     if pa.types.is_boolean(t):
+        if not arr.null_count and len(arr):  # a uniform column (e.g. inherited): one scalar
+            if pc.all(arr).as_py():
+                return pa.scalar("true", _LS)
+            if not pc.any(arr).as_py():
+                return pa.scalar("false", _LS)
         return pc.fill_null(pc.if_else(arr, pa.scalar("true", _LS), pa.scalar("false", _LS)),
                             "null")
     if pa.types.is_integer(t):
         return pc.fill_null(pc.cast(arr, _LS), "null")
-    if pa.types.is_null(t):
-        return pa.array(["null"] * len(arr), _LS)
     raise ValueError(f"column {name!r} of type {t} cannot be hashed as a derived column; "
                      "cast it to its canonical type (replaykit.schema.EVENTS_SCHEMA)")
 
 
-def _derived_member(table: pa.Table) -> pa.Array:
-    """'"derived":{<SEALED_MEMBERS>},' of every row, built column-wise."""
+class _Pieces:
+    """The pieces of a row-wise concatenation: text literals (adjacent ones merged, as are
+    columns that came out as one scalar) and arrays; :meth:`join` is one Arrow join."""
+
+    def __init__(self) -> None:
+        self.parts: list[Any] = []
+
+    def add(self, piece: str | pa.Scalar | pa.Array) -> None:
+        if isinstance(piece, pa.Scalar):
+            piece = piece.as_py()
+        if isinstance(piece, str) and self.parts and isinstance(self.parts[-1], str):
+            self.parts[-1] += piece
+        else:
+            self.parts.append(piece)
+
+    def join(self, n: int) -> pa.Array:
+        if not any(isinstance(p, pa.Array) for p in self.parts):  # only literals
+            return pa.array(["".join(self.parts)] * n, _LS)
+        args = [pa.scalar(p, _LS) if isinstance(p, str) else p for p in self.parts]
+        out = pc.binary_join_element_wise(*args, pa.scalar("", _LS))
+        return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+
+
+def _derived_member_pieces(table: pa.Table, pieces: _Pieces) -> None:
+    """Add '"derived":{<SEALED_MEMBERS>},' of every row to ``pieces``."""
     names = table.schema.names
     formats = _formats(table)
     assert formats is not None
-    parts: list[Any] = []
     lead = '"derived":{'
     for i, key in enumerate(SEALED_MEMBERS):
-        parts.append(pa.scalar(lead + ("" if i == 0 else ",") + _json_string(key) + ":", _LS))
+        pieces.add(lead + ("" if i == 0 else ",") + _json_string(key) + ":")
         lead = ""
         if key == "format":
-            parts.append(_json_string_column(formats))
+            pieces.add(_json_string_column(formats))
         elif key in names:
-            parts.append(_json_value_column(table.column(key), key))
+            pieces.add(_json_value_column(table.column(key), key))
         else:
-            parts.append(pa.scalar("null", _LS))
-    parts.append(pa.scalar("},", _LS))
-    out = pc.binary_join_element_wise(*parts, pa.scalar("", _LS))
-    return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+            pieces.add("null")
+    pieces.add("},")
+
+
+def _derived_member(table: pa.Table) -> pa.Array:
+    """'"derived":{<SEALED_MEMBERS>},' of every row, built column-wise."""
+    pieces = _Pieces()
+    _derived_member_pieces(table, pieces)
+    return pieces.join(table.num_rows)
 
 
 def _content_column(table: pa.Table, *, strict: bool = True) -> pa.Array:
@@ -428,31 +482,38 @@ def _content_column(table: pa.Table, *, strict: bool = True) -> pa.Array:
 
     # '{"payload":<text>,' -- or just '{' for a NULL payload (the member is left out, so a
     # NULL never hashes like the JSON text "null"); rows of a sealed format put their
-    # '"derived":{...},' member first
-    head = pc.fill_null(pc.binary_join_element_wise(
-        lit('{"payload":'), payload, lit(","), lit("")), "{")
+    # '"derived":{...},' member first. One join where it can be (every row sealed, or
+    # none, and no NULL payload), else the head is joined first.
+    pieces = _Pieces()
     sealed = _sealed_rows(table)
-    if sealed is not None:
+    whole = sealed is None or (not sealed.null_count and pc.all(sealed).as_py())
+    if whole and not payload.null_count:
+        pieces.add("{")
+        if sealed is not None:
+            _derived_member_pieces(table, pieces)
+        pieces.add('"payload":')
+        pieces.add(payload)
+        pieces.add(",")
+    elif sealed is None:
+        pieces.add(pc.fill_null(pc.binary_join_element_wise(
+            lit('{"payload":'), payload, lit(","), lit("")), "{"))
+    else:
         payload_part = pc.fill_null(pc.binary_join_element_wise(
             lit('"payload":'), payload, lit(","), lit("")), "")
         derived_part = pc.if_else(sealed, _derived_member(table), lit(""))
-        head = pc.binary_join_element_wise(lit("{"), derived_part, payload_part, lit(""))
-    parts = [
-        head,
-        lit('"run_id":'),
-        _json_string_column(table.column("run_id")),
-        lit(',"seq":'),
-        pc.fill_null(pc.cast(seq, _LS), "null"),
-        lit(',"tenant_id":'),
-        _json_string_column(table.column("tenant_id")),
-        lit(',"ts":'),
-        ts_text,
-        lit(',"type":'),
-        _json_string_column(table.column("type")),
-        lit("}"),
-    ]
-    out = pc.binary_join_element_wise(*parts, lit(""))
-    return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+        pieces.add(pc.binary_join_element_wise(lit("{"), derived_part, payload_part, lit("")))
+    pieces.add('"run_id":')
+    pieces.add(_json_string_column(table.column("run_id")))
+    pieces.add(',"seq":')
+    pieces.add(pc.fill_null(pc.cast(seq, _LS), "null"))
+    pieces.add(',"tenant_id":')
+    pieces.add(_json_string_column(table.column("tenant_id")))
+    pieces.add(',"ts":')
+    pieces.add(ts_text)
+    pieces.add(',"type":')
+    pieces.add(_json_string_column(table.column("type")))
+    pieces.add("}")
+    return pieces.join(n)
 
 
 #: Tables at least this long build their content bytes on two threads (halves).

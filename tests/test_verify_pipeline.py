@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -25,7 +26,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replaykit._json import MAX_DEPTH, args_hash, canonical_json
-from replaykit.integrity import _content_column, _hash_rows, _verify_hashes, stamp_chain
+from replaykit.integrity import (
+    _content_column,
+    _hash_rows,
+    _verify_hashes,
+    row_content,
+    stamp_chain,
+)
 from replaykit.io.pleach._derive import _tool_args, _tool_args_fast, _tool_args_rows
 from replaykit.io.pleach._shapes import _STR, _Part
 
@@ -39,8 +46,28 @@ def _sealed_table() -> pa.Table:
 
 
 def _reference(table: pa.Table) -> list[str]:
-    return _hash_rows(table.column("prev_hash").combine_chunks(),
-                      _content_column(table, strict=False)).to_pylist()
+    """The definition: sha256(prev_hash || row_content(row)) row by row; and the same as
+    the whole table's column-wise bytes hashed in one go."""
+    want = [hashlib.sha256((r["prev_hash"] or "").encode() + row_content(r)).hexdigest()
+            for r in table.to_pylist()]
+    whole = _hash_rows(table.column("prev_hash").combine_chunks(),
+                       _content_column(table, strict=False)).to_pylist()
+    assert whole == want
+    return want
+
+
+def _mixed_table() -> pa.Table:
+    """Sealed and pleach rows in one table, some payloads NULL, uniform and all-null
+    columns in places: every branch of the column-wise content builder."""
+    t = _sealed_table().slice(0, 600)
+    src = t.column("source").combine_chunks().cast(pa.string()).to_pylist()
+    src = [("pleach:x.jsonl" if (i // 50) % 2 else s) for i, s in enumerate(src)]
+    payload = t.column("payload").combine_chunks().to_pylist()
+    payload = [None if i % 97 == 5 else p for i, p in enumerate(payload)]
+    t = t.set_column(t.schema.get_field_index("source"), "source",
+                     pa.array(src).dictionary_encode())
+    return t.set_column(t.schema.get_field_index("payload"), "payload",
+                        pa.array(payload, pa.large_string()))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -54,6 +81,13 @@ def test_pipelined_hashes_are_the_whole_table_hashes(block, workers, start, leng
                          block_rows=block, workers=workers).to_pylist()
     assert got == _reference(table)
     assert got == table.column("row_hash").to_pylist()  # and the stamped chain holds
+
+
+@pytest.mark.parametrize("block", [1, 7, 50, 64, 600])
+def test_pipelined_hashes_of_mixed_blocks(block):
+    table = _mixed_table()
+    got = _verify_hashes(table, table.column("prev_hash").combine_chunks(), block_rows=block)
+    assert got.to_pylist() == _reference(table)
 
 
 def test_pipelined_hashes_see_a_changed_row_in_any_block():

@@ -116,7 +116,8 @@ def _tool_args_fast(payloads: pa.Array, cache: dict[str, str]) -> tuple[pa.Array
     raised by the same code as before).
     """
     try:
-        objs = list(map(_orjson.loads, payloads.to_pylist()))
+        # bytes decode faster than str (no UTF-8 view to build)
+        objs = list(map(_orjson.loads, payloads.cast(pa.large_binary()).to_pylist()))
         args = list(map(_get_args, objs))
         present = [a is not None for a in args]
         dumps = partial(_orjson.dumps, option=_orjson.OPT_SORT_KEYS)
