@@ -34,13 +34,18 @@ __all__ = ["CohortExplorer", "DiffExplorer", "Scrubber", "Transcript", "marked_j
 MAX_CHARS = 20_000
 
 
+#: a pane's <pre>: long lines (a source path, a long string) scroll sideways whole rather
+#: than wrap mid-word (JupyterLab's output CSS wraps <pre> text at any character)
+_PRE_STYLE = ("margin:0;max-height:360px;overflow:auto;font-size:11px;"
+              "white-space:pre;word-break:normal;overflow-wrap:normal")
+
+
 def _pre(obj: Any, max_chars: int = MAX_CHARS) -> str:
     """Pretty JSON of ``obj`` in an escaped <pre> block (log content is untrusted)."""
     text = json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False)
     if len(text) > max_chars:
         text = text[:max_chars] + f"\n... ({len(text) - max_chars:,} more characters)"
-    return ("<pre style='margin:0;max-height:360px;overflow:auto;font-size:11px'>"
-            f"{html.escape(text)}</pre>")
+    return f"<pre style='{_PRE_STYLE}'>{html.escape(text)}</pre>"
 
 
 _MARK = "background:#ffe0b2;display:block"
@@ -97,8 +102,7 @@ def marked_json(obj: Any, paths: Any, max_chars: int = MAX_CHARS) -> str:
         # a marked line is a block of its own: no newline after it (no blank line)
         html_lines.append(f"<span class='rk-changed' style='{_MARK}'>{line}</span>" if hit
                           else line + "\n")
-    return ("<pre style='margin:0;max-height:360px;overflow:auto;font-size:11px'>"
-            + "".join(html_lines).rstrip("\n") + "</pre>")
+    return f"<pre style='{_PRE_STYLE}'>" + "".join(html_lines).rstrip("\n") + "</pre>"
 
 
 def _event_dict(table: Any, i: int) -> dict[str, Any]:
