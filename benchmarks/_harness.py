@@ -107,7 +107,8 @@ def measure(fn: Callable[[], Any]) -> tuple[float, float, float | None, Any]:
 
 
 def interleave(contenders: dict[str, Callable[[], Any]], repeat: int = 3, *,
-               warmup: bool = True, keep_value: bool = False) -> dict[str, Result]:
+               warmup: bool = True, keep_value: bool = False,
+               alternate: bool = False) -> dict[str, Result]:
     """Run the contenders interleaved (A B C, A B C, ...) ``repeat`` times; best of N each.
 
     Args:
@@ -117,13 +118,17 @@ def interleave(contenders: dict[str, Callable[[], Any]], repeat: int = 3, *,
         repeat: rounds (N of "best of N").
         warmup: one untimed call of each contender first (imports, caches, page cache).
         keep_value: keep each contender's last return value in ``Result.value``.
+        alternate: every other round in reverse order (A B, B A, A B, ...), so that no
+            contender always runs first (after the previous round's garbage, on a cold
+            cache): for two contenders whose difference is small next to that.
     """
     out = {name: Result(name) for name in contenders}
     if warmup:
         for fn in contenders.values():
             fn()
-    for _ in range(repeat):
-        for name, fn in contenders.items():
+    for k in range(repeat):
+        order = list(contenders.items())
+        for name, fn in (order[::-1] if alternate and k % 2 else order):
             wall, cpu, peak, value = measure(fn)
             r = out[name]
             r.walls.append(wall)

@@ -72,6 +72,14 @@ def test_contenders_run_interleaved_and_report_their_best(clock: _Clock) -> None
     assert speedup["ratio"] == pytest.approx(2.5)
 
 
+def test_alternate_reverses_every_other_round() -> None:
+    calls: list[str] = []
+    res = interleave({"x": lambda: calls.append("x"), "y": lambda: calls.append("y"),
+                      "z": lambda: calls.append("z")}, repeat=4, warmup=False, alternate=True)
+    assert "".join(calls) == "xyzzyxxyzzyx"  # no contender always first
+    assert all(len(r.walls) == 4 for r in res.values())
+
+
 def test_warmup_runs_each_contender_once_more_untimed() -> None:
     calls: list[str] = []
     res = interleave({"x": lambda: calls.append("x"), "y": lambda: calls.append("y")},
