@@ -150,6 +150,28 @@ def test_dev_install_sets_up_the_nbstripout_filter(tmp_path):
     assert not (plain / ".gitattributes").exists()
 
 
+def test_nbstripout_filter_names_the_checkouts_own_venv_relatively(tmp_path):
+    # every `git worktree` of a clone shares its config, and git runs filters from the top
+    # of the working tree: a venv inside the checkout is named relative to that top, so
+    # each worktree's filter runs its own .venv (an absolute path: the last installer's)
+    nbstripout = shutil.which("nbstripout", path=str(Path(os.sys.executable).parent))
+    if nbstripout is None or shutil.which("git") is None:
+        pytest.skip("nbstripout or git not installed")
+    repo = tmp_path / "repo"
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    (repo / ".venv" / "bin" / "nbstripout").symlink_to(nbstripout)
+    subprocess.run(["git", "-C", str(repo), "init", "-q"], check=True)
+    subprocess.run(["bash", str(ROOT / "tools" / "setup_git_filters.sh"),
+                    ".venv/bin/nbstripout"], cwd=repo, check=True, capture_output=True)
+
+    def config(key: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), "config", key], check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    assert config("filter.nbstripout.clean") == ".venv/bin/python -m nbstripout --keep-id"
+    assert config("diff.ipynb.textconv") == ".venv/bin/python -m nbstripout -t"
+
+
 def test_readme_says_how_notebook_outputs_stay_out_of_git():
     text = (ROOT / "README.md").read_text()
     assert "nbstripout" in text and "make lab" in text

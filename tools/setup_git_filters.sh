@@ -6,7 +6,15 @@ set -euo pipefail
 nbstripout="${1:-.venv/bin/nbstripout}"
 git rev-parse --is-inside-work-tree >/dev/null 2>&1 || exit 0
 "$nbstripout" --install --attributes .gitattributes
-# keep the cell ids tools/make_notebooks.py gives (nbstripout renumbers them by default)
-clean="$(git config filter.nbstripout.clean)"
-case "$clean" in *--keep-id*) ;; *) git config filter.nbstripout.clean "$clean --keep-id" ;; esac
+# Git runs filters from the top of the working tree, and every `git worktree` of a clone
+# shares its config: a checkout's own .venv is named relative to that top (nbstripout
+# --install writes an absolute path, so the last worktree to install would serve them all).
+# Keep the cell ids tools/make_notebooks.py gives (nbstripout renumbers them by default).
+top="$(git rev-parse --show-toplevel)"
+python="$(cd "$(dirname "$nbstripout")" && pwd)/python"
+case "$python" in
+  "$top"/*) python="${python#"$top"/}" ;;
+esac
+git config filter.nbstripout.clean "$python -m nbstripout --keep-id"
+git config diff.ipynb.textconv "$python -m nbstripout -t"
 echo "nbstripout: notebook outputs are stripped when notebooks are committed" >&2
