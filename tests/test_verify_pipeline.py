@@ -4,10 +4,8 @@
   thread hashes) equals ``_hash_rows`` over ``_content_column`` of the whole table, for any
   block size and worker count, on sealed (derived-member) rows and pleach rows alike, with
   dictionary columns whose dictionary outgrows a block.
-* ``_tool_args_fast`` (orjson through ``map``, Arrow-built text, distinct texts hashed once)
-  equals the per-row loop ``_tool_args_rows`` on any arguments, and ``_tool_args`` routes
-  the payloads the fast path may not decode (integers past 64 bits, deep nesting) to the
-  row loop.
+* ``_tool_args`` (the loader's and the check's canonical arguments) keeps integers past
+  64 bits, canonicalises deep nesting, hashes a string argument by the JSON it holds.
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ from replaykit.integrity import (
     row_content,
     stamp_chain,
 )
-from replaykit.io.pleach._derive import _tool_args, _tool_args_fast, _tool_args_rows
+from replaykit.io.pleach._derive import _tool_args
 from replaykit.io.pleach._shapes import _STR, _Part
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -116,41 +114,6 @@ def test_pipelined_hashes_of_pleach_rows():
 
 
 # ----------------------------------------------------------------------- tool arguments
-
-_scalar = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1),
-                    st.floats(allow_nan=False, allow_infinity=False),
-                    st.text(max_size=12))
-_value = st.recursive(_scalar, lambda kids: st.one_of(
-    st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=6), kids, max_size=4)),
-    max_leaves=12)
-# a payload: with no args, args null, args of any JSON type, a string that holds JSON
-_payload = st.one_of(
-    st.fixed_dictionaries({"tool": st.text(max_size=5)}),
-    st.fixed_dictionaries({"args": st.none()}),
-    st.fixed_dictionaries({"tool": st.text(max_size=5), "args": _value}),
-    st.builds(lambda v: {"args": json.dumps(v)}, _value),
-)
-
-
-def _payloads(objs: list[dict[str, Any]]) -> pa.Array:
-    return pa.array([json.dumps(o, ensure_ascii=bool(i % 2)) for i, o in enumerate(objs)],
-                    pa.large_string())
-
-
-@settings(max_examples=150, deadline=None)
-@given(objs=st.lists(_payload, max_size=12))
-def test_fast_tool_args_are_the_row_loops(objs):
-    payloads = _payloads(objs)
-    text, hashes = _tool_args_fast(payloads, {})
-    want_text, want_hash = _tool_args_rows(payloads, [False] * len(objs), {})
-    assert text.to_pylist() == want_text.to_pylist()
-    assert hashes.to_pylist() == want_hash.to_pylist()
-    for o, t, h in zip(objs, text.to_pylist(), hashes.to_pylist(), strict=True):
-        if o.get("args") is None:
-            assert t is None and h is None
-        else:  # and both are the definitions
-            assert t == canonical_json(o["args"]) and h == args_hash(o["args"])
-
 
 def _part(types: list[str], payloads: list[str]) -> _Part:
     n = len(types)

@@ -6,14 +6,13 @@
 from __future__ import annotations
 
 import hashlib
-from functools import partial
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..._json import MAX_DEPTH, JSONDecodeError, _orjson, args_hash, canonical_json, loads
+from ..._json import JSONDecodeError, args_hash, canonical_json, loads
 from ...schema import DERIVED_COLUMNS as SCHEMA_DERIVED_COLUMNS
 from ...schema import EVENTS_SCHEMA
 from ._fastpath import _parse_payloads
@@ -50,46 +49,18 @@ def _tool_args(part: _Part, cache: dict[str, str]) -> tuple[pa.Array, pa.Array]:
     """Canonical JSON text and hash of each tool.called row's ``args`` (null elsewhere).
 
     Per tool call (the only per-row step: the arguments are re-serialised canonically);
-    each distinct canonical text is hashed once. Calls whose payload may hold an integer
-    beyond 64 bits or nesting past MAX_DEPTH take :func:`_tool_args_rows` (the lossless,
-    depth-checked decode); the rest :func:`_tool_args_fast`, the same values.
+    each distinct canonical text is hashed once.
     """
     n = part.env.num_rows
     etype = part.env.column("event_type")
     called = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(etype, "tool.called"), False)))
+    args_text: list[str | None] = [None] * len(called)
+    hashes: list[str | None] = [None] * len(called)
     payloads = part.payload.take(pa.array(called))
-    if isinstance(payloads, pa.ChunkedArray):
-        payloads = payloads.combine_chunks()
-    # one column-wise scan for runs of 19+ digits (integers that may not fit 64 bits) and
-    # one for bracket counts past MAX_DEPTH (what loads() checks per text)
+    # one column-wise scan for runs of 19+ digits (integers that may not fit 64 bits): only
+    # those payloads take the lossless slow decode, the rest skip the per-call check
     long_ints = np.asarray(pc.fill_null(pc.match_substring_regex(payloads, r"[0-9]{19}"),
-                                        False))
-    slow = long_ints.copy()
-    if len(payloads) and _orjson is not None:
-        opened = pc.add(pc.count_substring(payloads, "{"), pc.count_substring(payloads, "["))
-        slow |= np.asarray(pc.fill_null(pc.greater(opened, MAX_DEPTH), False))
-        fast = np.flatnonzero(~slow)
-        args_text, hashes = _tool_args_fast(payloads.take(pa.array(fast)), cache)
-        if len(fast) < len(payloads):  # the rest row by row, into place
-            rest = np.flatnonzero(slow)
-            r_text, r_hash = _tool_args_rows(payloads.take(pa.array(rest)),
-                                             long_ints[rest].tolist(), cache)
-            order = np.argsort(np.concatenate([fast, rest]), kind="stable")
-            args_text = pa.concat_arrays([args_text, r_text]).take(pa.array(order))
-            hashes = pa.concat_arrays([hashes, r_hash]).take(pa.array(order))
-    else:
-        args_text, hashes = _tool_args_rows(payloads, long_ints.tolist(), cache)
-    scatter = np.full(n, -1, dtype=np.int64)
-    scatter[called] = np.arange(len(called))
-    where = pa.array(scatter, mask=scatter < 0)
-    return args_text.take(where), hashes.take(where)
-
-
-def _tool_args_rows(payloads: pa.Array, long_ints: list[bool], cache: dict[str, str]
-                    ) -> tuple[pa.Array, pa.Array]:
-    """:func:`_tool_args` of these tool.called payloads, one :func:`loads` per row."""
-    args_text: list[str | None] = [None] * len(payloads)
-    hashes: list[str | None] = [None] * len(payloads)
+                                        False)).tolist()
     for j, ptxt in enumerate(payloads.to_pylist()):
         args = loads(ptxt, long_ints=long_ints[j]).get("args")
         if args is None:
@@ -103,49 +74,13 @@ def _tool_args_rows(payloads: pa.Array, long_ints: list[bool], cache: dict[str, 
                 else hashlib.sha256(a.encode("utf-8")).hexdigest()[:32]
             )
         hashes[j] = h
-    return pa.array(args_text, type=_STR), pa.array(hashes, type=_STR)
-
-
-def _tool_args_fast(payloads: pa.Array, cache: dict[str, str]) -> tuple[pa.Array, pa.Array]:
-    """:func:`_tool_args_rows` of payloads that hold no run of 19 digits and open at most
-    MAX_DEPTH brackets (so ``loads`` is orjson's decode and its depth check passes): the
-    decode and the canonical re-encode are orjson called through ``map``, the text is
-    built by Arrow from orjson's UTF-8 bytes, and each distinct text is hashed once.
-
-    The same values as the row loop, which it falls back to on any error (so errors are
-    raised by the same code as before).
-    """
-    try:
-        # bytes decode faster than str (no UTF-8 view to build)
-        objs = list(map(_orjson.loads, payloads.cast(pa.large_binary()).to_pylist()))
-        args = list(map(_get_args, objs))
-        present = [a is not None for a in args]
-        dumps = partial(_orjson.dumps, option=_orjson.OPT_SORT_KEYS)
-        encoded = list(map(dumps, filter(_not_none, args)))
-    except Exception:  # the row loop raises (or handles) it as before
-        return _tool_args_rows(payloads, [False] * len(payloads), cache)
-    mask = np.asarray(present, dtype=bool)
-    where = np.full(len(args), -1, dtype=np.int64)
-    where[mask] = np.arange(int(mask.sum()))
-    take = pa.array(where, mask=where < 0)
-    text = pa.array(encoded, pa.binary()).cast(_STR)  # orjson writes valid UTF-8
-    codes = text.dictionary_encode()
-    uniq = codes.dictionary.to_pylist()
-    sha = hashlib.sha256
-    hashed = [cache.get(a) or sha(a.encode("utf-8")).hexdigest()[:32] for a in uniq]
-    for i, a in enumerate(uniq):
-        if a.startswith('"'):  # a string argument is hashed by the JSON value it holds
-            hashed[i] = args_hash(_orjson.loads(a))
-    hashes = pa.array(hashed, _STR).take(codes.indices)
-    return text.take(take), hashes.take(take)
-
-
-def _get_args(obj: Any) -> Any:
-    return obj.get("args")
-
-
-def _not_none(value: Any) -> bool:
-    return value is not None
+    scatter = np.full(n, -1, dtype=np.int64)
+    scatter[called] = np.arange(len(called))
+    where = pa.array(scatter, mask=scatter < 0)
+    return (
+        pa.array(args_text, type=_STR).take(where),
+        pa.array(hashes, type=_STR).take(where),
+    )
 
 
 def _type_and_kind(event_type: pa.ChunkedArray | pa.Array) -> dict[str, pa.Array]:
