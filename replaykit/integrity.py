@@ -34,7 +34,7 @@ import hashlib
 import json
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -516,26 +516,6 @@ def _content_column(table: pa.Table, *, strict: bool = True) -> pa.Array:
     return pieces.join(n)
 
 
-#: Tables at least this long build their content bytes on two threads (halves).
-_PARALLEL_CONTENT_ROWS = 200_000
-
-
-def _content_bytes(table: pa.Table, *, strict: bool = True,
-                   min_rows: int | None = None) -> pa.Array:
-    """:func:`_content_column`, on two threads for long tables with rows of sealed formats
-    (their derived member is most of the cost): the halves are built at the same time
-    (Arrow's kernels release the GIL) and joined; the same bytes either way."""
-    n = table.num_rows
-    if (n < (_PARALLEL_CONTENT_ROWS if min_rows is None else min_rows) or n < 2
-            or _sealed_rows(table) is None):  # pleach rows only: cheap, keep one thread
-        return _content_column(table, strict=strict)
-    half = n // 2
-    with ThreadPoolExecutor(2) as pool:
-        parts = list(pool.map(lambda t: _content_column(t, strict=strict),
-                              (table.slice(0, half), table.slice(half))))
-    return pa.concat_arrays(parts)
-
-
 def _offsets(arr: pa.Array) -> tuple[memoryview, list[int]]:
     """The data buffer and the n + 1 offsets of a large_string array."""
     n = len(arr)
@@ -564,41 +544,50 @@ def _digests(joined: pa.Array) -> bytes:
 _HASH_BLOCK_ROWS = 65_536
 
 
+def _blocks_ahead(n: int, build: Callable[[int, int], pa.Array], *,
+                  block_rows: int | None = None, workers: int = 2
+                  ) -> Iterator[tuple[int, pa.Array]]:
+    """``(start, build(start, length))`` of each block of ``n`` rows, in order, built ahead.
+
+    ``workers`` threads build the next blocks (Arrow kernels, which release the GIL) while
+    the caller consumes the current one (the hashing loop, which holds it). At most
+    ``workers + 1`` blocks wait at a time, so memory stays bounded by the block size rather
+    than the table's, and the blocks' buffers stay small enough to be reused rather than
+    faulted in afresh. One block: built on the calling thread.
+    """
+    size = max(1, block_rows or _HASH_BLOCK_ROWS)
+    if n <= size:
+        yield 0, build(0, n)
+        return
+    starts = iter(range(0, n, size))
+    with ThreadPoolExecutor(workers) as pool:
+        pending: deque[tuple[int, Future[pa.Array]]] = deque(
+            (s, pool.submit(build, s, min(size, n - s)))
+            for _, s in zip(range(workers + 1), starts, strict=False)
+        )
+        while pending:
+            at, fut = pending.popleft()
+            block = fut.result()
+            nxt = next(starts, None)
+            if nxt is not None:
+                pending.append((nxt, pool.submit(build, nxt, min(size, n - nxt))))
+            yield at, block
+
+
 def _verify_hashes(table: pa.Table, prev: pa.Array, *, block_rows: int | None = None,
                    workers: int = 2) -> pa.Array:
     """sha256(prev || content) of every row, as hex strings: :func:`_hash_rows` of
-    :func:`_content_column` (``strict=False``), the same bytes, built as a pipeline.
-
-    The rows go in blocks: ``workers`` threads build the next blocks' content bytes (Arrow
-    kernels, which release the GIL) while this thread hashes the current block (the one
-    per-row loop, which holds it). At most ``workers + 1`` blocks wait at a time, so memory
-    stays bounded by the block size rather than the table's, and the blocks' buffers stay
-    small enough to be reused rather than faulted in afresh.
-    """
-    n = table.num_rows
-    size = max(1, block_rows or _HASH_BLOCK_ROWS)
+    :func:`_content_column` (``strict=False``), the same bytes, built block by block ahead
+    of the hashing loop (:func:`_blocks_ahead`)."""
     prev = pc.cast(pc.fill_null(prev, ""), _LS)
-    if n <= size:
-        return _hash_rows(prev, _content_column(table, strict=False))
     empty = pa.scalar("", _LS)
 
-    def build(start: int) -> pa.Array:
-        k = min(size, n - start)
+    def build(start: int, k: int) -> pa.Array:
         content = _content_column(table.slice(start, k), strict=False)
         return pc.binary_join_element_wise(prev.slice(start, k), content, empty)
 
-    starts = iter(range(0, n, size))
-    out: list[bytes] = []
-    with ThreadPoolExecutor(workers) as pool:
-        pending: deque[Future[pa.Array]] = deque(
-            pool.submit(build, s) for _, s in zip(range(workers + 1), starts, strict=False)
-        )
-        while pending:
-            joined = pending.popleft().result()
-            start = next(starts, None)
-            if start is not None:
-                pending.append(pool.submit(build, start))
-            out.append(_digests(joined))
+    out = [_digests(joined) for _, joined in _blocks_ahead(
+        table.num_rows, build, block_rows=block_rows, workers=workers)]
     return _hex_column(b"".join(out))
 
 
@@ -663,23 +652,25 @@ def stamp_chain(log: EventLog, *, overwrite: bool = False) -> EventLog:
             "log already has row hashes; verify it with verify_chain(log), or pass "
             "overwrite=True to re-stamp it (this replaces the existing chain)"
         )
-    content = _content_bytes(table)
     starts = _run_starts(table).tolist()
-    mv, offs = _offsets(content)
     genesis = GENESIS.encode("ascii")
     sha = hashlib.sha256
     prevs: list[str] = []
     rows: list[str] = []
     prev = genesis
-    for i, start in enumerate(starts):
-        if start:
-            prev = genesis
-        h = sha(prev)
-        h.update(mv[offs[i] : offs[i + 1]])
-        hx = h.hexdigest()
-        prevs.append(prev.decode("ascii"))
-        rows.append(hx)
-        prev = hx.encode("ascii")
+    # the content bytes are built block by block on worker threads ahead of this loop
+    for at, content in _blocks_ahead(
+            table.num_rows, lambda s, k: _content_column(table.slice(s, k))):
+        mv, offs = _offsets(content)
+        for j, start in enumerate(starts[at : at + len(content)]):
+            if start:
+                prev = genesis
+            h = sha(prev)
+            h.update(mv[offs[j] : offs[j + 1]])
+            hx = h.hexdigest()
+            prevs.append(prev.decode("ascii"))
+            rows.append(hx)
+            prev = hx.encode("ascii")
     idx = table.schema.get_field_index("prev_hash")
     table = table.set_column(idx, "prev_hash", pa.array(prevs, pa.string()))
     idx = table.schema.get_field_index("row_hash")

@@ -248,10 +248,14 @@ def test_column_wise_content_is_the_reference_form(rows):
             assert member["is_error"] is r["is_error"]
 
 
-def test_content_bytes_on_two_threads_are_the_same_bytes():
-    from replaykit.integrity import _content_bytes
+def test_content_bytes_built_in_blocks_ahead_are_the_same_bytes():
+    from replaykit.integrity import _blocks_ahead
 
     t = sealed_log("toh").table
     one = _content_column(t, strict=False)
-    two = _content_bytes(t, strict=False, min_rows=2)
-    assert two.equals(one) and len(two) == t.num_rows
+    for size in (1, 3, t.num_rows // 2 + 1, t.num_rows):
+        blocks = list(_blocks_ahead(t.num_rows, lambda s, k: _content_column(
+            t.slice(s, k), strict=False), block_rows=size))
+        assert [at for at, _ in blocks] == list(range(0, t.num_rows, size))
+        two = pa.concat_arrays([b for _, b in blocks])
+        assert two.equals(one) and len(two) == t.num_rows

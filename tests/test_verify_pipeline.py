@@ -143,3 +143,24 @@ def test_tool_args_routes_long_integers_and_deep_nesting_to_the_row_loop():
 def test_tool_args_of_a_payload_that_is_not_an_object_fails_as_before():
     with pytest.raises(AttributeError):
         _tool_args(_part(["tool.called"], ["[1, 2]"]), {})
+
+
+@pytest.mark.parametrize("block", [1, 7, 64])
+def test_stamp_chain_in_blocks_is_the_one_block_chain(block, monkeypatch):
+    import replaykit.integrity as integrity
+
+    log = make_log(300, n_runs=4, seed=5)
+    whole = stamp_chain(log).table
+    monkeypatch.setattr(integrity, "_HASH_BLOCK_ROWS", block)
+    blocked = stamp_chain(log).table
+    for c in ("prev_hash", "row_hash"):
+        assert blocked.column(c).to_pylist() == whole.column(c).to_pylist()
+    # and the chain is the definition: each row's hash over its prev and row_content
+    rows = blocked.to_pylist()
+    assert all(r["row_hash"] == hashlib.sha256(r["prev_hash"].encode() + row_content(r))
+               .hexdigest() for r in rows)
+    starts = [i == 0 or (r["tenant_id"], r["run_id"]) != (rows[i - 1]["tenant_id"],
+                                                         rows[i - 1]["run_id"])
+              for i, r in enumerate(rows)]
+    assert all(r["prev_hash"] == ("0" * 64 if s else rows[i - 1]["row_hash"])
+               for i, (r, s) in enumerate(zip(rows, starts, strict=True)))
