@@ -33,9 +33,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -1138,14 +1141,65 @@ def _derived_problems(sub: pa.Table | None, typed: pa.Table | None = None,
     compared, nulls equal to nulls. ``expected`` / ``found`` are ``"<column>=<value>"``
     (``null`` for a missing value).
     """
-    from .io.pleach import DERIVED_COLUMNS
-    from .io.pleach._derive import _derived, _text_column
+    from .io.pleach._derive import _derived
 
     if sub is None:
         return []
-    cols = [c for c in DERIVED_COLUMNS if c in sub.schema.names]
     derived, text_sources = _derived(sub, typed=typed, tool_args=tool_args)
-    out = []
+    return [p for c, p in _compare_derived(sub, derived, text_sources, None)]
+
+
+#: The derived columns that depend on the tool calls' canonical arguments (the rest are
+#: compared on the parse thread while the main thread canonicalises the arguments).
+_ARGS_COLUMNS = ("args_hash", "text")
+
+
+def _derived_side(sub: pa.Table) -> tuple[dict[str, pa.Array], list[Any],
+                                          list[tuple[str, pa.Table]]]:
+    """The part of the derived-column check that needs no tool-call arguments, for a thread
+    of its own: the Arrow parse of the payloads (:func:`_parsed_of`), the derived columns,
+    and the comparison of all but :data:`_ARGS_COLUMNS` (placeholders stand in for the
+    arguments until :func:`_derived_rest` puts them in)."""
+    from .io.pleach._derive import _derived
+
+    typed = _parsed_of(sub)
+    n = sub.num_rows
+    none = pa.nulls(n, pa.string())
+    derived, sources = _derived(sub, typed=typed, tool_args=(none, none))
+    rest = [c for c in sub.schema.names if c not in _ARGS_COLUMNS]
+    return derived, sources, _compare_derived(sub, derived, sources, rest)
+
+
+def _derived_rest(sub: pa.Table, side: tuple[dict[str, pa.Array], list[Any],
+                                            list[tuple[str, pa.Table]]],
+                  tool_args: tuple[pa.Array, pa.Array]) -> list[pa.Table]:
+    """:func:`_derived_problems` from :func:`_derived_side`'s result and the tool calls'
+    arguments (:func:`replaykit.io.pleach._derive.table_tool_args`): the same problems, in
+    the same order."""
+    from .io.pleach import DERIVED_COLUMNS
+    from .schema import EVENTS_SCHEMA
+
+    derived, sources, done = side
+    args, hashes = tool_args
+    derived = dict(derived)
+    derived["args_hash"] = _plain(hashes).cast(EVENTS_SCHEMA.field("args_hash").type)
+    sources = [args, *sources[1:]]
+    found = dict(done + _compare_derived(sub, derived, sources, _ARGS_COLUMNS))
+    return [found[c] for c in DERIVED_COLUMNS if c in found]
+
+
+def _compare_derived(sub: pa.Table, derived: dict[str, pa.Array], text_sources: list[Any],
+                     only: Iterable[str] | None) -> list[tuple[str, pa.Table]]:
+    """``(column, derived_mismatch rows)`` of each stored derived column of ``sub`` (of
+    ``only``, if given) that differs from ``derived`` (``text``: from its sources), in
+    :data:`DERIVED_COLUMNS` order."""
+    from .io.pleach import DERIVED_COLUMNS
+    from .io.pleach._derive import _text_column
+
+    wanted = None if only is None else set(only)
+    cols = [c for c in DERIVED_COLUMNS
+            if c in sub.schema.names and (wanted is None or c in wanted)]
+    out: list[tuple[str, pa.Table]] = []
     for c in cols:
         text_bad = _text_mismatch(sub.column(c), text_sources) if c == "text" else None
         if text_bad is not None and not text_bad.any():
@@ -1184,7 +1238,7 @@ def _derived_problems(sub: pa.Table | None, typed: pa.Table | None = None,
             return pc.binary_join_element_wise(pa.scalar(col + "=", _LS), text,
                                                pa.scalar("", _LS))
 
-        out.append(_problems(sub, bad, "derived_mismatch", shown(want), shown(stored)))
+        out.append((c, _problems(sub, bad, "derived_mismatch", shown(want), shown(stored))))
     return out
 
 
@@ -1249,6 +1303,34 @@ def _manifest_problems(
         out.append(frame(grown, "head_mismatch", "seq_found", "row_hash_expected",
                          "row_hash_found"))
     return out
+
+
+#: sys.setswitchinterval while verify_chain's threads run (Python's default: 5 ms).
+_SWITCH_INTERVAL_S = 0.0005
+_switch_lock = threading.Lock()
+_switch_users = 0
+_switch_saved = 0.005
+
+
+@contextmanager
+def _short_switches() -> Iterator[None]:
+    """A short GIL switch interval for the block: the hashing loop holds the GIL, and each
+    of the other threads' Arrow calls must win it back to return (up to one interval each,
+    5 ms by default). Process-wide: saved by the first of concurrent users, restored by the
+    last."""
+    global _switch_users, _switch_saved
+    with _switch_lock:
+        if _switch_users == 0:
+            _switch_saved = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switch_saved, _SWITCH_INTERVAL_S))
+        _switch_users += 1
+    try:
+        yield
+    finally:
+        with _switch_lock:
+            _switch_users -= 1
+            if _switch_users == 0:
+                sys.setswitchinterval(_switch_saved)
 
 
 def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
@@ -1325,16 +1407,23 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     table = _as_table(log)
     n = table.num_rows
     parts: list[pa.Table] = []
-    # the derived-column check's payload parse goes on a second thread while this one
-    # builds the content bytes and hashes (_parsed_of: Arrow's JSON reader, which releases
-    # the GIL for its whole run); the rest of the check (the tool calls' arguments included)
-    # (many short Arrow calls) runs here afterwards, as it would only queue for the GIL
-    # behind the hashing loop
+    # the derived-column check but the tool calls' arguments (_derived_side: Arrow's parse
+    # of the payloads, which releases the GIL for its whole run, and column steps) runs on
+    # a thread of its own while this one hashes (the content bytes are built on two more,
+    # _blocks_ahead) and then canonicalises the arguments (Python, holding the GIL); short
+    # GIL switches let the other threads' many short Arrow calls through (_short_switches)
     sub = _pleach_rows(table) if derived else None
     pool = ThreadPoolExecutor(1) if sub is not None else None
+    derived_parts: list[pa.Table] = []
     try:
-        typed_future = None if pool is None else pool.submit(_parsed_of, sub)
-        starts = _chain_problems(table, n, parts)
+        with _short_switches():
+            side = None if pool is None else pool.submit(_derived_side, sub)
+            starts = _chain_problems(table, n, parts)
+            if side is not None and sub is not None:
+                from .io.pleach._derive import table_tool_args
+
+                tool_args = table_tool_args(sub)
+                derived_parts = _derived_rest(sub, side.result(), tool_args)
     finally:
         if pool is not None:
             pool.shutdown(wait=True)
@@ -1344,8 +1433,7 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
             parts.append(hp)
     if manifest is not None:
         parts.extend(_manifest_problems(table, starts, manifest))
-    if typed_future is not None:
-        parts.extend(_derived_problems(sub, typed_future.result()))
+    parts.extend(derived_parts)
     if isinstance(log, EventLog) and log.quarantine.num_rows:
         from .sql import malformed_problems
 

@@ -178,3 +178,48 @@ def test_ref_and_event_ids_come_from_the_field_their_type_names(rows):
         r[1].get(_REF[r[0]]) if r[0] in _REF else None for r in rows]
     assert pc.cast(cols["event_id"], pa.string()).to_pylist() == [
         r[1].get(_EVENT[r[0]]) if r[0] in _EVENT else None for r in rows]
+
+
+@given(edits=st.lists(edit, max_size=6))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_the_split_check_gives_the_one_pass_problems_in_order(edits):
+    # verify_chain runs the check in two parts (the arguments-free part on the parse
+    # thread, args_hash and text after the arguments): the same rows, in the same order
+    from replaykit.integrity import _derived_problems, _derived_rest, _derived_side
+    from replaykit.io.pleach._derive import table_tool_args
+
+    t = _tampered(edits)
+    split = _derived_rest(t, _derived_side(t), table_tool_args(t))
+    whole = _derived_problems(t)
+    assert [p.to_pylist() for p in split] == [p.to_pylist() for p in whole]
+
+
+def test_short_switches_restores_the_interval_after_the_last_user():
+    import sys
+    import threading
+
+    from replaykit.integrity import _SWITCH_INTERVAL_S, _short_switches
+
+    before = sys.getswitchinterval()
+    inside: list[float] = []
+    gate = threading.Barrier(2)
+
+    def user() -> None:
+        with _short_switches():
+            gate.wait()
+            inside.append(sys.getswitchinterval())
+            gate.wait()
+
+    threads = [threading.Thread(target=user) for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert inside == [min(before, _SWITCH_INTERVAL_S)] * 2
+    assert sys.getswitchinterval() == before
+    try:
+        with _short_switches():
+            raise KeyError("x")
+    except KeyError:
+        pass
+    assert sys.getswitchinterval() == before
