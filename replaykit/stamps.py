@@ -26,6 +26,7 @@ operations. No step loops over every event of the log (236k generated events, 4,
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -395,7 +396,7 @@ def _event_stamps(t: pa.Table) -> pd.DataFrame:
             idx = np.flatnonzero(np.asarray(pc.fill_null(m, False)))
             if not len(idx):
                 continue
-            sub = t.take(pa.array(idx))
+            sub = t.select(["tenant_id", "run_id", "seq", "payload"]).take(pa.array(idx))
             label = "|".join(values)
             per = _rule_values(sub.column("payload").combine_chunks(), getters, label)
             if per.shape[1] == 0:
@@ -541,12 +542,21 @@ def _map_distinct_objects(texts: pa.Array, fn: Callable[[Any], Any], default: An
     data = dic.buffers()[2]
     long_ints = data is not None and _has_long_int(data.to_pybytes())
     values = []
-    for text in dic.to_pylist():
-        try:
-            doc = loads(text, long_ints=long_ints) if text is not None else None
-        except _BAD_JSON:
-            doc = None
-        values.append(fn(doc) if isinstance(doc, dict) else default)
+    # the decoded documents are containers the cyclic GC would scan again and again while
+    # the loop allocates them (each full collection walks the whole heap); none of them is
+    # garbage here, so the collector is paused for the loop
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        for text in dic.to_pylist():
+            try:
+                doc = loads(text, long_ints=long_ints) if text is not None else None
+            except _BAD_JSON:
+                doc = None
+            values.append(fn(doc) if isinstance(doc, dict) else default)
+    finally:
+        if paused:
+            gc.enable()
     return values, enc.indices.to_numpy(zero_copy_only=False)
 
 

@@ -41,11 +41,24 @@ def event_signatures(table: pa.Table) -> np.ndarray:
     """A uint64 signature per event: hash of (kind, tool_name, args_hash, text).
 
     Ids (event_id, ref_id) and times are left out, so a replay that re-creates the same event
-    under new ids has the same signature. Column-wise (pandas' vectorised hashing).
+    under new ids has the same signature. Column-wise (pandas' vectorised hashing): the
+    values are those of ``pd.util.hash_pandas_object`` over the four columns (nulls as
+    ``""``, no index), each column's distinct values hashed once and spread back by their
+    dictionary indices.
     """
-    df = pd.DataFrame({c: _s(table.column(c)).to_numpy(zero_copy_only=False)
-                       for c in ("kind", "tool_name", "args_hash", "text")})
-    return pd.util.hash_pandas_object(df.fillna(""), index=False).to_numpy()
+    n = table.num_rows
+    out = np.full(n, 0x345678, dtype=np.uint64)  # pandas' combine_hash_arrays, 4 columns
+    mult = np.uint64(1000003)
+    cols = ("kind", "tool_name", "args_hash", "text")
+    for i, c in enumerate(cols):
+        enc = pc.fill_null(_s(table.column(c)), "").dictionary_encode()
+        values = np.asarray(enc.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+        hashed = pd.util.hash_array(values, categorize=False)
+        out ^= hashed[enc.indices.to_numpy(zero_copy_only=False)]
+        out *= mult
+        mult += np.uint64(82520 + 2 * (len(cols) - i))
+    out += np.uint64(97531)
+    return out
 
 
 def _frame(table: pa.Table) -> pd.DataFrame:
@@ -300,10 +313,30 @@ def _stamps_changed(base_log: Any, replay_log: Any, pairs: pd.DataFrame) -> np.n
 
     def side(log: Any, ids: pd.Series) -> pd.DataFrame:
         lg = log if isinstance(log, EventLog) else EventLog(_table(log), sort=False)
-        return run_stamps(stamps_df(lg.filter(run_ids=sorted(set(ids.astype(str))))))
+        want = sorted(set(ids.astype(str)))
+        # a log holding only those runs (a replay's base run and its replay) is its own
+        # filter: the copy filter() makes would be the same rows, at the cost of a copy
+        if not _holds_only(lg, want):
+            lg = lg.filter(run_ids=want)
+        return run_stamps(stamps_df(lg))
 
     return stamps_changed(side(base_log, pairs["base_run_id"]),
                           side(replay_log, pairs["replay_run_id"]), pairs)
+
+
+def _holds_only(log: EventLog, run_ids: list[str]) -> bool:
+    """True when every event and every run header of ``log`` belongs to one of ``run_ids``
+    (``log.filter(run_ids=run_ids)`` would return the same events and runs)."""
+    want = pa.array(run_ids, pa.string())
+    for tab in (log.table, log.runs):
+        if not tab.num_rows:
+            continue
+        if "run_id" not in tab.column_names:
+            return False
+        got = _s(pc.unique(tab.column("run_id")))
+        if got.null_count or not pc.all(pc.is_in(got, value_set=want)).as_py():
+            return False
+    return True
 
 
 def tool_distance_matrix(log: EventLog, runs: Sequence[str] | None = None, *,

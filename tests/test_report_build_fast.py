@@ -1,0 +1,166 @@
+"""The RCA report's first build, made faster (issue 18: <= 5 s for a 100,000-event replay):
+each new fast path against the expression it replaced, on random input.
+
+* ``event_signatures`` hashes each column's distinct values once (dictionary indices) and
+  combines the columns as pandas does: equal to ``hash_pandas_object`` over the four columns;
+* ``payload_fields`` puts each text on its own line with an element-wise join and replaces
+  newlines only when there is one: equal to the two regex replaces it had;
+* ``compare`` reads the stamps of a log that holds only the pair's runs without filtering it
+  first: equal to the filtered log's;
+* the stamps' per-document decode pauses the cyclic GC and restores it afterwards.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import replaykit as rk
+from replaykit import _json, stamps
+from replaykit.datasets import generate_isplay
+
+compare_mod = importlib.import_module("replaykit.branch.compare")
+
+_cell = st.one_of(st.none(), st.text(alphabet=st.sampled_from("ab\u5317 \x00\ud7ff|"),
+                                     max_size=6), st.sampled_from(["", "tool_call", "None"]))
+
+
+def _old_event_signatures(table: pa.Table) -> np.ndarray:
+    """The expression event_signatures had before (one Python string per cell)."""
+    df = pd.DataFrame({c: compare_mod._s(table.column(c)).to_numpy(zero_copy_only=False)
+                       for c in ("kind", "tool_name", "args_hash", "text")})
+    return pd.util.hash_pandas_object(df.fillna(""), index=False).to_numpy()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(_cell, _cell, _cell, _cell), max_size=30), st.booleans(),
+       st.booleans(), st.integers(0, 5))
+def test_event_signatures_equal_hash_pandas_object(rows, dictionary, chunked, cut):
+    cols = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
+    arrays = {}
+    for name, vals, typ in zip(("kind", "tool_name", "args_hash", "text"), cols,
+                               (pa.string(), pa.string(), pa.string(), pa.large_string()),
+                               strict=True):
+        arr = pa.array(list(vals), typ)
+        if dictionary and name != "text":
+            arr = arr.dictionary_encode()
+        arrays[name] = pa.chunked_array([arr[:cut], arr[cut:]], arr.type) if chunked \
+            else pa.chunked_array([arr], arr.type)
+    t = pa.table(arrays)
+    got = compare_mod.event_signatures(t)
+    assert got.dtype == np.uint64
+    assert got.tolist() == _old_event_signatures(t).tolist()
+    if len(t) > 1:  # a slice of the table: its own rows' signatures
+        assert compare_mod.event_signatures(t.slice(1)).tolist() == got[1:].tolist()
+
+
+def test_event_signatures_equal_the_old_ones_on_a_generated_run(tmp_path):
+    generate_isplay(tmp_path, runs=1, events_per_run=600, seed=3)
+    log = rk.read_isplay(tmp_path, tenant_id="t", progress=False)
+    got = compare_mod.event_signatures(log.table)
+    assert got.tolist() == _old_event_signatures(log.table).tolist()
+    assert len(set(got.tolist())) > 100  # distinct events, distinct signatures
+
+
+_line_text = st.lists(st.one_of(
+    st.none(), st.text(alphabet=st.sampled_from('{}"a:1 \n\r\\\u00e9'), max_size=10)),
+    max_size=12)
+
+
+@given(_line_text, st.integers(0, 4))
+def test_one_per_line_equals_the_regex_replaces(texts, start):
+    arr = pa.array(texts, pa.large_string())[min(start, len(texts)):]
+    old = pc.replace_substring_regex(pc.replace_substring(arr, "\n", " "), "$", "\n")
+    got = _json._one_per_line(arr)
+    assert got.to_pylist() == old.to_pylist()
+    assert "\n" not in "".join(x[:-1] for x in got.to_pylist() if x is not None)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.fixed_dictionaries({}, optional={
+    "a": st.one_of(st.integers(-5, 5), st.none()),
+    "b": st.fixed_dictionaries({}, optional={"c": st.text(alphabet="x\ny", max_size=4)})}),
+    min_size=1, max_size=10), st.sampled_from([None, 1, 2]))
+def test_payload_fields_reads_pretty_printed_payloads(docs, indent):
+    """Payloads written across several lines (pretty-printed) read the same values."""
+    arr = pa.array([json.dumps(d, indent=indent) for d in docs], pa.large_string())
+    got = _json.payload_fields(arr, {"a": pa.int64(), "b.c": pa.string()})
+    assert got.column("a").to_pylist() == [d.get("a") for d in docs]
+    assert got.column("b.c").to_pylist() == [d.get("b", {}).get("c") for d in docs]
+
+
+def test_holds_only_is_true_exactly_when_filter_keeps_everything(tmp_path):
+    generate_isplay(tmp_path, runs=3, events_per_run=60, seed=2)
+    log = rk.read_isplay(tmp_path, tenant_id="t", progress=False)
+    ids = sorted(log.run_ids)
+    one = log.run(ids[0], tenant_id="t")
+    assert compare_mod._holds_only(log, ids)
+    assert compare_mod._holds_only(one, [ids[0]])
+    assert not compare_mod._holds_only(log, ids[:2])
+    assert not compare_mod._holds_only(one, [ids[1]])
+    # events of the runs only, but a run header of another run: filter() would drop it
+    extra = log.filter(run_ids=ids[:1])._replace(log.table.filter(pc.equal(
+        pc.cast(log.table.column("run_id"), pa.string()), ids[0])), runs=log.runs)
+    assert not compare_mod._holds_only(extra, [ids[0]])
+    assert compare_mod._holds_only(log.filter(run_ids=ids[:2]), ids[:2])
+
+
+def test_stamps_changed_unfiltered_equals_filtered(tmp_path, monkeypatch):
+    """compare's stamps column with the filter skipped equals the column computed through
+    filter() every time (the previous way), for pairs that cover the log and pairs that
+    do not."""
+    generate_isplay(tmp_path, runs=3, events_per_run=80, seed=4)
+    log = rk.read_isplay(tmp_path, tenant_id="t", progress=False)
+    ids = sorted(log.run_ids)
+    # the "replay" side: the same runs with temperature changed in their model calls
+    pay = pc.replace_substring(log.table.column("payload"), '"temperature": 0.2',
+                               '"temperature": 0.7')
+    pay = pc.replace_substring(pay, '"temperature":0.2', '"temperature":0.7')
+    other = log._replace(log.table.set_column(log.table.column_names.index("payload"),
+                                              "payload", pay))
+    cases = [pd.DataFrame({"tenant_id": ["t"] * 3, "base_run_id": ids, "replay_run_id": ids}),
+             pd.DataFrame({"tenant_id": ["t"], "base_run_id": [ids[1]],
+                           "replay_run_id": [ids[1]]})]
+    got = [compare_mod._stamps_changed(log, other, p).tolist() for p in cases]
+    assert "temperature" in got[0][0]
+    monkeypatch.setattr(compare_mod, "_holds_only", lambda *_: False)
+    stamps._STAMPS_MEMO.clear()
+    want = [compare_mod._stamps_changed(log, other, p).tolist() for p in cases]
+    assert got == want
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_map_distinct_objects_restores_the_gc_state(enabled):
+    texts = pa.array(['{"a": 1}', '{"a": [2]}', "not json", "[3]", '{"a": 1}'],
+                     pa.large_string())
+    seen = []
+
+    def fn(doc):
+        seen.append(gc.isenabled())
+        return doc["a"]
+
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        values, idx = stamps._map_distinct_objects(texts, fn, default="-")
+        assert gc.isenabled() is enabled
+        assert seen == [False, False]  # paused while the documents are decoded
+        assert [values[i] for i in idx.tolist()] == [1, [2], "-", "-", 1]
+
+        def boom(doc):
+            raise KeyError("x")
+
+        with pytest.raises(KeyError):
+            stamps._map_distinct_objects(texts, boom, default=None)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
