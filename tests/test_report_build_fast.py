@@ -5,6 +5,8 @@ each new fast path against the expression it replaced, on random input.
   combines the columns as pandas does: equal to ``hash_pandas_object`` over the four columns;
 * ``payload_fields`` puts each text on its own line with an element-wise join and replaces
   newlines only when there is one: equal to the two regex replaces it had;
+* ``compare``'s per-event frame is built in Arrow (run boundaries, text columns straight to
+  pandas' ``str`` dtype): equal to the frame built from Python strings;
 * ``compare`` reads the stamps of a log that holds only the pair's runs without filtering it
   first: equal to the filtered log's;
 * the stamps' per-document decode pauses the cyclic GC and restores it afterwards.
@@ -69,6 +71,59 @@ def test_event_signatures_equal_the_old_ones_on_a_generated_run(tmp_path):
     got = compare_mod.event_signatures(log.table)
     assert got.tolist() == _old_event_signatures(log.table).tolist()
     assert len(set(got.tolist())) > 100  # distinct events, distinct signatures
+
+
+def _old_frame(table: pa.Table) -> pd.DataFrame:
+    """The expression compare's _frame had before (numpy object arrays)."""
+    _s = compare_mod._s
+    tenant = _s(table.column("tenant_id")).to_numpy(zero_copy_only=False)
+    run = _s(table.column("run_id")).to_numpy(zero_copy_only=False)
+    kind = _s(table.column("kind")).to_numpy(zero_copy_only=False)
+    n = table.num_rows
+    if n:
+        new_run = np.r_[True, (run[1:] != run[:-1]) | (tenant[1:] != tenant[:-1])]
+        starts = np.flatnonzero(new_run)
+        pos = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
+    else:
+        pos = np.zeros(0, dtype=np.int64)
+    is_tr = kind == "tool_result"
+    fixture = np.zeros(n, dtype=bool)
+    if is_tr.any():
+        fixture[is_tr] = np.asarray(pc.fill_null(pc.match_substring(
+            table.column("payload").filter(pa.array(is_tr)), '"fixtureId":'), False))
+    return pd.DataFrame({
+        "tenant_id": tenant, "run_id": run, "pos": pos,
+        "sig": compare_mod.event_signatures(table), "kind": kind,
+        "finish": _s(table.column("finish")).to_numpy(zero_copy_only=False),
+        "tool_name": _s(table.column("tool_name")).to_numpy(zero_copy_only=False),
+        "args_hash": _s(table.column("args_hash")).to_numpy(zero_copy_only=False),
+        "fixture": fixture})
+
+
+_key = st.one_of(st.none(), st.sampled_from(["t1", "t2", "r1", "r2", ""]))
+_kind = st.one_of(st.none(), st.sampled_from(["tool_call", "tool_result", "model_request"]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(_key, _key, _kind, _cell, _cell, _cell, st.booleans()), max_size=25),
+       st.booleans())
+def test_compare_frame_equals_the_python_string_frame(rows, dictionary):
+    cols = list(zip(*rows, strict=True)) if rows else [()] * 7
+    tenant, run, kind, finish, tool, args, fx = cols
+    arrays = {"tenant_id": pa.array(list(tenant), pa.string()),
+              "run_id": pa.array(list(run), pa.string()),
+              "kind": pa.array(list(kind), pa.string()),
+              "finish": pa.array(list(finish), pa.string()),
+              "tool_name": pa.array(list(tool), pa.string()),
+              "args_hash": pa.array(list(args), pa.string()),
+              "text": pa.array(list(args), pa.large_string()),
+              "payload": pa.array(['{"fixtureId": 1}' if f else "{}" for f in fx],
+                                  pa.large_string())}
+    if dictionary:
+        arrays = {k: (v.dictionary_encode() if k in ("tenant_id", "run_id", "kind") else v)
+                  for k, v in arrays.items()}
+    t = pa.table(arrays)
+    pd.testing.assert_frame_equal(compare_mod._frame(t), _old_frame(t))
 
 
 _line_text = st.lists(st.one_of(
@@ -161,6 +216,34 @@ def test_map_distinct_objects_restores_the_gc_state(enabled):
 
         with pytest.raises(KeyError):
             stamps._map_distinct_objects(texts, boom, default=None)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_rca_pauses_the_gc_and_restores_the_callers_state(enabled, monkeypatch):
+    from test_report import demo_result
+
+    core = importlib.import_module("replaykit.report._core")
+    seen = []
+    real = core._claim
+
+    def claim(*args, **kwargs):  # a step inside the build
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(core, "_claim", claim)
+    res = demo_result()
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        rep = rk.report.rca(res, title="t", question="q")
+        assert gc.isenabled() is enabled
+        assert seen == [False]
+        assert "rk-first-divergence" in rep.html
+        with pytest.raises(TypeError):
+            rk.report.rca(res, title="", question="q")
         assert gc.isenabled() is enabled
     finally:
         gc.enable() if was else gc.disable()

@@ -62,29 +62,53 @@ def event_signatures(table: pa.Table) -> np.ndarray:
 
 
 def _frame(table: pa.Table) -> pd.DataFrame:
-    """Per event: tenant, run, position in run, signature, tool codes, fixture flag, kind."""
-    tenant = _s(table.column("tenant_id")).to_numpy(zero_copy_only=False)
-    run = _s(table.column("run_id")).to_numpy(zero_copy_only=False)
-    kind = _s(table.column("kind")).to_numpy(zero_copy_only=False)
+    """Per event: tenant, run, position in run, signature, tool codes, fixture flag, kind.
+
+    Column-wise in Arrow; the text columns reach pandas as its ``str`` dtype straight from
+    Arrow (no Python string per cell)."""
+    tenant = _s(table.column("tenant_id"))
+    run = _s(table.column("run_id"))
+    kind = _s(table.column("kind"))
     n = table.num_rows
     if n:
-        new_run = np.r_[True, (run[1:] != run[:-1]) | (tenant[1:] != tenant[:-1])]
+        new_run = np.r_[True, _differs(run) | _differs(tenant)]
         starts = np.flatnonzero(new_run)
         pos = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
     else:
         pos = np.zeros(0, dtype=np.int64)
-    is_tr = kind == "tool_result"
+    is_tr = np.asarray(pc.fill_null(pc.equal(kind, "tool_result"), False), dtype=bool)
     fixture = np.zeros(n, dtype=bool)
     if is_tr.any():
         fixture[is_tr] = np.asarray(pc.fill_null(pc.match_substring(
             table.column("payload").filter(pa.array(is_tr)), '"fixtureId":'), False))
     return pd.DataFrame({
-        "tenant_id": tenant, "run_id": run, "pos": pos, "sig": event_signatures(table),
-        "kind": kind, "finish": _s(table.column("finish")).to_numpy(zero_copy_only=False),
-        "tool_name": _s(table.column("tool_name")).to_numpy(zero_copy_only=False),
-        "args_hash": _s(table.column("args_hash")).to_numpy(zero_copy_only=False),
+        "tenant_id": _str_series(tenant), "run_id": _str_series(run), "pos": pos,
+        "sig": event_signatures(table), "kind": _str_series(kind),
+        "finish": _str_series(_s(table.column("finish"))),
+        "tool_name": _str_series(_s(table.column("tool_name"))),
+        "args_hash": _str_series(_s(table.column("args_hash"))),
         "fixture": fixture,
     })
+
+
+def _str_series(arr: pa.Array) -> pd.Series:
+    """A string array as the Series pandas makes of its Python values: ``str`` dtype straight
+    from Arrow when it holds a string (``object`` when every value is null, as pandas
+    infers)."""
+    if arr.null_count < len(arr):
+        out = arr.to_pandas()
+        if out.dtype == "str":
+            return out
+    return pd.Series(arr.to_numpy(zero_copy_only=False))
+
+
+def _differs(arr: pa.Array) -> np.ndarray:
+    """Per row after the first: the value differs from the previous row's (null equals null
+    only), i.e. numpy's ``a[1:] != a[:-1]`` on the Python values."""
+    a, b = arr.slice(1), arr.slice(0, len(arr) - 1)
+    na, nb = pc.is_null(a), pc.is_null(b)
+    ne = pc.if_else(pc.or_(na, nb), pc.xor(na, nb), pc.not_equal(a, b))
+    return np.asarray(ne, dtype=bool)
 
 
 def _strings(codes: np.ndarray, run_index: np.ndarray, n_runs: int) -> list[str]:
