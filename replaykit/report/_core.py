@@ -869,7 +869,10 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     figs: list[tuple[str, Any]] = []
     figs.append(("Divergence timeline", plots.divergence_timeline(
         cached, max_points=FIGURE_POINTS)))
-    both = pa.concat_tables([base_t, rep_t], promote_options="permissive")  # + replay_origin
+    # the columns tool_sequences reads, not a copy of both runs' payloads
+    seq_cols = ("tenant_id", "run_id", "seq", "kind", "tool_name")
+    both = pa.concat_tables([t.select([c for c in seq_cols if c in t.column_names])
+                             for t in (base_t, rep_t)], promote_options="permissive")
     try:
         figs.append(("Tool sequences", plots.tool_sequences(
             both, max_points=FIGURE_POINTS // 2)))
