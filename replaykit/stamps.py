@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -674,6 +675,27 @@ def _log_digest(t: pa.Table, runs: Any) -> bytes | None:
     return h.digest()
 
 
+#: id(events table) -> (weak refs to it and its runs table, their digest): the digest of a
+#: table asked for again while it is alive (a replay's events: the metrics' stamps, then the
+#: findings' stamp_diff) is not recomputed. A live object's id is its own; Arrow tables are
+#: immutable.
+_DIGESTS: dict[int, tuple[Any, Any, bytes]] = {}
+_DIGESTS_SIZE = 8
+
+
+def _table_digest(t: pa.Table, runs: Any) -> bytes | None:
+    """:func:`_log_digest`, remembered per live (events, runs) table pair."""
+    got = _DIGESTS.get(id(t))
+    if got is not None and got[0]() is t and got[1]() is runs:
+        return got[2]
+    key = _log_digest(t, runs)
+    if key is not None and isinstance(runs, pa.Table):
+        if len(_DIGESTS) >= _DIGESTS_SIZE:
+            _DIGESTS.pop(next(iter(_DIGESTS)))
+        _DIGESTS[id(t)] = (weakref.ref(t), weakref.ref(runs), key)
+    return key
+
+
 @provide("EventLog.stamps_df")
 def stamps_df(log: Any) -> pd.DataFrame:
     """Reproducibility stamps of every run: one row per run and distinct stamp.
@@ -700,7 +722,7 @@ def stamps_df(log: Any) -> pd.DataFrame:
     cols = ["tenant_id", "run_id", "from_seq", "to_seq", *STAMP_FIELDS, "sources", "changes"]
     if t.num_rows == 0:
         return _typed(pd.DataFrame(columns=cols))[cols]
-    key = _log_digest(t, getattr(log, "runs", None))
+    key = _table_digest(t, getattr(log, "runs", None))
     hit = _STAMPS_MEMO.get(key) if key is not None else None
     if hit is None:
         hit = _stamps_df(log, t)

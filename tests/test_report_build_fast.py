@@ -290,3 +290,33 @@ def test_tool_sequences_of_the_selected_columns_equal_the_whole_tables(tmp_path)
                             promote_options="permissive")
     assert plots.tool_sequences(some, max_points=40).to_json() == \
         plots.tool_sequences(whole, max_points=40).to_json()
+
+
+def test_stamps_digest_is_remembered_per_live_table_only(tmp_path, monkeypatch):
+    generate_isplay(tmp_path, runs=1, events_per_run=80, seed=9)
+    log = rk.read_isplay(tmp_path, tenant_id="t", progress=False)
+    calls = []
+    real = stamps._log_digest
+
+    def counted(t, runs):
+        calls.append(id(t))
+        return real(t, runs)
+
+    monkeypatch.setattr(stamps, "_log_digest", counted)
+    stamps._DIGESTS.clear()
+    stamps._STAMPS_MEMO.clear()
+    first = stamps.stamps_df(log)
+    again = stamps.stamps_df(log)
+    assert len(calls) == 1  # the same live table: its digest is not recomputed
+    pd.testing.assert_frame_equal(first, again)
+    view = log.run(log.run_ids[0], tenant_id="t")  # another table object, same content
+    pd.testing.assert_frame_equal(stamps.stamps_df(view), first)
+    assert len(calls) == 2
+    # a different table (changed payloads) never reuses an entry, even at a recycled id
+    other = log._replace(log.table.set_column(
+        log.table.column_names.index("payload"), "payload",
+        pc.replace_substring(log.table.column("payload"), "gpt-4.1-mini", "gpt-4o")))
+    stamps._DIGESTS[id(other.table)] = (lambda: None, lambda: None, b"stale")
+    got = stamps.stamps_df(other)
+    assert len(calls) == 3
+    assert set(got["model"].dropna()) == {"gpt-4o"} != set(first["model"].dropna())
