@@ -320,3 +320,28 @@ def test_stamps_digest_is_remembered_per_live_table_only(tmp_path, monkeypatch):
     got = stamps.stamps_df(other)
     assert len(calls) == 3
     assert set(got["model"].dropna()) == {"gpt-4o"} != set(first["model"].dropna())
+
+
+@pytest.mark.parametrize("first,max_events", [(0, 50), (37, 60), (250, 100), (399, 40),
+                                              (0, 5000)])
+def test_scrubber_of_a_prefix_fold_equals_the_whole_runs(tmp_path, first, max_events):
+    """Without ``states`` a one-run log's scrubber folds only the rows up to the window's
+    end: the same data as from the fold of the whole run (``states=`` keeps that path)."""
+    from replaykit.fold import agent, fold
+
+    core = importlib.import_module("replaykit.report._core")
+    generate_isplay(tmp_path, runs=1, events_per_run=400, seed=10)
+    log = rk.read_isplay(tmp_path, tenant_id="t", progress=False)
+    whole = fold(log, agent())
+    got, got_h = core._scrubber_data(log, tenant_id="t", first=first, max_events=max_events)
+    want, want_h = core._scrubber_data(log, tenant_id="t", first=first,
+                                       max_events=max_events, states=whole)
+    assert got == want
+    assert got["total"] == log.table.num_rows and got["shown"] == len(got["seq"])
+    assert got_h[0].tolist() == want_h[0].tolist() and got_h[1] == want_h[1]
+    # the base side, with the replay's data as ``like``
+    other, _ = core._scrubber_data(log, tenant_id="t", first=first, max_events=max_events,
+                                   like=(want, want_h))
+    again, _ = core._scrubber_data(log, tenant_id="t", first=first, max_events=max_events,
+                                   like=(want, want_h), states=whole)
+    assert other == again

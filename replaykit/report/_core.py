@@ -418,14 +418,25 @@ def _scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | 
     and previous state hash the same as ``like``'s at that step stores ``None`` as its delta
     (and a text equal to ``like``'s as ``None``): "same as the other side", neither recomputed
     nor embedded. ``states``: the events' ``rk.fold(events, rk.agent())`` when already done."""
+    from ..eventlog import EventLog
     from ..fold import agent, fold
 
     run_id = events.run_ids[0]
-    sf = states if states is not None else fold(events, agent())
-    start, end = sf.run_bounds(run_id, tenant_id=tenant_id)
-    total = end - start
-    first = max(0, min(int(first), max(total - 1, 0)))
-    n = max(0, min(total - first, max_events))
+    if states is None and isinstance(events, EventLog) and len(events.run_ids) == 1 \
+            and len(events.tenants) == 1:
+        # one run: a fold is causal (the state after a row depends on the rows up to it), so
+        # the window's states are those of a fold of the rows up to the window's end
+        total = events.table.num_rows
+        first = max(0, min(int(first), max(total - 1, 0)))
+        n = max(0, min(total - first, max_events))
+        sf = fold(events._replace(events.table.slice(0, first + n)), agent())
+        start, _ = sf.run_bounds(run_id, tenant_id=tenant_id)
+    else:
+        sf = states if states is not None else fold(events, agent())
+        start, end = sf.run_bounds(run_id, tenant_id=tenant_id)
+        total = end - start
+        first = max(0, min(int(first), max(total - 1, 0)))
+        n = max(0, min(total - first, max_events))
     lo = start + first
     t = events.table.slice(first, n)
     all_hashes = sf.state_hash()
