@@ -221,34 +221,6 @@ def test_map_distinct_objects_restores_the_gc_state(enabled):
         gc.enable() if was else gc.disable()
 
 
-@pytest.mark.parametrize("enabled", [True, False])
-def test_rca_pauses_the_gc_and_restores_the_callers_state(enabled, monkeypatch):
-    from test_report import demo_result
-
-    core = importlib.import_module("replaykit.report._core")
-    seen = []
-    real = core._claim
-
-    def claim(*args, **kwargs):  # a step inside the build
-        seen.append(gc.isenabled())
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(core, "_claim", claim)
-    res = demo_result()
-    was = gc.isenabled()
-    try:
-        gc.enable() if enabled else gc.disable()
-        rep = rk.report.rca(res, title="t", question="q")
-        assert gc.isenabled() is enabled
-        assert seen == [False]
-        assert "rk-first-divergence" in rep.html
-        with pytest.raises(TypeError):
-            rk.report.rca(res, title="", question="q")
-        assert gc.isenabled() is enabled
-    finally:
-        gc.enable() if was else gc.disable()
-
-
 def _old_run_tree(tables):
     """run_tree's node loop as it was: every run filtered out of its table."""
     tr = importlib.import_module("replaykit.report._transcript")

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import difflib
-import functools
-import gc
 import hashlib
 import html
 import json
 import os
 import platform
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import IO, Any, ParamSpec, TypeVar
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
@@ -596,33 +594,6 @@ class _CachedDiff:
         return getattr(self._result, name)
 
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def _gc_paused(build: Callable[_P, _R]) -> Callable[_P, _R]:
-    """``build`` with the cyclic garbage collector paused while it runs (restored after).
-
-    A report build allocates many long-lived containers (decoded payloads, figure specs,
-    table cells) and frees few; each full collection the allocations trigger walks the whole
-    heap, which holds the logs' Python objects too (about 0.5 s of a 100,000-event RCA
-    report's first build). Whatever cyclic garbage the build leaves is collected afterwards
-    as usual."""
-
-    @functools.wraps(build)
-    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        was = gc.isenabled()
-        gc.disable()
-        try:
-            return build(*args, **kwargs)
-        finally:
-            if was:
-                gc.enable()
-
-    return run
-
-
-@_gc_paused
 def rca(result: Any, *, title: str | None = None, question: str | None = None,
         notes: str | None = None,
         inputs: Sequence[str | os.PathLike[str]] | None = None,
