@@ -26,7 +26,9 @@ operations. No step loops over every event of the log (236k generated events, 4,
 
 from __future__ import annotations
 
+import gc
 import hashlib
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -395,7 +397,7 @@ def _event_stamps(t: pa.Table) -> pd.DataFrame:
             idx = np.flatnonzero(np.asarray(pc.fill_null(m, False)))
             if not len(idx):
                 continue
-            sub = t.take(pa.array(idx))
+            sub = t.select(["tenant_id", "run_id", "seq", "payload"]).take(pa.array(idx))
             label = "|".join(values)
             per = _rule_values(sub.column("payload").combine_chunks(), getters, label)
             if per.shape[1] == 0:
@@ -541,12 +543,21 @@ def _map_distinct_objects(texts: pa.Array, fn: Callable[[Any], Any], default: An
     data = dic.buffers()[2]
     long_ints = data is not None and _has_long_int(data.to_pybytes())
     values = []
-    for text in dic.to_pylist():
-        try:
-            doc = loads(text, long_ints=long_ints) if text is not None else None
-        except _BAD_JSON:
-            doc = None
-        values.append(fn(doc) if isinstance(doc, dict) else default)
+    # the decoded documents are containers the cyclic GC would scan again and again while
+    # the loop allocates them (each full collection walks the whole heap); none of them is
+    # garbage here, so the collector is paused for the loop
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        for text in dic.to_pylist():
+            try:
+                doc = loads(text, long_ints=long_ints) if text is not None else None
+            except _BAD_JSON:
+                doc = None
+            values.append(fn(doc) if isinstance(doc, dict) else default)
+    finally:
+        if paused:
+            gc.enable()
     return values, enc.indices.to_numpy(zero_copy_only=False)
 
 
@@ -609,7 +620,7 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
     for f in STAMP_FIELDS:
         if f not in df or not df[f].notna().any():  # never recorded: a typed null column
             dtype = "Float64" if f in _FLOATS else "Int64" if f in _INTS else "string"
-            df[f] = pd.array([None] * n, dtype=dtype)
+            df[f] = pd.array(np.full(n, None, dtype=object), dtype=dtype)  # not a list: 10x
         elif f in _FLOATS:
             df[f] = pd.to_numeric(df[f], errors="coerce").astype("Float64")
         elif f in _INTS:
@@ -664,6 +675,27 @@ def _log_digest(t: pa.Table, runs: Any) -> bytes | None:
     return h.digest()
 
 
+#: id(events table) -> (weak refs to it and its runs table, their digest): the digest of a
+#: table asked for again while it is alive (a replay's events: the metrics' stamps, then the
+#: findings' stamp_diff) is not recomputed. A live object's id is its own; Arrow tables are
+#: immutable.
+_DIGESTS: dict[int, tuple[Any, Any, bytes]] = {}
+_DIGESTS_SIZE = 8
+
+
+def _table_digest(t: pa.Table, runs: Any) -> bytes | None:
+    """:func:`_log_digest`, remembered per live (events, runs) table pair."""
+    got = _DIGESTS.get(id(t))
+    if got is not None and got[0]() is t and got[1]() is runs:
+        return got[2]
+    key = _log_digest(t, runs)
+    if key is not None and isinstance(runs, pa.Table):
+        if len(_DIGESTS) >= _DIGESTS_SIZE:
+            _DIGESTS.pop(next(iter(_DIGESTS)))
+        _DIGESTS[id(t)] = (weakref.ref(t), weakref.ref(runs), key)
+    return key
+
+
 @provide("EventLog.stamps_df")
 def stamps_df(log: Any) -> pd.DataFrame:
     """Reproducibility stamps of every run: one row per run and distinct stamp.
@@ -690,7 +722,7 @@ def stamps_df(log: Any) -> pd.DataFrame:
     cols = ["tenant_id", "run_id", "from_seq", "to_seq", *STAMP_FIELDS, "sources", "changes"]
     if t.num_rows == 0:
         return _typed(pd.DataFrame(columns=cols))[cols]
-    key = _log_digest(t, getattr(log, "runs", None))
+    key = _table_digest(t, getattr(log, "runs", None))
     hit = _STAMPS_MEMO.get(key) if key is not None else None
     if hit is None:
         hit = _stamps_df(log, t)

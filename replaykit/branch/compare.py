@@ -41,37 +41,74 @@ def event_signatures(table: pa.Table) -> np.ndarray:
     """A uint64 signature per event: hash of (kind, tool_name, args_hash, text).
 
     Ids (event_id, ref_id) and times are left out, so a replay that re-creates the same event
-    under new ids has the same signature. Column-wise (pandas' vectorised hashing).
+    under new ids has the same signature. Column-wise (pandas' vectorised hashing): the
+    values are those of ``pd.util.hash_pandas_object`` over the four columns (nulls as
+    ``""``, no index), each column's distinct values hashed once and spread back by their
+    dictionary indices.
     """
-    df = pd.DataFrame({c: _s(table.column(c)).to_numpy(zero_copy_only=False)
-                       for c in ("kind", "tool_name", "args_hash", "text")})
-    return pd.util.hash_pandas_object(df.fillna(""), index=False).to_numpy()
+    n = table.num_rows
+    out = np.full(n, 0x345678, dtype=np.uint64)  # pandas' combine_hash_arrays, 4 columns
+    mult = np.uint64(1000003)
+    cols = ("kind", "tool_name", "args_hash", "text")
+    for i, c in enumerate(cols):
+        enc = pc.fill_null(_s(table.column(c)), "").dictionary_encode()
+        values = np.asarray(enc.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+        hashed = pd.util.hash_array(values, categorize=False)
+        out ^= hashed[enc.indices.to_numpy(zero_copy_only=False)]
+        out *= mult
+        mult += np.uint64(82520 + 2 * (len(cols) - i))
+    out += np.uint64(97531)
+    return out
 
 
 def _frame(table: pa.Table) -> pd.DataFrame:
-    """Per event: tenant, run, position in run, signature, tool codes, fixture flag, kind."""
-    tenant = _s(table.column("tenant_id")).to_numpy(zero_copy_only=False)
-    run = _s(table.column("run_id")).to_numpy(zero_copy_only=False)
-    kind = _s(table.column("kind")).to_numpy(zero_copy_only=False)
+    """Per event: tenant, run, position in run, signature, tool codes, fixture flag, kind.
+
+    Column-wise in Arrow; the text columns reach pandas as its ``str`` dtype straight from
+    Arrow (no Python string per cell)."""
+    tenant = _s(table.column("tenant_id"))
+    run = _s(table.column("run_id"))
+    kind = _s(table.column("kind"))
     n = table.num_rows
     if n:
-        new_run = np.r_[True, (run[1:] != run[:-1]) | (tenant[1:] != tenant[:-1])]
+        new_run = np.r_[True, _differs(run) | _differs(tenant)]
         starts = np.flatnonzero(new_run)
         pos = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
     else:
         pos = np.zeros(0, dtype=np.int64)
-    is_tr = kind == "tool_result"
+    is_tr = np.asarray(pc.fill_null(pc.equal(kind, "tool_result"), False), dtype=bool)
     fixture = np.zeros(n, dtype=bool)
     if is_tr.any():
         fixture[is_tr] = np.asarray(pc.fill_null(pc.match_substring(
             table.column("payload").filter(pa.array(is_tr)), '"fixtureId":'), False))
     return pd.DataFrame({
-        "tenant_id": tenant, "run_id": run, "pos": pos, "sig": event_signatures(table),
-        "kind": kind, "finish": _s(table.column("finish")).to_numpy(zero_copy_only=False),
-        "tool_name": _s(table.column("tool_name")).to_numpy(zero_copy_only=False),
-        "args_hash": _s(table.column("args_hash")).to_numpy(zero_copy_only=False),
+        "tenant_id": _str_series(tenant), "run_id": _str_series(run), "pos": pos,
+        "sig": event_signatures(table), "kind": _str_series(kind),
+        "finish": _str_series(_s(table.column("finish"))),
+        "tool_name": _str_series(_s(table.column("tool_name"))),
+        "args_hash": _str_series(_s(table.column("args_hash"))),
         "fixture": fixture,
     })
+
+
+def _str_series(arr: pa.Array) -> pd.Series:
+    """A string array as the Series pandas makes of its Python values: ``str`` dtype straight
+    from Arrow when it holds a string (``object`` when every value is null, as pandas
+    infers)."""
+    if arr.null_count < len(arr):
+        out = arr.to_pandas()
+        if out.dtype == "str":
+            return out
+    return pd.Series(arr.to_numpy(zero_copy_only=False))
+
+
+def _differs(arr: pa.Array) -> np.ndarray:
+    """Per row after the first: the value differs from the previous row's (null equals null
+    only), i.e. numpy's ``a[1:] != a[:-1]`` on the Python values."""
+    a, b = arr.slice(1), arr.slice(0, len(arr) - 1)
+    na, nb = pc.is_null(a), pc.is_null(b)
+    ne = pc.if_else(pc.or_(na, nb), pc.xor(na, nb), pc.not_equal(a, b))
+    return np.asarray(ne, dtype=bool)
 
 
 def _strings(codes: np.ndarray, run_index: np.ndarray, n_runs: int) -> list[str]:
@@ -300,10 +337,30 @@ def _stamps_changed(base_log: Any, replay_log: Any, pairs: pd.DataFrame) -> np.n
 
     def side(log: Any, ids: pd.Series) -> pd.DataFrame:
         lg = log if isinstance(log, EventLog) else EventLog(_table(log), sort=False)
-        return run_stamps(stamps_df(lg.filter(run_ids=sorted(set(ids.astype(str))))))
+        want = sorted(set(ids.astype(str)))
+        # a log holding only those runs (a replay's base run and its replay) is its own
+        # filter: the copy filter() makes would be the same rows, at the cost of a copy
+        if not _holds_only(lg, want):
+            lg = lg.filter(run_ids=want)
+        return run_stamps(stamps_df(lg))
 
     return stamps_changed(side(base_log, pairs["base_run_id"]),
                           side(replay_log, pairs["replay_run_id"]), pairs)
+
+
+def _holds_only(log: EventLog, run_ids: list[str]) -> bool:
+    """True when every event and every run header of ``log`` belongs to one of ``run_ids``
+    (``log.filter(run_ids=run_ids)`` would return the same events and runs)."""
+    want = pa.array(run_ids, pa.string())
+    for tab in (log.table, log.runs):
+        if not tab.num_rows:
+            continue
+        if "run_id" not in tab.column_names:
+            return False
+        got = _s(pc.unique(tab.column("run_id")))
+        if got.null_count or not pc.all(pc.is_in(got, value_set=want)).as_py():
+            return False
+    return True
 
 
 def tool_distance_matrix(log: EventLog, runs: Sequence[str] | None = None, *,

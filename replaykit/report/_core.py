@@ -416,14 +416,25 @@ def _scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | 
     and previous state hash the same as ``like``'s at that step stores ``None`` as its delta
     (and a text equal to ``like``'s as ``None``): "same as the other side", neither recomputed
     nor embedded. ``states``: the events' ``rk.fold(events, rk.agent())`` when already done."""
+    from ..eventlog import EventLog
     from ..fold import agent, fold
 
     run_id = events.run_ids[0]
-    sf = states if states is not None else fold(events, agent())
-    start, end = sf.run_bounds(run_id, tenant_id=tenant_id)
-    total = end - start
-    first = max(0, min(int(first), max(total - 1, 0)))
-    n = max(0, min(total - first, max_events))
+    if states is None and isinstance(events, EventLog) and len(events.run_ids) == 1 \
+            and len(events.tenants) == 1:
+        # one run: a fold is causal (the state after a row depends on the rows up to it), so
+        # the window's states are those of a fold of the rows up to the window's end
+        total = events.table.num_rows
+        first = max(0, min(int(first), max(total - 1, 0)))
+        n = max(0, min(total - first, max_events))
+        sf = fold(events._replace(events.table.slice(0, first + n)), agent())
+        start, _ = sf.run_bounds(run_id, tenant_id=tenant_id)
+    else:
+        sf = states if states is not None else fold(events, agent())
+        start, end = sf.run_bounds(run_id, tenant_id=tenant_id)
+        total = end - start
+        first = max(0, min(int(first), max(total - 1, 0)))
+        n = max(0, min(total - first, max_events))
     lo = start + first
     t = events.table.slice(first, n)
     all_hashes = sf.state_hash()
@@ -840,7 +851,10 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     figs: list[tuple[str, Any]] = []
     figs.append(("Divergence timeline", plots.divergence_timeline(
         cached, max_points=FIGURE_POINTS)))
-    both = pa.concat_tables([base_t, rep_t], promote_options="permissive")  # + replay_origin
+    # the columns tool_sequences reads, not a copy of both runs' payloads
+    seq_cols = ("tenant_id", "run_id", "seq", "kind", "tool_name")
+    both = pa.concat_tables([t.select([c for c in seq_cols if c in t.column_names])
+                             for t in (base_t, rep_t)], promote_options="permissive")
     try:
         figs.append(("Tool sequences", plots.tool_sequences(
             both, max_points=FIGURE_POINTS // 2)))

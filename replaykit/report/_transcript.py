@@ -132,8 +132,12 @@ def run_tree(tables: Sequence[pa.Table], *, max_nodes: int = MAX_TREE_NODES
     nodes: dict[str, dict[str, Any]] = {}
     order: list[str] = []
     for t in tables:
-        for run_id in pc.unique(pc.cast(t.column("run_id"), pa.string())).to_pylist():
-            sub = t.filter(pc.equal(pc.cast(t.column("run_id"), pa.string()), run_id))
+        run_ids = pc.unique(pc.cast(t.column("run_id"), pa.string())).to_pylist()
+        for run_id in run_ids:
+            # a table of one run is its own filter (a report's base run and its replay): the
+            # filter would copy every column, payloads included, to the same rows
+            sub = t if len(run_ids) == 1 and run_id is not None else \
+                t.filter(pc.equal(pc.cast(t.column("run_id"), pa.string()), run_id))
             nodes[run_id] = _run_node(sub, run_id, max_nodes)
             order.append(run_id)
     roots = []
