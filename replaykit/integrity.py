@@ -1418,7 +1418,8 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     try:
         with _short_switches():
             side = None if pool is None else pool.submit(_derived_side, sub)
-            starts = _chain_problems(table, n, parts)
+            # with the derived side thread on one core, one content builder is enough
+            starts = _chain_problems(table, n, parts, workers=1 if side is not None else 2)
             if side is not None and sub is not None:
                 from .io.pleach._derive import table_tool_args
 
@@ -1441,16 +1442,18 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     return _problem_frame(parts)
 
 
-def _chain_problems(table: pa.Table, n: int, parts: list[pa.Table]) -> np.ndarray:
+def _chain_problems(table: pa.Table, n: int, parts: list[pa.Table], *,
+                    workers: int = 2) -> np.ndarray:
     """hash_mismatch, link_mismatch, seq_gap and duplicate_seq of a sorted table (added to
-    ``parts``); returns the run-start mask."""
+    ``parts``); returns the run-start mask. ``workers``: threads building content bytes
+    ahead of the hashing loop (:func:`_blocks_ahead`)."""
     if not n:
         return np.zeros(0, dtype=bool)
     if n:
         starts = _run_starts(table)
         stored_row = pc.cast(_plain(table.column("row_hash")), pa.string())
         stored_prev = pc.cast(_plain(table.column("prev_hash")), pa.string())
-        computed = _verify_hashes(table, stored_prev)
+        computed = _verify_hashes(table, stored_prev, workers=workers)
         hash_ok = pc.fill_null(pc.equal(computed, stored_row), False)
         if not pc.all(hash_ok).as_py():
             parts.append(
