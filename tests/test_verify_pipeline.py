@@ -122,6 +122,33 @@ def _part(types: list[str], payloads: list[str]) -> _Part:
                  typed=pa.table({}), line=np.zeros(n, dtype=np.int64))
 
 
+_scalar = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
+                    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12))
+_value = st.recursive(_scalar, lambda kids: st.one_of(
+    st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=6), kids, max_size=4)),
+    max_leaves=12)
+_payload = st.one_of(
+    st.fixed_dictionaries({"tool": st.text(max_size=5)}),
+    st.fixed_dictionaries({"args": st.none()}),
+    st.fixed_dictionaries({"tool": st.text(max_size=5), "args": _value}),
+    st.builds(lambda v: {"args": json.dumps(v)}, _value),  # a string that holds JSON
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(objs=st.lists(st.tuples(st.booleans(), _payload), max_size=10))
+def test_tool_args_are_the_definition(objs):
+    # orjson direct for most calls, loads() for 19-digit runs: either way the definition
+    types = ["tool.called" if called else "tool.completed" for called, _ in objs]
+    payloads = [json.dumps(o, ensure_ascii=bool(i % 2)) for i, (_, o) in enumerate(objs)]
+    text, hashes = _tool_args(_part(types, payloads), {})
+    for (called, o), t, h in zip(objs, text.to_pylist(), hashes.to_pylist(), strict=True):
+        if not called or o.get("args") is None:
+            assert t is None and h is None
+        else:
+            assert t == canonical_json(o["args"]) and h == args_hash(o["args"])
+
+
 def test_tool_args_routes_long_integers_and_deep_nesting_to_the_row_loop():
     big = 123456789012345678901234567890  # orjson cannot hold it: the lossless decode does
     deep: Any = 1
