@@ -26,7 +26,6 @@ operations. No step loops over every event of the log (236k generated events, 4,
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -38,7 +37,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._delegates import provide
-from ._json import JSONDecodeError, _has_long_int, canonical_json, loads, rows_holding_any
+from ._json import (
+    JSONDecodeError,
+    _has_long_int,
+    canonical_json,
+    gc_paused,
+    loads,
+    rows_holding_any,
+)
 
 __all__ = [
     "STAMP_FIELDS",
@@ -546,18 +552,13 @@ def _map_distinct_objects(texts: pa.Array, fn: Callable[[Any], Any], default: An
     # the decoded documents are containers the cyclic GC would scan again and again while
     # the loop allocates them (each full collection walks the whole heap); none of them is
     # garbage here, so the collector is paused for the loop
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         for text in dic.to_pylist():
             try:
                 doc = loads(text, long_ints=long_ints) if text is not None else None
             except _BAD_JSON:
                 doc = None
             values.append(fn(doc) if isinstance(doc, dict) else default)
-    finally:
-        if paused:
-            gc.enable()
     return values, enc.indices.to_numpy(zero_copy_only=False)
 
 

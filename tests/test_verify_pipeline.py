@@ -191,3 +191,31 @@ def test_stamp_chain_in_blocks_is_the_one_block_chain(block, monkeypatch):
               for i, r in enumerate(rows)]
     assert all(r["prev_hash"] == ("0" * 64 if s else rows[i - 1]["row_hash"])
                for i, (r, s) in enumerate(zip(rows, starts, strict=True)))
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_tool_args_pause_the_collector_and_restore_it(enabled, monkeypatch):
+    import gc
+
+    import replaykit.io.pleach._derive as derive
+
+    seen: list[bool] = []
+    real = derive.canonical_json
+
+    def spy(value: Any) -> str:
+        seen.append(gc.isenabled())
+        return real(value)
+
+    monkeypatch.setattr(derive, "canonical_json", spy)
+    big = 12345678901234567890123  # takes loads()/canonical_json(), where the spy sits
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        text, _ = _tool_args(_part(["tool.called"], [json.dumps({"args": [big]})]), {})
+        assert text.to_pylist() == [f"[{big}]"]
+        assert seen == [False] and gc.isenabled() is enabled
+        with pytest.raises(AttributeError):  # a payload that is not an object, as before
+            _tool_args(_part(["tool.called"], ["[1, 2]"]), {})
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()

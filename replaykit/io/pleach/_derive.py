@@ -13,7 +13,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..._json import MAX_DEPTH, JSONDecodeError, _orjson, args_hash, canonical_json, loads
+from ..._json import (
+    MAX_DEPTH,
+    JSONDecodeError,
+    _orjson,
+    args_hash,
+    canonical_json,
+    gc_paused,
+    loads,
+)
 from ...schema import DERIVED_COLUMNS as SCHEMA_DERIVED_COLUMNS
 from ...schema import EVENTS_SCHEMA
 from ._fastpath import _parse_payloads
@@ -73,26 +81,28 @@ def _tool_args(part: _Part, cache: dict[str, str]) -> tuple[pa.Array, pa.Array]:
     decode = None if _orjson is None else _orjson.loads
     encode = None if _orjson is None else partial(_orjson.dumps, option=_orjson.OPT_SORT_KEYS)
     long_list, direct_list = long_ints.tolist(), direct.tolist()
-    # bytes: orjson decodes them a third faster than str (no UTF-8 view of the text)
-    for j, ptxt in enumerate(payloads.cast(pa.large_binary()).to_pylist()):
-        if direct_list[j]:
-            args = decode(ptxt).get("args")  # type: ignore[misc]
-            if args is None:
-                continue
-            a = args_text[j] = encode(args).decode("utf-8")  # type: ignore[misc]
-        else:
-            args = loads(ptxt, long_ints=long_list[j]).get("args")
-            if args is None:
-                continue
-            a = args_text[j] = canonical_json(args)
-        h = cache.get(a)
-        if h is None:
-            # args_hash(args): a string argument is hashed by the JSON value it holds
-            h = cache[a] = (
-                args_hash(args) if isinstance(args, str)
-                else hashlib.sha256(a.encode("utf-8")).hexdigest()[:32]
-            )
-        hashes[j] = h
+    # bytes: orjson decodes them a third faster than str (no UTF-8 view of the text); the
+    # collector paused (gc_paused: the decoded payloads are garbage at once, no cycles)
+    with gc_paused():
+        for j, ptxt in enumerate(payloads.cast(pa.large_binary()).to_pylist()):
+            if direct_list[j]:
+                args = decode(ptxt).get("args")  # type: ignore[misc]
+                if args is None:
+                    continue
+                a = args_text[j] = encode(args).decode("utf-8")  # type: ignore[misc]
+            else:
+                args = loads(ptxt, long_ints=long_list[j]).get("args")
+                if args is None:
+                    continue
+                a = args_text[j] = canonical_json(args)
+            h = cache.get(a)
+            if h is None:
+                # args_hash(args): a string argument is hashed by the JSON value it holds
+                h = cache[a] = (
+                    args_hash(args) if isinstance(args, str)
+                    else hashlib.sha256(a.encode("utf-8")).hexdigest()[:32]
+                )
+            hashes[j] = h
     scatter = np.full(n, -1, dtype=np.int64)
     scatter[called] = np.arange(len(called))
     where = pa.array(scatter, mask=scatter < 0)

@@ -31,13 +31,12 @@ files, column-wise); this module holds the public entry points and re-exports ev
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..._json import JSONDecodeError, loads
+from ..._json import JSONDecodeError, gc_paused, loads
 from ...eventlog import EventLog
 from .._common import (
     ErrorPolicy,
@@ -208,15 +207,9 @@ def read_toh(
     total = sum(f.stat().st_size for f in files)
     # Decoding creates millions of short-lived containers; the cyclic GC would rescan them
     # over and over (about a third of the load time) while none of them can form a cycle.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        with Progress(total, desc="toh", unit="B", enabled=progress) as prog:
-            for i, ctx in enumerate(ctxs, start=1):
-                prog.next_file(ctx.path.name, i, len(ctxs))
-                _read_file(ctx, acc, prog)
+    with gc_paused(), Progress(total, desc="toh", unit="B", enabled=progress) as prog:
+        for i, ctx in enumerate(ctxs, start=1):
+            prog.next_file(ctx.path.name, i, len(ctxs))
+            _read_file(ctx, acc, prog)
         table, runs = _assemble(ctxs, acc, tenant, q)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     return EventLog(table, runs=runs, quarantine=q.table(runs))
