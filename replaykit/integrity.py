@@ -527,14 +527,6 @@ def _offsets(arr: pa.Array) -> tuple[memoryview, list[int]]:
     return memoryview(data if data is not None else b""), offs.tolist()
 
 
-def _hash_rows(prev: pa.Array, content: pa.Array) -> pa.Array:
-    """sha256(prev || content) of every row, as hex strings (the one per-row loop)."""
-    joined = pc.binary_join_element_wise(
-        pc.cast(pc.fill_null(prev, ""), _LS), content, pa.scalar("", _LS)
-    )
-    return _hex_column(_digests(joined))
-
-
 def _digests(joined: pa.Array) -> bytes:
     """The raw 32-byte sha256 digest of every row of a large_string array, concatenated
     (cheaper than hexdigest per row; hex-encoded column-wise by :func:`_hex_column`)."""
@@ -579,9 +571,9 @@ def _blocks_ahead(n: int, build: Callable[[int, int], pa.Array], *,
 
 def _verify_hashes(table: pa.Table, prev: pa.Array, *, block_rows: int | None = None,
                    workers: int = 2) -> pa.Array:
-    """sha256(prev || content) of every row, as hex strings: :func:`_hash_rows` of
-    :func:`_content_column` (``strict=False``), the same bytes, built block by block ahead
-    of the hashing loop (:func:`_blocks_ahead`)."""
+    """sha256(prev || content) of every row, as hex strings, content being
+    :func:`_content_column` (``strict=False``): the same bytes as the whole table's, built
+    block by block ahead of the hashing loop (:func:`_blocks_ahead`)."""
     prev = pc.cast(pc.fill_null(prev, ""), _LS)
     empty = pa.scalar("", _LS)
 
@@ -1129,26 +1121,6 @@ def _text_mismatch(stored: pa.ChunkedArray | pa.Array, sources: list[Any]
     return ~same
 
 
-def _derived_problems(sub: pa.Table | None, typed: pa.Table | None = None,
-                      tool_args: tuple[pa.Array, pa.Array] | None = None) -> list[pa.Table]:
-    """derived_mismatch: stored derived columns that the hashed content does not give.
-
-    ``sub`` holds the rows whose ``source`` names the pleach format (:func:`_pleach_rows`);
-    they are re-derived with the pleach loader's own code
-    (:func:`replaykit.io.pleach.derive_columns`, column-wise; ``typed`` is
-    :func:`_typed_of` ``sub`` and ``tool_args`` its tool calls' arguments when already
-    decoded, :func:`_parsed_of`) and every derived column present is
-    compared, nulls equal to nulls. ``expected`` / ``found`` are ``"<column>=<value>"``
-    (``null`` for a missing value).
-    """
-    from .io.pleach._derive import _derived
-
-    if sub is None:
-        return []
-    derived, text_sources = _derived(sub, typed=typed, tool_args=tool_args)
-    return [p for c, p in _compare_derived(sub, derived, text_sources, None)]
-
-
 #: The derived columns that depend on the tool calls' canonical arguments (the rest are
 #: compared on the parse thread while the main thread canonicalises the arguments).
 _ARGS_COLUMNS = ("args_hash", "text")
@@ -1173,9 +1145,11 @@ def _derived_side(sub: pa.Table) -> tuple[dict[str, pa.Array], list[Any],
 def _derived_rest(sub: pa.Table, side: tuple[dict[str, pa.Array], list[Any],
                                             list[tuple[str, pa.Table]]],
                   tool_args: tuple[pa.Array, pa.Array]) -> list[pa.Table]:
-    """:func:`_derived_problems` from :func:`_derived_side`'s result and the tool calls'
-    arguments (:func:`replaykit.io.pleach._derive.table_tool_args`): the same problems, in
-    the same order."""
+    """derived_mismatch problems of ``sub`` (the rows whose ``source`` names the pleach
+    format, :func:`_pleach_rows`, re-derived by the pleach loader's own code) from
+    :func:`_derived_side`'s result and the tool calls' arguments
+    (:func:`replaykit.io.pleach._derive.table_tool_args`): ``expected`` / ``found`` are
+    ``"<column>=<value>"`` (``null`` for a missing value), in DERIVED_COLUMNS order."""
     from .io.pleach import DERIVED_COLUMNS
     from .schema import EVENTS_SCHEMA
 

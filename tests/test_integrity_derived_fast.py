@@ -185,12 +185,13 @@ def test_ref_and_event_ids_come_from_the_field_their_type_names(rows):
 def test_the_split_check_gives_the_one_pass_problems_in_order(edits):
     # verify_chain runs the check in two parts (the arguments-free part on the parse
     # thread, args_hash and text after the arguments): the same rows, in the same order
-    from replaykit.integrity import _derived_problems, _derived_rest, _derived_side
-    from replaykit.io.pleach._derive import table_tool_args
+    from replaykit.integrity import _compare_derived, _derived_rest, _derived_side
+    from replaykit.io.pleach._derive import _derived, table_tool_args
 
     t = _tampered(edits)
     split = _derived_rest(t, _derived_side(t), table_tool_args(t))
-    whole = _derived_problems(t)
+    derived, sources = _derived(t)  # one pass: every column derived, then compared
+    whole = [p for _, p in _compare_derived(t, derived, sources, None)]
     assert [p.to_pylist() for p in split] == [p.to_pylist() for p in whole]
 
 
