@@ -21,10 +21,9 @@ LAYERS = "replaykit's layers: each imports only the layers below it"
 NO_PLOTLY = "Only the display layer imports plotly and ipywidgets"
 INTERNALS = "plots and widgets do not import report's internals (underscore modules)"
 
-#: Import edges still closing a cycle, each with who removes it. integrity.py still holds the
-#: `verify-chain` command, which imports cli (and cli imports integrity): i17-branch moves the
-#: command out. At that merge `test_no_import_cycle_but_the_listed_edges` fails on purpose:
-#: empty this set, and the test then asserts there is no cycle at all.
+#: Import edges allowed to close a cycle, each with who removes it. None is left since the
+#: `verify-chain` command moved from integrity.py to _cli_verify.py; the test asserts the
+#: graph has no cycle at all.
 REMAINING_CYCLE_EDGES: set[tuple[str, str]] = set()  # none: the graph has no cycle
 
 
