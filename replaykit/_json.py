@@ -10,6 +10,7 @@ import gc
 import hashlib
 import json
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -42,6 +43,10 @@ class JSONTooDeep(ValueError):
 
 class _NotFinite(ValueError):
     """A NaN/Infinity literal or a number too large for a double: not JSON."""
+
+
+class _IntTooLong(ValueError):
+    """An integer with more digits than Python converts (``sys.get_int_max_str_digits()``)."""
 
 
 # A run of 19+ digits may be an integer beyond 64 bits: orjson would turn it into a float and
@@ -85,6 +90,11 @@ def _stdlib_loads(data: bytes | str) -> Any:
         return json.loads(data, parse_constant=_reject_constant, parse_float=_finite_float)
     except RecursionError:
         raise JSONTooDeep() from None
+    except (json.JSONDecodeError, _NotFinite):
+        raise
+    except ValueError:  # int(text) past the interpreter's digit limit (4300 by default)
+        raise _IntTooLong(f"an integer has more than {sys.get_int_max_str_digits()} digits "
+                          "(Python's limit for decoding an integer)") from None
 
 
 def _has_long_int(data: bytes | str) -> bool:
@@ -162,10 +172,11 @@ def canonical_json(obj: Any) -> str:
 if _orjson is not None:
     JSONDecodeError: tuple[type[Exception], ...] = (
         _orjson.JSONDecodeError, UnicodeDecodeError, json.JSONDecodeError, _NotFinite,
-        JSONTooDeep,
+        _IntTooLong, JSONTooDeep,
     )  # fmt: skip
 else:  # pragma: no cover - exercised by tests/test_json.py through _canonical_json_stdlib
-    JSONDecodeError = (json.JSONDecodeError, UnicodeDecodeError, _NotFinite, JSONTooDeep)
+    JSONDecodeError = (json.JSONDecodeError, UnicodeDecodeError, _NotFinite, _IntTooLong,
+                       JSONTooDeep)
 
 
 def _float_text(x: float) -> str:

@@ -413,3 +413,55 @@ def test_pleach_turn_beyond_int32_is_null(tmp_path: Path) -> None:
     # the out-of-range turns are null on their rows, and the previous turn is carried on
     assert log.table.column("turn").to_pylist() == [1, 1, 1]
     assert str(-(2**63)) in log.table.column("payload")[1].as_py()
+
+
+# ----------------------------------------------------------------------------- integer digit limit
+HUGE = "9" * 5000  # past Python's int digit limit (sys.get_int_max_str_digits(), 4300)
+
+
+def test_loads_integer_past_the_digit_limit_is_a_json_error() -> None:
+    with pytest.raises(JSONDecodeError):
+        loads(f'{{"n": {HUGE}}}')
+    with pytest.raises(JSONDecodeError):
+        loads(HUGE.encode())
+
+
+def test_integer_past_the_digit_limit_toh(tmp_path: Path) -> None:
+    p = _toh(tmp_path, GOOD, '{"type":"x/y","data":{"n":' + HUGE + "}}", GOOD)
+    err = _load_error(rk.read_toh, p, tenant_id="t")
+    assert (err.reason, err.line) == ("bad_json", 3) and "digits" in str(err)
+    log = rk.read_toh(p, tenant_id="t", errors="quarantine")
+    assert len(log) == 2 and _reasons(log) == ["bad_json"]
+
+
+@pytest.mark.parametrize("path", ["fast", "fallback"])
+def test_integer_past_the_digit_limit_pleach(tmp_path: Path, path: str) -> None:
+    rows = [json.dumps(r) for r in _pleach_rows(4)]
+    rows[1] = rows[1].replace('"text": "m1"', f'"text": "m1", "n": {HUGE}')
+    if path == "fallback":
+        rows[3] = rows[3][:20]
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join([*rows, HUGE]) + "\n")
+    err = _load_error(rk.read_pleach, p)
+    assert (err.reason, err.line) == ("bad_json", 2) and "digits" in str(err)
+    log = rk.read_pleach(p, errors="quarantine")
+    bad = {r["line"]: r["reason"] for r in log.quarantine.to_pylist()}
+    assert bad == ({2: "bad_json", 5: "bad_json"} if path == "fast"
+                   else {2: "bad_json", 4: "bad_json", 5: "bad_json"})
+    c = log.extras["pleach_counts"].to_pylist()[0]
+    assert c["input_rows"] == 5 and c["loaded"] + c["quarantined"] == 5
+    with pytest.raises(LoadError):  # read_events sniffs the file without a raw error
+        rk.read_events(p)
+
+
+def test_integer_past_the_digit_limit_isplay_and_otel(tmp_path: Path) -> None:
+    doc = json.loads(DATA.joinpath("isplay", "claims-triage-C-231.json").read_text())
+    doc["events"][2]["extra"] = "HOLE"
+    p = tmp_path / "run.json"
+    p.write_text(json.dumps(doc).replace('"HOLE"', HUGE))
+    assert _load_error(rk.read_isplay, p, tenant_id="t").reason in ("bad_json", "bad_type")
+    assert rk.read_isplay(p, tenant_id="t", errors="quarantine").quarantine.num_rows >= 1
+    p = tmp_path / "t.json"
+    p.write_text(_otel_doc({"intValue": HUGE}))
+    assert _load_error(rk.read_otel, p, tenant_id="t").reason in ("bad_json", "bad_span")
+    assert rk.read_otel(p, tenant_id="t", errors="quarantine").quarantine.num_rows == 1

@@ -32,6 +32,8 @@ MESSY_INPUT = [
     "| a time outside years 1 to 9999 | no | the format's time reason |",
     "| `NaN`, `Infinity`, `-Infinity` literals, numbers beyond a double's range (`1e400`) | "
     "no: not JSON | `bad_json` |",
+    "| an integer of more than 4300 digits (Python's `sys.get_int_max_str_digits()`) | no | "
+    "`bad_json` (the format's JSON reason) |",
     "| JSON nested deeper than 200 levels (arrays and objects) | no | `too_deep` (the "
     "format's JSON reason where the parser itself gives up, beyond 1024 levels) |",
     "| `read_events` on a folder: a file of no known format (empty, binary, other) | "

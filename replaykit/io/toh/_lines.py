@@ -5,6 +5,7 @@ bad line's quarantine report; good lines are gathered as rows or packed members.
 from __future__ import annotations
 
 import itertools
+import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -48,8 +49,10 @@ def _bad_json(raw: bytes, exc: Exception) -> tuple[str, str]:
         return "too_deep", f"is not accepted: {exc}"
     try:
         raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return "bad_utf8", f"is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+    except UnicodeDecodeError as bad:
+        return "bad_utf8", f"is not valid UTF-8 ({bad.reason} at byte {bad.start})"
+    if not isinstance(exc, json.JSONDecodeError):  # replaykit's own checks: NaN, long integers
+        return "bad_json", f"is not valid JSON ({exc})"
     return "bad_json", "is not valid JSON (truncated or malformed line)"
 
 
