@@ -465,3 +465,54 @@ def test_integer_past_the_digit_limit_isplay_and_otel(tmp_path: Path) -> None:
     p.write_text(_otel_doc({"intValue": HUGE}))
     assert _load_error(rk.read_otel, p, tenant_id="t").reason in ("bad_json", "bad_span")
     assert rk.read_otel(p, tenant_id="t", errors="quarantine").quarantine.num_rows == 1
+
+
+# ----------------------------------------------------------------------------- lone surrogates
+LONG = "1234567890123456789012"  # 19+ digits: the text goes to the exact (stdlib) decoder
+
+
+@pytest.mark.parametrize("long_int", [False, True])
+def test_loads_rejects_lone_surrogates_on_both_decoders(long_int: bool) -> None:
+    n = LONG if long_int else "1"
+    for bad in ('"a\\ud800"', '"\\udfff"', '"\\ud800\\ud800"', '"\\ude00\\ud83d"'):
+        with pytest.raises(JSONDecodeError):
+            loads(f'{{"n": {n}, "s": {bad}}}')
+    assert loads(f'{{"n": {n}, "s": "\\ud83d\\ude00", "t": "\\\\ud800"}}')["s"] == "\U0001F600"
+
+
+def test_lone_surrogate_toh_line_with_a_long_int(tmp_path: Path) -> None:
+    p = _toh(tmp_path, GOOD, '{"type":"x/y","data":{"n":' + LONG + ',"s":"a\\ud800"}}', GOOD)
+    err = _load_error(rk.read_toh, p, tenant_id="t")
+    assert (err.reason, err.line) == ("bad_json", 3) and "surrogate" in str(err)
+    log = rk.read_toh(p, tenant_id="t", errors="quarantine")
+    assert len(log) == 2 and _reasons(log) == ["bad_json"]
+
+
+def test_lone_surrogate_otel(tmp_path: Path) -> None:
+    p = tmp_path / "t.json"  # the span's nanosecond times are 19-digit runs
+    p.write_text(_otel_doc({"stringValue": "a\\ud800"}).replace('"a\\\\ud800"', '"a\\ud800"'))
+    assert "\\ud800" in p.read_text() and "\\\\ud800" not in p.read_text()
+    err = _load_error(rk.read_otel, p, tenant_id="t")
+    assert err.reason == "bad_json" and "surrogate" in str(err)
+    log = rk.read_otel(p, tenant_id="t", errors="quarantine")
+    assert len(log) == 0 and _reasons(log) == ["bad_json"]
+
+
+@pytest.mark.parametrize("where", ["event", "run"])
+def test_lone_surrogate_isplay(tmp_path: Path, where: str) -> None:
+    doc = json.loads(DATA.joinpath("isplay", "claims-triage-C-231.json").read_text())
+    if where == "event":
+        doc["events"][1]["text"] = "HOLE"
+    else:
+        doc["run"]["runId"] = "HOLE"
+    p = tmp_path / "run.json"
+    text = json.dumps(doc, indent=1)
+    p.write_text(text.replace('"HOLE"', '"a\\ud800"'))
+    err = _load_error(rk.read_isplay, p, tenant_id="t")
+    line = text[: text.index('"HOLE"')].count("\n") + 1
+    assert (err.reason, err.line) == ("bad_json", line) and "surrogate" in str(err)
+    log = rk.read_isplay(p, tenant_id="t", errors="quarantine")
+    assert len(log) == 0 and _reasons(log) == ["bad_json"]
+    # a surrogate pair is a character, not an error
+    p.write_text(text.replace('"HOLE"', '"a\\ud83d\\ude00"'))
+    assert len(rk.read_isplay(p, tenant_id="t")) == len(doc["events"])

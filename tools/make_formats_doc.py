@@ -34,6 +34,9 @@ MESSY_INPUT = [
     "no: not JSON | `bad_json` |",
     "| an integer of more than 4300 digits (Python's `sys.get_int_max_str_digits()`) | no | "
     "`bad_json` (the format's JSON reason) |",
+    "| a string with an unpaired UTF-16 surrogate escape (`\"\\ud800\"`; a pair such as "
+    "`\\ud83d\\ude00` is one character and loads) | no: not Unicode text (isplay: the "
+    "whole document) | `bad_json` |",
     "| JSON nested deeper than 200 levels (arrays and objects) | no | `too_deep` (the "
     "format's JSON reason where the parser itself gives up, beyond 1024 levels) |",
     "| `read_events` on a folder: a file of no known format (empty, binary, other) | "

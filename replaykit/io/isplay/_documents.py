@@ -19,9 +19,11 @@ import numpy as np
 from ..._json import (
     MAX_DEPTH,
     JSONDecodeError,
+    JSONLoneSurrogate,
     JSONTooDeep,
     args_hash,
     canonical_json,
+    check_unicode,
     json_type,
     loads,
 )
@@ -356,6 +358,10 @@ def _read_file(path: Path, acc: _Runs, seen: dict[str, str], quarantine: Quarant
             return file_error("bad_json", f"is not valid JSON: {msg}", err_line)
         return file_error("not_object", f"must hold one JSON object (a run document); {msg}",
                           err_line)
+    try:  # the standard library decodes "\ud800" into a string no later step can encode
+        check_unicode(text, (top, [v for items in arrays.values() for v, _off in items]))
+    except JSONLoneSurrogate as exc:
+        return file_error("bad_json", f"is not valid JSON: {exc}", exc.line or 1)
     lines = {k: _lines_at(text, [off for _v, off in items]) for k, items in arrays.items()}
     lines.setdefault("events", np.zeros(0, dtype=np.int64))
     lines.setdefault("checkpoints", np.zeros(0, dtype=np.int64))
