@@ -8,6 +8,7 @@ where a value loads, the payload keeps its digits.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -516,3 +517,54 @@ def test_lone_surrogate_isplay(tmp_path: Path, where: str) -> None:
     # a surrogate pair is a character, not an error
     p.write_text(text.replace('"HOLE"', '"a\\ud83d\\ude00"'))
     assert len(rk.read_isplay(p, tenant_id="t")) == len(doc["events"])
+
+
+# ----------------------------------------------------------------------------- unreadable files
+def _unreadable(path: Path, how: str) -> None:
+    """Make ``path`` a file the OS refuses to read: chmod 000 (not for root, who reads
+    anything), or a symlink to /proc/self/mem (a regular file whose read at offset 0 fails
+    with EIO, for every user)."""
+    if how == "chmod":
+        if os.geteuid() == 0:
+            pytest.skip("root reads a chmod-000 file")
+        path.chmod(0)
+    else:
+        if not Path("/proc/self/mem").is_file():
+            pytest.skip("needs Linux /proc")
+        path.unlink(missing_ok=True)
+        path.symlink_to("/proc/self/mem")
+
+
+@pytest.mark.parametrize("how", ["chmod", "eio"])
+@pytest.mark.parametrize("fmt", ["toh", "pleach", "isplay", "otel", "auto"])
+def test_unreadable_file_is_one_quarantine_row(tmp_path: Path, fmt: str, how: str) -> None:
+    good = {"toh": DATA / "toh" / "shed-fork" / "session.jsonl",
+            "pleach": DATA / "pleach" / "harness_event_log.jsonl",
+            "isplay": DATA / "isplay" / "claims-triage-C-231.json",
+            "auto": DATA / "toh" / "shed-fork" / "session.jsonl"}.get(fmt)
+    name = {"isplay": "run.json", "otel": "trace.json"}.get(fmt, "session.jsonl")
+    d = tmp_path / "in"
+    d.mkdir()
+    if good is None:
+        (d / "a_trace.json").write_text(_otel_doc({"stringValue": "x"}))
+    else:
+        (d / f"a_{name}").write_bytes(good.read_bytes())
+    bad = d / f"b_{name}"
+    bad.write_bytes(b"{}\n")
+    _unreadable(bad, how)
+    load: Any = {"toh": rk.read_toh, "pleach": rk.read_pleach, "isplay": rk.read_isplay,
+                 "otel": rk.read_otel, "auto": rk.read_events}[fmt]
+    kw = {} if fmt == "pleach" else {"owner": "t"} if fmt == "auto" else {"tenant_id": "t"}
+    try:
+        err = _load_error(load, bad, **kw)
+        assert (err.reason, err.line) == ("unreadable", None) and str(bad) in str(err)
+        log = load(d, errors="quarantine", **kw)
+        q = log.quarantine.to_pylist()
+        assert [(r["reason"], r["line"]) for r in q] == [("unreadable", None)]
+        assert str(bad) in q[0]["source"] and len(log) > 0
+        if fmt == "pleach":
+            c = {r["source"]: r for r in log.extras["pleach_counts"].to_pylist()}[f"pleach:{bad}"]
+            assert (c["input_rows"], c["quarantined"], c["loaded"]) == (1, 1, 0)
+    finally:
+        if how == "chmod":
+            bad.chmod(0o644)

@@ -39,6 +39,9 @@ MESSY_INPUT = [
     "whole document) | `bad_json` |",
     "| JSON nested deeper than 200 levels (arrays and objects) | no | `too_deep` (the "
     "format's JSON reason where the parser itself gives up, beyond 1024 levels) |",
+    "| a file the OS will not read (permissions, I/O error) | no: the file; quarantine: one "
+    "row (`line` null; pleach counts it as one input row), the other files load (pleach "
+    "Parquet files: `bad_parquet`; Inspect logs: `bad_log`) | `unreadable` |",
     "| `read_events` on a folder: a file of no known format (empty, binary, other) | "
     "`errors=\"raise\"`: `FormatDetectionError`; quarantine: one row (`line` null), the "
     "other files load | `unknown_format` |",

@@ -27,6 +27,7 @@ __all__ = [
     "iter_lines",
     "require_tenant",
     "unexpected_input",
+    "unreadable",
 ]
 
 ErrorPolicy = Literal["raise", "quarantine"]
@@ -85,6 +86,16 @@ def unexpected_input(exc: BaseException, sources: Iterable[str]) -> LoadError:
         detail=f"could not be loaded: {type(exc).__name__}: {str(exc)[:300]}",
         fix="This input hits a case replaykit does not check yet; please report it with the "
             "file. Loading the files one by one shows which one it is.",
+    )
+
+
+def unreadable(source: str, exc: OSError) -> LoadError:
+    """The LoadError (reason ``unreadable``, ``line`` None) for a file the OS will not read."""
+    why = exc.strerror or type(exc).__name__
+    return LoadError(
+        source=source, line=None, reason="unreadable", detail=f"cannot be read ({why})",
+        fix="Make the file readable by this user (permissions, a broken mount or disk), or "
+            'pass errors="quarantine" to load the other files.',
     )
 
 

@@ -48,6 +48,7 @@ from ._common import (
     iter_lines,
     require_tenant,
     unexpected_input,
+    unreadable,
 )
 
 _BAD_JSON: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError)
@@ -571,12 +572,16 @@ def read_otel(
     with Progress(total, desc="read_otel", enabled=progress) as bar:
         for k, f in enumerate(files, start=1):
             bar.next_file(f.name, k, len(files))
-            if f.suffix.lower() in _LINE_SUFFIXES:
-                docs = [(ln, raw) for ln, raw in iter_lines(f, bar) if raw.strip()]
-            else:
-                data = f.read_bytes()
-                bar.update(len(data))
-                docs = [(1, data)]
+            try:
+                if f.suffix.lower() in _LINE_SUFFIXES:
+                    docs = [(ln, raw) for ln, raw in iter_lines(f, bar) if raw.strip()]
+                else:
+                    data = f.read_bytes()
+                    bar.update(len(data))
+                    docs = [(1, data)]
+            except OSError as exc:  # one bad row; the other files load
+                quarantine.bad(unreadable(str(f), exc))
+                continue
             for line, raw in docs:
                 try:
                     doc = loads(raw)

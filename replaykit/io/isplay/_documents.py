@@ -28,7 +28,7 @@ from ..._json import (
     loads,
 )
 from ...errors import LoadError
-from .._common import Progress, Quarantine
+from .._common import Progress, Quarantine, unreadable
 from ._format import _LINE_SUFFIXES, BRANCH_FORMAT, FIXTURES_FORMAT, RUN_FORMAT
 from ._text import (
     _json_error,
@@ -295,7 +295,12 @@ def _document(
 def _read_file(path: Path, acc: _Runs, seen: dict[str, str], quarantine: Quarantine,
                progress: Progress) -> None:
     src = str(path)
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:  # one bad row; the other files load
+        acc.input_rows += 1
+        quarantine.bad(unreadable(src, exc))
+        return
     progress.update(len(data))
 
     def file_error(reason: str, detail: str, line: int | None, fld: str | None = None) -> None:

@@ -61,6 +61,7 @@ from .._common import (
     Quarantine,
     check_errors_arg,
     expand_paths,
+    unreadable,
 )
 from ._checks import (  # noqa: F401 (the old module's names, re-exported)
     _EPOCH_MS,
@@ -302,7 +303,13 @@ def _read_pleach(
                 file_parts = _read_parquet_file(f, source, quarantine, tenants, counts)
                 bar.update(f.stat().st_size)
             else:
-                file_parts = list(_read_jsonl(f, source, quarantine, tenants, counts, bar))
+                try:
+                    file_parts = list(_read_jsonl(f, source, quarantine, tenants, counts, bar))
+                except OSError as exc:  # the whole file is one bad row; the others load
+                    del quarantine.rows[before:]
+                    counts.input_rows, counts.filtered_out = 1, 0
+                    quarantine.bad(unreadable(source, exc))
+                    file_parts = []
             counts.quarantined = len(quarantine) - before
             parts.extend((source, p) for p in file_parts)
             del file_parts  # _finish frees the blocks as it copies them

@@ -25,6 +25,7 @@ from .._common import (
     Progress,
     is_epoch_ms,
     is_int64,
+    unreadable,
 )
 from ._events import _decode_event, _int_or_none, _tokens_ok
 from ._packed import PACKED_PREFIXES, PackedColumns, prove_packed
@@ -145,8 +146,12 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
     thread while this one decodes the other lines; then the lines are checked in order, the
     proven ones only for the file's envelope mode (they carry no seq).
     """
-    with open(ctx.path, "rb") as fh:
-        data = fh.read()
+    try:
+        with open(ctx.path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:  # the file's only row; the other files load
+        ctx.quarantine.bad(unreadable(ctx.src, exc))
+        return
     lines = data.split(b"\n")
     if lines and not lines[-1]:
         lines.pop()  # the newline ending the last line
