@@ -568,3 +568,34 @@ def test_unreadable_file_is_one_quarantine_row(tmp_path: Path, fmt: str, how: st
     finally:
         if how == "chmod":
             bad.chmod(0o644)
+
+
+# ----------------------------------------------------------------------------- UTF-8 BOM
+BOM = b"\xef\xbb\xbf"
+
+
+@pytest.mark.parametrize("path", ["fast", "fallback"])
+def test_pleach_utf8_bom_is_accepted(tmp_path: Path, path: str) -> None:
+    rows = [json.dumps(r) for r in _pleach_rows(4)]
+    if path == "fallback":
+        rows[3] = rows[3][:20]
+    p = tmp_path / "log.jsonl"
+    p.write_bytes(BOM + ("\r\n".join(rows) + "\r\n").encode())
+    before = p.read_bytes()
+    log = rk.read_pleach(p, errors="quarantine")
+    assert log.table.column("source_line").to_pylist() == ([1, 2, 3, 4] if path == "fast"
+                                                            else [1, 2, 3])
+    assert log.table.column("payload")[0].as_py() == json.dumps(_pleach_rows(1)[0]["payload"])
+    c = log.extras["pleach_counts"].to_pylist()[0]
+    assert (c["input_rows"], c["loaded"]) == (4, len(log))
+    assert len(rk.read_events(p, errors="quarantine")) == len(log)  # sniffed as pleach
+    assert p.read_bytes() == before
+
+
+@pytest.mark.parametrize("name", ["t.json", "t.jsonl"])
+def test_otel_utf8_bom_is_accepted(tmp_path: Path, name: str) -> None:
+    p = tmp_path / name
+    p.write_bytes(BOM + _otel_doc({"stringValue": "x"}).encode() + b"\n")
+    log = rk.read_otel(p, tenant_id="t")
+    assert len(log) == 1 and log.quarantine.num_rows == 0
+    assert len(rk.read_events(p, owner="t")) == 1

@@ -582,6 +582,8 @@ def read_otel(
             except OSError as exc:  # one bad row; the other files load
                 quarantine.bad(unreadable(str(f), exc))
                 continue
+            if docs and docs[0][0] == 1 and docs[0][1].startswith(b"\xef\xbb\xbf"):
+                docs[0] = (1, docs[0][1][3:])  # a UTF-8 byte order mark, as sniff accepts
             for line, raw in docs:
                 try:
                     doc = loads(raw)

@@ -177,6 +177,8 @@ def sniff(path: Path) -> str | None:
             return f"Parquet columns {missing} are missing" if missing else None
         with open(p, "rb") as fh:
             for raw in fh:
+                if raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark (line 1)
+                    raw = raw[3:]
                 if raw.strip():
                     break
             else:
@@ -349,12 +351,16 @@ _COUNTS_SCHEMA = pa.schema(
 def _iter_blocks(path: Path, bar: Progress) -> Iterator[bytearray]:
     """Yield blocks of ~_BLOCK bytes, each ending at a line end (a final one is added)."""
     with open(path, "rb") as fh:
+        first = True
         while True:
             chunk = bytearray(_BLOCK)
             got = fh.readinto(chunk)
             if not got:
                 return
             del chunk[got:]
+            if first and chunk.startswith(b"\xef\xbb\xbf"):
+                chunk[:3] = b"   "  # a UTF-8 byte order mark: JSON whitespace, offsets kept
+            first = False
             bar.update(got)
             if not chunk.endswith(b"\n"):
                 tail = fh.readline()  # complete the last line (extends in place, no copy)
