@@ -599,3 +599,50 @@ def test_otel_utf8_bom_is_accepted(tmp_path: Path, name: str) -> None:
     log = rk.read_otel(p, tenant_id="t")
     assert len(log) == 1 and log.quarantine.num_rows == 0
     assert len(rk.read_events(p, owner="t")) == 1
+
+
+# ----------------------------------------------------------------------------- duplicate keys
+@pytest.mark.parametrize("spelling", ["last", "first", "escaped"])
+@pytest.mark.parametrize("path", ["fast", "fallback"])
+def test_pleach_row_naming_two_tenants_is_rejected(tmp_path: Path, path: str,
+                                                   spelling: str) -> None:
+    rows = [json.dumps(r) for r in _pleach_rows(4)]
+    if spelling == "last":
+        rows[1] = rows[1][:-1] + ', "tenant_id": "evil"}'
+    elif spelling == "first":
+        rows[1] = '{"tenant_id": "evil", ' + rows[1][1:]
+    else:  # a key spelled with escapes decodes to tenant_id too
+        rows[1] = rows[1][:-1] + ', "tenant\\u005fid": "evil"}'
+    if path == "fallback":
+        rows[3] = rows[3][:20]
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join(rows) + "\n")
+    err = _load_error(rk.read_pleach, p)
+    assert (err.reason, err.line, err.field) == ("bad_tenant", 2, "tenant_id")
+    assert "'acme'" in str(err) and "'evil'" in str(err)
+    log = rk.read_pleach(p, errors="quarantine")
+    assert "evil" not in log.tenants
+    q = {r["line"]: r for r in log.quarantine.to_pylist()}
+    assert q[2]["reason"] == "bad_tenant" and q[2]["tenant_id"] is None
+    assert log.table.column("source_line").to_pylist() == ([1, 3, 4] if path == "fast" else [1, 3])
+    c = log.extras["pleach_counts"].to_pylist()[0]
+    assert c["input_rows"] == 4 and c["loaded"] + c["quarantined"] == 4
+    assert len(rk.read_pleach(p, tenant_id="evil", errors="quarantine")) == 0
+
+
+def test_pleach_payload_keys_named_tenant_id_stay_on_the_fast_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import replaykit.io.pleach as pleach_mod
+
+    rows = _pleach_rows(4)
+    rows[1]["payload"] = {"text": "x", "tenant_id": "other", "user": {"tenant_id": "o2"}}
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+
+    def no_robust(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the block took the row-by-row path")
+
+    monkeypatch.setattr(pleach_mod, "_robust_block", no_robust)
+    log = rk.read_pleach(p)
+    assert log.tenants == ["acme"] and len(log) == 4
+    assert json.loads(log.table.column("payload")[1].as_py()) == rows[1]["payload"]

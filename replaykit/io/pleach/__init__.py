@@ -134,6 +134,7 @@ from ._rows import (  # noqa: F401 (the old module's names, re-exported)
     _row_problem,
     _skip_ws,
     _typed_from_objects,
+    duplicate_tenants,
 )
 from ._shapes import (  # noqa: F401 (the old module's names, re-exported)
     _BLOCK,
@@ -495,6 +496,14 @@ def _robust_block(
         if not isinstance(obj, dict):
             _bad(quarantine, source, no, "not_object",
                  f"line is a JSON {type(obj).__name__}, expected an object", raw)
+            continue
+        dups = duplicate_tenants(raw)
+        if dups is not None:
+            _bad(quarantine, source, no, "bad_tenant",
+                 f"is given {len(dups)} times in the row ({', '.join(map(repr, dups[:4]))}): "
+                 "whose row it is is ambiguous (JSON readers differ on which one counts)", raw,
+                 "tenant_id", "Write each row's tenant_id once: fix the export, or pass "
+                 'errors="quarantine" to load the other rows.')
             continue
         t = obj.get("tenant_id")
         if tenants is not None and tenant_id_problem(t) is None and t not in tenants:
