@@ -646,3 +646,58 @@ def test_pleach_payload_keys_named_tenant_id_stay_on_the_fast_path(
     log = rk.read_pleach(p)
     assert log.tenants == ["acme"] and len(log) == 4
     assert json.loads(log.table.column("payload")[1].as_py()) == rows[1]["payload"]
+
+
+# ----------------------------------------------------------------------------- years 1..9999
+EDGE_TIMES = ["0000-01-01T00:00:00Z", "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"]
+
+
+@pytest.mark.parametrize("value", EDGE_TIMES)
+@pytest.mark.parametrize("path", ["fast", "fallback"])
+def test_pleach_iso_time_outside_years_1_to_9999(tmp_path: Path, path: str, value: str) -> None:
+    rows = [json.dumps(r) for r in _pleach_rows(4, created_at=value)]
+    if path == "fallback":
+        rows[3] = rows[3][:20]
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join(rows) + "\n")
+    if path == "fast":  # (the row-by-row path reports the broken line 4 first)
+        err = _load_error(rk.read_pleach, p)
+        assert (err.reason, err.line, err.field) == ("bad_timestamp", 2, "created_at")
+        assert "9999" in str(err)
+    log = rk.read_pleach(p, errors="quarantine")
+    assert {r["line"]: r["reason"] for r in log.quarantine.to_pylist()}[2] == "bad_timestamp"
+    assert log.table.column("source_line").to_pylist() == ([1, 3, 4] if path == "fast" else [1, 3])
+    log.table.column("ts").to_pylist()  # every loaded time is one a datetime can show
+    # the edges themselves load
+    rows = [json.dumps(r) for r in _pleach_rows(3, created_at="0001-01-01T00:00:00Z")]
+    p.write_text("\n".join(rows) + "\n")
+    assert rk.read_pleach(p).table.column("ts").to_pylist()[1].year == 1
+
+
+def test_pleach_parquet_timestamp_outside_years_1_to_9999(tmp_path: Path) -> None:
+    t = pa.table({k: [r[k] for r in _pleach_rows()] for k in
+                  ("tenant_id", "chat_id", "sequence_number", "event_type")})
+    us = pa.array([0, -62_135_596_800_000_000 - 1, 253_402_300_800_000_000], pa.int64())
+    t = t.append_column("payload", pa.array(['{"text":"a"}'] * 3)).append_column(
+        "created_at", us.cast(pa.timestamp("us", tz="UTC")))
+    pq.write_table(t, tmp_path / "log.parquet")
+    err = _load_error(rk.read_pleach, tmp_path / "log.parquet")
+    assert (err.reason, err.line) == ("bad_timestamp", 2)
+    log = rk.read_pleach(tmp_path / "log.parquet", errors="quarantine")
+    assert len(log) == 1 and _reasons(log) == ["bad_timestamp", "bad_timestamp"]
+
+
+@pytest.mark.parametrize("value", EDGE_TIMES)
+def test_isplay_time_outside_years_1_to_9999(tmp_path: Path, value: str) -> None:
+    doc = json.loads(DATA.joinpath("isplay", "claims-triage-C-231.json").read_text())
+    n = len(doc["events"])
+    doc["events"][1]["ts"] = value
+    doc["run"]["createdAt"] = value
+    p = tmp_path / "run.json"
+    p.write_text(json.dumps(doc))
+    err = _load_error(rk.read_isplay, p, tenant_id="t")
+    assert (err.reason, err.field) == ("bad_ts", "events[1].ts") and "9999" in str(err)
+    log = rk.read_isplay(p, tenant_id="t", errors="quarantine")
+    assert len(log) == n - 1 and _reasons(log) == ["bad_ts"]
+    log.table.column("ts").to_pylist()
+    assert log.runs.column("created_at").to_pylist() == [None]  # as a run time that does not parse

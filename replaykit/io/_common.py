@@ -48,6 +48,21 @@ def is_epoch_ms(v: object) -> bool:
     return type(v) in (int, float) and EPOCH_MS_MIN <= v <= EPOCH_MS_MAX  # type: ignore[operator]
 
 
+def times_in_years(ts: Any) -> tuple[Any, Any]:
+    """``(ts, out)``: a timestamp[us, UTC] array with the times outside years 1 to 9999 made
+    null, and the numpy mask of those rows (column-wise). Arrow and pandas parse year 0 and
+    zone offsets that carry a time past either end, which no datetime can show."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    us = ts.cast(pa.int64())
+    lo, hi = EPOCH_MS_MIN * 1000, EPOCH_MS_MAX * 1000 + 999
+    out = np.asarray(pc.fill_null(pc.or_(pc.less(us, lo), pc.greater(us, hi)), False))
+    if out.any():
+        ts = pc.if_else(pa.array(out), pa.scalar(None, ts.type), ts)
+    return ts, out
+
+
 def require_tenant(tenant_id: object, *, fmt: str) -> str:
     """Check a caller-supplied tenant id; formats without tenants never invent one.
 
