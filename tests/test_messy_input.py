@@ -701,3 +701,38 @@ def test_isplay_time_outside_years_1_to_9999(tmp_path: Path, value: str) -> None
     assert len(log) == n - 1 and _reasons(log) == ["bad_ts"]
     log.table.column("ts").to_pylist()
     assert log.runs.column("created_at").to_pylist() == [None]  # as a run time that does not parse
+
+
+# ----------------------------------------------------------------------------- compressed files
+@pytest.mark.parametrize("kind", ["gzip", "bz2", "lzma"])
+@pytest.mark.parametrize("fmt", ["toh", "pleach", "isplay", "otel", "auto"])
+def test_compressed_file_with_a_text_name(tmp_path: Path, fmt: str, kind: str) -> None:
+    import bz2
+    import gzip
+    import lzma
+
+    pack: Any = {"gzip": gzip.compress, "bz2": bz2.compress, "lzma": lzma.compress}[kind]
+    src = {"toh": DATA / "toh" / "shed-fork" / "session.jsonl",
+           "pleach": DATA / "pleach" / "harness_event_log.jsonl",
+           "isplay": DATA / "isplay" / "claims-triage-C-231.json",
+           "auto": DATA / "toh" / "shed-fork" / "session.jsonl"}.get(fmt)
+    text = src.read_bytes() if src is not None else _otel_doc({"stringValue": "x"}).encode()
+    name = {"isplay": "run.json", "otel": "trace.json"}.get(fmt, "session.jsonl")
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / f"a_{name}").write_bytes(text)
+    bad = d / f"b_{name}"
+    bad.write_bytes(pack(text))
+    load: Any = {"toh": rk.read_toh, "pleach": rk.read_pleach, "isplay": rk.read_isplay,
+                 "otel": rk.read_otel, "auto": rk.read_events}[fmt]
+    kw = {} if fmt == "pleach" else {"owner": "t"} if fmt == "auto" else {"tenant_id": "t"}
+    err = _load_error(load, bad, **kw)
+    assert (err.reason, err.line) == ("compressed", None) and str(bad) in str(err)
+    assert "Decompress" in str(err)
+    log = load(d, errors="quarantine", **kw)
+    q = log.quarantine.to_pylist()
+    assert [(r["reason"], r["line"]) for r in q] == [("compressed", None)]
+    assert len(log) == len(load(d / f"a_{name}", **kw))
+    if fmt == "pleach":
+        c = {r["source"]: r for r in log.extras["pleach_counts"].to_pylist()}[f"pleach:{bad}"]
+        assert (c["input_rows"], c["quarantined"], c["loaded"]) == (1, 1, 0)

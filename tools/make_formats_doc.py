@@ -42,6 +42,9 @@ MESSY_INPUT = [
     "| a file the OS will not read (permissions, I/O error) | no: the file; quarantine: one "
     "row (`line` null; pleach counts it as one input row), the other files load (pleach "
     "Parquet files: `bad_parquet`; Inspect logs: `bad_log`) | `unreadable` |",
+    "| a text log (`.jsonl`, `.json`, `.ndjson`) that is gzip, zstd, bzip2, xz or zip "
+    "compressed (found by its first bytes) | no: the file, with the tool to decompress it; "
+    "quarantine: one row (`line` null), the other files load | `compressed` |",
     "| `read_events` on a folder: a file of no known format (empty, binary, other) | "
     "`errors=\"raise\"`: `FormatDetectionError`; quarantine: one row (`line` null), the "
     "other files load | `unknown_format` |",

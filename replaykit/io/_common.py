@@ -27,6 +27,7 @@ __all__ = [
     "iter_lines",
     "require_tenant",
     "unexpected_input",
+    "compressed",
     "unreadable",
 ]
 
@@ -112,6 +113,26 @@ def unreadable(source: str, exc: OSError) -> LoadError:
         fix="Make the file readable by this user (permissions, a broken mount or disk), or "
             'pass errors="quarantine" to load the other files.',
     )
+
+
+#: magic numbers of compressed files (a JSON text file starts with none of them)
+_COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip"), (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"),
+               (b"BZh", "bzip2", "bunzip2"), (b"\xfd7zXZ\x00", "xz", "unxz"),
+               (b"PK\x03\x04", "zip", "unzip"))  # fmt: skip
+
+
+def compressed(source: str, head: bytes) -> LoadError | None:
+    """The LoadError (reason ``compressed``, ``line`` None) for a text log whose first bytes
+    are those of a compressed file (a gzip file named ``.jsonl``, say), else None."""
+    for magic, kind, tool in _COMPRESSED:
+        if head.startswith(magic):
+            return LoadError(
+                source=source, line=None, reason="compressed",
+                detail=f"is a {kind}-compressed file, not JSON text",
+                fix=f"Decompress it first (e.g. `{tool}`), then load the result; or pass "
+                    'errors="quarantine" to load the other files.',
+            )
+    return None
 
 
 def check_errors_arg(errors: object) -> ErrorPolicy:

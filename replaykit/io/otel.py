@@ -44,6 +44,7 @@ from ._common import (
     ErrorPolicy,
     Progress,
     Quarantine,
+    compressed,
     expand_paths,
     iter_lines,
     require_tenant,
@@ -581,6 +582,10 @@ def read_otel(
                     docs = [(1, data)]
             except OSError as exc:  # one bad row; the other files load
                 quarantine.bad(unreadable(str(f), exc))
+                continue
+            packed_err = compressed(str(f), docs[0][1][:8]) if docs else None
+            if packed_err is not None:
+                quarantine.bad(packed_err)
                 continue
             if docs and docs[0][0] == 1 and docs[0][1].startswith(b"\xef\xbb\xbf"):
                 docs[0] = (1, docs[0][1][3:])  # a UTF-8 byte order mark, as sniff accepts

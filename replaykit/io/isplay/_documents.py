@@ -28,7 +28,7 @@ from ..._json import (
     loads,
 )
 from ...errors import LoadError
-from .._common import Progress, Quarantine, unreadable
+from .._common import Progress, Quarantine, compressed, unreadable
 from ._format import _LINE_SUFFIXES, BRANCH_FORMAT, FIXTURES_FORMAT, RUN_FORMAT
 from ._text import (
     _json_error,
@@ -302,6 +302,11 @@ def _read_file(path: Path, acc: _Runs, seen: dict[str, str], quarantine: Quarant
         quarantine.bad(unreadable(src, exc))
         return
     progress.update(len(data))
+    packed_err = compressed(src, data[:8])
+    if packed_err is not None:
+        acc.input_rows += 1
+        quarantine.bad(packed_err)
+        return
 
     def file_error(reason: str, detail: str, line: int | None, fld: str | None = None) -> None:
         acc.input_rows += 1

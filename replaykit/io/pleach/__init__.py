@@ -60,6 +60,7 @@ from .._common import (
     Progress,
     Quarantine,
     check_errors_arg,
+    compressed,
     expand_paths,
     unreadable,
 )
@@ -307,11 +308,17 @@ def _read_pleach(
                 bar.update(f.stat().st_size)
             else:
                 try:
-                    file_parts = list(_read_jsonl(f, source, quarantine, tenants, counts, bar))
-                except OSError as exc:  # the whole file is one bad row; the others load
+                    with open(f, "rb") as fh:
+                        file_err = compressed(source, fh.read(8))
+                    if file_err is None:
+                        file_parts = list(
+                            _read_jsonl(f, source, quarantine, tenants, counts, bar))
+                except OSError as exc:
+                    file_err = unreadable(source, exc)
+                if file_err is not None:  # the whole file is one bad row; the others load
                     del quarantine.rows[before:]
                     counts.input_rows, counts.filtered_out = 1, 0
-                    quarantine.bad(unreadable(source, exc))
+                    quarantine.bad(file_err)
                     file_parts = []
             counts.quarantined = len(quarantine) - before
             parts.extend((source, p) for p in file_parts)

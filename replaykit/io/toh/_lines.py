@@ -23,6 +23,7 @@ from ..._json import (
 from ...errors import LoadError
 from .._common import (
     Progress,
+    compressed,
     is_epoch_ms,
     is_int64,
     unreadable,
@@ -151,6 +152,10 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
             data = fh.read()
     except OSError as exc:  # the file's only row; the other files load
         ctx.quarantine.bad(unreadable(ctx.src, exc))
+        return
+    packed_err = compressed(ctx.src, data[:8])
+    if packed_err is not None:
+        ctx.quarantine.bad(packed_err)
         return
     lines = data.split(b"\n")
     if lines and not lines[-1]:
