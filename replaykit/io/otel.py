@@ -138,10 +138,20 @@ def _any_value(v: Any) -> Any:
             return _int64(v[key], "intValue")
     for key in ("doubleValue", "double_value"):
         if key in v:
-            return float(v[key])
+            d = v[key]  # a JSON number, or its text as protobuf's JSON mapping allows
+            if d is None:  # protobuf JSON: null is the default value
+                return 0.0
+            if type(d) is bool or not isinstance(d, (int, float, str)):
+                raise ValueError(f"doubleValue must be a number, got {d!r}")
+            return float(d)
     for key in ("boolValue", "bool_value"):
         if key in v:
-            return bool(v[key])
+            b = v[key]  # bool("false") would be True: only true/false are booleans
+            if b is None:  # protobuf JSON: null is the default value
+                return False
+            if type(b) is not bool:
+                raise ValueError(f"boolValue must be true or false, got {b!r}")
+            return b
     for key in ("arrayValue", "array_value"):
         if key in v:
             return [_any_value(x) for x in (v[key] or {}).get("values", [])]
@@ -184,7 +194,10 @@ def _attributes(items: Any, where: str = "attributes") -> dict[str, Any]:
         key = a.get("key")
         if not isinstance(key, str):
             raise ValueError(f"{where}[{i}].key must be a string, got {key!r}")
-        out[key] = _any_value(a.get("value"))
+        try:
+            out[key] = _any_value(a.get("value"))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{where}[{i}] ({key!r}): {exc}") from None
     return out
 
 
