@@ -58,6 +58,13 @@ def _bad_json(raw: bytes, exc: Exception) -> tuple[str, str]:
     return "bad_json", "is not valid JSON (truncated or malformed line)"
 
 
+def _shown(value: Any) -> str:
+    """A header value for an error message, cut short: the message is repeated on every
+    later line of a headerless file (a 40 MB ``type`` must not become 40 MB per line)."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text):,} characters)"
+
+
 def _check_header(ctx: _FileCtx, obj: Any, lineno: int) -> LoadError | None:
     if not isinstance(obj, dict):
         return ctx.err(lineno, "missing_header", "line 1 must be the session header object "
@@ -65,23 +72,26 @@ def _check_header(ctx: _FileCtx, obj: Any, lineno: int) -> LoadError | None:
                        fix="Every toh log starts with its session header line.")
     if obj.get("type") != "session":
         return ctx.err(lineno, "missing_header",
-                       f"must be 'session' on line 1 (the session header), got {obj.get('type')!r}",
+                       "must be 'session' on line 1 (the session header), got "
+                       f"{_shown(obj.get('type'))}",
                        field="type", fix="Every toh log starts with its session header line; "
                        "restore it or load the file with another format.")  # fmt: skip
     if not isinstance(obj.get("id"), str) or not obj["id"]:
-        return ctx.err(lineno, "bad_header", f"must be a non-empty string, got {obj.get('id')!r}",
-                       field="id", fix="The session header needs the session id.")
+        return ctx.err(lineno, "bad_header",
+                       f"must be a non-empty string, got {_shown(obj.get('id'))}", field="id",
+                       fix="The session header needs the session id.")
     ps = obj.get("parentSession")
     if ps is not None and not isinstance(ps, str):
-        return ctx.err(lineno, "bad_header", f"must be a string, got {ps!r}", field="parentSession")
+        return ctx.err(lineno, "bad_header", f"must be a string, got {_shown(ps)}",
+                       field="parentSession")
     sl = obj.get("seedLength")
     if sl is not None and (not is_int64(sl) or sl < 0):
-        return ctx.err(lineno, "bad_header", f"must be an integer >= 0, got {sl!r}",
+        return ctx.err(lineno, "bad_header", f"must be an integer >= 0, got {_shown(sl)}",
                        field="seedLength")
     ca = obj.get("createdAt")
     if ca is not None and not is_epoch_ms(ca):
         return ctx.err(lineno, "bad_header", "must be epoch milliseconds (years 1 to 9999), "
-                       f"got {ca!r}", field="createdAt")
+                       f"got {_shown(ca)}", field="createdAt")
     return None
 
 
