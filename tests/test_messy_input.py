@@ -736,3 +736,24 @@ def test_compressed_file_with_a_text_name(tmp_path: Path, fmt: str, kind: str) -
     if fmt == "pleach":
         c = {r["source"]: r for r in log.extras["pleach_counts"].to_pylist()}[f"pleach:{bad}"]
         assert (c["input_rows"], c["quarantined"], c["loaded"]) == (1, 1, 0)
+
+
+def test_parquet_with_a_column_named_twice(tmp_path: Path) -> None:
+    rows = _pleach_rows()
+    t = pa.table([pa.array([r["tenant_id"] for r in rows]), pa.array(["evil"] * 3),
+                  pa.array([r["chat_id"] for r in rows]),
+                  pa.array([r["sequence_number"] for r in rows]),
+                  pa.array([r["event_type"] for r in rows]), pa.array(['{"text":"a"}'] * 3)],
+                 names=["tenant_id", "tenant_id", "chat_id", "sequence_number", "event_type",
+                        "payload"])  # fmt: skip
+    (tmp_path / "in").mkdir()
+    pq.write_table(t, tmp_path / "in" / "a.parquet")
+    pq.write_table(t.select([0, 2, 3, 4, 5]), tmp_path / "in" / "b.parquet")
+    err = _load_error(rk.read_pleach, tmp_path / "in" / "a.parquet")
+    assert (err.reason, err.field, err.line) == ("bad_schema", "tenant_id", None)
+    log = rk.read_pleach(tmp_path / "in", errors="quarantine")
+    assert len(log) == 3 and log.tenants == ["acme"]
+    assert [(Path(r["source"]).name, r["reason"]) for r in log.quarantine.to_pylist()] == [
+        ("a.parquet", "bad_schema")]
+    with pytest.raises(LoadError):
+        rk.read_events(tmp_path / "in" / "a.parquet")

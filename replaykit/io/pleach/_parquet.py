@@ -70,7 +70,17 @@ def _read_parquet(
     import pyarrow.parquet as pq
 
     pf = pq.ParquetFile(path)
-    names = set(pf.schema_arrow.names)
+    all_names = pf.schema_arrow.names
+    names = set(all_names)
+    twice = sorted(c for c in names if all_names.count(c) > 1)
+    if twice:  # which one is the row's tenant (or seq, ...)? never guessed
+        counts.input_rows += pf.metadata.num_rows
+        raise LoadError(
+            source=source, line=None, reason="bad_schema", field=twice[0],
+            detail=f"names {all_names.count(twice[0])} columns of the Parquet file "
+                   f"(duplicated names: {twice})",
+            fix="Export each harness_event_log column once.",
+        )
     missing = [c for c in _REQUIRED_COLUMNS if c not in names]
     if missing:
         counts.input_rows += pf.metadata.num_rows
