@@ -757,3 +757,22 @@ def test_parquet_with_a_column_named_twice(tmp_path: Path) -> None:
         ("a.parquet", "bad_schema")]
     with pytest.raises(LoadError):
         rk.read_events(tmp_path / "in" / "a.parquet")
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ('{"d": NaN}', "NaN"), ('{"d": ' + "[" * 300 + "]" * 300 + "}", "deep"),
+    ('{"d": ' + HUGE + "}", "digits")])  # fmt: skip
+def test_parquet_payload_text_follows_the_jsonl_rules(tmp_path: Path, text: str, why: str) -> None:
+    """Arrow's parser accepts NaN, any depth and any integer: such Parquet payload texts were
+    loaded as they were (not JSON, or not decodable), while the same JSONL line is bad_json."""
+    rows = _pleach_rows()
+    t = pa.table({k: [r[k] for r in rows] for k in
+                  ("tenant_id", "chat_id", "sequence_number", "event_type")})
+    t = t.append_column("payload", pa.array(['{"text":"a"}', text, '{"text":"score: NaN"}']))
+    pq.write_table(t, tmp_path / "log.parquet")
+    err = _load_error(rk.read_pleach, tmp_path / "log.parquet")
+    assert (err.reason, err.line, err.field) == ("bad_payload", 2, "payload")
+    assert why in str(err)
+    log = rk.read_pleach(tmp_path / "log.parquet", errors="quarantine")
+    assert log.table.column("source_line").to_pylist() == [1, 3]
+    assert log.table.column("payload")[1].as_py() == '{"text":"score: NaN"}'
