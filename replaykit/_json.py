@@ -10,6 +10,7 @@ import gc
 import hashlib
 import json
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,8 +21,9 @@ except ImportError:  # pragma: no cover
     _orjson = None  # type: ignore[assignment]
 
 __all__ = [
-    "HAVE_ORJSON", "MAX_DEPTH", "JSONDecodeError", "JSONTooDeep", "args_hash", "canonical_json",
-    "dumps", "json_type", "loads", "may_hold_long_ints",
+    "HAVE_ORJSON", "MAX_DEPTH", "JSONDecodeError", "JSONLoneSurrogate", "JSONTooDeep",
+    "args_hash", "canonical_json", "check_unicode", "dumps", "json_type", "loads",
+    "lone_surrogate_line", "may_hold_long_ints",
 ]  # fmt: skip
 
 HAVE_ORJSON = _orjson is not None
@@ -44,12 +46,31 @@ class _NotFinite(ValueError):
     """A NaN/Infinity literal or a number too large for a double: not JSON."""
 
 
+class _IntTooLong(ValueError):
+    """An integer with more digits than Python converts (``sys.get_int_max_str_digits()``)."""
+
+
+class JSONLoneSurrogate(ValueError):
+    """A string with an unpaired UTF-16 surrogate escape (``"\\ud800"``): not Unicode text.
+
+    orjson rejects these itself; the standard library decodes them into strings that cannot
+    be encoded as UTF-8 (so they would break every later step), hence the same rejection.
+    """
+
+    def __init__(self, line: int | None = None) -> None:
+        self.line = line
+        where = f" (line {line})" if line is not None else ""
+        super().__init__(f"a string holds an unpaired UTF-16 surrogate escape{where} "
+                         "(\\ud800-\\udfff without its pair), which is not Unicode text")
+
+
 # A run of 19+ digits may be an integer beyond 64 bits: orjson would turn it into a float and
 # lose digits, so such text is decoded by the standard library (exact Python ints) instead.
 # (Digits are mapped to "0" by one translate, then searched: much faster than a regex.)
 _DIGITS_B = bytes.maketrans(b"0123456789", b"0000000000")
 _LONG_B = b"0" * 19
 _NEWLINE = re.compile(b"\n")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def _reject_constant(name: str) -> Any:
@@ -82,9 +103,45 @@ def _stdlib_loads(data: bytes | str) -> Any:
     if isinstance(data, bytes):
         data = data.decode("utf-8")
     try:
-        return json.loads(data, parse_constant=_reject_constant, parse_float=_finite_float)
+        value = json.loads(data, parse_constant=_reject_constant, parse_float=_finite_float)
+        check_unicode(data, value)
+        return value
     except RecursionError:
         raise JSONTooDeep() from None
+    except (json.JSONDecodeError, _NotFinite, JSONLoneSurrogate):
+        raise
+    except ValueError:  # int(text) past the interpreter's digit limit (4300 by default)
+        raise _IntTooLong(f"an integer has more than {sys.get_int_max_str_digits()} digits "
+                          "(Python's limit for decoding an integer)") from None
+
+
+def lone_surrogate_line(text: str) -> int | None:
+    """1-based line of the first unpaired UTF-16 surrogate escape (``\\ud800``) in JSON text,
+    None when there is none (a cheap search; pairs such as ``\\ud83d\\ude00`` are fine)."""
+    for m in _SURROGATE_ESCAPE.finditer(text):
+        unit = int(m.group()[2:], 16)
+        if unit < 0xDC00:  # a high surrogate must be followed by a low one
+            nxt = _SURROGATE_ESCAPE.match(text, m.end())
+            if nxt is not None and int(nxt.group()[2:], 16) >= 0xDC00:
+                continue
+        else:  # a low surrogate must follow a high one
+            prev = _SURROGATE_ESCAPE.match(text, m.start() - 6) if m.start() >= 6 else None
+            if prev is not None and int(prev.group()[2:], 16) < 0xDC00:
+                continue
+        return text.count("\n", 0, m.start()) + 1
+    return None
+
+
+def check_unicode(text: str, value: Any) -> None:
+    """Raise :class:`JSONLoneSurrogate` when ``value`` (decoded from ``text`` by the standard
+    library) holds a string that is not Unicode text; a no-op without surrogate escapes."""
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        line = lone_surrogate_line(text)
+        raise JSONLoneSurrogate(line) from None
 
 
 def _has_long_int(data: bytes | str) -> bool:
@@ -162,10 +219,11 @@ def canonical_json(obj: Any) -> str:
 if _orjson is not None:
     JSONDecodeError: tuple[type[Exception], ...] = (
         _orjson.JSONDecodeError, UnicodeDecodeError, json.JSONDecodeError, _NotFinite,
-        JSONTooDeep,
+        _IntTooLong, JSONLoneSurrogate, JSONTooDeep,
     )  # fmt: skip
 else:  # pragma: no cover - exercised by tests/test_json.py through _canonical_json_stdlib
-    JSONDecodeError = (json.JSONDecodeError, UnicodeDecodeError, _NotFinite, JSONTooDeep)
+    JSONDecodeError = (json.JSONDecodeError, UnicodeDecodeError, _NotFinite, _IntTooLong,
+                       JSONLoneSurrogate, JSONTooDeep)
 
 
 def _float_text(x: float) -> str:

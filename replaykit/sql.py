@@ -97,7 +97,7 @@ import pyarrow.compute as pc
 from ._json import canonical_json, loads
 from .errors import LoadError, MissingExtraError, ReplayKitError, SQLError
 from .eventlog import EventLog
-from .io._common import ErrorPolicy, Quarantine, check_errors_arg
+from .io._common import ErrorPolicy, Quarantine, check_errors_arg, times_in_years
 from .schema import EVENTS_SCHEMA, QUARANTINE_SCHEMA, events_table
 from .tenancy import bad_tenant_mask, check_tenant_id, tenant_id_problem
 
@@ -846,6 +846,11 @@ def _well_typed(raw: pa.Table, checks: list[_Check]) -> bool:
                 return False
         elif not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
             return False
+        else:
+            try:  # SQLite keeps any bytes as TEXT: invalid UTF-8 would make invalid strings
+                col.validate(full=True)
+            except pa.ArrowInvalid:
+                return False
         if not chk.nullable and col.null_count:
             return False
         if chk.extra and len(col) > col.null_count:
@@ -879,10 +884,24 @@ def _has_rowid(cur: Any, table: str) -> bool:
         return False
 
 
+def _shown_keys(keys: pa.Table) -> list[dict[str, Any]]:
+    """Rows of ``keys`` as Python, text that is not UTF-8 shown with backslash escapes."""
+    cols = {}
+    for name in keys.column_names:
+        col = keys.column(name)
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            cols[name] = [None if v is None else v.decode("utf-8", "backslashreplace")
+                          for v in col.cast(pa.large_binary()).to_pylist()]
+        else:
+            cols[name] = col.to_pylist()
+    return [dict(zip(cols, vals, strict=True)) for vals in zip(*cols.values(), strict=True)]
+
+
 def _sqlite_literals(cur: Any, table: str, rowids: list[int], checks: list[_Check]
                      ) -> dict[int, dict[str, str]]:
     """{rowid: {column: the stored value as an SQL literal}} for a few rows."""
-    cols = ", ".join(f'quote("{c.column}") AS "{c.column}"' for c in checks)
+    # as bytes: a TEXT value need not be UTF-8
+    cols = ", ".join(f'CAST(quote("{c.column}") AS BLOB) AS "{c.column}"' for c in checks)
     out: dict[int, dict[str, str]] = {}
     for i in range(0, len(rowids), 500):
         part = rowids[i : i + 500]
@@ -893,7 +912,8 @@ def _sqlite_literals(cur: Any, table: str, rowids: list[int], checks: list[_Chec
         )
         for rec in cur.fetch_arrow_table().to_pylist():
             out[rec.pop("__rk_rowid")] = {
-                k: "NULL" if v is None else str(v) for k, v in rec.items()
+                k: "NULL" if v is None else v.decode("utf-8", "backslashreplace")
+                if isinstance(v, bytes) else str(v) for k, v in rec.items()
             }
     return out
 
@@ -934,11 +954,17 @@ def _fetch_sqlite_guarded(
     )
     raw = _recheck(_drop_sentinel(cur.fetch_arrow_table()), tenants, runs)
     bad = raw.column("__rk_bad").to_numpy().astype(np.int64)
+    for i, chk in enumerate(checks):  # TEXT must also be UTF-8 (SQLite stores any bytes)
+        if chk.storage == "text":
+            col = raw.column(chk.column).combine_chunks()
+            if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+                for k in _failing_rows(col, lambda a: a.validate(full=True)):
+                    bad[k] |= 1 << i
     if layout == "full":  # created_at must also parse as a time
         i = [c.column for c in checks].index("created_at")
         ts_type = EVENTS_SCHEMA.field("ts").type
         col = raw.column("created_at").combine_chunks()
-        for k in _failing_rows(col, lambda a: pc.cast(a, ts_type)):
+        for k in _failing_rows(col, lambda a: _sqlite_times(a, ts_type)):
             bad[k] |= 1 << i
     rows = np.flatnonzero(bad)
     quarantine = Quarantine(errors)
@@ -947,9 +973,10 @@ def _fetch_sqlite_guarded(
         known = [r for r in rowids if r is not None]
         shown = known if errors == "quarantine" else known[:5]
         literals = _sqlite_literals(cur, table, shown, checks) if shown else {}
-        keys = raw.select(["tenant_id", "chat_id", "sequence_number"]).take(pa.array(rows))
+        keys = _shown_keys(raw.select(["tenant_id", "chat_id", "sequence_number"])
+                           .take(pa.array(rows)))
         problems = []
-        for n, (r, key) in enumerate(zip(rowids, keys.to_pylist(), strict=True)):
+        for n, (r, key) in enumerate(zip(rowids, keys, strict=True)):
             if errors == "raise" and n >= 5:
                 break
             lit = literals.get(r, {})
@@ -1105,13 +1132,22 @@ def _read_table(uri: Any, *, tenant_id: Any, table: str = DEFAULT_TABLE, **kwarg
     return _read_log(uri, tenant_id=tenant_id, table=table, **kwargs).table
 
 
+def _sqlite_times(col: pa.Array, ts_type: pa.DataType) -> pa.Array:
+    """SQLite ``created_at`` text as timestamps; ArrowInvalid for text that is no time or a
+    time outside years 1 to 9999 (Arrow parses year 0000, which no datetime can show)."""
+    ts = pc.cast(pc.cast(col, pa.string()), ts_type)
+    if times_in_years(ts)[1].any():
+        raise pa.ArrowInvalid("created_at outside years 1 to 9999")
+    return ts
+
+
 def _to_canonical(raw: pa.Table, dialect: str) -> pa.Table:
     cols: dict[str, Any] = {}
     for db, canon, *_ in _COLUMNS:
         col = raw.column(db).combine_chunks()
         field = EVENTS_SCHEMA.field(canon)
         if canon == "ts" and dialect == "sqlite":
-            col = pc.cast(pc.cast(col, pa.string()), field.type)
+            col = _sqlite_times(col, field.type)
         elif pa.types.is_boolean(field.type) and not pa.types.is_boolean(col.type):
             col = pc.not_equal(col, 0)
         cols[canon] = col

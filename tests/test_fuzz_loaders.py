@@ -2,7 +2,8 @@
 
 Each case takes one input (a corpus toh log, a bundled sample in ``data/``, or a small log
 made here or by :mod:`replaykit.datasets`), applies one seeded mutation (bytes, lines or JSON
-values: deep nesting, big numbers, wrong types, deletions, truncation, duplication) and loads
+values: deep nesting, big numbers (also past Python's 4300-digit limit), wrong types, unpaired
+surrogate escapes, deletions, truncation, duplication, gzip, CRLF) and loads
 the result with ``errors="raise"`` and with ``errors="quarantine"``. Asserted for every load:
 
 * only :class:`replaykit.ReplayKitError` subclasses escape;
@@ -20,6 +21,7 @@ cases per family (``REPLAYKIT_FUZZ_N=10`` for a long run).
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -50,8 +52,10 @@ TENANT = "fuzz"
 #: raw JSON texts that replace a value (big numbers, non-JSON literals)
 BIG = ["123456789012345678901234567890", "18446744073709551616", "9223372036854775808",
        "-9223372036854775809", "1e30", "-1e30", "1e400", str(2**62), str(-(2**63)),
-       "18446744073709551615"]  # fmt: skip
+       "18446744073709551615", "9" * 5000]  # fmt: skip
 NONFINITE = ["NaN", "Infinity", "-Infinity"]
+#: raw JSON strings that are not Unicode text (an unpaired surrogate escape) or barely are
+ODD_STRINGS = ['"\\ud800"', '"a\\udfff"', '"\\ud83d\\ude00"', '"\\u0000"', '"\\u005f"']
 WRONG: list[Any] = ["", "x", 0, -1, 1.5, True, False, None, [], {}, [1, "a"], {"k": 1},
                     "2026-13-45T99:99:99Z"]  # fmt: skip
 _HOLE = "\u0000HOLE\u0000"
@@ -90,7 +94,8 @@ def mutate_json(value: Any, rng: random.Random) -> tuple[str, str]:
     """(new JSON text, description) of one value mutation of a parsed JSON document."""
     nodes = _nodes(value)
     path = rng.choice(nodes)
-    op = rng.choice(["deep", "big", "big", "wrong", "wrong", "delete", "nonfinite", "dup"])
+    op = rng.choice(["deep", "big", "big", "wrong", "wrong", "delete", "nonfinite", "dup",
+                     "string"])
     raw: str | None = None
     if op == "deep":
         raw = _deep(rng)
@@ -98,6 +103,8 @@ def mutate_json(value: Any, rng: random.Random) -> tuple[str, str]:
         raw = rng.choice(BIG)
     elif op == "nonfinite":
         raw = rng.choice(NONFINITE)
+    elif op == "string":
+        raw = rng.choice(ODD_STRINGS)
     elif op == "wrong":
         new = rng.choice(WRONG)
         value = _set(value, path, new)
@@ -126,7 +133,7 @@ def mutate_json(value: Any, rng: random.Random) -> tuple[str, str]:
 def mutate_bytes(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     n = len(data)
     op = rng.choice(["flip", "set", "delete", "insert", "truncate", "duplicate", "empty",
-                     "random", "bom"])  # fmt: skip
+                     "random", "bom", "gzip", "crlf"])  # fmt: skip
     i = rng.randrange(n) if n else 0
     if op == "flip" and n:
         b = bytearray(data)
@@ -151,6 +158,10 @@ def mutate_bytes(data: bytes, rng: random.Random) -> tuple[bytes, str]:
         return b"", "bytes:empty"
     if op == "bom":
         return b"\xef\xbb\xbf" + data, "bytes:bom"
+    if op == "gzip":
+        return gzip.compress(data, mtime=0), "bytes:gzip"
+    if op == "crlf":
+        return data.replace(b"\n", b"\r\n"), "bytes:crlf"
     junk = bytes(rng.randrange(256) for _ in range(rng.randint(1, 4096)))
     return junk, f"bytes:random {len(junk)}"
 
@@ -430,6 +441,12 @@ def _nonblank(data: bytes) -> int:
     return sum(1 for ln in data.split(b"\n") if ln.strip())
 
 
+def _rejected_whole(log: rk.EventLog, rel: str) -> bool:
+    """The file was rejected as a whole (compressed or unreadable: one row, line null)."""
+    return any(r["line"] is None and r["reason"] in ("compressed", "unreadable")
+               and str(r["source"]).endswith("/" + rel) for r in log.quarantine.to_pylist())
+
+
 def _check_counts(sample: Sample, files: dict[str, bytes], log: rk.EventLog) -> str | None:
     q = log.quarantine.num_rows
     if sample.counts == "pleach":
@@ -441,12 +458,12 @@ def _check_counts(sample: Sample, files: dict[str, bytes], log: rk.EventLog) -> 
         for r in c:
             if r["loaded"] + r["quarantined"] + r["filtered_out"] != r["input_rows"]:
                 return f"pleach_counts row {r} does not add up"
-        if sample.kind == "jsonl":
-            lines = sum(_nonblank(v) for v in files.values())
+        if sample.kind == "jsonl":  # a file rejected whole counts as one input row
+            lines = sum(1 if _rejected_whole(log, k) else _nonblank(v) for k, v in files.items())
             if sum(r["input_rows"] for r in c) != lines:
                 return f"input_rows {sum(r['input_rows'] for r in c)} != {lines} non-blank lines"
     elif sample.counts == "toh":
-        lines = sum(_nonblank(v) for v in files.values())
+        lines = sum(0 if _rejected_whole(log, k) else _nonblank(v) for k, v in files.items())
         event_lines = len({(s, ln) for s, ln in zip(
             log.table.column("source").to_pylist(), log.table.column("source_line").to_pylist(),
             strict=True)})  # fmt: skip

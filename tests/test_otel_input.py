@@ -219,3 +219,32 @@ def test_openinference_tool_spans_take_the_call_ids_the_model_asked_for(tmp_path
     model = t.filter(pc.equal(pc.cast(t.column("kind"), "string"), "model_response"))
     assert model.column("input_tokens").to_pylist() == [7]
     assert pc.cast(model.column("finish"), "string").to_pylist() == ["unknown"]
+
+
+@pytest.mark.parametrize("value", [{"boolValue": "false"}, {"boolValue": 0}, {"boolValue": "true"},
+                                   {"doubleValue": True}, {"doubleValue": [1.5]},
+                                   {"doubleValue": "abc"}])  # fmt: skip
+def test_wrongly_typed_bool_and_double_values_are_bad_spans(tmp_path: Path, value: dict) -> None:
+    """bool("false") is True and float(True) is 1.0: such values were loaded silently."""
+    from test_messy_input import _otel_doc
+
+    p = tmp_path / "t.json"
+    p.write_text(_otel_doc(value))
+    with pytest.raises(LoadError) as info:
+        rk.read_otel(p, tenant_id="t")
+    assert info.value.reason == "bad_span" and "'custom'" in str(info.value)
+    log = rk.read_otel(p, tenant_id="t", errors="quarantine")
+    assert len(log) == 0 and log.quarantine.column("reason").to_pylist() == ["bad_span"]
+
+
+@pytest.mark.parametrize(("value", "loaded"), [
+    ({"boolValue": False}, False), ({"boolValue": None}, False), ({"doubleValue": "1.5"}, 1.5),
+    ({"doubleValue": 2}, 2.0), ({"doubleValue": None}, 0.0)])  # fmt: skip
+def test_bool_and_double_values_as_protobuf_json_writes_them(tmp_path: Path, value: dict,
+                                                            loaded: Any) -> None:
+    from test_messy_input import _otel_doc
+
+    p = tmp_path / "t.json"
+    p.write_text(_otel_doc(value))
+    payload = rk.read_otel(p, tenant_id="t").table.column("payload")[0].as_py()
+    assert json.loads(payload)["attributes"]["custom"] == loaded

@@ -20,7 +20,7 @@ import pytest
 from _chainlogs import make_log
 from _pgserver import find_pg_bindir, temporary_postgres
 
-from replaykit import EventLog, MissingExtraError
+from replaykit import EventLog, LoadError, MissingExtraError
 from replaykit._cli_verify import verify_chain_command
 from replaykit.integrity import chain_heads, stamp_chain, verify_chain
 from replaykit.sql import ddl, read_sql, write_sql
@@ -932,3 +932,36 @@ def test_reading_a_sqlite_file_that_does_not_exist_creates_nothing(tmp_path):
         assert err.value.reason == "no_database" and "nope.db" in str(err.value)
         assert "never creates" in err.value.fix
     assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- messy SQLite values
+@pytest.mark.parametrize(("column", "value"), [
+    ("payload", "x'7b2274223a22ff227d'"), ("text", "x'ff'"), ("chat_id", "x'63ff'"),
+    ("event_type", "x'ff'"), ("created_at", "'0000-01-01T00:00:00Z'"),
+    ("created_at", "'0001-01-01T00:00:00+01:00'"),
+])  # fmt: skip
+def test_sqlite_text_that_is_not_utf8_or_a_time_outside_years_1_to_9999(
+        sqlite_uri, log, column, value):
+    """SQLite keeps any bytes as TEXT and Arrow parses year 0: such rows loaded as invalid
+    strings / times no datetime can show (and the report of a bad chat_id raised a raw
+    UnicodeDecodeError); now each is one malformed_value row."""
+    acme = log.filter(tenant_id="acme")
+    write_sql(acme, sqlite_uri)
+    path = sqlite_uri.removeprefix("sqlite:///")
+    con = sqlite3.connect(path)
+    rowid = con.execute("SELECT min(rowid) FROM harness_event_log").fetchone()[0]
+    cast = f"CAST({value} AS TEXT)" if value.startswith("x'") else value
+    con.execute(f'UPDATE harness_event_log SET "{column}" = {cast} WHERE rowid = ?', (rowid,))
+    con.commit()
+    con.close()
+    with pytest.raises(LoadError) as info:
+        read_sql(sqlite_uri, tenant_id="acme")
+    assert (info.value.reason, info.value.field) == ("malformed_value", column)
+    back = read_sql(sqlite_uri, tenant_id="acme", errors="quarantine")
+    assert len(back) == len(acme) - 1
+    q = back.quarantine
+    assert q.column("reason").to_pylist() == ["malformed_value"]
+    q.validate(full=True)
+    for name in back.table.column_names:
+        back.table.column(name).validate(full=True)
+    back.table.column("ts").to_pylist()

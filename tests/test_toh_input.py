@@ -149,3 +149,23 @@ def test_primary_log_with_seed_length_is_derived_whole(tmp_path: Path) -> None:
     assert [c["chunks"][0]["text"] for c in s.calls] == ["a", "b"]
     assert unfinished_calls(lone).empty
     assert pc.sum(read_toh(lone, tenant_id="a").table.column("inherited")).as_py() == 2
+
+
+@pytest.mark.parametrize("field", ["type", "id", "parentSession", "createdAt"])
+def test_bad_header_value_is_not_copied_into_every_later_line(tmp_path: Path,
+                                                              field: str) -> None:
+    """A headerless file's later lines each repeat the header's error: a 2 MB header value
+    became 2 MB per line (a 40 MB one: 3 GB of messages for a 29-line file)."""
+    header = {"type": "session", "version": 0, "id": "s-1", "createdAt": 1767312000000}
+    header[field] = {"type": "x" * 2_000_000, "createdAt": 10**3000}.get(field, ["x" * 2_000_000])
+    lines = [json.dumps(header)] + [json.dumps({"type": "turn/start", "data": {"turn": k}})
+                                    for k in range(50)]
+    p = tmp_path / "session.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    log = read_toh(p, tenant_id="t", errors="quarantine")
+    q = log.quarantine.to_pylist()
+    assert len(q) == 51 and {r["reason"] for r in q[1:]} == {"no_header"}
+    assert max(len(r["message"]) for r in q) < 1000
+    with pytest.raises(LoadError) as info:
+        read_toh(p, tenant_id="t")
+    assert info.value.field == field and len(str(info.value)) < 1000

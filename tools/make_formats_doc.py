@@ -32,8 +32,19 @@ MESSY_INPUT = [
     "| a time outside years 1 to 9999 | no | the format's time reason |",
     "| `NaN`, `Infinity`, `-Infinity` literals, numbers beyond a double's range (`1e400`) | "
     "no: not JSON | `bad_json` |",
+    "| an integer of more than 4300 digits (Python's `sys.get_int_max_str_digits()`) | no | "
+    "`bad_json` (the format's JSON reason) |",
+    "| a string with an unpaired UTF-16 surrogate escape (`\"\\ud800\"`; a pair such as "
+    "`\\ud83d\\ude00` is one character and loads) | no: not Unicode text (isplay: the "
+    "whole document) | `bad_json` |",
     "| JSON nested deeper than 200 levels (arrays and objects) | no | `too_deep` (the "
     "format's JSON reason where the parser itself gives up, beyond 1024 levels) |",
+    "| a file the OS will not read (permissions, I/O error) | no: the file; quarantine: one "
+    "row (`line` null; pleach counts it as one input row), the other files load (pleach "
+    "Parquet files: `bad_parquet`; Inspect logs: `bad_log`) | `unreadable` |",
+    "| a text log (`.jsonl`, `.json`, `.ndjson`) that is gzip, zstd, bzip2, xz or zip "
+    "compressed (found by its first bytes) | no: the file, with the tool to decompress it; "
+    "quarantine: one row (`line` null), the other files load | `compressed` |",
     "| `read_events` on a folder: a file of no known format (empty, binary, other) | "
     "`errors=\"raise\"`: `FormatDetectionError`; quarantine: one row (`line` null), the "
     "other files load | `unknown_format` |",

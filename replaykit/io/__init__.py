@@ -16,7 +16,7 @@ from ..errors import FormatDetectionError, MissingTenantError, ReplayKitError
 from ..eventlog import EventLog, concat
 from ..schema import empty_events
 from . import inspect, isplay, otel, pleach, toh
-from ._common import Quarantine, expand_paths, require_tenant
+from ._common import Quarantine, compressed, expand_paths, require_tenant, unreadable
 from .inspect import read_inspect
 from .isplay import read_isplay
 from .otel import read_otel
@@ -149,7 +149,13 @@ def read_events(
         try:
             by_format.setdefault(detect_format(f), []).append(f)
         except FormatDetectionError as exc:  # raised under "raise"; one row under quarantine
-            quarantine.bad(exc)
+            try:  # a file the OS will not read, or a compressed one: say so
+                with open(f, "rb") as fh:
+                    packed_err = compressed(str(f), fh.read(8))
+            except OSError as os_exc:
+                quarantine.bad(unreadable(str(f), os_exc))
+                continue
+            quarantine.bad(packed_err or exc)
     logs = []
     for name, paths in by_format.items():  # a loop, not a comprehension: warnings' stacklevel
         logs.append(_read_format(name, paths, owner, tenant_id, kwargs))

@@ -27,6 +27,8 @@ __all__ = [
     "iter_lines",
     "require_tenant",
     "unexpected_input",
+    "compressed",
+    "unreadable",
 ]
 
 ErrorPolicy = Literal["raise", "quarantine"]
@@ -45,6 +47,21 @@ def is_int64(v: object) -> bool:
 def is_epoch_ms(v: object) -> bool:
     """True for an int or float epoch-milliseconds value within years 1..9999."""
     return type(v) in (int, float) and EPOCH_MS_MIN <= v <= EPOCH_MS_MAX  # type: ignore[operator]
+
+
+def times_in_years(ts: Any) -> tuple[Any, Any]:
+    """``(ts, out)``: a timestamp[us, UTC] array with the times outside years 1 to 9999 made
+    null, and the numpy mask of those rows (column-wise). Arrow and pandas parse year 0 and
+    zone offsets that carry a time past either end, which no datetime can show."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    us = ts.cast(pa.int64())
+    lo, hi = EPOCH_MS_MIN * 1000, EPOCH_MS_MAX * 1000 + 999
+    out = np.asarray(pc.fill_null(pc.or_(pc.less(us, lo), pc.greater(us, hi)), False))
+    if out.any():
+        ts = pc.if_else(pa.array(out), pa.scalar(None, ts.type), ts)
+    return ts, out
 
 
 def require_tenant(tenant_id: object, *, fmt: str) -> str:
@@ -86,6 +103,36 @@ def unexpected_input(exc: BaseException, sources: Iterable[str]) -> LoadError:
         fix="This input hits a case replaykit does not check yet; please report it with the "
             "file. Loading the files one by one shows which one it is.",
     )
+
+
+def unreadable(source: str, exc: OSError) -> LoadError:
+    """The LoadError (reason ``unreadable``, ``line`` None) for a file the OS will not read."""
+    why = exc.strerror or type(exc).__name__
+    return LoadError(
+        source=source, line=None, reason="unreadable", detail=f"cannot be read ({why})",
+        fix="Make the file readable by this user (permissions, a broken mount or disk), or "
+            'pass errors="quarantine" to load the other files.',
+    )
+
+
+#: magic numbers of compressed files (a JSON text file starts with none of them)
+_COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip"), (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"),
+               (b"BZh", "bzip2", "bunzip2"), (b"\xfd7zXZ\x00", "xz", "unxz"),
+               (b"PK\x03\x04", "zip", "unzip"))  # fmt: skip
+
+
+def compressed(source: str, head: bytes) -> LoadError | None:
+    """The LoadError (reason ``compressed``, ``line`` None) for a text log whose first bytes
+    are those of a compressed file (a gzip file named ``.jsonl``, say), else None."""
+    for magic, kind, tool in _COMPRESSED:
+        if head.startswith(magic):
+            return LoadError(
+                source=source, line=None, reason="compressed",
+                detail=f"is a {kind}-compressed file, not JSON text",
+                fix=f"Decompress it first (e.g. `{tool}`), then load the result; or pass "
+                    'errors="quarantine" to load the other files.',
+            )
+    return None
 
 
 def check_errors_arg(errors: object) -> ErrorPolicy:

@@ -44,10 +44,12 @@ from ._common import (
     ErrorPolicy,
     Progress,
     Quarantine,
+    compressed,
     expand_paths,
     iter_lines,
     require_tenant,
     unexpected_input,
+    unreadable,
 )
 
 _BAD_JSON: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError)
@@ -136,10 +138,20 @@ def _any_value(v: Any) -> Any:
             return _int64(v[key], "intValue")
     for key in ("doubleValue", "double_value"):
         if key in v:
-            return float(v[key])
+            d = v[key]  # a JSON number, or its text as protobuf's JSON mapping allows
+            if d is None:  # protobuf JSON: null is the default value
+                return 0.0
+            if type(d) is bool or not isinstance(d, (int, float, str)):
+                raise ValueError(f"doubleValue must be a number, got {d!r}")
+            return float(d)
     for key in ("boolValue", "bool_value"):
         if key in v:
-            return bool(v[key])
+            b = v[key]  # bool("false") would be True: only true/false are booleans
+            if b is None:  # protobuf JSON: null is the default value
+                return False
+            if type(b) is not bool:
+                raise ValueError(f"boolValue must be true or false, got {b!r}")
+            return b
     for key in ("arrayValue", "array_value"):
         if key in v:
             return [_any_value(x) for x in (v[key] or {}).get("values", [])]
@@ -182,7 +194,10 @@ def _attributes(items: Any, where: str = "attributes") -> dict[str, Any]:
         key = a.get("key")
         if not isinstance(key, str):
             raise ValueError(f"{where}[{i}].key must be a string, got {key!r}")
-        out[key] = _any_value(a.get("value"))
+        try:
+            out[key] = _any_value(a.get("value"))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{where}[{i}] ({key!r}): {exc}") from None
     return out
 
 
@@ -571,12 +586,22 @@ def read_otel(
     with Progress(total, desc="read_otel", enabled=progress) as bar:
         for k, f in enumerate(files, start=1):
             bar.next_file(f.name, k, len(files))
-            if f.suffix.lower() in _LINE_SUFFIXES:
-                docs = [(ln, raw) for ln, raw in iter_lines(f, bar) if raw.strip()]
-            else:
-                data = f.read_bytes()
-                bar.update(len(data))
-                docs = [(1, data)]
+            try:
+                if f.suffix.lower() in _LINE_SUFFIXES:
+                    docs = [(ln, raw) for ln, raw in iter_lines(f, bar) if raw.strip()]
+                else:
+                    data = f.read_bytes()
+                    bar.update(len(data))
+                    docs = [(1, data)]
+            except OSError as exc:  # one bad row; the other files load
+                quarantine.bad(unreadable(str(f), exc))
+                continue
+            packed_err = compressed(str(f), docs[0][1][:8]) if docs else None
+            if packed_err is not None:
+                quarantine.bad(packed_err)
+                continue
+            if docs and docs[0][0] == 1 and docs[0][1].startswith(b"\xef\xbb\xbf"):
+                docs[0] = (1, docs[0][1][3:])  # a UTF-8 byte order mark, as sniff accepts
             for line, raw in docs:
                 try:
                     doc = loads(raw)

@@ -19,7 +19,7 @@ from ..._json import json_type, payload_fields
 from ...errors import LoadError
 from ...eventlog import RUNS_SCHEMA, EventLog
 from ...schema import empty_events, events_table
-from .._common import Quarantine
+from .._common import Quarantine, times_in_years
 from ._documents import _FIX, _Runs
 from ._format import FORMAT
 from ._text import _raw_text
@@ -82,8 +82,8 @@ def _parse_ts(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
     s = pd.Series(values.to_pandas(), dtype="object")
     parsed = pd.to_datetime(s, utc=True, format="ISO8601", errors="coerce")
     bad = (s.notna() & parsed.isna()).to_numpy()
-    arr = pa.array(parsed.dt.as_unit("us"), type=pa.timestamp("us", tz="UTC"))
-    return arr, bad
+    arr, out = times_in_years(pa.array(parsed.dt.as_unit("us"), type=pa.timestamp("us", tz="UTC")))
+    return arr, bad | out
 
 
 def _build(acc: _Runs, tenant: str, quarantine: Quarantine) -> EventLog:
@@ -126,7 +126,7 @@ def _build(acc: _Runs, tenant: str, quarantine: Quarantine) -> EventLog:
         flag(model_any & is_null("modelCallId") & is_null("refId"), "missing_field",
              "modelCallId", "is required on model events (the model call id)")
         ts, bad_ts = _parse_ts(col("ts"))
-        flag(bad_ts, "bad_ts", "ts", "is not an ISO-8601 time")
+        flag(bad_ts, "bad_ts", "ts", "is not an ISO-8601 time within years 1 to 9999")
         computed = pa.array(acc.computed_hash, type=pa.string())
         given = col("argsHash")
         mismatch = np.asarray(pc.fill_null(pc.not_equal(computed, given), False))
@@ -245,7 +245,7 @@ def _created_at(values: list[Any]) -> pa.Array:
 
     parsed = pd.to_datetime(pd.Series(values, dtype="object"), utc=True, format="ISO8601",
                             errors="coerce")
-    return pa.array(parsed.dt.as_unit("us"), type=pa.timestamp("us", tz="UTC"))
+    return times_in_years(pa.array(parsed.dt.as_unit("us"), type=pa.timestamp("us", tz="UTC")))[0]
 
 
 def _checkpoints(acc: _Runs, tenant: str, loaded: pa.Table, quarantine: Quarantine) -> pa.Table:

@@ -19,14 +19,16 @@ import numpy as np
 from ..._json import (
     MAX_DEPTH,
     JSONDecodeError,
+    JSONLoneSurrogate,
     JSONTooDeep,
     args_hash,
     canonical_json,
+    check_unicode,
     json_type,
     loads,
 )
 from ...errors import LoadError
-from .._common import Progress, Quarantine
+from .._common import Progress, Quarantine, compressed, unreadable
 from ._format import _LINE_SUFFIXES, BRANCH_FORMAT, FIXTURES_FORMAT, RUN_FORMAT
 from ._text import (
     _json_error,
@@ -293,8 +295,18 @@ def _document(
 def _read_file(path: Path, acc: _Runs, seen: dict[str, str], quarantine: Quarantine,
                progress: Progress) -> None:
     src = str(path)
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:  # one bad row; the other files load
+        acc.input_rows += 1
+        quarantine.bad(unreadable(src, exc))
+        return
     progress.update(len(data))
+    packed_err = compressed(src, data[:8])
+    if packed_err is not None:
+        acc.input_rows += 1
+        quarantine.bad(packed_err)
+        return
 
     def file_error(reason: str, detail: str, line: int | None, fld: str | None = None) -> None:
         acc.input_rows += 1
@@ -356,6 +368,10 @@ def _read_file(path: Path, acc: _Runs, seen: dict[str, str], quarantine: Quarant
             return file_error("bad_json", f"is not valid JSON: {msg}", err_line)
         return file_error("not_object", f"must hold one JSON object (a run document); {msg}",
                           err_line)
+    try:  # the standard library decodes "\ud800" into a string no later step can encode
+        check_unicode(text, (top, [v for items in arrays.values() for v, _off in items]))
+    except JSONLoneSurrogate as exc:
+        return file_error("bad_json", f"is not valid JSON: {exc}", exc.line or 1)
     lines = {k: _lines_at(text, [off for _v, off in items]) for k, items in arrays.items()}
     lines.setdefault("events", np.zeros(0, dtype=np.int64))
     lines.setdefault("checkpoints", np.zeros(0, dtype=np.int64))

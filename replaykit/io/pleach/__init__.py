@@ -60,7 +60,9 @@ from .._common import (
     Progress,
     Quarantine,
     check_errors_arg,
+    compressed,
     expand_paths,
+    unreadable,
 )
 from ._checks import (  # noqa: F401 (the old module's names, re-exported)
     _EPOCH_MS,
@@ -133,6 +135,7 @@ from ._rows import (  # noqa: F401 (the old module's names, re-exported)
     _row_problem,
     _skip_ws,
     _typed_from_objects,
+    duplicate_tenants,
 )
 from ._shapes import (  # noqa: F401 (the old module's names, re-exported)
     _BLOCK,
@@ -176,6 +179,8 @@ def sniff(path: Path) -> str | None:
             return f"Parquet columns {missing} are missing" if missing else None
         with open(p, "rb") as fh:
             for raw in fh:
+                if raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark (line 1)
+                    raw = raw[3:]
                 if raw.strip():
                     break
             else:
@@ -302,7 +307,19 @@ def _read_pleach(
                 file_parts = _read_parquet_file(f, source, quarantine, tenants, counts)
                 bar.update(f.stat().st_size)
             else:
-                file_parts = list(_read_jsonl(f, source, quarantine, tenants, counts, bar))
+                try:
+                    with open(f, "rb") as fh:
+                        file_err = compressed(source, fh.read(8))
+                    if file_err is None:
+                        file_parts = list(
+                            _read_jsonl(f, source, quarantine, tenants, counts, bar))
+                except OSError as exc:
+                    file_err = unreadable(source, exc)
+                if file_err is not None:  # the whole file is one bad row; the others load
+                    del quarantine.rows[before:]
+                    counts.input_rows, counts.filtered_out = 1, 0
+                    quarantine.bad(file_err)
+                    file_parts = []
             counts.quarantined = len(quarantine) - before
             parts.extend((source, p) for p in file_parts)
             del file_parts  # _finish frees the blocks as it copies them
@@ -342,12 +359,16 @@ _COUNTS_SCHEMA = pa.schema(
 def _iter_blocks(path: Path, bar: Progress) -> Iterator[bytearray]:
     """Yield blocks of ~_BLOCK bytes, each ending at a line end (a final one is added)."""
     with open(path, "rb") as fh:
+        first = True
         while True:
             chunk = bytearray(_BLOCK)
             got = fh.readinto(chunk)
             if not got:
                 return
             del chunk[got:]
+            if first and chunk.startswith(b"\xef\xbb\xbf"):
+                chunk[:3] = b"   "  # a UTF-8 byte order mark: JSON whitespace, offsets kept
+            first = False
             bar.update(got)
             if not chunk.endswith(b"\n"):
                 tail = fh.readline()  # complete the last line (extends in place, no copy)
@@ -482,6 +503,14 @@ def _robust_block(
         if not isinstance(obj, dict):
             _bad(quarantine, source, no, "not_object",
                  f"line is a JSON {type(obj).__name__}, expected an object", raw)
+            continue
+        dups = duplicate_tenants(raw)
+        if dups is not None:
+            _bad(quarantine, source, no, "bad_tenant",
+                 f"is given {len(dups)} times in the row ({', '.join(map(repr, dups[:4]))}): "
+                 "whose row it is is ambiguous (JSON readers differ on which one counts)", raw,
+                 "tenant_id", "Write each row's tenant_id once: fix the export, or pass "
+                 'errors="quarantine" to load the other rows.')
             continue
         t = obj.get("tenant_id")
         if tenants is not None and tenant_id_problem(t) is None and t not in tenants:

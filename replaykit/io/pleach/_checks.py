@@ -18,6 +18,7 @@ from .._common import (
     EPOCH_MS_MAX,
     EPOCH_MS_MIN,
     Quarantine,
+    times_in_years,
 )
 from ._shapes import _FIX_TENANT, _STR, _Counts, _Part
 
@@ -114,7 +115,8 @@ def _check_rows(
     ts, bad_ts = _parse_created(part.created_at)
     problems.append(
         (bad_ts, "bad_timestamp", "created_at",
-         "must be ISO-8601 text with a zone (e.g. 2026-01-01T00:00:00Z) or epoch milliseconds")
+         "must be ISO-8601 text with a zone (e.g. 2026-01-01T00:00:00Z) or epoch milliseconds, "
+         "within years 1 to 9999 (UTC)")
     )
     bad_any = np.zeros(n, dtype=bool)
     first_reason: list[tuple[int, str, str, str]] = []
@@ -140,15 +142,24 @@ def _check_rows(
     )
 
 
+def _created_value(created: pa.Array, i: int) -> Any:
+    """created_at of row ``i`` as Python; a time no datetime can show (a Parquet timestamp
+    outside years 1..9999) as its raw integer, named with its type."""
+    try:
+        return created[i].as_py()
+    except (OverflowError, ValueError):
+        return f"{created.type} {created.cast(pa.int64())[i].as_py()}"
+
+
 def _value_at(env: pa.Table, created: pa.Array, fld: str, i: int) -> Any:
     if fld == "created_at":
-        return created[i].as_py()
+        return _created_value(created, i)
     return env.column(fld)[i].as_py()
 
 
 def _raw_row(part: _Part, i: int) -> str:
     row = {name: part.env.column(name)[i].as_py() for name in part.env.column_names}
-    ts = part.created_at[i].as_py()
+    ts = _created_value(part.created_at, i)
     row["created_at"] = ts if not hasattr(ts, "isoformat") else ts.isoformat()
     return canonical_json(row)[:-1] + ',"payload":' + part.payload[i].as_py() + "}"
 
@@ -156,8 +167,14 @@ def _raw_row(part: _Part, i: int) -> str:
 _EPOCH_MS = re.compile(r"^-?[0-9]+$")
 
 
+def _in_years(ts: pa.Array, bad: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    ts, out = times_in_years(ts)
+    return ts, bad | out
+
+
 def _parse_created(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
-    """created_at -> timestamp[us, UTC]; also a mask of values that could not be parsed."""
+    """created_at -> timestamp[us, UTC]; also a mask of values that could not be parsed or
+    lie outside years 1 to 9999."""
     target = pa.timestamp("us", tz="UTC")
     n = len(values)
     if isinstance(values, pa.ChunkedArray):
@@ -165,7 +182,7 @@ def _parse_created(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
     if pa.types.is_timestamp(values.type):
         if values.type.tz is None:
             values = pc.assume_timezone(values, "UTC")
-        return values.cast(target), np.zeros(n, dtype=bool)
+        return _in_years(values.cast(target), np.zeros(n, dtype=bool))
     if pa.types.is_integer(values.type):
         out_of_range = pc.or_(pc.less(values, EPOCH_MS_MIN), pc.greater(values, EPOCH_MS_MAX))
         bad = np.asarray(pc.fill_null(out_of_range, False))
@@ -175,7 +192,7 @@ def _parse_created(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
         return us.cast(target), bad
     values = values.cast(_STR)
     try:
-        return values.cast(target), np.zeros(n, dtype=bool)
+        return _in_years(values.cast(target), np.zeros(n, dtype=bool))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
     # mixed: epoch-ms digit strings, ISO text with a zone, ISO text without one (UTC)
@@ -198,4 +215,4 @@ def _parse_created(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
                 out[i] = d if d.tzinfo else d.replace(tzinfo=_dt.UTC)
         except (ValueError, OverflowError, OSError):
             bad[i] = True
-    return pa.array(out, type=target), bad
+    return _in_years(pa.array(out, type=target), bad)

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..._json import JSONDecodeError, canonical_json, loads
+from ..._json import _DIGITS_B, MAX_DEPTH, JSONDecodeError, canonical_json, loads
 from ...errors import LoadError
 from ...eventlog import EventLog
 from .._common import (
@@ -21,7 +21,7 @@ from .._common import (
 )
 from ._checks import _bad, _check_rows, _scope_quarantine, _tenant_filter
 from ._derive import _slim
-from ._fastpath import _parse_payloads
+from ._fastpath import _NONFINITE, _may_hold_nonfinite, _parse_payloads, _positions
 from ._finish import _finish, _runs_table
 from ._rows import _typed_from_objects
 from ._shapes import _ENVELOPE_FIELDS, _REQUIRED_COLUMNS, _STR, _Counts, _Part
@@ -70,7 +70,17 @@ def _read_parquet(
     import pyarrow.parquet as pq
 
     pf = pq.ParquetFile(path)
-    names = set(pf.schema_arrow.names)
+    all_names = pf.schema_arrow.names
+    names = set(all_names)
+    twice = sorted(c for c in names if all_names.count(c) > 1)
+    if twice:  # which one is the row's tenant (or seq, ...)? never guessed
+        counts.input_rows += pf.metadata.num_rows
+        raise LoadError(
+            source=source, line=None, reason="bad_schema", field=twice[0],
+            detail=f"names {all_names.count(twice[0])} columns of the Parquet file "
+                   f"(duplicated names: {twice})",
+            fix="Export each harness_event_log column once.",
+        )
     missing = [c for c in _REQUIRED_COLUMNS if c not in names]
     if missing:
         counts.input_rows += pf.metadata.num_rows
@@ -231,6 +241,33 @@ def _map_to_dict(v: Any) -> Any:
     return v
 
 
+_TOO_LONG_INT = b"0" * 4301  # past Python's default digit limit, after digits -> "0"
+
+
+def _strict_enough(payload: pa.Array) -> bool:
+    """False when a payload text may hold what Arrow's parser accepts and JSON does not
+    (NaN/Infinity, nesting past MAX_DEPTH, an integer past the digit limit), column-wise:
+    those texts go row by row, as JSONL lines do."""
+    arr = payload.cast(pa.large_string())
+    n = len(arr)
+    data = arr.buffers()[2]
+    if not n or data is None:
+        return True
+    offs = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
+    b = np.frombuffer(data, dtype=np.uint8)[int(offs[0]) : int(offs[-1])]
+    raw = b.tobytes()
+    if _may_hold_nonfinite(b) and _NONFINITE.search(raw):
+        return False
+    if _TOO_LONG_INT in raw.translate(_DIGITS_B):
+        return False
+    starts, ends = offs[:-1] - offs[0], offs[1:] - offs[0]
+    count = np.zeros(n, dtype=np.int64)
+    for byte in (ord("{"), ord("[")):
+        pos = _positions(b, byte)
+        count += np.searchsorted(pos, ends) - np.searchsorted(pos, starts)
+    return not (count > MAX_DEPTH).any()
+
+
 def _parquet_payloads(
     env: pa.Table, created: pa.Array, payload: pa.Array, line: np.ndarray, source: str,
     quarantine: Quarantine,
@@ -239,21 +276,24 @@ def _parquet_payloads(
     n = len(payload)
     ok = np.asarray(pc.fill_null(pc.starts_with(pc.utf8_ltrim_whitespace(payload), "{"), False))
     one_line = pc.replace_substring(payload, "\n", " ")
-    typed = _parse_payloads(pc.if_else(pa.array(ok), one_line, "{}")) if ok.all() else None
+    typed = _parse_payloads(pc.if_else(pa.array(ok), one_line, "{}")) \
+        if ok.all() and _strict_enough(payload) else None
     if typed is not None:
         return _Part(env, created, payload, typed, line)
     # row by row: find the payloads that are not JSON objects
     objs: list[dict[str, Any]] = []
     keep = np.zeros(n, dtype=bool)
     for i, text in enumerate(payload.to_pylist()):
+        why = ""
         try:
             obj = loads(text) if text is not None else None
-        except JSONDecodeError:
-            obj = None
+        except JSONDecodeError as exc:
+            obj, why = None, f" ({str(exc)[:120]})"
         if not isinstance(obj, dict):
-            _bad(quarantine, source, int(line[i]), "bad_payload", "payload",
-                 f"must be the JSON text of an object, got {str(text)[:60]!r}",
-                 text, owner=(env.column("tenant_id")[i].as_py(), env.column("chat_id")[i].as_py()))
+            _bad(quarantine, source, int(line[i]), "bad_payload",
+                 f"must be the JSON text of an object, got {str(text)[:60]!r}{why}", text,
+                 "payload", owner=(env.column("tenant_id")[i].as_py(),
+                                   env.column("chat_id")[i].as_py()))
             continue
         keep[i] = True
         objs.append(obj)

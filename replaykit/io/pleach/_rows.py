@@ -24,6 +24,26 @@ def _is_utf8_error(raw: bytes) -> bool:
     return False
 
 
+TENANT_KEY = b'"tenant_id"'
+#: a \\u escape of a letter of "tenant_id": a key spelled so decodes to tenant_id too (JSON
+#: writers escape no ASCII letters, so real logs do not hold these)
+ESCAPED_KEY_LETTER = re.compile(rb"\\u00(?:74|65|6[eE]|61|5[fF]|69|64)")
+
+
+def duplicate_tenants(raw: bytes) -> list[Any] | None:
+    """The values of a line's top-level ``tenant_id`` when the key is there more than once
+    (JSON decoders keep one of them silently: the last here, the first elsewhere), else None.
+
+    Cheap for the usual line: the key's text must occur twice (it cannot occur inside a JSON
+    string), or a key letter be escaped, before the line is decoded again keeping every key.
+    """
+    if raw.count(TENANT_KEY) < 2 and ESCAPED_KEY_LETTER.search(raw) is None:
+        return None
+    pairs = json.loads(raw, object_pairs_hook=lambda kv: kv)  # the top level comes last
+    values = [v for k, v in pairs if k == "tenant_id"]
+    return values if len(values) > 1 else None
+
+
 def _row_problem(obj: dict[str, Any]) -> tuple[str, str, str] | None:
     """(reason, field, detail) for the first problem of a decoded row, or None."""
     t = obj.get("tenant_id")

@@ -5,6 +5,7 @@ bad line's quarantine report; good lines are gathered as rows or packed members.
 from __future__ import annotations
 
 import itertools
+import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -22,8 +23,10 @@ from ..._json import (
 from ...errors import LoadError
 from .._common import (
     Progress,
+    compressed,
     is_epoch_ms,
     is_int64,
+    unreadable,
 )
 from ._events import _decode_event, _int_or_none, _tokens_ok
 from ._packed import PACKED_PREFIXES, PackedColumns, prove_packed
@@ -48,9 +51,18 @@ def _bad_json(raw: bytes, exc: Exception) -> tuple[str, str]:
         return "too_deep", f"is not accepted: {exc}"
     try:
         raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return "bad_utf8", f"is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+    except UnicodeDecodeError as bad:
+        return "bad_utf8", f"is not valid UTF-8 ({bad.reason} at byte {bad.start})"
+    if not isinstance(exc, json.JSONDecodeError):  # replaykit's own checks: NaN, long integers
+        return "bad_json", f"is not valid JSON ({exc})"
     return "bad_json", "is not valid JSON (truncated or malformed line)"
+
+
+def _shown(value: Any) -> str:
+    """A header value for an error message, cut short: the message is repeated on every
+    later line of a headerless file (a 40 MB ``type`` must not become 40 MB per line)."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text):,} characters)"
 
 
 def _check_header(ctx: _FileCtx, obj: Any, lineno: int) -> LoadError | None:
@@ -60,23 +72,26 @@ def _check_header(ctx: _FileCtx, obj: Any, lineno: int) -> LoadError | None:
                        fix="Every toh log starts with its session header line.")
     if obj.get("type") != "session":
         return ctx.err(lineno, "missing_header",
-                       f"must be 'session' on line 1 (the session header), got {obj.get('type')!r}",
+                       "must be 'session' on line 1 (the session header), got "
+                       f"{_shown(obj.get('type'))}",
                        field="type", fix="Every toh log starts with its session header line; "
                        "restore it or load the file with another format.")  # fmt: skip
     if not isinstance(obj.get("id"), str) or not obj["id"]:
-        return ctx.err(lineno, "bad_header", f"must be a non-empty string, got {obj.get('id')!r}",
-                       field="id", fix="The session header needs the session id.")
+        return ctx.err(lineno, "bad_header",
+                       f"must be a non-empty string, got {_shown(obj.get('id'))}", field="id",
+                       fix="The session header needs the session id.")
     ps = obj.get("parentSession")
     if ps is not None and not isinstance(ps, str):
-        return ctx.err(lineno, "bad_header", f"must be a string, got {ps!r}", field="parentSession")
+        return ctx.err(lineno, "bad_header", f"must be a string, got {_shown(ps)}",
+                       field="parentSession")
     sl = obj.get("seedLength")
     if sl is not None and (not is_int64(sl) or sl < 0):
-        return ctx.err(lineno, "bad_header", f"must be an integer >= 0, got {sl!r}",
+        return ctx.err(lineno, "bad_header", f"must be an integer >= 0, got {_shown(sl)}",
                        field="seedLength")
     ca = obj.get("createdAt")
     if ca is not None and not is_epoch_ms(ca):
         return ctx.err(lineno, "bad_header", "must be epoch milliseconds (years 1 to 9999), "
-                       f"got {ca!r}", field="createdAt")
+                       f"got {_shown(ca)}", field="createdAt")
     return None
 
 
@@ -142,8 +157,16 @@ def _read_file(ctx: _FileCtx, acc: _Rows, prog: Progress) -> None:
     thread while this one decodes the other lines; then the lines are checked in order, the
     proven ones only for the file's envelope mode (they carry no seq).
     """
-    with open(ctx.path, "rb") as fh:
-        data = fh.read()
+    try:
+        with open(ctx.path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:  # the file's only row; the other files load
+        ctx.quarantine.bad(unreadable(ctx.src, exc))
+        return
+    packed_err = compressed(ctx.src, data[:8])
+    if packed_err is not None:
+        ctx.quarantine.bad(packed_err)
+        return
     lines = data.split(b"\n")
     if lines and not lines[-1]:
         lines.pop()  # the newline ending the last line
