@@ -184,11 +184,6 @@ def _fast_block(
         raise _FastPathFailed("a line does not start with '{'")
     if not strict_checked and _may_hold_nonfinite(b) and _NONFINITE.search(block):
         raise _FastPathFailed("a line may hold a NaN/Infinity literal (not JSON)")
-    # a row naming tenant_id twice: Arrow keeps one silently (robust path: bad_tenant); the
-    # robust path's good lines were checked one by one
-    tenant_keys = -1 if strict_checked else block.count(TENANT_KEY)
-    if not strict_checked and ESCAPED_KEY_LETTER.search(block) is not None:
-        raise _FastPathFailed("a key may be spelled with escapes")
     buf = pa.py_buffer(block)
     # UTF-8 (Arrow's JSON reader does not check bytes of fields it skips)
     offs = np.append(starts, ends[-1]).astype(np.int64)
@@ -222,15 +217,11 @@ def _fast_block(
         except pa.ArrowInvalid as exc:
             if "created_at" not in str(exc):
                 raise _FastPathFailed(str(exc)) from exc
-    del env_buf, pieces
     if env is None or env.num_rows != n:
         raise _FastPathFailed("row count or created_at types differ")
-    if tenant_keys >= 0 and tenant_keys != n - env.column("tenant_id").null_count:
-        # not one key per row with a tenant: payload objects may hold the key; count per line
-        # outside the payloads
-        per_piece = np.asarray(pc.count_substring(envelope, TENANT_KEY.decode()))
-        if (per_piece.reshape(n, 2).sum(1) > 1).any():
-            raise _FastPathFailed("a row may name tenant_id twice")
+    if not strict_checked:  # (the robust path's good lines were checked one by one)
+        _check_top_level_keys(envelope, env_buf, n - env.column("tenant_id").null_count)
+    del env_buf, pieces
     if env.column("payload").null_count:
         raise _FastPathFailed("a row's payload is not at the top level")
     del envelope
@@ -247,6 +238,28 @@ def _fast_block(
         line=lineno,
         raw=None,
     )
+
+
+def _check_top_level_keys(envelope: pa.Array, env_buf: pa.Buffer, tenants: int) -> None:
+    """Raise _FastPathFailed when a row may name ``tenant_id`` twice (Arrow's parse keeps one
+    silently; the robust path reports ``bad_tenant``), or spells a top-level key with
+    ``\\u`` escapes of its letters (which would decode to ``tenant_id``).
+
+    ``envelope``: each line's two pieces outside its payload, so keys inside payloads never
+    count; ``env_buf``: their bytes, contiguous; ``tenants``: rows with a tenant. Both
+    searches run once over ``env_buf`` (RE2, GIL released); only when the key appears more
+    often than there are tenants are the rows counted one by one."""
+    whole = pa.Array.from_buffers(
+        pa.large_binary(), 1, [None, pa.py_buffer(np.array([0, env_buf.size], np.int64)),
+                               env_buf])
+    if pc.match_substring_regex(whole, ESCAPED_KEY_LETTER.pattern.decode())[0].as_py():
+        raise _FastPathFailed("a key may be spelled with escapes")
+    key = re.escape(TENANT_KEY.decode())
+    if pc.count_substring_regex(whole, key)[0].as_py() == tenants:
+        return
+    per_piece = np.asarray(pc.count_substring_regex(envelope, key))
+    if (per_piece.reshape(-1, 2).sum(1) > 1).any():
+        raise _FastPathFailed("a row may name tenant_id twice")
 
 
 def _parse_payloads(payload: pa.Array, *, threads: bool = True) -> pa.Table | None:
