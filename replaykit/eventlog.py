@@ -32,6 +32,7 @@ from .tenancy import (
     check_tenant_column,
     check_tenant_id,
     check_tenant_ids,
+    compact_dictionaries,
     partition_dir_tenant,
     scope_extras,
     scope_side_table,
@@ -105,6 +106,15 @@ def to_pandas(table: pa.Table) -> pd.DataFrame:
 
 def _empty_runs() -> pa.Table:
     return RUNS_SCHEMA.empty_table()
+
+
+def _detached(table: pa.Table) -> pa.Table:
+    """A copy of ``table`` that holds only its own rows: dictionaries cut to the values in
+    use, each chunk copied out of any larger buffer it is a slice of."""
+    table = compact_dictionaries(table)
+    cols = [pa.chunked_array([pa.concat_arrays([c]) for c in col.chunks], col.type)
+            for col in table.columns]
+    return pa.Table.from_arrays(cols, schema=table.schema)
 
 
 def _str_values(col: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -222,8 +232,8 @@ class _RunIndex:
         if rows is None:
             return table.slice(0, 0)
         if int(rows[-1]) - int(rows[0]) + 1 == len(rows):  # contiguous (e.g. one header row)
-            return table.slice(int(rows[0]), len(rows))
-        return table.take(pa.array(rows))
+            return compact_dictionaries(table.slice(int(rows[0]), len(rows)))
+        return compact_dictionaries(table.take(pa.array(rows)))
 
 
 class _GrainCache:
@@ -349,9 +359,14 @@ class EventLog:
         self._grain: tuple[_GrainCache, int] | None = None
 
     def __getstate__(self) -> tuple[None, dict[str, Any]]:
-        # the data only: the run index and a shared grain cache are rebuilt on demand
-        return None, {name: getattr(self, name) for name in
-                      ("_table", "_runs", "_quarantine", "_extras")}
+        # the data only: the run index and a shared grain cache are rebuilt on demand. Each
+        # table is detached from the buffers it may share with a larger log (a run view is a
+        # zero-copy slice, and pyarrow pickles a slice's whole buffers and dictionaries), so
+        # a pickled view carries its own rows only
+        state = {name: _detached(getattr(self, name)) for name in
+                 ("_table", "_runs", "_quarantine")}
+        state["_extras"] = {k: _detached(v) for k, v in self._extras.items()}
+        return None, state
 
     def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
         for name, value in state[1].items():
@@ -528,7 +543,9 @@ class EventLog:
         header, quarantine and ``extras`` rows of that run (as :meth:`filter` scopes them)."""
         a, b = int(idx.offsets[i]), int(idx.offsets[i + 1])
         key = (idx.tenants[i], idx.run_ids[i])
-        table = self._table.slice(a, b - a)
+        # the events' dictionaries cut to this run's values (a slice keeps the whole log's:
+        # other tenants' ids, runs, tool names, sources)
+        table = compact_dictionaries(self._table.slice(a, b - a))
         runs = self._runs
         if runs.num_rows:
             scoped = idx.scoped("runs", runs, key)
@@ -760,6 +777,8 @@ class EventLog:
             runs = runs.filter(rmask)
         if tenant_id is None and run_ids is None:
             return self._replace(table, runs=runs)
+        # a filtered table keeps the whole dictionaries: cut them to the view's values
+        table = compact_dictionaries(table)
         tenants = None if tenant_id is None else list(tenant_id)
         runs_only = None if run_ids is None else (
             [run_ids] if isinstance(run_ids, str) else list(run_ids))

@@ -52,6 +52,7 @@ __all__ = [
     "check_tenant_column",
     "check_tenant_id",
     "check_tenant_ids",
+    "compact_dictionaries",
     "decode_partition_value",
     "encode_partition_value",
     "partition_dir_name",
@@ -274,7 +275,52 @@ def scope_side_table(table: pa.Table, *, tenants: Sequence[str] | None = None,
     if tenants is None and "tenant_id" in table.schema.names:
         # a run view of every tenant still shows no row of unknown tenant
         mask = pc.and_(mask, pc.is_valid(table.column("tenant_id")))
-    return table.filter(pc.fill_null(mask, False))
+    return compact_dictionaries(table.filter(pc.fill_null(mask, False)))
+
+
+def _compact_dictionary(arr: pa.Array) -> pa.Array:
+    """``arr`` (a dictionary array) with a dictionary of only the values its rows use, in
+    their dictionary order; ``arr`` itself when it already uses every entry."""
+    d = arr.dictionary
+    if len(d) <= 1 and (len(d) == 0 or len(arr) > arr.null_count):
+        return arr
+    if arr.null_count:
+        used_np = np.unique(arr.indices.drop_null().to_numpy(zero_copy_only=False))
+    else:
+        codes = arr.indices.to_numpy()
+        used_np = np.unique(codes)
+    if len(used_np) == len(d):
+        return arr
+    if arr.null_count:
+        remap = np.zeros(len(d), dtype=arr.type.index_type.to_pandas_dtype())
+        remap[used_np] = np.arange(len(used_np))
+        indices = pc.take(pa.array(remap), arr.indices)
+    else:
+        indices = pa.array(np.searchsorted(used_np, codes).astype(
+            arr.type.index_type.to_pandas_dtype(), copy=False))
+    return pa.DictionaryArray.from_arrays(indices, d.take(pa.array(used_np)))
+
+
+def compact_dictionaries(table: pa.Table) -> pa.Table:
+    """``table`` with every dictionary column's dictionary cut to the values its rows use.
+
+    A filter or a slice of an Arrow table keeps the whole dictionary of each dictionary
+    column, so a view of one tenant would still carry the other tenants' tenant ids, run
+    ids, tool names and source paths there (and ``to_parquet`` would write them into the
+    tenant's folder, pickling would send them along). Views and writers call this: a
+    column whose dictionary is all in use is returned as is (no copy).
+    """
+    schema = table.schema
+    cols = None
+    for i, typ in enumerate(schema.types):
+        if not pa.types.is_dictionary(typ):
+            continue
+        old = table.column(i).chunks
+        chunks = [_compact_dictionary(c) for c in old]
+        if any(a is not b for a, b in zip(chunks, old, strict=True)):
+            cols = table.columns if cols is None else cols
+            cols[i] = pa.chunked_array(chunks, typ)
+    return table if cols is None else pa.Table.from_arrays(cols, schema=schema)
 
 
 def scope_extras(extras: Mapping[str, pa.Table], *, tenants: Sequence[str] | None = None,

@@ -25,7 +25,12 @@ from ..errors import ReplayKitError
 from ..eventlog import TENANT_KEY, EventLog, partition_files, read_partition_files
 from ..schema import EVENTS_SCHEMA, _dictionary_rank
 from ..schema import run_starts as _run_starts
-from ..tenancy import check_tenant_column, partition_dir_name, partition_dir_tenant
+from ..tenancy import (
+    check_tenant_column,
+    compact_dictionaries,
+    partition_dir_name,
+    partition_dir_tenant,
+)
 
 __all__ = ["EngineError", "Partition", "partitions", "write_partitioned"]
 
@@ -193,7 +198,9 @@ def write_partitioned(
         # the file names its tenant in its footer (TENANT_KEY), which readers check against
         # the folder; no tenant_id column, so hive readers (pandas.read_parquet(path), ...)
         # still take it from the folder without a type clash
-        part = body.slice(a, b - a).replace_schema_metadata(
+        # ... and its dictionary pages hold only its own values (a slice keeps the whole
+        # log's dictionaries: other tenants' run ids, tool names, sources)
+        part = compact_dictionaries(body.slice(a, b - a)).replace_schema_metadata(
             {**(body.schema.metadata or {}), TENANT_KEY: tenant.encode("utf-8")})
         pq.write_table(part, d / f"part-{k}.parquet",
                        row_group_size=min(1_000_000, max(1, b - a)))
