@@ -46,6 +46,7 @@ from .errors import LoadError
 __all__ = [
     "BAD_TENANT_PATTERN",
     "BadTenantError",
+    "PARTITION_NAME_MAX_BYTES",
     "PARTITION_PREFIX",
     "TENANT_ID_MAX_LEN",
     "bad_tenant_mask",
@@ -67,6 +68,10 @@ PARTITION_PREFIX = "tenant_id="
 
 #: Longest tenant id accepted, in characters.
 TENANT_ID_MAX_LEN = 256
+
+#: Longest partition folder name (``tenant_id=<encoded id>``) a dataset writer creates, in
+#: bytes: the file-name limit of common file systems (ext4, XFS, APFS, NTFS).
+PARTITION_NAME_MAX_BYTES = 255
 
 #: Characters a tenant id may not contain (an RE2 character class, as Arrow's regex kernels
 #: read it).
@@ -206,10 +211,23 @@ def partition_dir_name(tenant_id: str) -> str:
     """The folder of ``tenant_id`` in a dataset: ``tenant_id=<encode_partition_value(id)>``.
 
     Raises:
-        LoadError: ``reason="bad_tenant"``: ``tenant_id`` breaks the rule.
+        LoadError: ``reason="bad_tenant"``: ``tenant_id`` breaks the rule, or is valid but
+            its folder name would be longer than :data:`PARTITION_NAME_MAX_BYTES` (file
+            systems refuse longer names; percent-encoding takes up to 12 bytes a character).
     """
     check_tenant_id(tenant_id, source="<partition folder>")
-    return PARTITION_PREFIX + encode_partition_value(tenant_id)
+    name = PARTITION_PREFIX + encode_partition_value(tenant_id)
+    if len(name.encode("ascii")) > PARTITION_NAME_MAX_BYTES:
+        raise BadTenantError(
+            source="<partition folder>", line=None, field="tenant_id", reason="bad_tenant",
+            detail=(f"tenant id {tenant_id!r} ({len(tenant_id)} characters) is valid, but its "
+                    f"partition folder name would be {len(name)} bytes, more than the "
+                    f"{PARTITION_NAME_MAX_BYTES} a file name may have"),
+            fix=("store this tenant with write_sql, or use a shorter tenant id: its folder "
+                 f"name is {PARTITION_PREFIX!r} plus the id percent-encoded (ASCII letters, "
+                 "digits and _.-~ take 1 byte each, every other UTF-8 byte 3)"),
+        )
+    return name
 
 
 def partition_dir_tenant(name: str) -> tuple[str | None, str | None]:

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .._delegates import provide
-from ..errors import ReplayKitError
+from ..errors import LoadError, ReplayKitError
 from ..eventlog import TENANT_KEY, EventLog, partition_files, read_partition_files
 from ..schema import EVENTS_SCHEMA, _dictionary_rank
 from ..schema import run_starts as _run_starts
@@ -177,6 +177,12 @@ def write_partitioned(
     check_tenant_column(log.runs.column("tenant_id"), source=f"{out} (runs to write)")
     check_tenant_column(log.quarantine.column("tenant_id"), nullable=True,
                         source=f"{out} (quarantine to write)")
+    for tenant in log.tenants:  # every folder name must fit, before anything is written
+        try:
+            partition_dir_name(tenant)
+        except LoadError as err:
+            raise LoadError(source=f"{out} (events to write)", line=None, field="tenant_id",
+                            reason="bad_tenant", detail=err.detail, fix=err.fix) from None
     if out.exists() and any(out.iterdir()):
         if not overwrite:
             raise FileExistsError(f"{out} exists and is not empty; pass overwrite=True")
