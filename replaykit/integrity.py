@@ -1055,14 +1055,19 @@ def _head_problems(table: pa.Table, starts: np.ndarray, heads: pd.DataFrame) -> 
 
 
 def _pleach_rows(table: pa.Table) -> pa.Table | None:
-    """The rows of ``table`` whose derived columns the pleach loader made (None: none)."""
+    """The rows of ``table`` whose derived columns are re-derived (None: none): the pleach
+    rows, and every row that names no format (no ``source`` column, or a null there). Those
+    hash in the six-key form like pleach rows, so every row either hashes its derived
+    columns (:func:`_sealed_rows`) or has them re-derived: none escapes both."""
     from .io.pleach import DERIVED_COLUMNS as PLEACH_DERIVED
 
     names = table.schema.names
-    formats = _formats(table)
-    if formats is None or not table.num_rows or not any(c in names for c in PLEACH_DERIVED):
+    if not table.num_rows or not any(c in names for c in PLEACH_DERIVED):
         return None
-    mine = pc.fill_null(pc.equal(formats, REDERIVED_FORMAT), False)
+    formats = _formats(table)
+    if formats is None:
+        return table
+    mine = pc.fill_null(pc.equal(formats, REDERIVED_FORMAT), True)
     count = pc.sum(pc.cast(mine, pa.int64())).as_py() or 0
     if not count:
         return None
