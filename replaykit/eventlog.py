@@ -1159,7 +1159,10 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
     t_pos = names.index("tenant_id")
     batches: list[tuple[str, pa.RecordBatch]] = []
     tainted: dict[str, int] = {}
+    damaged: dict[str, tuple[str, int]] = {}  # file -> (first column with nulls, rows)
     claims: dict[str, bytes | None] = {}
+    required = [(i, f.name) for i, f in enumerate(EVENTS_SCHEMA)
+                if not f.nullable and f.name != "tenant_id"]  # tenant_id: from the folder
 
     def _mismatch(path: str, want: str, rows: int) -> None:
         if errors == "raise":
@@ -1171,6 +1174,23 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
                 fix=("the file is not this tenant's: move it to its own tenant's folder or "
                      "remove it (or pass errors=\"quarantine\")"))
         tainted[path] = tainted.get(path, 0) + rows
+
+    def _damaged(path: str, batch: pa.RecordBatch) -> None:
+        """A file with nulls in a column no replaykit dataset leaves null: bad_parquet."""
+        for i, name in required:
+            nulls = batch.column(i).null_count
+            if not nulls:
+                continue
+            if errors == "raise":
+                raise LoadError(
+                    source=path, line=None, field=name, reason="bad_parquet",
+                    detail=(f"{nulls} row(s) have a null {name!r}, which a replaykit dataset "
+                            "never holds: the file was damaged or not written by replaykit"),
+                    fix=("rewrite the dataset with EventLog.to_parquet, or remove the file "
+                         "(or pass errors=\"quarantine\")"))
+            field, rows = damaged.get(path, (name, 0))
+            damaged[path] = (field, rows + nulls)
+            return
 
     scanner = dataset.scanner(columns=names, filter=filter)
     for tagged in _scan(scanner, paths):
@@ -1194,6 +1214,7 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
             if len(seen) != 1 or seen[0].as_py() != want:
                 _mismatch(path, want, int(pc.sum(pc.fill_null(pc.not_equal(
                     pc.cast(col, pa.string()), want), False)).as_py() or 0))
+        _damaged(path, batch)
         code = np.full(batch.num_rows, code_of[want], dtype=np.int32)
         tenant = pa.DictionaryArray.from_arrays(pa.array(code), tenant_dict)
         batches.append((path, batch.set_column(t_pos, "tenant_id", tenant)))
@@ -1208,22 +1229,39 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
                             "their partition folder's (reason=partition_mismatch); the file's "
                             "rows are quarantined (shown only in an all-tenants read). Move "
                             "the file to its own tenant's folder or remove it.")})
+        for path, (field, count) in damaged.items():
+            if path not in tainted:  # the folder's own file: its tenant may see the report
+                bad.append({
+                    "source": path, "line": None, "field": field, "reason": "bad_parquet",
+                    "raw": None, "tenant_id": tenant_of[path], "run_id": None,
+                    "message": (f"{path}: {count} row(s) of this file have a null {field!r} "
+                                "(reason=bad_parquet); the file's rows are quarantined. "
+                                "Rewrite the dataset with EventLog.to_parquet or remove "
+                                "the file.")})
     for path, batch in batches:
-        if path not in tainted:
+        if path not in tainted and path not in damaged:
             out.append(batch)
             continue
         if bad is None:
             continue
         n = batch.num_rows
         payload = batch.column(names.index("payload"))
-        msg = (f"{path}: field 'tenant_id' {tainted[path]} row(s) of this file carry a "
-               f"tenant_id other than their partition folder's (reason=partition_mismatch). "
-               "The whole file is quarantined: move it to its own tenant's folder or remove it.")
+        if path in tainted:
+            field, reason = "tenant_id", "partition_mismatch"
+            msg = (f"{path}: field 'tenant_id' {tainted[path]} row(s) of this file carry a "
+                   f"tenant_id other than their partition folder's (reason="
+                   "partition_mismatch). The whole file is quarantined: move it to its own "
+                   "tenant's folder or remove it.")
+        else:
+            field, reason = damaged[path][0], "bad_parquet"
+            msg = (f"{path}: field {field!r} {damaged[path][1]} row(s) of this file are null "
+                   "(reason=bad_parquet). The whole file is quarantined: rewrite the dataset "
+                   "with EventLog.to_parquet or remove the file.")
         bad_rows = pa.table({
             "source": pa.array([path] * n, pa.string()),
             "line": pa.nulls(n, pa.int64()),
-            "field": pa.array(["tenant_id"] * n, pa.string()),
-            "reason": pa.array(["partition_mismatch"] * n, pa.string()),
+            "field": pa.array([field] * n, pa.string()),
+            "reason": pa.array([reason] * n, pa.string()),
             "message": pa.array([msg] * n, pa.string()),
             "raw": pc.cast(payload, pa.large_string()),
             "tenant_id": pa.nulls(n, pa.string()),

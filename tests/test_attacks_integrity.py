@@ -77,3 +77,57 @@ def test_unedited_rows_without_a_source_still_verify(pleach_chained) -> None:
     assert rk.verify_chain(table.drop_columns(["source"]), expected_heads=manifest).empty
     src = [None] * table.num_rows
     assert rk.verify_chain(_set(table, "source", src), expected_heads=manifest).empty
+
+
+_REQUIRED = ["run_id", "seq", "type", "kind", "is_error", "inherited", "payload", "source"]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _chainlogs import make_log
+
+    root = tmp_path_factory.mktemp("ds") / "ds"
+    rk.stamp_chain(make_log(40, n_runs=2, odd_ids=False)).to_parquet(root)
+    return root
+
+
+@pytest.mark.parametrize("column", _REQUIRED)
+def test_a_null_in_a_required_column_of_a_dataset_file_names_the_file(tmp_path, dataset,
+                                                                      column) -> None:
+    """Storage that nulls a value no replaykit dataset leaves null (seq, payload, source, ...)
+    made read_parquet raise a SchemaError naming no file, even under errors="quarantine".
+    It is a LoadError(bad_parquet) naming the file and the column; under quarantine the
+    file's rows are quarantined and the rest of the dataset is read."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from replaykit.errors import LoadError
+
+    root = tmp_path / "ds"
+    shutil.copytree(dataset, root)
+    f = next((root / "tenant_id=acme").glob("*.parquet"))
+    ft = pq.read_table(f)
+    meta = ft.schema.metadata
+    i = ft.schema.get_field_index(column)
+    typ = ft.schema.field(column).type
+    typ = typ.value_type if pa.types.is_dictionary(typ) else typ
+    values = ft.column(column).to_pylist()
+    values[1] = None
+    ft = ft.set_column(i, pa.field(column, typ), pa.array(values, typ))
+    pq.write_table(ft.replace_schema_metadata(meta), f)
+    with pytest.raises(LoadError) as err:
+        rk.read_parquet(root)
+    assert err.value.reason == "bad_parquet" and err.value.field == column
+    assert err.value.source == str(f) and err.value.fix
+    log = rk.read_parquet(root, errors="quarantine")
+    assert log.tenants == ["globex"]
+    q = log.quarantine
+    assert set(q.column("reason").to_pylist()) == {"bad_parquet"}
+    assert set(q.column("source").to_pylist()) == {str(f)}
+    own = rk.read_parquet(root, tenant_id="acme", errors="quarantine")
+    assert len(own) == 0 and own.quarantine.num_rows == 1  # the report, not the raw rows
+    assert own.quarantine.column("raw").to_pylist() == [None]
