@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -136,3 +137,25 @@ def test_compact_dictionaries_keeps_values_and_order() -> None:
     only_null = compact_dictionaries(table.slice(2, 1))
     assert only_null.column("x").to_pylist() == [None]
     assert only_null.column("x").chunk(0).dictionary.to_pylist() == []
+
+
+def test_tenants_sharing_a_folder_on_a_case_folding_file_system_are_refused(
+        tmp_path: Path, monkeypatch) -> None:
+    """On macOS / Windows file systems "tenant_id=ACME" and "tenant_id=acme" are one folder:
+    to_parquet wrote both tenants' part-0.parquet there, so one replaced the other (and the
+    survivor was served under the other's folder name). Simulated here by a folder name
+    that folds case; nothing may be written."""
+    from replaykit.engine import _parts
+    from replaykit.errors import LoadError
+    from replaykit.tenancy import partition_dir_name
+
+    monkeypatch.setattr(_parts, "partition_dir_name", lambda t: partition_dir_name(t).lower())
+    log = rk.EventLog(events_table({
+        "tenant_id": ["ACME", "acme"], "run_id": ["r1", "r2"], "seq": [0, 0],
+        "type": ["message.user"] * 2, "kind": ["user_message"] * 2, "payload": ["{}"] * 2,
+        "source": ["demo:mem"] * 2}))
+    with pytest.raises(LoadError, match="same partition folder") as err:
+        log.to_parquet(tmp_path / "ds")
+    assert err.value.reason == "bad_tenant" and "'ACME'" in str(err.value)
+    assert not any((tmp_path / "ds").rglob("*.parquet"))
+    assert not [p for p in (tmp_path / "ds").iterdir() if p.name.startswith("tenant_id=")]

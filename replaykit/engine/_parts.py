@@ -190,6 +190,29 @@ def write_partitioned(
 
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
+    # every tenant's folder first, each one new: on a file system that folds case (macOS,
+    # Windows) or normalises names, "ACME" and "acme" would otherwise share one folder and
+    # one tenant's part-0.parquet would replace the other's
+    made: dict[str, str] = {}
+    for tenant in log.tenants:
+        d = out / partition_dir_name(tenant)
+        try:
+            d.mkdir()
+        except FileExistsError:
+            other = next((t for t, name in made.items()
+                          if (out / name).exists() and os.path.samefile(out / name, d)), None)
+            import shutil
+
+            for name in made.values():
+                shutil.rmtree(out / name, ignore_errors=True)
+            raise LoadError(
+                source=str(out), line=None, field="tenant_id", reason="bad_tenant",
+                detail=(f"tenant ids {other!r} and {tenant!r} get the same partition folder "
+                        "on this file system (it folds case or normalises names); nothing "
+                        "was written"),
+                fix=("write the dataset on a case-sensitive file system, write those "
+                     "tenants to separate datasets, or store them with write_sql")) from None
+        made[tenant] = d.name
     table = log.table
     counters: dict[str, int] = {}
     cuts = _cuts(table, partition_events)
@@ -199,8 +222,7 @@ def write_partitioned(
         tenant = tenants[a].as_py()
         k = counters.get(tenant, 0)
         counters[tenant] = k + 1
-        d = out / partition_dir_name(tenant)
-        d.mkdir(exist_ok=True)
+        d = out / made[tenant]
         # the file names its tenant in its footer (TENANT_KEY), which readers check against
         # the folder; no tenant_id column, so hive readers (pandas.read_parquet(path), ...)
         # still take it from the folder without a type clash
