@@ -121,8 +121,9 @@ def _summary(table: pa.Table, problems: pd.DataFrame, anchored: int) -> tuple[st
     return line, report
 
 
-def _read_manifest_file(path: str) -> ChainManifest:
-    """The chain manifest stored in ``path`` (``ChainManifest.to_json`` text)."""
+def _read_manifest_file(path: str, expected_digest: str | None = None) -> ChainManifest:
+    """The chain manifest stored in ``path`` (``ChainManifest.to_json`` text); with
+    ``expected_digest``, refused unless it is the anchored manifest."""
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
     try:
@@ -136,13 +137,14 @@ def _read_manifest_file(path: str) -> ChainManifest:
             "open(path, 'w').write(replaykit.integrity.chain_manifest(trusted_log).to_json())"
         )
     try:
-        return ChainManifest.from_dict(obj)
+        return ChainManifest.from_dict(obj, expected_digest=expected_digest)
     except ManifestError as exc:
         raise ManifestError(f"{path}: {exc}") from exc
 
 
 def verify_chain_command(argv: Sequence[str] | None = None) -> int:
-    """``replaykit verify-chain PATH... [--format F] [--tenant ID] [--heads FILE] [--json]``.
+    """``replaykit verify-chain PATH... [--format F] [--tenant ID] [--heads FILE] [--digest HEX]
+    [--json]``.
 
     Loads the logs (files, folders, globs, a Parquet dataset written by
     ``EventLog.to_parquet``, or database URIs ``sqlite:///file.db`` /
@@ -150,7 +152,8 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
     one-line summary (or, with ``--json``, a JSON report on stdout and the summary on
     stderr). ``--heads FILE`` is a chain manifest (``chain_manifest(log).to_json()``): every
     run of every tenant with its head and the manifest's digest; with ``--tenant`` only those
-    tenants' part of it is checked. A manifest whose digest does not match is refused (exit 2).
+    tenants' part of it is checked. A manifest whose digest does not match is refused (exit 2),
+    and so, with ``--digest HEX`` (the digest that was anchored), is any other manifest.
 
     Returns the exit code: 0 intact, 1 the chain is broken or nothing was verified (no
     events: "nothing verified"), 2 bad usage or unreadable input.
@@ -179,15 +182,25 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--heads", metavar="FILE", help="chain manifest JSON (chain_manifest(log).to_json())"
     )
+    parser.add_argument(
+        "--digest", metavar="HEX",
+        help="the anchored digest of the --heads manifest: any other manifest is refused",
+    )
     parser.add_argument("--json", action="store_true", help="print a JSON report on stdout")
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
     except SystemExit as exc:
         return 0 if exc.code == 0 else 2
+    if args.digest and not args.heads:
+        print("replaykit verify-chain: error: --digest needs --heads FILE (the manifest it "
+              "anchors)", file=sys.stderr)
+        return 2
     try:
         heads = None
+        digest = None
         if args.heads:
-            heads = _read_manifest_file(args.heads)
+            heads = _read_manifest_file(args.heads, args.digest)
+            digest = heads.digest  # the whole manifest's: the value that was anchored
             if args.tenant:
                 heads = heads.for_tenants(args.tenant)
         malformed: list[pa.Table] = []
@@ -203,7 +216,7 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
         return 2
     line, report = _summary(table, problems, 0 if heads is None else heads.n_runs)
     if heads is not None:
-        report["manifest_digest"] = heads.digest
+        report["manifest_digest"] = digest
     if table.num_rows == 0:  # an empty answer is not "intact"
         who = f" of tenant(s) {', '.join(args.tenant)}" if args.tenant else ""
         line = f"nothing verified: the input holds no events{who}"

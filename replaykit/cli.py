@@ -15,7 +15,8 @@ Usage::
                             [--tool-policy P] [--fixtures FILE] -o RESULT_DIR
     replaykit replay get|events|diff|metrics|effects|requirements RESULT_DIR [--json|--csv]
     replaykit diff RESULT_DIR
-    replaykit verify-chain PATH... [--format F] [--tenant ID] [--heads FILE] [--json]
+    replaykit verify-chain PATH... [--format F] [--tenant ID] [--heads FILE] [--digest HEX]
+                           [--json]
     replaykit report rca|cohort ...
 
 Exit codes (every command): 0 success; 1 the input could not be loaded or the answer is

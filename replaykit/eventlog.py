@@ -32,6 +32,7 @@ from .tenancy import (
     check_tenant_column,
     check_tenant_id,
     check_tenant_ids,
+    compact_dictionaries,
     partition_dir_tenant,
     scope_extras,
     scope_side_table,
@@ -105,6 +106,15 @@ def to_pandas(table: pa.Table) -> pd.DataFrame:
 
 def _empty_runs() -> pa.Table:
     return RUNS_SCHEMA.empty_table()
+
+
+def _detached(table: pa.Table) -> pa.Table:
+    """A copy of ``table`` that holds only its own rows: dictionaries cut to the values in
+    use, each chunk copied out of any larger buffer it is a slice of."""
+    table = compact_dictionaries(table)
+    cols = [pa.chunked_array([pa.concat_arrays([c]) for c in col.chunks], col.type)
+            for col in table.columns]
+    return pa.Table.from_arrays(cols, schema=table.schema)
 
 
 def _str_values(col: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -222,8 +232,8 @@ class _RunIndex:
         if rows is None:
             return table.slice(0, 0)
         if int(rows[-1]) - int(rows[0]) + 1 == len(rows):  # contiguous (e.g. one header row)
-            return table.slice(int(rows[0]), len(rows))
-        return table.take(pa.array(rows))
+            return compact_dictionaries(table.slice(int(rows[0]), len(rows)))
+        return compact_dictionaries(table.take(pa.array(rows)))
 
 
 class _GrainCache:
@@ -349,9 +359,14 @@ class EventLog:
         self._grain: tuple[_GrainCache, int] | None = None
 
     def __getstate__(self) -> tuple[None, dict[str, Any]]:
-        # the data only: the run index and a shared grain cache are rebuilt on demand
-        return None, {name: getattr(self, name) for name in
-                      ("_table", "_runs", "_quarantine", "_extras")}
+        # the data only: the run index and a shared grain cache are rebuilt on demand. Each
+        # table is detached from the buffers it may share with a larger log (a run view is a
+        # zero-copy slice, and pyarrow pickles a slice's whole buffers and dictionaries), so
+        # a pickled view carries its own rows only
+        state = {name: _detached(getattr(self, name)) for name in
+                 ("_table", "_runs", "_quarantine")}
+        state["_extras"] = {k: _detached(v) for k, v in self._extras.items()}
+        return None, state
 
     def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
         for name, value in state[1].items():
@@ -528,7 +543,9 @@ class EventLog:
         header, quarantine and ``extras`` rows of that run (as :meth:`filter` scopes them)."""
         a, b = int(idx.offsets[i]), int(idx.offsets[i + 1])
         key = (idx.tenants[i], idx.run_ids[i])
-        table = self._table.slice(a, b - a)
+        # the events' dictionaries cut to this run's values (a slice keeps the whole log's:
+        # other tenants' ids, runs, tool names, sources)
+        table = compact_dictionaries(self._table.slice(a, b - a))
         runs = self._runs
         if runs.num_rows:
             scoped = idx.scoped("runs", runs, key)
@@ -760,6 +777,8 @@ class EventLog:
             runs = runs.filter(rmask)
         if tenant_id is None and run_ids is None:
             return self._replace(table, runs=runs)
+        # a filtered table keeps the whole dictionaries: cut them to the view's values
+        table = compact_dictionaries(table)
         tenants = None if tenant_id is None else list(tenant_id)
         runs_only = None if run_ids is None else (
             [run_ids] if isinstance(run_ids, str) else list(run_ids))
@@ -1140,7 +1159,10 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
     t_pos = names.index("tenant_id")
     batches: list[tuple[str, pa.RecordBatch]] = []
     tainted: dict[str, int] = {}
+    damaged: dict[str, tuple[str, int]] = {}  # file -> (first column with nulls, rows)
     claims: dict[str, bytes | None] = {}
+    required = [(i, f.name) for i, f in enumerate(EVENTS_SCHEMA)
+                if not f.nullable and f.name != "tenant_id"]  # tenant_id: from the folder
 
     def _mismatch(path: str, want: str, rows: int) -> None:
         if errors == "raise":
@@ -1152,6 +1174,23 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
                 fix=("the file is not this tenant's: move it to its own tenant's folder or "
                      "remove it (or pass errors=\"quarantine\")"))
         tainted[path] = tainted.get(path, 0) + rows
+
+    def _damaged(path: str, batch: pa.RecordBatch) -> None:
+        """A file with nulls in a column no replaykit dataset leaves null: bad_parquet."""
+        for i, name in required:
+            nulls = batch.column(i).null_count
+            if not nulls:
+                continue
+            if errors == "raise":
+                raise LoadError(
+                    source=path, line=None, field=name, reason="bad_parquet",
+                    detail=(f"{nulls} row(s) have a null {name!r}, which a replaykit dataset "
+                            "never holds: the file was damaged or not written by replaykit"),
+                    fix=("rewrite the dataset with EventLog.to_parquet, or remove the file "
+                         "(or pass errors=\"quarantine\")"))
+            field, rows = damaged.get(path, (name, 0))
+            damaged[path] = (field, rows + nulls)
+            return
 
     scanner = dataset.scanner(columns=names, filter=filter)
     for tagged in _scan(scanner, paths):
@@ -1175,6 +1214,7 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
             if len(seen) != 1 or seen[0].as_py() != want:
                 _mismatch(path, want, int(pc.sum(pc.fill_null(pc.not_equal(
                     pc.cast(col, pa.string()), want), False)).as_py() or 0))
+        _damaged(path, batch)
         code = np.full(batch.num_rows, code_of[want], dtype=np.int32)
         tenant = pa.DictionaryArray.from_arrays(pa.array(code), tenant_dict)
         batches.append((path, batch.set_column(t_pos, "tenant_id", tenant)))
@@ -1189,22 +1229,39 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
                             "their partition folder's (reason=partition_mismatch); the file's "
                             "rows are quarantined (shown only in an all-tenants read). Move "
                             "the file to its own tenant's folder or remove it.")})
+        for path, (field, count) in damaged.items():
+            if path not in tainted:  # the folder's own file: its tenant may see the report
+                bad.append({
+                    "source": path, "line": None, "field": field, "reason": "bad_parquet",
+                    "raw": None, "tenant_id": tenant_of[path], "run_id": None,
+                    "message": (f"{path}: {count} row(s) of this file have a null {field!r} "
+                                "(reason=bad_parquet); the file's rows are quarantined. "
+                                "Rewrite the dataset with EventLog.to_parquet or remove "
+                                "the file.")})
     for path, batch in batches:
-        if path not in tainted:
+        if path not in tainted and path not in damaged:
             out.append(batch)
             continue
         if bad is None:
             continue
         n = batch.num_rows
         payload = batch.column(names.index("payload"))
-        msg = (f"{path}: field 'tenant_id' {tainted[path]} row(s) of this file carry a "
-               f"tenant_id other than their partition folder's (reason=partition_mismatch). "
-               "The whole file is quarantined: move it to its own tenant's folder or remove it.")
+        if path in tainted:
+            field, reason = "tenant_id", "partition_mismatch"
+            msg = (f"{path}: field 'tenant_id' {tainted[path]} row(s) of this file carry a "
+                   f"tenant_id other than their partition folder's (reason="
+                   "partition_mismatch). The whole file is quarantined: move it to its own "
+                   "tenant's folder or remove it.")
+        else:
+            field, reason = damaged[path][0], "bad_parquet"
+            msg = (f"{path}: field {field!r} {damaged[path][1]} row(s) of this file are null "
+                   "(reason=bad_parquet). The whole file is quarantined: rewrite the dataset "
+                   "with EventLog.to_parquet or remove the file.")
         bad_rows = pa.table({
             "source": pa.array([path] * n, pa.string()),
             "line": pa.nulls(n, pa.int64()),
-            "field": pa.array(["tenant_id"] * n, pa.string()),
-            "reason": pa.array(["partition_mismatch"] * n, pa.string()),
+            "field": pa.array([field] * n, pa.string()),
+            "reason": pa.array([reason] * n, pa.string()),
             "message": pa.array([msg] * n, pa.string()),
             "raw": pc.cast(payload, pa.large_string()),
             "tenant_id": pa.nulls(n, pa.string()),

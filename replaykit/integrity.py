@@ -826,13 +826,28 @@ class ChainManifest:
         return canonical_json(self.to_dict())
 
     @classmethod
-    def from_dict(cls, obj: Any) -> ChainManifest:
+    def from_dict(cls, obj: Any, *, expected_digest: str | None = None) -> ChainManifest:
         """Read a manifest from :meth:`to_dict` output; the digest is checked.
 
+        The digest matching the content only shows the manifest was not edited *by hand*:
+        whoever can rewrite the manifest can recompute its digest. Pass the digest you
+        anchored (signed, published) as ``expected_digest`` to refuse any other manifest.
+
         Raises:
-            ManifestError: not a manifest, a malformed one, or one whose digest does not
-                match its content.
+            ManifestError: not a manifest, a malformed one, one whose digest does not
+                match its content, or (``expected_digest``) not the anchored manifest.
         """
+        manifest = cls._from_dict(obj)
+        if expected_digest is not None and manifest.digest != expected_digest.strip().lower():
+            raise ManifestError(
+                f"manifest digest {manifest.digest!r} is not the anchored digest "
+                f"{expected_digest!r}: this is not the manifest that was anchored (it was "
+                "replaced and re-digested); use the anchored manifest"
+            )
+        return manifest
+
+    @classmethod
+    def _from_dict(cls, obj: Any) -> ChainManifest:
         if not isinstance(obj, Mapping) or obj.get(_MANIFEST_KEY) is None:
             raise ManifestError(
                 f"not a replaykit chain manifest (no {_MANIFEST_KEY!r} member); make one with "
@@ -866,17 +881,20 @@ class ChainManifest:
         return cls(out, digest)
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> ChainManifest:
-        """Read a manifest from :meth:`to_json` text; the digest is checked.
+    def from_json(cls, text: str | bytes, *, expected_digest: str | None = None
+                  ) -> ChainManifest:
+        """Read a manifest from :meth:`to_json` text; the digest is checked (and compared
+        with ``expected_digest``, the anchored one, when given: see :meth:`from_dict`).
 
         Raises:
-            ManifestError: not JSON, not a manifest, or a digest that does not match.
+            ManifestError: not JSON, not a manifest, a digest that does not match, or
+                (``expected_digest``) not the anchored manifest.
         """
         try:
             obj = json.loads(text)
         except ValueError as exc:
             raise ManifestError(f"chain manifest is not valid JSON: {exc}") from exc
-        return cls.from_dict(obj)
+        return cls.from_dict(obj, expected_digest=expected_digest)
 
 
 def chain_manifest(log: EventLog | pa.Table) -> ChainManifest:
@@ -1055,14 +1073,19 @@ def _head_problems(table: pa.Table, starts: np.ndarray, heads: pd.DataFrame) -> 
 
 
 def _pleach_rows(table: pa.Table) -> pa.Table | None:
-    """The rows of ``table`` whose derived columns the pleach loader made (None: none)."""
+    """The rows of ``table`` whose derived columns are re-derived (None: none): the pleach
+    rows, and every row that names no format (no ``source`` column, or a null there). Those
+    hash in the six-key form like pleach rows, so every row either hashes its derived
+    columns (:func:`_sealed_rows`) or has them re-derived: none escapes both."""
     from .io.pleach import DERIVED_COLUMNS as PLEACH_DERIVED
 
     names = table.schema.names
-    formats = _formats(table)
-    if formats is None or not table.num_rows or not any(c in names for c in PLEACH_DERIVED):
+    if not table.num_rows or not any(c in names for c in PLEACH_DERIVED):
         return None
-    mine = pc.fill_null(pc.equal(formats, REDERIVED_FORMAT), False)
+    formats = _formats(table)
+    if formats is None:
+        return table
+    mine = pc.fill_null(pc.equal(formats, REDERIVED_FORMAT), True)
     count = pc.sum(pc.cast(mine, pa.int64())).as_py() or 0
     if not count:
         return None

@@ -46,12 +46,14 @@ from .errors import LoadError
 __all__ = [
     "BAD_TENANT_PATTERN",
     "BadTenantError",
+    "PARTITION_NAME_MAX_BYTES",
     "PARTITION_PREFIX",
     "TENANT_ID_MAX_LEN",
     "bad_tenant_mask",
     "check_tenant_column",
     "check_tenant_id",
     "check_tenant_ids",
+    "compact_dictionaries",
     "decode_partition_value",
     "encode_partition_value",
     "partition_dir_name",
@@ -66,6 +68,10 @@ PARTITION_PREFIX = "tenant_id="
 
 #: Longest tenant id accepted, in characters.
 TENANT_ID_MAX_LEN = 256
+
+#: Longest partition folder name (``tenant_id=<encoded id>``) a dataset writer creates, in
+#: bytes: the file-name limit of common file systems (ext4, XFS, APFS, NTFS).
+PARTITION_NAME_MAX_BYTES = 255
 
 #: Characters a tenant id may not contain (an RE2 character class, as Arrow's regex kernels
 #: read it).
@@ -205,10 +211,23 @@ def partition_dir_name(tenant_id: str) -> str:
     """The folder of ``tenant_id`` in a dataset: ``tenant_id=<encode_partition_value(id)>``.
 
     Raises:
-        LoadError: ``reason="bad_tenant"``: ``tenant_id`` breaks the rule.
+        LoadError: ``reason="bad_tenant"``: ``tenant_id`` breaks the rule, or is valid but
+            its folder name would be longer than :data:`PARTITION_NAME_MAX_BYTES` (file
+            systems refuse longer names; percent-encoding takes up to 12 bytes a character).
     """
     check_tenant_id(tenant_id, source="<partition folder>")
-    return PARTITION_PREFIX + encode_partition_value(tenant_id)
+    name = PARTITION_PREFIX + encode_partition_value(tenant_id)
+    if len(name.encode("ascii")) > PARTITION_NAME_MAX_BYTES:
+        raise BadTenantError(
+            source="<partition folder>", line=None, field="tenant_id", reason="bad_tenant",
+            detail=(f"tenant id {tenant_id!r} ({len(tenant_id)} characters) is valid, but its "
+                    f"partition folder name would be {len(name)} bytes, more than the "
+                    f"{PARTITION_NAME_MAX_BYTES} a file name may have"),
+            fix=("store this tenant with write_sql, or use a shorter tenant id: its folder "
+                 f"name is {PARTITION_PREFIX!r} plus the id percent-encoded (ASCII letters, "
+                 "digits and _.-~ take 1 byte each, every other UTF-8 byte 3)"),
+        )
+    return name
 
 
 def partition_dir_tenant(name: str) -> tuple[str | None, str | None]:
@@ -274,7 +293,52 @@ def scope_side_table(table: pa.Table, *, tenants: Sequence[str] | None = None,
     if tenants is None and "tenant_id" in table.schema.names:
         # a run view of every tenant still shows no row of unknown tenant
         mask = pc.and_(mask, pc.is_valid(table.column("tenant_id")))
-    return table.filter(pc.fill_null(mask, False))
+    return compact_dictionaries(table.filter(pc.fill_null(mask, False)))
+
+
+def _compact_dictionary(arr: pa.Array) -> pa.Array:
+    """``arr`` (a dictionary array) with a dictionary of only the values its rows use, in
+    their dictionary order; ``arr`` itself when it already uses every entry."""
+    d = arr.dictionary
+    if len(d) <= 1 and (len(d) == 0 or len(arr) > arr.null_count):
+        return arr
+    if arr.null_count:
+        used_np = np.unique(arr.indices.drop_null().to_numpy(zero_copy_only=False))
+    else:
+        codes = arr.indices.to_numpy()
+        used_np = np.unique(codes)
+    if len(used_np) == len(d):
+        return arr
+    if arr.null_count:
+        remap = np.zeros(len(d), dtype=arr.type.index_type.to_pandas_dtype())
+        remap[used_np] = np.arange(len(used_np))
+        indices = pc.take(pa.array(remap), arr.indices)
+    else:
+        indices = pa.array(np.searchsorted(used_np, codes).astype(
+            arr.type.index_type.to_pandas_dtype(), copy=False))
+    return pa.DictionaryArray.from_arrays(indices, d.take(pa.array(used_np)))
+
+
+def compact_dictionaries(table: pa.Table) -> pa.Table:
+    """``table`` with every dictionary column's dictionary cut to the values its rows use.
+
+    A filter or a slice of an Arrow table keeps the whole dictionary of each dictionary
+    column, so a view of one tenant would still carry the other tenants' tenant ids, run
+    ids, tool names and source paths there (and ``to_parquet`` would write them into the
+    tenant's folder, pickling would send them along). Views and writers call this: a
+    column whose dictionary is all in use is returned as is (no copy).
+    """
+    schema = table.schema
+    cols = None
+    for i, typ in enumerate(schema.types):
+        if not pa.types.is_dictionary(typ):
+            continue
+        old = table.column(i).chunks
+        chunks = [_compact_dictionary(c) for c in old]
+        if any(a is not b for a, b in zip(chunks, old, strict=True)):
+            cols = table.columns if cols is None else cols
+            cols[i] = pa.chunked_array(chunks, typ)
+    return table if cols is None else pa.Table.from_arrays(cols, schema=schema)
 
 
 def scope_extras(extras: Mapping[str, pa.Table], *, tenants: Sequence[str] | None = None,

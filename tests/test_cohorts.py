@@ -95,7 +95,10 @@ def test_generator_drift_is_visible(drift):
 def test_generator_writes_files(tmp_path):
     d = generate_cohorts(tmp_path / "c", runs=20, cache_eviction=0.3, seed=1)
     log = rk.read_parquet(d.paths["events"])
-    assert log.table.equals(d.log.table)
+    # the same rows and types (each tenant's files hold only its own dictionary values, so
+    # the dictionaries read back may list them in another order)
+    assert log.table.schema == d.log.table.schema
+    assert log.table.to_pylist() == d.log.table.to_pylist()
     cache = rk.ParquetCache(d.paths["cache"])
     assert len(cache) == len(d.cache)
 

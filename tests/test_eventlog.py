@@ -102,7 +102,10 @@ def test_methods_never_mutate_the_table():
 def test_concat_merges_and_rejects_duplicates():
     log = _log()
     both = rk.concat([log.filter(tenant_id="beta"), log.filter(tenant_id="acme")])
-    assert both.table.equals(log.table)
+    # the same rows and types (each view's dictionaries hold only its own values, so the
+    # merged dictionaries may list them in another order)
+    assert both.table.schema == log.table.schema
+    assert both.table.to_pylist() == log.table.to_pylist()
     with pytest.raises(rk.SchemaError, match="duplicate event"):
         rk.concat([log, log.filter(tenant_id="beta")])
     assert len(rk.concat([])) == 0

@@ -207,6 +207,36 @@ def test_cli_heads_takes_the_manifest(tmp_path, capsys):
     assert "old --heads format" in err and "chain_manifest" in err
 
 
+def test_a_re_digested_forged_manifest_is_refused_against_the_anchored_digest(tmp_path,
+                                                                              capsys):
+    """Storage that can rewrite the log and its manifest file adds a fabricated run to both
+    and recomputes the manifest's digest: the self-check passes (it is not authentication),
+    so verify-chain said intact. Against the anchored digest (from_json(expected_digest=),
+    --digest) the forged manifest is refused, and the report's manifest_digest is the whole
+    manifest's (the anchored value), also with --tenant."""
+    m = chain_manifest(chained())
+    forged_log = _concat(chained(), _fabricated_run("run-fabricated"))
+    forged_m = chain_manifest(forged_log)  # re-digested: consistent with itself
+    assert ChainManifest.from_json(forged_m.to_json()) == forged_m
+    assert verify_chain(forged_log, expected_heads=forged_m).empty  # what the self-check buys
+    with pytest.raises(ManifestError, match="anchored"):
+        ChainManifest.from_json(forged_m.to_json(), expected_digest=m.digest)
+    assert ChainManifest.from_json(m.to_json(), expected_digest=m.digest.upper()) == m
+    data = tmp_path / "forged"
+    forged_log.to_parquet(data)
+    f = tmp_path / "manifest.json"
+    f.write_text(forged_m.to_json())
+    assert verify_chain_command([str(data), "--heads", str(f)]) == 0
+    capsys.readouterr()
+    assert verify_chain_command([str(data), "--heads", str(f), "--digest", m.digest]) == 2
+    assert "anchored" in capsys.readouterr().err
+    f.write_text(m.to_json())
+    assert verify_chain_command([str(data), "--heads", str(f), "--digest", m.digest,
+                                 "--tenant", "globex", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["manifest_digest"] == m.digest
+    assert verify_chain_command([str(data), "--digest", m.digest]) == 2
+
+
 def test_manifest_is_local_engine_only():
     with pytest.raises(ValueError, match="engine='local'"):
         verify_chain(chained(), expected_heads=chain_manifest(chained()), engine="dask")

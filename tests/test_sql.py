@@ -385,6 +385,74 @@ def test_no_client_side_switch_reads_another_tenant(rls, log, attempt):
         assert _raw_count(conn, "globex") == 0
 
 
+_SQL_DETOURS = {
+    # objects the reader creates itself (in pg_temp: it has no CREATE on public) run as the
+    # reader, so the policy still applies
+    "temp_view": ["CREATE TEMP VIEW v AS SELECT * FROM harness_event_log",
+                  "SELECT count(*) FROM v WHERE tenant_id = 'globex'"],
+    "security_definer_function": [
+        "CREATE FUNCTION pg_temp.f() RETURNS bigint LANGUAGE sql SECURITY DEFINER AS "
+        "$$SELECT count(*) FROM harness_event_log WHERE tenant_id = 'globex'$$",
+        "SELECT pg_temp.f()"],
+    "cheap_leaky_function": [  # a function cheaper than the policy must not see its rows
+        "CREATE TEMP TABLE seen (t text)",
+        "CREATE FUNCTION pg_temp.leak(text) RETURNS bool LANGUAGE plpgsql COST 0.0000001 AS "
+        "$$BEGIN INSERT INTO seen VALUES ($1); RETURN true; END$$",
+        "CREATE TEMP TABLE n AS SELECT count(*) FROM harness_event_log "
+        "WHERE pg_temp.leak(tenant_id)",
+        "SELECT count(*) FROM seen WHERE t = 'globex'"],
+    "prepared_statement": [
+        "PREPARE p(text) AS SELECT count(*) FROM harness_event_log WHERE tenant_id = $1",
+        "EXECUTE p('globex')"],
+    "copy": ["COPY (SELECT count(*) FROM harness_event_log WHERE tenant_id = 'globex') "
+             "TO STDOUT"],
+    "cursor": ["BEGIN", "DECLARE k CURSOR FOR SELECT count(*) FROM harness_event_log "
+               "WHERE tenant_id = 'globex'", "FETCH k", "COMMIT"],
+    "tablesample": ["SELECT count(*) FROM harness_event_log TABLESAMPLE SYSTEM (100) "
+                    "WHERE tenant_id = 'globex'"],
+    "planner_statistics": ["SELECT count(*) FROM pg_stats WHERE tablename = "
+                           "'harness_event_log'"],
+    "owner_view": None,  # a view the table owner made and granted: still under the policy
+    "owner_security_definer_function": None,
+}
+
+
+@pytest.mark.parametrize("detour", list(_SQL_DETOURS))
+def test_no_sql_detour_reads_another_tenant(rls, log, pg_uri, detour):
+    """Views, SECURITY DEFINER functions, cheap leaky functions, prepared statements,
+    cursors, sampling and the planner's statistics (after ANALYZE) show an acme reader no
+    globex row, whether the reader or the table owner made the object."""
+    import adbc_driver_postgresql.dbapi as pg
+
+    assert len(log.filter(tenant_id="globex")) > 0
+    with pg.connect(pg_uri, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute("ANALYZE harness_event_log")  # pg_stats would hold every tenant's values
+    statements = _SQL_DETOURS[detour]
+    if statements is None:
+        with pg.connect(rls.uri(rls.owner), autocommit=True) as conn, conn.cursor() as cur:
+            if detour == "owner_view":
+                cur.execute("CREATE VIEW own_v AS SELECT * FROM harness_event_log")
+                cur.execute(f'GRANT SELECT ON own_v TO "{rls.acme}"')
+                statements = ["SELECT count(*) FROM own_v WHERE tenant_id = 'globex'"]
+            else:
+                cur.execute("CREATE FUNCTION own_f() RETURNS bigint LANGUAGE sql SECURITY "
+                            "DEFINER AS $$SELECT count(*) FROM harness_event_log "
+                            "WHERE tenant_id = 'globex'$$")
+                cur.execute(f'GRANT EXECUTE ON FUNCTION own_f() TO "{rls.acme}"')
+                statements = ["SELECT own_f()"]
+    # psql, one session: EXECUTE and FETCH cannot go through the driver (it wraps COPY)
+    import shutil
+    import subprocess
+
+    if shutil.which("psql") is None:
+        pytest.skip("psql is not installed")
+    run = subprocess.run(["psql", rls.uri(rls.acme), "-X", "-q", "-t", "-A",
+                          "-v", "ON_ERROR_STOP=1", "-c", "; ".join(statements)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["0"], (statements[-1], run.stdout)
+
+
 def _renamed_runs(log: EventLog, prefix: str) -> EventLog:
     """``log`` with every run id prefixed (new runs, not yet in the table), re-stamped."""
     t = log.table

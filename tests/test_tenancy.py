@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -341,6 +342,36 @@ def test_to_parquet_read_parquet_round_trip_of_any_valid_tenant(tmp_path: Path,
         one = rk.read_parquet(root, tenant_id=t)
         assert one.tenants == [t] and one.run_ids == [f"r{i}"] and len(one) == 2
     assert {p.tenant_id for p in partitions(root)} == set(tenants)
+
+
+long_tenant_ids = st.builds(
+    lambda unit, n, tail: (unit * n)[: TENANT_ID_MAX_LEN - len(tail)] + tail,
+    st.sampled_from(["a", "é", "日", "😀", "a/", "%"]), st.integers(1, TENANT_ID_MAX_LEN),
+    st.sampled_from(["", "x", "y", " "]))
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(long_tenant_ids, min_size=1, max_size=3, unique=True))
+def test_long_valid_tenant_ids_round_trip_or_are_refused_before_writing(
+        tmp_path: Path, tenants: list[str]) -> None:
+    """A valid tenant id whose folder name would not fit a file name (255 bytes) is a
+    LoadError(bad_tenant) raised before anything is written, never an OSError after other
+    tenants' folders were written; ids that fit round-trip, also when they differ only in
+    their last character."""
+    root = tmp_path / "long"
+    shutil.rmtree(root, ignore_errors=True)
+    log = rk.EventLog(_events([(t, f"r{i}", 0) for i, t in enumerate(tenants)]))
+    fits = all(len(("tenant_id=" + quote(t, safe="")).encode()) <= 255 for t in tenants)
+    if not fits:
+        with pytest.raises(LoadError, match="reason=bad_tenant"):
+            log.to_parquet(root)
+        assert not root.exists() or not any(root.iterdir())
+        return
+    log.to_parquet(root)
+    for i, t in enumerate(tenants):
+        one = rk.read_parquet(root, tenant_id=t)
+        assert one.tenants == [t] and one.run_ids == [f"r{i}"]
 
 
 def test_old_raw_hive_datasets_still_read(tmp_path: Path) -> None:

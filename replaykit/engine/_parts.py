@@ -21,11 +21,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .._delegates import provide
-from ..errors import ReplayKitError
+from ..errors import LoadError, ReplayKitError
 from ..eventlog import TENANT_KEY, EventLog, partition_files, read_partition_files
 from ..schema import EVENTS_SCHEMA, _dictionary_rank
 from ..schema import run_starts as _run_starts
-from ..tenancy import check_tenant_column, partition_dir_name, partition_dir_tenant
+from ..tenancy import (
+    check_tenant_column,
+    compact_dictionaries,
+    partition_dir_name,
+    partition_dir_tenant,
+)
 
 __all__ = ["EngineError", "Partition", "partitions", "write_partitioned"]
 
@@ -172,6 +177,12 @@ def write_partitioned(
     check_tenant_column(log.runs.column("tenant_id"), source=f"{out} (runs to write)")
     check_tenant_column(log.quarantine.column("tenant_id"), nullable=True,
                         source=f"{out} (quarantine to write)")
+    for tenant in log.tenants:  # every folder name must fit, before anything is written
+        try:
+            partition_dir_name(tenant)
+        except LoadError as err:
+            raise LoadError(source=f"{out} (events to write)", line=None, field="tenant_id",
+                            reason="bad_tenant", detail=err.detail, fix=err.fix) from None
     if out.exists() and any(out.iterdir()):
         if not overwrite:
             raise FileExistsError(f"{out} exists and is not empty; pass overwrite=True")
@@ -179,6 +190,29 @@ def write_partitioned(
 
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
+    # every tenant's folder first, each one new: on a file system that folds case (macOS,
+    # Windows) or normalises names, "ACME" and "acme" would otherwise share one folder and
+    # one tenant's part-0.parquet would replace the other's
+    made: dict[str, str] = {}
+    for tenant in log.tenants:
+        d = out / partition_dir_name(tenant)
+        try:
+            d.mkdir()
+        except FileExistsError:
+            other = next((t for t, name in made.items()
+                          if (out / name).exists() and os.path.samefile(out / name, d)), None)
+            import shutil
+
+            for name in made.values():
+                shutil.rmtree(out / name, ignore_errors=True)
+            raise LoadError(
+                source=str(out), line=None, field="tenant_id", reason="bad_tenant",
+                detail=(f"tenant ids {other!r} and {tenant!r} get the same partition folder "
+                        "on this file system (it folds case or normalises names); nothing "
+                        "was written"),
+                fix=("write the dataset on a case-sensitive file system, write those "
+                     "tenants to separate datasets, or store them with write_sql")) from None
+        made[tenant] = d.name
     table = log.table
     counters: dict[str, int] = {}
     cuts = _cuts(table, partition_events)
@@ -188,12 +222,13 @@ def write_partitioned(
         tenant = tenants[a].as_py()
         k = counters.get(tenant, 0)
         counters[tenant] = k + 1
-        d = out / partition_dir_name(tenant)
-        d.mkdir(exist_ok=True)
+        d = out / made[tenant]
         # the file names its tenant in its footer (TENANT_KEY), which readers check against
         # the folder; no tenant_id column, so hive readers (pandas.read_parquet(path), ...)
         # still take it from the folder without a type clash
-        part = body.slice(a, b - a).replace_schema_metadata(
+        # ... and its dictionary pages hold only its own values (a slice keeps the whole
+        # log's dictionaries: other tenants' run ids, tool names, sources)
+        part = compact_dictionaries(body.slice(a, b - a)).replace_schema_metadata(
             {**(body.schema.metadata or {}), TENANT_KEY: tenant.encode("utf-8")})
         pq.write_table(part, d / f"part-{k}.parquet",
                        row_group_size=min(1_000_000, max(1, b - a)))

@@ -1,0 +1,161 @@
+"""Attacks on the isolation promise (docs/security.md): a view of one tenant, and whatever is
+made from it (a pickle, a Parquet dataset), never carries another tenant's data, not even in
+the dictionaries of its dictionary columns or in the buffers a zero-copy slice shares."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import replaykit as rk
+from replaykit.schema import QUARANTINE_SCHEMA, events_table
+from replaykit.tenancy import compact_dictionaries
+
+_TENANTS = ("acme", "globex", "initech")
+
+
+def _marked_log(shape: list[tuple[int, int]]) -> rk.EventLog:
+    """Tenant ``i`` of ``shape`` gets ``runs`` runs of ``events`` events; every value a tenant
+    owns (run ids, parents, tool names, sources, payloads, quarantine rows) names it."""
+    cols: dict[str, list] = {c: [] for c in ("tenant_id", "run_id", "parent_run_id", "seq",
+                                             "type", "kind", "tool_name", "payload", "source")}
+    quarantine = []
+    for i, (runs, events) in enumerate(shape):
+        t = _TENANTS[i]
+        for r in range(runs):
+            for s in range(events):
+                cols["tenant_id"].append(t)
+                cols["run_id"].append(f"{t}-run{r}")
+                cols["parent_run_id"].append(f"{t}-parent" if r else None)
+                cols["seq"].append(s)
+                cols["type"].append(f"{t}.custom" if s % 2 else "tool.called")
+                cols["kind"].append("other" if s % 2 else "tool_call")
+                cols["tool_name"].append(None if s % 2 else f"{t}-tool{s}")
+                cols["payload"].append(f'{{"secret":"{t}-secret"}}')
+                cols["source"].append(f"demo:/data/{t}/events.jsonl")
+            quarantine.append({"source": f"/data/{t}/bad", "line": 1, "field": None,
+                               "reason": "bad_json", "message": f"{t}-message",
+                               "raw": f"{t}-raw", "tenant_id": t, "run_id": f"{t}-run{r}"})
+    table = events_table(cols)
+    q = pa.Table.from_pylist(quarantine, schema=QUARANTINE_SCHEMA)
+    side = compact_dictionaries(pa.table({
+        "tenant_id": pa.array([q["tenant_id"] for q in quarantine]).dictionary_encode(),
+        "run_id": pa.array([q["run_id"] for q in quarantine]).dictionary_encode(),
+        "note": pa.array([q["message"] for q in quarantine]).dictionary_encode(),
+    }))
+    return rk.EventLog(table, quarantine=q, extras={"notes": side})
+
+
+def _dictionary_values(table: pa.Table) -> set[str]:
+    out: set[str] = set()
+    for col in table.columns:
+        for chunk in col.chunks:
+            if pa.types.is_dictionary(chunk.type):
+                out.update(v for v in chunk.dictionary.to_pylist() if v is not None)
+    return out
+
+
+def _others(tenant: str, shape: list[tuple[int, int]]) -> list[str]:
+    return [t for t in _TENANTS[: len(shape)] if t != tenant]
+
+
+def _views(log: rk.EventLog, tenant: str) -> list[tuple[str, rk.EventLog]]:
+    runs = [r for r in log.run_ids if r.startswith(tenant + "-")]
+    out = [("filter", log.filter(tenant_id=tenant)),
+           ("filter+run_ids", log.filter(tenant_id=tenant, run_ids=runs[:1])),
+           ("run", log.run(runs[0], tenant_id=tenant))]
+    out += [(f"iter_runs {k.run_id}", v) for k, v in log.iter_runs() if k.tenant_id == tenant]
+    return out
+
+
+_shapes = st.lists(st.tuples(st.integers(1, 3), st.integers(1, 4)), min_size=2, max_size=3)
+
+
+@settings(max_examples=30, deadline=None)
+@given(shape=_shapes, pick=st.data())
+def test_a_view_carries_no_other_tenant_value_in_any_dictionary(shape, pick) -> None:
+    """filter / run / iter_runs keep every dictionary column's dictionary to the view's own
+    values (a slice or filter of an Arrow table keeps the whole log's dictionaries: the
+    other tenants' ids, run ids, tool names and source paths, visible as pandas categories);
+    and a pickled view holds none of the other tenants' bytes (pyarrow pickles a slice's
+    whole buffers)."""
+    log = _marked_log(shape)
+    tenant = pick.draw(st.sampled_from(_TENANTS[: len(shape)]))
+    for name, view in _views(log, tenant):
+        tables = [view.table, view.runs, view.quarantine, *view.extras.values()]
+        for table in tables:
+            leaked = {v for v in _dictionary_values(table)
+                      if any(o in v for o in _others(tenant, shape))}
+            assert not leaked, (name, leaked)
+        cats = view.events_df()["run_id"].cat.categories
+        assert all(c.startswith(tenant + "-") for c in cats), (name, list(cats))
+        blob = pickle.dumps(view)
+        for other in _others(tenant, shape):
+            assert other.encode() not in blob, (name, other)
+        back = pickle.loads(blob)
+        assert back.table.equals(view.table.cast(back.table.schema)) or \
+            back.table.to_pylist() == view.table.to_pylist()
+
+
+@settings(max_examples=10, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shape=_shapes)
+def test_a_tenant_folder_holds_no_other_tenant_bytes(tmp_path: Path, shape) -> None:
+    """to_parquet of a multi-tenant log: each tenant_id=<t>/ file holds only t's values
+    (its dictionary pages were the whole log's), so per-folder file permissions isolate."""
+    log = _marked_log(shape)
+    root = log.to_parquet(tmp_path / "ds", overwrite=True)
+    for tenant in _TENANTS[: len(shape)]:
+        files = list((root / f"tenant_id={tenant}").glob("*.parquet"))
+        assert files
+        for f in files:
+            data = f.read_bytes()
+            for other in _others(tenant, shape):
+                assert other.encode() not in data, (f.name, other)
+            assert not any(o in v for v in _dictionary_values(pq.read_table(f))
+                           for o in _others(tenant, shape))
+        one = rk.read_parquet(root, tenant_id=tenant)
+        assert one.tenants == [tenant]
+        assert not any(o in v for v in _dictionary_values(one.table)
+                       for o in _others(tenant, shape))
+
+
+def test_compact_dictionaries_keeps_values_and_order() -> None:
+    arr = pa.array(["b", "a", None, "c", "a"]).dictionary_encode()
+    table = pa.table({"x": arr, "n": [1, 2, 3, 4, 5]})
+    part = compact_dictionaries(table.slice(1, 2))
+    assert part.column("x").chunk(0).dictionary.to_pylist() == ["a"]
+    assert part.column("x").to_pylist() == ["a", None]
+    whole = compact_dictionaries(table)
+    assert whole is table  # every entry in use: no copy
+    only_null = compact_dictionaries(table.slice(2, 1))
+    assert only_null.column("x").to_pylist() == [None]
+    assert only_null.column("x").chunk(0).dictionary.to_pylist() == []
+
+
+def test_tenants_sharing_a_folder_on_a_case_folding_file_system_are_refused(
+        tmp_path: Path, monkeypatch) -> None:
+    """On macOS / Windows file systems "tenant_id=ACME" and "tenant_id=acme" are one folder:
+    to_parquet wrote both tenants' part-0.parquet there, so one replaced the other (and the
+    survivor was served under the other's folder name). Simulated here by a folder name
+    that folds case; nothing may be written."""
+    from replaykit.engine import _parts
+    from replaykit.errors import LoadError
+    from replaykit.tenancy import partition_dir_name
+
+    monkeypatch.setattr(_parts, "partition_dir_name", lambda t: partition_dir_name(t).lower())
+    log = rk.EventLog(events_table({
+        "tenant_id": ["ACME", "acme"], "run_id": ["r1", "r2"], "seq": [0, 0],
+        "type": ["message.user"] * 2, "kind": ["user_message"] * 2, "payload": ["{}"] * 2,
+        "source": ["demo:mem"] * 2}))
+    with pytest.raises(LoadError, match="same partition folder") as err:
+        log.to_parquet(tmp_path / "ds")
+    assert err.value.reason == "bad_tenant" and "'ACME'" in str(err.value)
+    assert not any((tmp_path / "ds").rglob("*.parquet"))
+    assert not [p for p in (tmp_path / "ds").iterdir() if p.name.startswith("tenant_id=")]
