@@ -525,8 +525,6 @@ def _unreadable(path: Path, how: str) -> None:
     anything), or a symlink to /proc/self/mem (a regular file whose read at offset 0 fails
     with EIO, for every user)."""
     if how == "chmod":
-        if os.geteuid() == 0:
-            pytest.skip("root reads a chmod-000 file")
         path.chmod(0)
     else:
         if not Path("/proc/self/mem").is_file():
@@ -535,7 +533,13 @@ def _unreadable(path: Path, how: str) -> None:
         path.symlink_to("/proc/self/mem")
 
 
-@pytest.mark.parametrize("how", ["chmod", "eio"])
+#: chmod 000 makes a file unreadable for every user but root (CI runs as root): there the
+#: EIO case, unreadable for root too, takes the same path (OSError on read), so the chmod case
+#: is not generated rather than skipped
+_UNREADABLE_HOW = ["eio"] if os.geteuid() == 0 else ["chmod", "eio"]
+
+
+@pytest.mark.parametrize("how", _UNREADABLE_HOW)
 @pytest.mark.parametrize("fmt", ["toh", "pleach", "isplay", "otel", "auto"])
 def test_unreadable_file_is_one_quarantine_row(tmp_path: Path, fmt: str, how: str) -> None:
     good = {"toh": DATA / "toh" / "shed-fork" / "session.jsonl",
