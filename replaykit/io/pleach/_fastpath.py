@@ -139,13 +139,22 @@ def _may_hold_nonfinite(b: np.ndarray) -> bool:
     return False
 
 
+def _bracket_counts(b: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                    opens: np.ndarray | None = None) -> np.ndarray:
+    """How many ``{`` and ``[`` each span [start, end) of ``b`` holds (an upper bound of its
+    nesting depth), column-wise; ``opens``: the ``{`` positions, when the caller has them."""
+    if opens is None:
+        opens = _positions(b, ord("{"))
+    count = np.searchsorted(opens, ends) - np.searchsorted(opens, starts)
+    brackets = _positions(b, ord("["))
+    return count + np.searchsorted(brackets, ends) - np.searchsorted(brackets, starts)
+
+
 def _check_depth(block: bytes | bytearray, b: np.ndarray, starts: np.ndarray,
                  ends: np.ndarray, opens: np.ndarray) -> None:
     """Raise _FastPathFailed when a line may nest deeper than MAX_DEPTH (Arrow's reader
     accepts any depth; the row-by-row path rejects it, so both paths agree)."""
-    count = np.searchsorted(opens, ends) - np.searchsorted(opens, starts)
-    brackets = _positions(b, ord("["))
-    count += np.searchsorted(brackets, ends) - np.searchsorted(brackets, starts)
+    count = _bracket_counts(b, starts, ends, opens)
     for i in np.flatnonzero(count > MAX_DEPTH).tolist():  # few lines: decode them to be sure
         try:
             loads(bytes(block[starts[i]:ends[i]]))

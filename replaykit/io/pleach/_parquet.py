@@ -21,7 +21,7 @@ from .._common import (
 )
 from ._checks import _bad, _check_rows, _scope_quarantine, _tenant_filter
 from ._derive import _slim
-from ._fastpath import _NONFINITE, _may_hold_nonfinite, _parse_payloads, _positions
+from ._fastpath import _NONFINITE, _bracket_counts, _may_hold_nonfinite, _parse_payloads
 from ._finish import _finish, _runs_table
 from ._rows import _typed_from_objects
 from ._shapes import _ENVELOPE_FIELDS, _REQUIRED_COLUMNS, _STR, _Counts, _Part
@@ -260,11 +260,7 @@ def _strict_enough(payload: pa.Array) -> bool:
         return False
     if _TOO_LONG_INT in raw.translate(_DIGITS_B):
         return False
-    starts, ends = offs[:-1] - offs[0], offs[1:] - offs[0]
-    count = np.zeros(n, dtype=np.int64)
-    for byte in (ord("{"), ord("[")):
-        pos = _positions(b, byte)
-        count += np.searchsorted(pos, ends) - np.searchsorted(pos, starts)
+    count = _bracket_counts(b, offs[:-1] - offs[0], offs[1:] - offs[0])
     return not (count > MAX_DEPTH).any()
 
 
