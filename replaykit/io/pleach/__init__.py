@@ -114,6 +114,7 @@ from ._finish import (  # noqa: F401 (the old module's names, re-exported)
     _runs_table,
     _take_runs,
 )
+from ._nativepath import native_block
 from ._parquet import (  # noqa: F401 (the old module's names, re-exported)
     _created_type_ok,
     _map_to_dict,
@@ -392,7 +393,15 @@ class _Block:
 
 
 def _prepare_block(block: bytes | bytearray) -> _Block:
-    """Line spans of a block and, when possible, its rows read column-wise (thread-safe)."""
+    """Line spans of a block and, when possible, its rows read column-wise (thread-safe).
+
+    The native core reads the block when it can (``_nativepath``: the same rows, in one
+    pass); otherwise the column-wise Arrow path below, the reference.
+    """
+    native = native_block(block)
+    if native is not None:
+        n_lines, line, part = native
+        return _Block(block, n_lines, line, line, line, part)
     b = np.frombuffer(block, dtype=np.uint8)
     nl = _positions(b, 10)
     starts = np.empty(len(nl), dtype=np.int64)

@@ -1,0 +1,274 @@
+//! Canonical JSON (sorted keys, compact, UTF-8, nothing but controls escaped), byte-identical to
+//! `replaykit._json.canonical_json` (orjson with `OPT_SORT_KEYS`, or the standard-library
+//! fallback that mimics it): the text tool-call arguments are hashed by.
+
+use crate::json::{decoded, Bail, Kind, Scanner, R};
+
+/// A decoded JSON value (only built for tool-call arguments: small).
+enum V {
+    Null,
+    True,
+    False,
+    /// an integer's source text (any length; `-0` is written `0`)
+    Int(Vec<u8>),
+    Float(f64),
+    Str(Vec<u8>),
+    Arr(Vec<V>),
+    Obj(Vec<(Vec<u8>, V)>),
+}
+
+fn parse(sc: &mut Scanner<'_>, depth: usize) -> R<V> {
+    sc.skip_ws();
+    match sc.peek().ok_or(Bail)? {
+        b'{' => {
+            if depth + 1 > crate::json::MAX_DEPTH {
+                return Err(Bail);
+            }
+            sc.pos += 1;
+            let mut members = Vec::new();
+            sc.skip_ws();
+            if sc.peek() == Some(b'}') {
+                sc.pos += 1;
+                return Ok(V::Obj(members));
+            }
+            loop {
+                sc.skip_ws();
+                let k = sc.string()?;
+                let key = decoded(sc.s, k).into_owned();
+                sc.skip_ws();
+                sc.expect(b':')?;
+                let v = parse(sc, depth + 1)?;
+                members.push((key, v));
+                sc.skip_ws();
+                match sc.peek() {
+                    Some(b',') => sc.pos += 1,
+                    Some(b'}') => {
+                        sc.pos += 1;
+                        return Ok(V::Obj(members));
+                    }
+                    _ => return Err(Bail),
+                }
+            }
+        }
+        b'[' => {
+            if depth + 1 > crate::json::MAX_DEPTH {
+                return Err(Bail);
+            }
+            sc.pos += 1;
+            let mut items = Vec::new();
+            sc.skip_ws();
+            if sc.peek() == Some(b']') {
+                sc.pos += 1;
+                return Ok(V::Arr(items));
+            }
+            loop {
+                items.push(parse(sc, depth + 1)?);
+                sc.skip_ws();
+                match sc.peek() {
+                    Some(b',') => sc.pos += 1,
+                    Some(b']') => {
+                        sc.pos += 1;
+                        return Ok(V::Arr(items));
+                    }
+                    _ => return Err(Bail),
+                }
+            }
+        }
+        _ => match sc.value(depth)? {
+            Kind::Null => Ok(V::Null),
+            Kind::True => Ok(V::True),
+            Kind::False => Ok(V::False),
+            Kind::Number(n) => {
+                let text = &sc.s[n.start..n.end];
+                if n.integer {
+                    Ok(V::Int(text.to_vec()))
+                } else {
+                    let t = std::str::from_utf8(text).map_err(|_| Bail)?;
+                    Ok(V::Float(t.parse().map_err(|_| Bail)?))
+                }
+            }
+            Kind::String(s) => Ok(V::Str(decoded(sc.s, s).into_owned())),
+            Kind::Array | Kind::Object { .. } => Err(Bail), // handled above
+        },
+    }
+}
+
+/// Canonical JSON text of the JSON value in `text` (which must be exactly one value).
+pub fn canonical(text: &[u8]) -> R<Vec<u8>> {
+    let mut sc = Scanner::new(text);
+    let v = parse(&mut sc, 0)?;
+    sc.skip_ws();
+    if sc.pos != text.len() {
+        return Err(Bail);
+    }
+    let mut out = Vec::with_capacity(text.len());
+    write(&v, &mut out);
+    Ok(out)
+}
+
+fn write(v: &V, out: &mut Vec<u8>) {
+    match v {
+        V::Null => out.extend_from_slice(b"null"),
+        V::True => out.extend_from_slice(b"true"),
+        V::False => out.extend_from_slice(b"false"),
+        V::Int(t) => {
+            if t.as_slice() == b"-0" {
+                out.push(b'0');
+            } else {
+                out.extend_from_slice(t);
+            }
+        }
+        V::Float(x) => float_text(*x, out),
+        V::Str(s) => write_str(s, out),
+        V::Arr(items) => {
+            out.push(b'[');
+            for (i, it) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write(it, out);
+            }
+            out.push(b']');
+        }
+        V::Obj(members) => {
+            // sorted by key; of repeated keys the last one counts (as in a decoded dict)
+            let mut order: Vec<usize> = (0..members.len()).collect();
+            order.sort_by(|&a, &b| members[a].0.cmp(&members[b].0).then(a.cmp(&b)));
+            out.push(b'{');
+            let mut first = true;
+            for (j, &i) in order.iter().enumerate() {
+                if j + 1 < order.len() && members[order[j + 1]].0 == members[i].0 {
+                    continue; // a later member of the same key follows
+                }
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                write_str(&members[i].0, out);
+                out.push(b':');
+                write(&members[i].1, out);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+/// A JSON string as orjson writes it: `"` and `\` escaped, controls as `\n`-style or
+/// `\u00xx` escapes, everything else (non-ASCII included) as is.
+pub fn write_str(s: &[u8], out: &mut Vec<u8>) {
+    out.push(b'"');
+    let mut run = 0;
+    for (i, &c) in s.iter().enumerate() {
+        let esc: Option<&[u8]> = match c {
+            b'"' => Some(b"\\\""),
+            b'\\' => Some(b"\\\\"),
+            b'\n' => Some(b"\\n"),
+            b'\r' => Some(b"\\r"),
+            b'\t' => Some(b"\\t"),
+            0x08 => Some(b"\\b"),
+            0x0c => Some(b"\\f"),
+            0..=0x1f => None,
+            _ => continue,
+        };
+        out.extend_from_slice(&s[run..i]);
+        run = i + 1;
+        match esc {
+            Some(e) => out.extend_from_slice(e),
+            None => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(c >> 4) as usize]);
+                out.push(HEX[(c & 15) as usize]);
+            }
+        }
+    }
+    out.extend_from_slice(&s[run..]);
+    out.push(b'"');
+}
+
+/// A float as orjson writes it (Python's `repr`, except that negative exponents are written
+/// without a leading zero, `1e-7`, and magnitudes of 1e-5 in plain decimal, `0.000015`).
+pub fn float_text(x: f64, out: &mut Vec<u8>) {
+    // shortest round-trip digits and the decimal exponent, from Rust's own formatting
+    let sci = format!("{:e}", x);
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let neg = mant.starts_with('-');
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    if neg {
+        out.push(b'-');
+    }
+    if (-4..16).contains(&exp) {
+        // fixed notation, as repr writes it (always with a fraction)
+        if exp >= 0 {
+            let e = exp as usize;
+            let (int, frac) = if digits.len() > e + 1 {
+                (digits[..e + 1].to_string(), digits[e + 1..].to_string())
+            } else {
+                (format!("{}{}", digits, "0".repeat(e + 1 - digits.len())), "0".to_string())
+            };
+            out.extend_from_slice(int.as_bytes());
+            out.push(b'.');
+            out.extend_from_slice(frac.as_bytes());
+        } else {
+            out.extend_from_slice(b"0.");
+            out.extend_from_slice("0".repeat((-exp - 1) as usize).as_bytes());
+            out.extend_from_slice(digits.as_bytes());
+        }
+    } else if exp == -5 {
+        out.extend_from_slice(b"0.0000");
+        out.extend_from_slice(digits.as_bytes());
+    } else {
+        // scientific: repr's mantissa (d or d.ddd), then e+XX / e-X
+        out.extend_from_slice(digits[..1].as_bytes());
+        if digits.len() > 1 {
+            out.push(b'.');
+            out.extend_from_slice(digits[1..].as_bytes());
+        }
+        out.push(b'e');
+        if exp < 0 {
+            out.extend_from_slice(exp.to_string().as_bytes());
+        } else {
+            out.extend_from_slice(format!("+{:02}", exp).as_bytes());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(t: &str) -> String {
+        String::from_utf8(canonical(t.as_bytes()).unwrap()).unwrap()
+    }
+
+    fn f(x: f64) -> String {
+        let mut o = Vec::new();
+        float_text(x, &mut o);
+        String::from_utf8(o).unwrap()
+    }
+
+    #[test]
+    fn sorts_dedupes_compacts() {
+        assert_eq!(c(r#"{ "b" : 1, "a" : [ 2 , -0 ], "b": 3 }"#), r#"{"a":[2,0],"b":3}"#);
+        assert_eq!(c(r#""a\u00e9\n\u001f\/""#), "\"aé\\n\\u001f/\"");
+        assert_eq!(c("12345678901234567890123"), "12345678901234567890123");
+    }
+
+    #[test]
+    fn floats_as_orjson() {
+        // the values were checked against orjson 3.x
+        assert_eq!(f(1e16), "1e+16");
+        assert_eq!(f(1e-7), "1e-7");
+        assert_eq!(f(1.5e-5), "0.000015");
+        assert_eq!(f(0.1), "0.1");
+        assert_eq!(f(100.0), "100.0");
+        assert_eq!(f(-0.0), "-0.0");
+        assert_eq!(f(1e22), "1e+22");
+        assert_eq!(f(123456789.123), "123456789.123");
+        assert_eq!(f(0.0001), "0.0001");
+        assert_eq!(f(1.5e300), "1.5e+300");
+        assert_eq!(f(1e15), "1000000000000000.0");
+        assert_eq!(f(-2.5e-10), "-2.5e-10");
+    }
+}

@@ -1,0 +1,120 @@
+//! Arrow-layout column builders: validity bitmaps (LSB first, 1 = valid), offsets and data
+//! buffers that cross into Python without a copy (see `lib.rs`, `NativeBuf`).
+
+/// A growable validity bitmap that remembers how many nulls it holds.
+#[derive(Default)]
+pub struct Bits {
+    pub bytes: Vec<u8>,
+    pub len: usize,
+    pub unset: usize,
+}
+
+impl Bits {
+    #[inline]
+    pub fn push(&mut self, v: bool) {
+        if self.len % 8 == 0 {
+            self.bytes.push(0);
+        }
+        if v {
+            let last = self.bytes.len() - 1;
+            self.bytes[last] |= 1 << (self.len % 8);
+        } else {
+            self.unset += 1;
+        }
+        self.len += 1;
+    }
+}
+
+/// Offsets of a string column: 32-bit (`string`) or 64-bit (`large_string`).
+pub enum Offsets {
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+}
+
+/// A string column being built.
+pub struct StrCol {
+    pub offsets: Offsets,
+    pub data: Vec<u8>,
+    pub valid: Bits,
+}
+
+impl StrCol {
+    pub fn new(large: bool, rows: usize, bytes: usize) -> Self {
+        let offsets = if large {
+            let mut v = Vec::with_capacity(rows + 1);
+            v.push(0i64);
+            Offsets::I64(v)
+        } else {
+            let mut v = Vec::with_capacity(rows + 1);
+            v.push(0i32);
+            Offsets::I32(v)
+        };
+        StrCol { offsets, data: Vec::with_capacity(bytes), valid: Bits::default() }
+    }
+
+    #[inline]
+    fn close(&mut self) {
+        let n = self.data.len();
+        match &mut self.offsets {
+            Offsets::I32(v) => v.push(n as i32),
+            Offsets::I64(v) => v.push(n as i64),
+        }
+    }
+
+    #[inline]
+    pub fn push(&mut self, s: &[u8]) {
+        self.data.extend_from_slice(s);
+        self.close();
+        self.valid.push(true);
+    }
+
+    /// A value written by the caller into `data` already (e.g. decoded in place).
+    #[inline]
+    pub fn commit(&mut self) {
+        self.close();
+        self.valid.push(true);
+    }
+
+    #[inline]
+    pub fn push_null(&mut self) {
+        self.close();
+        self.valid.push(false);
+    }
+
+    pub fn len(&self) -> usize {
+        self.valid.len
+    }
+
+    /// True when the 32-bit offsets would overflow (the caller then bails).
+    pub fn overflows(&self) -> bool {
+        matches!(self.offsets, Offsets::I32(_)) && self.data.len() > i32::MAX as usize
+    }
+}
+
+/// An int64 column being built.
+#[derive(Default)]
+pub struct I64Col {
+    pub values: Vec<i64>,
+    pub valid: Bits,
+}
+
+impl I64Col {
+    #[inline]
+    pub fn push(&mut self, v: Option<i64>) {
+        self.values.push(v.unwrap_or(0));
+        self.valid.push(v.is_some());
+    }
+}
+
+/// A bool column without nulls.
+#[derive(Default)]
+pub struct BoolCol {
+    pub values: Bits,
+}
+
+impl BoolCol {
+    #[inline]
+    pub fn push(&mut self, v: bool) {
+        self.values.push(v);
+    }
+}

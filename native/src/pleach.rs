@@ -1,0 +1,700 @@
+//! The pleach `harness_event_log` JSONL block scanner.
+//!
+//! One pass per line: strict JSON validation of the whole line, the envelope's typed fields,
+//! the payload's verbatim byte span, the typed payload fields and, from them, the canonical
+//! columns that `replaykit.io.pleach._slim` derives (ref/event ids, tool name, finish, tokens,
+//! turn, cache key, is_error, the subagent child, tool-call arguments as canonical JSON and
+//! their hash, `text`).
+//!
+//! It reproduces the Python fast path (`_fastpath._fast_block` + `_derive._slim`) exactly on
+//! the blocks that path reads column-wise, and refuses (returns `None` for) every block that
+//! path would not read, or that it is not sure about: the caller then runs the reference code
+//! on that block, which finds and reports the bad rows. The rules it refuses on are listed at
+//! [`scan_line`].
+
+use crate::canon;
+use crate::cols::{BoolCol, I64Col, StrCol};
+use crate::json::{decoded, is_ws, parse_i64, unescape_into, Bail, Kind, Scanner, Str, R};
+use sha2::{Digest, Sha256};
+
+/// A scanned block: the columns of its rows, in line order.
+pub struct BlockOut {
+    /// newline-terminated lines in the block (blank lines included)
+    pub n_lines: usize,
+    /// 0-based line of each row within the block
+    pub line: Vec<i64>,
+    pub tenant_id: StrCol,
+    pub chat_id: StrCol,
+    pub sequence_number: I64Col,
+    pub event_type: StrCol,
+    pub prev_hash: StrCol,
+    pub row_hash: StrCol,
+    /// created_at: text, or epoch milliseconds (one of the two per block)
+    pub created_str: Option<StrCol>,
+    pub created_int: Option<I64Col>,
+    pub payload: StrCol,
+    pub turn: I64Col,
+    pub event_id: StrCol,
+    pub ref_id: StrCol,
+    pub tool_name: StrCol,
+    pub args_hash: StrCol,
+    pub cache_key: StrCol,
+    pub is_error: BoolCol,
+    pub finish: StrCol,
+    pub input_tokens: I64Col,
+    pub output_tokens: I64Col,
+    pub child: StrCol,
+    pub args: StrCol,
+    pub text: StrCol,
+    /// rows whose arguments are a JSON string: their hash depends on whether the string
+    /// itself parses as JSON, which the reference decides (`args_hash`); null here
+    pub py_hash_rows: Vec<i64>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ev {
+    TurnStarted,
+    TurnCompleted,
+    MessageUser,
+    ModelRequested,
+    ModelCompleted,
+    ToolCalled,
+    ToolCompleted,
+    InterruptRaised,
+    InterruptResolved,
+    SubagentSpawned,
+    SubagentCompleted,
+    CheckpointCreated,
+    ErrorRaised,
+    ExportCreated,
+    UserCardShown,
+    Other,
+}
+
+fn event_kind(t: &[u8]) -> Ev {
+    match t {
+        b"turn.started" => Ev::TurnStarted,
+        b"turn.completed" => Ev::TurnCompleted,
+        b"message.user" => Ev::MessageUser,
+        b"model.requested" => Ev::ModelRequested,
+        b"model.completed" => Ev::ModelCompleted,
+        b"tool.called" => Ev::ToolCalled,
+        b"tool.completed" => Ev::ToolCompleted,
+        b"interrupt.raised" => Ev::InterruptRaised,
+        b"interrupt.resolved" => Ev::InterruptResolved,
+        b"subagent.spawned" => Ev::SubagentSpawned,
+        b"subagent.completed" => Ev::SubagentCompleted,
+        b"checkpoint.created" => Ev::CheckpointCreated,
+        b"error.raised" => Ev::ErrorRaised,
+        b"export.created" => Ev::ExportCreated,
+        b"user_card.shown" => Ev::UserCardShown,
+        _ => Ev::Other,
+    }
+}
+
+/// A string-or-null field: None = null or absent.
+type S = Option<Str>;
+
+#[derive(Default)]
+struct Row {
+    tenant_id: S,
+    chat_id: S,
+    sequence_number: Option<i64>,
+    event_type: S,
+    prev_hash: S,
+    row_hash: S,
+    created_str: S,
+    created_int: Option<i64>,
+    payload: Option<(usize, usize)>,
+    // typed payload fields (top level of the payload object)
+    turn: Option<i64>,
+    message_id: S,
+    call_id: S,
+    tool: S,
+    finish: S,
+    text: S,
+    result: S,
+    is_error: Option<bool>,
+    input_tokens: Option<i64>,
+    output_tokens: Option<i64>,
+    cache_key: S,
+    interrupt_id: S,
+    reason: S,
+    subagent_id: S,
+    child_chat_id: S,
+    checkpoint_id: S,
+    export_id: S,
+    card_id: S,
+    message: S,
+    /// the span of the (last) `args` member's value
+    args: Option<(usize, usize)>,
+}
+
+/// Bits for "this key was seen" (a typed field given twice is refused, as Arrow's typed parse
+/// refuses it).
+struct Seen(u64);
+
+impl Seen {
+    #[inline]
+    fn first(&mut self, bit: u32) -> R<()> {
+        if self.0 & (1 << bit) != 0 {
+            return Err(Bail);
+        }
+        self.0 |= 1 << bit;
+        Ok(())
+    }
+}
+
+fn str_or_null(sc: &mut Scanner<'_>) -> R<S> {
+    match sc.peek() {
+        Some(b'"') => Ok(Some(sc.string()?)),
+        Some(b'n') => match sc.value(0)? {
+            Kind::Null => Ok(None),
+            _ => Err(Bail),
+        },
+        _ => Err(Bail),
+    }
+}
+
+fn int_or_null(sc: &mut Scanner<'_>, depth: usize) -> R<Option<i64>> {
+    match sc.value(depth)? {
+        Kind::Null => Ok(None),
+        Kind::Number(n) if n.integer => parse_i64(&sc.s[n.start..n.end]).map(Some).ok_or(Bail),
+        _ => Err(Bail),
+    }
+}
+
+fn bool_or_null(sc: &mut Scanner<'_>) -> R<Option<bool>> {
+    match sc.value(0)? {
+        Kind::Null => Ok(None),
+        Kind::True => Ok(Some(true)),
+        Kind::False => Ok(Some(false)),
+        _ => Err(Bail),
+    }
+}
+
+/// A member's key: refused when it holds escapes (a key spelled with `\u` escapes of its
+/// letters would be read as another key by some readers; the reference reads such rows).
+#[inline]
+fn plain_key(sc: &mut Scanner<'_>) -> R<(usize, usize)> {
+    let k = sc.string()?;
+    if k.escaped {
+        return Err(Bail);
+    }
+    Ok((k.start, k.end))
+}
+
+/// `usage`: null, or an object whose `input_tokens` / `output_tokens` are integers or null.
+fn usage(sc: &mut Scanner<'_>, row: &mut Row, depth: usize) -> R<()> {
+    if sc.peek() == Some(b'n') {
+        return match sc.value(depth)? {
+            Kind::Null => Ok(()),
+            _ => Err(Bail),
+        };
+    }
+    if depth > crate::json::MAX_DEPTH {
+        return Err(Bail);
+    }
+    sc.expect(b'{')?;
+    let mut seen = Seen(0);
+    sc.skip_ws();
+    if sc.peek() == Some(b'}') {
+        sc.pos += 1;
+        return Ok(());
+    }
+    loop {
+        sc.skip_ws();
+        let (ks, ke) = plain_key(sc)?;
+        sc.skip_ws();
+        sc.expect(b':')?;
+        sc.skip_ws();
+        match &sc.s[ks..ke] {
+            b"input_tokens" => {
+                seen.first(0)?;
+                row.input_tokens = int_or_null(sc, depth)?;
+            }
+            b"output_tokens" => {
+                seen.first(1)?;
+                row.output_tokens = int_or_null(sc, depth)?;
+            }
+            _ => {
+                sc.value(depth)?;
+            }
+        }
+        sc.skip_ws();
+        match sc.peek() {
+            Some(b',') => sc.pos += 1,
+            Some(b'}') => {
+                sc.pos += 1;
+                return Ok(());
+            }
+            _ => return Err(Bail),
+        }
+    }
+}
+
+/// The payload object at the cursor (level 2 of the line): its typed fields into `row`.
+fn payload(sc: &mut Scanner<'_>, row: &mut Row) -> R<()> {
+    const LEVEL: usize = 2;
+    sc.expect(b'{')?;
+    let mut seen = Seen(0);
+    sc.skip_ws();
+    if sc.peek() == Some(b'}') {
+        sc.pos += 1;
+        return Ok(());
+    }
+    loop {
+        sc.skip_ws();
+        let (ks, ke) = plain_key(sc)?;
+        sc.skip_ws();
+        sc.expect(b':')?;
+        sc.skip_ws();
+        macro_rules! string_field {
+            ($bit:expr, $f:ident) => {{
+                seen.first($bit)?;
+                row.$f = str_or_null(sc)?;
+            }};
+        }
+        match &sc.s[ks..ke] {
+            b"turn" => {
+                seen.first(0)?;
+                row.turn = int_or_null(sc, LEVEL)?;
+            }
+            b"message_id" => string_field!(1, message_id),
+            b"call_id" => string_field!(2, call_id),
+            b"tool" => string_field!(3, tool),
+            b"finish" => string_field!(4, finish),
+            b"text" => string_field!(5, text),
+            b"result" => string_field!(6, result),
+            b"is_error" => {
+                seen.first(7)?;
+                row.is_error = bool_or_null(sc)?;
+            }
+            b"usage" => {
+                seen.first(8)?;
+                usage(sc, row, LEVEL + 1)?;
+            }
+            b"cacheKey" => string_field!(9, cache_key),
+            b"interrupt_id" => string_field!(10, interrupt_id),
+            b"reason" => string_field!(11, reason),
+            b"subagent_id" => string_field!(12, subagent_id),
+            b"child_chat_id" => string_field!(13, child_chat_id),
+            b"checkpoint_id" => string_field!(14, checkpoint_id),
+            b"export_id" => string_field!(15, export_id),
+            b"card_id" => string_field!(16, card_id),
+            b"message" => string_field!(17, message),
+            b"args" => {
+                let start = sc.pos;
+                sc.value(LEVEL)?;
+                row.args = Some((start, sc.pos)); // the last one counts (as in a dict)
+            }
+            _ => {
+                sc.value(LEVEL)?;
+            }
+        }
+        sc.skip_ws();
+        match sc.peek() {
+            Some(b',') => sc.pos += 1,
+            Some(b'}') => {
+                sc.pos += 1;
+                return Ok(());
+            }
+            _ => return Err(Bail),
+        }
+    }
+}
+
+/// Scan one line (without its line end). Refuses (Bail) when:
+/// - the line does not start with `{` or anything follows the object's closing brace;
+/// - it is not strict JSON (see `json.rs`), or nests deeper than 200 levels;
+/// - a top-level key holds escapes, or an envelope field / typed payload field is given twice
+///   (so also a second `tenant_id`: whose row it is would be ambiguous);
+/// - an envelope or typed payload field has another JSON type than its column (the reference
+///   then reads the block row by row and re-serialises payloads);
+/// - `payload` is missing or not an object, or is not the line's first nested object, or a
+///   `}` follows it anywhere but at the line's end (the reference's column-wise span rules),
+///   or more than 8 whitespace bytes stand around its colon.
+fn scan_line(line: &[u8], row: &mut Row) -> R<()> {
+    let mut sc = Scanner::new(line);
+    sc.expect(b'{')?;
+    let mut seen = Seen(0);
+    sc.skip_ws();
+    if sc.peek() == Some(b'}') {
+        return Err(Bail); // no payload
+    }
+    loop {
+        sc.skip_ws();
+        let (ks, ke) = plain_key(&mut sc)?;
+        let ws1 = sc.skip_ws_count();
+        sc.expect(b':')?;
+        let ws2 = sc.skip_ws_count();
+        match &line[ks..ke] {
+            b"tenant_id" => {
+                seen.first(0)?;
+                row.tenant_id = str_or_null(&mut sc)?;
+            }
+            b"chat_id" => {
+                seen.first(1)?;
+                row.chat_id = str_or_null(&mut sc)?;
+            }
+            b"sequence_number" => {
+                seen.first(2)?;
+                row.sequence_number = int_or_null(&mut sc, 1)?;
+            }
+            b"event_type" => {
+                seen.first(3)?;
+                row.event_type = str_or_null(&mut sc)?;
+            }
+            b"prev_hash" => {
+                seen.first(4)?;
+                row.prev_hash = str_or_null(&mut sc)?;
+            }
+            b"row_hash" => {
+                seen.first(5)?;
+                row.row_hash = str_or_null(&mut sc)?;
+            }
+            b"created_at" => {
+                seen.first(6)?;
+                match sc.value(1)? {
+                    Kind::Null => {}
+                    Kind::String(s) => row.created_str = Some(s),
+                    Kind::Number(n) if n.integer => {
+                        row.created_int = Some(parse_i64(&line[n.start..n.end]).ok_or(Bail)?)
+                    }
+                    _ => return Err(Bail),
+                }
+            }
+            b"payload" => {
+                seen.first(7)?;
+                if ws1 > 8 || ws2 > 8 || sc.peek() != Some(b'{') {
+                    return Err(Bail);
+                }
+                let start = sc.pos;
+                // the payload must be the line's first nested object (no `{` before it)
+                if memchr::memchr(b'{', &line[1..start]).is_some() {
+                    return Err(Bail);
+                }
+                payload(&mut sc, row)?;
+                row.payload = Some((start, sc.pos));
+            }
+            _ => {
+                sc.value(1)?;
+            }
+        }
+        sc.skip_ws();
+        match sc.peek() {
+            Some(b',') => sc.pos += 1,
+            Some(b'}') => {
+                sc.pos += 1;
+                break;
+            }
+            _ => return Err(Bail),
+        }
+    }
+    if sc.pos != line.len() {
+        return Err(Bail);
+    }
+    let (_, pend) = row.payload.ok_or(Bail)?;
+    // the payload's closing brace must be the line's second-to-last `}`
+    if memchr::memchr(b'}', &line[pend..line.len() - 1]).is_some() {
+        return Err(Bail);
+    }
+    Ok(())
+}
+
+#[inline]
+fn push_s(col: &mut StrCol, line: &[u8], v: S) {
+    match v {
+        Some(s) => {
+            unescape_into(line, s, &mut col.data);
+            col.commit();
+        }
+        None => col.push_null(),
+    }
+}
+
+fn hex32(digest: &[u8]) -> [u8; 32] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 32];
+    for (i, b) in digest.iter().take(16).enumerate() {
+        out[2 * i] = HEX[(b >> 4) as usize];
+        out[2 * i + 1] = HEX[(b & 15) as usize];
+    }
+    out
+}
+
+/// Scan a block of newline-terminated lines (bytes after the last newline are not read).
+/// None: the reference path must read this block.
+pub fn scan_block(b: &[u8]) -> Option<BlockOut> {
+    if std::str::from_utf8(b).is_err() {
+        return None;
+    }
+    let est = b.len() / 400 + 16;
+    let mut out = BlockOut {
+        n_lines: 0,
+        line: Vec::with_capacity(est),
+        tenant_id: StrCol::new(false, est, est * 8),
+        chat_id: StrCol::new(false, est, est * 16),
+        sequence_number: I64Col::default(),
+        event_type: StrCol::new(false, est, est * 14),
+        prev_hash: StrCol::new(false, est, est * 64),
+        row_hash: StrCol::new(false, est, est * 64),
+        created_str: Some(StrCol::new(false, est, est * 24)),
+        created_int: Some(I64Col::default()),
+        payload: StrCol::new(true, est, b.len() / 2),
+        turn: I64Col::default(),
+        event_id: StrCol::new(false, est, est * 4),
+        ref_id: StrCol::new(false, est, est * 16),
+        tool_name: StrCol::new(false, est, est * 4),
+        args_hash: StrCol::new(false, est, est * 8),
+        cache_key: StrCol::new(false, est, est * 8),
+        is_error: BoolCol::default(),
+        finish: StrCol::new(false, est, est * 2),
+        input_tokens: I64Col::default(),
+        output_tokens: I64Col::default(),
+        child: StrCol::new(false, est, 0),
+        args: StrCol::new(false, est, est * 16),
+        text: StrCol::new(true, est, est * 64),
+        py_hash_rows: Vec::new(),
+    };
+    let (mut any_str, mut any_int) = (false, false);
+    let mut start = 0usize;
+    let mut lineno = 0i64;
+    for nl in memchr::memchr_iter(b'\n', b) {
+        let mut end = nl;
+        if end > start && b[end - 1] == b'\r' {
+            end -= 1;
+        }
+        let line = &b[start..end];
+        start = nl + 1;
+        let this = lineno;
+        lineno += 1;
+        if line.is_empty() {
+            continue; // blank: not a row
+        }
+        if line[0] != b'{' {
+            return None; // whitespace-only lines and non-objects: the reference decides
+        }
+        let mut row = Row::default();
+        if scan_line(line, &mut row).is_err() {
+            return None;
+        }
+        any_str |= row.created_str.is_some();
+        any_int |= row.created_int.is_some();
+        if any_str && any_int {
+            return None; // mixed created_at representations: the reference's row path
+        }
+        emit(&mut out, line, &row, this)?;
+    }
+    out.n_lines = lineno as usize;
+    if any_int {
+        out.created_str = None;
+    } else {
+        out.created_int = None;
+    }
+    for c in [&out.tenant_id, &out.chat_id, &out.event_type, &out.prev_hash, &out.row_hash,
+              &out.args, &out.args_hash, &out.event_id, &out.ref_id, &out.tool_name,
+              &out.cache_key, &out.finish, &out.child] {
+        if c.overflows() {
+            return None;
+        }
+    }
+    if let Some(c) = &out.created_str {
+        if c.overflows() {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// One row's columns (the reference's `_canonical_columns` and `_tool_args`).
+fn emit(out: &mut BlockOut, line: &[u8], row: &Row, lineno: i64) -> Option<()> {
+    let i = out.line.len() as i64;
+    out.line.push(lineno);
+    push_s(&mut out.tenant_id, line, row.tenant_id);
+    push_s(&mut out.chat_id, line, row.chat_id);
+    out.sequence_number.push(row.sequence_number);
+    push_s(&mut out.event_type, line, row.event_type);
+    push_s(&mut out.prev_hash, line, row.prev_hash);
+    push_s(&mut out.row_hash, line, row.row_hash);
+    if let Some(c) = out.created_str.as_mut() {
+        push_s(c, line, row.created_str);
+    }
+    if let Some(c) = out.created_int.as_mut() {
+        c.push(row.created_int);
+    }
+    let (ps, pe) = row.payload?;
+    out.payload.push(&line[ps..pe]);
+
+    let ev = match row.event_type {
+        Some(s) => event_kind(&decoded(line, s)),
+        None => Ev::Other,
+    };
+    use Ev::*;
+    // turn: on turn events, null beyond 32 bits
+    let turn = match ev {
+        TurnStarted | TurnCompleted => row.turn.filter(|t| i32::try_from(*t).is_ok()),
+        _ => None,
+    };
+    out.turn.push(turn);
+    push_s(&mut out.event_id, line, match ev {
+        MessageUser => row.message_id,
+        CheckpointCreated => row.checkpoint_id,
+        ExportCreated => row.export_id,
+        UserCardShown => row.card_id,
+        _ => None,
+    });
+    push_s(&mut out.ref_id, line, match ev {
+        ModelRequested | ModelCompleted | ToolCalled | ToolCompleted => row.call_id,
+        InterruptRaised | InterruptResolved => row.interrupt_id,
+        SubagentSpawned | SubagentCompleted => row.subagent_id,
+        TurnStarted | TurnCompleted => row.message_id,
+        _ => None,
+    });
+    push_s(&mut out.tool_name, line, match ev {
+        ToolCalled | ToolCompleted => row.tool,
+        _ => None,
+    });
+    // tool-call arguments: canonical JSON and its hash
+    let mut args_text: Option<Vec<u8>> = None;
+    if ev == ToolCalled {
+        if let Some((s, e)) = row.args {
+            let v = &line[s..e];
+            if v != b"null" {
+                let text = canon::canonical(v).ok()?;
+                if v[0] == b'"' {
+                    out.py_hash_rows.push(i);
+                    out.args_hash.push_null();
+                } else {
+                    let d = Sha256::digest(&text);
+                    out.args_hash.push(&hex32(&d));
+                }
+                args_text = Some(text);
+            }
+        }
+    }
+    if args_text.is_none() {
+        out.args_hash.push_null();
+    }
+    push_s(&mut out.cache_key, line, row.cache_key);
+    let finish = if ev == ModelCompleted { row.finish } else { None };
+    let finish_error = finish.map(|f| &*decoded(line, f) == b"error").unwrap_or(false);
+    let is_error = (ev == ToolCompleted && row.is_error == Some(true))
+        || ev == ErrorRaised
+        || finish_error;
+    out.is_error.push(is_error);
+    push_s(&mut out.finish, line, finish);
+    let model_done = ev == ModelCompleted;
+    out.input_tokens.push(if model_done { row.input_tokens } else { None });
+    out.output_tokens.push(if model_done { row.output_tokens } else { None });
+    push_s(&mut out.child, line, if ev == SubagentSpawned { row.child_chat_id } else { None });
+    // text = coalesce(args, text, result, message, reason)
+    match &args_text {
+        Some(t) => {
+            out.args.push(t);
+            out.text.push(t);
+        }
+        None => {
+            out.args.push_null();
+            let first = [row.text, row.result, row.message, row.reason]
+                .into_iter()
+                .flatten()
+                .next();
+            push_s(&mut out.text, line, first);
+        }
+    }
+    Some(())
+}
+
+/// Whitespace helper for tests and the fuzz target: true when `b` holds only JSON whitespace.
+pub fn only_ws(b: &[u8]) -> bool {
+    b.iter().all(|&c| is_ws(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strs(c: &StrCol) -> Vec<Option<String>> {
+        let offs: Vec<i64> = match &c.offsets {
+            crate::cols::Offsets::I32(v) => v.iter().map(|&x| x as i64).collect(),
+            crate::cols::Offsets::I64(v) => v.clone(),
+        };
+        (0..c.len())
+            .map(|i| {
+                let valid = c.valid.bytes[i / 8] & (1 << (i % 8)) != 0;
+                valid.then(|| {
+                    String::from_utf8(c.data[offs[i] as usize..offs[i + 1] as usize].to_vec())
+                        .unwrap()
+                })
+            })
+            .collect()
+    }
+
+    const ROW: &str = r#"{"tenant_id":"acme","chat_id":"c1","sequence_number":4,"event_type":"tool.called","payload":{"args":{"b":1,"a":"x"},"call_id":"tc1","tool":"grep"},"created_at":"2026-01-01T00:00:10Z","prev_hash":null,"row_hash":"ab"}"#;
+
+    #[test]
+    fn reads_a_tool_call() {
+        let block = format!("{ROW}\n\n{ROW}\r\n");
+        let out = scan_block(block.as_bytes()).expect("clean block");
+        assert_eq!(out.n_lines, 3);
+        assert_eq!(out.line, vec![0, 2]);
+        assert_eq!(strs(&out.tenant_id), vec![Some("acme".into()); 2]);
+        assert_eq!(strs(&out.args)[0].as_deref(), Some(r#"{"a":"x","b":1}"#));
+        assert_eq!(strs(&out.text)[0].as_deref(), Some(r#"{"a":"x","b":1}"#));
+        assert_eq!(strs(&out.ref_id)[0].as_deref(), Some("tc1"));
+        assert_eq!(strs(&out.tool_name)[0].as_deref(), Some("grep"));
+        assert_eq!(strs(&out.prev_hash)[0], None);
+        assert_eq!(
+            strs(&out.payload)[0].as_deref(),
+            Some(r#"{"args":{"b":1,"a":"x"},"call_id":"tc1","tool":"grep"}"#)
+        );
+        // sha256 of the canonical text, first 32 hex digits
+        let h = strs(&out.args_hash)[0].clone().unwrap();
+        assert_eq!(h.len(), 32);
+        assert_eq!(out.sequence_number.values, vec![4, 4]);
+    }
+
+    #[test]
+    fn refuses_what_the_reference_reads_row_by_row() {
+        let cases = [
+            ROW.replace("\"sequence_number\":4", "\"sequence_number\":\"4\""),
+            ROW.replace("\"tenant_id\":\"acme\"", "\"tenant_id\":\"acme\",\"tenant_id\":\"b\""),
+            ROW.replace("\"tenant_id\"", "\"tenant\\u005fid\""),
+            ROW.replace("\"call_id\":\"tc1\"", "\"call_id\":5"),
+            ROW.replace("\"chat_id\":\"c1\"", "\"chat_id\":\"c{1\""),
+            ROW.replace("\"row_hash\":\"ab\"", "\"row_hash\":\"a}b\""),
+            ROW.replace("\"b\":1", "\"b\":NaN"),
+            format!(" {ROW}"),
+            format!("{ROW} "),
+            ROW.replace("\"payload\":{", "\"payload\":[{").replace(",\"created_at\"", "],\"created_at\""),
+        ];
+        for c in cases {
+            assert!(scan_block(format!("{c}\n").as_bytes()).is_none(), "{c}");
+        }
+        // mixed created_at representations in one block
+        let epoch = ROW.replace("\"2026-01-01T00:00:10Z\"", "1767225610000");
+        assert!(scan_block(format!("{ROW}\n{epoch}\n").as_bytes()).is_none());
+        assert!(scan_block(format!("{epoch}\n{epoch}\n").as_bytes()).is_some());
+        // invalid UTF-8
+        let mut bad = ROW.as_bytes().to_vec();
+        bad[30] = 0xff;
+        bad.push(b'\n');
+        assert!(scan_block(&bad).is_none());
+    }
+
+    #[test]
+    fn string_arguments_leave_the_hash_to_the_reference() {
+        let row = ROW.replace(r#"{"b":1,"a":"x"}"#, r#""{\"b\": 1}""#);
+        let out = scan_block(format!("{row}\n").as_bytes()).unwrap();
+        assert_eq!(out.py_hash_rows, vec![0]);
+        assert_eq!(strs(&out.args)[0].as_deref(), Some(r#""{\"b\": 1}""#));
+        assert_eq!(strs(&out.args_hash)[0], None);
+    }
+
+    #[test]
+    fn only_ws_helper() {
+        assert!(only_ws(b" \t\r\n"));
+        assert!(!only_ws(b" x"));
+    }
+}

@@ -1,0 +1,125 @@
+"""The native core's Python face: whether it is used, its version, and its columns as Arrow.
+
+replaykit's hot kernels (the pleach JSONL block scanner, canonical tool-argument JSON, SHA-256
+of many rows) have two implementations that give identical results:
+
+- the **native core**, the Rust crate in ``native/`` built by maturin into the private module
+  ``replaykit._core`` (``make demo`` / ``make test`` / ``pip install .`` build it);
+- the **reference path**, Arrow/numpy code in Python, which every native kernel falls back to
+  for input it does not decide itself (a block with a bad row, say: the reference then finds
+  and reports the bad rows exactly as before).
+
+``REPLAYKIT_NATIVE=0`` in the environment selects the reference path everywhere (read at
+import, and again by :func:`enabled` on every call, so tests can switch it). Without the built
+extension (a checkout nobody built), replaykit works on the reference path and warns once,
+saying how to build the core.
+
+Columns cross from Rust without a copy: each buffer is a ``replaykit._core.NativeBuf`` (the
+buffer protocol) wrapped by ``pa.py_buffer`` and assembled with ``pa.Array.from_buffers``.
+
+>>> import replaykit._native as native
+>>> isinstance(native.describe(), str)
+True
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+__all__ = ["NativeCoreMissingWarning", "available", "core", "describe", "enabled", "version"]
+
+
+class NativeCoreMissingWarning(UserWarning):
+    """The native core is not built: replaykit runs on its (slower) reference path."""
+
+
+_BUILD_HINT = (
+    "replaykit's native core (replaykit._core) is not built, so replaykit runs on its "
+    "reference path (same results, slower). Build it with `make demo` (or "
+    "`pip install -e .` in the repository, which needs a Rust toolchain); set "
+    "REPLAYKIT_NATIVE=0 to choose the reference path without this warning."
+)
+
+try:  # the compiled extension module (maturin puts it beside this file)
+    from . import _core as _core_module  # type: ignore[attr-defined]
+except ImportError as exc:  # pragma: no cover - exercised by tests/test_native.py in a subprocess
+    _core_module = None
+    _import_error: str | None = str(exc)
+else:
+    _import_error = None
+
+_warned = False
+
+
+def _switched_off() -> bool:
+    return os.environ.get("REPLAYKIT_NATIVE", "").strip().lower() in ("0", "false", "no", "off")
+
+
+def available() -> bool:
+    """True when the extension module is built and importable."""
+    return _core_module is not None
+
+
+def enabled() -> bool:
+    """True when native kernels are to be used: built, and not switched off with
+    ``REPLAYKIT_NATIVE=0``. Warns once (:class:`NativeCoreMissingWarning`) when the core is
+    not built and not switched off."""
+    global _warned
+    if _switched_off():
+        return False
+    if _core_module is None:
+        if not _warned:
+            _warned = True
+            warnings.warn(_BUILD_HINT, NativeCoreMissingWarning, stacklevel=3)
+        return False
+    return True
+
+
+def core() -> Any:
+    """The extension module (only call when :func:`enabled` is True)."""
+    if _core_module is None:  # pragma: no cover - callers check enabled() first
+        raise RuntimeError(_BUILD_HINT)
+    return _core_module
+
+
+def version() -> str | None:
+    """The native core's version (its crate's), or None when it is not built."""
+    return None if _core_module is None else str(_core_module.__version__)
+
+
+def describe() -> str:
+    """One line for ``replaykit --version``: the core's version and the CPU features it uses,
+    or why the reference path is in use."""
+    if _core_module is None:
+        return "native core: not built (reference path; `make demo` builds it)"
+    feats = ", ".join(_core_module.cpu_features()) or "none detected"
+    state = "off (REPLAYKIT_NATIVE=0)" if _switched_off() else "on"
+    return f"native core {_core_module.__version__} ({state}; CPU features: {feats})"
+
+
+def panics() -> int:
+    """Panics the core caught at its boundary since import (0 unless there is a bug)."""
+    return 0 if _core_module is None else int(_core_module.panics())
+
+
+# ----------------------------------------------------------------------------- to Arrow
+def to_arrow(col: tuple[Any, ...]) -> Any:
+    """One native column ``(kind, length, null_count, validity, buf1, buf2)`` as an Arrow
+    array over the native buffers (no copy)."""
+    import pyarrow as pa
+
+    kind, n, nulls, valid, b1, b2 = col
+    validity = None if valid is None else pa.py_buffer(valid)
+    if kind == "string" or kind == "large_string":
+        typ = pa.string() if kind == "string" else pa.large_string()
+        return pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(b1), pa.py_buffer(b2)],
+                                     null_count=nulls)
+    if kind == "int64":
+        return pa.Array.from_buffers(pa.int64(), n, [validity, pa.py_buffer(b1)],
+                                     null_count=nulls)
+    if kind == "bool":
+        return pa.Array.from_buffers(pa.bool_(), n, [validity, pa.py_buffer(b1)],
+                                     null_count=nulls)
+    raise ValueError(f"unknown native column kind {kind!r}")  # pragma: no cover
