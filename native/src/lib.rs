@@ -257,6 +257,73 @@ fn sha256_many<'py>(
     }
 }
 
+/// Tool-call arguments of many payloads (`offsets`: n + 1 int64 offsets into `data`, one
+/// payload object each): `(args, args_hash, py_rows)`, two string columns and the rows the
+/// reference must compute (payload not read here, or arguments given as a JSON string).
+#[pyfunction]
+fn tool_args_many<'py>(
+    py: Python<'py>,
+    offsets: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let ob = PyBuffer::<u8>::get(offsets)?;
+    let db = PyBuffer::<u8>::get(data)?;
+    if !ob.is_c_contiguous() || !db.is_c_contiguous() || ob.len_bytes() % 8 != 0 {
+        return Err(PyValueError::new_err("offsets must be contiguous int64, data contiguous"));
+    }
+    let (op, ol, dp, dl) = (ob.buf_ptr() as usize, ob.len_bytes() / 8, db.buf_ptr() as usize, db.len_bytes());
+    let got = guarded(py, move || {
+        // SAFETY: both buffers are held for the call
+        let offs = unsafe { std::slice::from_raw_parts(op as *const u8, ol * 8) };
+        let data = unsafe { std::slice::from_raw_parts(dp as *const u8, dl) };
+        let at = |i: usize| -> i64 {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&offs[8 * i..8 * i + 8]);
+            i64::from_ne_bytes(b)
+        };
+        let n = ol.saturating_sub(1);
+        let mut args = StrCol::new(false, n, n * 32);
+        let mut hashes = StrCol::new(false, n, n * 32);
+        let mut py_rows: Vec<i64> = Vec::new();
+        for i in 0..n {
+            let (lo, hi) = (at(i), at(i + 1));
+            let ok = lo >= 0 && hi >= lo && (hi as usize) <= data.len();
+            let got = if ok { pleach::tool_args(&data[lo as usize..hi as usize]) } else { Err(json::Bail) };
+            match got {
+                Ok(None) => {
+                    args.push_null();
+                    hashes.push_null();
+                }
+                Ok(Some((text, h))) => {
+                    args.push(&text);
+                    match h {
+                        Some(h) => hashes.push(&h),
+                        None => {
+                            hashes.push_null();
+                            py_rows.push(i as i64);
+                        }
+                    }
+                }
+                Err(_) => {
+                    args.push_null();
+                    hashes.push_null();
+                    py_rows.push(i as i64);
+                }
+            }
+        }
+        (args, hashes, py_rows)
+    });
+    drop((ob, db));
+    let Some((args, hashes, py_rows)) = got else {
+        return Err(PyRuntimeError::new_err("replaykit native core: internal error (panic) in tool_args_many"));
+    };
+    if args.overflows() || hashes.overflows() {
+        return Err(PyValueError::new_err("tool arguments exceed 2 GB in one call"));
+    }
+    let rows = buf(py, Storage::I64(py_rows))?;
+    (str_col(py, args)?, str_col(py, hashes)?, rows).into_pyobject(py)
+}
+
 /// The CPU features the core uses when present.
 #[pyfunction]
 fn cpu_features() -> Vec<&'static str> {
@@ -297,6 +364,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeBuf>()?;
     m.add_function(wrap_pyfunction!(scan_pleach_block, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_many, m)?)?;
+    m.add_function(wrap_pyfunction!(tool_args_many, m)?)?;
     m.add_function(wrap_pyfunction!(cpu_features, m)?)?;
     m.add_function(wrap_pyfunction!(panics, m)?)?;
     Ok(())

@@ -698,3 +698,81 @@ mod tests {
         assert!(!only_ws(b" x"));
     }
 }
+
+/// Canonical JSON and hash of the top-level `args` of one payload object (the reference's
+/// `_derive._tool_args` for one tool.called row): `Ok(None)` when there is no `args` or it is
+/// null, `Ok(Some((text, Some(hash))))`, or `Ok(Some((text, None)))` for arguments given as a
+/// JSON string (whose hash the reference decides). `Err` when the reference must read the
+/// payload (not strict JSON, too deep, not an object).
+pub type ToolArgs = Option<(Vec<u8>, Option<[u8; 32]>)>;
+
+pub fn tool_args(p: &[u8]) -> R<ToolArgs> {
+    let mut sc = Scanner::new(p);
+    sc.skip_ws();
+    sc.expect(b'{')?;
+    let mut args: Option<(usize, usize)> = None;
+    sc.skip_ws();
+    if sc.peek() == Some(b'}') {
+        sc.pos += 1;
+    } else {
+        loop {
+            sc.skip_ws();
+            let k = sc.string()?;
+            let is_args = &*decoded(p, k) == b"args";
+            sc.skip_ws();
+            sc.expect(b':')?;
+            sc.skip_ws();
+            let start = sc.pos;
+            sc.value(1)?;
+            if is_args {
+                args = Some((start, sc.pos));
+            }
+            sc.skip_ws();
+            match sc.peek() {
+                Some(b',') => sc.pos += 1,
+                Some(b'}') => {
+                    sc.pos += 1;
+                    break;
+                }
+                _ => return Err(Bail),
+            }
+        }
+    }
+    sc.skip_ws();
+    if sc.pos != p.len() {
+        return Err(Bail);
+    }
+    let Some((s, e)) = args else { return Ok(None) };
+    let v = &p[s..e];
+    if v == b"null" {
+        return Ok(None);
+    }
+    let text = canon::canonical(v)?;
+    if v[0] == b'"' {
+        return Ok(Some((text, None)));
+    }
+    let d = Sha256::digest(&text);
+    Ok(Some((text, Some(hex32(&d)))))
+}
+
+#[cfg(test)]
+mod tool_args_tests {
+    use super::*;
+
+    #[test]
+    fn args_of_payloads() {
+        let (t, h) = tool_args(br#"{"args": {"b": [1.50, -0], "a": null}, "tool": "x"}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(t, br#"{"a":null,"b":[1.5,0]}"#.to_vec());
+        assert!(h.is_some());
+        assert_eq!(tool_args(br#"{"tool": "x"}"#).unwrap(), None);
+        assert_eq!(tool_args(br#"{"args": null}"#).unwrap(), None);
+        assert_eq!(tool_args(br#"{"args": "s"}"#).unwrap(), Some((b"\"s\"".to_vec(), None)));
+        assert!(tool_args(br#"{"args": NaN}"#).is_err());
+        assert!(tool_args(br#"[1]"#).is_err());
+        // an escaped key is the key it decodes to; the last of repeated keys counts
+        let (t, _) = tool_args(br#"{"\u0061rgs": 1, "args": 2}"#).unwrap().unwrap();
+        assert_eq!(t, b"2".to_vec());
+    }
+}

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ... import _native
 from ..._json import (
     MAX_DEPTH,
     JSONDecodeError,
@@ -66,6 +67,23 @@ def _tool_args(part: _Part, cache: dict[str, str]) -> tuple[pa.Array, pa.Array]:
     args_text: list[str | None] = [None] * len(called)
     hashes: list[str | None] = [None] * len(called)
     payloads = part.payload.take(pa.array(called))
+    todo: list[int] | None = None  # rows left to the loop below (None: all of them)
+    if _native.enabled() and len(called):
+        # the native core: canonical text and hash of every call's arguments in one call;
+        # the rows it leaves (arguments given as a JSON string, payloads it does not read)
+        # take the reference loop below
+        binary = payloads.cast(pa.large_binary())
+        offs = np.frombuffer(binary.buffers()[1], dtype=np.int64)[
+            binary.offset : binary.offset + len(binary) + 1]
+        data = binary.buffers()[2]
+        raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+        a_col, h_col, rows = _native.core().tool_args_many(offs.view(np.uint8), raw)
+        todo = np.frombuffer(rows, dtype=np.int64).tolist()
+        if not todo:
+            where = _scatter(n, called)
+            return _native.to_arrow(a_col).take(where), _native.to_arrow(h_col).take(where)
+        args_text = _native.to_arrow(a_col).to_pylist()
+        hashes = _native.to_arrow(h_col).to_pylist()
     # one column-wise scan for runs of 19+ digits (integers that may not fit 64 bits): only
     # those payloads take the lossless slow decode, the rest skip the per-call check
     long_ints = np.asarray(pc.fill_null(pc.match_substring_regex(payloads, r"[0-9]{19}"),
@@ -83,8 +101,11 @@ def _tool_args(part: _Part, cache: dict[str, str]) -> tuple[pa.Array, pa.Array]:
     long_list, direct_list = long_ints.tolist(), direct.tolist()
     # bytes: orjson decodes them a third faster than str (no UTF-8 view of the text); the
     # collector paused (gc_paused: the decoded payloads are garbage at once, no cycles)
+    texts = payloads.cast(pa.large_binary())
+    rows = (enumerate(texts.to_pylist()) if todo is None
+            else ((j, texts[j].as_py()) for j in todo))
     with gc_paused():
-        for j, ptxt in enumerate(payloads.cast(pa.large_binary()).to_pylist()):
+        for j, ptxt in rows:
             if direct_list[j]:
                 args = decode(ptxt).get("args")  # type: ignore[misc]
                 if args is None:
@@ -103,13 +124,18 @@ def _tool_args(part: _Part, cache: dict[str, str]) -> tuple[pa.Array, pa.Array]:
                     else hashlib.sha256(a.encode("utf-8")).hexdigest()[:32]
                 )
             hashes[j] = h
-    scatter = np.full(n, -1, dtype=np.int64)
-    scatter[called] = np.arange(len(called))
-    where = pa.array(scatter, mask=scatter < 0)
+    where = _scatter(n, called)
     return (
         pa.array(args_text, type=_STR).take(where),
         pa.array(hashes, type=_STR).take(where),
     )
+
+
+def _scatter(n: int, rows: np.ndarray) -> pa.Array:
+    """Take indices that put ``len(rows)`` values at ``rows`` of ``n`` (null elsewhere)."""
+    scatter = np.full(n, -1, dtype=np.int64)
+    scatter[rows] = np.arange(len(rows))
+    return pa.array(scatter, mask=scatter < 0)
 
 
 def _type_and_kind(event_type: pa.ChunkedArray | pa.Array) -> dict[str, pa.Array]:

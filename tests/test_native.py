@@ -1,0 +1,399 @@
+"""The native core against the reference path: identical tables, quarantine, counts and hashes.
+
+replaykit's Rust core (``native/``, the module ``replaykit._core``) and the Arrow/numpy
+reference path (``REPLAYKIT_NATIVE=0``) must give the same results on every input. Each test
+here loads the same files both ways and compares everything a user can see: the table (values,
+types, dictionaries, order), the runs table, the quarantine rows, the per-file counts, the
+warnings, and what ``verify_chain`` reports. Inputs: the bundled samples, generated logs of
+several size classes and timestamp forms, seeded mutations of those (the fuzz test's
+mutators), random rows from hypothesis, and tampered chains.
+
+In CI (``CI=true``) the core must be built: a missing extension fails, never skips.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import replaykit as rk
+from replaykit import _native
+from replaykit._json import canonical_json, loads
+from replaykit.errors import ReplayKitError
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(autouse=True)
+def _core_built() -> None:
+    if not _native.available():
+        if IN_CI:
+            pytest.fail("the native core (replaykit._core) is not built, and CI=true")
+        pytest.skip("the native core is not built (make demo builds it)")
+
+
+class _Path:
+    """Switch REPLAYKIT_NATIVE for one load (the core reads it on every call)."""
+
+    def __init__(self, native: bool) -> None:
+        self.native = native
+
+    def __enter__(self) -> None:
+        self.saved = os.environ.get("REPLAYKIT_NATIVE")
+        os.environ["REPLAYKIT_NATIVE"] = "1" if self.native else "0"
+
+    def __exit__(self, *exc: object) -> None:
+        if self.saved is None:
+            os.environ.pop("REPLAYKIT_NATIVE", None)
+        else:
+            os.environ["REPLAYKIT_NATIVE"] = self.saved
+
+
+def _load(fn: Any, *args: Any, native: bool, **kw: Any) -> tuple[str, Any, list[str]]:
+    """("ok", log, warnings) or ("error", (type, reason, message), warnings)."""
+    with _Path(native), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out: tuple[str, Any] = ("ok", fn(*args, **kw))
+        except ReplayKitError as exc:
+            out = ("error", (type(exc).__name__, getattr(exc, "reason", None), str(exc)))
+    return (*out, [f"{w.category.__name__}: {w.message}" for w in caught])
+
+
+def _dictionaries(table: pa.Table) -> dict[str, list[Any]]:
+    out = {}
+    for name in table.column_names:
+        col = table.column(name)
+        if pa.types.is_dictionary(col.type):
+            out[name] = [c.dictionary.to_pylist() for c in col.chunks]
+    return out
+
+
+def assert_same(a: tuple[str, Any, list[str]], b: tuple[str, Any, list[str]]) -> None:
+    """Native result ``a`` equals reference result ``b`` in everything a user sees."""
+    assert a[0] == b[0], (a[1], b[1])
+    assert a[2] == b[2], "warnings differ"
+    if a[0] == "error":
+        assert a[1] == b[1]
+        return
+    x, y = a[1], b[1]
+    assert x.table.schema.equals(y.table.schema, check_metadata=True)
+    for name in x.table.column_names:
+        cx, cy = x.table.column(name), y.table.column(name)
+        assert cx.equals(cy), f"column {name} differs"
+    assert _dictionaries(x.table) == _dictionaries(y.table)
+    assert x.runs.equals(y.runs)
+    assert x.quarantine.equals(y.quarantine), (
+        x.quarantine.to_pylist()[:3], y.quarantine.to_pylist()[:3])
+    assert sorted(x.extras) == sorted(y.extras)
+    for k in x.extras:
+        assert x.extras[k].equals(y.extras[k]), k
+
+
+def both(fn: Any, *args: Any, **kw: Any) -> tuple[str, Any, list[str]]:
+    """Load both ways, assert they agree, return the native result."""
+    a = _load(fn, *args, native=True, **kw)
+    b = _load(fn, *args, native=False, **kw)
+    assert_same(a, b)
+    return a
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("native")
+    out = {}
+    for name, kw in {
+        "tiny": dict(events=40, runs=2),
+        "iso_20k": dict(events=20_000, runs=150, seed=3),
+        "epoch_20k": dict(events=20_000, runs=90, seed=4, timestamps="epoch_ms"),
+        "mixed_5k": dict(events=5_000, runs=40, seed=5, timestamps="mixed"),
+        "nohash_8k": dict(events=8_000, runs=30, seed=6, hashes=False),
+    }.items():
+        out[name] = rk.datasets.generate_pleach(root / f"{name}.jsonl", **kw)  # type: ignore[arg-type]
+    return out
+
+
+def test_core_reports_its_version_and_features() -> None:
+    assert _native.version() == _native.core().__version__
+    line = _native.describe()
+    assert line.startswith(f"native core {_native.version()} (on")
+    assert isinstance(_native.core().cpu_features(), list)
+
+
+@pytest.mark.parametrize("errors", ["raise", "quarantine"])
+def test_bundled_pleach_sample(errors: str) -> None:
+    kind, log, _ = both(rk.read_pleach, DATA / "pleach" / "harness_event_log.jsonl",
+                        errors=errors)
+    assert kind == "ok" and len(log) > 100
+
+
+@pytest.mark.parametrize("name", ["tiny", "iso_20k", "epoch_20k", "mixed_5k", "nohash_8k"])
+def test_generated_logs(generated: dict[str, Path], name: str) -> None:
+    kind, log, _ = both(rk.read_pleach, generated[name], errors="quarantine")
+    assert kind == "ok" and len(log) > 0
+
+
+def test_the_native_path_reads_clean_blocks(generated: dict[str, Path]) -> None:
+    """The core itself (not only the fallback) produced the rows: it reads a clean block."""
+    from replaykit.io.pleach._nativepath import native_block
+
+    data = generated["iso_20k"].read_bytes()[: 1 << 20]
+    data = data[: data.rindex(b"\n") + 1]
+    with _Path(True):
+        got = native_block(bytearray(data))
+    assert got is not None
+    n_lines, line, part = got
+    assert n_lines == data.count(b"\n") == len(line)
+    assert part.env.num_rows == n_lines
+    # payload is the source text, byte for byte
+    first = json.loads(data.split(b"\n", 1)[0])
+    assert loads(part.payload[0].as_py()) == first["payload"]
+
+
+def test_several_blocks_and_tenant_filter(generated: dict[str, Path],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import replaykit.io.pleach as pleach
+
+    monkeypatch.setattr(pleach, "_BLOCK", 256 << 10)  # many blocks, read two at a time
+    both(rk.read_pleach, generated["iso_20k"], errors="quarantine")
+    both(rk.read_pleach, generated["iso_20k"], tenant_id="acme", errors="quarantine")
+    both(rk.read_pleach, [generated["iso_20k"], generated["epoch_20k"]], errors="quarantine")
+
+
+# ----------------------------------------------------------------------------- mutations
+def _mutations() -> Iterator[tuple[int, bytes]]:
+    from test_fuzz_loaders import mutate_jsonl
+
+    base = DATA.joinpath("pleach", "harness_event_log.jsonl").read_bytes()
+    head = b"\n".join(base.split(b"\n")[:40]) + b"\n"
+    rng = random.Random(27)
+    for seed in range(160):
+        data, _ = mutate_jsonl(head, random.Random(rng.random()))
+        yield seed, data
+
+
+@pytest.mark.parametrize("errors", ["raise", "quarantine"])
+def test_seeded_fuzz_inputs(tmp_path: Path, errors: str) -> None:
+    """The fuzz test's mutations of a pleach log: both paths give the same table, quarantine
+    and errors (most mutations make a block the core refuses; the reference then reads it)."""
+    for seed, data in _mutations():
+        f = tmp_path / f"m{seed}.jsonl"
+        f.write_bytes(data)
+        both(rk.read_pleach, f, errors=errors)
+    assert _native.panics() == 0
+
+
+# ----------------------------------------------------------------------------- hypothesis
+_json_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12),
+)
+_json_values = st.recursive(
+    _json_scalars,
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=6), kids,
+                                                              max_size=4),
+    max_leaves=12,
+)
+_TYPES = ["turn.started", "turn.completed", "message.user", "model.requested",
+          "model.completed", "tool.called", "tool.completed", "interrupt.raised",
+          "subagent.spawned", "checkpoint.created", "error.raised", "export.created", "x.y"]
+_FIELDS = ["turn", "message_id", "call_id", "tool", "finish", "text", "result", "is_error",
+           "usage", "cacheKey", "interrupt_id", "reason", "subagent_id", "child_chat_id",
+           "checkpoint_id", "export_id", "card_id", "message", "args", "model"]
+
+
+@st.composite
+def _rows(draw: Any) -> bytes:
+    """A pleach JSONL text of a few rows: mostly valid, with random payload members of any
+    JSON type (so typed fields of the wrong type too) and random raw-line damage."""
+    lines = []
+    for seq in range(draw(st.integers(1, 6))):
+        payload = {f: draw(_json_values) for f in draw(st.lists(st.sampled_from(_FIELDS),
+                                                                 max_size=5))}
+        if draw(st.booleans()):
+            payload["usage"] = {"input_tokens": draw(st.integers(-5, 2**40)),
+                                "output_tokens": draw(st.one_of(st.none(), st.integers(0, 9)))}
+        if draw(st.booleans()):
+            payload["turn"] = draw(st.integers(-(2**33), 2**33))
+        row = {"tenant_id": draw(st.sampled_from(["acme", "beta", "", "a\u0001"])),
+               "chat_id": draw(st.sampled_from(["c1", "c2", "c\u00e9"])),
+               "sequence_number": draw(st.sampled_from([seq, seq, seq, -1, 0])),
+               "event_type": draw(st.sampled_from(_TYPES)),
+               "payload": payload,
+               "created_at": draw(st.sampled_from(
+                   ["2026-01-01T00:00:00Z", "2026-01-01T00:00:00.5+02:00", None,
+                    "not a time", "0000-01-01T00:00:00Z"])),
+               "prev_hash": None, "row_hash": None}
+        text = json.dumps(row, ensure_ascii=draw(st.booleans()),
+                          separators=draw(st.sampled_from([(",", ":"), (", ", ": ")])))
+        damage = draw(st.sampled_from(["none"] * 6 + ["cut", "nan", "dup_tenant", "crlf",
+                                                       "blank", "space"]))
+        if damage == "cut":
+            text = text[: draw(st.integers(1, max(1, len(text) - 1)))]
+        elif damage == "nan" and ": 0" in text:
+            text = text.replace(": 0", ": NaN", 1)
+        elif damage == "dup_tenant":
+            text = text[:-1] + ', "tenant_id": "other"}'
+        elif damage == "crlf":
+            text += "\r"
+        elif damage == "blank":
+            text += "\n"
+        elif damage == "space":
+            text = " " + text
+        lines.append(text)
+    return ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(text=_rows())
+def test_random_rows_both_paths(tmp_path: Path, text: bytes) -> None:
+    f = tmp_path / "rows.jsonl"
+    f.write_bytes(text)
+    both(rk.read_pleach, f, errors="quarantine")
+    both(rk.read_pleach, f, errors="raise")
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_json_values, spaced=st.booleans())
+def test_tool_arguments_canonical_and_hash(value: Any, spaced: bool) -> None:
+    """The core's canonical JSON of tool arguments and their hash equal the reference's."""
+    from replaykit.io.pleach._derive import _tool_args
+    from replaykit.io.pleach._shapes import _Part
+
+    sep = (", ", ": ") if spaced else (",", ":")
+    payloads = pa.array([json.dumps({"args": value, "tool": "t"}, separators=sep)],
+                        pa.large_string())
+
+    def run(native: bool) -> tuple[Any, Any]:
+        part = _Part(env=pa.table({"event_type": pa.array(["tool.called"])}),
+                     created_at=pa.nulls(1, pa.string()), payload=payloads,
+                     typed=pa.table({}), line=np.zeros(1, np.int64))
+        with _Path(native):
+            a, h = _tool_args(part, {})
+        return a.to_pylist(), h.to_pylist()
+
+    got, want = run(True), run(False)
+    assert got == want
+    if value is not None:
+        assert got[0][0] == canonical_json(value)
+
+
+# ----------------------------------------------------------------------------- chains
+def test_verify_chain_same_findings(generated: dict[str, Path]) -> None:
+    log = rk.read_pleach(generated["iso_20k"])
+    table = log.table
+    payload = table.column("payload").to_pylist()
+    for i in (5, 777, 15_000):
+        payload[i] = payload[i][:-1] + ' }'  # same JSON value, other bytes: a hash mismatch
+    types = table.column("type").cast(pa.string()).to_pylist()
+    called = types.index("tool.called")
+    payload[called] = payload[called].replace('"args":{', '"args":{"injected":1,', 1)
+    tampered = table.set_column(table.schema.get_field_index("payload"), "payload",
+                                pa.array(payload, pa.large_string()))
+    seq = pc.if_else(pc.equal(pa.array(np.arange(len(table)) == 12_345), True),
+                     pc.add(table.column("seq"), 1000), table.column("seq"))
+    tampered = tampered.set_column(tampered.schema.get_field_index("seq"), "seq", seq)
+    results = []
+    for native in (True, False):
+        with _Path(native):
+            results.append(rk.verify_chain(tampered))
+    a, b = results
+    assert a.equals(b)
+    assert len(a) >= 5
+    with _Path(True):
+        assert rk.verify_chain(log).empty
+
+
+def test_sha256_many_matches_hashlib() -> None:
+    import hashlib
+
+    rng = random.Random(3)
+    values = [bytes(rng.randrange(256) for _ in range(rng.randrange(0, 300)))
+              for _ in range(500)]
+    arr = pa.array(values, pa.large_binary())
+    offs = np.frombuffer(arr.buffers()[1], dtype=np.int64)[: len(values) + 1]
+    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)
+    got = bytes(_native.core().sha256_many(offs.view(np.uint8), data))
+    assert got == b"".join(hashlib.sha256(v).digest() for v in values)
+    with pytest.raises(ValueError, match="out of order"):
+        _native.core().sha256_many(np.array([0, 10**9], np.int64).view(np.uint8), data[:4])
+
+
+# ----------------------------------------------------------------------------- set-up
+def test_reference_path_is_chosen_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    real = _native.core().scan_pleach_block
+    monkeypatch.setattr(_native, "_core_module", _Spy(real, calls))
+    with _Path(False):
+        rk.read_pleach(DATA / "pleach" / "harness_event_log.jsonl")
+    assert calls == []
+    with _Path(True):
+        rk.read_pleach(DATA / "pleach" / "harness_event_log.jsonl")
+    assert len(calls) >= 1
+
+
+class _Spy:
+    def __init__(self, real: Any, calls: list[int]) -> None:
+        self._real, self._calls = real, calls
+        self._module = sys.modules["replaykit._core"]
+
+    def scan_pleach_block(self, block: Any) -> Any:
+        self._calls.append(len(block))
+        return self._real(block)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+
+_WITHOUT_CORE = """
+import sys, warnings
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "replaykit._core":
+            raise ImportError("blocked for the test")
+sys.meta_path.insert(0, Block())
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    import replaykit as rk
+    log = rk.read_pleach(sys.argv[1])
+    log2 = rk.read_pleach(sys.argv[1])
+print(len(log), len(log2))
+for w in caught:
+    print(w.category.__name__, str(w.message))
+"""
+
+
+@pytest.mark.parametrize("switched_off", [False, True])
+def test_without_the_extension_one_warning(switched_off: bool) -> None:
+    env = {**os.environ}
+    env.pop("REPLAYKIT_NATIVE", None)
+    if switched_off:
+        env["REPLAYKIT_NATIVE"] = "0"
+    out = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_CORE, str(DATA / "pleach" / "harness_event_log.jsonl")],
+        capture_output=True, text=True, env=env, check=True,
+    ).stdout.splitlines()
+    n = len(rk.read_pleach(DATA / "pleach" / "harness_event_log.jsonl"))
+    assert out[0] == f"{n} {n}"
+    warned = [line for line in out[1:] if line.startswith("NativeCoreMissingWarning")]
+    if switched_off:
+        assert warned == []
+    else:
+        assert len(warned) == 1
+        assert "make demo" in warned[0] and "REPLAYKIT_NATIVE=0" in warned[0]
