@@ -5,12 +5,19 @@
 #                  install the system packages the tests need (Chromium, PostgreSQL) where it
 #                  can or print the command, then run the whole suite (notebooks included)
 #   make lab    -- open the notebooks in JupyterLab
+# Both build replaykit's native core (native/, Rust) with maturin as part of the install; a
+# change to the Rust sources rebuilds it on the next make. `make lint` also runs the crate's
+# cargo tests and clippy; `make fuzz` fuzzes its scanners (cargo fuzz, bounded).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
+# cargo's build output outside the clone: a fresh clone (CI's) reuses compiled dependencies
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/replaykit/cargo-target
+NATIVE_SRC := native/Cargo.toml native/Cargo.lock $(wildcard native/src/*.rs)
+FUZZ_SECONDS ?= 30
 
-.PHONY: demo test lab system-deps bench lint clean
+.PHONY: demo test lab system-deps bench lint fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "replaykit needs Python 3.11+"'
@@ -25,9 +32,15 @@ $(VENV)/.installed-base: pyproject.toml | $(BIN)/python
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(PIP) install --quiet -e ".[dev]"
 	bash tools/setup_git_filters.sh $(BIN)/nbstripout
-	touch $@ $(VENV)/.installed-base
+	touch $@ $(VENV)/.installed-base $(VENV)/.installed-native
 
-demo: $(VENV)/.installed-base
+# The native core again when only its Rust sources changed (cargo rebuilds incrementally).
+$(VENV)/.installed-native: $(NATIVE_SRC) | $(VENV)/.installed-base
+	$(PIP) install --quiet --no-deps -e .
+	touch $@
+
+demo: $(VENV)/.installed-base $(VENV)/.installed-native
+	$(BIN)/replaykit --version
 	@echo "== harness_event_log rows (tenants recorded on every row) =="
 	$(BIN)/replaykit summary data/pleach --no-progress
 	@echo "== harness session logs and isplay run exports (owner named explicitly) =="
@@ -38,7 +51,7 @@ demo: $(VENV)/.installed-base
 system-deps:
 	bash tools/install_system_deps.sh
 
-test: $(VENV)/.installed-dev system-deps
+test: $(VENV)/.installed-dev $(VENV)/.installed-native system-deps
 	$(BIN)/python -m pytest -q tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider
 
 lab: $(VENV)/.installed-base
@@ -51,6 +64,11 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check replaykit tests benchmarks
 	$(BIN)/mypy replaykit
 	$(BIN)/lint-imports --no-cache
+	cargo clippy --quiet --release --manifest-path native/Cargo.toml --all-targets -- -D warnings
+	cargo test --quiet --release --manifest-path native/Cargo.toml
+
+fuzz:
+	bash tools/fuzz_native.sh $(FUZZ_SECONDS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info scratch
+	rm -rf $(VENV) .pytest_cache build *.egg-info scratch native/target replaykit/_core*.so

@@ -32,3 +32,26 @@ def test_mypy_is_clean() -> None:
     proc = subprocess.run([*_tool("mypy"), "replaykit"], cwd=ROOT, capture_output=True,
                           text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _cargo() -> str:
+    cargo = shutil.which("cargo")
+    if cargo is None:
+        pytest.fail("cargo is not installed: the native core needs the Rust toolchain")
+    return cargo
+
+
+def test_native_crate_tests_pass() -> None:
+    """The Rust crate's own tests (``cargo test``; ``make lint`` runs them too)."""
+    proc = subprocess.run([_cargo(), "test", "--quiet", "--release", "--manifest-path",
+                           "native/Cargo.toml"], cwd=ROOT, capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert " passed; 0 failed" in proc.stdout
+
+
+def test_native_crate_is_clippy_clean() -> None:
+    proc = subprocess.run([_cargo(), "clippy", "--quiet", "--release", "--manifest-path",
+                           "native/Cargo.toml", "--all-targets", "--", "-D", "warnings"],
+                          cwd=ROOT, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]

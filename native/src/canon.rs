@@ -220,10 +220,10 @@ pub fn float_text(x: f64, out: &mut Vec<u8>) {
         out.extend_from_slice(digits.as_bytes());
     } else {
         // scientific: repr's mantissa (d or d.ddd), then e+XX / e-X
-        out.extend_from_slice(digits[..1].as_bytes());
+        out.extend_from_slice(&digits.as_bytes()[..1]);
         if digits.len() > 1 {
             out.push(b'.');
-            out.extend_from_slice(digits[1..].as_bytes());
+            out.extend_from_slice(&digits.as_bytes()[1..]);
         }
         out.push(b'e');
         if exp < 0 {

@@ -12,7 +12,7 @@ pub struct Bits {
 impl Bits {
     #[inline]
     pub fn push(&mut self, v: bool) {
-        if self.len % 8 == 0 {
+        if self.len.is_multiple_of(8) {
             self.bytes.push(0);
         }
         if v {
@@ -83,6 +83,10 @@ impl StrCol {
 
     pub fn len(&self) -> usize {
         self.valid.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.valid.len == 0
     }
 
     /// True when the 32-bit offsets would overflow (the caller then bails).

@@ -25,7 +25,7 @@ _TYPED = ("turn", "event_id", "ref_id", "tool_name", "args_hash", "cache_key", "
           "finish", "input_tokens", "output_tokens", "_child")
 
 
-def native_block(block: bytes | bytearray) -> tuple[int, np.ndarray, _Part] | None:
+def native_block(block: bytes | bytearray) -> tuple[int, np.ndarray, _Part | None] | None:
     """``(newline-terminated lines, 0-based line of each row, the rows' _Part)`` of a block,
     read by the native core; None when the reference path must read it (or the core is off).
 
@@ -41,7 +41,7 @@ def native_block(block: bytes | bytearray) -> tuple[int, np.ndarray, _Part] | No
     cols = {name: _native.to_arrow(c) for name, c in columns}
     line = np.frombuffer(line_buf, dtype=np.int64)
     if not len(line):
-        return n_lines, line, None  # type: ignore[return-value]
+        return n_lines, line, None
     hashes = cols["args_hash"]
     py_rows = np.frombuffer(hash_rows_buf, dtype=np.int64)
     if len(py_rows):

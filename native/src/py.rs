@@ -1,0 +1,358 @@
+//! The PyO3 module `replaykit._core`: buffers, columns, and the guarded entry points.
+
+use std::ffi::{c_int, c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyValueError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+use crate::cols::{Bits, BoolCol, I64Col, Offsets, StrCol};
+use crate::{hash, json, pleach};
+
+static PANICS: AtomicU64 = AtomicU64::new(0);
+
+/// Owned memory handed to Python: read-only bytes through the buffer protocol.
+enum Storage {
+    U8(Vec<u8>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+}
+
+#[pyclass(frozen, module = "replaykit._core")]
+pub struct NativeBuf {
+    data: Storage,
+}
+
+impl NativeBuf {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: reinterpreting initialised integers as bytes (alignment 1, same length)
+        unsafe {
+            match &self.data {
+                Storage::U8(v) => v.as_slice(),
+                Storage::I32(v) => std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 4),
+                Storage::I64(v) => std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 8),
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl NativeBuf {
+    fn __len__(&self) -> usize {
+        self.bytes().len()
+    }
+
+    /// # Safety
+    /// Called by CPython with a valid `Py_buffer` to fill.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        if view.is_null() {
+            return Err(PyBufferError::new_err("View is null"));
+        }
+        if (flags & ffi::PyBUF_WRITABLE) == ffi::PyBUF_WRITABLE {
+            return Err(PyBufferError::new_err("NativeBuf is read-only"));
+        }
+        let data = slf.get().bytes();
+        // SAFETY: `view` is valid (checked above); the buffer lives as long as `slf`, whose
+        // reference the view keeps in `obj`
+        unsafe {
+            (*view).buf = data.as_ptr() as *mut c_void;
+            (*view).len = data.len() as isize;
+            (*view).readonly = 1;
+            (*view).itemsize = 1;
+            (*view).format = if (flags & ffi::PyBUF_FORMAT) == ffi::PyBUF_FORMAT {
+                CString::new("B").map(|s| s.into_raw()).unwrap_or(ptr::null_mut())
+            } else {
+                ptr::null_mut()
+            };
+            (*view).ndim = 1;
+            (*view).shape = if (flags & ffi::PyBUF_ND) == ffi::PyBUF_ND {
+                &mut (*view).len
+            } else {
+                ptr::null_mut()
+            };
+            (*view).strides = if (flags & ffi::PyBUF_STRIDES) == ffi::PyBUF_STRIDES {
+                &mut (*view).itemsize
+            } else {
+                ptr::null_mut()
+            };
+            (*view).suboffsets = ptr::null_mut();
+            (*view).internal = ptr::null_mut();
+            (*view).obj = slf.into_any().into_ptr();
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// Called by CPython with the view this object filled.
+    unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {
+        // SAFETY: `format` is null or the CString made in __getbuffer__
+        unsafe {
+            if !(*view).format.is_null() {
+                drop(CString::from_raw((*view).format));
+            }
+        }
+    }
+}
+
+fn buf(py: Python<'_>, data: Storage) -> PyResult<Py<NativeBuf>> {
+    Py::new(py, NativeBuf { data })
+}
+
+fn validity(py: Python<'_>, bits: Bits) -> PyResult<Option<Py<NativeBuf>>> {
+    if bits.unset == 0 {
+        Ok(None)
+    } else {
+        Ok(Some(buf(py, Storage::U8(bits.bytes))?))
+    }
+}
+
+/// A column as `(kind, length, null_count, validity, buffer1, buffer2)`; kind is one of
+/// "string", "large_string", "int64", "bool".
+fn str_col<'py>(py: Python<'py>, c: StrCol) -> PyResult<Bound<'py, PyTuple>> {
+    let n = c.len();
+    let nulls = c.valid.unset;
+    let (kind, offs) = match c.offsets {
+        Offsets::I32(v) => ("string", buf(py, Storage::I32(v))?),
+        Offsets::I64(v) => ("large_string", buf(py, Storage::I64(v))?),
+    };
+    let data = buf(py, Storage::U8(c.data))?;
+    (kind, n, nulls, validity(py, c.valid)?, offs, Some(data)).into_pyobject(py)
+}
+
+fn i64_col<'py>(py: Python<'py>, c: I64Col) -> PyResult<Bound<'py, PyTuple>> {
+    let n = c.values.len();
+    let nulls = c.valid.unset;
+    let vals = buf(py, Storage::I64(c.values))?;
+    ("int64", n, nulls, validity(py, c.valid)?, vals, None::<Py<NativeBuf>>).into_pyobject(py)
+}
+
+fn bool_col<'py>(py: Python<'py>, c: BoolCol) -> PyResult<Bound<'py, PyTuple>> {
+    let n = c.values.len;
+    let vals = buf(py, Storage::U8(c.values.bytes))?;
+    ("bool", n, 0usize, None::<Py<NativeBuf>>, vals, None::<Py<NativeBuf>>).into_pyobject(py)
+}
+
+/// Run `f` with the GIL released, catching panics (counted; reported as None).
+fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> Option<T> {
+    py.detach(|| match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(v) => Some(v),
+        Err(_) => {
+            PANICS.fetch_add(1, Ordering::Relaxed);
+            None
+        }
+    })
+}
+
+/// Scan a pleach JSONL block (bytes ending at a line end). Returns None when the block must
+/// be read by the reference path, else `(n_lines, line, py_hash_rows, columns)` where
+/// `columns` is a list of `(name, column)` (see `str_col`).
+#[pyfunction]
+fn scan_pleach_block<'py>(py: Python<'py>, block: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let pb = PyBuffer::<u8>::get(block)?;
+    if !pb.is_c_contiguous() {
+        return Err(PyValueError::new_err("block must be a contiguous bytes-like object"));
+    }
+    let ptr = pb.buf_ptr() as usize;
+    let len = pb.len_bytes();
+    let got = guarded(py, move || {
+        // SAFETY: the buffer is held (pb) for the duration of the call, contiguous, and not
+        // resized by Python while the GIL is released (the caller owns the block)
+        let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+        pleach::scan_block(bytes)
+    });
+    drop(pb);
+    let out = match got {
+        None | Some(None) => return Ok(None),
+        Some(Some(out)) => out,
+    };
+    let line = buf(py, Storage::I64(out.line))?;
+    let hash_rows = buf(py, Storage::I64(out.py_hash_rows))?;
+    let cols = PyList::empty(py);
+    macro_rules! s {
+        ($name:expr, $c:expr) => {
+            cols.append(($name, str_col(py, $c)?))?
+        };
+    }
+    macro_rules! i {
+        ($name:expr, $c:expr) => {
+            cols.append(($name, i64_col(py, $c)?))?
+        };
+    }
+    s!("tenant_id", out.tenant_id);
+    s!("chat_id", out.chat_id);
+    i!("sequence_number", out.sequence_number);
+    s!("event_type", out.event_type);
+    s!("prev_hash", out.prev_hash);
+    s!("row_hash", out.row_hash);
+    if let Some(c) = out.created_str {
+        s!("created_at", c);
+    }
+    if let Some(c) = out.created_int {
+        i!("created_at", c);
+    }
+    s!("payload", out.payload);
+    i!("turn", out.turn);
+    s!("event_id", out.event_id);
+    s!("ref_id", out.ref_id);
+    s!("tool_name", out.tool_name);
+    s!("args_hash", out.args_hash);
+    s!("cache_key", out.cache_key);
+    cols.append(("is_error", bool_col(py, out.is_error)?))?;
+    s!("finish", out.finish);
+    i!("input_tokens", out.input_tokens);
+    i!("output_tokens", out.output_tokens);
+    s!("_child", out.child);
+    s!("args", out.args);
+    s!("text", out.text);
+    Ok(Some((out.n_lines, line, hash_rows, cols).into_pyobject(py)?))
+}
+
+/// SHA-256 of each value of a binary column (`offsets`: n + 1 int64 offsets into `data`),
+/// as 32 raw bytes per value, concatenated.
+#[pyfunction]
+fn sha256_many<'py>(
+    py: Python<'py>,
+    offsets: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
+) -> PyResult<Py<NativeBuf>> {
+    let ob = PyBuffer::<u8>::get(offsets)?;
+    let db = PyBuffer::<u8>::get(data)?;
+    if !ob.is_c_contiguous() || !db.is_c_contiguous() || ob.len_bytes() % 8 != 0 {
+        return Err(PyValueError::new_err("offsets must be contiguous int64, data contiguous"));
+    }
+    let (op, ol, dp, dl) = (ob.buf_ptr() as usize, ob.len_bytes() / 8, db.buf_ptr() as usize, db.len_bytes());
+    let got = guarded(py, move || {
+        // SAFETY: both buffers are held for the call; offsets read unaligned-safe
+        let offs = unsafe { std::slice::from_raw_parts(op as *const u8, ol * 8) };
+        let data = unsafe { std::slice::from_raw_parts(dp as *const u8, dl) };
+        hash::sha256_spans(offs, data)
+    });
+    drop((ob, db));
+    match got {
+        Some(Ok(v)) => buf(py, Storage::U8(v)),
+        Some(Err(msg)) => Err(PyValueError::new_err(msg)),
+        None => Err(PyRuntimeError::new_err("replaykit native core: internal error (panic) in sha256_many")),
+    }
+}
+
+/// Tool-call arguments of many payloads (`offsets`: n + 1 int64 offsets into `data`, one
+/// payload object each): `(args, args_hash, py_rows)`, two string columns and the rows the
+/// reference must compute (payload not read here, or arguments given as a JSON string).
+#[pyfunction]
+fn tool_args_many<'py>(
+    py: Python<'py>,
+    offsets: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let ob = PyBuffer::<u8>::get(offsets)?;
+    let db = PyBuffer::<u8>::get(data)?;
+    if !ob.is_c_contiguous() || !db.is_c_contiguous() || ob.len_bytes() % 8 != 0 {
+        return Err(PyValueError::new_err("offsets must be contiguous int64, data contiguous"));
+    }
+    let (op, ol, dp, dl) = (ob.buf_ptr() as usize, ob.len_bytes() / 8, db.buf_ptr() as usize, db.len_bytes());
+    let got = guarded(py, move || {
+        // SAFETY: both buffers are held for the call
+        let offs = unsafe { std::slice::from_raw_parts(op as *const u8, ol * 8) };
+        let data = unsafe { std::slice::from_raw_parts(dp as *const u8, dl) };
+        let at = |i: usize| -> i64 {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&offs[8 * i..8 * i + 8]);
+            i64::from_ne_bytes(b)
+        };
+        let n = ol.saturating_sub(1);
+        let mut args = StrCol::new(false, n, n * 32);
+        let mut hashes = StrCol::new(false, n, n * 32);
+        let mut py_rows: Vec<i64> = Vec::new();
+        for i in 0..n {
+            let (lo, hi) = (at(i), at(i + 1));
+            let ok = lo >= 0 && hi >= lo && (hi as usize) <= data.len();
+            let got = if ok { pleach::tool_args(&data[lo as usize..hi as usize]) } else { Err(json::Bail) };
+            match got {
+                Ok(None) => {
+                    args.push_null();
+                    hashes.push_null();
+                }
+                Ok(Some((text, h))) => {
+                    args.push(&text);
+                    match h {
+                        Some(h) => hashes.push(&h),
+                        None => {
+                            hashes.push_null();
+                            py_rows.push(i as i64);
+                        }
+                    }
+                }
+                Err(_) => {
+                    args.push_null();
+                    hashes.push_null();
+                    py_rows.push(i as i64);
+                }
+            }
+        }
+        (args, hashes, py_rows)
+    });
+    drop((ob, db));
+    let Some((args, hashes, py_rows)) = got else {
+        return Err(PyRuntimeError::new_err("replaykit native core: internal error (panic) in tool_args_many"));
+    };
+    if args.overflows() || hashes.overflows() {
+        return Err(PyValueError::new_err("tool arguments exceed 2 GB in one call"));
+    }
+    let rows = buf(py, Storage::I64(py_rows))?;
+    (str_col(py, args)?, str_col(py, hashes)?, rows).into_pyobject(py)
+}
+
+/// The CPU features the core uses when present.
+#[pyfunction]
+fn cpu_features() -> Vec<&'static str> {
+    let mut out = Vec::new();
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        if std::is_x86_feature_detected!("sha") {
+            out.push("sha");
+        }
+        if std::is_x86_feature_detected!("sse4.1") {
+            out.push("sse4.1");
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            out.push("avx2");
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        if std::arch::is_aarch64_feature_detected!("sha2") {
+            out.push("sha2");
+        }
+        if std::arch::is_aarch64_feature_detected!("neon") {
+            out.push("neon");
+        }
+    }
+    out
+}
+
+/// Panics caught at the boundary since the module was loaded (tests assert 0).
+#[pyfunction]
+fn panics() -> u64 {
+    PANICS.load(Ordering::Relaxed)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<NativeBuf>()?;
+    m.add_function(wrap_pyfunction!(scan_pleach_block, m)?)?;
+    m.add_function(wrap_pyfunction!(sha256_many, m)?)?;
+    m.add_function(wrap_pyfunction!(tool_args_many, m)?)?;
+    m.add_function(wrap_pyfunction!(cpu_features, m)?)?;
+    m.add_function(wrap_pyfunction!(panics, m)?)?;
+    Ok(())
+}

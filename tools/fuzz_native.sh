@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Bounded coverage-guided fuzzing of the native core's scanners (cargo fuzz, libFuzzer).
+#   bash tools/fuzz_native.sh [SECONDS_PER_TARGET]     (default 30; `make fuzz`; CI runs it)
+# Targets (native/fuzz/fuzz_targets/): pleach_block (any bytes into the JSONL block scanner
+# and the tool-argument reader) and canonical (any text into canonical JSON). A crash, a
+# panic or a broken invariant fails the run and leaves the input in native/fuzz/artifacts/.
+# Needs the nightly toolchain (libFuzzer's instrumentation) and cargo-fuzz, which this script
+# installs from crates.io when it is missing (a few minutes, once per machine).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_PER_TARGET="${1:-30}"
+if ! rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+    echo "fuzz_native: the nightly Rust toolchain is missing (rustup toolchain list)." >&2
+    echo "  cargo fuzz needs it for libFuzzer's instrumentation." >&2
+    exit 1
+fi
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "fuzz_native: installing cargo-fuzz (cargo install --locked cargo-fuzz) ..."
+    cargo install --locked --quiet cargo-fuzz
+fi
+cd native/fuzz
+# seeds: the bundled sample's lines (the corpus folder is git-ignored and grows run to run)
+mkdir -p corpus/pleach_block corpus/canonical
+head -c 4000 ../../data/pleach/harness_event_log.jsonl > corpus/pleach_block/seed-sample
+printf '{"b":[1.5,-0,1e16,"\\u00e9"],"a":{"x":null}}' > corpus/canonical/seed-object
+status=0
+for target in pleach_block canonical; do
+    echo "== cargo fuzz run $target for ${SECONDS_PER_TARGET}s"
+    log="$(mktemp)"
+    if cargo +nightly fuzz run -O "$target" "corpus/$target" -- \
+            -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 >"$log" 2>&1; then
+        grep -E '^Done ' "$log" || true
+    else  # a crash, a panic or a broken invariant: show libFuzzer's report
+        tail -40 "$log" >&2
+        echo "fuzz target $target failed (the input is in native/fuzz/artifacts/$target/)" >&2
+        status=1
+    fi
+    rm -f "$log"
+done
+exit "$status"
