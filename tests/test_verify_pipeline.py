@@ -208,6 +208,7 @@ def test_tool_args_pause_the_collector_and_restore_it(enabled, monkeypatch):
 
     import replaykit.io.pleach._derive as derive
 
+    monkeypatch.setenv("REPLAYKIT_NATIVE", "0")  # the reference loop (the core has no loop)
     seen: list[bool] = []
     real = derive.canonical_json
 
