@@ -65,7 +65,7 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/mypy replaykit
 	$(BIN)/lint-imports --no-cache
 	cargo clippy --quiet --release --manifest-path native/Cargo.toml --all-targets -- -D warnings
-	cargo test --quiet --release --manifest-path native/Cargo.toml
+	cargo test --quiet --release --no-default-features --manifest-path native/Cargo.toml
 
 fuzz:
 	bash tools/fuzz_native.sh $(FUZZ_SECONDS)
