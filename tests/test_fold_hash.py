@@ -235,3 +235,20 @@ def test_fixed_width_texts_across_blocks() -> None:
         assert int(got[i]) == _H(texts[i])
     hj = hash_json(pa.array(texts))
     assert int(hj[-1]) == _H(canonical_json(texts[-1]))
+
+
+def test_text_hash_of_empty_strings_after_the_last_byte(monkeypatch):
+    """An empty string (or null) after the block's last byte starts at the end of the bytes:
+    its shift needs one power more than the bytes have (an IndexError on a fresh power table,
+    found by the native core's differential test)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from replaykit.fold import hashing
+
+    monkeypatch.setenv("REPLAYKIT_NATIVE", "0")
+    monkeypatch.setattr(hashing, "_POW", np.ones(1, dtype=np.uint64))
+    monkeypatch.setattr(hashing, "_INV", np.ones(1, dtype=np.uint64))
+    got = hashing.hash_texts(pa.array(["abcdefghijklmnop", None, "", "x"][:3]))
+    assert got[1] == got[2] == hashing.hash_texts([""])[0]
+    assert got[0] == hashing.text_hash("abcdefghijklmnop")

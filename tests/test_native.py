@@ -397,3 +397,29 @@ def test_without_the_extension_one_warning(switched_off: bool) -> None:
     else:
         assert len(warned) == 1
         assert "make demo" in warned[0] and "REPLAYKIT_NATIVE=0" in warned[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts=st.lists(st.one_of(st.none(), st.text(max_size=40)), max_size=30),
+       large=st.booleans(), start=st.integers(0, 3))
+def test_state_hash_text_hash_matches(texts: list[str | None], large: bool, start: int) -> None:
+    """``H`` of the fold's state hash: the core's text hashes equal numpy's, for any strings,
+    both offset widths and sliced arrays."""
+    from replaykit.fold.hashing import hash_texts
+
+    arr = pa.array(texts, pa.large_string() if large else pa.string()).slice(start)
+    with _Path(True):
+        got = hash_texts(arr)
+    with _Path(False):
+        want = hash_texts(arr)
+    assert got.dtype == want.dtype == np.uint64
+    assert np.array_equal(got, want)
+
+
+def test_fold_state_hash_same_both_paths(generated: dict[str, Path]) -> None:
+    log = rk.read_pleach(generated["iso_20k"])
+    frames = []
+    for native in (True, False):
+        with _Path(native):
+            frames.append(rk.fold(log, rk.agent()).state_hash())
+    assert np.array_equal(np.asarray(frames[0]), np.asarray(frames[1]))

@@ -53,3 +53,67 @@ mod tests {
         assert!(sha256_spans(&offs(&[2, 1]), b"abc").is_err());
     }
 }
+
+/// splitmix64's finaliser (`M` of replaykit's `state_hash`, `replaykit.fold.hashing.mix`).
+#[inline]
+pub fn mix(mut x: u64) -> u64 {
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+const P: u64 = 0x0000_0100_0000_01B3;
+const K: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// `H(text)` of `replaykit.fold.hashing`: `M(sum_i (b_i + 1) * P**i + L * K)`, mod 2**64.
+#[inline]
+pub fn text_hash(b: &[u8]) -> u64 {
+    let mut sum: u64 = 0;
+    let mut pw: u64 = 1;
+    for &c in b {
+        sum = sum.wrapping_add((c as u64 + 1).wrapping_mul(pw));
+        pw = pw.wrapping_mul(P);
+    }
+    mix(sum.wrapping_add((b.len() as u64).wrapping_mul(K)))
+}
+
+/// `H` of each span `data[offs[i]..offs[i+1]]` (`offs`: native-endian int64).
+pub fn text_hashes(offs: &[u8], data: &[u8]) -> Result<Vec<u64>, String> {
+    let n = offs.len() / 8;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let at = |i: usize| -> i64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&offs[8 * i..8 * i + 8]);
+        i64::from_ne_bytes(b)
+    };
+    let mut out = Vec::with_capacity(n - 1);
+    let mut lo = at(0);
+    for i in 1..n {
+        let hi = at(i);
+        if lo < 0 || hi < lo || hi as usize > data.len() {
+            return Err(format!("offset {i} ({hi}) is out of order or beyond the data"));
+        }
+        out.push(text_hash(&data[lo as usize..hi as usize]));
+        lo = hi;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod text_hash_tests {
+    use super::*;
+
+    #[test]
+    fn empty_and_known_shape() {
+        assert_eq!(text_hash(b""), mix(0));
+        // (b'a' + 1) * P**0 + 1 * K
+        assert_eq!(text_hash(b"a"), mix(98u64.wrapping_add(K)));
+        let offs: Vec<u8> = [0i64, 1, 1, 3].iter().flat_map(|x| x.to_ne_bytes()).collect();
+        let h = text_hashes(&offs, b"abc").unwrap();
+        assert_eq!(h, vec![text_hash(b"a"), text_hash(b""), text_hash(b"bc")]);
+    }
+}

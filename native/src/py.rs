@@ -21,6 +21,7 @@ enum Storage {
     U8(Vec<u8>),
     I32(Vec<i32>),
     I64(Vec<i64>),
+    U64(Vec<u64>),
 }
 
 #[pyclass(frozen, module = "replaykit._core")]
@@ -36,6 +37,7 @@ impl NativeBuf {
                 Storage::U8(v) => v.as_slice(),
                 Storage::I32(v) => std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 4),
                 Storage::I64(v) => std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 8),
+                Storage::U64(v) => std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 8),
             }
         }
     }
@@ -311,6 +313,34 @@ fn tool_args_many<'py>(
     (str_col(py, args)?, str_col(py, hashes)?, rows).into_pyobject(py)
 }
 
+/// `H` of `replaykit.fold.hashing` (the state hash's text hash) of each span of a string
+/// column (`offsets`: n + 1 int64 offsets into `data`), as n uint64 values.
+#[pyfunction]
+fn text_hashes<'py>(
+    py: Python<'py>,
+    offsets: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
+) -> PyResult<Py<NativeBuf>> {
+    let ob = PyBuffer::<u8>::get(offsets)?;
+    let db = PyBuffer::<u8>::get(data)?;
+    if !ob.is_c_contiguous() || !db.is_c_contiguous() || ob.len_bytes() % 8 != 0 {
+        return Err(PyValueError::new_err("offsets must be contiguous int64, data contiguous"));
+    }
+    let (op, ol, dp, dl) = (ob.buf_ptr() as usize, ob.len_bytes() / 8, db.buf_ptr() as usize, db.len_bytes());
+    let got = guarded(py, move || {
+        // SAFETY: both buffers are held for the call
+        let offs = unsafe { std::slice::from_raw_parts(op as *const u8, ol * 8) };
+        let data = unsafe { std::slice::from_raw_parts(dp as *const u8, dl) };
+        hash::text_hashes(offs, data)
+    });
+    drop((ob, db));
+    match got {
+        Some(Ok(v)) => buf(py, Storage::U64(v)),
+        Some(Err(msg)) => Err(PyValueError::new_err(msg)),
+        None => Err(PyRuntimeError::new_err("replaykit native core: internal error (panic) in text_hashes")),
+    }
+}
+
 /// The CPU features the core uses when present.
 #[pyfunction]
 fn cpu_features() -> Vec<&'static str> {
@@ -352,6 +382,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan_pleach_block, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_many, m)?)?;
     m.add_function(wrap_pyfunction!(tool_args_many, m)?)?;
+    m.add_function(wrap_pyfunction!(text_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(cpu_features, m)?)?;
     m.add_function(wrap_pyfunction!(panics, m)?)?;
     Ok(())

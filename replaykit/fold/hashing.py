@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import _native
 from .._json import canonical_json
 
 __all__ = ["element_hash", "hash_ints", "hash_json", "hash_texts", "json_texts", "mix", "pair",
@@ -96,6 +97,9 @@ def hash_texts(texts: Any) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=np.uint64)
     off, data = _offsets(arr)
+    if _native.enabled():  # the native core: one pass over the bytes, GIL released
+        got = _native.core().text_hashes(off.view(np.uint8), data)
+        return np.frombuffer(got, dtype=np.uint64)
     lens = np.diff(off)
     h = lens.astype(np.uint64) * K
     h += _poly_strings(data, off, lens)
@@ -147,7 +151,9 @@ def _poly(data: np.ndarray, off: np.ndarray, lens: np.ndarray) -> np.ndarray:
     b0, b1 = int(off[0]), int(off[-1])
     if b1 == b0:
         return np.zeros(len(lens), dtype=np.uint64)
-    pw, inv = _powers(b1 - b0)
+    # + 1: a string that starts at the block's end (an empty one after the last byte) shifts
+    # by P**-(b1 - b0), one past the bytes' own powers
+    pw, inv = _powers(b1 - b0 + 1)
     w = data[b0:b1].astype(np.uint64)
     w += _U(1)
     w *= pw[: b1 - b0]
