@@ -238,8 +238,8 @@ def loader_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                          "target": f"<= {TARGETS['pleach_cpu_vs_polars']:.1f}x polars' CPU"})
         if _ok(p, "pleach_replaykit_reference"):
             ref = p["pleach_replaykit_reference"]
-            rows.append({"name": f"read_pleach native core vs its reference path "
-                                 f"(REPLAYKIT_NATIVE=0) ({n})",
+            rows.append({"name": f"read_pleach native core vs its reference path, "
+                                 f"REPLAYKIT_NATIVE=0 ({n})",
                          "value": rk["seconds"], "unit": "s", "baseline": ref["seconds"],
                          "ratio": rk["seconds"] / ref["seconds"],
                          "target": f"informational: the native gain (time ratio){cpu}, "

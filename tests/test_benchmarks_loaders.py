@@ -58,6 +58,7 @@ def test_loader_rows_compare_against_polars_and_pandas_at_both_sizes() -> None:
     results = {
         "pleach": {"events": 2_000_000, "file_mb": 900.0,
                    "pleach_replaykit": _r("pleach_replaykit", 2.0, 2000.0),
+                   "pleach_replaykit_reference": _r("pleach_replaykit_reference", 8.0),
                    "pleach_polars": _r("pleach_polars", 4.0),
                    "pleach_pandas": _r("pleach_pandas", 30.0, 10_000.0),
                    "pleach_duckdb": _r("pleach_duckdb", 1.0),
@@ -74,10 +75,17 @@ def test_loader_rows_compare_against_polars_and_pandas_at_both_sizes() -> None:
     assert rows["read_pleach vs pandas.read_json + normalisation @2,000,000"]["ratio"] == 15.0
     assert rows["read_pleach vs pandas.read_json + normalisation @300,000"]["ratio"] == 8.0
     assert rows["read_pleach vs polars.read_ndjson, 8 columns @300,000"]["ratio"] == 2.0
-    assert rows["read_pleach peak RSS @2,000,000"]["value"] == 2000.0
+    rss = rows["read_pleach peak RSS vs the file's size @2,000,000"]
+    assert rss["value"] == 2000.0 and rss["ratio"] == pytest.approx(2000 / 900)
+    native = rows["read_pleach native core vs its reference path, REPLAYKIT_NATIVE=0 @2,000,000"]
+    assert native["ratio"] == pytest.approx(0.25) and native["baseline"] == 8.0
+    cpu = rows["read_pleach CPU vs polars.read_ndjson CPU @2,000,000"]
+    assert cpu["ratio"] == pytest.approx(0.5)
+    assert not any(k.endswith("NATIVE=0 @300,000") for k in rows)
     assert not any("<= 2x DuckDB" in str(r["target"]) for r in rows.values())
     text = "\n".join(bench.report(results))
-    assert "read_pleach time / polars.read_ndjson time:   0.50 (target <= 1.0)" in text
+    assert "read_pleach time / polars.read_ndjson time:   0.50 (target <= 0.8)" in text
+    assert "native / reference path time:   0.25" in text
     assert "speed-up vs pandas:    8.0x" in text
 
 
