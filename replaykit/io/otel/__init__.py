@@ -28,18 +28,19 @@ import os
 import re
 import warnings
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from .._json import JSONDecodeError, args_hash, canonical_json, loads
-from ..errors import LoadError
-from ..eventlog import RUNS_SCHEMA, EventLog
-from ..schema import empty_events, events_table
-from ._common import (
+from ..._json import JSONDecodeError, args_hash, canonical_json, loads
+from ...errors import LoadError
+from ...eventlog import RUNS_SCHEMA, EventLog
+from ...schema import empty_events, events_table
+from . import _forms, _proto
+from .._common import (
     UNEXPECTED,
     ErrorPolicy,
     Progress,
@@ -57,9 +58,10 @@ _BAD_JSON: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError)
 __all__ = ["FORMAT", "MODEL_OPERATIONS", "DuplicateSpanWarning", "read_otel", "sniff"]
 
 FORMAT = "otel"
-_PATTERNS = ("*.json", "*.jsonl", "*.ndjson")
+_PATTERNS = ("*.json", "*.jsonl", "*.ndjson", *(f"*{x}" for x in _proto.SUFFIXES))
 _LINE_SUFFIXES = (".jsonl", ".ndjson")
-_HEAD_RE = re.compile(rb'^\s*\{\s*"resource_?[sS]pans"\s*:')
+_PROTO_SUFFIXES = _proto.SUFFIXES
+_HEAD_RE = re.compile(rb'^\s*\{\s*"resource_?([sS]pans|[lL]ogs)"\s*:')
 
 #: ``gen_ai.operation.name`` values that are one model call.
 MODEL_OPERATIONS: tuple[str, ...] = ("chat", "text_completion", "generate_content")
@@ -104,22 +106,28 @@ _SPAN_KIND = {0: "UNSPECIFIED", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRO
 
 
 def sniff(path: Path) -> str | None:
-    """None when ``path`` looks like an OTLP/JSON trace export, otherwise why it does not.
+    """None when ``path`` looks like an OTLP trace or log export, otherwise why it does not.
 
-    The file (or a ``.jsonl`` file's first line) must open with ``{"resourceSpans":``.
+    OTLP/JSON: the file (or a ``.jsonl`` file's first line) must open with
+    ``{"resourceSpans":`` or ``{"resourceLogs":``. OTLP protobuf (``.pb``, ``.binpb``,
+    ``.otlp``, ``.protobuf``): a message's first field, or a length prefix before it.
 
     >>> sniff(Path("traces.json"))  # doctest: +SKIP
     """
     p = Path(path)
+    if p.suffix.lower() in _proto.SUFFIXES:
+        return _proto.sniff(p)
     if p.suffix.lower() not in (".json", ".jsonl", ".ndjson"):
-        return f"extension {p.suffix or '(none)'!r} is not .json/.jsonl/.ndjson"
+        return (f"extension {p.suffix or '(none)'!r} is not .json/.jsonl/.ndjson or an OTLP "
+                "protobuf file's")
     try:
         with open(p, "rb") as fh:
             head = fh.read(4096)
     except OSError:
         return "cannot be read"
     if _HEAD_RE.match(head.lstrip(b"\xef\xbb\xbf")) is None:
-        return 'does not open with {"resourceSpans": ...} (an OTLP/JSON trace export)'
+        return ('does not open with {"resourceSpans": ...} or {"resourceLogs": ...} (an '
+                "OTLP/JSON trace or log export)")
     return None
 
 
@@ -308,6 +316,8 @@ def _spans_of(doc: Any) -> Iterable[tuple[Any, dict[str, Any] | ValueError, dict
     if not isinstance(doc, dict):
         raise ValueError("the document is not a JSON object")
     rs_list = doc.get("resourceSpans", doc.get("resource_spans"))
+    if rs_list is None and ("resourceLogs" in doc or "resource_logs" in doc):
+        return  # a log export: its records are read by _logs_of
     if not isinstance(rs_list, list):
         raise ValueError('has no "resourceSpans" array')
     for r, rs in enumerate(rs_list):
@@ -364,31 +374,57 @@ def _view(rec: dict[str, Any]) -> dict[str, Any]:
             names=("llm.output_messages", "llm.input_messages", "input.value", "output.value"),
             agent_id=None)
         return v
-    names = [e["name"] or "" for e in rec["events"]]
-    out = a.get("gen_ai.output.messages")
-    inp = a.get("gen_ai.input.messages")
+    found = _forms.content(a, rec["events"] + rec.get("logs", []))
     args = a.get("gen_ai.tool.call.arguments")
     result = a.get("gen_ai.tool.call.result")
+    tokens_in = _first(a, _INPUT_TOKENS)
+    tokens_out = _first(a, _OUTPUT_TOKENS)
+    if v["op"] is None:  # older OpenLLMetry / Traceloop spans name the operation otherwise
+        v["op"] = _legacy_op(a)
     v.update(
-        tool_name=_scalar_text(a.get("gen_ai.tool.name"), "gen_ai.tool.name"),
+        tool_name=_scalar_text(a.get("gen_ai.tool.name", a.get("traceloop.entity.name")
+                                     if v["op"] == "execute_tool" else None),
+                               "gen_ai.tool.name"),
         call_id=_scalar_text(a.get("gen_ai.tool.call.id"), "gen_ai.tool.call.id"),
         # pydantic-ai's format versions 1 and 2 keep them as tool_arguments / tool_response
-        args=args if args is not None else a.get("tool_arguments"),
-        result=result if result is not None else a.get("tool_response"),
-        input_tokens=_token_count(a.get("gen_ai.usage.input_tokens"), "gen_ai.usage.input_tokens"),
-        output_tokens=_token_count(a.get("gen_ai.usage.output_tokens"),
-                                   "gen_ai.usage.output_tokens"),
-        reasons=a.get("gen_ai.response.finish_reasons"),
-        out=_maybe_json(out)[0] if out is not None else None,
-        inp=_maybe_json(inp)[0] if inp is not None else None,
-        has_out=out is not None or "gen_ai.completion" in a or any(
-            n in ("gen_ai.choice", "gen_ai.content.completion") for n in names),
-        has_in=inp is not None or "gen_ai.prompt" in a or any(
-            n.startswith("gen_ai.") and n.endswith(".message") for n in names),
+        args=args if args is not None else a.get("tool_arguments", a.get(
+            "traceloop.entity.input") if v["op"] == "execute_tool" else None),
+        result=result if result is not None else a.get("tool_response", a.get(
+            "traceloop.entity.output") if v["op"] == "execute_tool" else None),
+        input_tokens=_token_count(tokens_in[1], tokens_in[0]),
+        output_tokens=_token_count(tokens_out[1], tokens_out[0]),
+        reasons=found["reasons"], out=found["out"], inp=found["inp"],
+        has_out=found["out"] is not None, has_in=found["inp"] is not None,
+        forms=found["forms"], system=found["system"], tool_defs=found["tools"],
         names=("gen_ai.output.messages", "gen_ai.input.messages", "gen_ai.tool.call.arguments",
                "gen_ai.tool.call.result"),
         agent_id=_scalar_text(a.get("gen_ai.agent.id"), "gen_ai.agent.id"))
     return v
+
+
+#: token counts under each generation's name (first present wins)
+_INPUT_TOKENS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens",
+                 "llm.usage.prompt_tokens")
+_OUTPUT_TOKENS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
+                  "llm.usage.completion_tokens")
+#: OpenLLMetry's ``llm.request.type`` / Traceloop's ``traceloop.span.kind`` -> operation
+_LEGACY_OPS = {"chat": "chat", "completion": "text_completion", "tool": "execute_tool",
+               "agent": "invoke_agent", "workflow": "invoke_workflow"}
+
+
+def _first(a: dict[str, Any], names: tuple[str, ...]) -> tuple[str, Any]:
+    for n in names:
+        if a.get(n) is not None:
+            return n, a[n]
+    return names[0], None
+
+
+def _legacy_op(a: dict[str, Any]) -> str | None:
+    for key in ("llm.request.type", "traceloop.span.kind"):
+        got = a.get(key)
+        if isinstance(got, str) and got.lower() in _LEGACY_OPS:
+            return _LEGACY_OPS[got.lower()]
+    return None
 
 
 def _oi_messages(a: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -432,12 +468,14 @@ def _parts(messages: Any, kind: str) -> list[dict[str, Any]]:
 
 
 def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
-                  covered: set[str], answered: set[str]) -> list[dict[str, Any]]:
+                  covered: set[str], answered: set[str], asked: set[str]
+                  ) -> list[dict[str, Any]]:
     """Canonical rows (without run/seq) of one span; each has its sort time ``_t``.
 
     ``covered``: tool call ids that have an execute_tool span of their own; ``answered``:
     call ids whose result a message already gave (updated here), so a tool result repeated in
-    every later call's input history is one row.
+    every later call's input history is one row; ``asked``: the same for tool calls given in
+    output messages (one call row per id and run).
     """
     a = rec["attributes"]
     op = v["op"]
@@ -471,8 +509,9 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
         # tool calls the model asked for, when no tool span records them
         for part in _parts(out, "tool_call"):
             cid = _loose_text(part.get("id"))
-            if cid is None or cid in covered:
+            if cid is None or cid in covered or cid in asked:
                 continue
+            asked.add(cid)
             args = part.get("arguments")
             parsed, args_text = _maybe_json(args)
             extra.append(({**base, "type": "gen_ai.tool_call", "kind": "tool_call", "_t": end,
@@ -495,17 +534,22 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
         rows.append({**base, "type": "execute_tool.result", "kind": "tool_result", "_t": end,
                      "ref_id": call_id, "tool_name": tool, "is_error": err,
                      "text": result_text if result is not None else rec["status"]["message"]})
-    elif op in ("invoke_agent", "create_agent") and not root:
+    elif op in _AGENT_OPERATIONS and not root:
         ref = v["agent_id"] or rec["spanId"]
         rows.append({**base, "kind": "subagent_start", "_t": start, "ref_id": ref})
         rows.append({**base, "type": f"{op}.end", "kind": "subagent_end", "_t": end,
                      "ref_id": ref, "is_error": err})
     else:
-        kind = "session" if op in ("invoke_agent", "create_agent") else "other"
+        kind = "session" if op in _AGENT_OPERATIONS else "other"
         rows.append({**base, "kind": "error" if err and kind == "other" else kind, "_t": start,
                      "is_error": err})
     payload = {k: val for k, val in rec.items() if k != "_view"}
     payload["replayable"] = not missing
+    genai = _genai_summary(a, v)
+    if "usage" in genai:  # where calls_df reads cache tokens of every format
+        payload["usage"] = genai.pop("usage")
+    if genai:
+        payload["genai"] = genai
     if missing:
         payload["missingContent"] = missing
     text_payload = canonical_json(payload)
@@ -524,6 +568,43 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
         r["_start"] = start
         r["_replayable"] = not missing
     return rows
+
+
+#: operations that are a unit of agent work: the run's session at a trace's root, else a
+#: subagent (start and end rows)
+_AGENT_OPERATIONS = ("invoke_agent", "create_agent", "invoke_workflow")
+_CACHE_READ = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
+               "gen_ai.usage.cache_read_tokens")
+_CACHE_WRITE = ("gen_ai.usage.cache_creation.input_tokens",
+                "gen_ai.usage.cache_creation_input_tokens",
+                "gen_ai.usage.cache_write.input_tokens", "gen_ai.usage.cache_write_input_tokens")
+
+
+def _genai_summary(a: dict[str, Any], v: dict[str, Any]) -> dict[str, Any]:
+    """What a span says in one generation's names, under the current ones (``payload.genai``):
+    the content forms read, system instructions and tool definitions found outside the
+    attributes, the provider (``gen_ai.provider.name`` / ``gen_ai.system``) and cache usage
+    (``usage.cache_read_input_tokens`` / ``usage.cache_creation_input_tokens``)."""
+    out: dict[str, Any] = {}
+    forms = v.get("forms") or []
+    if forms and forms != ["attributes"]:
+        out["contentForms"] = forms
+    if v.get("system") is not None and "gen_ai.system_instructions" not in a:
+        out["system_instructions"] = v["system"]
+    if v.get("tool_defs") is not None and "gen_ai.tool.definitions" not in a:
+        out["tool_definitions"] = v["tool_defs"]
+    provider = a.get("gen_ai.provider.name", a.get("gen_ai.system"))
+    if provider is not None:
+        out["provider"] = provider
+    usage = {}
+    for name, keys in (("cache_read_input_tokens", _CACHE_READ),
+                       ("cache_creation_input_tokens", _CACHE_WRITE)):
+        key, value = _first(a, keys)
+        if value is not None:
+            usage[name] = _token_count(value, key)
+    if usage:
+        out["usage"] = usage
+    return out
 
 
 def _finish(reasons: Any) -> str:
@@ -582,58 +663,191 @@ def read_otel(
     quarantine = Quarantine(errors, tenant_id=tenant)
     files = expand_paths(path, patterns=_PATTERNS)
     recs: list[tuple[dict[str, Any], str, int]] = []
+    logs: list[tuple[dict[str, Any], str, int]] = []
     total = sum(f.stat().st_size for f in files)
     with Progress(total, desc="read_otel", enabled=progress) as bar:
         for k, f in enumerate(files, start=1):
             bar.next_file(f.name, k, len(files))
-            try:
-                if f.suffix.lower() in _LINE_SUFFIXES:
-                    docs = [(ln, raw) for ln, raw in iter_lines(f, bar) if raw.strip()]
-                else:
+            if f.suffix.lower() in _PROTO_SUFFIXES:
+                try:
                     data = f.read_bytes()
                     bar.update(len(data))
-                    docs = [(1, data)]
-            except OSError as exc:  # one bad row; the other files load
-                quarantine.bad(unreadable(str(f), exc))
-                continue
-            packed_err = compressed(str(f), docs[0][1][:8]) if docs else None
-            if packed_err is not None:
-                quarantine.bad(packed_err)
-                continue
-            if docs and docs[0][0] == 1 and docs[0][1].startswith(b"\xef\xbb\xbf"):
-                docs[0] = (1, docs[0][1][3:])  # a UTF-8 byte order mark, as sniff accepts
-            for line, raw in docs:
-                try:
-                    doc = loads(raw)
-                except _BAD_JSON as exc:
-                    quarantine.bad(LoadError(source=str(f), line=line, reason="bad_json",
-                                             detail=f"is not valid JSON ({exc})",
-                                             fix="Re-export the traces as OTLP/JSON."), raw)
+                except OSError as exc:  # one bad row; the other files load
+                    quarantine.bad(unreadable(str(f), exc))
                     continue
                 try:
+                    parsed: Iterable[tuple[int, Any, bytes | None]] = [
+                        (n, doc, None) for n, doc in _proto.documents(data, str(f))]
+                except LoadError as exc:
+                    quarantine.bad(exc, data[:4096].hex())
+                    continue
+            else:
+                parsed = _json_documents(f, bar, quarantine)
+            for line, doc, raw in parsed:
+                try:
                     spans = list(_spans_of(doc))
+                    records = list(_logs_of(doc))
+                    if not spans and not records and not _has_any(doc):
+                        raise ValueError('has no "resourceSpans" or "resourceLogs" array')
                 except (ValueError, AttributeError, TypeError, KeyError) as exc:
                     quarantine.bad(LoadError(source=str(f), line=line, field="resourceSpans",
                                              reason="bad_document", detail=str(exc),
                                              fix="Write an ExportTraceServiceRequest: "
-                                             '{"resourceSpans": [{"scopeSpans": [...]}]}.'), raw)
+                                             '{"resourceSpans": [{"scopeSpans": [...]}]} (or '
+                                             'ExportLogsServiceRequest: {"resourceLogs": '
+                                             "[...]})."), raw if raw is not None else
+                                   canonical_json(doc))
                     continue
                 for i, (span, resource, scope) in enumerate(spans):
                     try:
                         rec = _span_record(span, resource, scope)
-                        rec["_view"] = _view(rec)
                         recs.append((rec, str(f), line))
                     except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                        quarantine.bad(_bad_span(f, line, i, exc), canonical_json(span)
+                                       if isinstance(span, dict) else str(span))
+                for i, (item, resource, scope) in enumerate(records):
+                    try:
+                        logs.append((_log_record(item, resource, scope), str(f), line))
+                    except (ValueError, KeyError, TypeError, AttributeError) as exc:
                         quarantine.bad(LoadError(
-                            source=str(f), line=line, field=f"spans[{i}]", reason="bad_span",
-                            detail=str(exc), fix="Each span needs traceId, spanId, times and "
-                            "attributes as OTLP/JSON {key, value} pairs."),
-                            canonical_json(span) if isinstance(span, dict) else str(span))
+                            source=str(f), line=line, field=f"logRecords[{i}]",
+                            reason="bad_log_record", detail=str(exc),
+                            fix="Each log record needs times, attributes as OTLP/JSON "
+                            "{key, value} pairs and hex/base64 traceId/spanId."),
+                            canonical_json(item) if isinstance(item, dict) else str(item))
     deduped = _dedupe(recs, quarantine)
+    _join_logs(deduped, logs, quarantine)
+    viewed = []
+    for rec, src, line in deduped:
+        try:
+            rec["_view"] = _view(rec)
+            viewed.append((rec, src, line))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            quarantine.bad(_bad_span(Path(src), line, None, exc),
+                           canonical_json({k: v for k, v in rec.items()}))
     try:
-        return _build(deduped, tenant, quarantine)
+        return _build(viewed, tenant, quarantine)
     except UNEXPECTED as exc:  # last-resort guard (see unexpected_input); not a real check
-        raise unexpected_input(exc, (src for _, src, _ in deduped)) from exc
+        raise unexpected_input(exc, (src for _, src, _ in viewed)) from exc
+
+
+def _bad_span(f: Path, line: int, i: int | None, exc: Exception) -> LoadError:
+    return LoadError(source=str(f), line=line, field="spans" if i is None else f"spans[{i}]",
+                     reason="bad_span", detail=str(exc), fix="Each span needs traceId, spanId, "
+                     "times and attributes as OTLP/JSON {key, value} pairs.")
+
+
+def _has_any(doc: Any) -> bool:
+    """An export with an empty ``resourceSpans`` / ``resourceLogs`` array (nothing to load)."""
+    return isinstance(doc, dict) and any(isinstance(doc.get(k), list) for k in (
+        "resourceSpans", "resource_spans", "resourceLogs", "resource_logs"))
+
+
+def _json_documents(f: Path, bar: Any, quarantine: Quarantine
+                    ) -> Iterator[tuple[int, Any, bytes | None]]:
+    """The JSON documents of one file: (line, document, raw text); bad ones quarantined (in
+    file order, as they are reached)."""
+    try:
+        if f.suffix.lower() in _LINE_SUFFIXES:
+            docs = [(ln, raw) for ln, raw in iter_lines(f, bar) if raw.strip()]
+        else:
+            data = f.read_bytes()
+            bar.update(len(data))
+            docs = [(1, data)]
+    except OSError as exc:  # one bad row; the other files load
+        quarantine.bad(unreadable(str(f), exc))
+        return
+    packed_err = compressed(str(f), docs[0][1][:8]) if docs else None
+    if packed_err is not None:
+        quarantine.bad(packed_err)
+        return
+    if docs and docs[0][0] == 1 and docs[0][1].startswith(b"\xef\xbb\xbf"):
+        docs[0] = (1, docs[0][1][3:])  # a UTF-8 byte order mark, as sniff accepts
+    for line, raw in docs:
+        try:
+            doc = loads(raw)
+        except _BAD_JSON as exc:
+            quarantine.bad(LoadError(source=str(f), line=line, reason="bad_json",
+                                     detail=f"is not valid JSON ({exc})",
+                                     fix="Re-export the traces as OTLP/JSON."), raw)
+            continue
+        yield line, doc, raw
+
+
+def _logs_of(doc: Any) -> Iterable[tuple[Any, dict[str, Any] | ValueError, dict[str, Any]]]:
+    """The log records of an ``ExportLogsServiceRequest`` (none when the document has none)."""
+    if not isinstance(doc, dict):
+        raise ValueError("the document is not a JSON object")
+    rl_list = doc.get("resourceLogs", doc.get("resource_logs"))
+    if rl_list is None:
+        return
+    if not isinstance(rl_list, list):
+        raise ValueError('"resourceLogs" is not an array')
+    for r, rl in enumerate(rl_list):
+        if not isinstance(rl, dict):
+            raise ValueError(f"resourceLogs[{r}] is not an object")
+        try:
+            resource: dict[str, Any] | ValueError = _attributes(
+                (rl.get("resource") or {}).get("attributes", []),
+                f"resourceLogs[{r}].resource.attributes")
+        except (ValueError, AttributeError, TypeError) as exc:
+            resource = ValueError(str(exc))
+        for sl in rl.get("scopeLogs", rl.get("scope_logs", [])) or []:
+            scope = sl.get("scope") or {}
+            for item in sl.get("logRecords", sl.get("log_records", [])) or []:
+                yield item, resource, scope
+
+
+def _log_record(item: Any, resource: dict[str, Any] | ValueError,
+                scope: dict[str, Any]) -> dict[str, Any]:
+    """A log record as plain JSON; raises ValueError naming the bad field."""
+    if isinstance(resource, ValueError):
+        raise resource
+    if not isinstance(item, dict):
+        raise ValueError("a log record must be an object")
+    attrs = _attributes(item.get("attributes", []))
+    name = item.get("eventName", item.get("event_name")) or attrs.get("event.name")
+    body = item.get("body")
+    return {
+        "name": name if name is None or isinstance(name, str) else canonical_json(name),
+        "traceId": _hex_id(item.get("traceId", item.get("trace_id")), 16),
+        "spanId": _hex_id(item.get("spanId", item.get("span_id")), 8),
+        "timeUnixNano": _nanos(item.get("timeUnixNano", item.get("time_unix_nano"))) or _nanos(
+            item.get("observedTimeUnixNano", item.get("observed_time_unix_nano"))),
+        "severityText": item.get("severityText", item.get("severity_text")),
+        "body": _any_value(body) if isinstance(body, dict) else body,
+        "attributes": attrs, "scope": scope.get("name"),
+    }
+
+
+def _join_logs(recs: list[tuple[dict[str, Any], str, int]],
+               logs: list[tuple[dict[str, Any], str, int]], quarantine: Quarantine) -> None:
+    """Attach each log record to the span its trace and span ids name (``rec["logs"]``, in
+    time order; identical copies once). A GenAI event naming no loaded span is quarantined
+    (``orphan_log_record``); other log records without a span are not agent events: skipped."""
+    by_id = {(rec["traceId"], rec["spanId"]): rec for rec, _, _ in recs}
+    seen: set[str] = set()
+    for item, src, line in logs:
+        text = canonical_json(item)
+        if text in seen:
+            continue
+        seen.add(text)
+        rec = by_id.get((item["traceId"], item["spanId"]))
+        if rec is None:
+            if _forms.is_genai_event(item["name"]) or str(item["name"] or "").startswith(
+                    "gen_ai."):
+                quarantine.bad(LoadError(
+                    source=src, line=line, field="logRecords.spanId",
+                    reason="orphan_log_record",
+                    detail=f"the {item['name']} event names span {item['spanId']} of trace "
+                    f"{item['traceId']}, which no file read holds",
+                    fix="Load the trace export together with its log export."), text)
+            continue
+        rec.setdefault("logs", []).append({k: v for k, v in item.items()
+                                           if k not in ("traceId", "spanId")})
+    for rec, _, _ in recs:
+        if "logs" in rec:
+            rec["logs"].sort(key=lambda e: e["timeUnixNano"])
 
 
 def _dedupe(recs: list[tuple[dict[str, Any], str, int]], quarantine: Quarantine
@@ -686,8 +900,14 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
         c = _scalar_text(rec["attributes"].get("gen_ai.conversation.id"), "")
         if c is not None and rec["traceId"] not in conv:
             conv[rec["traceId"]] = c
-    covered = _link_tool_spans(recs)
+    def run_of(rec: dict[str, Any]) -> str:
+        return conv.get(rec["traceId"], rec["traceId"])
+
+    # per run, not per trace: a conversation's tool span and the message that hands its
+    # result back to the model may sit in different traces
+    covered = _link_tool_spans(recs, run_of)
     answered: dict[str, set[str]] = {}
+    asked: dict[str, set[str]] = {}
     rows: list[dict[str, Any]] = []
     # message-derived tool results: the first model span (by start) that was given one
     by_start = sorted(range(len(recs)), key=lambda i: (recs[i][0]["startTimeUnixNano"], i))
@@ -695,17 +915,26 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
     for i in by_start:
         rec, src, line = recs[i]
         root = rec["parentSpanId"] is None or rec["parentSpanId"] not in span_ids[rec["traceId"]]
-        run = conv.get(rec["traceId"], rec["traceId"])
-        out = _rows_of_span(rec, rec["_view"], root, covered.get(rec["traceId"], set()),
-                            answered.setdefault(run, set()))
+        run = run_of(rec)
+        out = _rows_of_span(rec, rec["_view"], root, covered.get(run, set()),
+                            answered.setdefault(run, set()), asked.setdefault(run, set()))
         for r in out:
             r.update(run_id=run, source=f"{FORMAT}:{src}", source_line=line,
                      _trace=rec["traceId"], _res=rec["resource"])
         span_rows[i] = out
     for i in range(len(recs)):  # rows in read order: ties in time keep file order
         rows.extend(span_rows[i])
-    names = {(r["run_id"], r["ref_id"]): r["tool_name"] for r in rows
-             if r["kind"] == "tool_call" and r.get("tool_name") is not None}
+    # a result given in a message may not name its tool: the call it answers does, whether a
+    # tool span, an output message or a later call's input history records that call
+    names: dict[tuple[str, Any], str] = {}
+    for rec, _, _ in recs:
+        v = rec["_view"]
+        for part in _parts(v["out"], "tool_call") + _parts(v["inp"], "tool_call"):
+            name, cid = _loose_text(part.get("name")), _loose_text(part.get("id"))
+            if name is not None and cid is not None:
+                names.setdefault((run_of(rec), cid), name)
+    names.update({(r["run_id"], r["ref_id"]): r["tool_name"] for r in rows
+                  if r["kind"] == "tool_call" and r.get("tool_name") is not None})
     for r in rows:  # a result given in a message may not name its tool: the call does
         if r["kind"] == "tool_result" and r.get("tool_name") is None:
             r["tool_name"] = names.get((r["run_id"], r["ref_id"]))
@@ -732,9 +961,10 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
     return EventLog(events_table(cols), runs=runs_table, quarantine=quarantine.table(runs_table))
 
 
-def _link_tool_spans(recs: list[tuple[dict[str, Any], str, int]]) -> dict[str, set[str]]:
-    """Tool call ids that have a tool span, per trace; gives tool spans without a call id the
-    id of the call the model asked for.
+def _link_tool_spans(recs: list[tuple[dict[str, Any], str, int]],
+                     run_of: Any) -> dict[str, set[str]]:
+    """Tool call ids that have a tool span, per run (``run_of(rec)``); gives tool spans without
+    a call id the id of the call the model asked for.
 
     OpenInference tool spans carry the tool's name but not the call id: the k-th tool span of
     a name (by start time) takes the k-th unclaimed call of that name that a model span of
@@ -742,7 +972,7 @@ def _link_tool_spans(recs: list[tuple[dict[str, Any], str, int]]) -> dict[str, s
     """
     by_trace: dict[str, list[dict[str, Any]]] = {}
     for rec, _, _ in recs:
-        by_trace.setdefault(rec["traceId"], []).append(rec)
+        by_trace.setdefault(run_of(rec), []).append(rec)
     covered: dict[str, set[str]] = {}
     for trace, spans in by_trace.items():
         asked: list[tuple[int, str | None, str]] = []  # (model span end, tool name, call id)
