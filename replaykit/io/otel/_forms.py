@@ -93,7 +93,7 @@ def to_parts(msg: Any, role: str | None = None) -> dict[str, Any] | None:
         return {"role": r, "parts": [p for p in msg["parts"] if isinstance(p, dict)]}
     parts: list[dict[str, Any]] = []
     call_id = msg.get("tool_call_id", msg.get("id") if r == "tool" else None)
-    if r == "tool" and call_id is not None:
+    if r == "tool":  # without an id: _fill_tool_ids may tell it from the calls before it
         parts.append({"type": "tool_call_response", "id": _text(call_id),
                       "response": msg.get("content"),
                       **({"name": _text(msg["name"])} if msg.get("name") is not None else {})})
@@ -110,6 +110,40 @@ def to_parts(msg: Any, role: str | None = None) -> dict[str, Any] | None:
                       "name": _text(c.get("name", fn.get("name"))),
                       "arguments": _json(c.get("arguments", fn.get("arguments")))})
     return {"role": r, "parts": parts}
+
+
+def _fill_tool_ids(msgs: list[dict[str, Any]] | None) -> None:
+    """Tool results that name no call (OpenLLMetry's ``gen_ai.tool.message`` events drop the
+    id) answer, in order, the calls of the assistant message before them that no other
+    result answers; marked ``"idFrom": "position"``. Left without an id when the calls are
+    fewer than the results (nothing is guessed)."""
+    if not msgs:
+        return
+    pending: list[str] = []
+    block: list[dict[str, Any]] = []
+
+    def settle() -> None:
+        if block and len(block) <= len(pending):
+            for part, cid in zip(block, pending, strict=False):
+                part["id"], part["idFrom"] = cid, "position"
+        block.clear()
+
+    for m in msgs:
+        parts = m.get("parts") or []
+        if m.get("role") != "tool":
+            settle()
+            calls = [p.get("id") for p in parts if p.get("type") == "tool_call"]
+            if calls:
+                pending = [c for c in calls if isinstance(c, str)]
+            continue
+        for p in parts:
+            if p.get("type") != "tool_call_response":
+                continue
+            if p.get("id") is None:
+                block.append(p)
+            elif p["id"] in pending:
+                pending.remove(p["id"])
+    settle()
 
 
 def _messages(value: Any, role: str | None = None) -> list[dict[str, Any]] | None:
@@ -219,7 +253,11 @@ def content(attrs: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, An
             elif name == "gen_ai.choice":
                 body = _body_of(e)
                 body = body if isinstance(body, dict) else {"message": body}
-                m = to_parts(body.get("message"), "assistant")
+                message = body.get("message")
+                if isinstance(message, dict) and body.get("tool_calls") is not None \
+                        and message.get("tool_calls") is None:  # OpenLLMetry puts them here
+                    message = {**message, "tool_calls": body["tool_calls"]}
+                m = to_parts(message, "assistant")
                 if m is not None:
                     idx = body.get("index")
                     outs.append((idx if isinstance(idx, int) else len(outs), m))
@@ -230,6 +268,7 @@ def content(attrs: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, An
             out = [m for _, m in sorted(outs, key=lambda x: x[0])] or None
             reasons = reasons if reasons is not None else (got_reasons or None)
             forms.append("message events")
+    _fill_tool_ids(inp)
     if system is None and inp:
         sys_msgs = [m for m in inp if m.get("role") == "system"]
         if sys_msgs and "attributes" not in forms:
