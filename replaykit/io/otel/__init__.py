@@ -39,7 +39,6 @@ from ..._json import JSONDecodeError, args_hash, canonical_json, loads
 from ...errors import LoadError
 from ...eventlog import RUNS_SCHEMA, EventLog
 from ...schema import empty_events, events_table
-from . import _forms, _proto
 from .._common import (
     UNEXPECTED,
     ErrorPolicy,
@@ -52,6 +51,7 @@ from .._common import (
     unexpected_input,
     unreadable,
 )
+from . import _forms, _proto
 
 _BAD_JSON: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError)
 
@@ -493,6 +493,20 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
         finish = "error" if err else _finish(v["reasons"])
         out = v["out"]
         text = out if isinstance(out, str) else _output_text(out)
+        # tool calls in the history the model was given, when nothing before recorded them
+        # (the span that asked for them was not captured, or sits in an unread trace)
+        for part in _parts(v["inp"], "tool_call"):
+            cid = _loose_text(part.get("id"))
+            if cid is None or cid in covered or cid in asked:
+                continue
+            asked.add(cid)
+            args = part.get("arguments")
+            parsed, args_text = _maybe_json(args)
+            extra.append(({**base, "type": "gen_ai.tool_call", "kind": "tool_call",
+                           "_t": start, "_input": True, "ref_id": cid,
+                           "tool_name": _loose_text(part.get("name")), "text": args_text,
+                           "args_hash": args_hash(parsed) if args is not None else None},
+                          part))
         # tool results the model was given, first seen here, with no tool span of their own
         for part in _parts(v["inp"], "tool_call_response"):
             cid = _loose_text(part.get("id"))
@@ -562,8 +576,13 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
                                        "of": rows[0]["type"], "messagePart": part,
                                        "replayable": not missing})
     # a result row goes before the span's own rows (it is input), a call row after them
-    rows = [r for r, _ in extra if r["kind"] == "tool_result"] + rows + [
-        r for r, _ in extra if r["kind"] == "tool_call"]
+    # input (history) rows first: the calls, then their results; the output calls after
+    inputs = [r for r, _ in extra if r.get("_input")]
+    results = [r for r, _ in extra if r["kind"] == "tool_result"]
+    outputs = [r for r, _ in extra if r["kind"] == "tool_call" and not r.get("_input")]
+    rows = inputs + results + rows + outputs
+    for r in inputs:
+        del r["_input"]
     for r in rows:
         r["_start"] = start
         r["_replayable"] = not missing
@@ -941,11 +960,11 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
     runs_table = _runs(rows, tenant)
     if not rows:
         return EventLog(empty_events(), runs=runs_table, quarantine=quarantine.table(runs_table))
-    run = np.array([r["run_id"] for r in rows], dtype=object)
+    run_arr = np.array([r["run_id"] for r in rows], dtype=object)
     t = np.array([r["_t"] for r in rows], dtype=np.int64)
     start = np.array([r["_start"] for r in rows], dtype=np.int64)
     pos = np.arange(len(rows))
-    run_codes, _ = _factorize(run)
+    run_codes, _ = _factorize(run_arr)
     order = np.lexsort((pos, start, t, run_codes))
     sorted_runs = run_codes[order]
     first = np.r_[True, sorted_runs[1:] != sorted_runs[:-1]]

@@ -105,7 +105,7 @@ def to_parts(msg: Any, role: str | None = None) -> dict[str, Any] | None:
     for c in calls if isinstance(calls, list) else []:
         if not isinstance(c, dict):
             continue
-        fn = c.get("function") if isinstance(c.get("function"), dict) else {}
+        fn: dict[str, Any] = c["function"] if isinstance(c.get("function"), dict) else {}
         parts.append({"type": "tool_call", "id": _text(c.get("id")),
                       "name": _text(c.get("name", fn.get("name"))),
                       "arguments": _json(c.get("arguments", fn.get("arguments")))})
