@@ -490,7 +490,7 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
             missing.append(v["names"][0])
         if not v["has_in"]:
             missing.append(v["names"][1])
-        finish = "error" if err else _finish(v["reasons"])
+        finish: str | None = "error" if err else _finish(v["reasons"])
         out = v["out"]
         text = out if isinstance(out, str) else _output_text(out)
         # tool calls in the history the model was given, when nothing before recorded them
@@ -517,7 +517,11 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
             extra.append(({**base, "type": "gen_ai.tool_call_response", "kind": "tool_result",
                            "_t": start, "ref_id": cid, "tool_name": _loose_text(part.get("name")),
                            "text": _maybe_json(res)[1]}, part))
-        rows.append({**base, "kind": "model_response", "_t": end, "ref_id": rec["spanId"],
+        # replaykit's own export keeps the call's id and whether it finished
+        ref = _scalar_text(a.get("replaykit.ref_id"), "replaykit.ref_id") or rec["spanId"]
+        if a.get("replaykit.call.finished") is False and not err:
+            finish = None
+        rows.append({**base, "kind": "model_response", "_t": end, "ref_id": ref,
                      "finish": finish, "is_error": err, "input_tokens": v["input_tokens"],
                      "output_tokens": v["output_tokens"], "text": text})
         # tool calls the model asked for, when no tool span records them
@@ -536,18 +540,23 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
         call_id = v["call_id"] or rec["spanId"]
         tool = v["tool_name"]
         args, result = v["args"], v["result"]
+        no_result = a.get("replaykit.tool.has_result") is False  # a call that never returned
         if args is None:
             missing.append(v["names"][2])
-        if result is None:
+        if result is None and not no_result:
             missing.append(v["names"][3])
         parsed_args, args_text = _maybe_json(args)
+        kept_hash = a.get("replaykit.args_hash")  # replaykit's export: the source's hash
         rows.append({**base, "kind": "tool_call", "_t": start, "ref_id": call_id,
                      "tool_name": tool, "text": args_text,
-                     "args_hash": args_hash(parsed_args) if args is not None else None})
+                     "args_hash": kept_hash if isinstance(kept_hash, str) else
+                     args_hash(parsed_args) if args is not None else None})
         _, result_text = _maybe_json(result)
-        rows.append({**base, "type": "execute_tool.result", "kind": "tool_result", "_t": end,
-                     "ref_id": call_id, "tool_name": tool, "is_error": err,
-                     "text": result_text if result is not None else rec["status"]["message"]})
+        if not no_result:
+            rows.append({**base, "type": "execute_tool.result", "kind": "tool_result",
+                         "_t": end, "ref_id": call_id, "tool_name": tool, "is_error": err,
+                         "text": result_text if result is not None
+                         else rec["status"]["message"]})
     elif op in _AGENT_OPERATIONS and not root:
         ref = v["agent_id"] or rec["spanId"]
         rows.append({**base, "kind": "subagent_start", "_t": start, "ref_id": ref})
@@ -937,9 +946,10 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
         run = run_of(rec)
         out = _rows_of_span(rec, rec["_view"], root, covered.get(run, set()),
                             answered.setdefault(run, set()), asked.setdefault(run, set()))
+        parent_run = rec["attributes"].get("replaykit.parent_run_id") if root else None
         for r in out:
             r.update(run_id=run, source=f"{FORMAT}:{src}", source_line=line,
-                     _trace=rec["traceId"], _res=rec["resource"])
+                     _trace=rec["traceId"], _res=rec["resource"], _parent_run=parent_run)
         span_rows[i] = out
     for i in range(len(recs)):  # rows in read order: ties in time keep file order
         rows.extend(span_rows[i])
@@ -1036,7 +1046,10 @@ def _runs(rows: list[dict[str, Any]], tenant: str) -> pa.Table:
     by_run: dict[str, dict[str, Any]] = {}
     for r in rows:
         info = by_run.setdefault(r["run_id"], {"traces": [], "replayable": True, "t": r["_t"],
-                                                "resource": r["_res"], "source": r["source"]})
+                                                "resource": r["_res"], "source": r["source"],
+                                                "parent": None})
+        if info["parent"] is None and isinstance(r.get("_parent_run"), str):
+            info["parent"] = r["_parent_run"]
         if r["_trace"] not in info["traces"]:
             info["traces"].append(r["_trace"])
         info["replayable"] = info["replayable"] and r["_replayable"]
@@ -1045,7 +1058,7 @@ def _runs(rows: list[dict[str, Any]], tenant: str) -> pa.Table:
     return pa.table({
         "tenant_id": pa.array([tenant] * len(ids), pa.string()),
         "run_id": pa.array(ids, pa.string()),
-        "parent_run_id": pa.nulls(len(ids), pa.string()),
+        "parent_run_id": pa.array([by_run[i]["parent"] for i in ids], pa.string()),
         "format": pa.array([FORMAT] * len(ids), pa.string()),
         "source": pa.array([by_run[i]["source"] for i in ids], pa.string()),
         "created_at": pa.array([by_run[i]["t"] // 1000 for i in ids], pa.int64()).cast(
