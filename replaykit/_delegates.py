@@ -4,8 +4,9 @@
 ``to_otel()`` are thin delegations: the module that implements each one (:mod:`replaykit.grain`,
 :mod:`replaykit.stamps`, :mod:`replaykit.engine`, :mod:`replaykit.otel_export`) registers it
 here when it is imported, and the method looks it up by name, so :mod:`replaykit.eventlog`
-imports none of them (the import contract in pyproject.toml checks it). ``import replaykit`` is lazy, so a lookup of a name not
-yet registered imports the module that provides it (by name, at run time) first.
+imports none of them (the import contract in pyproject.toml checks it). ``import replaykit`` is
+lazy, so a lookup of a name not yet registered imports the module that provides it (by name, at
+run time) first.
 
 Example:
     >>> from replaykit import _delegates
