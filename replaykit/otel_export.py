@@ -362,18 +362,24 @@ def _evaluation_rows(result: Any, log: Any = None) -> pd.DataFrame:
         runs = _cohort_runs(df, log)
         for r in df.to_dict("records"):
             lo, hi = r.get("ci_low"), r.get("ci_high")
-            sig = (_present(lo) and _present(hi) and (float(lo) > 0 or float(hi) < 0))
-            label = "significant" if sig else "not_significant"
-            expl = (f"{r.get('analysis', '')} {r['metric']}: {r.get('cohort_b', 'b')} - "
-                    f"{r.get('cohort_a', 'a')} = {r['diff']}"
-                    + (f" (CI {lo} .. {hi})" if _present(lo) else ""))
+            sig = r.get("excludes_zero")
+            if not _present(sig):
+                sig = _present(lo) and _present(hi) and (float(lo) > 0 or float(hi) < 0)
+            a, b = r.get("cohort_a"), r.get("cohort_b")
+            expl = (f"{r.get('analysis', '')} {r['metric']}: {b} - {a} = {r['diff']}"
+                    + (f" ({r.get('ci_level', '')} CI {lo} .. {hi})" if _present(lo) else ""))
             attrs = {"gen_ai.evaluation.name": f"replaykit.cohort.{r['metric']}",
                      "gen_ai.evaluation.score.value": float(r["diff"])
                      if _present(r["diff"]) else None,
-                     "gen_ai.evaluation.score.label": label,
-                     "gen_ai.evaluation.explanation": expl.strip()}
-            for run, tenant in runs:
-                rows.append({"run_id": run, "tenant_id": tenant, "attributes": attrs})
+                     "gen_ai.evaluation.score.label": "significant" if bool(sig)
+                     else "not_significant",
+                     "gen_ai.evaluation.explanation": expl.strip(),
+                     "replaykit.cohort_a": a, "replaykit.cohort_b": b,
+                     "replaykit.analysis": r.get("analysis")}
+            for run, tenant, cohort in runs:
+                if cohort is None or cohort in (a, b):
+                    rows.append({"run_id": run, "tenant_id": tenant,
+                                 "attributes": {**attrs, "replaykit.cohort": cohort}})
         return pd.DataFrame(rows, columns=["run_id", "tenant_id", "attributes"])
     if {"run_id", "gen_ai.evaluation.name"} <= set(df.columns):  # already in this shape
         for r in df.to_dict("records"):
@@ -386,20 +392,27 @@ def _evaluation_rows(result: Any, log: Any = None) -> pd.DataFrame:
                      f"run_id and gen_ai.evaluation.name; got columns {list(df.columns)}")
 
 
-def _cohort_runs(df: pd.DataFrame, log: Any) -> list[tuple[str, Any]]:
-    """The runs a cohort comparison judges: every run of ``log`` (its cohorts' runs)."""
+def _cohort_runs(df: pd.DataFrame, log: Any) -> list[tuple[str, Any, Any]]:
+    """The runs a cohort comparison judges, with their cohort: the runs of its two cohorts
+    (``log`` is the :class:`~replaykit.Cohorts` object), or every run of an EventLog (cohort
+    unknown: None)."""
     if log is None:
-        raise ValueError("a cohort comparison names no runs: pass the log it was computed "
-                         "from (to_otel_evaluations(frame, path, log=log))")
+        raise ValueError("a cohort comparison names no runs: pass the Cohorts it was computed "
+                         "from (to_otel_evaluations(frame, path, log=cohorts))")
+    if hasattr(log, "runs_df") and hasattr(log, "labels"):  # a Cohorts object
+        r = log.runs_df()
+        return list(zip(r["run_id"].astype(str), r["tenant_id"].astype(str),
+                        r["cohort"].astype(str), strict=True))
     runs = log.runs
     return list(zip(runs.column("run_id").to_pylist(), runs.column("tenant_id").to_pylist(),
-                    strict=True))
+                    [None] * runs.num_rows, strict=True))
 
 
 def evaluation_records(result: Any, log: Any = None) -> list[dict[str, Any]]:
     """The OTLP log records :func:`to_otel_evaluations` writes (one per run and verdict)."""
     rows = _evaluation_rows(result, log)
-    traces = _run_traces(log) if log is not None else {}
+    base = getattr(log, "log", log)  # a Cohorts object: the log it groups
+    traces = _run_traces(base) if base is not None and hasattr(base, "runs") else {}
     out = []
     for r in rows.to_dict("records"):
         run = str(r["run_id"])
@@ -419,11 +432,12 @@ def to_otel_evaluations(result: Any, path: str | os.PathLike[str], *, log: Any =
     ``result``: the frame of :func:`replaykit.compare` (one event per replay run and score:
     ``replaykit.first_divergence_step``, ``replaykit.tool_sequence_distance``, ... with
     ``gen_ai.evaluation.score.value``; plus ``replaykit.comparability`` with the label), or of
-    ``Cohorts.compare`` (one event per metric and judged run: ``score.value`` = the
-    difference, ``score.label`` = ``significant`` when the confidence interval excludes 0;
-    pass ``log=`` -- the runs it compared), or a frame of ``run_id`` +
-    ``gen_ai.evaluation.*`` columns. Each record carries the trace id and root span id of
-    the run it judges (:func:`trace_id_of`, or the run's own trace when read from OTel), so a
+    ``Cohorts.compare`` (one event per metric and run of the two cohorts compared:
+    ``score.value`` = the difference b - a, ``score.label`` = ``significant`` when the
+    confidence interval excludes 0; pass ``log=`` the :class:`~replaykit.Cohorts` object, or
+    an EventLog to judge all its runs), or a frame of ``run_id`` + ``gen_ai.evaluation.*``
+    columns. ``log`` also gives runs read from OpenTelemetry their own trace ids. Each record
+    carries the trace id and root span id of the run it judges (:func:`trace_id_of`, or the run's own trace when read from OTel), so a
     platform that ingests OpenTelemetry attaches it to that trace -- the file written by
     :func:`to_otel`, or the original traces.
 
@@ -441,8 +455,9 @@ def to_otel_evaluations(result: Any, path: str | os.PathLike[str], *, log: Any =
         raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
     records = evaluation_records(result, log)
     tenants = sorted({str(t) for t in _evaluation_rows(result, log)["tenant_id"].dropna()})
-    if log is not None:
-        tenants = sorted(set(tenants) | set(log.tenants))
+    base = getattr(log, "log", log)
+    if base is not None and hasattr(base, "tenants"):
+        tenants = sorted(set(tenants) | set(base.tenants))
     if len(tenants) > 1:
         raise ValueError(f"to_otel_evaluations writes one tenant's verdicts; these are of "
                          f"{len(tenants)} tenants: {tenants[:5]}. Write one file per tenant.")
