@@ -437,9 +437,9 @@ def to_otel_evaluations(result: Any, path: str | os.PathLike[str], *, log: Any =
     confidence interval excludes 0; pass ``log=`` the :class:`~replaykit.Cohorts` object, or
     an EventLog to judge all its runs), or a frame of ``run_id`` + ``gen_ai.evaluation.*``
     columns. ``log`` also gives runs read from OpenTelemetry their own trace ids. Each record
-    carries the trace id and root span id of the run it judges (:func:`trace_id_of`, or the run's own trace when read from OTel), so a
-    platform that ingests OpenTelemetry attaches it to that trace -- the file written by
-    :func:`to_otel`, or the original traces.
+    carries the trace id and root span id of the run it judges (:func:`trace_id_of`, or the
+    run's own trace when read from OTel), so a platform that ingests OpenTelemetry attaches it
+    to that trace -- the file written by :func:`to_otel`, or the original traces.
 
     Example:
         >>> rk.to_otel_evaluations(rk.compare(base, replays), "verdicts.otel.json",
