@@ -359,3 +359,11 @@ def test_message_results_are_named_by_the_call_they_answer(tmp_path: Path, where
              if k in ("tool_call", "tool_result")}
     assert names == {("tool_call", "lookup"), ("tool_result", "lookup")}
     assert log.tools_df().tool_name.tolist() == ["lookup"]
+
+
+def test_read_events_finds_protobuf_files_in_folders(tmp_path: Path) -> None:
+    files = _forms(tmp_path)["attributes"]
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "t.binpb").write_bytes(_proto_bytes(json.loads(files[0].read_text())))
+    log = rk.read_events(tmp_path / "dir", owner="acme")
+    assert _col(log, "kind") == ["session", "model_response", "tool_call"]

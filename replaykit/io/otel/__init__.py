@@ -55,12 +55,15 @@ from . import _forms, _proto
 
 _BAD_JSON: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError)
 
-__all__ = ["FORMAT", "MODEL_OPERATIONS", "DuplicateSpanWarning", "read_otel", "sniff"]
+__all__ = ["FORMAT", "MODEL_OPERATIONS", "PROTO_SUFFIXES", "DuplicateSpanWarning", "read_otel",
+           "sniff"]
 
 FORMAT = "otel"
 _PATTERNS = ("*.json", "*.jsonl", "*.ndjson", *(f"*{x}" for x in _proto.SUFFIXES))
 _LINE_SUFFIXES = (".jsonl", ".ndjson")
 _PROTO_SUFFIXES = _proto.SUFFIXES
+#: file endings read as OTLP protobuf (``read_events`` searches folders for them too)
+PROTO_SUFFIXES = _proto.SUFFIXES
 _HEAD_RE = re.compile(rb'^\s*\{\s*"resource_?([sS]pans|[lL]ogs)"\s*:')
 
 #: ``gen_ai.operation.name`` values that are one model call.
