@@ -51,7 +51,11 @@ from .._common import (
     unexpected_input,
     unreadable,
 )
-from . import _forms, _proto
+from ._forms import content as _content
+from ._forms import is_genai_event as _is_genai_event
+from ._proto import SUFFIXES as PROTO_SUFFIXES
+from ._proto import documents as _proto_documents
+from ._proto import sniff as _proto_sniff
 
 _BAD_JSON: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError)
 
@@ -59,11 +63,9 @@ __all__ = ["FORMAT", "MODEL_OPERATIONS", "PROTO_SUFFIXES", "DuplicateSpanWarning
            "sniff"]
 
 FORMAT = "otel"
-_PATTERNS = ("*.json", "*.jsonl", "*.ndjson", *(f"*{x}" for x in _proto.SUFFIXES))
+_PATTERNS = ("*.json", "*.jsonl", "*.ndjson", *(f"*{x}" for x in PROTO_SUFFIXES))
 _LINE_SUFFIXES = (".jsonl", ".ndjson")
-_PROTO_SUFFIXES = _proto.SUFFIXES
-#: file endings read as OTLP protobuf (``read_events`` searches folders for them too)
-PROTO_SUFFIXES = _proto.SUFFIXES
+_PROTO_SUFFIXES = PROTO_SUFFIXES  # file endings read as OTLP protobuf (read_events too)
 _HEAD_RE = re.compile(rb'^\s*\{\s*"resource_?([sS]pans|[lL]ogs)"\s*:')
 
 #: ``gen_ai.operation.name`` values that are one model call.
@@ -118,8 +120,8 @@ def sniff(path: Path) -> str | None:
     >>> sniff(Path("traces.json"))  # doctest: +SKIP
     """
     p = Path(path)
-    if p.suffix.lower() in _proto.SUFFIXES:
-        return _proto.sniff(p)
+    if p.suffix.lower() in PROTO_SUFFIXES:
+        return _proto_sniff(p)
     if p.suffix.lower() not in (".json", ".jsonl", ".ndjson"):
         return (f"extension {p.suffix or '(none)'!r} is not .json/.jsonl/.ndjson or an OTLP "
                 "protobuf file's")
@@ -377,7 +379,7 @@ def _view(rec: dict[str, Any]) -> dict[str, Any]:
             names=("llm.output_messages", "llm.input_messages", "input.value", "output.value"),
             agent_id=None)
         return v
-    found = _forms.content(a, rec["events"] + rec.get("logs", []))
+    found = _content(a, rec["events"] + rec.get("logs", []))
     args = a.get("gen_ai.tool.call.arguments")
     result = a.get("gen_ai.tool.call.result")
     tokens_in = _first(a, _INPUT_TOKENS)
@@ -708,7 +710,7 @@ def read_otel(
                     continue
                 try:
                     parsed: Iterable[tuple[int, Any, bytes | None]] = [
-                        (n, doc, None) for n, doc in _proto.documents(data, str(f))]
+                        (n, doc, None) for n, doc in _proto_documents(data, str(f))]
                 except LoadError as exc:
                     quarantine.bad(exc, data[:4096].hex())
                     continue
@@ -865,7 +867,7 @@ def _join_logs(recs: list[tuple[dict[str, Any], str, int]],
         seen.add(text)
         rec = by_id.get((item["traceId"], item["spanId"]))
         if rec is None:
-            if _forms.is_genai_event(item["name"]) or str(item["name"] or "").startswith(
+            if _is_genai_event(item["name"]) or str(item["name"] or "").startswith(
                     "gen_ai."):
                 quarantine.bad(LoadError(
                     source=src, line=line, field="logRecords.spanId",
