@@ -151,10 +151,18 @@ def _stamp_attrs(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _stamp_at(stamps: pd.DataFrame, run: str, seq: int) -> dict[str, Any]:
-    s = stamps[(stamps["run_id"] == run) & (stamps["from_seq"] <= seq)
-               & (stamps["to_seq"] >= seq)]
-    return s.iloc[0].to_dict() if len(s) else {}
+class _Stamps:
+    """One run's stamp rows, looked up by seq (rows are sorted by ``from_seq``)."""
+
+    def __init__(self, stamps: pd.DataFrame) -> None:
+        self.rows = stamps.to_dict("records") if len(stamps) else []
+        self.starts = stamps["from_seq"].to_numpy(dtype=np.int64) if len(stamps) else \
+            np.zeros(0, np.int64)
+
+    def at(self, seq: int) -> dict[str, Any]:
+        i = int(np.searchsorted(self.starts, seq, side="right")) - 1
+        return self.rows[i] if 0 <= i < len(self.rows) and seq <= self.rows[i]["to_seq"] \
+            else {}
 
 
 def _ts_ns(table: pa.Table) -> np.ndarray:
@@ -179,7 +187,8 @@ def _spans_of_run(run: str, trace: str, parent_run: str | None, fmt: str | None,
     at = dict(zip(seqs.tolist(), ns.tolist(), strict=True))
     t0, t1 = int(ns.min()), int(ns.max())
     root = _span_id(trace, "root")
-    first = _stamp_at(stamps, run, int(seqs.min()))
+    stamp = _Stamps(stamps)
+    first = stamp.at(int(seqs.min()))
     kinds = pc.cast(t.column("kind"), pa.string()).to_pylist()
     types_ = pc.cast(t.column("type"), pa.string()).to_pylist()
     texts = pc.cast(t.column("text"), pa.large_string()).to_pylist()
@@ -215,7 +224,7 @@ def _spans_of_run(run: str, trace: str, parent_run: str | None, fmt: str | None,
             if finish not in (None, "unknown") else None,
             "replaykit.ref_id": c.ref_id if _present(c.ref_id) else None,
             "replaykit.call.finished": False if not c.finished else None,
-            **_stamp_attrs(_stamp_at(stamps, run, int(c.first_seq))),
+            **_stamp_attrs(stamp.at(int(c.first_seq))),
         }
         spans.append({"traceId": trace, "spanId": _span_id(trace, "call", c.first_seq),
                       "parentSpanId": root, "name": f"chat {a.get('gen_ai.request.model', '')}"
@@ -282,8 +291,8 @@ def to_otel(log: Any, path: str | os.PathLike[str], *, overwrite: bool = False,
     tenant = _single_tenant(log)
     t = log.table
     traces = _run_traces(log)
-    calls, tools, stamps = _by_run(calls_df(log)), _by_run(tools_df(log)), stamps_df(log)
-    stamps = stamps.astype({"run_id": object})
+    calls, tools = _by_run(calls_df(log)), _by_run(tools_df(log))
+    stamps = _by_run(stamps_df(log).astype({"run_id": object}))
     evals = _by_run(_evaluation_rows(evaluations, log)) if evaluations is not None else {}
     spans: list[dict[str, Any]] = []
     if t.num_rows:
@@ -297,7 +306,7 @@ def to_otel(log: Any, path: str | os.PathLike[str], *, overwrite: bool = False,
             sub = t.slice(lo, hi - lo)
             spans += _spans_of_run(run, trace, parent, fmt, sub, _ts_ns(sub),
                                    calls.get(run, empty), tools.get(run, empty),
-                                   stamps[stamps["run_id"] == run],
+                                   stamps.get(run, empty),
                                    ev.to_dict("records") if ev is not None else [])
     doc = {"resourceSpans": [{
         "resource": {"attributes": _attrs({"service.name": "replaykit",
@@ -311,7 +320,7 @@ def _write_atomic(out: Path, doc: Any) -> None:
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, separators=(",", ":"), ensure_ascii=False)
+            fh.write(canonical_json(doc))
         os.replace(tmp, out)
     finally:
         if tmp.exists():
