@@ -1,5 +1,6 @@
-"""io/pleach, io/toh and io/otel are packages split along their seams: the old import paths keep working,
-and the pieces import one another one way only (no submodule imports its package back)."""
+"""io/pleach, io/toh and io/otel are packages split along their seams: the old import paths
+keep working, and the pieces import one another one way only (no submodule imports its package
+back)."""
 
 from __future__ import annotations
 
