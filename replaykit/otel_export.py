@@ -317,9 +317,14 @@ def to_otel(log: Any, path: str | os.PathLike[str], *, overwrite: bool = False,
 
 
 def _write_atomic(out: Path, doc: Any) -> None:
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    """Write to a new temporary file beside ``out`` (never an existing path or a symlink's
+    target), then rename it into place."""
+    import tempfile
+
+    fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    tmp = Path(name)
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(canonical_json(doc))
         os.replace(tmp, out)
     finally:
