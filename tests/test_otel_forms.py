@@ -15,6 +15,8 @@ from typing import Any
 
 import pyarrow.compute as pc
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import replaykit as rk
 from replaykit.errors import LoadError
@@ -367,3 +369,126 @@ def test_read_events_finds_protobuf_files_in_folders(tmp_path: Path) -> None:
     (tmp_path / "dir" / "t.binpb").write_bytes(_proto_bytes(json.loads(files[0].read_text())))
     log = rk.read_events(tmp_path / "dir", owner="acme")
     assert _col(log, "kind") == ["session", "model_response", "tool_call"]
+
+
+# ------------------------------------------------- property: every form, the same rows
+
+
+_NAMES = st.sampled_from(["get_weather", "search", "lookup"])
+_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+_ARGS = st.dictionaries(st.sampled_from(["q", "city", "n"]),
+                        st.one_of(st.integers(-5, 5), _TEXT), max_size=2)
+_ROUND = st.tuples(_TEXT, st.lists(st.tuples(_NAMES, _ARGS, _TEXT), max_size=3))
+
+
+def _provider_msgs(user: str, rounds: list[Any], upto: int) -> list[dict[str, Any]]:
+    """OpenAI-style history before call ``upto`` (user, then each round's assistant message
+    and its tool results)."""
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": user}]
+    for r, (text, calls) in enumerate(rounds[:upto]):
+        m: dict[str, Any] = {"role": "assistant"}
+        if text:
+            m["content"] = text
+        if calls:
+            m["tool_calls"] = [{"id": f"c{r}_{j}", "type": "function", "function": {
+                "name": n, "arguments": json.dumps(a)}} for j, (n, a, _) in enumerate(calls)]
+        msgs.append(m)
+        msgs += [{"role": "tool", "tool_call_id": f"c{r}_{j}", "content": res}
+                 for j, (_, _, res) in enumerate(calls)]
+    return msgs
+
+
+def _parts_msg(m: dict[str, Any]) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    if m["role"] == "tool":
+        parts.append({"type": "tool_call_response", "id": m["tool_call_id"],
+                      "response": m["content"]})
+    elif m.get("content"):
+        parts.append({"type": "text", "content": m["content"]})
+    for c in m.get("tool_calls", []):
+        parts.append({"type": "tool_call", "id": c["id"], "name": c["function"]["name"],
+                      "arguments": json.loads(c["function"]["arguments"])})
+    return {"role": m["role"], "parts": parts}
+
+
+def _numbered_attrs(side: str, msgs: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for i, m in enumerate(msgs):
+        out[f"gen_ai.{side}.{i}.role"] = m["role"]
+        if m.get("content") or "tool_call_id" in m:
+            out[f"gen_ai.{side}.{i}.content"] = m["content"]
+        if "tool_call_id" in m:
+            out[f"gen_ai.{side}.{i}.tool_call_id"] = m["tool_call_id"]
+        for j, c in enumerate(m.get("tool_calls", [])):
+            out[f"gen_ai.{side}.{i}.tool_calls.{j}.id"] = c["id"]
+            out[f"gen_ai.{side}.{i}.tool_calls.{j}.name"] = c["function"]["name"]
+            out[f"gen_ai.{side}.{i}.tool_calls.{j}.arguments"] = c["function"]["arguments"]
+    return out
+
+
+def _encode(form: str, user: str, rounds: list[Any], tmp: Path) -> list[Path]:
+    spans, records = [], []
+    for r in range(len(rounds)):
+        sid = f"c{r + 1:015x}"
+        hist = _provider_msgs(user, rounds, r)
+        out = _provider_msgs(user, rounds, r + 1)[len(hist)]
+        reason = "tool_calls" if rounds[r][1] else "stop"
+        a: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": r}
+        if form == "attributes":
+            a["gen_ai.input.messages"] = json.dumps([_parts_msg(m) for m in hist])
+            a["gen_ai.output.messages"] = json.dumps([_parts_msg(out)])
+            a["gen_ai.response.finish_reasons"] = [reason]
+        elif form == "gen_ai.prompt":
+            a["gen_ai.prompt"] = json.dumps(hist)
+            a["gen_ai.completion"] = json.dumps([out])
+            a["gen_ai.response.finish_reasons"] = [reason]
+        elif form == "numbered":
+            a.update(_numbered_attrs("prompt", hist))
+            a.update(_numbered_attrs("completion", [out]))
+            a["gen_ai.completion.0.finish_reason"] = reason
+        else:  # one log record per message
+            for m in hist:
+                body = {k: v for k, v in m.items() if k not in ("role", "tool_call_id")}
+                if m["role"] == "tool":
+                    body["id"] = m["tool_call_id"]
+                records.append((T1, sid, f"gen_ai.{m['role']}.message", body))
+            records.append((T1, sid, "gen_ai.choice", {
+                "index": 0, "finish_reason": reason,
+                "message": {k: v for k, v in out.items() if k != "role"}}))
+        spans.append(span(sid, "chat", a, start=10 * (r + 1), end=10 * (r + 1) + 5,
+                          parent=ROOT))
+    root = span(ROOT, "agent", {"gen_ai.operation.name": "invoke_agent"}, start=1,
+                end=10 * len(rounds) + 50)
+    (tmp / form).mkdir(exist_ok=True)
+    files = [_write(tmp / form, "t.json", traces(root, *spans))]
+    if records:
+        files.append(_write(tmp / form, "l.json", log_records(*records)))
+    return files
+
+
+def _rows(log: rk.EventLog) -> list[tuple[Any, ...]]:
+    return list(zip(_col(log, "kind"), _col(log, "ref_id"), _col(log, "tool_name"),
+                    _col(log, "args_hash"), _col(log, "text"), _col(log, "finish"),
+                    strict=True))
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(user=_TEXT, rounds=st.lists(_ROUND, min_size=1, max_size=4))
+def test_every_form_gives_the_same_rows(tmp_path_factory: pytest.TempPathFactory, user: str,
+                                        rounds: list[Any]) -> None:
+    tmp = tmp_path_factory.mktemp("forms")
+    got = {}
+    for form in ("attributes", "gen_ai.prompt", "numbered", "log records"):
+        log = read_otel(_encode(form, user, rounds, tmp), tenant_id="acme")
+        assert len(log.quarantine) == 0
+        got[form] = _rows(log)
+    assert got["gen_ai.prompt"] == got["attributes"]
+    assert got["numbered"] == got["attributes"]
+    assert got["log records"] == got["attributes"]
+    # one call row and one result row per tool call the conversation made (the last
+    # round's calls are answered in no later history: no result row for them)
+    kinds = [r[0] for r in got["attributes"]]
+    n_calls = sum(len(c) for _, c in rounds)
+    assert kinds.count("tool_call") == n_calls
+    assert kinds.count("tool_result") == n_calls - len(rounds[-1][1])
