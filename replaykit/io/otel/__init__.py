@@ -1,22 +1,26 @@
-"""Loader for OpenTelemetry trace exports in OTLP/JSON that follow the GenAI conventions.
+"""Loader for OpenTelemetry GenAI traces of every generation: OTLP/JSON or protobuf, spans
+and log records.
 
-A file holds one ``ExportTraceServiceRequest`` as JSON (``{"resourceSpans": [...]}``) or, as
-``.jsonl``/``.ndjson`` (the collector's file exporter), one such document per line. Each span
-becomes an event; within a trace, events are ordered by start time. The run is the trace's
-``gen_ai.conversation.id`` (the first one set on any of its spans) or else the trace id.
+A file holds one ``ExportTraceServiceRequest`` (``{"resourceSpans": [...]}``) or
+``ExportLogsServiceRequest`` (``{"resourceLogs": [...]}``) as JSON, one such document per line
+(``.jsonl``/``.ndjson``, the collector's file exporter), or OTLP protobuf (``.pb`` and
+friends: one message, or length-prefixed ones; ``_proto``). Log records join the span their
+trace and span id name. Each span becomes an event; within a run, events are ordered by time.
+The run is the trace's ``gen_ai.conversation.id`` (the first one set on any of its spans) or
+else the trace id.
 
 GenAI attributes fill the typed columns (operation ``gen_ai.operation.name``: ``chat`` /
 ``text_completion`` / ``generate_content`` -> ``model_response``; ``execute_tool`` -> a
-``tool_call`` row at the span's start and a ``tool_result`` row at its end; ``invoke_agent``
--> ``session`` for a trace's root, else ``subagent_start`` + ``subagent_end``); every attribute
-is kept in the payload. Spans recorded without content capture (no tool arguments / result, no
-model output messages) are flagged ``"replayable": false`` with the missing attributes listed --
-never guessed -- and the run gets ``replayable: false`` in ``log.runs.attrs``.
-
-Producers that name the same facts differently are read too: pydantic-ai's older format
-(``tool_arguments`` / ``tool_response``), OpenInference (``openinference.span.kind``, e.g. the
-OpenAI Agents SDK's instrumentation), and tool calls / results that only the model-call
-messages carry (OpenAI client instrumentations). The same span read twice is loaded once.
+``tool_call`` row at the span's start and a ``tool_result`` row at its end; ``invoke_agent`` /
+``create_agent`` / ``invoke_workflow`` -> ``session`` for a trace's root, else
+``subagent_start`` + ``subagent_end``); every attribute is kept in the payload. Message content
+is read from whichever form a generation wrote (``_forms``: current attributes,
+operation-details events, ``gen_ai.prompt`` / ``gen_ai.completion``, numbered attributes,
+per-message span events or log records; OpenInference's flattened attributes here). Spans
+recorded without content capture are flagged ``"replayable": false`` with the missing
+attributes listed -- never guessed -- and the run gets ``replayable: false`` in
+``log.runs.attrs``. One tool execution is one call row and one result row per run, whichever
+of its span or message forms carry it. The same span read twice is loaded once.
 Field-by-field mapping: ``docs/formats/otel.md``.
 """
 
@@ -669,23 +673,27 @@ def read_otel(
     errors: ErrorPolicy = "raise",
     progress: bool | None = None,
 ) -> EventLog:
-    """Load OTLP/JSON trace exports (GenAI semantic conventions) into an EventLog.
+    """Load OpenTelemetry GenAI trace and log exports (OTLP/JSON or protobuf) into an EventLog.
 
-    Runs: ``gen_ai.conversation.id`` of the trace, else the trace id (hex). Rows are ordered
-    by time within a run (a span's start; a tool result or subagent end at the span's end).
-    ``log.runs.attrs`` holds the trace ids, the resource attributes and ``replayable``
-    (False when any span lacks captured content).
+    Pass a trace export and its log export together (a folder or a list): log records join
+    their spans. Runs: ``gen_ai.conversation.id`` of the trace, else the trace id (hex). Rows
+    are ordered by time within a run (a span's start; a tool result or subagent end at the
+    span's end). ``log.runs.attrs`` holds the trace ids, the resource attributes and
+    ``replayable`` (False when any span lacks captured content).
 
     Args:
         tenant_id: owner of the runs (traces carry no tenant); required.
-        errors: ``"raise"`` or ``"quarantine"`` (a bad document or span becomes one
-            quarantine row: ``bad_json``, ``bad_document``, ``bad_span``).
+        errors: ``"raise"`` or ``"quarantine"`` (a bad document, span or log record becomes
+            one quarantine row: ``bad_json``, ``bad_document``, ``bad_span``,
+            ``bad_log_record``, ``orphan_log_record``, ``conflicting_span``).
         progress: show a progress bar (None: when interactive).
 
     Raises:
         LoadError: ``reason="bad_tenant"``: ``tenant_id`` missing or breaking the tenant-id
-            rule. LoadError: bad JSON / span (file:line, field,
-        reason, fix). FileNotFoundError: nothing matches ``path``.
+            rule; under ``errors="raise"`` the first bad document / span / log record
+            (file:line, field, reason, fix). MissingExtraError: a protobuf file without
+            ``opentelemetry-proto`` (the ``otel`` extra). FileNotFoundError: nothing
+            matches ``path``.
 
     Example:
         >>> log = rk.read_otel("traces.json", tenant_id="acme")  # doctest: +SKIP
