@@ -532,3 +532,49 @@ def test_util_genai_workflow_agent_tool(provider: Any, tmp_path: Path,
     assert tools.tool_name.tolist() == ["get_weather"]
     calls = log.calls_df()
     assert calls.input_tokens.tolist() == [11] and calls.output_tokens.tolist() == [7]
+
+
+# ----------------------------------------------------------- bundled samples, counted twice
+
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "otel"
+
+
+def _json_spans(path: Path) -> list[dict[str, Any]]:
+    doc = json.loads(path.read_text())
+    return [sp for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]]
+
+
+def _attr(sp: dict[str, Any], key: str) -> Any:
+    for a in sp.get("attributes", []):
+        if a["key"] == key:
+            return next(iter(a["value"].values()))
+    return None
+
+
+@pytest.mark.parametrize("sample", ["openai-v2", "openllmetry-events"])
+def test_bundled_samples_agree_with_an_independent_count(sample: str) -> None:
+    """The counts read_otel gives for data/otel, against a reading of the raw JSON: chat spans
+    (operation chat), their token attributes, and the tool calls in their output (attribute
+    messages, or gen_ai.choice log records)."""
+    folder = DATA / sample
+    log = read_otel(folder, tenant_id=TENANT)
+    spans = _json_spans(folder / "traces.json")
+    chats = [sp for sp in spans if _attr(sp, "gen_ai.operation.name") == "chat"]
+    calls = log.calls_df()
+    assert len(calls) == len(chats) == 2
+    assert sorted(calls.input_tokens) == sorted(int(_attr(sp, "gen_ai.usage.input_tokens"))
+                                                for sp in chats)
+    if sample == "openai-v2":
+        asked = [p for sp in chats for m in json.loads(_attr(sp, "gen_ai.output.messages"))
+                 for p in m["parts"] if p["type"] == "tool_call"]
+    else:
+        doc = json.loads((folder / "logs.json").read_text())
+        choices = [r for rl in doc["resourceLogs"] for sl in rl["scopeLogs"]
+                   for r in sl["logRecords"] if r.get("eventName") == "gen_ai.choice"]
+        asked = [c for r in choices for kv in r["body"]["kvlistValue"]["values"]
+                 if kv["key"] == "tool_calls" for c in kv["value"]["arrayValue"]["values"]]
+    tools = log.tools_df()
+    assert len(tools) == len(asked) == 1
+    assert tools.has_result.tolist() == [True]
+    assert len(log.quarantine) == 0 and len(log.run_ids) == 1
