@@ -198,14 +198,50 @@ def _otel_stamp(field: str, *paths: tuple[str, ...]) -> _Getter:
     return _p(*paths, ("attributes", f"replaykit.stamp.{field}"))
 
 
+def _oi_param(*names: str) -> _Getter:
+    """A sampling setting from OpenInference's ``llm.invocation_parameters`` (JSON text)."""
+    keyed = [["attributes", "llm.invocation_parameters"]]
+
+    def get(doc: Any) -> tuple[Any, str] | None:
+        params = _maybe_json(_at(doc, keyed[0]))
+        if isinstance(params, Mapping):
+            for n in names:
+                if params.get(n) is not None:
+                    return params[n], f"attributes.llm.invocation_parameters.{n}"
+        return None
+
+    get.paths = keyed  # type: ignore[attr-defined]
+    return get
+
+
+def _either(*getters: _Getter) -> _Getter:
+    """The first getter that finds a value."""
+    def get(doc: Any) -> tuple[Any, str] | None:
+        for g in getters:
+            got = g(doc)
+            if got is not None:
+                return got
+        return None
+
+    get.paths = [p for g in getters for p in getattr(g, "paths", [])]  # type: ignore[attr-defined]
+    return get
+
+
 _OTEL_GETTERS: dict[str, _Getter] = {
-    "model": _otel_stamp("model", ("attributes", "gen_ai.request.model")),
+    "model": _otel_stamp("model", ("attributes", "gen_ai.request.model"),
+                         ("attributes", "llm.model_name")),
     "model_version": _otel_stamp("model_version", ("attributes", "gen_ai.response.model")),
     "provider": _otel_stamp("provider", ("attributes", "gen_ai.provider.name"),
-                            ("attributes", "gen_ai.system")),
-    "temperature": _otel_stamp("temperature", ("attributes", "gen_ai.request.temperature")),
-    "top_p": _otel_stamp("top_p", ("attributes", "gen_ai.request.top_p")),
-    "max_tokens": _otel_stamp("max_tokens", ("attributes", "gen_ai.request.max_tokens")),
+                            ("attributes", "gen_ai.system"), ("attributes", "llm.provider"),
+                            ("attributes", "llm.system")),
+    "temperature": _either(_otel_stamp("temperature",
+                                       ("attributes", "gen_ai.request.temperature")),
+                           _oi_param("temperature")),
+    "top_p": _either(_otel_stamp("top_p", ("attributes", "gen_ai.request.top_p")),
+                     _oi_param("top_p")),
+    "max_tokens": _either(_otel_stamp("max_tokens",
+                                      ("attributes", "gen_ai.request.max_tokens")),
+                          _oi_param("max_tokens", "max_completion_tokens")),
     "stop_sequences": _otel_stamp("stop_sequences",
                                   ("attributes", "gen_ai.request.stop_sequences")),
     "seed": _otel_stamp("seed", ("attributes", "gen_ai.request.seed")),

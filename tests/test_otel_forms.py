@@ -492,3 +492,23 @@ def test_every_form_gives_the_same_rows(tmp_path_factory: pytest.TempPathFactory
     n_calls = sum(len(c) for _, c in rounds)
     assert kinds.count("tool_call") == n_calls
     assert kinds.count("tool_result") == n_calls - len(rounds[-1][1])
+
+
+def test_stamps_of_older_generations(tmp_path: Path) -> None:
+    """OpenLLMetry's numbered form (provider in gen_ai.system, the system prompt as the first
+    prompt message) and OpenInference (llm.model_name, llm.provider, invocation parameters)."""
+    numbered = {**NUMBERED, "gen_ai.request.model": "gpt-4o", "gen_ai.request.temperature": 0.3,
+                "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "Be brief.",
+                "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": "weather?"}
+    st_ = read_otel(_write(tmp_path, "n.json", _chat(numbered)), tenant_id="acme").stamps_df()
+    assert st_.loc[0, ["model", "provider", "temperature", "system_prompt"]].tolist() == [
+        "gpt-4o", "openai", 0.3, "Be brief."]
+    oi = {"openinference.span.kind": "LLM", "llm.model_name": "claude-x",
+          "llm.provider": "anthropic",
+          "llm.invocation_parameters": json.dumps({"temperature": 0.7, "max_tokens": 256}),
+          "llm.output_messages.0.message.role": "assistant",
+          "llm.output_messages.0.message.content": "hi"}
+    doc = traces(span(CHAT, "ChatCompletion", oi, start=10, end=20))
+    st_ = read_otel(_write(tmp_path, "o.json", doc), tenant_id="acme").stamps_df()
+    assert st_.loc[0, ["model", "provider", "temperature", "max_tokens"]].tolist() == [
+        "claude-x", "anthropic", 0.7, 256]
