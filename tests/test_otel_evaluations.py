@@ -124,3 +124,19 @@ def test_bad_result_frames_are_refused(tmp_path: Path) -> None:
     p = rk.to_otel_evaluations(df, tmp_path / "ok.json", log=rep)
     with pytest.raises(FileExistsError):
         rk.to_otel_evaluations(df, p, log=rep)
+
+
+def test_read_otel_lists_the_verdicts_it_reads(tmp_path: Path) -> None:
+    base, rep = _pair()
+    df = rk.compare(base, rep)
+    rep.to_otel(tmp_path / "replay.otel.json")
+    rk.to_otel_evaluations(df, tmp_path / "verdicts.otel.json", log=rep)
+    back = rk.read_otel(tmp_path, tenant_id="t")
+    ev = back.extras_df("otel_evaluations")
+    first = ev[ev["name"] == "replaykit.first_divergence_step"]
+    assert first["score_value"].tolist() == [2.0]
+    assert first["score_label"].tolist() == [df.loc[0, "comparability"]]
+    assert set(ev["run_id"]) == {"r1"} and set(ev["tenant_id"]) == {"t"}
+    # a view of another tenant holds none of them
+    assert "otel_evaluations" not in back.filter(tenant_id="other").extras or len(
+        back.filter(tenant_id="other").extras["otel_evaluations"]) == 0

@@ -1000,7 +1000,38 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
     cols["seq"] = seq
     cols["tenant_id"] = [tenant] * len(rows)
     cols["ts"] = pa.array(t // 1000, type=pa.int64()).cast(pa.timestamp("us", tz="UTC"))
-    return EventLog(events_table(cols), runs=runs_table, quarantine=quarantine.table(runs_table))
+    evals = _evaluations(recs, run_of, tenant)
+    return EventLog(events_table(cols), runs=runs_table, quarantine=quarantine.table(runs_table),
+                    extras={"otel_evaluations": evals} if evals.num_rows else None)
+
+
+#: ``log.extras["otel_evaluations"]``: one row per ``gen_ai.evaluation.result`` event
+EVALUATIONS_SCHEMA = pa.schema([
+    ("tenant_id", pa.string()), ("run_id", pa.string()), ("span_id", pa.string()),
+    ("name", pa.string()), ("score_value", pa.float64()), ("score_label", pa.string()),
+    ("explanation", pa.string()), ("attributes", pa.large_string())])
+
+
+def _evaluations(recs: list[tuple[dict[str, Any], str, int]], run_of: Any,
+                 tenant: str) -> pa.Table:
+    """The ``gen_ai.evaluation.result`` events (span events and log records) of every span."""
+    rows: dict[str, list[Any]] = {f.name: [] for f in EVALUATIONS_SCHEMA}
+    for rec, _, _ in recs:
+        for e in rec["events"] + rec.get("logs", []):
+            if e.get("name") != "gen_ai.evaluation.result":
+                continue
+            a = e.get("attributes") or {}
+            score = a.get("gen_ai.evaluation.score.value")
+            rows["tenant_id"].append(tenant)
+            rows["run_id"].append(run_of(rec))
+            rows["span_id"].append(rec["spanId"])
+            rows["name"].append(_loose_text(a.get("gen_ai.evaluation.name")))
+            rows["score_value"].append(float(score) if isinstance(score, (int, float))
+                                       and not isinstance(score, bool) else None)
+            rows["score_label"].append(_loose_text(a.get("gen_ai.evaluation.score.label")))
+            rows["explanation"].append(_loose_text(a.get("gen_ai.evaluation.explanation")))
+            rows["attributes"].append(canonical_json(a))
+    return pa.table(rows, schema=EVALUATIONS_SCHEMA)
 
 
 def _link_tool_spans(recs: list[tuple[dict[str, Any], str, int]],
