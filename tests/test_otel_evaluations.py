@@ -44,6 +44,17 @@ def _pair() -> tuple[rk.EventLog, rk.EventLog]:
     return base, rep
 
 
+def _valid_otlp(doc: dict[str, Any]) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_rt", Path(__file__).parent / "test_otel_roundtrip.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.valid_otlp(doc)
+
+
 def _records(path: Path) -> list[dict[str, Any]]:
     doc = json.loads(path.read_text())
     return [r for rl in doc["resourceLogs"] for sl in rl["scopeLogs"] for r in sl["logRecords"]]
@@ -59,6 +70,8 @@ def test_compare_verdicts_join_the_replay_traces(tmp_path: Path) -> None:
     assert df.loc[0, "first_divergence_step"] == 2
     rep.to_otel(tmp_path / "replay.otel.json")
     out = rk.to_otel_evaluations(df, tmp_path / "verdicts.otel.json", log=rep)
+    _valid_otlp(json.loads(out.read_text()))
+    _valid_otlp(json.loads((tmp_path / "replay.otel.json").read_text()))
     recs = _records(out)
     names = [_attrs(r)["gen_ai.evaluation.name"] for r in recs]
     assert "replaykit.first_divergence_step" in names and "replaykit.comparability" in names

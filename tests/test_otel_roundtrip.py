@@ -54,10 +54,38 @@ def _stamps(log: rk.EventLog) -> dict[str, dict[str, Any]]:
     return out
 
 
+def valid_otlp(doc: dict[str, Any]) -> None:
+    """``doc`` parses as an OTLP request with protobuf's own schema (every field name and type
+    known; ids hex as OTLP/JSON writes them, given to protobuf as its base64)."""
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("opentelemetry.proto")
+    import base64
+
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+        ExportLogsServiceRequest,
+    )
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    d = json.loads(json.dumps(doc))
+    for rs in d.get("resourceSpans", []) + d.get("resourceLogs", []):
+        for ss in rs.get("scopeSpans", []) + rs.get("scopeLogs", []):
+            for sp in ss.get("spans", []) + ss.get("logRecords", []):
+                for k in ("traceId", "spanId", "parentSpanId"):
+                    if k in sp:
+                        assert len(sp[k]) in (16, 32) and int(sp[k], 16) >= 0
+                        sp[k] = base64.b64encode(bytes.fromhex(sp[k])).decode()
+    cls = ExportTraceServiceRequest if "resourceSpans" in d else ExportLogsServiceRequest
+    json_format.ParseDict(d, cls())  # raises on an unknown field or a wrong type
+
+
 def check_roundtrip(log: rk.EventLog, path: Path) -> rk.EventLog:
     log.to_otel(path, overwrite=True)
     doc = json.loads(path.read_text())
     assert "resourceSpans" in doc
+    valid_otlp(doc)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing dropped, no duplicate spans
         back = rk.read_otel(path, tenant_id=TENANT)
