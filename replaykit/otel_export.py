@@ -431,6 +431,9 @@ def evaluation_records(result: Any, log: Any = None) -> list[dict[str, Any]]:
     for r in rows.to_dict("records"):
         run = str(r["run_id"])
         tenant = r["tenant_id"] if _present(r["tenant_id"]) else None
+        if run not in traces and tenant is None:
+            raise ValueError(f"the tenant of run {run!r} is unknown, so is its trace id: pass "
+                             "log= (the log the result was computed from)")
         trace = traces[run][0] if run in traces else trace_id_of(str(tenant), run)
         out.append({"traceId": trace, "spanId": _span_id(trace, "root"),
                     "eventName": "gen_ai.evaluation.result",
@@ -461,7 +464,8 @@ def to_otel_evaluations(result: Any, path: str | os.PathLike[str], *, log: Any =
 
     Raises:
         ValueError: ``result`` is none of these frames (the columns are named); a cohort
-            comparison without ``log``; verdicts of more than one tenant.
+            comparison without ``log``; verdicts of more than one tenant; a run whose tenant
+            neither the frame nor ``log`` names.
         FileExistsError: ``path`` exists and ``overwrite`` is False.
     """
     out = Path(path)

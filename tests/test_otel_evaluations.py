@@ -134,6 +134,8 @@ def test_bad_result_frames_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="one tenant"):  # never one file of two tenants
         rk.to_otel_evaluations(mixed, tmp_path / "m.json")
     assert not (tmp_path / "m.json").exists()
+    with pytest.raises(ValueError, match="tenant of run"):  # no tenant: no trace id guessed
+        rk.to_otel_evaluations(df.drop(columns="tenant_id"), tmp_path / "n.json")
     p = rk.to_otel_evaluations(df, tmp_path / "ok.json", log=rep)
     with pytest.raises(FileExistsError):
         rk.to_otel_evaluations(df, p, log=rep)

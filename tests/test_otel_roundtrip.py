@@ -186,6 +186,8 @@ def test_to_otel_refuses_two_tenants_and_existing_files(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="one tenant"):
         log.to_otel(tmp_path / "x.json")
     one = _one_tenant(log)
+    empty = one.filter(run_ids=["no-such-run"])
+    assert len(rk.read_otel(empty.to_otel(tmp_path / "empty.json"), tenant_id=TENANT)) == 0
     one.to_otel(tmp_path / "x.json")
     with pytest.raises(FileExistsError):
         one.to_otel(tmp_path / "x.json")
