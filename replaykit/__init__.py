@@ -81,6 +81,7 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time __geta
     from .io.inspect import read_inspect
     from .io.otel import read_otel
     from .io.toh import OrphanRunWarning
+    from .otel_export import to_otel, to_otel_evaluations
     from .schema import EVENTS_SCHEMA, validate
     from .sql import read_sql, write_sql
     from .stamps import STAMP_FIELDS, stamp_diff, stamp_drift
@@ -113,6 +114,8 @@ __all__ = [
     "inspect_state",
     "read_inspect",
     "read_otel",
+    "to_otel",
+    "to_otel_evaluations",
     "IsplayBranch",
     "read_parquet",
     "read_pleach",
@@ -195,6 +198,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".io": ("detect_format", "read_events", "read_isplay", "read_pleach", "read_toh"),
     ".io.inspect": ("read_inspect",),
     ".io.otel": ("read_otel",),
+    ".otel_export": ("to_otel", "to_otel_evaluations"),
     ".io.toh": ("OrphanRunWarning",),
     ".schema": ("EVENTS_SCHEMA", "validate"),
     ".sql": ("read_sql", "write_sql"),

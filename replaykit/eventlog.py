@@ -889,6 +889,19 @@ class EventLog:
         return write_partitioned(self, path, partition_events=partition_events,
                                  overwrite=overwrite)
 
+    def to_otel(self, path: str | os.PathLike[str], *, overwrite: bool = False,
+                evaluations: Any = None) -> Path:
+        """Write the log as OTLP/JSON traces in the current GenAI conventions (one trace per
+        run); ``rk.read_otel`` reads it back to the same runs, calls, tools and stamps. See
+        :func:`replaykit.otel_export.to_otel`.
+
+        Raises:
+            ValueError: the log holds more than one tenant.
+            FileExistsError: ``path`` exists and ``overwrite`` is False.
+        """
+        return provider("EventLog.to_otel")(  # otel_export.py provides it
+            self, path, overwrite=overwrite, evaluations=evaluations)
+
     # ------------------------------------------------------------------ display
     def summary(self) -> dict[str, Any]:
         """Small dict summary: events, runs, tenants, formats, time span, quarantined rows."""

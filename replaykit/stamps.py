@@ -172,6 +172,90 @@ def _inspect_provider(doc: Any) -> tuple[Any, str] | None:
     return None
 
 
+def _instructions(*paths: tuple[str, ...]) -> _Getter:
+    """OTel system instructions: text, or the current conventions' parts (JSON text or a
+    list) whose text parts are joined."""
+    keyed = [list(p) for p in paths]
+
+    def get(doc: Any) -> tuple[Any, str] | None:
+        for keys in keyed:
+            v = _maybe_json(_at(doc, keys))
+            if isinstance(v, list) and v and all(isinstance(p, Mapping) for p in v):
+                texts = [p.get("content") for p in v if p.get("type") == "text"]
+                if texts and all(isinstance(t, str) for t in texts):
+                    v = "".join(texts)
+            if v is not None and v != "" and v != []:
+                return v, ".".join(keys)
+        return None
+
+    get.paths = keyed  # type: ignore[attr-defined]
+    return get
+
+
+def _otel_stamp(field: str, *paths: tuple[str, ...]) -> _Getter:
+    """A field from its GenAI attribute(s), else the ``replaykit.stamp.<field>`` attribute
+    that :func:`replaykit.to_otel` writes for fields the conventions have no name for."""
+    return _p(*paths, ("attributes", f"replaykit.stamp.{field}"))
+
+
+def _oi_param(*names: str) -> _Getter:
+    """A sampling setting from OpenInference's ``llm.invocation_parameters`` (JSON text)."""
+    keyed = [["attributes", "llm.invocation_parameters"]]
+
+    def get(doc: Any) -> tuple[Any, str] | None:
+        params = _maybe_json(_at(doc, keyed[0]))
+        if isinstance(params, Mapping):
+            for n in names:
+                if params.get(n) is not None:
+                    return params[n], f"attributes.llm.invocation_parameters.{n}"
+        return None
+
+    get.paths = keyed  # type: ignore[attr-defined]
+    return get
+
+
+def _either(*getters: _Getter) -> _Getter:
+    """The first getter that finds a value."""
+    def get(doc: Any) -> tuple[Any, str] | None:
+        for g in getters:
+            got = g(doc)
+            if got is not None:
+                return got
+        return None
+
+    get.paths = [p for g in getters for p in getattr(g, "paths", [])]  # type: ignore[attr-defined]
+    return get
+
+
+_OTEL_GETTERS: dict[str, _Getter] = {
+    "model": _otel_stamp("model", ("attributes", "gen_ai.request.model"),
+                         ("attributes", "llm.model_name")),
+    "model_version": _otel_stamp("model_version", ("attributes", "gen_ai.response.model")),
+    "provider": _otel_stamp("provider", ("attributes", "gen_ai.provider.name"),
+                            ("attributes", "gen_ai.system"), ("attributes", "llm.provider"),
+                            ("attributes", "llm.system")),
+    "temperature": _either(_otel_stamp("temperature",
+                                       ("attributes", "gen_ai.request.temperature")),
+                           _oi_param("temperature")),
+    "top_p": _either(_otel_stamp("top_p", ("attributes", "gen_ai.request.top_p")),
+                     _oi_param("top_p")),
+    "max_tokens": _either(_otel_stamp("max_tokens",
+                                      ("attributes", "gen_ai.request.max_tokens")),
+                          _oi_param("max_tokens", "max_completion_tokens")),
+    "stop_sequences": _otel_stamp("stop_sequences",
+                                  ("attributes", "gen_ai.request.stop_sequences")),
+    "seed": _otel_stamp("seed", ("attributes", "gen_ai.request.seed")),
+    "system_prompt": _instructions(("attributes", "gen_ai.system_instructions"),
+                                   ("genai", "system_instructions")),
+    "tool_defs": _p(("attributes", "gen_ai.tool.definitions"),
+                    ("genai", "tool_definitions")),
+    "client_version": _otel_stamp("client_version", ("resource", "service.version")),
+    "harness_version": _otel_stamp("harness_version", ("resource", "gen_ai.agent.version")),
+    **{f: _otel_stamp(f) for f in ("transport", "provider_sdk_version", "package_versions",
+                                   "reasoning_effort", "system_prompt_hash", "safety_policy",
+                                   "tool_schema_hash", "tools", "plugins", "plugin_versions")},
+}
+
 # Rule: (match on column, values, {field: getter}). ``"type"`` matches the event's source type,
 # ``"kind"`` its canonical kind. Later rules at the same event add fields; for one field the
 # first getter that finds a value wins.
@@ -228,21 +312,9 @@ _RULES: dict[str, list[_Rule]] = {
         ("type", ("model.result",), {"model_version": _p("model", "output.model")}),
     ],
     "otel": [
-        ("kind", ("model_response",), {
-            "model": _p(("attributes", "gen_ai.request.model")),
-            "model_version": _p(("attributes", "gen_ai.response.model")),
-            "provider": _p(("attributes", "gen_ai.provider.name"),
-                           ("attributes", "gen_ai.system")),
-            "temperature": _p(("attributes", "gen_ai.request.temperature")),
-            "top_p": _p(("attributes", "gen_ai.request.top_p")),
-            "max_tokens": _p(("attributes", "gen_ai.request.max_tokens")),
-            "stop_sequences": _p(("attributes", "gen_ai.request.stop_sequences")),
-            "seed": _p(("attributes", "gen_ai.request.seed")),
-            "system_prompt": _p(("attributes", "gen_ai.system_instructions")),
-            "tool_defs": _p(("attributes", "gen_ai.tool.definitions")),
-            "client_version": _p(("resource", "service.version")),
-            "harness_version": _p(("resource", "gen_ai.agent.version")),
-        }),
+        ("kind", ("model_response",), _OTEL_GETTERS),
+        # a run's root span (replaykit's own export stamps it: runs without model calls)
+        ("kind", ("session",), _OTEL_GETTERS),
     ],
     "inspect": [
         ("type", ("model",), {

@@ -277,6 +277,69 @@ def _small_otel() -> dict[str, Any]:
                                                "spans": spans}]}]}  # fmt: skip
 
 
+def _legacy_otel() -> tuple[bytes, bytes]:
+    """A trace in OpenLLMetry's numbered attributes and a chat span whose messages are only in
+    OTLP log records (gen_ai.user.message / gen_ai.tool.message / gen_ai.choice)."""
+    tid, root, chat = "7c9efff798038103d269b633813fc60c", "bbbbbbbbbbbbbbb1", "bbbbbbbbbbbbbbb2"
+
+    def kv(d: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"key": k, "value": {"intValue": str(v)} if isinstance(v, int) else
+                 {"stringValue": v}} for k, v in d.items()]
+
+    t0 = 1767225600000000000
+    spans = [
+        {"traceId": tid, "spanId": root, "name": "openai.chat", "startTimeUnixNano": str(t0),
+         "endTimeUnixNano": str(t0 + 9), "attributes": kv({
+             "llm.request.type": "chat", "gen_ai.system": "openai",
+             "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "hi",
+             "gen_ai.completion.0.role": "assistant",
+             "gen_ai.completion.0.finish_reason": "tool_calls",
+             "gen_ai.completion.0.tool_calls.0.id": "c1",
+             "gen_ai.completion.0.tool_calls.0.name": "get",
+             "gen_ai.completion.0.tool_calls.0.arguments": '{"q": 1}',
+             "gen_ai.usage.prompt_tokens": 5, "gen_ai.usage.completion_tokens": 2})},
+        {"traceId": tid, "spanId": chat, "parentSpanId": root, "name": "openai.chat",
+         "startTimeUnixNano": str(t0 + 10), "endTimeUnixNano": str(t0 + 20),
+         "attributes": kv({"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 9})},
+    ]
+    traces = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+    body = [("gen_ai.user.message", {"content": "hi"}),
+            ("gen_ai.tool.message", {"content": "rain", "id": "c1"}),
+            ("gen_ai.choice", {"index": 0, "finish_reason": "stop",
+                               "message": {"content": "It rains."}})]
+    records = [{"traceId": tid, "spanId": chat, "timeUnixNano": str(t0 + 11 + i),
+                "eventName": n, "body": {"kvlistValue": {"values": kv(b)}}}
+               for i, (n, b) in enumerate(body)]
+    logs = {"resourceLogs": [{"scopeLogs": [{"logRecords": records}]}]}
+    return json.dumps(traces).encode(), json.dumps(logs).encode()
+
+
+def _otel_proto(doc: bytes) -> bytes:
+    """The same trace as an OTLP protobuf ExportTraceServiceRequest."""
+    import base64
+
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    d = json.loads(doc)
+    for rs in d["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for sp in ss["spans"]:
+                for k in ("traceId", "spanId", "parentSpanId"):
+                    if k in sp:
+                        sp[k] = base64.b64encode(bytes.fromhex(sp[k])).decode()
+    return json_format.ParseDict(d, ExportTraceServiceRequest()).SerializeToString()
+
+
+def _written_otel(gen: Path) -> bytes:
+    """A toh sample written back by ``EventLog.to_otel``."""
+    out = gen / "written.otel.json"
+    rk.read_toh(DATA / "toh" / "shed-fork", tenant_id=TENANT).to_otel(out, overwrite=True)
+    return out.read_bytes()
+
+
 @dataclass
 class Sample:
     name: str
@@ -390,10 +453,18 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Sample]]
                          "runs.jsonl", "jsonl", _isplay))
     out["isplay"] = isplay
     otel = json.dumps(_small_otel()).encode()
+    legacy, logs = _legacy_otel()
     out["otel"] = [
         Sample("otel trace.json", {"trace.json": otel}, "trace.json", "json", _otel),
         Sample("otel traces.jsonl", {"t.jsonl": otel + b"\n" + otel.replace(b"5b8e", b"6c9f")},
                "t.jsonl", "jsonl", _otel),
+        # older generations: numbered gen_ai.prompt.N.* attributes, content in log records
+        Sample("otel numbered + log records: traces", {"t.json": legacy, "t.logs.json": logs},
+               "t.json", "json", _otel),
+        Sample("otel numbered + log records: logs", {"t.json": legacy, "t.logs.json": logs},
+               "t.logs.json", "json", _otel),
+        Sample("otel protobuf", {"t.pb": _otel_proto(otel)}, "t.pb", "binary", _otel),
+        Sample("to_otel output", {"w.json": _written_otel(gen)}, "w.json", "json", _otel),
     ]
     # a Parquet dataset written by EventLog.to_parquet
     ds_root = gen / "dsw"

@@ -1,5 +1,6 @@
-"""io/pleach and io/toh are packages split along their seams: the old import paths keep working,
-and the pieces import one another one way only (no submodule imports its package back)."""
+"""io/pleach, io/toh and io/otel are packages split along their seams: the old import paths
+keep working, and the pieces import one another one way only (no submodule imports its package
+back)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ USED = {
                "derive_columns", "events_from_arrow", "_typed_payloads", "_runs_table",
                "_member_text", "_FastPathFailed", "_TYPED", "_BLOCK", "_fast_block",
                "_robust_block", "_parse_payloads", "_slim"),
+    "otel": ("read_otel", "sniff", "FORMAT", "FINISH", "MODEL_OPERATIONS",
+             "DuplicateSpanWarning"),
     "toh": ("read_toh", "sniff", "is_side_file", "OrphanRunWarning", "FORMAT", "CHUNK_TYPES",
             "KIND_OF_TYPE", "_json_strings", "_member_payloads", "_decode_event", "_dump"),
 }

@@ -330,3 +330,251 @@ def test_pydantic_ai(provider: Any, tmp_path: Path, version: int) -> None:
     assert all(json.loads(p)["replayable"] for p in _col(t, "payload"))
     conv = {s.attributes.get("gen_ai.conversation.id") for s in spans}
     assert log.run_ids == sorted(conv)
+
+
+# ------------------------------------------------------------------ content in OTLP log records
+
+
+@pytest.fixture
+def logs() -> Iterator[Any]:
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import (
+        InMemoryLogRecordExporter,
+        SimpleLogRecordProcessor,
+    )
+
+    exporter = InMemoryLogRecordExporter()
+    lp = LoggerProvider()
+    lp.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    yield lp, exporter
+    lp.shutdown()
+
+
+def _read_with_logs(exporter: InMemorySpanExporter, log_exporter: Any, tmp_path: Path,
+                    name: str) -> tuple[rk.EventLog, list[Any], list[Any]]:
+    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+
+    spans = list(exporter.get_finished_spans())
+    records = list(log_exporter.get_finished_logs())
+    (tmp_path / f"{name}.traces.json").write_text(json_format.MessageToJson(encode_spans(spans)))
+    (tmp_path / f"{name}.logs.json").write_text(json_format.MessageToJson(encode_logs(records)))
+    return read_otel(tmp_path, tenant_id=TENANT), spans, records
+
+
+def _event_names(records: list[Any]) -> list[str]:
+    out = []
+    for r in records:
+        lr = getattr(r, "log_record", r)
+        out.append(getattr(lr, "event_name", None) or (lr.attributes or {}).get("event.name"))
+    return out
+
+
+def _span_content_free(spans: list[Any]) -> None:
+    """The spans themselves hold no content: it is only in the log records."""
+    for s in spans:
+        assert not any(k.startswith(("gen_ai.input", "gen_ai.output", "gen_ai.prompt",
+                                     "gen_ai.completion")) for k in s.attributes), s.attributes
+
+
+def test_openai_v2_operation_details_events(provider: Any, logs: Any, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """openai-v2 with the latest conventions and EVENT_ONLY: one
+    gen_ai.client.inference.operation.details record per call carries the messages."""
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "EVENT_ONLY")
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT", "true")
+    from opentelemetry.instrumentation import _semconv
+    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+    monkeypatch.setattr(_semconv._OpenTelemetrySemanticConventionStability, "_initialized",
+                        False)
+    tp, exporter = provider
+    lp, log_exporter = logs
+    inst = OpenAIInstrumentor()
+    inst.instrument(tracer_provider=tp, logger_provider=lp)
+    try:
+        _drive_openai(tp)
+    finally:
+        inst.uninstrument()
+    log, spans, records = _read_with_logs(exporter, log_exporter, tmp_path, "v2details")
+    assert _event_names(records) == ["gen_ai.client.inference.operation.details"] * 2
+    _span_content_free(spans)
+    _check_openai_run(log, spans)
+
+
+def _record_openllmetry_events(out: str) -> None:
+    """OpenLLMetry with use_attributes=False, in a fresh process (run by the tests below):
+    after an earlier instrument/uninstrument in the same process its wrappers stay on and
+    emit every event twice, half of them inside spans of the earlier, shut-down provider."""
+    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+    from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import (
+        InMemoryLogRecordExporter,
+        SimpleLogRecordProcessor,
+    )
+
+    exporter = InMemorySpanExporter()
+    tp = TracerProvider()
+    tp.add_span_processor(SimpleSpanProcessor(exporter))
+    log_exporter = InMemoryLogRecordExporter()
+    lp = LoggerProvider()
+    lp.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
+    OpenAIInstrumentor(use_attributes=False).instrument(tracer_provider=tp, logger_provider=lp)
+    _drive_openai(tp)
+    spans, records = exporter.get_finished_spans(), log_exporter.get_finished_logs()
+    Path(out, "openllmetry.traces.json").write_text(
+        json_format.MessageToJson(encode_spans(spans)))
+    Path(out, "openllmetry.logs.json").write_text(
+        json_format.MessageToJson(encode_logs(records)))
+
+
+@pytest.fixture(scope="module")
+def openllmetry_events(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("openllmetry_events")
+    here = Path(__file__).resolve().parent
+    subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                    "import test_otel_instrumentations as t; "
+                    "t._record_openllmetry_events(sys.argv[2])", str(here), str(out)],
+                   check=True, capture_output=True, timeout=120,
+                   env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    return out
+
+
+def _spans_of_file(path: Path) -> list[dict[str, Any]]:
+    doc = json.loads(path.read_text())
+    return [sp for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]]
+
+
+def test_openllmetry_log_events(openllmetry_events: Path) -> None:
+    """OpenLLMetry with use_attributes=False: per-message gen_ai.*.message / gen_ai.choice
+    log records (tool calls beside the choice's message, tool messages without their call
+    id), joined to the chat spans."""
+    log = read_otel(openllmetry_events, tenant_id=TENANT)
+    logs_doc = json.loads((openllmetry_events / "openllmetry.logs.json").read_text())
+    names = [r["eventName"] for rl in logs_doc["resourceLogs"] for sl in rl["scopeLogs"]
+             for r in sl["logRecords"]]
+    assert {"gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message",
+            "gen_ai.choice"} <= set(names)
+    spans = _spans_of_file(openllmetry_events / "openllmetry.traces.json")
+    assert not any(a["key"].startswith(("gen_ai.input", "gen_ai.output", "gen_ai.prompt",
+                                        "gen_ai.completion"))
+                   for sp in spans for a in sp.get("attributes", []))
+    t = log.table
+    assert _col(t, "kind") == ["other", "model_response", "tool_call", "tool_result",
+                               "model_response"]
+    assert _col(t, "finish")[1::3] == ["tool-calls", "stop"]
+    assert t.column("input_tokens").to_pylist()[1::3] == [11, 30]
+    assert _col(t, "text")[4] == "Rainy."
+    assert _col(t, "ref_id")[2:4] == ["call_abc", "call_abc"]
+    assert _col(t, "tool_name")[2:4] == ["get_weather", "get_weather"]
+    assert _col(t, "text")[3] == "rainy, 57F"
+    result = json.loads(_col(t, "payload")[3])
+    assert result["messagePart"]["idFrom"] == "position"  # the event lost the call id
+    chat = json.loads(_col(t, "payload")[1])
+    assert chat["genai"]["contentForms"] == ["message events"]
+    assert [e["name"] for e in chat["logs"]] == ["gen_ai.user.message", "gen_ai.choice"]
+
+
+def test_logs_without_their_spans_are_orphans(openllmetry_events: Path) -> None:
+    only_logs = openllmetry_events / "openllmetry.logs.json"
+    with pytest.raises(rk.LoadError, match="orphan_log_record"):
+        read_otel(only_logs, tenant_id=TENANT)
+    q = read_otel(only_logs, tenant_id=TENANT, errors="quarantine").quarantine
+    assert q.column("reason").to_pylist() == ["orphan_log_record"] * 6
+
+
+# ------------------------------------------------------------- util-genai: workflow/agent/tool
+
+
+def _drive_util_genai(h: Any, gt: Any) -> None:
+    """A workflow running an agent that asks for a tool, runs it and answers."""
+    with h.workflow("weather-flow"), h.invoke_local_agent(agent_name="planner"):
+        with h.inference("openai", request_model="gpt-4o-mini") as chat:
+            chat.input_messages = [gt.InputMessage("user", [gt.Text("weather in Paris?")])]
+            chat.output_messages = [gt.OutputMessage(
+                "assistant", [gt.ToolCallRequest({"city": "Paris"}, "get_weather", "call_1")],
+                "tool_call")]
+            chat.input_tokens, chat.output_tokens = 11, 7
+            chat.finish_reasons = ["tool_call"]
+        with h.tool("get_weather", tool_call_id="call_1") as tool:
+            tool.arguments = {"city": "Paris"}
+            tool.tool_result = "rainy"
+
+
+def test_util_genai_workflow_agent_tool(provider: Any, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenTelemetry's GenAI utility (what its instrumentations build on) writes
+    invoke_workflow, invoke_agent, chat and execute_tool spans."""
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+    from opentelemetry.instrumentation import _semconv
+    from opentelemetry.util.genai import handler as genai_handler
+    from opentelemetry.util.genai import types as gt
+
+    monkeypatch.setattr(_semconv._OpenTelemetrySemanticConventionStability, "_initialized",
+                        False)
+    tp, exporter = provider
+    _drive_util_genai(genai_handler.TelemetryHandler(tracer_provider=tp), gt)
+    log, spans = _read(exporter, tmp_path / "util_genai.json")
+    ops = [s.attributes.get("gen_ai.operation.name") for s in spans]
+    assert {"invoke_workflow", "invoke_agent", "execute_tool", "chat"} <= set(ops)
+    _check_tree(log, spans)
+    t = log.table
+    kinds_ = _col(t, "kind")
+    assert kinds_[0] == "session" and _col(t, "type")[0] == "invoke_workflow"
+    assert kinds_.count("subagent_start") == 1 == kinds_.count("subagent_end")
+    assert kinds_.count("tool_call") == 1 == kinds_.count("tool_result")
+    tools = log.tools_df()
+    assert tools.tool_name.tolist() == ["get_weather"]
+    calls = log.calls_df()
+    assert calls.input_tokens.tolist() == [11] and calls.output_tokens.tolist() == [7]
+
+
+# ----------------------------------------------------------- bundled samples, counted twice
+
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "otel"
+
+
+def _json_spans(path: Path) -> list[dict[str, Any]]:
+    doc = json.loads(path.read_text())
+    return [sp for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]]
+
+
+def _attr(sp: dict[str, Any], key: str) -> Any:
+    for a in sp.get("attributes", []):
+        if a["key"] == key:
+            return next(iter(a["value"].values()))
+    return None
+
+
+@pytest.mark.parametrize("sample", ["openai-v2", "openllmetry-events"])
+def test_bundled_samples_agree_with_an_independent_count(sample: str) -> None:
+    """The counts read_otel gives for data/otel, against a reading of the raw JSON: chat spans
+    (operation chat), their token attributes, and the tool calls in their output (attribute
+    messages, or gen_ai.choice log records)."""
+    folder = DATA / sample
+    log = read_otel(folder, tenant_id=TENANT)
+    spans = _json_spans(folder / "traces.json")
+    chats = [sp for sp in spans if _attr(sp, "gen_ai.operation.name") == "chat"]
+    calls = log.calls_df()
+    assert len(calls) == len(chats) == 2
+    assert sorted(calls.input_tokens) == sorted(int(_attr(sp, "gen_ai.usage.input_tokens"))
+                                                for sp in chats)
+    if sample == "openai-v2":
+        asked = [p for sp in chats for m in json.loads(_attr(sp, "gen_ai.output.messages"))
+                 for p in m["parts"] if p["type"] == "tool_call"]
+    else:
+        doc = json.loads((folder / "logs.json").read_text())
+        choices = [r for rl in doc["resourceLogs"] for sl in rl["scopeLogs"]
+                   for r in sl["logRecords"] if r.get("eventName") == "gen_ai.choice"]
+        asked = [c for r in choices for kv in r["body"]["kvlistValue"]["values"]
+                 if kv["key"] == "tool_calls" for c in kv["value"]["arrayValue"]["values"]]
+    tools = log.tools_df()
+    assert len(tools) == len(asked) == 1
+    assert tools.has_result.tolist() == [True]
+    assert len(log.quarantine) == 0 and len(log.run_ids) == 1

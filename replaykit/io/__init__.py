@@ -39,7 +39,8 @@ __all__ = [
 #: format name -> module, in the order read_events tries them.
 FORMATS = {"toh": toh, "pleach": pleach, "isplay": isplay, "inspect": inspect, "otel": otel}
 
-_PATTERNS = ("*.jsonl", "*.json", "*.parquet", "*.ndjson", "*.eval")
+_PATTERNS = ("*.jsonl", "*.json", "*.parquet", "*.ndjson", "*.eval",
+             *(f"*{x}" for x in otel.PROTO_SUFFIXES))
 
 
 def is_dataset(path: str | os.PathLike[str]) -> bool:

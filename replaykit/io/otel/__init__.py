@@ -1,45 +1,47 @@
-"""Loader for OpenTelemetry trace exports in OTLP/JSON that follow the GenAI conventions.
+"""Loader for OpenTelemetry GenAI traces of every generation: OTLP/JSON or protobuf, spans
+and log records.
 
-A file holds one ``ExportTraceServiceRequest`` as JSON (``{"resourceSpans": [...]}``) or, as
-``.jsonl``/``.ndjson`` (the collector's file exporter), one such document per line. Each span
-becomes an event; within a trace, events are ordered by start time. The run is the trace's
-``gen_ai.conversation.id`` (the first one set on any of its spans) or else the trace id.
+A file holds one ``ExportTraceServiceRequest`` (``{"resourceSpans": [...]}``) or
+``ExportLogsServiceRequest`` (``{"resourceLogs": [...]}``) as JSON, one such document per line
+(``.jsonl``/``.ndjson``, the collector's file exporter), or OTLP protobuf (``.pb`` and
+friends: one message, or length-prefixed ones; ``_proto``). Log records join the span their
+trace and span id name. Each span becomes an event; within a run, events are ordered by time.
+The run is the trace's ``gen_ai.conversation.id`` (the first one set on any of its spans) or
+else the trace id.
 
 GenAI attributes fill the typed columns (operation ``gen_ai.operation.name``: ``chat`` /
 ``text_completion`` / ``generate_content`` -> ``model_response``; ``execute_tool`` -> a
-``tool_call`` row at the span's start and a ``tool_result`` row at its end; ``invoke_agent``
--> ``session`` for a trace's root, else ``subagent_start`` + ``subagent_end``); every attribute
-is kept in the payload. Spans recorded without content capture (no tool arguments / result, no
-model output messages) are flagged ``"replayable": false`` with the missing attributes listed --
-never guessed -- and the run gets ``replayable: false`` in ``log.runs.attrs``.
-
-Producers that name the same facts differently are read too: pydantic-ai's older format
-(``tool_arguments`` / ``tool_response``), OpenInference (``openinference.span.kind``, e.g. the
-OpenAI Agents SDK's instrumentation), and tool calls / results that only the model-call
-messages carry (OpenAI client instrumentations). The same span read twice is loaded once.
+``tool_call`` row at the span's start and a ``tool_result`` row at its end; ``invoke_agent`` /
+``create_agent`` / ``invoke_workflow`` -> ``session`` for a trace's root, else
+``subagent_start`` + ``subagent_end``); every attribute is kept in the payload. Message content
+is read from whichever form a generation wrote (``_forms``: current attributes,
+operation-details events, ``gen_ai.prompt`` / ``gen_ai.completion``, numbered attributes,
+per-message span events or log records; OpenInference's flattened attributes here). Spans
+recorded without content capture are flagged ``"replayable": false`` with the missing
+attributes listed -- never guessed -- and the run gets ``replayable: false`` in
+``log.runs.attrs``. One tool execution is one call row and one result row per run, whichever
+of its span or message forms carry it. The same span read twice is loaded once.
 Field-by-field mapping: ``docs/formats/otel.md``.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import os
 import re
 import warnings
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from .._json import JSONDecodeError, args_hash, canonical_json, loads
-from ..errors import LoadError
-from ..eventlog import RUNS_SCHEMA, EventLog
-from ..schema import empty_events, events_table
-from ._common import (
+from ..._json import JSONDecodeError, args_hash, canonical_json, loads
+from ...errors import LoadError
+from ...eventlog import RUNS_SCHEMA, EventLog
+from ...schema import empty_events, events_table
+from .._common import (
     UNEXPECTED,
     ErrorPolicy,
     Progress,
@@ -51,15 +53,32 @@ from ._common import (
     unexpected_input,
     unreadable,
 )
+from ._decode import (
+    _log_record,
+    _logs_of,
+    _loose_text,
+    _maybe_json,
+    _scalar_text,
+    _span_record,
+    _spans_of,
+    _token_count,
+)
+from ._forms import content as _content
+from ._forms import is_genai_event as _is_genai_event
+from ._proto import SUFFIXES as PROTO_SUFFIXES
+from ._proto import documents as _proto_documents
+from ._proto import sniff as _proto_sniff
 
 _BAD_JSON: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError)
 
-__all__ = ["FORMAT", "MODEL_OPERATIONS", "DuplicateSpanWarning", "read_otel", "sniff"]
+__all__ = ["FORMAT", "MODEL_OPERATIONS", "PROTO_SUFFIXES", "DuplicateSpanWarning", "read_otel",
+           "sniff"]
 
 FORMAT = "otel"
-_PATTERNS = ("*.json", "*.jsonl", "*.ndjson")
+_PATTERNS = ("*.json", "*.jsonl", "*.ndjson", *(f"*{x}" for x in PROTO_SUFFIXES))
 _LINE_SUFFIXES = (".jsonl", ".ndjson")
-_HEAD_RE = re.compile(rb'^\s*\{\s*"resource_?[sS]pans"\s*:')
+_PROTO_SUFFIXES = PROTO_SUFFIXES  # file endings read as OTLP protobuf (read_events too)
+_HEAD_RE = re.compile(rb'^\s*\{\s*"resource_?([sS]pans|[lL]ogs)"\s*:')
 
 #: ``gen_ai.operation.name`` values that are one model call.
 MODEL_OPERATIONS: tuple[str, ...] = ("chat", "text_completion", "generate_content")
@@ -99,231 +118,32 @@ class DuplicateSpanWarning(UserWarning):
     export, copied files): each span is loaded once; the warning names the files.
     """
 
-_SPAN_KIND = {0: "UNSPECIFIED", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER",
-              5: "CONSUMER"}
 
 
 def sniff(path: Path) -> str | None:
-    """None when ``path`` looks like an OTLP/JSON trace export, otherwise why it does not.
+    """None when ``path`` looks like an OTLP trace or log export, otherwise why it does not.
 
-    The file (or a ``.jsonl`` file's first line) must open with ``{"resourceSpans":``.
+    OTLP/JSON: the file (or a ``.jsonl`` file's first line) must open with
+    ``{"resourceSpans":`` or ``{"resourceLogs":``. OTLP protobuf (``.pb``, ``.binpb``,
+    ``.otlp``, ``.protobuf``): a message's first field, or a length prefix before it.
 
     >>> sniff(Path("traces.json"))  # doctest: +SKIP
     """
     p = Path(path)
+    if p.suffix.lower() in PROTO_SUFFIXES:
+        return _proto_sniff(p)
     if p.suffix.lower() not in (".json", ".jsonl", ".ndjson"):
-        return f"extension {p.suffix or '(none)'!r} is not .json/.jsonl/.ndjson"
+        return (f"extension {p.suffix or '(none)'!r} is not .json/.jsonl/.ndjson or an OTLP "
+                "protobuf file's")
     try:
         with open(p, "rb") as fh:
             head = fh.read(4096)
     except OSError:
         return "cannot be read"
     if _HEAD_RE.match(head.lstrip(b"\xef\xbb\xbf")) is None:
-        return 'does not open with {"resourceSpans": ...} (an OTLP/JSON trace export)'
+        return ('does not open with {"resourceSpans": ...} or {"resourceLogs": ...} (an '
+                "OTLP/JSON trace or log export)")
     return None
-
-
-# ------------------------------------------------------------------------------------ decoding
-
-
-def _any_value(v: Any) -> Any:
-    """An OTLP ``AnyValue`` as a plain JSON value."""
-    if not isinstance(v, dict):
-        return v
-    for key in ("stringValue", "string_value"):
-        if key in v:
-            return v[key]
-    for key in ("intValue", "int_value"):
-        if key in v:
-            return _int64(v[key], "intValue")
-    for key in ("doubleValue", "double_value"):
-        if key in v:
-            d = v[key]  # a JSON number, or its text as protobuf's JSON mapping allows
-            if d is None:  # protobuf JSON: null is the default value
-                return 0.0
-            if type(d) is bool or not isinstance(d, (int, float, str)):
-                raise ValueError(f"doubleValue must be a number, got {d!r}")
-            return float(d)
-    for key in ("boolValue", "bool_value"):
-        if key in v:
-            b = v[key]  # bool("false") would be True: only true/false are booleans
-            if b is None:  # protobuf JSON: null is the default value
-                return False
-            if type(b) is not bool:
-                raise ValueError(f"boolValue must be true or false, got {b!r}")
-            return b
-    for key in ("arrayValue", "array_value"):
-        if key in v:
-            return [_any_value(x) for x in (v[key] or {}).get("values", [])]
-    for key in ("kvlistValue", "kvlist_value"):
-        if key in v:
-            return _attributes((v[key] or {}).get("values", []))
-    for key in ("bytesValue", "bytes_value"):
-        if key in v:
-            return v[key]
-    return None
-
-
-def _int64(value: Any, what: str) -> int:
-    """An OTLP int64 (a number or its decimal text); ValueError when it is not one."""
-    n = int(value)  # ValueError/TypeError for text that is no integer
-    if not -(2**63) <= n < 2**63 or (isinstance(value, float) and n != value):
-        raise ValueError(f"{what} must be a 64-bit integer, got {value!r}")
-    return n
-
-
-def _nanos(value: Any) -> int:
-    """Unix nanoseconds (0 when absent); ValueError beyond what a 64-bit time can hold."""
-    n = _int64(value or 0, "a time in unix nanoseconds")
-    if n < 0:
-        raise ValueError(f"times in unix nanoseconds must be >= 0, got {value!r}")
-    return n
-
-
-def _attributes(items: Any, where: str = "attributes") -> dict[str, Any]:
-    """OTLP ``[{key, value}, ...]`` as a dict; raises ValueError naming the bad entry."""
-    if items is None:
-        return {}
-    if not isinstance(items, list):
-        raise ValueError(f"{where} must be an array of {{key, value}}")
-    out: dict[str, Any] = {}
-    for i, a in enumerate(items):
-        if not isinstance(a, dict):
-            raise ValueError(f"{where}[{i}] must be a {{key, value}} object, got "
-                             f"{type(a).__name__}")
-        key = a.get("key")
-        if not isinstance(key, str):
-            raise ValueError(f"{where}[{i}].key must be a string, got {key!r}")
-        try:
-            out[key] = _any_value(a.get("value"))
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"{where}[{i}] ({key!r}): {exc}") from None
-    return out
-
-
-def _scalar_text(value: Any, name: str) -> str | None:
-    """A string attribute that some producers write as a number: ``5`` -> ``"5"``.
-
-    Strings pass; integers, floats and booleans become their JSON text; arrays and objects
-    raise ValueError (no sensible id or name).
-    """
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, (bool, int, float)):
-        return canonical_json(value)
-    raise ValueError(f"attribute {name} must be a string, got a JSON {type(value).__name__}")
-
-
-def _loose_text(value: Any) -> str | None:
-    """A value inside free-form message content as text (no error: content is not checked)."""
-    return value if value is None or isinstance(value, str) else canonical_json(value)
-
-
-def _token_count(value: Any, name: str) -> int | None:
-    """A token count: an integer, or a float with an integral value (``12.0``)."""
-    if value is None:
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if type(value) is not int or not 0 <= value < 2**63:
-        raise ValueError(f"attribute {name} must be a non-negative integer, got {value!r}")
-    return value
-
-
-def _hex_id(value: Any, size: int) -> str | None:
-    """OTLP/JSON ids are hex; protobuf's generic JSON mapping writes base64. Accept both."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise ValueError("must be a string")
-    if len(value) == 2 * size and re.fullmatch(r"[0-9a-fA-F]+", value):
-        return value.lower()
-    try:
-        raw = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raise ValueError(f"is neither {2 * size} hex digits nor base64") from None
-    if len(raw) != size:
-        raise ValueError(f"decodes to {len(raw)} bytes, expected {size}")
-    return raw.hex()
-
-
-def _maybe_json(value: Any) -> tuple[Any, str | None]:
-    """(parsed value, raw text) of an attribute that may hold JSON text."""
-    if isinstance(value, str):
-        try:
-            return loads(value), value
-        except _BAD_JSON:
-            return value, value
-    if value is None:
-        return None, None
-    return value, canonical_json(value)
-
-
-def _span_record(span: dict[str, Any], resource: dict[str, Any] | ValueError,
-                 scope: dict[str, Any]) -> dict[str, Any]:
-    """A span as plain JSON (the payload) plus its ids and times; raises ValueError."""
-    if isinstance(resource, ValueError):
-        raise resource
-    trace = _hex_id(span.get("traceId", span.get("trace_id")), 16)
-    sid = _hex_id(span.get("spanId", span.get("span_id")), 8)
-    if trace is None or sid is None:
-        raise ValueError("traceId and spanId are required")
-    parent = _hex_id(span.get("parentSpanId", span.get("parent_span_id")), 8)
-    start = _nanos(span.get("startTimeUnixNano", span.get("start_time_unix_nano")))
-    end = _nanos(span.get("endTimeUnixNano", span.get("end_time_unix_nano"))) or start
-    attrs = _attributes(span.get("attributes", []))
-    op = attrs.get("gen_ai.operation.name")
-    if op is not None and not isinstance(op, str):
-        raise ValueError(f"attribute gen_ai.operation.name must be a string, got {op!r}")
-    _scalar_text(attrs.get("gen_ai.conversation.id"), "gen_ai.conversation.id")
-    kind = span.get("kind", 0)
-    events = []
-    for i, e in enumerate(span.get("events", []) or []):
-        if not isinstance(e, dict):
-            raise ValueError(f"events[{i}] must be an object")
-        name = e.get("name")
-        events.append({"name": name if isinstance(name, str) else None,
-                       "timeUnixNano": _nanos(e.get("timeUnixNano", e.get("time_unix_nano"))),
-                       "attributes": _attributes(e.get("attributes", []),
-                                                 f"events[{i}].attributes")})
-    status = span.get("status") or {}
-    code = status.get("code", 0)
-    if isinstance(code, str):  # protobuf JSON writes enum names
-        code = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(code, 0)
-    message = status.get("message")
-    name = span.get("name")
-    return {
-        "traceId": trace, "spanId": sid, "parentSpanId": parent,
-        "name": name if name is None or isinstance(name, str) else canonical_json(name),
-        "kind": _SPAN_KIND.get(kind, kind) if isinstance(kind, int) else
-        str(kind).replace("SPAN_KIND_", ""),
-        "startTimeUnixNano": start, "endTimeUnixNano": end, "attributes": attrs,
-        "events": events, "status": {"code": int(code), "message": message if message is None
-                                     or isinstance(message, str) else canonical_json(message)},
-        "scope": scope.get("name"), "resource": resource,
-    }
-
-
-def _spans_of(doc: Any) -> Iterable[tuple[Any, dict[str, Any] | ValueError, dict[str, Any]]]:
-    if not isinstance(doc, dict):
-        raise ValueError("the document is not a JSON object")
-    rs_list = doc.get("resourceSpans", doc.get("resource_spans"))
-    if not isinstance(rs_list, list):
-        raise ValueError('has no "resourceSpans" array')
-    for r, rs in enumerate(rs_list):
-        if not isinstance(rs, dict):
-            raise ValueError(f"resourceSpans[{r}] is not an object")
-        # a bad resource fails its spans (each one a bad_span row), not the whole document
-        try:
-            resource: dict[str, Any] | ValueError = _attributes(
-                (rs.get("resource") or {}).get("attributes", []),
-                f"resourceSpans[{r}].resource.attributes")
-        except (ValueError, AttributeError, TypeError) as exc:
-            resource = ValueError(str(exc))
-        for ss in rs.get("scopeSpans", rs.get("scope_spans", [])) or []:
-            scope = ss.get("scope") or {}
-            for span in ss.get("spans", []) or []:
-                yield span, resource, scope
 
 
 # ------------------------------------------------------------------------------------ mapping
@@ -364,31 +184,57 @@ def _view(rec: dict[str, Any]) -> dict[str, Any]:
             names=("llm.output_messages", "llm.input_messages", "input.value", "output.value"),
             agent_id=None)
         return v
-    names = [e["name"] or "" for e in rec["events"]]
-    out = a.get("gen_ai.output.messages")
-    inp = a.get("gen_ai.input.messages")
+    found = _content(a, rec["events"] + rec.get("logs", []))
     args = a.get("gen_ai.tool.call.arguments")
     result = a.get("gen_ai.tool.call.result")
+    tokens_in = _first(a, _INPUT_TOKENS)
+    tokens_out = _first(a, _OUTPUT_TOKENS)
+    if v["op"] is None:  # older OpenLLMetry / Traceloop spans name the operation otherwise
+        v["op"] = _legacy_op(a)
     v.update(
-        tool_name=_scalar_text(a.get("gen_ai.tool.name"), "gen_ai.tool.name"),
+        tool_name=_scalar_text(a.get("gen_ai.tool.name", a.get("traceloop.entity.name")
+                                     if v["op"] == "execute_tool" else None),
+                               "gen_ai.tool.name"),
         call_id=_scalar_text(a.get("gen_ai.tool.call.id"), "gen_ai.tool.call.id"),
         # pydantic-ai's format versions 1 and 2 keep them as tool_arguments / tool_response
-        args=args if args is not None else a.get("tool_arguments"),
-        result=result if result is not None else a.get("tool_response"),
-        input_tokens=_token_count(a.get("gen_ai.usage.input_tokens"), "gen_ai.usage.input_tokens"),
-        output_tokens=_token_count(a.get("gen_ai.usage.output_tokens"),
-                                   "gen_ai.usage.output_tokens"),
-        reasons=a.get("gen_ai.response.finish_reasons"),
-        out=_maybe_json(out)[0] if out is not None else None,
-        inp=_maybe_json(inp)[0] if inp is not None else None,
-        has_out=out is not None or "gen_ai.completion" in a or any(
-            n in ("gen_ai.choice", "gen_ai.content.completion") for n in names),
-        has_in=inp is not None or "gen_ai.prompt" in a or any(
-            n.startswith("gen_ai.") and n.endswith(".message") for n in names),
+        args=args if args is not None else a.get("tool_arguments", a.get(
+            "traceloop.entity.input") if v["op"] == "execute_tool" else None),
+        result=result if result is not None else a.get("tool_response", a.get(
+            "traceloop.entity.output") if v["op"] == "execute_tool" else None),
+        input_tokens=_token_count(tokens_in[1], tokens_in[0]),
+        output_tokens=_token_count(tokens_out[1], tokens_out[0]),
+        reasons=found["reasons"], out=found["out"], inp=found["inp"],
+        has_out=found["out"] is not None, has_in=found["inp"] is not None,
+        forms=found["forms"], system=found["system"], tool_defs=found["tools"],
         names=("gen_ai.output.messages", "gen_ai.input.messages", "gen_ai.tool.call.arguments",
                "gen_ai.tool.call.result"),
         agent_id=_scalar_text(a.get("gen_ai.agent.id"), "gen_ai.agent.id"))
     return v
+
+
+#: token counts under each generation's name (first present wins)
+_INPUT_TOKENS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens",
+                 "llm.usage.prompt_tokens")
+_OUTPUT_TOKENS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
+                  "llm.usage.completion_tokens")
+#: OpenLLMetry's ``llm.request.type`` / Traceloop's ``traceloop.span.kind`` -> operation
+_LEGACY_OPS = {"chat": "chat", "completion": "text_completion", "tool": "execute_tool",
+               "agent": "invoke_agent", "workflow": "invoke_workflow"}
+
+
+def _first(a: dict[str, Any], names: tuple[str, ...]) -> tuple[str, Any]:
+    for n in names:
+        if a.get(n) is not None:
+            return n, a[n]
+    return names[0], None
+
+
+def _legacy_op(a: dict[str, Any]) -> str | None:
+    for key in ("llm.request.type", "traceloop.span.kind"):
+        got = a.get(key)
+        if isinstance(got, str) and got.lower() in _LEGACY_OPS:
+            return _LEGACY_OPS[got.lower()]
+    return None
 
 
 def _oi_messages(a: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -432,12 +278,14 @@ def _parts(messages: Any, kind: str) -> list[dict[str, Any]]:
 
 
 def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
-                  covered: set[str], answered: set[str]) -> list[dict[str, Any]]:
+                  covered: set[str], answered: set[str], asked: set[str]
+                  ) -> list[dict[str, Any]]:
     """Canonical rows (without run/seq) of one span; each has its sort time ``_t``.
 
     ``covered``: tool call ids that have an execute_tool span of their own; ``answered``:
     call ids whose result a message already gave (updated here), so a tool result repeated in
-    every later call's input history is one row.
+    every later call's input history is one row; ``asked``: the same for tool calls given in
+    output messages (one call row per id and run).
     """
     a = rec["attributes"]
     op = v["op"]
@@ -452,9 +300,23 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
             missing.append(v["names"][0])
         if not v["has_in"]:
             missing.append(v["names"][1])
-        finish = "error" if err else _finish(v["reasons"])
+        finish: str | None = "error" if err else _finish(v["reasons"])
         out = v["out"]
         text = out if isinstance(out, str) else _output_text(out)
+        # tool calls in the history the model was given, when nothing before recorded them
+        # (the span that asked for them was not captured, or sits in an unread trace)
+        for part in _parts(v["inp"], "tool_call"):
+            cid = _loose_text(part.get("id"))
+            if cid is None or cid in covered or cid in asked:
+                continue
+            asked.add(cid)
+            args = part.get("arguments")
+            parsed, args_text = _maybe_json(args)
+            extra.append(({**base, "type": "gen_ai.tool_call", "kind": "tool_call",
+                           "_t": start, "_input": True, "ref_id": cid,
+                           "tool_name": _loose_text(part.get("name")), "text": args_text,
+                           "args_hash": args_hash(parsed) if args is not None else None},
+                          part))
         # tool results the model was given, first seen here, with no tool span of their own
         for part in _parts(v["inp"], "tool_call_response"):
             cid = _loose_text(part.get("id"))
@@ -465,14 +327,19 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
             extra.append(({**base, "type": "gen_ai.tool_call_response", "kind": "tool_result",
                            "_t": start, "ref_id": cid, "tool_name": _loose_text(part.get("name")),
                            "text": _maybe_json(res)[1]}, part))
-        rows.append({**base, "kind": "model_response", "_t": end, "ref_id": rec["spanId"],
+        # replaykit's own export keeps the call's id and whether it finished
+        ref = _scalar_text(a.get("replaykit.ref_id"), "replaykit.ref_id") or rec["spanId"]
+        if a.get("replaykit.call.finished") is False and not err:
+            finish = None
+        rows.append({**base, "kind": "model_response", "_t": end, "ref_id": ref,
                      "finish": finish, "is_error": err, "input_tokens": v["input_tokens"],
                      "output_tokens": v["output_tokens"], "text": text})
         # tool calls the model asked for, when no tool span records them
         for part in _parts(out, "tool_call"):
             cid = _loose_text(part.get("id"))
-            if cid is None or cid in covered:
+            if cid is None or cid in covered or cid in asked:
                 continue
+            asked.add(cid)
             args = part.get("arguments")
             parsed, args_text = _maybe_json(args)
             extra.append(({**base, "type": "gen_ai.tool_call", "kind": "tool_call", "_t": end,
@@ -483,29 +350,39 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
         call_id = v["call_id"] or rec["spanId"]
         tool = v["tool_name"]
         args, result = v["args"], v["result"]
+        no_result = a.get("replaykit.tool.has_result") is False  # a call that never returned
         if args is None:
             missing.append(v["names"][2])
-        if result is None:
+        if result is None and not no_result:
             missing.append(v["names"][3])
         parsed_args, args_text = _maybe_json(args)
+        kept_hash = a.get("replaykit.args_hash")  # replaykit's export: the source's hash
         rows.append({**base, "kind": "tool_call", "_t": start, "ref_id": call_id,
                      "tool_name": tool, "text": args_text,
-                     "args_hash": args_hash(parsed_args) if args is not None else None})
+                     "args_hash": kept_hash if isinstance(kept_hash, str) else
+                     args_hash(parsed_args) if args is not None else None})
         _, result_text = _maybe_json(result)
-        rows.append({**base, "type": "execute_tool.result", "kind": "tool_result", "_t": end,
-                     "ref_id": call_id, "tool_name": tool, "is_error": err,
-                     "text": result_text if result is not None else rec["status"]["message"]})
-    elif op in ("invoke_agent", "create_agent") and not root:
+        if not no_result:
+            rows.append({**base, "type": "execute_tool.result", "kind": "tool_result",
+                         "_t": end, "ref_id": call_id, "tool_name": tool, "is_error": err,
+                         "text": result_text if result is not None
+                         else rec["status"]["message"]})
+    elif op in _AGENT_OPERATIONS and not root:
         ref = v["agent_id"] or rec["spanId"]
         rows.append({**base, "kind": "subagent_start", "_t": start, "ref_id": ref})
         rows.append({**base, "type": f"{op}.end", "kind": "subagent_end", "_t": end,
                      "ref_id": ref, "is_error": err})
     else:
-        kind = "session" if op in ("invoke_agent", "create_agent") else "other"
+        kind = "session" if op in _AGENT_OPERATIONS else "other"
         rows.append({**base, "kind": "error" if err and kind == "other" else kind, "_t": start,
                      "is_error": err})
     payload = {k: val for k, val in rec.items() if k != "_view"}
     payload["replayable"] = not missing
+    genai = _genai_summary(a, v)
+    if "usage" in genai:  # where calls_df reads cache tokens of every format
+        payload["usage"] = genai.pop("usage")
+    if genai:
+        payload["genai"] = genai
     if missing:
         payload["missingContent"] = missing
     text_payload = canonical_json(payload)
@@ -518,12 +395,54 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
                                        "of": rows[0]["type"], "messagePart": part,
                                        "replayable": not missing})
     # a result row goes before the span's own rows (it is input), a call row after them
-    rows = [r for r, _ in extra if r["kind"] == "tool_result"] + rows + [
-        r for r, _ in extra if r["kind"] == "tool_call"]
+    # input (history) rows first: the calls, then their results; the output calls after
+    inputs = [r for r, _ in extra if r.get("_input")]
+    results = [r for r, _ in extra if r["kind"] == "tool_result"]
+    outputs = [r for r, _ in extra if r["kind"] == "tool_call" and not r.get("_input")]
+    rows = inputs + results + rows + outputs
+    for r in inputs:
+        del r["_input"]
     for r in rows:
         r["_start"] = start
         r["_replayable"] = not missing
     return rows
+
+
+#: operations that are a unit of agent work: the run's session at a trace's root, else a
+#: subagent (start and end rows)
+_AGENT_OPERATIONS = ("invoke_agent", "create_agent", "invoke_workflow")
+_CACHE_READ = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
+               "gen_ai.usage.cache_read_tokens")
+_CACHE_WRITE = ("gen_ai.usage.cache_creation.input_tokens",
+                "gen_ai.usage.cache_creation_input_tokens",
+                "gen_ai.usage.cache_write.input_tokens", "gen_ai.usage.cache_write_input_tokens")
+
+
+def _genai_summary(a: dict[str, Any], v: dict[str, Any]) -> dict[str, Any]:
+    """What a span says in one generation's names, under the current ones (``payload.genai``):
+    the content forms read, system instructions and tool definitions found outside the
+    attributes, the provider (``gen_ai.provider.name`` / ``gen_ai.system``) and cache usage
+    (``usage.cache_read_input_tokens`` / ``usage.cache_creation_input_tokens``)."""
+    out: dict[str, Any] = {}
+    forms = v.get("forms") or []
+    if forms and forms != ["attributes"]:
+        out["contentForms"] = forms
+    if v.get("system") is not None and "gen_ai.system_instructions" not in a:
+        out["system_instructions"] = v["system"]
+    if v.get("tool_defs") is not None and "gen_ai.tool.definitions" not in a:
+        out["tool_definitions"] = v["tool_defs"]
+    provider = a.get("gen_ai.provider.name", a.get("gen_ai.system"))
+    if provider is not None:
+        out["provider"] = provider
+    usage = {}
+    for name, keys in (("cache_read_input_tokens", _CACHE_READ),
+                       ("cache_creation_input_tokens", _CACHE_WRITE)):
+        key, value = _first(a, keys)
+        if value is not None:
+            usage[name] = _token_count(value, key)
+    if usage:
+        out["usage"] = usage
+    return out
 
 
 def _finish(reasons: Any) -> str:
@@ -555,23 +474,27 @@ def read_otel(
     errors: ErrorPolicy = "raise",
     progress: bool | None = None,
 ) -> EventLog:
-    """Load OTLP/JSON trace exports (GenAI semantic conventions) into an EventLog.
+    """Load OpenTelemetry GenAI trace and log exports (OTLP/JSON or protobuf) into an EventLog.
 
-    Runs: ``gen_ai.conversation.id`` of the trace, else the trace id (hex). Rows are ordered
-    by time within a run (a span's start; a tool result or subagent end at the span's end).
-    ``log.runs.attrs`` holds the trace ids, the resource attributes and ``replayable``
-    (False when any span lacks captured content).
+    Pass a trace export and its log export together (a folder or a list): log records join
+    their spans. Runs: ``gen_ai.conversation.id`` of the trace, else the trace id (hex). Rows
+    are ordered by time within a run (a span's start; a tool result or subagent end at the
+    span's end). ``log.runs.attrs`` holds the trace ids, the resource attributes and
+    ``replayable`` (False when any span lacks captured content).
 
     Args:
         tenant_id: owner of the runs (traces carry no tenant); required.
-        errors: ``"raise"`` or ``"quarantine"`` (a bad document or span becomes one
-            quarantine row: ``bad_json``, ``bad_document``, ``bad_span``).
+        errors: ``"raise"`` or ``"quarantine"`` (a bad document, span or log record becomes
+            one quarantine row: ``bad_json``, ``bad_document``, ``bad_span``,
+            ``bad_log_record``, ``orphan_log_record``, ``conflicting_span``).
         progress: show a progress bar (None: when interactive).
 
     Raises:
         LoadError: ``reason="bad_tenant"``: ``tenant_id`` missing or breaking the tenant-id
-            rule. LoadError: bad JSON / span (file:line, field,
-        reason, fix). FileNotFoundError: nothing matches ``path``.
+            rule; under ``errors="raise"`` the first bad document / span / log record
+            (file:line, field, reason, fix). MissingExtraError: a protobuf file without
+            ``opentelemetry-proto`` (the ``otel`` extra). FileNotFoundError: nothing
+            matches ``path``.
 
     Example:
         >>> log = rk.read_otel("traces.json", tenant_id="acme")  # doctest: +SKIP
@@ -582,58 +505,145 @@ def read_otel(
     quarantine = Quarantine(errors, tenant_id=tenant)
     files = expand_paths(path, patterns=_PATTERNS)
     recs: list[tuple[dict[str, Any], str, int]] = []
+    logs: list[tuple[dict[str, Any], str, int]] = []
     total = sum(f.stat().st_size for f in files)
     with Progress(total, desc="read_otel", enabled=progress) as bar:
         for k, f in enumerate(files, start=1):
             bar.next_file(f.name, k, len(files))
-            try:
-                if f.suffix.lower() in _LINE_SUFFIXES:
-                    docs = [(ln, raw) for ln, raw in iter_lines(f, bar) if raw.strip()]
-                else:
+            if f.suffix.lower() in _PROTO_SUFFIXES:
+                try:
                     data = f.read_bytes()
                     bar.update(len(data))
-                    docs = [(1, data)]
-            except OSError as exc:  # one bad row; the other files load
-                quarantine.bad(unreadable(str(f), exc))
-                continue
-            packed_err = compressed(str(f), docs[0][1][:8]) if docs else None
-            if packed_err is not None:
-                quarantine.bad(packed_err)
-                continue
-            if docs and docs[0][0] == 1 and docs[0][1].startswith(b"\xef\xbb\xbf"):
-                docs[0] = (1, docs[0][1][3:])  # a UTF-8 byte order mark, as sniff accepts
-            for line, raw in docs:
-                try:
-                    doc = loads(raw)
-                except _BAD_JSON as exc:
-                    quarantine.bad(LoadError(source=str(f), line=line, reason="bad_json",
-                                             detail=f"is not valid JSON ({exc})",
-                                             fix="Re-export the traces as OTLP/JSON."), raw)
+                except OSError as exc:  # one bad row; the other files load
+                    quarantine.bad(unreadable(str(f), exc))
                     continue
                 try:
+                    parsed: Iterable[tuple[int, Any, bytes | None]] = [
+                        (n, doc, None) for n, doc in _proto_documents(data, str(f))]
+                except LoadError as exc:
+                    quarantine.bad(exc, data[:4096].hex())
+                    continue
+            else:
+                parsed = _json_documents(f, bar, quarantine)
+            for line, doc, raw in parsed:
+                try:
                     spans = list(_spans_of(doc))
+                    records = list(_logs_of(doc))
+                    if not spans and not records and not _has_any(doc):
+                        raise ValueError('has no "resourceSpans" or "resourceLogs" array')
                 except (ValueError, AttributeError, TypeError, KeyError) as exc:
                     quarantine.bad(LoadError(source=str(f), line=line, field="resourceSpans",
                                              reason="bad_document", detail=str(exc),
                                              fix="Write an ExportTraceServiceRequest: "
-                                             '{"resourceSpans": [{"scopeSpans": [...]}]}.'), raw)
+                                             '{"resourceSpans": [{"scopeSpans": [...]}]} (or '
+                                             'ExportLogsServiceRequest: {"resourceLogs": '
+                                             "[...]})."), raw if raw is not None else
+                                   canonical_json(doc))
                     continue
                 for i, (span, resource, scope) in enumerate(spans):
                     try:
                         rec = _span_record(span, resource, scope)
-                        rec["_view"] = _view(rec)
                         recs.append((rec, str(f), line))
                     except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                        quarantine.bad(_bad_span(f, line, i, exc), canonical_json(span)
+                                       if isinstance(span, dict) else str(span))
+                for i, (item, resource, scope) in enumerate(records):
+                    try:
+                        logs.append((_log_record(item, resource, scope), str(f), line))
+                    except (ValueError, KeyError, TypeError, AttributeError) as exc:
                         quarantine.bad(LoadError(
-                            source=str(f), line=line, field=f"spans[{i}]", reason="bad_span",
-                            detail=str(exc), fix="Each span needs traceId, spanId, times and "
-                            "attributes as OTLP/JSON {key, value} pairs."),
-                            canonical_json(span) if isinstance(span, dict) else str(span))
+                            source=str(f), line=line, field=f"logRecords[{i}]",
+                            reason="bad_log_record", detail=str(exc),
+                            fix="Each log record needs times, attributes as OTLP/JSON "
+                            "{key, value} pairs and hex/base64 traceId/spanId."),
+                            canonical_json(item) if isinstance(item, dict) else str(item))
     deduped = _dedupe(recs, quarantine)
+    _join_logs(deduped, logs, quarantine)
+    viewed = []
+    for rec, src, line in deduped:
+        try:
+            rec["_view"] = _view(rec)
+            viewed.append((rec, src, line))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            quarantine.bad(_bad_span(Path(src), line, None, exc),
+                           canonical_json({k: v for k, v in rec.items()}))
     try:
-        return _build(deduped, tenant, quarantine)
+        return _build(viewed, tenant, quarantine)
     except UNEXPECTED as exc:  # last-resort guard (see unexpected_input); not a real check
-        raise unexpected_input(exc, (src for _, src, _ in deduped)) from exc
+        raise unexpected_input(exc, (src for _, src, _ in viewed)) from exc
+
+
+def _bad_span(f: Path, line: int, i: int | None, exc: Exception) -> LoadError:
+    return LoadError(source=str(f), line=line, field="spans" if i is None else f"spans[{i}]",
+                     reason="bad_span", detail=str(exc), fix="Each span needs traceId, spanId, "
+                     "times and attributes as OTLP/JSON {key, value} pairs.")
+
+
+def _has_any(doc: Any) -> bool:
+    """An export with an empty ``resourceSpans`` / ``resourceLogs`` array (nothing to load)."""
+    return isinstance(doc, dict) and any(isinstance(doc.get(k), list) for k in (
+        "resourceSpans", "resource_spans", "resourceLogs", "resource_logs"))
+
+
+def _json_documents(f: Path, bar: Any, quarantine: Quarantine
+                    ) -> Iterator[tuple[int, Any, bytes | None]]:
+    """The JSON documents of one file: (line, document, raw text); bad ones quarantined (in
+    file order, as they are reached)."""
+    try:
+        if f.suffix.lower() in _LINE_SUFFIXES:
+            docs = [(ln, raw) for ln, raw in iter_lines(f, bar) if raw.strip()]
+        else:
+            data = f.read_bytes()
+            bar.update(len(data))
+            docs = [(1, data)]
+    except OSError as exc:  # one bad row; the other files load
+        quarantine.bad(unreadable(str(f), exc))
+        return
+    packed_err = compressed(str(f), docs[0][1][:8]) if docs else None
+    if packed_err is not None:
+        quarantine.bad(packed_err)
+        return
+    if docs and docs[0][0] == 1 and docs[0][1].startswith(b"\xef\xbb\xbf"):
+        docs[0] = (1, docs[0][1][3:])  # a UTF-8 byte order mark, as sniff accepts
+    for line, raw in docs:
+        try:
+            doc = loads(raw)
+        except _BAD_JSON as exc:
+            quarantine.bad(LoadError(source=str(f), line=line, reason="bad_json",
+                                     detail=f"is not valid JSON ({exc})",
+                                     fix="Re-export the traces as OTLP/JSON."), raw)
+            continue
+        yield line, doc, raw
+
+
+def _join_logs(recs: list[tuple[dict[str, Any], str, int]],
+               logs: list[tuple[dict[str, Any], str, int]], quarantine: Quarantine) -> None:
+    """Attach each log record to the span its trace and span ids name (``rec["logs"]``, in
+    time order; identical copies once). A GenAI event naming no loaded span is quarantined
+    (``orphan_log_record``); other log records without a span are not agent events: skipped."""
+    by_id = {(rec["traceId"], rec["spanId"]): rec for rec, _, _ in recs}
+    seen: set[str] = set()
+    for item, src, line in logs:
+        text = canonical_json(item)
+        if text in seen:
+            continue
+        seen.add(text)
+        rec = by_id.get((item["traceId"], item["spanId"]))
+        if rec is None:
+            if _is_genai_event(item["name"]) or str(item["name"] or "").startswith(
+                    "gen_ai."):
+                quarantine.bad(LoadError(
+                    source=src, line=line, field="logRecords.spanId",
+                    reason="orphan_log_record",
+                    detail=f"the {item['name']} event names span {item['spanId']} of trace "
+                    f"{item['traceId']}, which no file read holds",
+                    fix="Load the trace export together with its log export."), text)
+            continue
+        rec.setdefault("logs", []).append({k: v for k, v in item.items()
+                                           if k not in ("traceId", "spanId")})
+    for rec, _, _ in recs:
+        if "logs" in rec:
+            rec["logs"].sort(key=lambda e: e["timeUnixNano"])
 
 
 def _dedupe(recs: list[tuple[dict[str, Any], str, int]], quarantine: Quarantine
@@ -686,8 +696,14 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
         c = _scalar_text(rec["attributes"].get("gen_ai.conversation.id"), "")
         if c is not None and rec["traceId"] not in conv:
             conv[rec["traceId"]] = c
-    covered = _link_tool_spans(recs)
+    def run_of(rec: dict[str, Any]) -> str:
+        return conv.get(rec["traceId"], rec["traceId"])
+
+    # per run, not per trace: a conversation's tool span and the message that hands its
+    # result back to the model may sit in different traces
+    covered = _link_tool_spans(recs, run_of)
     answered: dict[str, set[str]] = {}
+    asked: dict[str, set[str]] = {}
     rows: list[dict[str, Any]] = []
     # message-derived tool results: the first model span (by start) that was given one
     by_start = sorted(range(len(recs)), key=lambda i: (recs[i][0]["startTimeUnixNano"], i))
@@ -695,28 +711,38 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
     for i in by_start:
         rec, src, line = recs[i]
         root = rec["parentSpanId"] is None or rec["parentSpanId"] not in span_ids[rec["traceId"]]
-        run = conv.get(rec["traceId"], rec["traceId"])
-        out = _rows_of_span(rec, rec["_view"], root, covered.get(rec["traceId"], set()),
-                            answered.setdefault(run, set()))
+        run = run_of(rec)
+        out = _rows_of_span(rec, rec["_view"], root, covered.get(run, set()),
+                            answered.setdefault(run, set()), asked.setdefault(run, set()))
+        parent_run = rec["attributes"].get("replaykit.parent_run_id") if root else None
         for r in out:
             r.update(run_id=run, source=f"{FORMAT}:{src}", source_line=line,
-                     _trace=rec["traceId"], _res=rec["resource"])
+                     _trace=rec["traceId"], _res=rec["resource"], _parent_run=parent_run)
         span_rows[i] = out
     for i in range(len(recs)):  # rows in read order: ties in time keep file order
         rows.extend(span_rows[i])
-    names = {(r["run_id"], r["ref_id"]): r["tool_name"] for r in rows
-             if r["kind"] == "tool_call" and r.get("tool_name") is not None}
+    # a result given in a message may not name its tool: the call it answers does, whether a
+    # tool span, an output message or a later call's input history records that call
+    names: dict[tuple[str, Any], str] = {}
+    for rec, _, _ in recs:
+        v = rec["_view"]
+        for part in _parts(v["out"], "tool_call") + _parts(v["inp"], "tool_call"):
+            name, cid = _loose_text(part.get("name")), _loose_text(part.get("id"))
+            if name is not None and cid is not None:
+                names.setdefault((run_of(rec), cid), name)
+    names.update({(r["run_id"], r["ref_id"]): r["tool_name"] for r in rows
+                  if r["kind"] == "tool_call" and r.get("tool_name") is not None})
     for r in rows:  # a result given in a message may not name its tool: the call does
         if r["kind"] == "tool_result" and r.get("tool_name") is None:
             r["tool_name"] = names.get((r["run_id"], r["ref_id"]))
     runs_table = _runs(rows, tenant)
     if not rows:
         return EventLog(empty_events(), runs=runs_table, quarantine=quarantine.table(runs_table))
-    run = np.array([r["run_id"] for r in rows], dtype=object)
+    run_arr = np.array([r["run_id"] for r in rows], dtype=object)
     t = np.array([r["_t"] for r in rows], dtype=np.int64)
     start = np.array([r["_start"] for r in rows], dtype=np.int64)
     pos = np.arange(len(rows))
-    run_codes, _ = _factorize(run)
+    run_codes, _ = _factorize(run_arr)
     order = np.lexsort((pos, start, t, run_codes))
     sorted_runs = run_codes[order]
     first = np.r_[True, sorted_runs[1:] != sorted_runs[:-1]]
@@ -729,12 +755,44 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
     cols["seq"] = seq
     cols["tenant_id"] = [tenant] * len(rows)
     cols["ts"] = pa.array(t // 1000, type=pa.int64()).cast(pa.timestamp("us", tz="UTC"))
-    return EventLog(events_table(cols), runs=runs_table, quarantine=quarantine.table(runs_table))
+    evals = _evaluations(recs, run_of, tenant)
+    return EventLog(events_table(cols), runs=runs_table, quarantine=quarantine.table(runs_table),
+                    extras={"otel_evaluations": evals} if evals.num_rows else None)
 
 
-def _link_tool_spans(recs: list[tuple[dict[str, Any], str, int]]) -> dict[str, set[str]]:
-    """Tool call ids that have a tool span, per trace; gives tool spans without a call id the
-    id of the call the model asked for.
+#: ``log.extras["otel_evaluations"]``: one row per ``gen_ai.evaluation.result`` event
+EVALUATIONS_SCHEMA = pa.schema([
+    ("tenant_id", pa.string()), ("run_id", pa.string()), ("span_id", pa.string()),
+    ("name", pa.string()), ("score_value", pa.float64()), ("score_label", pa.string()),
+    ("explanation", pa.string()), ("attributes", pa.large_string())])
+
+
+def _evaluations(recs: list[tuple[dict[str, Any], str, int]], run_of: Any,
+                 tenant: str) -> pa.Table:
+    """The ``gen_ai.evaluation.result`` events (span events and log records) of every span."""
+    rows: dict[str, list[Any]] = {f.name: [] for f in EVALUATIONS_SCHEMA}
+    for rec, _, _ in recs:
+        for e in rec["events"] + rec.get("logs", []):
+            if e.get("name") != "gen_ai.evaluation.result":
+                continue
+            a = e.get("attributes") or {}
+            score = a.get("gen_ai.evaluation.score.value")
+            rows["tenant_id"].append(tenant)
+            rows["run_id"].append(run_of(rec))
+            rows["span_id"].append(rec["spanId"])
+            rows["name"].append(_loose_text(a.get("gen_ai.evaluation.name")))
+            rows["score_value"].append(float(score) if isinstance(score, (int, float))
+                                       and not isinstance(score, bool) else None)
+            rows["score_label"].append(_loose_text(a.get("gen_ai.evaluation.score.label")))
+            rows["explanation"].append(_loose_text(a.get("gen_ai.evaluation.explanation")))
+            rows["attributes"].append(canonical_json(a))
+    return pa.table(rows, schema=EVALUATIONS_SCHEMA)
+
+
+def _link_tool_spans(recs: list[tuple[dict[str, Any], str, int]],
+                     run_of: Any) -> dict[str, set[str]]:
+    """Tool call ids that have a tool span, per run (``run_of(rec)``); gives tool spans without
+    a call id the id of the call the model asked for.
 
     OpenInference tool spans carry the tool's name but not the call id: the k-th tool span of
     a name (by start time) takes the k-th unclaimed call of that name that a model span of
@@ -742,7 +800,7 @@ def _link_tool_spans(recs: list[tuple[dict[str, Any], str, int]]) -> dict[str, s
     """
     by_trace: dict[str, list[dict[str, Any]]] = {}
     for rec, _, _ in recs:
-        by_trace.setdefault(rec["traceId"], []).append(rec)
+        by_trace.setdefault(run_of(rec), []).append(rec)
     covered: dict[str, set[str]] = {}
     for trace, spans in by_trace.items():
         asked: list[tuple[int, str | None, str]] = []  # (model span end, tool name, call id)
@@ -787,7 +845,10 @@ def _runs(rows: list[dict[str, Any]], tenant: str) -> pa.Table:
     by_run: dict[str, dict[str, Any]] = {}
     for r in rows:
         info = by_run.setdefault(r["run_id"], {"traces": [], "replayable": True, "t": r["_t"],
-                                                "resource": r["_res"], "source": r["source"]})
+                                                "resource": r["_res"], "source": r["source"],
+                                                "parent": None})
+        if info["parent"] is None and isinstance(r.get("_parent_run"), str):
+            info["parent"] = r["_parent_run"]
         if r["_trace"] not in info["traces"]:
             info["traces"].append(r["_trace"])
         info["replayable"] = info["replayable"] and r["_replayable"]
@@ -796,7 +857,7 @@ def _runs(rows: list[dict[str, Any]], tenant: str) -> pa.Table:
     return pa.table({
         "tenant_id": pa.array([tenant] * len(ids), pa.string()),
         "run_id": pa.array(ids, pa.string()),
-        "parent_run_id": pa.nulls(len(ids), pa.string()),
+        "parent_run_id": pa.array([by_run[i]["parent"] for i in ids], pa.string()),
         "format": pa.array([FORMAT] * len(ids), pa.string()),
         "source": pa.array([by_run[i]["source"] for i in ids], pa.string()),
         "created_at": pa.array([by_run[i]["t"] // 1000 for i in ids], pa.int64()).cast(
