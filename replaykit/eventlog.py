@@ -402,7 +402,9 @@ class EventLog:
         """Events by position: ``log[i]`` is one event as a dict, ``log[a:b]`` an EventLog.
 
         Positions count in the log's order (tenant, run, seq); negative positions count from
-        the end, as for a list. A slice keeps the header rows of the runs it holds.
+        the end, as for a list. A slice keeps the header rows of the runs it holds, and its
+        quarantine, ``extras`` and dictionaries are scoped to the tenants whose events it
+        holds (as :meth:`filter` scopes them; a slice of every event is the log itself).
 
         >>> log[0]["seq"], len(log[:10])  # doctest: +SKIP
         (0, 10)
@@ -418,7 +420,7 @@ class EventLog:
                 table = self._table.slice(start, max(0, stop - start))
             else:
                 table = self._table.take(pa.array(range(start, stop, step), pa.int64()))
-            return self._replace(table, runs=self._runs_of(table))
+            return self._scoped_to_rows(table)
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
             i = int(key) + n if key < 0 else int(key)
             if not 0 <= i < n:
@@ -432,7 +434,20 @@ class EventLog:
 
         >>> log.head(3)[["run_id", "seq", "type"]]  # doctest: +SKIP
         """
-        return to_pandas(self._table.slice(0, max(0, n)))
+        # the slice's dictionaries (pandas categories) cut to its own values
+        return to_pandas(compact_dictionaries(self._table.slice(0, max(0, n))))
+
+    def _scoped_to_rows(self, table: pa.Table) -> EventLog:
+        """A view of ``table`` (some rows of this log, by position or by ``seq``): its
+        header rows, and quarantine, ``extras`` and dictionaries scoped to the tenants its
+        rows belong to, as :meth:`filter` scopes them. A view of every row is this log."""
+        if table.num_rows == self._table.num_rows:
+            return self._replace(table)
+        tenants = _distinct_strings(table.column("tenant_id"))
+        return self._replace(
+            compact_dictionaries(table), runs=self._runs_of(table),
+            quarantine=scope_side_table(self._quarantine, tenants=tenants),
+            extras=scope_extras(self._extras, tenants=tenants))
 
     def _runs_of(self, table: pa.Table) -> pa.Table:
         """The header rows of the (tenant, run) pairs present in ``table``."""
@@ -789,7 +804,9 @@ class EventLog:
     def window(self, from_seq: int | None = None, up_to_seq: int | None = None) -> EventLog:
         """Events with ``from_seq < seq <= up_to_seq`` (exclusive lower, inclusive upper bound).
 
-        Either bound may be None (unbounded). Applies to every run in the log.
+        Either bound may be None (unbounded). Applies to every run in the log. Like a
+        positional slice, the view's quarantine, ``extras`` and dictionaries are scoped to the
+        tenants whose events it keeps (as :meth:`filter` scopes them).
         """
         seq = self._table.column("seq")
         mask = None
@@ -800,7 +817,7 @@ class EventLog:
             mask = m if mask is None else pc.and_(mask, m)
         if mask is None:
             return self
-        return self._replace(self._table.filter(mask))
+        return self._scoped_to_rows(self._table.filter(mask))
 
     def run(self, run_id: str, *, tenant_id: str) -> EventLog:
         """Events of one run of one tenant (both required: a run id alone never picks a tenant).

@@ -159,3 +159,47 @@ def test_tenants_sharing_a_folder_on_a_case_folding_file_system_are_refused(
     assert err.value.reason == "bad_tenant" and "'ACME'" in str(err.value)
     assert not any((tmp_path / "ds").rglob("*.parquet"))
     assert not [p for p in (tmp_path / "ds").iterdir() if p.name.startswith("tenant_id=")]
+
+
+def _owner_of_rows(log: rk.EventLog) -> list[str]:
+    return log.table.column("tenant_id").to_pylist()
+
+
+def _assert_only(view: rk.EventLog, tenants: set[str], shape, name: str) -> None:
+    others = [t for t in _TENANTS[: len(shape)] if t not in tenants]
+    for table in [view.table, view.runs, view.quarantine, *view.extras.values()]:
+        if "tenant_id" in table.schema.names:
+            assert set(table.column("tenant_id").to_pylist()) <= tenants, name
+        leaked = {v for v in _dictionary_values(table) if any(o in v for o in others)}
+        assert not leaked, (name, leaked)
+    blob = pickle.dumps(view)
+    for other in others:
+        assert other.encode() not in blob, (name, other)
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=_shapes, pick=st.data())
+def test_positional_slices_scope_side_tables_to_their_tenants(shape, pick) -> None:
+    """log[a:b], log[a:b:k] and window() hold only the quarantine, extras and dictionary
+    values of the tenants whose rows they hold (as filter does); head()'s categories too."""
+    log = _marked_log(shape)
+    owners = _owner_of_rows(log)
+    n = len(log)
+    a = pick.draw(st.integers(0, n - 1))
+    b = pick.draw(st.integers(a + 1, n))
+    step = pick.draw(st.sampled_from([1, 2]))
+    view = log[a:b:step]
+    held = set(owners[a:b:step])
+    if len(view) < n:
+        _assert_only(view, held, shape, f"[{a}:{b}:{step}]")
+    # a window that only one tenant's runs reach (the others have fewer events)
+    k = pick.draw(st.integers(0, max(e for _, e in shape)))
+    win = log.window(from_seq=k - 1)
+    held = set(_owner_of_rows(win))
+    if len(win) < n:
+        _assert_only(win, held, shape, f"window({k - 1})")
+    h = log.head(b)
+    for col in ("tenant_id", "run_id", "source", "tool_name"):
+        cats = {str(c) for c in h[col].cat.categories}
+        others = [t for t in _TENANTS[: len(shape)] if t not in set(owners[:b])]
+        assert not any(o in c for c in cats for o in others), (col, cats)
