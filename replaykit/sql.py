@@ -95,7 +95,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._json import canonical_json, loads
-from .errors import LoadError, MissingExtraError, ReplayKitError, SQLError
+from .errors import LoadError, MissingExtraError, ReplayKitError, SchemaError, SQLError
 from .eventlog import EventLog
 from .io._common import ErrorPolicy, Quarantine, check_errors_arg, times_in_years
 from .schema import EVENTS_SCHEMA, QUARANTINE_SCHEMA, events_table
@@ -105,6 +105,7 @@ __all__ = [
     "DEFAULT_MAPPING_TABLE",
     "DEFAULT_TABLE",
     "EXPORT_COLUMNS",
+    "TableSchemaError",
     "ddl",
     "read_sql",
     "rls_grant_sql",
@@ -624,17 +625,41 @@ def _table_columns(cur: Any, dialect: str, table: str) -> dict[str, str]:
     return dict(zip(t.column(0).to_pylist(), t.column(1).to_pylist(), strict=True))
 
 
+class TableSchemaError(SchemaError, ValueError):
+    """A database table :func:`read_sql` cannot read as events: it does not exist, or lacks
+    columns. A :class:`~replaykit.errors.SchemaError` (so a ``ReplayKitError``); also a
+    ``ValueError``, which this case raised before, so old handlers keep working.
+
+    Attributes:
+        table: the table named. missing: the required columns it lacks (every one when the
+            table does not exist).
+    """
+
+    def __init__(self, table: str, missing: list[str], *, exists: bool) -> None:
+        self.table = table
+        self.missing = list(missing)
+        what = ("it does not exist or has no columns" if not exists
+                else f"it lacks {self.missing}")
+        self.problems = [f"table {table!r}: {what}"]
+        ReplayKitError.__init__(
+            self,
+            f"table {table!r} is not a harness_event_log table: {what}; it needs at least "
+            "tenant_id, chat_id, sequence_number, event_type and payload (the layout of "
+            "replaykit.sql.ddl() has them all): name the right table with table=..., or add "
+            "the columns")
+
+
 def _layout(columns: dict[str, str], table: str) -> str:
-    """``"full"`` (the :func:`ddl` layout) or ``"plain"`` (the export columns only)."""
+    """``"full"`` (the :func:`ddl` layout) or ``"plain"`` (the export columns only).
+
+    Raises:
+        TableSchemaError: the table does not exist or lacks a required export column.
+    """
     if all(db in columns for db, *_ in _COLUMNS):
         return "full"
     missing = [c for c in _PLAIN_REQUIRED if c not in columns]
     if not columns or missing:
-        raise ValueError(
-            f"table {table!r} is not a harness_event_log table: "
-            + ("it does not exist or has no columns" if not columns else f"it lacks {missing}")
-            + "; it needs at least tenant_id, chat_id, sequence_number, event_type and payload"
-        )
+        raise TableSchemaError(table, missing or list(_PLAIN_REQUIRED), exists=bool(columns))
     return "plain"
 
 
@@ -1216,9 +1241,10 @@ def read_sql(
 
     Raises:
         TypeError: ``tenant_id`` is None, empty, or not a string / list of strings.
-        ValueError: an unsupported URI, a table name that is not a plain identifier, a
-            table that does not exist or lacks the export columns, a bad
+        ValueError: an unsupported URI, a table name that is not a plain identifier, a bad
             ``since``/``until`` or ``errors``.
+        TableSchemaError: (a ``SchemaError``, also a ``ValueError``) the table does not
+            exist or lacks a required export column (the message names them).
         LoadError: a tenant id that breaks the tenant-id rule (``reason="bad_tenant"``); a
             malformed stored value (``reason="malformed_value"``, see above); a plain-layout
             row the pleach mapping rejects (e.g. a payload that is not a JSON object, an

@@ -20,7 +20,7 @@ import pytest
 from _chainlogs import make_log
 from _pgserver import find_pg_bindir, temporary_postgres
 
-from replaykit import EventLog, LoadError, MissingExtraError
+from replaykit import EventLog, LoadError, MissingExtraError, ReplayKitError, SchemaError
 from replaykit._cli_verify import verify_chain_command
 from replaykit.integrity import chain_heads, stamp_chain, verify_chain
 from replaykit.sql import ddl, read_sql, write_sql
@@ -719,10 +719,31 @@ def test_plain_table_tampering_is_detected(pleach_export, sqlite_uri):
 def test_table_without_export_columns_is_rejected(sqlite_uri):
     with sqlite3.connect(sqlite_uri[len("sqlite:///") :]) as conn:
         conn.execute("CREATE TABLE harness_event_log (tenant_id TEXT, chat_id TEXT)")
-    with pytest.raises(ValueError, match=r"lacks \['sequence_number', 'event_type', 'payload'\]"):
+    with pytest.raises(SchemaError, match=r"lacks \['sequence_number', 'event_type', 'payload'\]"):
         read_sql(sqlite_uri, tenant_id="acme")
-    with pytest.raises(ValueError, match="does not exist"):
+    with pytest.raises(SchemaError, match="does not exist"):
         read_sql(sqlite_uri, tenant_id="acme", table="no_such_table")
+
+
+@pytest.mark.parametrize("drop", ["tenant_id", "chat_id", "sequence_number", "event_type",
+                                  "payload"])
+def test_a_table_missing_any_required_column_is_a_schema_error(tmp_path, drop):
+    """Whichever required column a table lacks, read_sql raises a SchemaError (a
+    ReplayKitError) naming the table and the column (issue 30 item 11); it pickles."""
+    import pickle
+
+    db = tmp_path / "t.db"
+    cols = [c for c in ("tenant_id", "chat_id", "sequence_number", "event_type", "payload",
+                        "created_at") if c != drop]
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"CREATE TABLE events ({', '.join(cols)})")
+    with pytest.raises(SchemaError) as info:
+        read_sql(f"sqlite:///{db}", tenant_id="acme", table="events")
+    err = info.value
+    assert isinstance(err, ReplayKitError) and err.missing == [drop] and err.table == "events"
+    assert f"'{drop}'" in str(err) and "'events'" in str(err)
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is type(err) and str(back) == str(err) and back.missing == [drop]
 
 
 def test_sqlite_parallel_rowid_ranges_read_the_same_rows(sqlite_uri, log, monkeypatch, plain_rows):
