@@ -235,3 +235,28 @@ def test_fixed_width_texts_across_blocks() -> None:
         assert int(got[i]) == _H(texts[i])
     hj = hash_json(pa.array(texts))
     assert int(hj[-1]) == _H(canonical_json(texts[-1]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts=st.lists(st.sampled_from(["", "", "a", "ab", "é", 'q"', "x\ny", "\x7f"]) |
+                      st.text(max_size=5), min_size=1, max_size=12),
+       typ=st.sampled_from([pa.string(), pa.large_string(), pa.string_view()]),
+       cut=st.integers(0, 3), fresh=st.booleans())
+def test_text_hashes_of_empty_strings_in_every_layout(texts, typ, cut, fresh) -> None:
+    """Empty strings anywhere (first, last, only), in string / large_string / string_view
+    arrays, sliced or dictionary-encoded, hash as the definition says, also in a fresh
+    process whose power tables are still short (a trailing empty string read one entry past
+    the table there: IndexError; issue 30 item 11)."""
+    from replaykit.fold import hashing
+
+    if fresh:
+        hashing._POW = np.ones(1, dtype=np.uint64)
+        hashing._INV = np.ones(1, dtype=np.uint64)
+    arr = pa.array(["pad"] * cut + texts, typ).slice(cut)
+    want = [_H(t) for t in texts]
+    want_json = [_H(canonical_json(t)) for t in texts]
+    assert [int(h) for h in hash_texts(arr)] == want
+    assert [int(h) for h in hash_json(arr)] == want_json
+    assert [int(h) for h in hash_json(pa.array(texts, pa.string()).dictionary_encode())] == \
+        want_json
+    assert [int(h) for h in hash_texts(texts)] == want
