@@ -447,9 +447,13 @@ def _sqlite_where(
     tenants: list[str], runs: list[str] | None, lo: pd.Timestamp | None, hi: pd.Timestamp | None
 ) -> tuple[str, list[Any]]:
     """The WHERE clause and its parameters. ``COLLATE BINARY`` makes the tenant and run
-    comparisons byte-exact whatever collation (NOCASE, RTRIM) the table declares."""
+    comparisons byte-exact whatever collation (NOCASE, RTRIM) the table declares, and only
+    TEXT tenant ids match: in a column of INTEGER or NUMERIC affinity SQLite compares the
+    tenant asked for as a number, so ``'123'`` would match an INTEGER ``123`` stored by
+    another tenant ``'0123'`` or ``'123.0'`` (see :func:`_sqlite_tenant_collisions`)."""
     params: list[Any] = list(tenants)
-    clauses = [f'"tenant_id" COLLATE BINARY IN ({", ".join("?" * len(tenants))})']
+    clauses = ["typeof(\"tenant_id\") = 'text'",
+               f'"tenant_id" COLLATE BINARY IN ({", ".join("?" * len(tenants))})']
     if runs is not None:
         clauses.append(
             f'"chat_id" COLLATE BINARY IN ({", ".join("?" * len(runs))})' if runs else "1 = 0"
@@ -460,6 +464,59 @@ def _sqlite_where(
             clauses.append(f'"created_at" {op} ?')
             params.append(_iso(bound))
     return " AND ".join(clauses), params
+
+
+def _sqlite_tenant_collisions(cur: Any, table: str, tenants: list[str],
+                              errors: ErrorPolicy) -> pa.Table | None:
+    """Rows whose ``tenant_id`` is not TEXT (an INTEGER, REAL or BLOB) but which SQLite's
+    comparison would match to a tenant asked for (a column of numeric affinity compares
+    ``'123'`` with ``123``; the producer's ``'0123'`` or ``'123.0'`` may be stored as it).
+    They belong to no tenant: never read as the tenant's, raised
+    (``LoadError(reason="malformed_value")``) or quarantined without their content. One
+    indexed lookup per tenant asked for; None when there are none."""
+    rowid = "rowid" if _has_rowid(cur, table) else "NULL"
+    found: list[tuple[str, Any, str, str]] = []
+    for t in tenants:
+        cur.execute(
+            f'SELECT {rowid} AS "rowid", typeof("tenant_id") AS "storage", '
+            f'CAST(quote("tenant_id") AS BLOB) AS "literal" FROM {_quote_table(table)} '
+            "WHERE typeof(\"tenant_id\") != 'text' AND \"tenant_id\" COLLATE BINARY IN (?) "
+            "LIMIT 10001",
+            (t,),
+        )
+        for rec in cur.fetch_arrow_table().to_pylist():
+            lit = rec["literal"]
+            lit = lit.decode("utf-8", "backslashreplace") if isinstance(lit, bytes) else str(lit)
+            found.append((t, rec["rowid"], rec["storage"], lit))
+    if not found:
+        return None
+    fix = ("Store tenant ids as TEXT (declare the column TEXT, as replaykit.sql.ddl() does): "
+           "in a column of INTEGER or NUMERIC affinity SQLite turns '0123' or '123.0' into the "
+           "number 123, which no longer says whose the row is. Restore the rows from a "
+           "trusted copy; errors=\"quarantine\" reads the other rows.")
+
+    def detail(t: str, r: Any, storage: str, lit: str) -> str:
+        where = f"rowid {r}" if r is not None else "a row"
+        return (f"{where}: 'tenant_id' holds {storage.upper()} {_short(lit)}, not TEXT; SQLite "
+                f"would compare it equal to tenant {t!r}, but it is no tenant's id, so it is "
+                "not read as that tenant's")
+
+    if errors == "raise":
+        more = f"; and {len(found) - 5} more row(s)" if len(found) > 5 else ""
+        raise LoadError(
+            source=f"sqlite:{table}", line=None, field="tenant_id", reason="malformed_value",
+            detail=f"{len(found)} row(s) hold a tenant_id that is not TEXT: "
+            + "; ".join(detail(*f) for f in found[:5]) + more,
+            fix=fix)
+    quarantine = Quarantine(errors)
+    for t, r, storage, lit in found:
+        record = {"rowid": r, "tenant_id": t, "chat_id": None, "sequence_number": None,
+                  "columns": {"tenant_id": "TEXT"}, "values": {"tenant_id": lit}}
+        quarantine.bad(
+            LoadError(source=f"sqlite:{table}", line=r, field="tenant_id",
+                      reason="malformed_value", detail=detail(t, r, storage, lit), fix=fix),
+            raw=json.dumps(record, ensure_ascii=False), tenant_id=t)
+    return quarantine.table()
 
 
 def _drop_sentinel(raw: pa.Table) -> pa.Table:
@@ -762,10 +819,14 @@ def _fetch_rows(
                         columns,
                     )
                 elif guarded:
+                    collided = _sqlite_tenant_collisions(cur, table, tenants, errors)
                     raw, quarantine = _fetch_sqlite_guarded(
                         cur, table, layout, checks, tenants, runs, lo, hi, errors
                     )
+                    if collided is not None:
+                        quarantine = pa.concat_tables([collided, quarantine])
                 else:
+                    quarantine = _sqlite_tenant_collisions(cur, table, tenants, errors)
                     target = None
                     if owned:  # we opened it from a URI: parallel connections may open it too
                         target = str(uri) if isinstance(uri, Path) else _sqlite_target(uri)
@@ -1139,7 +1200,7 @@ def _read_log(uri: Any, *, tenant_id: Any, table: str = DEFAULT_TABLE, run_ids: 
     policy = check_errors_arg(errors)
     kwargs = {"tenant_id": tenant_id, "table": table, "run_ids": run_ids, "since": since,
               "until": until}
-    got = _fetch_rows(uri, **kwargs)
+    got = _fetch_rows(uri, errors=policy, **kwargs)
     if got.dialect == "sqlite":
         # Fast path: the rows arrived with their columns' types; else (SQLite stores anything
         # anywhere) read again through the type guards, which name the rows that break them.

@@ -1054,3 +1054,54 @@ def test_sqlite_text_that_is_not_utf8_or_a_time_outside_years_1_to_9999(
     for name in back.table.column_names:
         back.table.column(name).validate(full=True)
     back.table.column("ts").to_pylist()
+
+
+_ODD_TENANTS = [123, 123.0, -0.0, 1e2, 2**62, b"acme", "0123", "123.0", "1e2"]
+
+
+@pytest.mark.parametrize("decl", ["INTEGER", "NUMERIC", "", "BLOB", "TEXT",
+                                  "TEXT COLLATE NOCASE"])
+def test_sqlite_tenant_ids_of_another_type_match_no_tenant(tmp_path, decl):
+    """A tenant_id stored as INTEGER, REAL or BLOB (a column of numeric affinity turns the
+    producer's '0123' or '123.0' into the number 123) is nobody's: SQLite's comparison
+    would hand it to tenant '123' (or '0123', '100', ...); read_sql never returns it as a
+    tenant's row, raises malformed_value naming tenant_id, or quarantines it without its
+    content (issue 30 item 4). TEXT ids keep reading exactly."""
+    _require("adbc-driver-sqlite", _has("adbc_driver_sqlite"))
+    db = tmp_path / "t.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"CREATE TABLE harness_event_log (tenant_id {decl}, chat_id TEXT, "
+                     "sequence_number INTEGER, event_type TEXT, payload TEXT, created_at TEXT)")
+        for i, v in enumerate(_ODD_TENANTS):
+            conn.execute("INSERT INTO harness_event_log VALUES (?, ?, 0, 'message', ?, "
+                         "'2024-01-01T00:00:00Z')",
+                         (v, f"r{i}", '{"role":"user","content":"SECRET-%d"}' % i))
+        conn.execute("INSERT INTO harness_event_log VALUES ('acme', 'own', 0, 'message', "
+                     "'{\"role\":\"user\",\"content\":\"mine\"}', '2024-01-01T00:00:00Z')")
+        stored = dict(conn.execute("SELECT chat_id, typeof(tenant_id) FROM harness_event_log"))
+    uri = f"sqlite:///{db}"
+    asks = ["123", "123.0", "0", "-0.0", "100", "1e2", "0123", str(2**62), "acme"]
+    for ask in asks:
+        try:
+            log = read_sql(uri, tenant_id=ask, errors="quarantine")
+        except LoadError as exc:  # pragma: no cover - must not happen under quarantine
+            pytest.fail(f"{decl} {ask}: {exc}")
+        runs = log.table.column("run_id").to_pylist()
+        # every row read has a TEXT tenant_id equal to the one asked
+        assert all(stored[r] == "text" for r in runs), (decl, ask, runs)
+        assert set(log.table.column("tenant_id").to_pylist()) <= {ask}
+        q = log.quarantine
+        for rec in q.to_pylist():
+            if rec["field"] == "tenant_id":
+                assert rec["reason"] == "malformed_value" and rec["tenant_id"] == ask
+                assert "SECRET" not in (rec["raw"] or "") + rec["message"]
+        collided = [rec for rec in q.to_pylist() if rec["field"] == "tenant_id"]
+        if collided:
+            with pytest.raises(LoadError) as info:
+                read_sql(uri, tenant_id=ask)
+            assert info.value.reason == "malformed_value" and info.value.field == "tenant_id"
+        if ask == "acme":
+            assert runs == ["own"]
+    if decl in ("INTEGER", "NUMERIC"):  # here the numbers collide: every one is quarantined
+        got = read_sql(uri, tenant_id="123", errors="quarantine")
+        assert len(got) == 0 and got.quarantine.num_rows >= 3
