@@ -203,3 +203,106 @@ def test_positional_slices_scope_side_tables_to_their_tenants(shape, pick) -> No
         cats = {str(c) for c in h[col].cat.categories}
         others = [t for t in _TENANTS[: len(shape)] if t not in set(owners[:b])]
         assert not any(o in c for c in cats for o in others), (col, cats)
+
+
+def _public_results(view: rk.EventLog, tenant: str):
+    """(name, thunk) for every public function and method taking an EventLog, applied to a
+    one-tenant view: what a notebook computes, pickles, writes or shows."""
+    import io
+
+    from replaykit.fold import InMemoryCache
+
+    run = view.run_ids[0]
+
+    def written(df):  # a derived frame written to Parquet
+        buf = io.BytesIO()
+        df.to_parquet(buf)
+        return buf.getvalue()
+
+    chained = rk.stamp_chain(view)
+    out = [
+        ("fold", lambda: rk.fold(view, rk.agent())),
+        ("fold(harness)", lambda: rk.fold(view, rk.harness())),
+        ("fold.steps_df", lambda: rk.fold(view, rk.agent()).steps_df()),
+        ("fold.final", lambda: rk.fold(view, rk.agent()).final()),
+        ("aggregate", lambda: rk.aggregate(view, tenant_ids=[tenant])),
+        ("cache_coverage", lambda: rk.cache_coverage(view, InMemoryCache({}))),
+        ("calls_df", lambda: rk.calls_df(view)), ("tools_df", lambda: rk.tools_df(view)),
+        ("turns_df", lambda: rk.turns_df(view)), ("events_df", view.events_df),
+        ("runs_df", view.runs_df), ("stamps_df", view.stamps_df), ("summary", view.summary),
+        ("head", lambda: view.head(3)), ("quarantine_df", view.quarantine_df),
+        ("stamp_chain", lambda: chained), ("chain_heads", lambda: rk.chain_heads(chained)),
+        ("chain_manifest", lambda: rk.chain_manifest(chained)),
+        ("chain_proof", lambda: rk.chain_proof(chained, run, 0, tenant_id=tenant)),
+        ("verify_chain", lambda: rk.verify_chain(chained)),
+        ("check_determinism", lambda: rk.check_determinism(view, run, tenant_id=tenant)),
+        ("cohorts", lambda: rk.cohorts(view)), ("compare", lambda: rk.compare(view, view)),
+        ("fork", lambda: rk.fork(view, run, tenant_id=tenant, at_seq=0)),
+        ("open_replay", lambda: rk.open_replay(view, run, tenant_id=tenant)),
+        ("open_replay.step", lambda: rk.open_replay(view, run, tenant_id=tenant).step()),
+        ("replay", lambda: rk.replay(rk.Branch(base=view, run_id=run, tenant_id=tenant,
+                                                checkpoint=0, name="b"))),
+        ("tool_distance_matrix", lambda: rk.tool_distance_matrix(view)),
+        ("concat", lambda: rk.concat([view])), ("to_parquet-able", lambda: view),
+    ]
+    return out, written
+
+
+_VIEW_KINDS = ["filter", "run", "iter_runs", "slice", "window"]
+
+
+def _one_tenant_view(log: rk.EventLog, tenant: str, kind: str) -> rk.EventLog:
+    runs = [r for r in log.run_ids if r.startswith(tenant + "-")]
+    if kind == "filter":
+        return log.filter(tenant_id=tenant)
+    if kind == "run":
+        return log.run(runs[0], tenant_id=tenant)
+    if kind == "iter_runs":
+        return next(v for k, v in log.iter_runs() if k.tenant_id == tenant)
+    owners = log.table.column("tenant_id").to_pylist()
+    rows = [i for i, o in enumerate(owners) if o == tenant]
+    if kind == "slice":
+        return log[rows[0]:rows[-1] + 1]
+    return log.filter(tenant_id=tenant).window(from_seq=-1)
+
+
+@settings(max_examples=12, deadline=None)
+@given(shape=_shapes, pick=st.data(), kind=st.sampled_from(_VIEW_KINDS))
+def test_results_of_a_one_tenant_view_hold_no_other_tenant_bytes(shape, pick, kind) -> None:
+    """For every public function taking an EventLog, the result computed from a one-tenant
+    view (filter, run, iter_runs, a positional slice, a window), pickled or written to
+    Parquet, holds no byte of another tenant's rows: every value another tenant owns names
+    it (ids, runs, tools, sources, payloads), so its name must not appear (issue 30 item 1;
+    a StateFrame of a run view pickled the whole log's payload buffers)."""
+    import pandas as pd
+
+    log = _marked_log(shape)
+    tenant = pick.draw(st.sampled_from(_TENANTS[: len(shape)]))
+    view = _one_tenant_view(log, tenant, kind)
+    assert view.tenants == [tenant]
+    others = _others(tenant, shape)
+    thunks, written = _public_results(view, tenant)
+    for name, thunk in thunks:
+        res = thunk()
+        blob = pickle.dumps(res)
+        leaked = [o for o in others if o.encode() in blob]
+        assert not leaked, (kind, name, leaked)
+        if isinstance(res, pd.DataFrame):
+            data = written(res)
+            assert not [o for o in others if o.encode() in data], (kind, name, "parquet")
+        if isinstance(res, rk.EventLog):
+            back = pickle.loads(blob)
+            assert back.table.to_pylist() == res.table.to_pylist()
+
+
+def test_a_pickled_state_frame_of_a_run_view_still_answers() -> None:
+    """The StateFrame pickled with its own rows only gives the same steps and states."""
+    log = _marked_log([(2, 4), (2, 3)])
+    view = log.run("acme-run1", tenant_id="acme")
+    sf = rk.fold(view, rk.agent())
+    back = pickle.loads(pickle.dumps(sf))
+    assert back.steps_df().astype(str).equals(sf.steps_df().astype(str))
+    assert list(back.state_hash()) == list(sf.state_hash())
+    for seq in (0, 2, 10**6):
+        assert back.at("acme-run1", seq, tenant_id="acme") == sf.at("acme-run1", seq,
+                                                                    tenant_id="acme")
