@@ -306,3 +306,20 @@ def test_a_pickled_state_frame_of_a_run_view_still_answers() -> None:
     for seq in (0, 2, 10**6):
         assert back.at("acme-run1", seq, tenant_id="acme") == sf.at("acme-run1", seq,
                                                                     tenant_id="acme")
+
+
+def test_a_branch_and_its_replay_over_a_multi_tenant_log_pickle_one_tenant() -> None:
+    """A Branch of one tenant's run whose base is the whole multi-tenant log, and the
+    ReplayResult of it, pickle (for a process pool, a cache, a file) only that tenant's part
+    of the base; unpickled, they still replay the same."""
+    log = _marked_log([(2, 4), (2, 3), (1, 2)])
+    b = rk.Branch(base=log, run_id="acme-run0", tenant_id="acme", checkpoint=0, name="b")
+    res = rk.replay(b)
+    for obj in (b, res):
+        blob = pickle.dumps(obj)
+        assert b"globex" not in blob and b"initech" not in blob, type(obj).__name__
+    back = pickle.loads(pickle.dumps(b))
+    assert back.base.tenants == ["acme"] and back.branch_id == b.branch_id
+    again = rk.replay(back)
+    assert again.events.table.to_pylist() == res.events.table.to_pylist()
+    assert pickle.loads(pickle.dumps(res)).base.tenants == ["acme"]
