@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
+from replaykit.eventlog import RUNS_SCHEMA
 from replaykit.schema import QUARANTINE_SCHEMA, events_table
 from replaykit.tenancy import compact_dictionaries
 
@@ -323,3 +324,91 @@ def test_a_branch_and_its_replay_over_a_multi_tenant_log_pickle_one_tenant() -> 
     again = rk.replay(back)
     assert again.events.table.to_pylist() == res.events.table.to_pylist()
     assert pickle.loads(pickle.dumps(res)).base.tenants == ["acme"]
+
+
+@settings(max_examples=10, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shape=_shapes)
+def test_a_tenant_folder_alone_is_that_tenant_complete(tmp_path: Path, shape) -> None:
+    """A Parquet dataset isolates by folder (issue 30 item 3): the side files (runs,
+    quarantine) of each tenant are inside its tenant_id=<id>/ folder and carry its tenant_id;
+    the root holds no tenant's rows; and a reader who has only that folder (copied alone
+    into an empty root: all it may open) reads the tenant completely: the same events, runs
+    and quarantine as a reader of the whole dataset."""
+    import shutil
+
+    log = _marked_log(shape)
+    with_runs = rk.EventLog(log.table, runs=pa.Table.from_pylist(
+        [{"tenant_id": t, "run_id": r, "parent_run_id": None, "format": "demo",
+          "source": f"/data/{t}", "created_at": None, "attrs": f'{{"owner":"{t}"}}'}
+         for t, r in zip(log.table.column("tenant_id").to_pylist(),
+                         log.table.column("run_id").to_pylist(), strict=True)][::2],
+        schema=RUNS_SCHEMA), quarantine=log.quarantine, extras=log.extras)
+    root = with_runs.to_parquet(tmp_path / "ds", overwrite=True)
+    at_root = sorted(p.name for p in root.iterdir() if not p.is_dir())
+    assert at_root == ["_quarantine_no_tenant.parquet"]
+    assert pq.read_table(root / at_root[0]).column("tenant_id").null_count == \
+        pq.read_table(root / at_root[0]).num_rows
+    for tenant in _TENANTS[: len(shape)]:
+        folder = root / f"tenant_id={tenant}"
+        for side in ("_runs.parquet", "_quarantine.parquet"):
+            t = pq.read_table(folder / side)
+            assert set(t.column("tenant_id").to_pylist()) <= {tenant}, side
+        for f in folder.iterdir():
+            data = f.read_bytes()
+            assert not [o for o in _others(tenant, shape) if o.encode() in data], f.name
+        alone = tmp_path / f"only-{tenant}"
+        if alone.exists():
+            shutil.rmtree(alone)
+        alone.mkdir()
+        shutil.copytree(folder, alone / folder.name)
+        full = rk.read_parquet(root, tenant_id=tenant)
+        mine = rk.read_parquet(alone, tenant_id=tenant)
+        for a, b in ((mine.table, full.table), (mine.runs, full.runs),
+                     (mine.quarantine, full.quarantine)):
+            assert a.to_pylist() == b.to_pylist()
+        assert full.quarantine.num_rows == sum(
+            1 for q in log.quarantine.column("tenant_id").to_pylist() if q == tenant)
+        assert full.runs.num_rows == sum(1 for r in with_runs.runs.column("tenant_id")
+                                         .to_pylist() if r == tenant)
+
+
+def test_a_planted_side_file_of_another_tenant_is_a_partition_mismatch(tmp_path: Path) -> None:
+    """A _runs.parquet / _quarantine.parquet in acme's folder holding globex's rows is never
+    read as acme's: partition_mismatch (raised, or its rows left out and reported)."""
+    log = _marked_log([(1, 2), (1, 2)])
+    root = log.to_parquet(tmp_path / "ds")
+    planted = pq.read_table(root / "tenant_id=globex" / "_quarantine.parquet")
+    pq.write_table(planted, root / "tenant_id=acme" / "_quarantine.parquet")
+    with pytest.raises(rk.LoadError) as info:
+        rk.read_parquet(root, tenant_id="acme")
+    assert info.value.reason == "partition_mismatch"
+    got = rk.read_parquet(root, tenant_id="acme", errors="quarantine")
+    assert "globex" not in str(got.quarantine.to_pylist()).replace(
+        str(root / "tenant_id=acme"), "")
+    assert "partition_mismatch" in got.quarantine.column("reason").to_pylist()
+
+
+def test_a_dataset_of_the_older_layout_reads_with_a_note(tmp_path: Path) -> None:
+    """Root _runs.parquet / _quarantine.parquet (every tenant's rows in one file: the layout
+    before issue 30) still read, scoped per tenant as before, with a LegacyDatasetWarning
+    that says how to rewrite; the rewritten dataset has the per-folder layout."""
+    from replaykit.eventlog import LegacyDatasetWarning
+
+    log = _marked_log([(1, 2), (2, 2)])
+    root = log.to_parquet(tmp_path / "ds")
+    # turn it into the old layout: one root file each, every tenant's rows
+    for side in ("_runs.parquet", "_quarantine.parquet"):
+        parts = [pq.read_table(d / side) for d in sorted(root.glob("tenant_id=*"))]
+        for d in root.glob("tenant_id=*"):
+            (d / side).unlink()
+        pq.write_table(pa.concat_tables(parts), root / side)
+    (root / "_quarantine_no_tenant.parquet").unlink()
+    with pytest.warns(LegacyDatasetWarning, match=r"to_parquet\(new\)"):
+        old = rk.read_parquet(root, tenant_id="acme")
+    assert old.quarantine.column("tenant_id").to_pylist() == ["acme"]
+    assert old.table.to_pylist() == log.filter(tenant_id="acme").table.to_pylist()
+    with pytest.warns(LegacyDatasetWarning):
+        new = rk.read_parquet(root).to_parquet(tmp_path / "new")
+    assert (new / "tenant_id=acme" / "_quarantine.parquet").exists()
+    assert not (new / "_quarantine.parquet").exists()
