@@ -307,7 +307,8 @@ def test_from_state_takes_every_documented_input():
     inputs = {
         "at": (saved, seq), "h.state": (live, seq), "json": (state_json(saved), seq),
         "json bytes": (state_json(saved).encode(), seq),
-        "steps row (pandas)": (mine.iloc[6], None), "steps row (dict)": (mine.iloc[6].to_dict(), None),
+        "steps row (pandas)": (mine.iloc[6], None),
+        "steps row (dict)": (mine.iloc[6].to_dict(), None),
         "final row (pandas)": (fin_row, None), "final row (dict)": (fin_row.to_dict(), None),
     }
     for name, (given_state, from_seq) in inputs.items():
