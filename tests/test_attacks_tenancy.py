@@ -212,6 +212,7 @@ def _public_results(view: rk.EventLog, tenant: str):
     import io
 
     from replaykit.fold import InMemoryCache
+    from replaykit.report import rca
 
     run = view.run_ids[0]
 
@@ -243,6 +244,10 @@ def _public_results(view: rk.EventLog, tenant: str):
         ("open_replay.step", lambda: rk.open_replay(view, run, tenant_id=tenant).step()),
         ("replay", lambda: rk.replay(rk.Branch(base=view, run_id=run, tenant_id=tenant,
                                                 checkpoint=0, name="b"))),
+        ("report rca", lambda: rca(rk.replay(rk.Branch(
+            base=view, run_id=run, tenant_id=tenant, checkpoint=0, name="b"))).html),
+        ("fold _repr_html_", lambda: rk.fold(view, rk.agent())._repr_html_()),
+        ("view _repr_html_", view._repr_html_),
         ("tool_distance_matrix", lambda: rk.tool_distance_matrix(view)),
         ("concat", lambda: rk.concat([view])), ("to_parquet-able", lambda: view),
     ]
