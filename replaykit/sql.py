@@ -470,14 +470,30 @@ def _sqlite_where(
     return " AND ".join(clauses), params
 
 
+def _numeric_affinity(declared: str) -> bool:
+    """Whether a SQLite column of this declared type has INTEGER, REAL or NUMERIC affinity
+    (SQLite's rules, in their order): only those compare a text value as a number."""
+    t = (declared or "").lower()
+    if "int" in t:
+        return True
+    if any(k in t for k in ("char", "clob", "text")) or "blob" in t or not t:
+        return False
+    return True  # REAL ("real", "floa", "doub") or NUMERIC (anything else)
+
+
 def _sqlite_tenant_collisions(cur: Any, table: str, tenants: list[str],
-                              errors: ErrorPolicy) -> pa.Table | None:
+                              errors: ErrorPolicy,
+                              columns: Mapping[str, str] | None = None) -> pa.Table | None:
     """Rows whose ``tenant_id`` is not TEXT (an INTEGER, REAL or BLOB) but which SQLite's
     comparison would match to a tenant asked for (a column of numeric affinity compares
     ``'123'`` with ``123``; the producer's ``'0123'`` or ``'123.0'`` may be stored as it).
     They belong to no tenant: never read as the tenant's, raised
     (``LoadError(reason="malformed_value")``) or quarantined without their content. One
-    indexed lookup per tenant asked for; None when there are none."""
+    indexed lookup per tenant asked for, and none at all when the column has TEXT or BLOB
+    affinity (where no stored value compares equal to a tenant id but its own text); None
+    when there are none."""
+    if columns is not None and not _numeric_affinity(columns.get("tenant_id", "")):
+        return None
     rowid = "rowid" if _has_rowid(cur, table) else "NULL"
     found: list[tuple[str, Any, str, str]] = []
     for t in tenants:
@@ -823,14 +839,14 @@ def _fetch_rows(
                         columns,
                     )
                 elif guarded:
-                    collided = _sqlite_tenant_collisions(cur, table, tenants, errors)
+                    collided = _sqlite_tenant_collisions(cur, table, tenants, errors, columns)
                     raw, quarantine = _fetch_sqlite_guarded(
                         cur, table, layout, checks, tenants, runs, lo, hi, errors
                     )
                     if collided is not None:
                         quarantine = pa.concat_tables([collided, quarantine])
                 else:
-                    quarantine = _sqlite_tenant_collisions(cur, table, tenants, errors)
+                    quarantine = _sqlite_tenant_collisions(cur, table, tenants, errors, columns)
                     target = None
                     if owned:  # we opened it from a URI: parallel connections may open it too
                         target = str(uri) if isinstance(uri, Path) else _sqlite_target(uri)

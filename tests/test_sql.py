@@ -1057,8 +1057,8 @@ def test_sqlite_text_that_is_not_utf8_or_a_time_outside_years_1_to_9999(
 _ODD_TENANTS = [123, 123.0, -0.0, 1e2, 2**62, b"acme", "0123", "123.0", "1e2"]
 
 
-@pytest.mark.parametrize("decl", ["INTEGER", "NUMERIC", "", "BLOB", "TEXT",
-                                  "TEXT COLLATE NOCASE"])
+@pytest.mark.parametrize("decl", ["INTEGER", "NUMERIC", "REAL", "DECIMAL(10)", "", "BLOB",
+                                  "TEXT", "VARCHAR(64)", "TEXT COLLATE NOCASE"])
 def test_sqlite_tenant_ids_of_another_type_match_no_tenant(tmp_path, decl):
     """A tenant_id stored as INTEGER, REAL or BLOB (a column of numeric affinity turns the
     producer's '0123' or '123.0' into the number 123) is nobody's: SQLite's comparison
@@ -1100,7 +1100,7 @@ def test_sqlite_tenant_ids_of_another_type_match_no_tenant(tmp_path, decl):
             assert info.value.reason == "malformed_value" and info.value.field == "tenant_id"
         if ask == "acme":
             assert runs == ["own"]
-    if decl in ("INTEGER", "NUMERIC"):  # here the numbers collide: every one is quarantined
+    if decl in ("INTEGER", "NUMERIC", "DECIMAL(10)"):  # numbers collide: all quarantined
         got = read_sql(uri, tenant_id="123", errors="quarantine")
         assert len(got) == 0 and got.quarantine.num_rows >= 3
 
