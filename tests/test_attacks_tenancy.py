@@ -417,3 +417,28 @@ def test_a_dataset_of_the_older_layout_reads_with_a_note(tmp_path: Path) -> None
         new = rk.read_parquet(root).to_parquet(tmp_path / "new")
     assert (new / "tenant_id=acme" / "_quarantine.parquet").exists()
     assert not (new / "_quarantine.parquet").exists()
+
+
+def test_a_tenant_reads_its_folder_when_the_root_cannot_be_listed(tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    """Folder permissions that let a reader into tenant_id=<id>/ but not list the root
+    (the test runs as root, so the refusal is simulated): read_parquet(tenant_id=...) takes
+    the tenant's folder by name and reads it completely; an all-tenants read needs the
+    listing and says so."""
+    log = _marked_log([(2, 3), (1, 2)])
+    root = log.to_parquet(tmp_path / "ds")
+    want = rk.read_parquet(root, tenant_id="acme")
+    real = Path.iterdir
+
+    def no_listing(self):
+        if self == root:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "iterdir", no_listing)
+    got = rk.read_parquet(root, tenant_id="acme")
+    for a, b in ((got.table, want.table), (got.runs, want.runs),
+                 (got.quarantine, want.quarantine)):
+        assert a.to_pylist() == b.to_pylist()
+    with pytest.raises(rk.LoadError):
+        rk.read_parquet(root)
