@@ -70,28 +70,33 @@ def _dataset(events: int, replay: bool = False) -> Path:
     from replaykit.fold.synth import synthetic_log
 
     path = DATA / (f"dask_{events}" + ("_replay" if replay else ""))
-    if (path / "_runs.parquet").exists():
+    if (path / "_quarantine_no_tenant.parquet").exists():  # (the current dataset layout)
         return path
     t0 = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(dir=DATA))
     out = tmp / "ds"
     k = 0
-    runs_tables = []
+    side: dict[tuple[str, str], list] = {}  # (tenant folder, side file) -> every chunk's rows
     for start in range(0, events, CHUNK):
         n = min(CHUNK, events - start)
         log = synthetic_log(n, max(1, n // EVENTS_PER_RUN), seed=k)
         log = _rename(log, f"c{k:04d}-", parent=replay)
         part = write_partitioned(log, tmp / f"chunk{k}", partition_events=PARTITION_EVENTS)
         for f in sorted(part.glob("tenant_id=*/*.parquet")):
+            if f.name.startswith("_"):  # the tenant's side files (runs, quarantine)
+                side.setdefault((f.parent.name, f.name), []).append(pq.read_table(f))
+                continue
             dest = out / f.parent.name / f"part-{k * 1000 + int(f.stem.split('-')[1])}.parquet"
             dest.parent.mkdir(parents=True, exist_ok=True)
             f.rename(dest)
-        runs_tables.append(pq.read_table(part / "_runs.parquet"))  # every chunk's runs
         if k == 0:
-            shutil.copy(part / "_quarantine.parquet", out / "_quarantine.parquet")
+            shutil.copy(part / "_quarantine_no_tenant.parquet",
+                        out / "_quarantine_no_tenant.parquet")
         shutil.rmtree(part)
         k += 1
-    pq.write_table(pa.concat_tables(runs_tables), out / "_runs.parquet")
+    for (folder, name), tables in side.items():
+        (out / folder).mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.concat_tables(tables), out / folder / name)
     if path.exists():
         shutil.rmtree(path)
     out.rename(path)

@@ -29,7 +29,7 @@ from .integrity import (
     _problem_frame,
     verify_chain,
 )
-from .io import read_events
+from .io import is_dataset, read_events
 from .schema import run_starts as _run_starts
 
 __all__ = ["verify_chain_command"]
@@ -58,7 +58,7 @@ def _load_for_cli(args: argparse.Namespace, malformed: list[pa.Table] | None = N
     if files:
         for path in files:
             p = Path(path)
-            if args.format == "parquet" or (p.is_dir() and (p / "_runs.parquet").exists()):
+            if args.format == "parquet" or is_dataset(p):
                 log = read_parquet(p, tenant_id=tenants)
             else:
                 kwargs: dict[str, Any] = {}

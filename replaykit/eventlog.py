@@ -33,6 +33,7 @@ from .tenancy import (
     check_tenant_id,
     check_tenant_ids,
     compact_dictionaries,
+    partition_dir_name,
     partition_dir_tenant,
     scope_extras,
     scope_side_table,
@@ -64,6 +65,20 @@ _DICT = pa.dictionary(pa.int32(), pa.string())
 #: Footer (schema metadata) key where a dataset file written by replaykit names its tenant;
 #: readers check it against the file's ``tenant_id=`` folder.
 TENANT_KEY = b"replaykit.tenant_id"
+
+#: Side files of a dataset (:meth:`EventLog.to_parquet`): ``_runs.parquet`` and
+#: ``_quarantine.parquet`` inside each ``tenant_id=<id>/`` folder (that tenant's rows, with
+#: their ``tenant_id`` column), and at the root only the quarantined rows of no known tenant.
+RUNS_FILE = "_runs.parquet"
+QUARANTINE_FILE = "_quarantine.parquet"
+NO_TENANT_QUARANTINE_FILE = "_quarantine_no_tenant.parquet"
+
+
+class LegacyDatasetWarning(UserWarning):
+    """A Parquet dataset in the layout before replaykit 0.x issue 30: its ``_runs.parquet``
+    and ``_quarantine.parquet`` at the root hold every tenant's rows, so per-folder file
+    permissions do not isolate tenants. It still reads; rewrite it with
+    ``rk.read_parquet(old).to_parquet(new)``."""
 
 #: Per-run metadata that loaders find in headers (not computed from events).
 RUNS_SCHEMA: pa.Schema = pa.schema(
@@ -402,7 +417,9 @@ class EventLog:
         """Events by position: ``log[i]`` is one event as a dict, ``log[a:b]`` an EventLog.
 
         Positions count in the log's order (tenant, run, seq); negative positions count from
-        the end, as for a list. A slice keeps the header rows of the runs it holds.
+        the end, as for a list. A slice keeps the header rows of the runs it holds, and its
+        quarantine, ``extras`` and dictionaries are scoped to the tenants whose events it
+        holds (as :meth:`filter` scopes them; a slice of every event is the log itself).
 
         >>> log[0]["seq"], len(log[:10])  # doctest: +SKIP
         (0, 10)
@@ -418,7 +435,7 @@ class EventLog:
                 table = self._table.slice(start, max(0, stop - start))
             else:
                 table = self._table.take(pa.array(range(start, stop, step), pa.int64()))
-            return self._replace(table, runs=self._runs_of(table))
+            return self._scoped_to_rows(table)
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
             i = int(key) + n if key < 0 else int(key)
             if not 0 <= i < n:
@@ -432,7 +449,20 @@ class EventLog:
 
         >>> log.head(3)[["run_id", "seq", "type"]]  # doctest: +SKIP
         """
-        return to_pandas(self._table.slice(0, max(0, n)))
+        # the slice's dictionaries (pandas categories) cut to its own values
+        return to_pandas(compact_dictionaries(self._table.slice(0, max(0, n))))
+
+    def _scoped_to_rows(self, table: pa.Table) -> EventLog:
+        """A view of ``table`` (some rows of this log, by position or by ``seq``): its
+        header rows, and quarantine, ``extras`` and dictionaries scoped to the tenants its
+        rows belong to, as :meth:`filter` scopes them. A view of every row is this log."""
+        if table.num_rows == self._table.num_rows:
+            return self._replace(table)
+        tenants = _distinct_strings(table.column("tenant_id"))
+        return self._replace(
+            compact_dictionaries(table), runs=self._runs_of(table),
+            quarantine=scope_side_table(self._quarantine, tenants=tenants),
+            extras=scope_extras(self._extras, tenants=tenants))
 
     def _runs_of(self, table: pa.Table) -> pa.Table:
         """The header rows of the (tenant, run) pairs present in ``table``."""
@@ -789,7 +819,9 @@ class EventLog:
     def window(self, from_seq: int | None = None, up_to_seq: int | None = None) -> EventLog:
         """Events with ``from_seq < seq <= up_to_seq`` (exclusive lower, inclusive upper bound).
 
-        Either bound may be None (unbounded). Applies to every run in the log.
+        Either bound may be None (unbounded). Applies to every run in the log. Like a
+        positional slice, the view's quarantine, ``extras`` and dictionaries are scoped to the
+        tenants whose events it keeps (as :meth:`filter` scopes them).
         """
         seq = self._table.column("seq")
         mask = None
@@ -800,7 +832,7 @@ class EventLog:
             mask = m if mask is None else pc.and_(mask, m)
         if mask is None:
             return self
-        return self._replace(self._table.filter(mask))
+        return self._scoped_to_rows(self._table.filter(mask))
 
     def run(self, run_id: str, *, tenant_id: str) -> EventLog:
         """Events of one run of one tenant (both required: a run id alone never picks a tenant).
@@ -868,8 +900,13 @@ class EventLog:
         """Write the log as a Parquet dataset partitioned by tenant (hive layout).
 
         Layout: ``path/tenant_id=<encoded id>/part-*.parquet`` holding whole runs sorted by
-        (run_id, seq), plus ``path/_runs.parquet`` and ``path/_quarantine.parquet``. The
-        folder name is the tenant id percent-encoded
+        (run_id, seq), and in each tenant's folder its ``_runs.parquet`` and
+        ``_quarantine.parquet`` (its rows only, with their ``tenant_id`` column): whoever may
+        open only ``tenant_id=<id>/`` reads that tenant completely and nothing of another.
+        At the root there is only ``_quarantine_no_tenant.parquet`` (quarantined rows whose
+        tenant could not be read). Datasets of the older layout (side files at the root,
+        every tenant's rows in one file) still read, with a :class:`LegacyDatasetWarning`
+        saying how to rewrite them. The folder name is the tenant id percent-encoded
         (:func:`replaykit.tenancy.encode_partition_value`; ``acme`` stays ``acme``), and every
         file keeps its ``tenant_id`` column, so :func:`read_parquet` checks each row against
         its folder. Read it back with :func:`read_parquet`. With ``partition_events=N`` each
@@ -1112,9 +1149,7 @@ def partition_files(root: Path, tenants: Sequence[str] | None = None, *, errors:
     wanted = None if tenants is None else set(tenants)
     found: list[tuple[str, Path]] = []
     sink: list[dict[str, Any]] = [] if bad is None else bad
-    for d in sorted(p for p in root.iterdir() if p.name.startswith(PARTITION_PREFIX)):
-        if not d.is_dir():
-            continue
+    for d in _partition_dirs(root, tenants):
         tenant, problem = partition_dir_tenant(d.name)
         if problem is not None:
             if wanted is not None and tenant not in wanted:
@@ -1134,6 +1169,51 @@ def partition_files(root: Path, tenants: Sequence[str] | None = None, *, errors:
                                        for part in f.relative_to(d).parts):
                 found.append((tenant, f))  # type: ignore[arg-type]
     return found
+
+
+def _partition_dirs(root: Path, tenants: Sequence[str] | None) -> list[Path]:
+    """The ``tenant_id=`` folders of a dataset (with ``tenants``, at least theirs). A reader
+    allowed into its tenant's folder only may not list the root: then the requested tenants'
+    folders are taken by name."""
+    try:
+        return sorted(p for p in root.iterdir()
+                      if p.name.startswith(PARTITION_PREFIX) and p.is_dir())
+    except PermissionError:
+        if tenants is None:
+            raise
+        return sorted(d for d in (root / partition_dir_name(t) for t in tenants) if d.is_dir())
+
+
+def _side_file(path: Path, tenant: str | None, errors: str,
+               bad: list[dict[str, Any]]) -> pa.Table | None:
+    """A tenant folder's side file (runs, quarantine), or None when there is none. Each row
+    must be the folder's tenant's (a planted file of another tenant is
+    ``partition_mismatch``: raised, or its rows left out and one quarantine row added)."""
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        return None
+    table = pq.read_table(path)
+    if tenant is None:
+        return table
+    if "tenant_id" not in table.schema.names:
+        problem = "has no tenant_id column"
+        keep = None
+    else:
+        col = table.column("tenant_id")
+        col = col.cast(pa.string()) if col.type != pa.string() else col
+        keep = pc.fill_null(pc.equal(col, tenant), False)
+        n_bad = table.num_rows - pc.sum(keep).as_py() if table.num_rows else 0
+        if not n_bad:
+            return table
+        problem = f"holds {n_bad} row(s) of another tenant (or of none)"
+    _partition_error(
+        errors, bad, source=str(path), line=None, field="tenant_id",
+        reason="partition_mismatch", owner=tenant,
+        detail=f"side file of the folder of tenant {tenant!r} {problem}",
+        fix=("a tenant folder's side files hold that tenant's rows only (EventLog.to_parquet "
+             "writes them so); remove the file or write the dataset again"))
+    return table.schema.empty_table() if keep is None else table.filter(keep)
 
 
 def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any = None,
@@ -1401,7 +1481,35 @@ def _read_dataset(root: Path, tenant_id: str | Sequence[str] | None,
     table = read_partition_files(files, filter=expr, errors=errors, bad=bad)
     import pyarrow.parquet as pq
 
-    runs = pq.read_table(root / "_runs.parquet") if (root / "_runs.parquet").exists() else None
+    legacy = [f for f in (RUNS_FILE, QUARANTINE_FILE) if (root / f).exists()]
+    runs: pa.Table | None
+    quarantine: pa.Table | None = None
+    if legacy:  # the layout before issue 30: every tenant's side rows in one root file
+        warnings.warn(
+            f"{root} is a dataset in the older layout: {' and '.join(legacy)} at its root "
+            "hold every tenant's rows, so folder permissions do not isolate tenants. It "
+            "reads as before; rewrite it in the current layout (side files inside each "
+            "tenant_id=<id>/ folder) with rk.read_parquet(old).to_parquet(new)",
+            LegacyDatasetWarning, stacklevel=3)
+        runs = pq.read_table(root / RUNS_FILE) if (root / RUNS_FILE).exists() else None
+        if (root / QUARANTINE_FILE).exists():
+            quarantine = _as_quarantine(pq.read_table(root / QUARANTINE_FILE))
+    else:
+        runs_parts, quar_parts = [], []
+        for d in _partition_dirs(root, tenants):
+            tenant, problem = partition_dir_tenant(d.name)
+            if problem is not None or (tenants is not None and tenant not in tenants):
+                continue  # (a bad folder was reported by partition_files)
+            r = _side_file(d / RUNS_FILE, tenant, errors, bad)
+            if r is not None:
+                runs_parts.append(r.cast(RUNS_SCHEMA))
+            q = _side_file(d / QUARANTINE_FILE, tenant, errors, bad)
+            if q is not None:
+                quar_parts.append(_as_quarantine(q))
+        if tenants is None and (root / NO_TENANT_QUARANTINE_FILE).is_file():
+            quar_parts.append(_as_quarantine(pq.read_table(root / NO_TENANT_QUARANTINE_FILE)))
+        runs = pa.concat_tables(runs_parts) if runs_parts else None
+        quarantine = pa.concat_tables(quar_parts) if quar_parts else None
     if runs is not None and tenants is not None:
         runs = runs.filter(pc.is_in(runs.column("tenant_id"), pa.array(tenants, pa.string())))
     if runs is not None and runs_wanted is not None:
@@ -1418,9 +1526,7 @@ def _read_dataset(root: Path, tenant_id: str | Sequence[str] | None,
                              field="tenant_id", reason="bad_tenant", detail=err.detail,
                              fix=err.fix)
             runs = runs.filter(pa.array(~bad_tenant_mask(runs.column("tenant_id"))))
-    quarantine = None
-    if (root / "_quarantine.parquet").exists():
-        quarantine = _as_quarantine(pq.read_table(root / "_quarantine.parquet"))
+    if quarantine is not None:
         quarantine = scope_side_table(quarantine, tenants=tenants, run_ids=runs_wanted)
     if bad:
         found = pa.Table.from_pylist(bad, schema=QUARANTINE_SCHEMA)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import sys
 import threading
 from collections import deque
@@ -52,6 +53,7 @@ from .errors import ReplayKitError
 from .eventlog import EventLog, to_pandas
 from .schema import DERIVED_COLUMNS, sort_order
 from .schema import run_starts as _run_starts
+from .tenancy import tenant_id_problem
 
 __all__ = [
     "CONTENT_COLUMNS",
@@ -714,6 +716,7 @@ def chain_heads(log: EventLog | pa.Table) -> pd.DataFrame:
 # --------------------------------------------------------------------------- manifest
 
 _MANIFEST_VERSION = 1
+_HEX64 = re.compile("[0-9a-fA-F]{64}")
 _MANIFEST_KEY = "replaykit_chain_manifest"
 
 
@@ -775,9 +778,14 @@ class ChainManifest:
     digest: str
 
     def __post_init__(self) -> None:
+        if not isinstance(self.tenants, Mapping) or not isinstance(self.digest, str):
+            raise ManifestError("chain manifest needs a tenants mapping and a digest string")
         for t, runs in self.tenants.items():
             if not isinstance(t, str) or not isinstance(runs, Mapping):
                 raise ManifestError(f"manifest tenant {t!r}: expected a string id and its runs")
+            problem = tenant_id_problem(t)
+            if problem is not None:
+                raise ManifestError(f"manifest tenant {t!r}: the tenant id {problem}")
             for r, h in runs.items():
                 ok = (
                     isinstance(r, str)
@@ -785,11 +793,19 @@ class ChainManifest:
                     and type(h.seq) is int
                     and isinstance(h.row_hash, str)
                     and len(h.row_hash) == 64
+                    and _HEX64.fullmatch(h.row_hash) is not None
                 )
                 if not ok:
                     raise ManifestError(
                         f"manifest run {r!r} of tenant {t!r}: expected a string run id with an "
                         "integer seq and a 64-character hex row_hash"
+                    )
+                if not 0 <= h.seq <= _MAX_SAFE_INT:
+                    # no event has it (seqs are >= 0), and beyond 2**53 - 1 canonical JSON
+                    # cannot write it (nor can the int64 seq column hold more than 2**63 - 1)
+                    raise ManifestError(
+                        f"manifest run {r!r} of tenant {t!r}: seq {h.seq} is out of range "
+                        f"(0 to {_MAX_SAFE_INT}); no event has such a seq"
                     )
         want = _manifest_digest(self.tenants)
         if self.digest != want:
@@ -901,8 +917,11 @@ class ChainManifest:
         """
         try:
             obj = json.loads(text)
-        except ValueError as exc:
+        except ValueError as exc:  # also a number of more digits than Python parses
             raise ManifestError(f"chain manifest is not valid JSON: {exc}") from exc
+        except RecursionError:
+            raise ManifestError("chain manifest is nested too deeply to be one (a manifest "
+                                "is three objects deep)") from None
         return cls.from_dict(obj, expected_digest=expected_digest)
 
 

@@ -55,6 +55,7 @@ __all__ = [
     "check_tenant_ids",
     "compact_dictionaries",
     "decode_partition_value",
+    "detached",
     "encode_partition_value",
     "partition_dir_name",
     "partition_dir_tenant",
@@ -350,3 +351,54 @@ def scope_extras(extras: Mapping[str, pa.Table], *, tenants: Sequence[str] | Non
         if scoped is not None:
             out[name] = scoped
     return out
+
+
+def detached(value: object) -> object:
+    """``value`` with every Arrow table or array in it copied out of the larger buffers it
+    may be a zero-copy slice of, and its dictionaries cut to the values in use.
+
+    pyarrow pickles (and IPC-writes) a slice with its parent's whole buffers and a filtered
+    dictionary array with its whole dictionary, so a result computed from a one-tenant view
+    (a run of a multi-tenant log) would carry the other tenants' payloads. Result objects
+    call this in their ``__getstate__``. Walks lists, tuples, dicts and dataclass instances
+    (copies; ``value`` itself is not changed); anything else is returned as is.
+
+    Example:
+        >>> import pickle, pyarrow as pa
+        >>> big = pa.array(["acme-1", "globex-secret"])
+        >>> b"globex" in pickle.dumps(detached(big.slice(0, 1)))
+        False
+    """
+    import copy
+    import dataclasses
+
+    if isinstance(value, pa.Table):
+        table = compact_dictionaries(value)
+        cols = [pa.chunked_array([_detached_array(c) for c in col.chunks], col.type)
+                for col in table.columns]
+        return pa.Table.from_arrays(cols, schema=table.schema)
+    if isinstance(value, pa.ChunkedArray):
+        return pa.chunked_array([_detached_array(c) for c in value.chunks], value.type)
+    if isinstance(value, pa.Array):
+        return _detached_array(value)
+    if isinstance(value, list):
+        return [detached(v) for v in value]
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(detached(v) for v in value)
+    if isinstance(value, dict):
+        return {k: detached(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = copy.copy(value)
+        for f in dataclasses.fields(value):
+            v = getattr(value, f.name)
+            new = detached(v)
+            if new is not v:
+                object.__setattr__(out, f.name, new)
+        return out
+    return value
+
+
+def _detached_array(arr: pa.Array) -> pa.Array:
+    if pa.types.is_dictionary(arr.type):
+        arr = _compact_dictionary(arr)
+    return pa.concat_arrays([arr])

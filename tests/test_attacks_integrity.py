@@ -109,7 +109,7 @@ def test_a_null_in_a_required_column_of_a_dataset_file_names_the_file(tmp_path, 
 
     root = tmp_path / "ds"
     shutil.copytree(dataset, root)
-    f = next((root / "tenant_id=acme").glob("*.parquet"))
+    f = next((root / "tenant_id=acme").glob("part-*.parquet"))
     ft = pq.read_table(f)
     meta = ft.schema.metadata
     i = ft.schema.get_field_index(column)

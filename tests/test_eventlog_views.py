@@ -31,7 +31,8 @@ def toh(data_dir: Path) -> rk.EventLog:
 def test_head_is_the_first_events_as_a_frame(pleach):
     h = pleach.head()
     assert isinstance(h, pd.DataFrame) and len(h) == 5
-    assert h.equals(pleach.events_df().head(5))
+    # the same rows and values; the categories are only the head's own (issue 30)
+    assert h.astype(object).equals(pleach.events_df().head(5).astype(object))
     assert len(pleach.head(0)) == 0 and len(pleach.head(10**9)) == len(pleach)
 
 

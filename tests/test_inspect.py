@@ -353,3 +353,39 @@ def test_sample_with_nothing_is_quarantined(logs: dict[str, Path], tmp_path: Pat
     log = read_inspect(path, tenant_id="acme", errors="quarantine")
     assert log.quarantine.column("reason").to_pylist() == ["empty_sample"]
     assert log.num_runs == 1 == len(log.runs_df())
+
+
+def test_byte_identical_copies_load_once_even_with_read_time_fields(logs: dict[str, Path],
+                                                                    tmp_path: Path) -> None:
+    """A .json log that lacks the fields Inspect fills in at read time (the eval id, event
+    timestamps: new values on every read) and byte-identical copies of it, and of an .eval,
+    load once each, with a DuplicateLogWarning (issue 30 item 9): de-duplication looks at
+    what the files hold, not at what the reader made of them."""
+    import shutil
+
+    from replaykit.io.inspect import DuplicateLogWarning
+
+    obj = json.loads(logs["json"].read_text())
+    obj["eval"].pop("eval_id", None)
+    obj["eval"].pop("run_id", None)
+    for sample in obj["samples"]:
+        for ev in sample.get("events", []):
+            ev.pop("timestamp", None)
+            ev.pop("working_start", None)
+    folder = tmp_path / "copies"
+    folder.mkdir()
+    (folder / "a.json").write_text(json.dumps(obj))
+    for name in ("b.json", "sub/c.json"):
+        (folder / name).parent.mkdir(exist_ok=True)
+        shutil.copy(folder / "a.json", folder / name)
+    shutil.copy(logs["eval"], folder / "x.eval")
+    shutil.copy(logs["eval"], folder / "y.eval")
+    with pytest.warns(DuplicateLogWarning) as rec:
+        log = read_inspect(folder, tenant_id="acme")
+    one_json = read_inspect(folder / "a.json", tenant_id="acme")
+    one_eval = read_inspect(folder / "x.eval", tenant_id="acme")
+    assert log.num_runs == one_json.num_runs + one_eval.num_runs == 4
+    assert len(log) == len(one_json) + len(one_eval)
+    dup = sorted(str(w.message).split(" holds")[0] for w in rec
+                 if issubclass(w.category, DuplicateLogWarning))
+    assert [Path(d).name for d in dup] == ["b.json", "c.json", "y.eval"]

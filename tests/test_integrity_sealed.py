@@ -547,3 +547,63 @@ def test_a_child_run_verified_without_its_parent_is_not_a_mismatch():
     child = t.filter(t.column("parent_run_id").is_valid())
     run = pc.cast(child.column("run_id"), pa.string())[0].as_py()
     assert verify_chain(pleach_log().run(run, tenant_id="acme")).empty
+
+
+def _redigested(obj: dict) -> dict:
+    """``obj`` with its digest recomputed: what whoever can rewrite the manifest does."""
+    import hashlib
+
+    from replaykit.integrity import canonical_json
+
+    body = {k: v for k, v in obj.items() if k != "digest"}
+    try:
+        text = canonical_json(body)
+    except ValueError:  # a number canonical JSON cannot write: no digest can be computed
+        return {**body, "digest": "0" * 64}
+    return {**body, "digest": hashlib.sha256(text.encode()).hexdigest()}
+
+
+@pytest.mark.parametrize("seq", [2**63, 2**64 + 5, 10**30, -1, -(2**63) - 1])
+def test_manifest_numbers_out_of_range_are_a_manifest_error(seq):
+    """A seq no event can have (beyond int64, negative), even with a recomputed digest, is a
+    ManifestError from from_dict, from_json and verify_chain, never an OverflowError out of
+    the comparison with the log's int64 seqs (issue 30 item 11)."""
+    obj = json.loads(chain_manifest(chained()).to_json())
+    t = sorted(obj["tenants"])[0]
+    r = sorted(obj["tenants"][t])[0]
+    obj["tenants"][t][r]["seq"] = seq
+    obj = _redigested(obj)
+    with pytest.raises(ManifestError, match="seq"):
+        ChainManifest.from_dict(obj)
+    with pytest.raises(ManifestError, match="seq"):
+        ChainManifest.from_json(json.dumps(obj))
+    with pytest.raises(ManifestError):
+        verify_chain(chained(), expected_heads=obj)
+
+
+def test_manifest_with_hostile_values_is_a_manifest_error():
+    """Deeply nested JSON, a number of thousands of digits, a row_hash that is not hex, a
+    tenant id that breaks the tenant-id rule: each a ManifestError (a ReplayKitError)."""
+    deep = "[" * 200_000 + "]" * 200_000
+    for text in (deep, '{"a":' * 100_000 + "1" + "}" * 100_000,
+                 '{"replaykit_chain_manifest": 1, "x": ' + "9" * 50_000 + "}"):
+        with pytest.raises(ManifestError):
+            ChainManifest.from_json(text)
+    nested: dict = {}
+    cur = nested
+    for _ in range(50_000):
+        cur["x"] = {}
+        cur = cur["x"]
+    obj = json.loads(chain_manifest(chained()).to_json())
+    with pytest.raises(ManifestError):
+        ChainManifest.from_dict({**obj, "tenants": {"acme": nested}})
+    t = sorted(obj["tenants"])[0]
+    r = sorted(obj["tenants"][t])[0]
+    bad = json.loads(json.dumps(obj))
+    bad["tenants"][t][r]["row_hash"] = "z" * 64
+    with pytest.raises(ManifestError, match="hex"):
+        ChainManifest.from_dict(_redigested(bad))
+    bad = json.loads(json.dumps(obj))
+    bad["tenants"]["acme\x00x"] = bad["tenants"][t]
+    with pytest.raises(ManifestError, match="tenant"):
+        ChainManifest.from_dict(_redigested(bad))

@@ -285,3 +285,48 @@ def test_replay_origin_travels_with_the_events(tmp_path: Path):
         rk.validate(bad)
     with pytest.raises(rk.SchemaError, match="unexpected columns"):
         rk.validate(t.append_column("colour", pa.array(["x"] * t.num_rows)))
+
+
+def test_from_state_takes_every_documented_input():
+    """open_replay(from_state=...) accepts each form its docstring lists: a state mapping
+    (StateFrame.at, h.state), its JSON text (str or bytes), a final() row (dict or pandas
+    row) and a steps_df() row (dict or pandas row), and each gives the full fold's states
+    from there on (issue 30 item 11)."""
+    log = rk.read_isplay(DATA / "isplay", tenant_id="acme")
+    sf = rk.fold(log, rk.agent())
+    run = "run-claims-C-104"
+    steps = sf.steps_df()
+    mine = steps[steps["run_id"] == run].reset_index(drop=True)
+    seq = int(mine["seq"].iloc[6])
+    saved = sf.at(run, seq, tenant_id="acme")
+    with rk.open_replay(log, run, tenant_id="acme") as h0:
+        h0.seek(seq)
+        live = h0.state
+    final = sf.final()
+    fin_row = final[final["run_id"] == run].iloc[0]
+    inputs = {
+        "at": (saved, seq), "h.state": (live, seq), "json": (state_json(saved), seq),
+        "json bytes": (state_json(saved).encode(), seq),
+        "steps row (pandas)": (mine.iloc[6], None),
+        "steps row (dict)": (mine.iloc[6].to_dict(), None),
+        "final row (pandas)": (fin_row, None), "final row (dict)": (fin_row.to_dict(), None),
+    }
+    for name, (given_state, from_seq) in inputs.items():
+        h = rk.open_replay(log, run, tenant_id="acme", from_state=given_state,
+                           from_seq=from_seq)
+        want_seq = int(fin_row["seq"]) if name.startswith("final") else seq
+        assert h.from_seq == want_seq, name
+        assert canonical_json(h.state) == canonical_json(
+            sf.at(run, want_seq, tenant_id="acme")), name
+        for res in h:
+            assert canonical_json(res.state) == canonical_json(
+                sf.at(run, res.seq, tenant_id="acme")), (name, res.seq)
+    # a steps_df() row of another tenant, run or log is refused, never silently re-rooted
+    row = mine.iloc[6].to_dict()
+    with pytest.raises(ValueError, match="tenant 'acme'"):
+        rk.open_replay(log, run, tenant_id="globex", from_state=row)
+    with pytest.raises(ValueError, match="state_hash"):
+        rk.open_replay(log, run, tenant_id="acme",
+                       from_state={**row, "state_hash": int(row["state_hash"]) ^ 1})
+    with pytest.raises(ValueError, match="no event with that seq"):
+        rk.open_replay(log, run, tenant_id="acme", from_state={**row, "seq": 10**9})

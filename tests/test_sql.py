@@ -20,7 +20,7 @@ import pytest
 from _chainlogs import make_log
 from _pgserver import find_pg_bindir, temporary_postgres
 
-from replaykit import EventLog, LoadError, MissingExtraError
+from replaykit import EventLog, LoadError, MissingExtraError, ReplayKitError, SchemaError
 from replaykit._cli_verify import verify_chain_command
 from replaykit.integrity import chain_heads, stamp_chain, verify_chain
 from replaykit.sql import ddl, read_sql, write_sql
@@ -256,7 +256,7 @@ class _Rls:
     def __init__(self, server, admin_uri: str, log: EventLog) -> None:
         import adbc_driver_postgresql.dbapi as pg
 
-        from replaykit.sql import rls_grant_sql, rls_setup_sql
+        from replaykit.sql import rls_grant, rls_setup
 
         self.server = server
         self.dbname = admin_uri.rpartition("/")[2]
@@ -269,16 +269,14 @@ class _Rls:
                 cur.execute(f'CREATE ROLE "{role}" LOGIN NOSUPERUSER NOBYPASSRLS')
             cur.execute(f'ALTER TABLE harness_event_log OWNER TO "{self.owner}"')
             cur.execute(f'GRANT CREATE ON SCHEMA public TO "{self.owner}"')
+            cur.execute(f'GRANT CREATE ON DATABASE "{self.dbname}" TO "{self.owner}"')
             conn.commit()
         # the recipe runs as the (non-superuser) owner, exactly as documented
-        with pg.connect(self.uri(self.owner)) as conn, conn.cursor() as cur:
-            script = (rls_setup_sql() + rls_grant_sql(self.acme, "acme")
-                      + rls_grant_sql(self.globex, ["globex", HOSTILE_TENANT])
-                      + rls_grant_sql(self.writer, "acme", write=True))
-            for stmt in script.split(";\n"):
-                if stmt.strip() and not stmt.strip().startswith("--") or "\n" in stmt.strip():
-                    cur.execute(stmt)
-            conn.commit()
+        owner = self.uri(self.owner)
+        rls_setup(owner)
+        rls_grant(owner, self.acme, "acme")
+        rls_grant(owner, self.globex, ["globex", HOSTILE_TENANT])
+        rls_grant(owner, self.writer, "acme", write=True)
 
     def uri(self, role: str, options: str | None = None) -> str:
         from urllib.parse import quote
@@ -350,9 +348,9 @@ def test_no_client_side_switch_reads_another_tenant(rls, log, attempt):
     elif attempt == "row_security_off":
         options = "-c row_security=off"
     elif attempt == "write_mapping":
-        statement = (f"INSERT INTO replaykit_tenant_roles VALUES ('{rls.acme}', 'globex')")
+        statement = (f"INSERT INTO replaykit.tenant_roles VALUES ('{rls.acme}', 'globex')")
     elif attempt == "shadow_mapping":  # a temp table of the same name, first in search_path
-        statement = ("CREATE TEMP TABLE replaykit_tenant_roles AS "
+        statement = ("CREATE TEMP TABLE tenant_roles AS "
                      "SELECT current_user::text AS role_name, 'globex'::text AS tenant_id")
     elif attempt == "table_owner":
         role = rls.owner
@@ -719,10 +717,31 @@ def test_plain_table_tampering_is_detected(pleach_export, sqlite_uri):
 def test_table_without_export_columns_is_rejected(sqlite_uri):
     with sqlite3.connect(sqlite_uri[len("sqlite:///") :]) as conn:
         conn.execute("CREATE TABLE harness_event_log (tenant_id TEXT, chat_id TEXT)")
-    with pytest.raises(ValueError, match=r"lacks \['sequence_number', 'event_type', 'payload'\]"):
+    with pytest.raises(SchemaError, match=r"lacks \['sequence_number', 'event_type', 'payload'\]"):
         read_sql(sqlite_uri, tenant_id="acme")
-    with pytest.raises(ValueError, match="does not exist"):
+    with pytest.raises(SchemaError, match="does not exist"):
         read_sql(sqlite_uri, tenant_id="acme", table="no_such_table")
+
+
+@pytest.mark.parametrize("drop", ["tenant_id", "chat_id", "sequence_number", "event_type",
+                                  "payload"])
+def test_a_table_missing_any_required_column_is_a_schema_error(tmp_path, drop):
+    """Whichever required column a table lacks, read_sql raises a SchemaError (a
+    ReplayKitError) naming the table and the column (issue 30 item 11); it pickles."""
+    import pickle
+
+    db = tmp_path / "t.db"
+    cols = [c for c in ("tenant_id", "chat_id", "sequence_number", "event_type", "payload",
+                        "created_at") if c != drop]
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"CREATE TABLE events ({', '.join(cols)})")
+    with pytest.raises(SchemaError) as info:
+        read_sql(f"sqlite:///{db}", tenant_id="acme", table="events")
+    err = info.value
+    assert isinstance(err, ReplayKitError) and err.missing == [drop] and err.table == "events"
+    assert f"'{drop}'" in str(err) and "'events'" in str(err)
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is type(err) and str(back) == str(err) and back.missing == [drop]
 
 
 def test_sqlite_parallel_rowid_ranges_read_the_same_rows(sqlite_uri, log, monkeypatch, plain_rows):
@@ -1033,3 +1052,216 @@ def test_sqlite_text_that_is_not_utf8_or_a_time_outside_years_1_to_9999(
     for name in back.table.column_names:
         back.table.column(name).validate(full=True)
     back.table.column("ts").to_pylist()
+
+
+_ODD_TENANTS = [123, 123.0, -0.0, 1e2, 2**62, b"acme", "0123", "123.0", "1e2"]
+
+
+@pytest.mark.parametrize("decl", ["INTEGER", "NUMERIC", "REAL", "DECIMAL(10)", "", "BLOB",
+                                  "TEXT", "VARCHAR(64)", "TEXT COLLATE NOCASE"])
+def test_sqlite_tenant_ids_of_another_type_match_no_tenant(tmp_path, decl):
+    """A tenant_id stored as INTEGER, REAL or BLOB (a column of numeric affinity turns the
+    producer's '0123' or '123.0' into the number 123) is nobody's: SQLite's comparison
+    would hand it to tenant '123' (or '0123', '100', ...); read_sql never returns it as a
+    tenant's row, raises malformed_value naming tenant_id, or quarantines it without its
+    content (issue 30 item 4). TEXT ids keep reading exactly."""
+    _require("adbc-driver-sqlite", _has("adbc_driver_sqlite"))
+    db = tmp_path / "t.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"CREATE TABLE harness_event_log (tenant_id {decl}, chat_id TEXT, "
+                     "sequence_number INTEGER, event_type TEXT, payload TEXT, created_at TEXT)")
+        for i, v in enumerate(_ODD_TENANTS):
+            conn.execute("INSERT INTO harness_event_log VALUES (?, ?, 0, 'message', ?, "
+                         "'2024-01-01T00:00:00Z')",
+                         (v, f"r{i}", f'{{"role":"user","content":"SECRET-{i}"}}'))
+        conn.execute("INSERT INTO harness_event_log VALUES ('acme', 'own', 0, 'message', "
+                     "'{\"role\":\"user\",\"content\":\"mine\"}', '2024-01-01T00:00:00Z')")
+        stored = dict(conn.execute("SELECT chat_id, typeof(tenant_id) FROM harness_event_log"))
+    uri = f"sqlite:///{db}"
+    asks = ["123", "123.0", "0", "-0.0", "100", "1e2", "0123", str(2**62), "acme"]
+    for ask in asks:
+        try:
+            log = read_sql(uri, tenant_id=ask, errors="quarantine")
+        except LoadError as exc:  # pragma: no cover - must not happen under quarantine
+            pytest.fail(f"{decl} {ask}: {exc}")
+        runs = log.table.column("run_id").to_pylist()
+        # every row read has a TEXT tenant_id equal to the one asked
+        assert all(stored[r] == "text" for r in runs), (decl, ask, runs)
+        assert set(log.table.column("tenant_id").to_pylist()) <= {ask}
+        q = log.quarantine
+        for rec in q.to_pylist():
+            if rec["field"] == "tenant_id":
+                assert rec["reason"] == "malformed_value" and rec["tenant_id"] == ask
+                assert "SECRET" not in (rec["raw"] or "") + rec["message"]
+        collided = [rec for rec in q.to_pylist() if rec["field"] == "tenant_id"]
+        if collided:
+            with pytest.raises(LoadError) as info:
+                read_sql(uri, tenant_id=ask)
+            assert info.value.reason == "malformed_value" and info.value.field == "tenant_id"
+        if ask == "acme":
+            assert runs == ["own"]
+    if decl in ("INTEGER", "NUMERIC", "DECIMAL(10)"):  # numbers collide: all quarantined
+        got = read_sql(uri, tenant_id="123", errors="quarantine")
+        assert len(got) == 0 and got.quarantine.num_rows >= 3
+
+
+# ------------------------------------------------------- the recipe under real-world conditions
+
+
+class _Db:
+    """A fresh database with events, a non-superuser table owner and two plain roles,
+    before any recipe ran (issue 30 item 5). ``sql(role, ...)`` runs statements as a role."""
+
+    def __init__(self, server, admin_uri: str, log: EventLog) -> None:
+        import adbc_driver_postgresql.dbapi as pg
+
+        self.pg, self.server, self.admin = pg, server, admin_uri
+        self.dbname = admin_uri.rpartition("/")[2]
+        k = next(_role_counter)
+        self.owner, self.reader, self.writer = (f"rk_o_{k}", f"rk_r'x\\{k}", f"rk_w_{k}")
+        write_sql(log, admin_uri)
+        self.sql(None, *[f'CREATE ROLE "{r}" LOGIN NOSUPERUSER NOBYPASSRLS'
+                         for r in (self.owner, self.reader, self.writer)],
+                 f'ALTER TABLE harness_event_log OWNER TO "{self.owner}"',
+                 f'GRANT CREATE ON DATABASE "{self.dbname}" TO "{self.owner}"')
+
+    def uri(self, role: str | None, options: str | None = None) -> str:
+        from urllib.parse import quote
+
+        if role is None:
+            return self.admin
+        uri = (f"postgresql://{quote(role, safe='')}@{self.server.host}:{self.server.port}/"
+               f"{self.dbname}")
+        return uri + ("?options=" + quote(options, safe="") if options else "")
+
+    def sql(self, role: str | None, *statements: str) -> list:
+        with self.pg.connect(self.uri(role)) as conn, conn.cursor() as cur:
+            out = []
+            for st in statements:
+                cur.execute(st)
+                try:
+                    out = cur.fetchall()
+                except Exception:  # noqa: BLE001 - a statement without rows
+                    out = []
+            conn.commit()
+            return out
+
+    def state(self) -> tuple:
+        """What the recipe would change: RLS flags, policies, the mapping schema."""
+        return (self.sql(None, "SELECT relrowsecurity, relforcerowsecurity FROM pg_class "
+                               "WHERE oid = 'harness_event_log'::regclass")[0],
+                sorted(self.sql(None, "SELECT polname FROM pg_policy")),
+                self.sql(None, "SELECT count(*) FROM pg_namespace WHERE nspname = "
+                               "'replaykit'")[0])
+
+
+@pytest.fixture
+def db(pg_server, pg_uri, log) -> _Db:
+    return _Db(pg_server, pg_uri, log)
+
+
+def test_rls_recipe_is_idempotent_and_scopes_reader_and_writer(db, log):
+    """Setup and grants run twice (a repair, a re-deploy) give the same database; the reader
+    (a role name with a quote and a backslash) reads only its tenant and the writer writes
+    only its own; the audit finds nothing."""
+    from replaykit import SQLError
+    from replaykit.sql import rls_audit, rls_grant, rls_setup
+
+    owner = db.uri(db.owner)
+    for _ in range(2):
+        rls_setup(owner)
+        rls_grant(owner, db.reader, "acme")
+        rls_grant(owner, db.writer, HOSTILE_TENANT, write=True)
+    assert db.sql(db.owner, "SELECT role_name, tenant_id FROM replaykit.tenant_roles "
+                            "ORDER BY 2") == [(db.reader, "acme"), (db.writer, HOSTILE_TENANT)]
+    got = read_sql(db.uri(db.reader), tenant_id=list(TENANTS))
+    assert got.tenants == ["acme"] and len(got) == len(log.filter(tenant_id="acme"))
+    fresh = _renamed_runs(make_log(60, n_runs=2, tenants=(HOSTILE_TENANT, "acme"), seed=5),
+                          "w-")
+    with pytest.raises(SQLError) as err:
+        write_sql(fresh, db.uri(db.writer))
+    assert err.value.reason == "rls_denied"
+    assert write_sql(fresh.filter(tenant_id=HOSTILE_TENANT), db.uri(db.writer)) > 0
+    assert rls_audit(owner).query("severity == 'error'").empty
+
+
+@pytest.mark.parametrize("before", ["older_recipe_policy", "name_taken", "foreign_schema",
+                                    "foreign_mapping_table"])
+def test_rls_setup_refuses_what_it_did_not_write_and_changes_nothing(db, before):
+    """A permissive policy from an older recipe (trusting app.tenant_id: ORed with ours it
+    would open every tenant), a policy under replaykit's name that replaykit did not write,
+    a mapping schema or table pre-created by another role (who could then map itself to
+    every tenant): the setup refuses with the reason, in one transaction that leaves the
+    database exactly as it was; grants are refused too."""
+    from replaykit import SQLError
+    from replaykit.sql import rls_grant, rls_setup
+
+    if before == "older_recipe_policy":
+        db.sql(db.owner, "CREATE POLICY tenant_isolation ON harness_event_log USING "
+                         "(tenant_id = current_setting('app.tenant_id', true))")
+        want = "tenant_isolation"
+    elif before == "name_taken":
+        db.sql(db.owner, "CREATE POLICY replaykit_tenant_harness_event_log ON "
+                         "harness_event_log USING (true)")
+        want = "replaykit_tenant_harness_event_log"
+    else:
+        db.sql(None, f'GRANT CREATE ON DATABASE "{db.dbname}" TO "{db.writer}"')
+        db.sql(db.writer, "CREATE SCHEMA replaykit",
+               *(["CREATE TABLE replaykit.tenant_roles (role_name text, tenant_id text)"]
+                 if before == "foreign_mapping_table" else []))
+        want = "owned by another role"
+    was = db.state()
+    with pytest.raises(SQLError) as err:
+        rls_setup(db.uri(db.owner))
+    assert want in str(err.value)
+    assert db.state() == was
+    with pytest.raises(SQLError):
+        rls_grant(db.uri(db.owner), db.reader, "acme")
+    assert db.state() == was
+
+
+def test_rls_recipe_holds_under_unusual_owner_session_settings(db):
+    """The owner's session has standard_conforming_strings off (backslashes in literals
+    are escapes) and a search_path whose first schema holds look-alike objects (a
+    tenant_roles table mapping everyone to every tenant); the recipe names every object
+    with its schema and quotes with escape strings, so the tenant id with a quote and a
+    backslash is mapped exactly and the look-alike is never used."""
+    from replaykit.sql import rls_grant, rls_setup
+
+    tenant = "o'b\\c"
+    db.sql(None, "CREATE SCHEMA evil", "GRANT ALL ON SCHEMA evil TO PUBLIC",
+           "CREATE TABLE evil.tenant_roles AS SELECT r.rolname::text AS role_name, "
+           "t::text AS tenant_id FROM pg_roles r, unnest(ARRAY['acme', 'globex']) t",
+           "GRANT ALL ON evil.tenant_roles TO PUBLIC")
+    owner = db.uri(db.owner, "-c standard_conforming_strings=off -c search_path=evil,public")
+    rls_setup(owner)
+    rls_grant(owner, db.reader, [tenant, "acme"])
+    assert sorted(db.sql(db.owner, "SELECT tenant_id FROM replaykit.tenant_roles")) == \
+        sorted([(tenant,), ("acme",)])
+    got = read_sql(db.uri(db.reader), tenant_id=list(TENANTS))
+    assert got.tenants == ["acme"]  # not globex, which the look-alike table maps
+
+
+def test_rls_audit_reports_the_pitfalls(db):
+    """rls_audit names each pitfall the recipe cannot close by itself."""
+    from replaykit.sql import rls_audit, rls_grant, rls_setup
+
+    before = rls_audit(db.uri(db.owner))
+    assert {"rls_not_enabled", "rls_not_forced", "no_replaykit_policy",
+            "mapping_missing"} <= set(before["check"])
+    rls_setup(db.uri(db.owner))
+    rls_grant(db.uri(db.owner), db.reader, "acme")
+    assert rls_audit(db.uri(db.owner)).query("severity == 'error'").empty
+    db.sql(None, f'GRANT INSERT ON replaykit.tenant_roles TO "{db.writer}"',
+           "GRANT CREATE ON SCHEMA public TO PUBLIC",
+           "CREATE VIEW all_events AS SELECT * FROM harness_event_log",  # superuser-owned
+           "CREATE FUNCTION peek() RETURNS bigint LANGUAGE sql SECURITY DEFINER AS "
+           "'SELECT count(*) FROM harness_event_log'",
+           "GRANT SELECT ON harness_event_log TO PUBLIC")
+    db.sql(db.owner, "CREATE POLICY open_all ON harness_event_log USING (true)")
+    found = rls_audit(db.uri(db.owner))
+    assert {"mapping_writable", "public_schema_create", "bypassing_view",
+            "bypassing_security_definer", "public_grant", "foreign_policy"} <= \
+        set(found["check"]), found
+    assert found.set_index("check").loc["foreign_policy", "object"].startswith("open_all")
+    assert list(found.columns) == ["check", "severity", "object", "detail", "fix"]

@@ -71,6 +71,13 @@ class Branch:
         if self.project_id is None:
             object.__setattr__(self, "project_id", self._run_attr("projectId"))
 
+    def __getstate__(self) -> dict[str, Any]:
+        # a pickled branch carries its tenant's part of the base only (issue 30: a branch
+        # of one tenant's run over a multi-tenant log must not ship the other tenants)
+        state = dict(self.__dict__)
+        state["base"] = self.base.filter(tenant_id=self.tenant_id)
+        return state
+
     # ------------------------------------------------------------------ base run access
     def _run_attr(self, key: str) -> Any:
         runs = self.base.runs

@@ -224,6 +224,14 @@ class ReplayResult:
         self._metrics: dict[str, Any] | None = None
         self._diff: pd.DataFrame | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # a pickled result carries the replayed tenant's part of the base only (issue 30)
+        state = dict(self.__dict__)
+        tenants = self.events.tenants or ([self.branch.tenant_id] if self.branch else [])
+        if tenants and isinstance(self.base, EventLog):
+            state["base"] = self.base.filter(tenant_id=tenants)
+        return state
+
     def __repr__(self) -> str:
         return (f"ReplayResult(status={self.status!r}, events={len(self.events)}, "
                 f"policy={self.model_policy}/{self.tool_policy}, "

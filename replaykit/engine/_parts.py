@@ -22,7 +22,15 @@ import pyarrow.parquet as pq
 
 from .._delegates import provide
 from ..errors import LoadError, ReplayKitError
-from ..eventlog import TENANT_KEY, EventLog, partition_files, read_partition_files
+from ..eventlog import (
+    NO_TENANT_QUARANTINE_FILE,
+    QUARANTINE_FILE,
+    RUNS_FILE,
+    TENANT_KEY,
+    EventLog,
+    partition_files,
+    read_partition_files,
+)
 from ..schema import EVENTS_SCHEMA, _dictionary_rank
 from ..schema import run_starts as _run_starts
 from ..tenancy import (
@@ -67,7 +75,8 @@ class Partition:
         index: position in the dataset order (tenant, then file number).
         path: the Parquet file (None for in-memory / dask.dataframe partitions).
         tenant_id: the tenant of a hive partition directory (None when not known).
-        root: the dataset root (its ``_runs.parquet`` holds run header metadata).
+        root: the dataset root (its tenant folders' ``_runs.parquet`` hold run header
+            metadata).
         table: the events of an in-memory partition (None otherwise).
     """
 
@@ -97,7 +106,9 @@ class Partition:
         """Rows of the dataset's ``_runs.parquet`` for the runs of ``log`` (None: none)."""
         if self.root is None:
             return None
-        f = Path(self.root) / "_runs.parquet"
+        f = Path(self.root) / RUNS_FILE  # the layout before issue 30: one file at the root
+        if self.tenant_id is not None and not f.exists():
+            f = Path(self.root) / partition_dir_name(self.tenant_id) / RUNS_FILE
         if not f.exists() or len(log) == 0:
             return None
         runs = pc.unique(pc.cast(log.table.column("run_id"), pa.string()))
@@ -152,9 +163,11 @@ def write_partitioned(
     """Write ``log`` in the :meth:`EventLog.to_parquet` layout, one file per run-aligned
     partition of about ``partition_events`` events (a file never splits a run).
 
-    Layout: ``path/tenant_id=<id>/part-<k>.parquet`` (runs sorted by run_id, seq),
-    ``path/_runs.parquet``, ``path/_quarantine.parquet``; :func:`replaykit.read_parquet`
-    reads it, and the Dask engine maps one task per file.
+    Layout: ``path/tenant_id=<id>/part-<k>.parquet`` (runs sorted by run_id, seq), and in
+    each tenant's folder its side files ``_runs.parquet`` and ``_quarantine.parquet`` (with
+    their ``tenant_id`` column); at the root only ``_quarantine_no_tenant.parquet``, the
+    quarantined rows whose tenant could not be read. :func:`replaykit.read_parquet` reads
+    it, and the Dask engine maps one task per file.
 
     Example:
         >>> import replaykit as rk  # doctest: +SKIP
@@ -177,7 +190,11 @@ def write_partitioned(
     check_tenant_column(log.runs.column("tenant_id"), source=f"{out} (runs to write)")
     check_tenant_column(log.quarantine.column("tenant_id"), nullable=True,
                         source=f"{out} (quarantine to write)")
-    for tenant in log.tenants:  # every folder name must fit, before anything is written
+    # every tenant of the events, runs or quarantine gets a folder (its side files live there)
+    side_tenants = {*_strings(log.runs.column("tenant_id")),
+                    *_strings(log.quarantine.column("tenant_id"))}
+    all_tenants = sorted(set(log.tenants) | side_tenants)
+    for tenant in all_tenants:  # every folder name must fit, before anything is written
         try:
             partition_dir_name(tenant)
         except LoadError as err:
@@ -194,7 +211,7 @@ def write_partitioned(
     # Windows) or normalises names, "ACME" and "acme" would otherwise share one folder and
     # one tenant's part-0.parquet would replace the other's
     made: dict[str, str] = {}
-    for tenant in log.tenants:
+    for tenant in all_tenants:
         d = out / partition_dir_name(tenant)
         try:
             d.mkdir()
@@ -232,9 +249,28 @@ def write_partitioned(
             {**(body.schema.metadata or {}), TENANT_KEY: tenant.encode("utf-8")})
         pq.write_table(part, d / f"part-{k}.parquet",
                        row_group_size=min(1_000_000, max(1, b - a)))
-    pq.write_table(log.runs, out / "_runs.parquet")
-    pq.write_table(log.quarantine, out / "_quarantine.parquet")
+    # side files per tenant, inside its folder (whoever may open only tenant_id=<id>/ reads
+    # that tenant completely, and nothing of another), each with its tenant_id column and
+    # only its own dictionary values; at the root only the quarantined rows of no known tenant
+    runs_t = _strings_column(log.runs.column("tenant_id"))
+    quar_t = _strings_column(log.quarantine.column("tenant_id"))
+    for tenant, name in made.items():
+        for side, col, file in ((log.runs, runs_t, RUNS_FILE),
+                                (log.quarantine, quar_t, QUARANTINE_FILE)):
+            mine = side.filter(pc.fill_null(pc.equal(col, tenant), False))
+            pq.write_table(compact_dictionaries(mine), out / name / file)
+    pq.write_table(compact_dictionaries(log.quarantine.filter(pc.is_null(quar_t))),
+                   out / NO_TENANT_QUARANTINE_FILE)
     return out
+
+
+def _strings_column(col: pa.ChunkedArray) -> pa.Array:
+    arr = col.combine_chunks()
+    return arr if arr.type == pa.string() else pc.cast(arr, pa.string())
+
+
+def _strings(col: pa.ChunkedArray) -> list[str]:
+    return [v for v in pc.unique(_strings_column(col)).to_pylist() if v is not None]
 
 
 _PART_NO = re.compile(r"(\d+)")

@@ -71,6 +71,16 @@ class Columns:
             self.seg = self.seg.astype(np.int32)
             self.row_start = self.row_start.astype(np.int32)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the table's own rows only (a run view's table is a slice of a larger log's
+        # buffers); the cached views are rebuilt on demand
+        from ..tenancy import detached
+
+        return {"table": detached(self.table)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["table"])  # type: ignore[misc]
+
     def col(self, name: str) -> pa.Array | pa.ChunkedArray:
         """A column as stored (chunks are not combined: that would copy the column)."""
         c = self.table.column(name)

@@ -85,6 +85,19 @@ class StateFrame:
         self._seq_np: np.ndarray | None = None
         self._index_d: dict[tuple[str, str], int] | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the frame's own rows only: a frame of a run view (a zero-copy slice of a larger
+        # log) holds Arrow slices and field results whose buffers and dictionaries are the
+        # whole log's, which pyarrow would pickle with every other tenant's data
+        from ..tenancy import detached
+
+        state = dict(self.__dict__)
+        state["_table"] = detached(self._table)
+        state["_results"] = detached(self._results)
+        state["_seq_np"] = None  # (Columns pickles its own rows only, see there)
+        state["_index_d"] = None
+        return state
+
     @property
     def _seq(self) -> np.ndarray:
         if self._seq_np is None:

@@ -330,8 +330,11 @@ def open_replay(
         from_state: start from a saved state instead of zero (snapshot-rooted replay): the
             state after event ``from_seq``, as a mapping (``StateFrame.at(...)``,
             ``h.state``), its JSON text (``replaykit.fold.state_json``), or a row of
-            ``StateFrame.final()`` / ``steps_df()`` with ``run_id``, ``seq`` and ``state``
-            (its ``seq`` is the ``from_seq``). Stepping on gives, at every later event, the
+            ``StateFrame.final()`` with ``run_id``, ``seq`` and ``state`` (its ``seq`` is the
+            ``from_seq``), or a row of ``steps_df()`` (a dict or pandas row; it holds
+            collection sizes, not the full state, so the state after its ``seq`` is folded
+            from the run's events and checked against the row's ``state_hash``). A row of
+            another run or tenant is refused. Stepping on gives, at every later event, the
             same state as the full fold of the run (docs/fold.md).
 
     Example:
@@ -342,7 +345,9 @@ def open_replay(
     Raises:
         TypeError: ``tenant_id`` or ``run_id`` is None or empty.
         ValueError: unknown ``cache_mode``; ``from_state`` without a seq, with a seq other
-            than ``from_seq``, not valid JSON, or lacking a field of the projections.
+            than ``from_seq``, not valid JSON, lacking a field of the projections, a row of
+            another run or tenant, or a ``steps_df()`` row whose ``state_hash`` this log
+            does not give.
         ReplayError: the tenant does not own such a run (no other tenant's rows are read).
     """
     _require_tenant(tenant_id)
@@ -351,24 +356,58 @@ def open_replay(
     if cache_mode not in CACHE_MODES:
         raise ValueError(f"cache_mode must be one of {CACHE_MODES}, got {cache_mode!r}")
     state = None
+    projections = agent() if projections is None else projections
     if from_state is not None:
-        state, from_seq = _root_state(from_state, from_seq, run_id)
+        state, from_seq = _root_state(from_state, from_seq, run_id, tenant_id)
+        if state is None:  # a steps_df() row: the state at its seq, from the log
+            state = _state_of_step_row(log, run_id, tenant_id, projections, from_state,
+                                       from_seq)
     return ReplayHandle(
         log,
         run_id,
         tenant_id=tenant_id,
         from_seq=from_seq,
         up_to_seq=up_to_seq,
-        projections=agent() if projections is None else projections,
+        projections=projections,
         cache=cache,
         cache_mode=cache_mode,
         from_state=state,
     )
 
 
-def _root_state(obj: Any, from_seq: int | None, run_id: str
-                ) -> tuple[Mapping[str, Any], int]:
-    """(state, seq) of a ``from_state`` argument (see :func:`open_replay`)."""
+def _row_field(obj: Any, name: str) -> Any:
+    if hasattr(obj, "to_dict") and not isinstance(obj, Mapping):
+        obj = obj.to_dict()
+    return obj.get(name) if isinstance(obj, Mapping) else None
+
+
+def _state_of_step_row(log: EventLog, run_id: str, tenant_id: str, projections: Any,
+                       row: Any, seq: int) -> Mapping[str, Any]:
+    """The state after ``seq`` named by a :meth:`StateFrame.steps_df` row (which holds the
+    scalar fields and collection sizes, not the full state): folded from the run's events
+    up to ``seq``, checked against the row's ``state_hash`` when it has one."""
+    from .hashing import state_hash
+
+    sf = fold(log.filter(tenant_id=tenant_id, run_ids=run_id), projections)
+    rows = sf.steps_df()
+    if not (rows["seq"] == seq).any():
+        raise ValueError(f"from_state is a steps_df() row at seq {seq}, but run {run_id!r} of "
+                         f"tenant {tenant_id!r} has no event with that seq in this log")
+    state = sf.at(run_id, seq, tenant_id=tenant_id)
+    want = _row_field(row, "state_hash")
+    if want is not None and not (isinstance(want, float) and want != want):
+        if int(want) != state_hash(state):
+            raise ValueError(
+                f"from_state is a steps_df() row whose state_hash {int(want)} differs from "
+                f"the state this log gives after seq {seq} of run {run_id!r} "
+                f"({state_hash(state)}): the row is of another log or other projections")
+    return state
+
+
+def _root_state(obj: Any, from_seq: int | None, run_id: str, tenant_id: str | None = None
+                ) -> tuple[Mapping[str, Any] | None, int]:
+    """(state, seq) of a ``from_state`` argument (see :func:`open_replay`); state None for
+    a :meth:`StateFrame.steps_df` row (it names a position, not a whole state)."""
     from .._json import JSONDecodeError, loads
 
     seq = from_seq
@@ -382,16 +421,26 @@ def _root_state(obj: Any, from_seq: int | None, run_id: str
     if not isinstance(obj, Mapping):
         raise ValueError(f"from_state must be a state mapping, its JSON text or a StateFrame "
                          f"row, got {type(obj).__name__}")
-    if {"run_id", "seq", "state"} <= set(obj):  # a StateFrame row
+    if {"run_id", "seq"} <= set(obj) and (
+            "state" in obj or {"tenant_id", "type", "kind"} <= set(obj)):
+        # a row of StateFrame.final() (with its state) or steps_df() (without)
         if str(obj["run_id"]) != run_id:
             raise ValueError(f"from_state is a row of run {obj['run_id']!r}, not {run_id!r}")
+        if tenant_id is not None and "tenant_id" in obj and str(obj["tenant_id"]) != tenant_id:
+            raise ValueError(f"from_state is a row of tenant {obj['tenant_id']!r}, not "
+                             f"{tenant_id!r}")
         row_seq = int(obj["seq"])
         if seq is not None and seq != row_seq:
             raise ValueError(f"from_state is the state after seq {row_seq}, but from_seq="
                              f"{seq}; drop from_seq or pass the matching row")
+        if "state" not in obj:
+            return None, row_seq
         seq, obj = row_seq, obj["state"]
         if isinstance(obj, (str, bytes)):
-            obj = loads(obj)
+            try:
+                obj = loads(obj)
+            except (*JSONDecodeError, ValueError) as exc:  # type: ignore[misc]
+                raise ValueError(f"from_state's state is not valid JSON: {exc}") from None
     if seq is None:
         raise ValueError("from_state needs from_seq: the seq of the event the state is after")
     return obj, int(seq)

@@ -151,8 +151,7 @@ def _poly(data: np.ndarray, off: np.ndarray, lens: np.ndarray) -> np.ndarray:
     b0, b1 = int(off[0]), int(off[-1])
     if b1 == b0:
         return np.zeros(len(lens), dtype=np.uint64)
-    # + 1: a string that starts at the block's end (an empty one after the last byte) shifts
-    # by P**-(b1 - b0), one past the bytes' own powers
+    # P**-k for every start k in 0 .. b1 - b0 inclusive: an empty last string starts at b1
     pw, inv = _powers(b1 - b0 + 1)
     w = data[b0:b1].astype(np.uint64)
     w += _U(1)

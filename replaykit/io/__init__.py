@@ -47,6 +47,7 @@ def is_dataset(path: str | os.PathLike[str]) -> bool:
     """True when ``path`` is a directory written by :meth:`EventLog.to_parquet`."""
     p = Path(path)
     return p.is_dir() and ((p / "_runs.parquet").exists()
+                           or (p / "_quarantine_no_tenant.parquet").exists()
                            or any(d.is_dir() for d in p.glob("tenant_id=*")))
 
 

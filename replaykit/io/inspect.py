@@ -315,6 +315,11 @@ def read_inspect(
     model, eval status, the sample's scores, final store, error, target and uuid. ``path``
     may be a file, a folder (``*.eval``, ``*.json``), a glob or a list.
 
+    The same log found twice is loaded once, with a :class:`DuplicateLogWarning`: files with
+    the same bytes (copies) are recognised before they are read (the reader fills fields a
+    file lacks, such as an eval id or event timestamps, anew on every read, so two reads of
+    one file can differ), and a ``.eval`` and its ``.json`` export by their content.
+
     Args:
         tenant_id: owner of the runs (Inspect logs carry no tenant); required.
         errors: ``"raise"`` (default) or ``"quarantine"``: a log Inspect cannot read becomes
@@ -341,10 +346,21 @@ def read_inspect(
     # one entry per readable log: (file, eval id, head, [(sample id, epoch, rows, attrs,
     # started)], fingerprint of its content)
     loaded: list[tuple[Path, str, dict[str, Any], list[tuple[Any, ...]], str]] = []
+    # files with the same bytes (copies of one log) are read once: the reader fills some
+    # fields in at read time (a missing eval id, event timestamps), so two reads of one
+    # file need not give the same content
+    by_bytes: dict[str, Path] = {}
     with Progress(len(files), desc="read_inspect", unit="file", enabled=progress) as bar:
         for k, f in enumerate(files, start=1):
             bar.next_file(f.name, k, len(files))
             src = f"{FORMAT}:{f}"
+            raw = _file_digest(f)
+            if raw is not None and raw in by_bytes:
+                warnings.warn(f"{f} holds the same eval log as {by_bytes[raw]} (the same "
+                              "bytes); its samples are loaded once, from the first",
+                              DuplicateLogWarning, stacklevel=2)
+                bar.update(1)
+                continue
             try:
                 log = api.read_eval_log(str(f), resolve_attachments=True)
             except Exception as exc:  # noqa: BLE001 - Inspect raises many kinds; all are bad input
@@ -397,6 +413,8 @@ def read_inspect(
                 digest.update(rows_json.encode())
                 digest.update(attrs_json.encode())
             loaded.append((f, spec.eval_id, head, samples, digest.hexdigest()))
+            if raw is not None:
+                by_bytes[raw] = f
             bar.update(1)
     rows: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
@@ -422,13 +440,24 @@ def read_inspect(
     return EventLog(table, runs=runs_table, quarantine=quarantine.table(runs_table))
 
 
+def _file_digest(f: Path) -> str | None:
+    """SHA-256 of the file's bytes, or None when it cannot be read (the Inspect reader then
+    reports it)."""
+    try:
+        with open(f, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
 def _distinct_logs(loaded: list[tuple[Path, str, dict[str, Any], list[tuple[Any, ...]], str]]
                    ) -> list[tuple[Path, str, dict[str, Any], list[tuple[Any, ...]]]]:
     """The logs to load, each with its run-id suffix.
 
     Files with the same content (same eval id, same samples and events: a ``.eval`` and its
-    ``.json`` export, a copy) are loaded once, from the first file, with a
-    :class:`DuplicateLogWarning`. Distinct logs that share an eval id (a re-run written to
+    ``.json`` export) are loaded once, from the first file, with a
+    :class:`DuplicateLogWarning` (copies with the same bytes never get here: see
+    :func:`read_inspect`). Distinct logs that share an eval id (a re-run written to
     another file) keep apart: their run ids get ``"@<path relative to their common folder>"``,
     so the same set of files always gives the same ids.
     """
