@@ -78,8 +78,13 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time __geta
         verify_proof,
     )
     from .io import detect_format, read_events, read_isplay, read_pleach, read_toh
+    from .io.claude_code import read_claude_code
+    from .io.codex import read_codex
     from .io.inspect import read_inspect
+    from .io.langfuse import read_langfuse
+    from .io.langsmith import read_langsmith
     from .io.otel import read_otel
+    from .io.phoenix import read_phoenix
     from .io.toh import OrphanRunWarning
     from .schema import EVENTS_SCHEMA, validate
     from .sql import read_sql, write_sql
@@ -113,6 +118,11 @@ __all__ = [
     "inspect_state",
     "read_inspect",
     "read_otel",
+    "read_claude_code",
+    "read_codex",
+    "read_langfuse",
+    "read_langsmith",
+    "read_phoenix",
     "IsplayBranch",
     "read_parquet",
     "read_pleach",
@@ -193,8 +203,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".integrity": ("ChainManifest", "chain_heads", "chain_manifest", "chain_proof",
                    "stamp_chain", "verify_chain", "verify_proof"),
     ".io": ("detect_format", "read_events", "read_isplay", "read_pleach", "read_toh"),
+    ".io.claude_code": ("read_claude_code",),
+    ".io.codex": ("read_codex",),
     ".io.inspect": ("read_inspect",),
+    ".io.langfuse": ("read_langfuse",),
+    ".io.langsmith": ("read_langsmith",),
     ".io.otel": ("read_otel",),
+    ".io.phoenix": ("read_phoenix",),
     ".io.toh": ("OrphanRunWarning",),
     ".schema": ("EVENTS_SCHEMA", "validate"),
     ".sql": ("read_sql", "write_sql"),
