@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from .._json import canonical_json
+from ..errors import LoadError
 from ._common import Quarantine, compressed, unreadable
-from ._records import bad, head_text, json_lines
+from ._records import bad, decode_json, head_text, json_lines
 
 __all__ = ["Record", "first_of", "records", "sniff_records"]
 
@@ -90,17 +91,12 @@ def records(path: Path, fmt: str, quarantine: Quarantine,
         return
     if suffix == ".json":
         try:
-            text = path.read_bytes().decode("utf-8")
-            doc = json.loads(text)
+            doc = decode_json(path.read_bytes(), fmt, path, None)
         except OSError as exc:
             quarantine.bad(unreadable(str(path), exc))
             return
-        except UnicodeDecodeError:
-            quarantine.bad(bad(fmt, path, None, "bad_encoding", "is not UTF-8 text"))
-            return
-        except (ValueError, RecursionError) as exc:
-            quarantine.bad(bad(fmt, path, None, "bad_json",
-                               f"is not valid JSON ({str(exc)[:120]})"))
+        except LoadError as exc:
+            quarantine.bad(exc)
             return
         items = unwrap(doc)
         if items is None:

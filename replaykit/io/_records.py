@@ -8,7 +8,6 @@ row) into row dicts; :func:`rows_to_log` turns the row dicts of every file into 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from datetime import UTC
 from pathlib import Path
@@ -16,19 +15,33 @@ from typing import Any
 
 import pyarrow as pa
 
-from .._json import JSONTooDeep, canonical_json
+from .._json import JSONDecodeError, JSONLoneSurrogate, JSONTooDeep, canonical_json, loads
 from ..errors import LoadError
 from ..eventlog import RUNS_SCHEMA, EventLog
 from ..schema import empty_events, events_table
 from ._common import Quarantine, compressed, is_int64, iter_lines, unreadable
 
-__all__ = ["Row", "bad", "head_text", "json_lines", "payload_of", "rows_to_log", "text_of"]
+__all__ = ["Row", "bad", "decode_json", "head_text", "json_lines", "line_error", "payload_of",
+           "rows_to_log", "text_of"]
 
 Row = dict[str, Any]
 
 _ROW_COLUMNS = ("run_id", "parent_run_id", "seq", "type", "kind", "turn", "step", "event_id",
                 "ref_id", "tool_name", "args_hash", "is_error", "finish", "input_tokens",
                 "output_tokens", "chunk_type", "text", "payload", "source", "source_line")
+
+
+_NOT_JSON: tuple[type[BaseException], ...] = (*JSONDecodeError, ValueError, RecursionError)
+
+_STR_COLUMNS = ("run_id", "parent_run_id", "type", "kind", "event_id", "ref_id", "tool_name",
+                "args_hash", "finish", "chunk_type", "text", "payload", "source")
+
+
+def _as_text(v: Any) -> str | None:
+    try:
+        return canonical_json(v)
+    except (JSONTooDeep, TypeError, ValueError):
+        return None
 
 
 def bad(fmt: str, path: Path | str, line: int | None, reason: str, detail: str, *,
@@ -69,15 +82,9 @@ def json_lines(path: Path, fmt: str, quarantine: Quarantine
             if not raw.strip():
                 continue
             try:
-                text = raw.decode("utf-8")
-                doc = json.loads(text)
-            except UnicodeDecodeError:
-                quarantine.bad(bad(fmt, path, lineno, "bad_encoding",
-                                   "is not UTF-8 text"), raw)
-                continue
-            except (ValueError, RecursionError) as exc:
-                quarantine.bad(bad(fmt, path, lineno, "bad_json",
-                                   f"is not valid JSON ({str(exc)[:120]})"), raw)
+                doc = decode_json(raw, fmt, path, lineno)
+            except LoadError as exc:
+                quarantine.bad(exc, raw)
                 continue
             if not isinstance(doc, dict):
                 quarantine.bad(bad(fmt, path, lineno, "not_object",
@@ -86,6 +93,37 @@ def json_lines(path: Path, fmt: str, quarantine: Quarantine
             yield lineno, raw, doc
     except OSError as exc:
         quarantine.bad(unreadable(str(path), exc))
+
+
+def decode_json(raw: bytes | str, fmt: str, path: Path | str, line: int | None) -> Any:
+    """Strict JSON decoding (:func:`replaykit._json.loads`) with the loaders' reasons:
+    ``bad_encoding`` (not UTF-8), ``bad_unicode`` (an unpaired surrogate escape),
+    ``too_deep``, ``bad_json``."""
+    try:
+        if isinstance(raw, bytes):
+            raw.decode("utf-8")
+        return loads(raw)
+    except UnicodeDecodeError:
+        raise bad(fmt, path, line, "bad_encoding", "is not UTF-8 text") from None
+    except JSONTooDeep as exc:
+        raise bad(fmt, path, line, "too_deep", str(exc)) from None
+    except JSONLoneSurrogate as exc:
+        raise bad(fmt, path, line, "bad_unicode", str(exc)) from None
+    except _NOT_JSON as exc:
+        raise bad(fmt, path, line, "bad_json", f"is not valid JSON ({str(exc)[:120]})"
+                  ) from None
+
+
+def line_error(exc: BaseException, fmt: str, path: Path | str, line: int | None) -> LoadError:
+    """The LoadError for an error no specific check caught while mapping one record: nesting
+    too deep for the JSON encoder (``too_deep``), else ``unexpected_input`` (the narrow last
+    guard of :func:`replaykit.io._common.unexpected_input`, per record)."""
+    if isinstance(exc, (JSONTooDeep, RecursionError)):
+        return bad(fmt, path, line, "too_deep", "nests too deep to encode as JSON")
+    return bad(fmt, path, line, "unexpected_input",
+               f"could not be mapped: {type(exc).__name__}: {str(exc)[:200]}",
+               fix="This record hits a case replaykit does not check yet; please report it. "
+                   'Pass errors="quarantine" to load the other records.')
 
 
 def payload_of(doc: Any, fmt: str, path: Path, line: int | None) -> str:
@@ -176,6 +214,11 @@ def rows_to_log(rows: list[Row], runs: list[dict[str, Any]], tenant: str,
         return EventLog(empty_events(), runs=runs_table,
                         quarantine=quarantine.table(runs_table))
     cols: dict[str, Any] = {name: [r.get(name) for r in rows] for name in _ROW_COLUMNS}
+    for name in _STR_COLUMNS:  # ids a source spells as numbers are kept as their text
+        cols[name] = [v if v is None or isinstance(v, str) else _as_text(v)
+                      for v in cols[name]]
+    for name in ("turn", "step"):
+        cols[name] = [v if type(v) is int and 0 <= v < 2**31 else None for v in cols[name]]
     cols["is_error"] = [bool(v) for v in cols["is_error"]]
     cols["tenant_id"] = pa.array([tenant] * len(rows), pa.string()).dictionary_encode()
     cols["ts"] = _timestamps([r.get("ts") for r in rows])

@@ -40,7 +40,17 @@ from ._common import (
     require_tenant,
     unexpected_input,
 )
-from ._records import Row, bad, head_text, json_lines, payload_of, rows_to_log, text_of, tokens
+from ._records import (
+    Row,
+    bad,
+    head_text,
+    json_lines,
+    line_error,
+    payload_of,
+    rows_to_log,
+    text_of,
+    tokens,
+)
 
 __all__ = ["FORMAT", "LINE_TYPES", "read_claude_code", "sniff"]
 
@@ -164,6 +174,8 @@ def _file_rows(f: _File, quarantine: Quarantine) -> None:
             _line_rows(f, lineno, doc, last_usage, last_stop)
         except LoadError as exc:
             quarantine.bad(exc, raw)
+        except UNEXPECTED as exc:  # a last-resort guard, per line; specific checks come first
+            quarantine.bad(line_error(exc, FORMAT, f.path, lineno), raw)
 
 
 def _line_rows(f: _File, lineno: int, doc: dict[str, Any], last_usage: dict[str, Any],

@@ -43,7 +43,17 @@ from ._common import (
     require_tenant,
     unexpected_input,
 )
-from ._records import Row, bad, head_text, json_lines, payload_of, rows_to_log, text_of, tokens
+from ._records import (
+    Row,
+    bad,
+    head_text,
+    json_lines,
+    line_error,
+    payload_of,
+    rows_to_log,
+    text_of,
+    tokens,
+)
 
 __all__ = ["FORMAT", "LINE_TYPES", "read_codex", "sniff"]
 
@@ -163,6 +173,8 @@ def _file_rows(path: Path, quarantine: Quarantine) -> tuple[list[Row], dict[str,
                                    len(rows)))
         except LoadError as exc:
             quarantine.bad(exc, raw)
+        except UNEXPECTED as exc:  # a last-resort guard, per line; specific checks come first
+            quarantine.bad(line_error(exc, FORMAT, path, lineno), raw)
     _move_usage(rows)
     header = None
     if rows:

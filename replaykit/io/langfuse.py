@@ -41,7 +41,16 @@ from ._common import (
     unexpected_input,
 )
 from ._platform import first_of, records, sniff_records
-from ._records import Row, bad, epoch_to_iso, payload_of, rows_to_log, text_of, tokens
+from ._records import (
+    Row,
+    bad,
+    epoch_to_iso,
+    line_error,
+    payload_of,
+    rows_to_log,
+    text_of,
+    tokens,
+)
 
 __all__ = ["FORMAT", "OBSERVATION_TYPES", "read_langfuse", "sniff"]
 
@@ -217,6 +226,8 @@ def _trace_rows(path: Path, trace_id: str, recs: list[tuple[int, int | None, str
                              "text": name, "payload": payload})
         except LoadError as exc:
             quarantine.bad(exc, raw)
+        except UNEXPECTED as exc:  # a last-resort guard, per record
+            quarantine.bad(line_error(exc, FORMAT, path, line), raw)
     return rows
 
 

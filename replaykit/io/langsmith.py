@@ -40,7 +40,16 @@ from ._common import (
     unexpected_input,
 )
 from ._platform import first_of, records, sniff_records
-from ._records import Row, bad, epoch_to_iso, payload_of, rows_to_log, text_of, tokens
+from ._records import (
+    Row,
+    bad,
+    epoch_to_iso,
+    line_error,
+    payload_of,
+    rows_to_log,
+    text_of,
+    tokens,
+)
 
 __all__ = ["FORMAT", "RUN_TYPES", "read_langsmith", "sniff"]
 
@@ -228,6 +237,8 @@ def _trace_rows(path: Path, trace_id: str, runs: list[tuple[int | None, str | No
                     root_end = (run.get("end_time"), err, bool(err))
         except LoadError as exc:
             quarantine.bad(exc, raw)
+        except UNEXPECTED as exc:  # a last-resort guard, per record
+            quarantine.bad(line_error(exc, FORMAT, path, line), raw)
     if root_end is not None:
         end, err, failed = root_end
         rows.append({"run_id": trace_id, "ts": _ts(end), "type": "trace_end",

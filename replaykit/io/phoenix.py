@@ -38,7 +38,16 @@ from ._common import (
     unexpected_input,
 )
 from ._platform import records, sniff_records
-from ._records import Row, bad, epoch_to_iso, payload_of, rows_to_log, text_of, tokens
+from ._records import (
+    Row,
+    bad,
+    epoch_to_iso,
+    line_error,
+    payload_of,
+    rows_to_log,
+    text_of,
+    tokens,
+)
 
 __all__ = ["FORMAT", "SPAN_KINDS", "attr", "read_phoenix", "sniff"]
 
@@ -199,6 +208,8 @@ def _trace_rows(path: Path, trace_id: str, spans: list[tuple[int, int | None, st
                              "payload": payload})
         except LoadError as exc:
             quarantine.bad(exc, raw)
+        except UNEXPECTED as exc:  # a last-resort guard, per record
+            quarantine.bad(line_error(exc, FORMAT, path, line), raw)
     return rows
 
 
