@@ -219,7 +219,8 @@ def _json_param(field: str, *paths: tuple[str, ...]) -> _Getter:
 
 _LS = "extra.invocation_params"
 _PX_PARAMS = (("attributes.llm.invocation_parameters",),
-              ("attributes", "llm.invocation_parameters"))
+              ("attributes", "llm.invocation_parameters"),
+              ("attributes", "llm", "invocation_parameters"))
 
 
 # Rule: (match on column, values, {field: getter}). ``"type"`` matches the event's source type,
@@ -350,9 +351,11 @@ _RULES: dict[str, list[_Rule]] = {
     ],
     "phoenix": [
         ("kind", ("model_response",), {
-            "model": _p(("attributes.llm.model_name",), ("attributes", "llm.model_name")),
+            "model": _p(("attributes.llm.model_name",), ("attributes", "llm.model_name"),
+                        ("attributes", "llm", "model_name")),
             "provider": _p(("attributes.llm.provider",), ("attributes", "llm.provider"),
-                           ("attributes.llm.system",), ("attributes", "llm.system")),
+                           ("attributes", "llm", "provider"), ("attributes.llm.system",),
+                           ("attributes", "llm.system"), ("attributes", "llm", "system")),
             "temperature": _json_param("temperature", *_PX_PARAMS),
             "top_p": _json_param("top_p", *_PX_PARAMS),
             "max_tokens": _json_param("max_tokens", *_PX_PARAMS),

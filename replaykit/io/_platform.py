@@ -77,7 +77,9 @@ def records(path: Path, fmt: str, quarantine: Quarantine,
             return
     if suffix in (".jsonl", ".ndjson"):
         for lineno, raw, doc in json_lines(path, fmt, quarantine):
-            inner = unwrap(doc) if not _looks_like_record(doc) else None
+            nested = isinstance(doc.get("observations"), list) or isinstance(
+                doc.get("spans"), list) or isinstance(doc.get("runs"), list)
+            inner = unwrap(doc) if nested or not _looks_like_record(doc) else None
             if inner is not None:  # a line that is a whole document (a trace with its spans)
                 for item in inner:
                     if isinstance(item, dict):

@@ -15,7 +15,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from .._json import JSONDecodeError, JSONLoneSurrogate, JSONTooDeep, canonical_json, loads
+from .._json import (
+    JSONDecodeError,
+    JSONLoneSurrogate,
+    JSONTooDeep,
+    canonical_json,
+    loads,
+    lone_surrogate_line,
+)
 from ..errors import LoadError
 from ..eventlog import RUNS_SCHEMA, EventLog
 from ..schema import empty_events, events_table
@@ -110,6 +117,13 @@ def decode_json(raw: bytes | str, fmt: str, path: Path | str, line: int | None) 
     except JSONLoneSurrogate as exc:
         raise bad(fmt, path, line, "bad_unicode", str(exc)) from None
     except _NOT_JSON as exc:
+        text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+        if lone_surrogate_line(text) is not None:  # orjson says only "invalid"
+            raise bad(fmt, path, line, "bad_unicode", "a string holds an unpaired UTF-16 "
+                      "surrogate escape (\\ud800-\\udfff without its pair), which is not "
+                      "Unicode text") from None
+        if "depth limit" in str(exc) or "recursion" in str(exc).lower():  # orjson's limit
+            raise bad(fmt, path, line, "too_deep", "is nested too deep to decode") from None
         raise bad(fmt, path, line, "bad_json", f"is not valid JSON ({str(exc)[:120]})"
                   ) from None
 
