@@ -213,9 +213,14 @@ def _line_rows(f: _File, lineno: int, doc: dict[str, Any], last_usage: dict[str,
             "event_id": doc.get("uuid") if isinstance(doc.get("uuid"), str) else None,
             "source": f.src, "source_line": lineno, "is_error": False}
 
+    made = [0]  # rows made from this line: the first keeps the line's uuid as event_id
+
     def add(payload: Any, kind: str, **cols: Any) -> None:
         row = {**base, "seq": st["seq"], "kind": kind, "turn": st["turn"] or None,
                "step": st["step"] or None, "payload": payload_of(payload, FORMAT, f.path, lineno)}
+        if made[0] and base["event_id"] is not None:
+            row["event_id"] = f"{base['event_id']}#{made[0]}"
+        made[0] += 1
         row.update(cols)
         st["seq"] += 1
         f.rows.append(row)
