@@ -370,7 +370,7 @@ BAD_LINES = [
         **_first_claude_line()["message"], "id": "msg_new", "usage": {"input_tokens": -3}}}
                                ).encode() + b"\n", "bad_tokens"),
     ("claude_code", b'{"sessionId": "s", "uuid": "u"}\n', "missing_type"),
-    ("claude_code", b'{"type": "user", "sessionId": "\\ud800"}\n', "bad_unicode"),
+    ("claude_code", b'{"type": "user", "sessionId": "\\ud800"}\n', "bad_json"),
     ("codex", b'{"timestamp": "t", "type": "event_msg", "payload": 3}\n', "bad_payload"),
     ("codex", b'{"timestamp": "t", "payload": {}}\n', "missing_type"),
     ("codex", b'{"type": "event_msg", "payload": {"type": "token_count", "info": {'

@@ -104,8 +104,8 @@ def json_lines(path: Path, fmt: str, quarantine: Quarantine
 
 def decode_json(raw: bytes | str, fmt: str, path: Path | str, line: int | None) -> Any:
     """Strict JSON decoding (:func:`replaykit._json.loads`) with the loaders' reasons:
-    ``bad_encoding`` (not UTF-8), ``bad_unicode`` (an unpaired surrogate escape),
-    ``too_deep``, ``bad_json``."""
+    ``bad_encoding`` (not UTF-8), ``too_deep``, ``bad_json`` (also an unpaired surrogate
+    escape, as for every loader)."""
     try:
         if isinstance(raw, bytes):
             raw.decode("utf-8")
@@ -115,11 +115,11 @@ def decode_json(raw: bytes | str, fmt: str, path: Path | str, line: int | None) 
     except JSONTooDeep as exc:
         raise bad(fmt, path, line, "too_deep", str(exc)) from None
     except JSONLoneSurrogate as exc:
-        raise bad(fmt, path, line, "bad_unicode", str(exc)) from None
+        raise bad(fmt, path, line, "bad_json", str(exc)) from None
     except _NOT_JSON as exc:
         text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
         if lone_surrogate_line(text) is not None:  # orjson says only "invalid"
-            raise bad(fmt, path, line, "bad_unicode", "a string holds an unpaired UTF-16 "
+            raise bad(fmt, path, line, "bad_json", "a string holds an unpaired UTF-16 "
                       "surrogate escape (\\ud800-\\udfff without its pair), which is not "
                       "Unicode text") from None
         if "depth limit" in str(exc) or "recursion" in str(exc).lower():  # orjson's limit
