@@ -664,7 +664,9 @@ def coding_agent_and_otel() -> nbf.NotebookNode:
         ),
         check(
             'html = (OUT / "rca-claude-code.html").read_text()\n'
-            'assert "Would another model still edit pricing.py" in html and "msg_01C" in html'
+            'assert "Would another model still edit pricing.py" in html\n'
+            'assert f"first diverges from the recording at step {k}" in html\n'
+            'assert "Edit was called with" in html  # the edit the other model did not ask for'
         ),
         md(
             "## The same steps on an OpenTelemetry trace\n\n"
