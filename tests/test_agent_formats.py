@@ -15,6 +15,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import replaykit as rk
 from replaykit.errors import LoadError, MissingTenantError
@@ -451,3 +453,74 @@ def test_parquet_with_wrong_column_types_still_loads_or_names_the_field(tmp_path
         rk.read_phoenix(tmp_path, tenant_id="me")
     assert info.value.reason == "bad_tokens"
     assert info.value.field == "attributes.llm.token_count.prompt"
+
+
+# ------------------------------------------------------------------ property: any session
+
+_BLOCK = st.one_of(
+    st.builds(lambda t: {"type": "text", "text": t}, st.text(max_size=8)),
+    st.builds(lambda t: {"type": "thinking", "thinking": t}, st.text(max_size=8)),
+    st.builds(lambda n: {"type": "tool_use", "name": n, "input": {"n": n}},
+              st.sampled_from(["Bash", "Read", "Edit"])),
+)
+
+
+@st.composite
+def _sessions(draw: Any) -> list[dict[str, Any]]:
+    """A session: prompts, assistant messages split over lines of 1-3 blocks, tool results
+    answering the tool uses, in any interleaving Claude Code writes."""
+    lines: list[dict[str, Any]] = []
+    n_tool = 0
+    for turn in range(draw(st.integers(1, 3))):
+        lines.append({"type": "user", "message": {"role": "user", "content": f"prompt {turn}"}})
+        for m in range(draw(st.integers(0, 3))):
+            mid = f"msg_{turn}_{m}"
+            pending = []
+            for _ in range(draw(st.integers(1, 3))):  # the message's lines
+                blocks = draw(st.lists(_BLOCK, min_size=1, max_size=3))
+                for b in blocks:
+                    if b["type"] == "tool_use":
+                        n_tool += 1
+                        b["id"] = f"toolu_{n_tool}"
+                        pending.append(b["id"])
+                lines.append({"type": "assistant", "message": {
+                    "id": mid, "role": "assistant", "content": blocks,
+                    "usage": {"input_tokens": draw(st.integers(0, 50)),
+                              "output_tokens": draw(st.integers(0, 50))}}})
+            for tid in pending:
+                lines.append({"type": "user", "message": {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": tid, "content": "ok",
+                     "is_error": draw(st.booleans())}]}})
+    for k, d in enumerate(lines):
+        d.update(sessionId="s-prop", uuid=f"u{k}", timestamp=f"2025-01-01T00:00:{k % 60:02d}Z")
+    return lines
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=_sessions())
+def test_any_session_keeps_every_block_and_counts_each_message_once(tmp_path, lines):
+    p = tmp_path / "s-prop.jsonl"
+    p.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    log = rk.read_claude_code(p, tenant_id="me")
+    ev = log.events_df()
+    blocks = [b for d in lines for b in _blocks(d)]
+    assert (ev.kind == "tool_call").sum() == sum(b.get("type") == "tool_use" for b in blocks
+                                                  if isinstance(b, dict))
+    assert (ev.kind == "tool_result").sum() == sum(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks)
+    last: dict[str, Any] = {}
+    for d in lines:
+        if d["type"] == "assistant":
+            last[d["message"]["id"]] = d["message"]["usage"]
+    calls = log.calls_df()
+    assert sorted(calls.ref_id) == sorted(last)
+    assert int(ev.output_tokens.fillna(0).sum()) == sum(u["output_tokens"] for u in last.values())
+    assert log.turns_df().turn.tolist() == sorted({int(x) for x in ev.turn.dropna()})
+    assert len(log.turns_df()) == sum(1 for d in lines if isinstance(
+        (d.get("message") or {}).get("content"), str))
+    tools = log.tools_df()
+    assert tools.has_result.all()
+    assert tools.is_error.astype(bool).sum() == sum(
+        isinstance(b, dict) and b.get("is_error") is True for b in blocks)
+    assert ev.event_id.is_unique
