@@ -57,6 +57,10 @@ def _claude_reading(folder: Path) -> dict[str, Any]:
                     errors += b.get("is_error") is True
             if d["type"] == "assistant":
                 usage[(run, d["message"]["id"])] = d["message"]["usage"]  # the last line's
+            if d["type"] == "user" and any(
+                    (b if isinstance(b, str) else b.get("text") or "").startswith(
+                        "[Request interrupted") for b in _blocks(d)):
+                out["interrupts"] += 1
     out["runs"] = runs
     out["calls"] = len(usage)
     out["output_tokens"] = sum(u["output_tokens"] for u in usage.values())
@@ -75,6 +79,7 @@ def test_claude_code_counts_agree_with_a_reading_of_the_lines(folder):
     assert len(set(zip(ev.source, ev.source_line, strict=True))) == want["lines"]
     assert (ev.kind == "tool_call").sum() == want["tool_use"]
     assert (ev.kind == "tool_result").sum() == want["tool_result"]
+    assert (ev.kind == "turn_end").sum() == want["interrupts"]
     calls = log.calls_df()
     assert len(calls) == want["calls"]
     assert calls.output_tokens.sum() == want["output_tokens"]

@@ -117,14 +117,20 @@ def _first_object(head: bytes) -> dict[str, Any] | None:
     return None
 
 
+#: user-line texts Claude Code writes itself: the output of a local command (no turn)
+_COMMAND_OUTPUT = ("<local-command-stdout>", "<local-command-stderr>", "<bash-stdout>",
+                   "<bash-stderr>")
+_INTERRUPT = "[Request interrupted"
+
+
 def _is_prompt(doc: dict[str, Any], blocks: list[Any]) -> bool:
     """A user line the person typed (it starts a turn)."""
     if doc.get("isMeta") or doc.get("isCompactSummary") or doc.get("isVisibleInTranscriptOnly"):
         return False
     if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks):
         return False
-    text = text_of(blocks) or ""
-    return not text.startswith("[Request interrupted")
+    text = (text_of(blocks) or "").lstrip()
+    return not text.startswith((_INTERRUPT, *_COMMAND_OUTPUT))
 
 
 class _File:
@@ -242,8 +248,13 @@ def _line_rows(f: _File, lineno: int, doc: dict[str, Any], last_usage: dict[str,
                 add(one(i), "tool_result", ref_id=ref, tool_name=st["tools"].get(ref),
                     is_error=b.get("is_error") is True, text=text_of(b.get("content")))
             else:
-                kind = "user_message" if not doc.get("isCompactSummary") else "checkpoint"
-                add(one(i), kind, text=text_of([b]))
+                text = text_of([b])
+                if doc.get("isCompactSummary"):
+                    add(one(i), "checkpoint", text=text)
+                elif (text or "").startswith(_INTERRUPT):  # the user stopped the turn
+                    add(one(i), "turn_end", is_error=True, text=text)
+                else:
+                    add(one(i), "user_message", text=text)
         return
     if typ == "assistant":
         mid = (msg or {}).get("id")
