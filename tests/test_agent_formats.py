@@ -529,3 +529,21 @@ def test_any_session_keeps_every_block_and_counts_each_message_once(tmp_path, li
     assert tools.is_error.astype(bool).sum() == sum(
         isinstance(b, dict) and b.get("is_error") is True for b in blocks)
     assert ev.event_id.is_unique
+
+
+def test_a_first_line_longer_than_the_sniffers_head_is_still_recognised(tmp_path):
+    from replaykit.io import claude_code, codex
+
+    big = "x" * 200_000
+    p = tmp_path / "s.jsonl"
+    p.write_text(json.dumps({"parentUuid": None, "isSidechain": False, "type": "user",
+                             "sessionId": "s", "message": {"role": "user", "content": big}},
+                            separators=(",", ":")) + "\n")
+    assert claude_code.sniff(p) is None and rk.detect_format(p) == "claude_code"
+    q = tmp_path / "rollout-x.jsonl"
+    q.write_text(json.dumps({"timestamp": "2025-01-01T00:00:00Z", "type": "session_meta",
+                             "payload": {"id": "c1", "instructions": big}},
+                            separators=(",", ":")) + "\n")
+    assert codex.sniff(q) is None and rk.detect_format(q) == "codex"
+    assert rk.read_claude_code(p, tenant_id="me").events_df().text.str.len().tolist() == [
+        len(big)]

@@ -674,7 +674,11 @@ def coding_agent_and_otel() -> nbf.NotebookNode:
             "agent in the GenAI conventions) loads with `rk.read_otel`; each trace is a run."
         ),
         code(OTLP_CELL),
-        check("assert otel.num_runs == 2 and len(otel.tools_df()) == 2"),
+        check(
+            "tools = otel.tools_df()\n"
+            "assert otel.num_runs == 2\n"
+            'assert tools[tools.has_result].result_text.tolist() == ["rain, 11 C", "sunny, 19 C"]'
+        ),
         code(
             "final = rk.fold(otel, projections=rk.agent()).final()\n"
             'final[["run_id", "model_calls", "tool_calls", "last_tool", "input_tokens"]]'

@@ -24,6 +24,7 @@ The transcripts record no tenant: the caller names the owner (``tenant_id=``).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,9 @@ FINISH: dict[str, str] = {"end_turn": "stop", "stop_sequence": "stop", "tool_use
                           "pause_turn": "pause"}
 
 _MARKERS = ("sessionId", "leafUuid", "parentUuid", "isSidechain")
+_CUT_HEAD = re.compile(rb'^\s*\{"(parentUuid|type|isSidechain|leafUuid)":')
+_CUT_KEYS = re.compile(rb'"type":"(user|assistant|summary|system|progress|file-history-snapshot|'
+                       rb'queue-operation)"')
 
 
 def sniff(path: Path) -> str | None:
@@ -94,6 +98,8 @@ def sniff(path: Path) -> str | None:
         return "cannot be read"
     first = _first_object(head)
     if first is None:
+        if b"\n" not in head.strip() and _CUT_HEAD.search(head) and _CUT_KEYS.search(head):
+            return None  # a first line longer than the head read, in Claude Code's shape
         return "its first line is not a JSON object"
     typ = first.get("type")
     if typ not in LINE_TYPES:
