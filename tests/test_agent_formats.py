@@ -140,9 +140,19 @@ def _codex_reading(folder: Path) -> dict[str, Any]:
     out_tokens = 0
     for p in folder.rglob("*.jsonl"):
         last_total = None
+        prev = None  # the previous response item's type (None: an input came last)
         for d in _lines(p):
             out["lines"] += 1
             pl = d.get("payload") or {}
+            if d["type"] == "event_msg" and pl.get("type") in ("task_started", "token_count"):
+                prev = None
+            if d["type"] == "response_item":
+                output = pl.get("type") in ("reasoning", "function_call") or (
+                    pl.get("type") == "message" and pl.get("role") == "assistant")
+                if output and prev is None:
+                    out["calls_opened"] += 1
+                    out["calls_by_tool"] += pl.get("type") == "function_call"
+                prev = pl.get("type") if output else None
             if d["type"] == "response_item" and pl.get("type") == "function_call":
                 out["calls"] += 1
             if d["type"] == "response_item" and pl.get("type") == "function_call_output":
@@ -164,7 +174,10 @@ def test_codex_counts_agree_with_a_reading_of_the_lines(folder):
     want = _codex_reading(folder)
     log = rk.read_codex(folder, tenant_id="me", progress=False)
     ev = log.events_df()
-    assert len(ev) == want["lines"]  # one row per line
+    # one row per line, and a call row before a call's tool call when that opens the call
+    assert len(ev) == want["lines"] + want["calls_by_tool"]
+    assert len(log.calls_df()) == want["calls_opened"]
+    assert log.runs_df().model_calls.sum() == want["calls_opened"]
     assert (ev.kind == "tool_call").sum() == want["calls"]
     assert (ev.kind == "tool_result").sum() == want["outputs"]
     assert len(log.turns_df()) == want["turns"]

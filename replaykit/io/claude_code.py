@@ -273,7 +273,8 @@ def _line_rows(f: _File, lineno: int, doc: dict[str, Any], last_usage: dict[str,
         usage = last_usage.get(ref) if isinstance(mid, str) else (msg or {}).get("usage")
         first = ref not in st["used"]
         # the call's finish and usage go on its first row (a call ends at its last row)
-        finish = FINISH.get(stop, stop) if isinstance(stop, str) and first else None
+        finish = (FINISH.get(stop, stop) if isinstance(stop, str) else "unknown") if first \
+            else None
         st["used"].add(ref)
         toks: dict[str, Any] = {}
         if first and isinstance(usage, dict):

@@ -195,7 +195,8 @@ def _file_rows(path: Path, quarantine: Quarantine) -> tuple[list[Row], dict[str,
 def _move_usage(rows: list[Row]) -> None:
     """Put each ``token_count``'s tokens on the first row of the model call it reports (the
     call's tool calls come before the count in the file, and a call ends at its last row),
-    leaving the count row as an ``other`` row that still names the call in ``ref_id``."""
+    leaving the count row as an ``other`` row that still names the call in ``ref_id``; the
+    first row also gets the call's finish, ``unknown`` (Codex records none)."""
     first: dict[str, Row] = {}
     for r in rows:
         ref = r.get("ref_id")
@@ -203,14 +204,18 @@ def _move_usage(rows: list[Row]) -> None:
             continue
         if r.get("chunk_type") == "usage":
             head = first.get(ref)
-            if head is not None and head is not r:
+            if head is None:  # a call of tool calls only: the count is its one model row
+                first[ref] = r
+                r["finish"] = "unknown"
+            elif head is not r:
                 for k in ("input_tokens", "output_tokens"):
                     if r.get(k) is not None:
                         head[k] = (head.get(k) or 0) + r[k]
                     r[k] = None
                 r["kind"] = "other"
-        else:
-            first.setdefault(ref, r)
+        elif ref not in first:
+            first[ref] = r
+            r["finish"] = "unknown"  # Codex records no finish reason; one per call
 
 
 def _line_rows(path: Path, src: str, sid: str, lineno: int, doc: dict[str, Any],
@@ -231,6 +236,7 @@ def _line_rows(path: Path, src: str, sid: str, lineno: int, doc: dict[str, Any],
     ts = doc.get("timestamp") if isinstance(doc.get("timestamp"), str) else None
     full_type = f"{typ}.{ptype}" if ptype and typ in ("response_item", "event_msg") else typ
     cols: dict[str, Any] = {"kind": "other"}
+    opened = False
 
     def new_call() -> None:
         st["step"] += 1
@@ -290,6 +296,7 @@ def _line_rows(path: Path, src: str, sid: str, lineno: int, doc: dict[str, Any],
         if ptype == "message" and role == "assistant" or ptype in _MODEL_OUT:
             if not st["in_call"]:
                 new_call()
+                opened = ptype in _TOOL_CALLS  # the call's first item is a tool call
         elif ptype == "message" or ptype in _TOOL_OUTPUTS:
             st["in_call"] = False
         if ptype == "message":
@@ -328,6 +335,12 @@ def _line_rows(path: Path, src: str, sid: str, lineno: int, doc: dict[str, Any],
     if row["kind"] in ("turn_start", "session") or (typ == "event_msg" and ptype ==
                                                     "user_message"):
         row["step"] = None
+    if opened:  # the model call's own row, before the tool call it asked for
+        call = {**row, "kind": "model_response", "ref_id": st["call"], "tool_name": None,
+                "args_hash": None, "text": None,
+                "payload": payload_of({**doc, "contentPart": "call"}, FORMAT, path, lineno)}
+        row["seq"] = seq0 + 1
+        return [call, row]
     return [row]
 
 

@@ -198,7 +198,7 @@ def _trace_rows(path: Path, trace_id: str, recs: list[tuple[int, int | None, str
                 step += 1
                 i, o, fld = _usage(rec)
                 rows.append({**base, "kind": "model_response", "ref_id": oid, "step": step,
-                             "turn": 1, "finish": _finish(rec, failed),
+                             "turn": 1, "finish": _finish(rec, failed) or "unknown",
                              "input_tokens": tokens(i, FORMAT, path, line, fld),
                              "output_tokens": tokens(o, FORMAT, path, line, fld),
                              "text": _text(rec.get("output")) if not failed else

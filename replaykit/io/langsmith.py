@@ -210,7 +210,7 @@ def _trace_rows(path: Path, trace_id: str, runs: list[tuple[int | None, str | No
                 step += 1
                 i, o, fld = _usage(run)
                 rows.append({**base, "type": "llm", "kind": "model_response", "ref_id": rid,
-                             "step": step, "finish": _finish(run),
+                             "step": step, "finish": _finish(run) or "unknown",
                              "input_tokens": tokens(i, FORMAT, path, line, fld),
                              "output_tokens": tokens(o, FORMAT, path, line, fld),
                              "text": _output_text(run.get("outputs")) if not err else

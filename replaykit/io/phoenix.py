@@ -174,7 +174,7 @@ def _trace_rows(path: Path, trace_id: str, spans: list[tuple[int, int | None, st
                 out = attr(span, "llm.output_messages")
                 text = _messages_text(out) or text_of(_value(attr(span, "output.value")))
                 rows.append({**base, "kind": "model_response", "ref_id": sid, "step": step,
-                             "finish": "error" if failed else None,
+                             "finish": "error" if failed else "unknown",
                              "input_tokens": tokens(attr(span, "llm.token_count.prompt"),
                                                     FORMAT, path, line,
                                                     "attributes.llm.token_count.prompt"),
