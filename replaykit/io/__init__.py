@@ -47,9 +47,9 @@ __all__ = [
 ]
 
 #: format name -> module, in the order read_events tries them.
-FORMATS = {"toh": toh, "pleach": pleach, "isplay": isplay, "inspect": inspect,
+FORMATS = {"toh": toh, "pleach": pleach, "isplay": isplay, "inspect": inspect, "otel": otel,
            "claude_code": claude_code, "codex": codex, "langsmith": langsmith,
-           "langfuse": langfuse, "phoenix": phoenix, "otel": otel}
+           "langfuse": langfuse, "phoenix": phoenix}
 
 _PATTERNS = ("*.jsonl", "*.json", "*.parquet", "*.ndjson", "*.eval", "*.csv")
 
