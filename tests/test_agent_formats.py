@@ -560,3 +560,28 @@ def test_a_first_line_longer_than_the_sniffers_head_is_still_recognised(tmp_path
     assert codex.sniff(q) is None and rk.detect_format(q) == "codex"
     assert rk.read_claude_code(p, tenant_id="me").events_df().text.str.len().tolist() == [
         len(big)]
+
+
+@pytest.mark.parametrize("ext", ["csv", "parquet", "json"])
+def test_langsmith_runs_read_the_same_from_csv_parquet_and_json(tmp_path, ext):
+    runs = _lines(DATA / "langsmith" / "support-bot-runs.jsonl")
+    flat = [{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()}
+            for r in runs]
+    keys = list(dict.fromkeys(k for r in flat for k in r))
+    p = tmp_path / f"runs.{ext}"
+    if ext == "csv":
+        with open(p, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=keys)
+            w.writeheader()
+            w.writerows(flat)
+    elif ext == "parquet":
+        pq.write_table(pa.Table.from_pylist([{k: r.get(k) for k in keys} for r in flat]), p)
+    else:
+        p.write_text(json.dumps({"runs": runs}))
+    assert rk.detect_format(p) == "langsmith"
+    got = rk.read_langsmith(p, tenant_id="me").events_df()
+    want = rk.read_langsmith(DATA / "langsmith", tenant_id="me").events_df()
+    cols = ["run_id", "seq", "kind", "ref_id", "tool_name", "input_tokens", "output_tokens",
+            "finish", "is_error", "text"]
+    pd_got, pd_want = got[cols].reset_index(drop=True), want[cols].reset_index(drop=True)
+    assert pd_got.astype(str).equals(pd_want.astype(str))
