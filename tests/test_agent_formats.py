@@ -585,3 +585,25 @@ def test_langsmith_runs_read_the_same_from_csv_parquet_and_json(tmp_path, ext):
             "finish", "is_error", "text"]
     pd_got, pd_want = got[cols].reset_index(drop=True), want[cols].reset_index(drop=True)
     assert pd_got.astype(str).equals(pd_want.astype(str))
+
+
+def test_a_line_whose_second_block_fails_is_quarantined_whole(tmp_path, monkeypatch):
+    from replaykit.io import claude_code
+
+    def failing_hash(args: Any) -> str:  # an unforeseen failure on the line's second block
+        raise ValueError("boom")
+
+    monkeypatch.setattr(claude_code, "args_hash", failing_hash)
+    line = {"type": "assistant", "sessionId": "s1", "uuid": "u1",
+            "message": {"id": "m1", "role": "assistant", "content": [
+                {"type": "text", "text": "fine"},
+                {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"a": 1}}]}}
+    ok = {"type": "user", "sessionId": "s1", "uuid": "u2",
+          "message": {"role": "user", "content": "next"}}
+    p = tmp_path / "s1.jsonl"
+    p.write_text(json.dumps(line) + "\n" + json.dumps(ok) + "\n")
+    log = rk.read_claude_code(p, tenant_id="me", errors="quarantine")
+    q = log.quarantine_df()
+    assert q.line.tolist() == [1] and q.reason.tolist() == ["unexpected_input"]
+    ev = log.events_df()
+    assert ev.source_line.tolist() == [2] and ev.seq.tolist() == [0] and ev.turn.tolist() == [1]

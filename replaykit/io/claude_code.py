@@ -150,6 +150,15 @@ class _File:
         self.state: dict[str, dict[str, Any]] = {}  # run -> turn, step, seq, calls, tools
         self.default_session: str | None = None
         self.tenant = tenant
+        # the run state and its counters before the line being read (restored when the line
+        # turns out bad, so a line is loaded whole or quarantined whole)
+        self.undo: tuple[dict[str, Any], int, int, int, int] | None = None
+
+    def rollback(self) -> None:
+        if self.undo is not None:
+            st, turn, step, seq, n = self.undo
+            st["turn"], st["step"], st["seq"] = turn, step, seq
+            del self.rows[n:]
 
     def run_of(self, doc: dict[str, Any]) -> tuple[str, str | None]:
         session = doc.get("sessionId")
@@ -182,11 +191,14 @@ def _file_rows(f: _File, quarantine: Quarantine) -> None:
             if isinstance(msg.get("stop_reason"), str):
                 last_stop[msg["id"]] = msg["stop_reason"]
     for lineno, raw, doc in lines:
+        f.undo = None
         try:
             _line_rows(f, lineno, doc, last_usage, last_stop)
         except LoadError as exc:
+            f.rollback()
             quarantine.bad(exc, raw)
         except UNEXPECTED as exc:  # a last-resort guard, per line; specific checks come first
+            f.rollback()
             quarantine.bad(line_error(exc, FORMAT, f.path, lineno), raw)
 
 
@@ -199,6 +211,7 @@ def _line_rows(f: _File, lineno: int, doc: dict[str, Any], last_usage: dict[str,
     run_id, parent = f.run_of(doc)
     st = f.state.setdefault(run_id, {"turn": 0, "step": 0, "seq": 0, "calls": {},
                                      "tools": {}, "used": set()})
+    f.undo = (st, st["turn"], st["step"], st["seq"], len(f.rows))
     if run_id not in f.runs:
         f.runs[run_id] = {"run_id": run_id, "parent_run_id": parent, "format": FORMAT,
                           "source": f.src, "created_at": doc.get("timestamp"),
