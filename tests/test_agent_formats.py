@@ -607,3 +607,23 @@ def test_a_line_whose_second_block_fails_is_quarantined_whole(tmp_path, monkeypa
     assert q.line.tolist() == [1] and q.reason.tolist() == ["unexpected_input"]
     ev = log.events_df()
     assert ev.source_line.tolist() == [2] and ev.seq.tolist() == [0] and ev.turn.tolist() == [1]
+
+
+def test_a_quarantined_codex_line_changes_no_token_total(tmp_path):
+    def count(out: Any, total: int) -> dict[str, Any]:
+        return {"timestamp": "2025-01-01T00:00:01Z", "type": "event_msg", "payload": {
+            "type": "token_count", "info": {"total_token_usage": {"total_tokens": total},
+                                            "last_token_usage": {"input_tokens": 1,
+                                                                 "output_tokens": out}}}}
+    lines = [{"timestamp": "2025-01-01T00:00:00Z", "type": "session_meta",
+              "payload": {"id": "c1"}},
+             {"timestamp": "2025-01-01T00:00:00Z", "type": "response_item",
+              "payload": {"type": "message", "role": "assistant",
+                          "content": [{"type": "output_text", "text": "hi"}]}},
+             count(-5, 10),  # a bad count, then the good one with the same total
+             count(7, 10)]
+    p = tmp_path / "rollout-c1.jsonl"
+    p.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    log = rk.read_codex(p, tenant_id="me", errors="quarantine")
+    assert log.quarantine_df().line.tolist() == [3]
+    assert log.calls_df().output_tokens.tolist() == [7]

@@ -168,12 +168,15 @@ def _file_rows(path: Path, quarantine: Quarantine) -> tuple[list[Row], dict[str,
                           "total": None, "tools": {}}
 
     for lineno, raw, doc in lines:
+        saved = {k: st[k] for k in ("turn", "step", "in_call", "call", "total")}
         try:
             rows.extend(_line_rows(path, src, sid, lineno, doc, st, has_tasks, has_ui_user,
                                    len(rows)))
         except LoadError as exc:
+            st.update(saved)  # a quarantined line changes no turn, call or token total
             quarantine.bad(exc, raw)
         except UNEXPECTED as exc:  # a last-resort guard, per line; specific checks come first
+            st.update(saved)
             quarantine.bad(line_error(exc, FORMAT, path, lineno), raw)
     _move_usage(rows)
     header = None
