@@ -19,7 +19,7 @@ from ..errors import LoadError
 from ._common import Quarantine, compressed, unreadable
 from ._records import bad, decode_json, head_text, json_lines
 
-__all__ = ["Record", "first_of", "records", "sniff_records"]
+__all__ = ["Record", "first_of", "raw_of", "records", "sniff_records"]
 
 Record = tuple[int | None, str | None, dict[str, Any]]
 
@@ -127,7 +127,7 @@ def records(path: Path, fmt: str, quarantine: Quarantine,
                 import pyarrow.parquet as pq
 
                 table = pq.read_table(path)
-            rows = table.to_pylist()
+            rows = _table_records(table)
         except OSError as exc:
             if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError)):
                 quarantine.bad(unreadable(str(path), exc))
@@ -135,23 +135,61 @@ def records(path: Path, fmt: str, quarantine: Quarantine,
                 quarantine.bad(bad(fmt, path, None, f"bad_{suffix[1:]}",
                                    f"cannot be read as {suffix[1:].upper()} ({str(exc)[:160]})"))
             return
-        except (pa.ArrowException, ValueError, UnicodeDecodeError) as exc:
+        except (pa.ArrowException, ValueError, UnicodeDecodeError, OverflowError) as exc:
             quarantine.bad(bad(fmt, path, None, f"bad_{suffix[1:]}",
                                f"cannot be read as {suffix[1:].upper()} ({str(exc)[:160]})"))
             return
         first_line = 2 if suffix == ".csv" else None  # CSV line 1 is the header
-        for i, row in enumerate(rows):
-            rec = {k: _decode_cell(v) for k, v in row.items()}
-            line = first_line + i if first_line is not None else None
-            try:
-                raw_text: str | None = json.dumps(rec, default=_json_default)
-            except (TypeError, ValueError):
-                raw_text = None
-            yield line, raw_text, rec
+        for i, rec in enumerate(rows):  # raw text only for a record that goes bad: raw_of
+            yield (first_line + i if first_line is not None else None), None, rec
         return
     quarantine.bad(bad(fmt, path, None, "bad_extension",
                        f"has extension {path.suffix!r}; {fmt} exports are .json, .jsonl, "
                        ".csv or .parquet"))
+
+
+def _table_records(table: Any) -> list[dict[str, Any]]:
+    """The rows of a CSV / Parquet table as records, column by column: string cells that
+    hold JSON objects or arrays are decoded (only those, found with Arrow), times become ISO
+    text, nested values are walked; other columns are taken as they are."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = table.column_names
+    cols: list[list[Any]] = []
+    for name in names:
+        arr = table.column(name).combine_chunks()
+        t = arr.type
+        if pa.types.is_dictionary(t):
+            arr = arr.cast(t.value_type)
+            t = arr.type
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            vals = arr.to_pylist()
+            trimmed = pc.utf8_ltrim_whitespace(arr)
+            json_like = pc.or_(pc.starts_with(trimmed, "{"), pc.starts_with(trimmed, "["))
+            for i in np.flatnonzero(np.asarray(pc.fill_null(json_like, False))):
+                vals[i] = _decode_cell(vals[i])
+        elif pa.types.is_temporal(t) or pa.types.is_nested(t) or pa.types.is_binary(t) \
+                or pa.types.is_large_binary(t):
+            vals = [_decode_cell(v) for v in arr.to_pylist()]
+        else:
+            vals = arr.to_pylist()
+        cols.append(vals)
+    if not cols:
+        return [{} for _ in range(table.num_rows)]
+    return [dict(zip(names, v, strict=True)) for v in zip(*cols, strict=True)]
+
+
+def raw_of(raw: str | None, rec: dict[str, Any]) -> str | None:
+    """The raw text of a record for a quarantine row: the line as read, or (for CSV / Parquet
+    rows) the record as JSON."""
+    if raw is not None:
+        return raw
+    try:
+        return json.dumps(rec, default=_json_default)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def _looks_like_record(doc: Mapping[str, Any]) -> bool:

@@ -40,7 +40,7 @@ from ._common import (
     require_tenant,
     unexpected_input,
 )
-from ._platform import first_of, records, sniff_records
+from ._platform import first_of, raw_of, records, sniff_records
 from ._records import (
     Row,
     bad,
@@ -225,9 +225,9 @@ def _trace_rows(path: Path, trace_id: str, recs: list[tuple[int, int | None, str
                 rows.append({**base, "kind": kind, "turn": 1, "step": step or None,
                              "text": name, "payload": payload})
         except LoadError as exc:
-            quarantine.bad(exc, raw)
+            quarantine.bad(exc, raw_of(raw, rec))
         except UNEXPECTED as exc:  # a last-resort guard, per record
-            quarantine.bad(line_error(exc, FORMAT, path, line), raw)
+            quarantine.bad(line_error(exc, FORMAT, path, line), raw_of(raw, rec))
     return rows
 
 
@@ -273,7 +273,7 @@ def read_langfuse(
                     if not isinstance(tid, str) or not tid:
                         quarantine.bad(bad(FORMAT, p, line, "missing_trace",
                                            "is an observation without a string 'traceId'",
-                                           field="traceId"), raw)
+                                           field="traceId"), raw_of(raw, rec))
                         continue
                     traces.setdefault(tid, []).append((n, line, raw, rec))
                     m = meta.setdefault(tid, {"format": FORMAT, "file": str(p)})

@@ -39,7 +39,7 @@ from ._common import (
     require_tenant,
     unexpected_input,
 )
-from ._platform import first_of, records, sniff_records
+from ._platform import first_of, raw_of, records, sniff_records
 from ._records import (
     Row,
     bad,
@@ -236,9 +236,9 @@ def _trace_rows(path: Path, trace_id: str, runs: list[tuple[int | None, str | No
                 if is_root and run.get("end_time") is not None:
                     root_end = (run.get("end_time"), err, bool(err))
         except LoadError as exc:
-            quarantine.bad(exc, raw)
+            quarantine.bad(exc, raw_of(raw, run))
         except UNEXPECTED as exc:  # a last-resort guard, per record
-            quarantine.bad(line_error(exc, FORMAT, path, line), raw)
+            quarantine.bad(line_error(exc, FORMAT, path, line), raw_of(raw, run))
     if root_end is not None:
         end, err, failed = root_end
         rows.append({"run_id": trace_id, "ts": _ts(end), "type": "trace_end",
@@ -296,7 +296,7 @@ def read_langsmith(
                     if not isinstance(tid, str) or not tid:
                         quarantine.bad(bad(FORMAT, p, line, "missing_trace",
                                            "is a run with neither 'trace_id' nor "
-                                           "'dotted_order'", field="trace_id"), raw)
+                                           "'dotted_order'", field="trace_id"), raw_of(raw, rec))
                         continue
                     traces.setdefault(tid, []).append((line, raw, rec))
                     m = meta.setdefault(tid, {"format": FORMAT, "file": str(p)})

@@ -37,7 +37,7 @@ from ._common import (
     require_tenant,
     unexpected_input,
 )
-from ._platform import records, sniff_records
+from ._platform import raw_of, records, sniff_records
 from ._records import (
     Row,
     bad,
@@ -207,9 +207,9 @@ def _trace_rows(path: Path, trace_id: str, spans: list[tuple[int, int | None, st
                              "step": None if root else (step or None), "text": name,
                              "payload": payload})
         except LoadError as exc:
-            quarantine.bad(exc, raw)
+            quarantine.bad(exc, raw_of(raw, span))
         except UNEXPECTED as exc:  # a last-resort guard, per record
-            quarantine.bad(line_error(exc, FORMAT, path, line), raw)
+            quarantine.bad(line_error(exc, FORMAT, path, line), raw_of(raw, span))
     return rows
 
 
@@ -255,7 +255,7 @@ def read_phoenix(
                     if tid is None or not str(tid):
                         quarantine.bad(bad(FORMAT, p, line, "missing_trace",
                                            "is a span without 'context.trace_id'",
-                                           field="context.trace_id"), raw)
+                                           field="context.trace_id"), raw_of(raw, span))
                         continue
                     tid = str(tid)
                     traces.setdefault(tid, []).append((n, line, raw, span))
