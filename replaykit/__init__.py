@@ -50,7 +50,7 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time __geta
         SQLError,
     )
     from .eventlog import EventLog, concat, read_parquet
-    from .fold import (  # rk.fold is the function; field builders live in replaykit.fold
+    from .fold import (  # type: ignore[no-redef]  # mypy: the submodule fold.projection and the function
         InMemoryCache,
         ParquetCache,
         Projection,
@@ -78,8 +78,13 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time __geta
         verify_proof,
     )
     from .io import detect_format, read_events, read_isplay, read_pleach, read_toh
+    from .io.claude_code import read_claude_code
+    from .io.codex import read_codex
     from .io.inspect import read_inspect
+    from .io.langfuse import read_langfuse
+    from .io.langsmith import read_langsmith
     from .io.otel import read_otel
+    from .io.phoenix import read_phoenix
     from .io.toh import OrphanRunWarning
     from .otel_export import to_otel, to_otel_evaluations
     from .schema import EVENTS_SCHEMA, validate
@@ -116,6 +121,11 @@ __all__ = [
     "read_otel",
     "to_otel",
     "to_otel_evaluations",
+    "read_claude_code",
+    "read_codex",
+    "read_langfuse",
+    "read_langsmith",
+    "read_phoenix",
     "IsplayBranch",
     "read_parquet",
     "read_pleach",
@@ -196,9 +206,14 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".integrity": ("ChainManifest", "chain_heads", "chain_manifest", "chain_proof",
                    "stamp_chain", "verify_chain", "verify_proof"),
     ".io": ("detect_format", "read_events", "read_isplay", "read_pleach", "read_toh"),
+    ".io.claude_code": ("read_claude_code",),
+    ".io.codex": ("read_codex",),
     ".io.inspect": ("read_inspect",),
+    ".io.langfuse": ("read_langfuse",),
+    ".io.langsmith": ("read_langsmith",),
     ".io.otel": ("read_otel",),
     ".otel_export": ("to_otel", "to_otel_evaluations"),
+    ".io.phoenix": ("read_phoenix",),
     ".io.toh": ("OrphanRunWarning",),
     ".schema": ("EVENTS_SCHEMA", "validate"),
     ".sql": ("read_sql", "write_sql"),

@@ -53,7 +53,8 @@ EXIT_OK, EXIT_EMPTY, EXIT_USAGE, EXIT_PAUSED = 0, 1, 2, 3
 # The runs table's computed columns, with the format after the run's identity.
 _SUMMARY_COLUMNS = [*RUN_STAT_COLUMNS[:3], "format", *RUN_STAT_COLUMNS[3:]]
 #: every --format value: the loaders' formats, a Parquet dataset, or sniffing per file.
-_FORMATS = ("auto", "toh", "pleach", "isplay", "inspect", "otel", "parquet")
+_FORMATS = ("auto", "toh", "pleach", "isplay", "inspect", "otel", "claude_code", "codex",
+            "langsmith", "langfuse", "phoenix", "parquet")
 _RESULT_VIEWS = ("get", "events", "diff", "metrics", "effects", "requirements")
 _DEFAULT_LIMIT = 50
 #: commands whose parse needs no branch/replay choices (see _parser).

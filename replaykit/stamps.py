@@ -192,6 +192,51 @@ def _instructions(*paths: tuple[str, ...]) -> _Getter:
     return get
 
 
+def _versioned(name: str, *paths: str) -> _Getter:
+    """``"<name>@<version>"`` from the first of ``paths`` that holds a version string."""
+    keyed = [p.split(".") for p in paths]
+
+    def get(doc: Any) -> tuple[Any, str] | None:
+        for keys in keyed:
+            v = _at(doc, keys)
+            if isinstance(v, str) and v:
+                return f"{name}@{v}", ".".join(keys)
+        return None
+
+    return get  # no ``paths``: the column-wise reader would take the bare value
+
+
+def _sdk_version(*paths: str) -> _Getter:
+    """LangSmith's ``extra.runtime``: ``"<sdk>@<sdk_version>"``."""
+    keyed = [p.split(".") for p in paths]
+
+    def get(doc: Any) -> tuple[Any, str] | None:
+        for keys in keyed:
+            rt = _at(doc, keys)
+            if isinstance(rt, Mapping) and isinstance(rt.get("sdk_version"), str):
+                name = rt.get("sdk") or rt.get("library") or "langsmith"
+                return f"{name}@{rt['sdk_version']}", ".".join(keys) + ".sdk_version"
+        return None
+
+    return get
+
+
+def _json_param(field: str, *paths: tuple[str, ...]) -> _Getter:
+    """A field of an invocation-parameters object that may be stored as JSON text (Phoenix's
+    ``llm.invocation_parameters``)."""
+    keyed = [list(p) for p in paths]
+
+    def get(doc: Any) -> tuple[Any, str] | None:
+        for keys in keyed:
+            params = _maybe_json(_at(doc, keys))
+            if isinstance(params, Mapping) and params.get(field) is not None:
+                return params[field], ".".join(keys) + f".{field}"
+        return None
+
+    get.paths = keyed  # type: ignore[attr-defined]
+    return get
+
+
 def _otel_stamp(field: str, *paths: tuple[str, ...]) -> _Getter:
     """A field from its GenAI attribute(s), else the ``replaykit.stamp.<field>`` attribute
     that :func:`replaykit.to_otel` writes for fields the conventions have no name for."""
@@ -255,6 +300,12 @@ _OTEL_GETTERS: dict[str, _Getter] = {
                                    "reasoning_effort", "system_prompt_hash", "safety_policy",
                                    "tool_schema_hash", "tools", "plugins", "plugin_versions")},
 }
+
+_LS = "extra.invocation_params"
+_PX_PARAMS = (("attributes.llm.invocation_parameters",),
+              ("attributes", "llm.invocation_parameters"),
+              ("attributes", "llm", "invocation_parameters"))
+
 
 # Rule: (match on column, values, {field: getter}). ``"type"`` matches the event's source type,
 # ``"kind"`` its canonical kind. Later rules at the same event add fields; for one field the
@@ -327,6 +378,62 @@ _RULES: dict[str, list[_Rule]] = {
             "tool_defs": _p("tools"),
         }),
     ],
+    "claude_code": [
+        ("type", ("assistant",), {"model": _p("message.model")}),
+        ("type", ("user",), {"safety_policy.permission": _p("permissionMode")}),
+    ],
+    "codex": [
+        ("type", ("session_meta",), {
+            "provider": _p("payload.model_provider"),
+            "harness_version": _versioned("codex", "payload.cli_version"),
+            "system_prompt": _p("payload.instructions", "payload.base_instructions.text"),
+        }),
+        ("type", ("turn_context",), {
+            "model": _p("payload.model"),
+            "reasoning_effort": _p("payload.effort",
+                                   "payload.collaboration_mode.settings.reasoning_effort"),
+            "safety_policy.approval": _p("payload.approval_policy"),
+            "safety_policy.sandbox": _p("payload.sandbox_policy"),
+        }),
+    ],
+    "langsmith": [
+        ("kind", ("model_response",), {
+            "model": _p("extra.metadata.ls_model_name", f"{_LS}.model", f"{_LS}.model_name",
+                        "inputs.model"),
+            "model_version": _p("outputs.model", "outputs.llm_output.model_name"),
+            "provider": _p("extra.metadata.ls_provider"),
+            "temperature": _p(f"{_LS}.temperature", "extra.metadata.ls_temperature"),
+            "top_p": _p(f"{_LS}.top_p"),
+            "max_tokens": _p(f"{_LS}.max_tokens", "extra.metadata.ls_max_tokens"),
+            "stop_sequences": _p(f"{_LS}.stop", "extra.metadata.ls_stop"),
+            "seed": _p(f"{_LS}.seed"),
+            "reasoning_effort": _p(f"{_LS}.reasoning_effort"),
+            "harness_version": _sdk_version("extra.runtime"),
+        }),
+    ],
+    "langfuse": [
+        ("kind", ("model_response",), {
+            "model": _p("model", "providedModelName", "provided_model_name"),
+            "temperature": _p("modelParameters.temperature", "model_parameters.temperature"),
+            "top_p": _p("modelParameters.top_p", "model_parameters.top_p"),
+            "max_tokens": _p("modelParameters.max_tokens", "modelParameters.maxTokens",
+                             "model_parameters.max_tokens"),
+            "seed": _p("modelParameters.seed", "model_parameters.seed"),
+        }),
+    ],
+    "phoenix": [
+        ("kind", ("model_response",), {
+            "model": _p(("attributes.llm.model_name",), ("attributes", "llm.model_name"),
+                        ("attributes", "llm", "model_name")),
+            "provider": _p(("attributes.llm.provider",), ("attributes", "llm.provider"),
+                           ("attributes", "llm", "provider"), ("attributes.llm.system",),
+                           ("attributes", "llm.system"), ("attributes", "llm", "system")),
+            "temperature": _json_param("temperature", *_PX_PARAMS),
+            "top_p": _json_param("top_p", *_PX_PARAMS),
+            "max_tokens": _json_param("max_tokens", *_PX_PARAMS),
+            "seed": _json_param("seed", *_PX_PARAMS),
+        }),
+    ],
 }
 
 # Run-level fields from ``log.runs.attrs`` (lower priority than the events of the run).
@@ -344,6 +451,12 @@ _RUN_RULES: dict[str, dict[str, _Getter]] = {
                 "harness_version": lambda a: _prefixed(a, "packages", "inspect_ai")},
     "toh": {"harness_version": _p("harnessVersion", "clientVersion")},
     "pleach": {},
+    "claude_code": {"harness_version": _versioned("claude-code", "version")},
+    "codex": {"harness_version": _versioned("codex", "cli_version"),
+              "provider": _p("model_provider")},
+    "langsmith": {"harness_version": _sdk_version("runtime")},
+    "langfuse": {"client_version": _p("release", "version")},
+    "phoenix": {},
 }
 
 

@@ -370,6 +370,26 @@ def _inspect(root: Path, errors: str) -> rk.EventLog:
     return rk.read_inspect(root, tenant_id=TENANT, errors=errors)  # type: ignore[arg-type]
 
 
+def _claude_code(root: Path, errors: str) -> rk.EventLog:
+    return rk.read_claude_code(root, tenant_id=TENANT, errors=errors)  # type: ignore[arg-type]
+
+
+def _codex(root: Path, errors: str) -> rk.EventLog:
+    return rk.read_codex(root, tenant_id=TENANT, errors=errors)  # type: ignore[arg-type]
+
+
+def _langsmith(root: Path, errors: str) -> rk.EventLog:
+    return rk.read_langsmith(root, tenant_id=TENANT, errors=errors)  # type: ignore[arg-type]
+
+
+def _langfuse(root: Path, errors: str) -> rk.EventLog:
+    return rk.read_langfuse(root, tenant_id=TENANT, errors=errors)  # type: ignore[arg-type]
+
+
+def _phoenix(root: Path, errors: str) -> rk.EventLog:
+    return rk.read_phoenix(root, tenant_id=TENANT, errors=errors)  # type: ignore[arg-type]
+
+
 def _auto(root: Path, errors: str) -> rk.EventLog:
     return rk.read_events(root, tenant_id=TENANT, errors=errors)
 
@@ -466,6 +486,28 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Sample]]
         Sample("otel protobuf", {"t.pb": _otel_proto(otel)}, "t.pb", "binary", _otel),
         Sample("to_otel output", {"w.json": _written_otel(gen)}, "w.json", "json", _otel),
     ]
+    # coding-agent transcripts (real ones under tests/data and data/ samples): every line
+    # is loaded or quarantined
+    tests_data = Path(__file__).resolve().parent / "data"
+    agents = []
+    for fmt, load in (("claude_code", _claude_code), ("codex", _codex)):
+        for base in (DATA / fmt, tests_data / fmt):
+            for p in sorted(base.rglob("*.jsonl")):
+                if p.stat().st_size < 48_000:
+                    agents.append(Sample(f"{fmt}:{p.relative_to(base)}", {p.name: p.read_bytes()},
+                                         p.name, "jsonl", load, "lines"))
+    out["agents"] = agents
+    platforms = []
+    for fmt, load in (("langsmith", _langsmith), ("langfuse", _langfuse), ("phoenix", _phoenix)):
+        for base in (DATA / fmt, tests_data / fmt):
+            for p in sorted(base.rglob("*")):
+                kind = {".jsonl": "jsonl", ".json": "json", ".csv": "csv",
+                        ".parquet": "parquet"}.get(p.suffix)
+                if kind is not None:
+                    platforms.append(Sample(f"{fmt}:{p.relative_to(base)}",
+                                            {p.name: p.read_bytes()}, p.name,
+                                            "jsonl" if kind == "csv" else kind, load))
+    out["platforms"] = platforms
     # a Parquet dataset written by EventLog.to_parquet
     ds_root = gen / "dsw"
     rk.read_toh(DATA / "toh" / "shed-fork", tenant_id=TENANT).to_parquet(ds_root / "ds")
@@ -533,6 +575,17 @@ def _check_counts(sample: Sample, files: dict[str, bytes], log: rk.EventLog) -> 
             lines = sum(1 if _rejected_whole(log, k) else _nonblank(v) for k, v in files.items())
             if sum(r["input_rows"] for r in c) != lines:
                 return f"input_rows {sum(r['input_rows'] for r in c)} != {lines} non-blank lines"
+    elif sample.counts == "lines":  # every non-blank line loaded or quarantined
+        if any(_rejected_whole(log, k) for k in files):
+            return None
+        lines = sum(_nonblank(v) for v in files.values())
+        event_lines = len({(s, ln) for s, ln in zip(
+            log.table.column("source").to_pylist(), log.table.column("source_line").to_pylist(),
+            strict=True)})  # fmt: skip
+        qlines = len({(r["source"], r["line"]) for r in log.quarantine.to_pylist()
+                      if r["line"] is not None})
+        if lines != event_lines + qlines:
+            return f"{lines} non-blank lines != {event_lines} loaded + {qlines} quarantined lines"
     elif sample.counts == "toh":
         lines = sum(0 if _rejected_whole(log, k) else _nonblank(v) for k, v in files.items())
         event_lines = len({(s, ln) for s, ln in zip(
@@ -622,7 +675,7 @@ def test_fuzz_toh_corpus(corpus_samples: list[Sample], tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("family", "cases"), [
     ("toh_data", 300), ("pleach_jsonl", 250), ("pleach_parquet", 120), ("isplay", 200),
-    ("otel", 250), ("dataset", 60), ("mixed", 60),
+    ("otel", 250), ("dataset", 60), ("mixed", 60), ("agents", 250), ("platforms", 250),
 ])  # fmt: skip
 def test_fuzz_samples(samples: dict[str, list[Sample]], family: str, cases: int,
                       tmp_path: Path) -> None:

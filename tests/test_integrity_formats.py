@@ -94,7 +94,8 @@ def test_schema_and_pleach_agree_on_the_derived_columns():
     assert SEALED_MEMBERS == tuple(sorted((*DERIVED_COLUMNS, "format")))
 
 
-@pytest.mark.parametrize("fmt", ["toh", "isplay"])
+@pytest.mark.parametrize("fmt", ["toh", "isplay", "claude_code", "codex", "langsmith",
+                                 "langfuse", "phoenix"])
 def test_untampered_sealed_formats_verify_after_parquet_and_sqlite(fmt, tmp_path):
     log = sealed_log(fmt)
     assert set(pc.unique(pc.cast(log.table.column("source"), pa.string())).to_pylist()) <= {

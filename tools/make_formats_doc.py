@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ["toh", "pleach", "isplay", "inspect", "otel", "stamps"]
+SECTIONS = ["toh", "pleach", "isplay", "inspect", "otel", "claude_code", "codex", "langsmith",
+            "langfuse", "phoenix", "stamps"]
 
 
 #: rules every loader follows for messy input; each format's section has its own table

@@ -465,12 +465,279 @@ def visual_tour() -> nbf.NotebookNode:
     return nb
 
 
+# ------------------------------------------------------------------ 11 (coding agents and OTel)
+OTLP_CELL = """import json
+
+# An OTLP/JSON trace export as an OpenTelemetry SDK writes it: two runs of a weather agent
+# (invoke_agent -> chat -> execute_tool -> chat, GenAI semantic conventions), which got
+# different tool results.
+T0 = 1767225600000000000  # 2026-01-01T00:00:00Z in ns
+
+
+def attr(key, value):
+    if isinstance(value, int):
+        return {"key": key, "value": {"intValue": str(value)}}
+    if isinstance(value, list):
+        return {"key": key, "value": {"arrayValue": {"values": [{"stringValue": v} for v in value]}}}
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def span(trace_id, span_id, parent, name, start_ms, dur_ms, **attrs):
+    s = {"traceId": trace_id, "spanId": span_id, "name": name, "kind": 1,
+         "startTimeUnixNano": str(T0 + start_ms * 10**6),
+         "endTimeUnixNano": str(T0 + (start_ms + dur_ms) * 10**6),
+         "attributes": [attr(k, v) for k, v in attrs.items()], "status": {"code": 1}}
+    if parent:
+        s["parentSpanId"] = parent
+    return s
+
+
+def chat(trace_id, span_id, parent, start_ms, text, tool_call=None):
+    parts = [{"type": "text", "content": text}]
+    if tool_call:
+        parts.append({"type": "tool_call", "id": tool_call[0], "name": tool_call[1],
+                      "arguments": tool_call[2]})
+    return span(trace_id, span_id, parent, "chat gpt-4.1-mini", start_ms, 400, **{
+        "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-4.1-mini", "gen_ai.usage.input_tokens": 120,
+        "gen_ai.usage.output_tokens": 20,
+        "gen_ai.response.finish_reasons": ["tool_calls" if tool_call else "stop"],
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": parts}])})
+
+
+def weather_trace(trace_id, result, answer):
+    root = "1" * 16
+    return [
+        span(trace_id, root, None, "invoke_agent weather", 0, 2000,
+             **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather"}),
+        chat(trace_id, "2" * 16, root, 10, "", ("call-1", "get_weather", {"city": "Prague"})),
+        span(trace_id, "3" * 16, root, "execute_tool get_weather", 420, 150, **{
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
+            "gen_ai.tool.call.id": "call-1",
+            "gen_ai.tool.call.arguments": json.dumps({"city": "Prague"}),
+            "gen_ai.tool.call.result": result}),
+        chat(trace_id, "4" * 16, root, 600, answer),
+    ]
+
+
+spans = (weather_trace("a" * 32, "rain, 11 C", "Take an umbrella: rain and 11 C in Prague.")
+         + weather_trace("b" * 32, "sunny, 19 C", "No umbrella needed: sunny, 19 C in Prague."))
+otlp = {"resourceSpans": [{"resource": {"attributes": [attr("service.name", "weather-agent"),
+                                                       attr("service.version", "1.4.0")]},
+                           "scopeSpans": [{"scope": {"name": "demo"}, "spans": spans}]}]}
+(OUT / "weather-traces.json").write_text(json.dumps(otlp))
+otel = rk.read_otel(OUT / "weather-traces.json", tenant_id="demo")
+otel"""
+
+
+def coding_agent_and_otel() -> nbf.NotebookNode:
+    md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
+    cells = [
+        md(
+            "# 11 · Coding-agent transcripts and OpenTelemetry traces\n\n"
+            "Most agent logs people already have are a coding agent's session files or the "
+            "traces their instrumentation exports. This notebook takes a **Claude Code** "
+            "project transcript and an **OpenTelemetry** GenAI trace through the same four "
+            "steps as every other format: load, fold, compare, and a root-cause-analysis "
+            "report. (Codex CLI rollouts, LangSmith, Langfuse and Phoenix exports load the "
+            "same way: `rk.read_codex`, `rk.read_langsmith`, `rk.read_langfuse`, "
+            "`rk.read_phoenix`, or `rk.read_events` for any of them.)"
+        ),
+        code(FIND_DATA),
+        md(
+            "## Load a Claude Code project\n\n"
+            "`~/.claude/projects/<project>/` holds one JSONL file per session, and each Task "
+            "subagent's sidechain under `<session>/subagents/`. A folder loads as one log: "
+            "one run per session, one per sidechain (its `parent_run_id` is the session). "
+            "The files record no owner, so you name it."
+        ),
+        code(
+            "import tempfile\n"
+            "\n"
+            'OUT = Path(tempfile.mkdtemp(prefix="rk-agents-"))  # where this notebook writes\n'
+            'log = rk.read_claude_code(DATA / "claude_code", tenant_id="demo", progress=False)\n'
+            'SID = "7f3c2a10-5b8e-4d21-9c4e-2f6a8b1d0e55"\n'
+            'log.runs_df()[["run_id", "parent_run_id", "events", "turns", "model_calls", '
+            '"tool_calls", "errors"]]'
+        ),
+        check(
+            "runs = log.runs_df().set_index(\"run_id\")\n"
+            "assert runs.loc[f\"{SID}/agent-a3f09c1\", \"parent_run_id\"] == SID\n"
+            "assert runs.loc[SID, \"tool_calls\"] == 5"
+        ),
+        md(
+            "Each assistant message is one model call (its usage counted once, though Claude "
+            "Code writes a line per content block); each `tool_use` block is a tool call "
+            "paired with its `tool_result`; each prompt you typed starts a turn."
+        ),
+        code(
+            "base = log.run(SID, tenant_id=\"demo\")\n"
+            "tools = base.tools_df()\n"
+            'tools[["turn", "step", "tool_name", "is_error", "result_text"]]'
+        ),
+        check(
+            'assert tools.tool_name.tolist() == ["Bash", "Read", "Edit", "Bash", "Task"]\n'
+            'assert tools.is_error.tolist() == [True, False, False, False, False]  # the failing test run'
+        ),
+        code('base.calls_df()[["turn", "step", "ref_id", "input_tokens", "output_tokens", "finish", '
+             '"tool_calls"]]'),
+        check('assert base.calls_df().finish.tolist()[-1] == "stop"'),
+        md("The stamps say which model and Claude Code version ran each session."),
+        code('log.stamps_df()[["run_id", "model", "harness_version", "safety_policy"]]'),
+        check(
+            'st = log.stamps_df().set_index("run_id")\n'
+            'assert st.loc[SID, "model"] == "claude-sonnet-4-5-20250929"\n'
+            'assert st.loc[SID, "harness_version"] == "claude-code@2.0.31"'
+        ),
+        md(
+            "## Fold\n\n"
+            "The `agent()` projection folds any format's canonical rows into the agent's "
+            "state after every event: model calls, tool calls, the last tool, errors."
+        ),
+        code(
+            "final = rk.fold(log, projections=rk.agent()).final()\n"
+            'final[["run_id", "turn", "model_calls", "tool_calls", "last_tool", "errors"]]'
+        ),
+        check(
+            'f = final.set_index("run_id")\n'
+            'assert f.loc[SID, "errors"] == 1 and f.loc[SID, "last_tool"] == "Task"\n'
+            'assert f.loc[f"{SID}/agent-a3f09c1", "last_tool"] == "Grep"'
+        ),
+        md(
+            "## Branch, replay and compare\n\n"
+            "What if another model had answered after reading `pricing.py`? The branch starts "
+            "after the `Read` result; a stand-in for the other model answers every call as "
+            "recorded except that one, where it explains the bug instead of editing. "
+            "(`pinned-live` sends each model call to the executor; tool calls are served "
+            "from the recording.)"
+        ),
+        code(
+            "import json\n"
+            "\n"
+            "calls, tools = base.calls_df(), base.tools_df()\n"
+            "recorded = {\n"
+            "    c.ref_id: {\"text\": c.text or \"\", \"toolCalls\": [\n"
+            "        {\"toolCallId\": t.call_id, \"toolName\": t.tool_name, \"args\": json.loads(t.arguments)}\n"
+            "        for t in tools[(tools.turn == c.turn) & (tools.step == c.step)].itertuples()]}\n"
+            "    for c in calls.itertuples()}\n"
+            "\n"
+            "\n"
+            "def other_model(request, policy):\n"
+            "    if request[\"refId\"] == \"msg_01C\":  # the call after the Read\n"
+            "        return {\"text\": \"apply_discount rounds in float; use Decimal with half-up \"\n"
+            "                        \"rounding. Shall I edit it?\", \"toolCalls\": []}\n"
+            "    return recorded[request[\"refId\"]]\n"
+            "\n"
+            "\n"
+            "read = tools[tools.tool_name == \"Read\"].iloc[0]\n"
+            "branch = rk.Branch(base=log, run_id=SID, tenant_id=\"demo\", checkpoint=int(read.result_seq),\n"
+            "                   name=\"another model after the Read\")\n"
+            "res = rk.replay(branch, model_policy=\"pinned-live\", tool_policy=\"recorded-only\",\n"
+            "                model_executor=other_model)\n"
+            "cmp = rk.compare(log, res.events)\n"
+            'cmp[["first_divergence_step", "changed_descendants", "tool_sequence_distance", '
+            '"comparability"]]'
+        ),
+        check(
+            'ev = res.events.events_df()\n'
+            'k = int(cmp.loc[0, "first_divergence_step"])\n'
+            'assert k == int(read.result_seq) + 1 and ev.loc[k, "replay_origin"] == "executor"\n'
+            'assert cmp.loc[0, "changed_descendants"] > 0'
+        ),
+        md(
+            "The replayed events say where each came from: copied before the checkpoint, "
+            "the executor's answer at the divergence, recorded tool results after it."
+        ),
+        code('res.events.events_df().loc[k - 1:k + 2, ["seq", "kind", "tool_name", "replay_origin", "text"]]'),
+        check('assert set(res.events.events_df().replay_origin) >= {"copied", "executor"}'),
+        md(
+            "## The RCA report\n\n"
+            "`rk.report.rca` writes one offline HTML page: the question, the first "
+            "divergence with the events around it, the tool-sequence diff, the stamps and a "
+            "step scrubber."
+        ),
+        code(
+            "report = rk.report.rca(res, question=\"Would another model still edit pricing.py \"\n"
+            "                                     \"after reading it?\")\n"
+            'report.save_html(OUT / "rca-claude-code.html")\n'
+            "report"
+        ),
+        check(
+            'html = (OUT / "rca-claude-code.html").read_text()\n'
+            'assert "Would another model still edit pricing.py" in html\n'
+            'assert f"first diverges from the recording at step {k}" in html\n'
+            'assert "Edit was called with" in html  # the edit the other model did not ask for'
+        ),
+        md(
+            "## The same steps on an OpenTelemetry trace\n\n"
+            "An OTLP/JSON export (here written by the cell below: two runs of a weather "
+            "agent in the GenAI conventions) loads with `rk.read_otel`; each trace is a run."
+        ),
+        code(OTLP_CELL),
+        check(
+            "tools = otel.tools_df()\n"
+            "assert otel.num_runs == 2\n"
+            'assert tools[tools.has_result].result_text.tolist() == ["rain, 11 C", "sunny, 19 C"]'
+        ),
+        code(
+            "final = rk.fold(otel, projections=rk.agent()).final()\n"
+            'final[["run_id", "model_calls", "tool_calls", "last_tool", "input_tokens"]]'
+        ),
+        check('assert final.model_calls.tolist() == [2, 2] and final.last_tool.tolist() == ["get_weather"] * 2'),
+        md(
+            "Two recorded runs compare directly: the pair's first divergence is the tool "
+            "result (rain vs. sun), and the answers after it changed with it."
+        ),
+        code(
+            "import pandas as pd\n"
+            "\n"
+            "rain, sun = otel.run_ids\n"
+            'pairs = pd.DataFrame({"tenant_id": ["demo"], "base_run_id": [rain], "replay_run_id": [sun]})\n'
+            "runs_cmp = rk.compare(otel, otel, pairs)\n"
+            'runs_cmp[["first_divergence_step", "changed_descendants", "tool_signature_distance", '
+            '"comparability"]]'
+        ),
+        check(
+            'ev = otel.run(rain, tenant_id="demo").events_df()\n'
+            'step = int(runs_cmp.loc[0, "first_divergence_step"])\n'
+            'assert ev.loc[step, "kind"] == "tool_result" and runs_cmp.loc[0, "tool_signature_distance"] == 0'
+        ),
+        md(
+            "And a replay of the rainy run in which the final answer comes from a stand-in "
+            "model gives an RCA report for the trace, as for the transcript."
+        ),
+        code(
+            "def stand_in(request, policy):\n"
+            "    return {\"text\": \"No umbrella needed.\", \"toolCalls\": []}\n"
+            "\n"
+            "\n"
+            'tool_result = otel.run(rain, tenant_id="demo").tools_df().result_seq.iloc[0]\n'
+            'b = rk.Branch(base=otel, run_id=rain, tenant_id="demo", checkpoint=int(tool_result), name="stand-in answer")\n'
+            'otel_res = rk.replay(b, model_policy="pinned-live", tool_policy="recorded-only", model_executor=stand_in)\n'
+            'rk.report.rca(otel_res, question="Does the answer follow the weather the tool returned?"'
+            ').save_html(OUT / "rca-otel.html")\n'
+            '{k: otel_res.metrics[k] for k in ("first_divergence_step", "comparability")}'
+        ),
+        check(
+            'assert otel_res.metrics["first_divergence_step"] == int(tool_result) + 1\n'
+            'assert "Does the answer follow the weather" in (OUT / "rca-otel.html").read_text()'
+        ),
+    ]
+    nb = nbf.v4.new_notebook()
+    nb.cells = cells
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
 if __name__ == "__main__":
     out = ROOT / "notebooks" / "01_quickstart.ipynb"
     nbf.write(quickstart(), out)
     print(f"wrote {out}")
     out = ROOT / "notebooks" / "10_attributable_divergence.ipynb"
     nbf.write(attributable_divergence(), out)
+    print(f"wrote {out}")
+    out = ROOT / "notebooks" / "11_coding_agent_and_otel.ipynb"
+    nbf.write(coding_agent_and_otel(), out)
     print(f"wrote {out}")
     out = ROOT / "notebooks" / "06_visual_tour.ipynb"
     nbf.write(visual_tour(), out)

@@ -15,11 +15,16 @@ from typing import Any
 from ..errors import FormatDetectionError, MissingTenantError, ReplayKitError
 from ..eventlog import EventLog, concat
 from ..schema import empty_events
-from . import inspect, isplay, otel, pleach, toh
+from . import claude_code, codex, inspect, isplay, langfuse, langsmith, otel, phoenix, pleach, toh
 from ._common import Quarantine, compressed, expand_paths, require_tenant, unreadable
+from .claude_code import read_claude_code
+from .codex import read_codex
 from .inspect import read_inspect
 from .isplay import read_isplay
+from .langfuse import read_langfuse
+from .langsmith import read_langsmith
 from .otel import read_otel
+from .phoenix import read_phoenix
 from .pleach import read_pleach
 from .toh import read_toh
 
@@ -28,18 +33,25 @@ __all__ = [
     "UNTENANTED",
     "detect_format",
     "is_dataset",
+    "read_claude_code",
+    "read_codex",
     "read_events",
     "read_inspect",
     "read_isplay",
+    "read_langfuse",
+    "read_langsmith",
     "read_otel",
+    "read_phoenix",
     "read_pleach",
     "read_toh",
 ]
 
 #: format name -> module, in the order read_events tries them.
-FORMATS = {"toh": toh, "pleach": pleach, "isplay": isplay, "inspect": inspect, "otel": otel}
+FORMATS = {"toh": toh, "pleach": pleach, "isplay": isplay, "inspect": inspect, "otel": otel,
+           "claude_code": claude_code, "codex": codex, "langsmith": langsmith,
+           "langfuse": langfuse, "phoenix": phoenix}
 
-_PATTERNS = ("*.jsonl", "*.json", "*.parquet", "*.ndjson", "*.eval",
+_PATTERNS = ("*.jsonl", "*.json", "*.parquet", "*.ndjson", "*.eval", "*.csv",
              *(f"*{x}" for x in otel.PROTO_SUFFIXES))
 
 
@@ -69,7 +81,8 @@ def detect_format(path: str | os.PathLike[str]) -> str:
 
 
 #: formats whose logs record no tenant: their rows get the owner the caller names.
-UNTENANTED = ("toh", "isplay", "inspect", "otel")
+UNTENANTED = ("toh", "isplay", "inspect", "otel", "claude_code", "codex", "langsmith",
+              "langfuse", "phoenix")
 
 
 def read_events(
@@ -91,8 +104,9 @@ def read_events(
     Two tenant arguments, two meanings:
 
     * ``owner=`` names the tenant of the formats that record none (toh, isplay, inspect,
-      otel): every row of those files gets it. It is never guessed; pleach rows, which
-      carry their own tenant, are not touched by it.
+      otel, claude_code, codex, langsmith, langfuse, phoenix): every row of those files gets
+      it. It is never guessed; pleach rows, which carry their own tenant, are not touched
+      by it.
     * ``tenant_id=`` *filters* (one id or a list): only those tenants' rows are kept, in
       every format. A filter that drops every row of a file warns with the file, its row
       count and the tenants it does hold.

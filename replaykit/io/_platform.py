@@ -1,0 +1,250 @@
+"""Shared reading of tracing-platform exports (LangSmith, Langfuse, Phoenix).
+
+An export is a set of *records* (runs, observations, spans), each a JSON object, in one of:
+a JSON document (an array, or an object holding the array under a known key), JSON Lines (one
+record per line), CSV (one record per row, nested values as JSON text) or Parquet (one record
+per row). :func:`records` yields ``(position, raw, record)`` for each, sending what cannot be
+read to the quarantine with a reason; the format modules map records to rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from .._json import canonical_json
+from ..errors import LoadError
+from ._common import Quarantine, compressed, unreadable
+from ._records import bad, decode_json, head_text, json_lines
+
+__all__ = ["Record", "first_of", "raw_of", "records", "sniff_records"]
+
+Record = tuple[int | None, str | None, dict[str, Any]]
+
+_MAX_JSON = 1 << 31
+
+
+def _decode_cell(v: Any) -> Any:
+    """A CSV / Parquet cell: JSON text of an object or array is decoded; other values as is."""
+    if isinstance(v, str):
+        s = v.strip()
+        if s[:1] in ("{", "[") and s[-1:] in ("}", "]"):
+            try:
+                return json.loads(s)
+            except (ValueError, RecursionError):
+                return v
+        return v
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    if isinstance(v, bytes):
+        return v.decode("utf-8", errors="replace")
+    if isinstance(v, list):
+        return [_decode_cell(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _decode_cell(x) for k, x in v.items()}
+    return v
+
+
+def _json_default(v: Any) -> Any:
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    return str(v)
+
+
+def records(path: Path, fmt: str, quarantine: Quarantine,
+            unwrap: Callable[[Any], list[Any] | None]) -> Iterator[Record]:
+    """The records of one export file (JSON, JSONL/NDJSON, CSV or Parquet, by extension).
+
+    ``unwrap`` turns a whole JSON document into its list of records (None: not this format's
+    document). Bad records go to ``quarantine``: ``bad_json``, ``not_object``,
+    ``bad_encoding`` (JSONL), ``bad_document`` (a JSON document ``unwrap`` rejects),
+    ``bad_csv`` / ``bad_parquet`` (a file the reader rejects), ``unreadable``, ``compressed``.
+    """
+    suffix = path.suffix.lower()
+    head = head_text(path, 8)
+    if head is None:
+        try:
+            open(path, "rb").close()
+        except OSError as exc:
+            quarantine.bad(unreadable(str(path), exc))
+        return
+    if suffix != ".parquet":
+        packed = compressed(str(path), head)
+        if packed is not None:
+            quarantine.bad(packed)
+            return
+    if suffix in (".jsonl", ".ndjson"):
+        for lineno, raw, doc in json_lines(path, fmt, quarantine):
+            nested = isinstance(doc.get("observations"), list) or isinstance(
+                doc.get("spans"), list) or isinstance(doc.get("runs"), list)
+            inner = unwrap(doc) if nested or not _looks_like_record(doc) else None
+            if inner is not None:  # a line that is a whole document (a trace with its spans)
+                for item in inner:
+                    if isinstance(item, dict):
+                        yield lineno, None, item
+                    else:
+                        quarantine.bad(bad(fmt, path, lineno, "not_object",
+                                           f"holds a {type(item).__name__} record, not an "
+                                           "object"), raw)
+                continue
+            yield lineno, raw.decode("utf-8", errors="replace"), doc
+        return
+    if suffix == ".json":
+        try:
+            doc = decode_json(path.read_bytes(), fmt, path, None)
+        except OSError as exc:
+            quarantine.bad(unreadable(str(path), exc))
+            return
+        except LoadError as exc:
+            quarantine.bad(exc)
+            return
+        items = unwrap(doc)
+        if items is None:
+            quarantine.bad(bad(fmt, path, None, "bad_document",
+                               f"is JSON but not a {fmt} export (no list of records found)",
+                               fix=f"Point at a {fmt} export; see docs/formats/{fmt}.md."))
+            return
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                quarantine.bad(bad(fmt, path, None, "not_object",
+                                   f"record {i} is a {type(item).__name__}, not an object",
+                                   field=f"[{i}]"))
+                continue
+            yield None, None, item
+        return
+    if suffix in (".csv", ".parquet"):
+        import pyarrow as pa
+
+        try:
+            if suffix == ".csv":
+                from pyarrow import csv as pacsv
+
+                table = pacsv.read_csv(
+                    path, convert_options=pacsv.ConvertOptions(strings_can_be_null=True))
+            else:
+                import pyarrow.parquet as pq
+
+                table = pq.read_table(path)
+            rows = _table_records(table)
+        except OSError as exc:
+            if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError)):
+                quarantine.bad(unreadable(str(path), exc))
+            else:
+                quarantine.bad(bad(fmt, path, None, f"bad_{suffix[1:]}",
+                                   f"cannot be read as {suffix[1:].upper()} ({str(exc)[:160]})"))
+            return
+        except (pa.ArrowException, ValueError, UnicodeDecodeError, OverflowError) as exc:
+            quarantine.bad(bad(fmt, path, None, f"bad_{suffix[1:]}",
+                               f"cannot be read as {suffix[1:].upper()} ({str(exc)[:160]})"))
+            return
+        first_line = 2 if suffix == ".csv" else None  # CSV line 1 is the header
+        for i, rec in enumerate(rows):  # raw text only for a record that goes bad: raw_of
+            yield (first_line + i if first_line is not None else None), None, rec
+        return
+    quarantine.bad(bad(fmt, path, None, "bad_extension",
+                       f"has extension {path.suffix!r}; {fmt} exports are .json, .jsonl, "
+                       ".csv or .parquet"))
+
+
+def _table_records(table: Any) -> list[dict[str, Any]]:
+    """The rows of a CSV / Parquet table as records, column by column: string cells that
+    hold JSON objects or arrays are decoded (only those, found with Arrow), times become ISO
+    text, nested values are walked; other columns are taken as they are."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = table.column_names
+    cols: list[list[Any]] = []
+    for name in names:
+        arr = table.column(name).combine_chunks()
+        t = arr.type
+        if pa.types.is_dictionary(t):
+            arr = arr.cast(t.value_type)
+            t = arr.type
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            vals = arr.to_pylist()
+            trimmed = pc.utf8_ltrim_whitespace(arr)
+            json_like = pc.or_(pc.starts_with(trimmed, "{"), pc.starts_with(trimmed, "["))
+            for i in np.flatnonzero(np.asarray(pc.fill_null(json_like, False))):
+                vals[i] = _decode_cell(vals[i])
+        elif pa.types.is_temporal(t) or pa.types.is_nested(t) or pa.types.is_binary(t) \
+                or pa.types.is_large_binary(t):
+            vals = [_decode_cell(v) for v in arr.to_pylist()]
+        else:
+            vals = arr.to_pylist()
+        cols.append(vals)
+    if not cols:
+        return [{} for _ in range(table.num_rows)]
+    return [dict(zip(names, v, strict=True)) for v in zip(*cols, strict=True)]
+
+
+def raw_of(raw: str | None, rec: dict[str, Any]) -> str | None:
+    """The raw text of a record for a quarantine row: the line as read, or (for CSV / Parquet
+    rows) the record as JSON."""
+    if raw is not None:
+        return raw
+    try:
+        return json.dumps(rec, default=_json_default)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def _looks_like_record(doc: Mapping[str, Any]) -> bool:
+    return "id" in doc or "span_id" in doc or "context.span_id" in doc or "context" in doc
+
+
+def first_of(doc: Mapping[str, Any], *keys: str) -> Any:
+    """The first non-null value of ``doc`` under one of ``keys`` (camelCase / snake_case
+    spellings of one field)."""
+    for k in keys:
+        v = doc.get(k)
+        if v is not None and v != "":
+            return v
+    return None
+
+
+def sniff_records(path: Path, keys_any: tuple[tuple[str, ...], ...], fmt: str,
+                  wrappers: tuple[str, ...] = ()) -> str | None:
+    """None when the head of ``path`` shows a record holding all keys of one of the
+    ``keys_any`` groups (quoted JSON keys or CSV header names; Parquet: column names)."""
+    suffix = path.suffix.lower()
+    if suffix not in (".json", ".jsonl", ".ndjson", ".csv", ".parquet"):
+        return f"extension {path.suffix or '(none)'!r} is not .json/.jsonl/.csv/.parquet"
+    if suffix == ".parquet":
+        try:
+            import pyarrow.parquet as pq
+
+            names = set(pq.read_schema(path).names)
+        except Exception:  # noqa: BLE001 - any unreadable Parquet is "not this format"
+            return "is not a readable Parquet file"
+        for group in keys_any:
+            if all(k in names or k.replace("_", "") in names for k in group):
+                return None
+        return f"its columns are not those of a {fmt} export"
+    head = head_text(path, 1 << 16)
+    if head is None:
+        return "cannot be read"
+    text = head.decode("utf-8", errors="replace")
+    if suffix == ".csv":
+        header = {h.strip().strip('"') for h in text.split("\n", 1)[0].split(",")}
+        for group in keys_any:
+            if all(k in header for k in group):
+                return None
+        return f"its CSV header has none of the {fmt} column sets"
+    stripped = text.lstrip("\ufeff \t\r\n")
+    if not stripped.startswith(("{", "[")):
+        return "does not start with JSON"
+    for group in keys_any:
+        if all(f'"{k}"' in text for k in group):
+            return None
+    for w in wrappers:
+        if f'"{w}"' in text and all(f'"{k}"' in text for k in keys_any[0][:1]):
+            return None
+    return f"its first records have none of the {fmt} key sets"
+
+
+def canonical(doc: Any) -> str:
+    return canonical_json(doc)

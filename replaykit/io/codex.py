@@ -1,0 +1,409 @@
+"""Loader for Codex CLI rollout files (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+
+Each line is ``{"timestamp", "type", "payload"}`` with ``type`` one of ``session_meta`` (the
+session header: id, cwd, cli_version, model_provider, instructions, git), ``turn_context``
+(per-turn settings: model, effort, approval and sandbox policy), ``response_item`` (the model
+conversation, OpenAI Responses items: ``message``, ``reasoning``, ``function_call``,
+``function_call_output``, ``custom_tool_call``, ``local_shell_call``, ``web_search_call``,
+...), ``event_msg`` (UI events: ``task_started``, ``task_complete``, ``turn_aborted``,
+``token_count``, ``user_message``, ``agent_message``, ``agent_reasoning``, ...) and
+``compacted`` (a compaction summary).
+
+Mapping (field by field: ``docs/formats/codex.md``): one run per session id (the
+``session_meta`` id; a file without one uses the file name's id), one row per line. The
+``response_item`` lines carry the conversation (``event_msg`` ``user_message`` /
+``agent_message`` / ``agent_reasoning`` mirror them for the UI and are kept as ``other``, so
+nothing is counted twice). A model call is the run of model output items (reasoning,
+assistant message, tool calls) between inputs; its tokens are the ``token_count`` event that
+follows it (``last_token_usage``; a repeated total is not counted again). A turn is
+``task_started`` .. ``task_complete`` / ``turn_aborted`` (files without those: each user
+message starts a turn).
+
+The rollouts record no tenant: the caller names the owner (``tenant_id=``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .._json import args_hash, canonical_json
+from ..errors import LoadError
+from ..eventlog import EventLog
+from ._common import (
+    UNEXPECTED,
+    ErrorPolicy,
+    Progress,
+    Quarantine,
+    expand_paths,
+    require_tenant,
+    unexpected_input,
+)
+from ._records import (
+    Row,
+    bad,
+    head_text,
+    json_lines,
+    line_error,
+    payload_of,
+    rows_to_log,
+    text_of,
+    tokens,
+)
+
+__all__ = ["FORMAT", "LINE_TYPES", "read_codex", "sniff"]
+
+FORMAT = "codex"
+_PATTERNS = ("*.jsonl",)
+LINE_TYPES = ("session_meta", "turn_context", "response_item", "event_msg", "compacted")
+_ID_RE = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+
+_MODEL_OUT = {"reasoning", "function_call", "custom_tool_call", "local_shell_call",
+              "web_search_call", "image_generation_call"}
+_TOOL_CALLS = {"function_call", "custom_tool_call", "local_shell_call", "web_search_call",
+               "image_generation_call"}
+_TOOL_OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
+_MIRRORS = {"user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content",
+            "agent_message_delta", "agent_reasoning_delta"}
+
+
+def sniff(path: Path) -> str | None:
+    """None when ``path`` looks like a Codex rollout, otherwise why it does not.
+
+    A ``.jsonl`` file whose first JSON line is ``{"timestamp", "type", "payload"}`` with a
+    rollout line type (``session_meta`` first in every file Codex writes).
+
+    >>> sniff(Path("tests/data/codex/localpush/rollout-2026-02-23T13-19-38-"
+    ...            "019c8a70-dda7-7f33-98ea-f30553347322.jsonl")) is None
+    True
+    """
+    p = Path(path)
+    if p.suffix.lower() != ".jsonl":
+        return f"extension {p.suffix or '(none)'!r} is not .jsonl"
+    head = head_text(p, 1 << 16)
+    if head is None:
+        return "cannot be read"
+    for raw in head.lstrip(b"\xef\xbb\xbf").split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            doc = json.loads(raw)
+        except (ValueError, RecursionError):
+            if re.match(rb'\s*\{"timestamp":"[^"]*","type":"session_meta"', raw):
+                return None  # a long first line cut by the head read
+            return "line 1 is not a JSON object"
+        if not isinstance(doc, dict):
+            return "line 1 is not a JSON object"
+        if doc.get("type") in LINE_TYPES and "payload" in doc:
+            return None
+        return (f"line 1 is not a rollout line (type={doc.get('type')!r}; expected "
+                "session_meta, response_item, event_msg, turn_context or compacted with a "
+                "payload)")
+    return "the file is empty"
+
+
+def _args(raw: Any) -> Any:
+    """Tool-call arguments: Codex writes them as JSON text; parsed when they are."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError):
+            return raw
+    return raw if raw is not None else {}
+
+
+def _output_error(out: Any) -> bool:
+    """A tool output that records a failure (non-zero exit code or ``success: false``)."""
+    doc = out
+    if isinstance(out, str):
+        try:
+            doc = json.loads(out)
+        except (ValueError, RecursionError):
+            return False
+    if isinstance(doc, dict):
+        meta = doc.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("exit_code"), int):
+            return meta["exit_code"] != 0
+        if doc.get("success") is False:
+            return True
+    return False
+
+
+def _output_text(out: Any) -> str | None:
+    if isinstance(out, str):
+        try:
+            doc = json.loads(out)
+        except (ValueError, RecursionError):
+            return out
+        if isinstance(doc, dict) and isinstance(doc.get("output"), str):
+            return doc["output"]
+        return out
+    if isinstance(out, dict):
+        if isinstance(out.get("content"), str):
+            return out["content"]
+        return text_of(out.get("content")) if out.get("content") is not None else \
+            canonical_json(out)
+    return text_of(out)
+
+
+def _file_rows(path: Path, quarantine: Quarantine) -> tuple[list[Row], dict[str, Any] | None]:
+    src = f"{FORMAT}:{path}"
+    lines = list(json_lines(path, FORMAT, quarantine))
+    meta = next((d.get("payload") for _, _, d in lines if d.get("type") == "session_meta"
+                 and isinstance(d.get("payload"), dict)), None)
+    sid = meta.get("id") if isinstance(meta, dict) else None
+    if not isinstance(sid, str) or not sid:
+        m = _ID_RE.search(path.name)
+        sid = m.group(1) if m else path.stem
+    has_tasks = any(d.get("type") == "event_msg" and isinstance(d.get("payload"), dict)
+                    and d["payload"].get("type") == "task_started" for _, _, d in lines)
+    has_ui_user = any(d.get("type") == "event_msg" and isinstance(d.get("payload"), dict)
+                      and d["payload"].get("type") == "user_message" for _, _, d in lines)
+    rows: list[Row] = []
+    st: dict[str, Any] = {"turn": 0, "step": 0, "in_call": False, "call": None,
+                          "total": None, "tools": {}}
+
+    for lineno, raw, doc in lines:
+        saved = {k: st[k] for k in ("turn", "step", "in_call", "call", "total")}
+        try:
+            rows.extend(_line_rows(path, src, sid, lineno, doc, st, has_tasks, has_ui_user,
+                                   len(rows)))
+        except LoadError as exc:
+            st.update(saved)  # a quarantined line changes no turn, call or token total
+            quarantine.bad(exc, raw)
+        except UNEXPECTED as exc:  # a last-resort guard, per line; specific checks come first
+            st.update(saved)
+            quarantine.bad(line_error(exc, FORMAT, path, lineno), raw)
+    _move_usage(rows)
+    header = None
+    if rows:
+        attrs: dict[str, Any] = {"format": FORMAT, "file": str(path)}
+        if isinstance(meta, dict):
+            for key in ("cli_version", "originator", "source", "cwd", "model_provider",
+                        "git", "forked_from_id"):
+                if meta.get(key) is not None:
+                    attrs[key] = meta[key]
+        header = {"run_id": sid, "parent_run_id": meta.get("forked_from_id") if isinstance(
+            meta, dict) and isinstance(meta.get("forked_from_id"), str) else None,
+            "format": FORMAT, "source": src,
+            "created_at": meta.get("timestamp") if isinstance(meta, dict) else rows[0]["ts"],
+            "attrs": attrs}
+    return rows, header
+
+
+def _move_usage(rows: list[Row]) -> None:
+    """Put each ``token_count``'s tokens on the first row of the model call it reports (the
+    call's tool calls come before the count in the file, and a call ends at its last row),
+    leaving the count row as an ``other`` row that still names the call in ``ref_id``; the
+    first row also gets the call's finish, ``unknown`` (Codex records none)."""
+    first: dict[str, Row] = {}
+    for r in rows:
+        ref = r.get("ref_id")
+        if ref is None or r["kind"] not in ("model_response", "model_chunk"):
+            continue
+        if r.get("chunk_type") == "usage":
+            head = first.get(ref)
+            if head is None:  # a call of tool calls only: the count is its one model row
+                first[ref] = r
+                r["finish"] = "unknown"
+            elif head is not r:
+                for k in ("input_tokens", "output_tokens"):
+                    if r.get(k) is not None:
+                        head[k] = (head.get(k) or 0) + r[k]
+                    r[k] = None
+                r["kind"] = "other"
+        elif ref not in first:
+            first[ref] = r
+            r["finish"] = "unknown"  # Codex records no finish reason; one per call
+
+
+def _line_rows(path: Path, src: str, sid: str, lineno: int, doc: dict[str, Any],
+               st: dict[str, Any], has_tasks: bool, has_ui_user: bool, seq0: int
+               ) -> list[Row]:
+    typ = doc.get("type")
+    if not isinstance(typ, str) or not typ:
+        raise bad(FORMAT, path, lineno, "missing_type",
+                  "has no string 'type' (session_meta, response_item, event_msg, ...)",
+                  field="type")
+    pl = doc.get("payload")
+    if pl is not None and not isinstance(pl, dict):
+        raise bad(FORMAT, path, lineno, "bad_payload",
+                  f"has a 'payload' that is a {type(pl).__name__}, not an object",
+                  field="payload")
+    pl = pl or {}
+    ptype = pl.get("type") if isinstance(pl.get("type"), str) else None
+    ts = doc.get("timestamp") if isinstance(doc.get("timestamp"), str) else None
+    full_type = f"{typ}.{ptype}" if ptype and typ in ("response_item", "event_msg") else typ
+    cols: dict[str, Any] = {"kind": "other"}
+    opened = False
+
+    def new_call() -> None:
+        st["step"] += 1
+        st["in_call"] = True
+        st["call"] = f"{sid}:{st['turn']}.{st['step']}"
+
+    if typ == "session_meta":
+        cols = {"kind": "session", "event_id": pl.get("id") if isinstance(
+            pl.get("id"), str) else None}
+    elif typ == "turn_context":
+        cols = {"kind": "session"}
+    elif typ == "compacted":
+        cols = {"kind": "checkpoint", "text": pl.get("message") if isinstance(
+            pl.get("message"), str) else None}
+    elif typ == "event_msg":
+        if ptype == "task_started":
+            st["turn"] += 1
+            st["step"] = 0
+            st["in_call"] = False
+            cols = {"kind": "turn_start", "event_id": pl.get("turn_id")}
+        elif ptype in ("task_complete", "turn_aborted"):
+            aborted = ptype == "turn_aborted"
+            cols = {"kind": "turn_end", "is_error": aborted, "text": pl.get(
+                "last_agent_message") if isinstance(pl.get("last_agent_message"), str) else (
+                pl.get("reason") if isinstance(pl.get("reason"), str) else None)}
+        elif ptype == "token_count":
+            info = pl.get("info")
+            if isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict):
+                total = info.get("total_token_usage")
+                key = canonical_json(total) if total is not None else None
+                if key is None or key != st["total"]:
+                    st["total"] = key
+                    last = info["last_token_usage"]
+                    cols = {"kind": "model_chunk" if st["call"] else "other",
+                            "chunk_type": "usage", "ref_id": st["call"],
+                            "input_tokens": tokens(last.get("input_tokens"), FORMAT, path,
+                                                   lineno, "payload.info.last_token_usage"
+                                                   ".input_tokens"),
+                            "output_tokens": tokens(last.get("output_tokens"), FORMAT, path,
+                                                    lineno, "payload.info.last_token_usage"
+                                                    ".output_tokens")}
+            st["in_call"] = False
+        elif ptype == "user_message" and not has_tasks:
+            st["turn"] += 1
+            st["step"] = 0
+            st["in_call"] = False
+            cols = {"kind": "other", "text": pl.get("message") if isinstance(
+                pl.get("message"), str) else None}
+        elif ptype == "error" or ptype == "stream_error":
+            cols = {"kind": "error", "is_error": True, "text": pl.get("message") if isinstance(
+                pl.get("message"), str) else None}
+        elif ptype in _MIRRORS:
+            text = pl.get("message") if isinstance(pl.get("message"), str) else pl.get("text")
+            cols = {"kind": "other", "text": text if isinstance(text, str) else None}
+    elif typ == "response_item":
+        role = pl.get("role")
+        if ptype == "message" and role == "assistant" or ptype in _MODEL_OUT:
+            if not st["in_call"]:
+                new_call()
+                opened = ptype in _TOOL_CALLS  # the call's first item is a tool call
+        elif ptype == "message" or ptype in _TOOL_OUTPUTS:
+            st["in_call"] = False
+        if ptype == "message":
+            text = text_of(pl.get("content"))
+            if role == "assistant":
+                cols = {"kind": "model_response", "ref_id": st["call"], "text": text}
+            elif role == "user":
+                if not has_tasks and not has_ui_user and not (text or "").startswith("<"):
+                    st["turn"] += 1
+                    st["step"] = 0
+                cols = {"kind": "user_message", "text": text}
+            else:  # developer / system instructions
+                cols = {"kind": "other", "text": text}
+        elif ptype == "reasoning":
+            cols = {"kind": "model_chunk", "chunk_type": "reasoning", "ref_id": st["call"],
+                    "text": text_of(pl.get("summary"))}
+        elif ptype in _TOOL_CALLS:
+            call_id = pl.get("call_id") or pl.get("id")
+            call_id = call_id if isinstance(call_id, str) else None
+            name = pl.get("name") if isinstance(pl.get("name"), str) else ptype
+            args = _args(pl.get("arguments", pl.get("input", pl.get("action"))))
+            st["tools"][call_id] = name
+            cols = {"kind": "tool_call", "ref_id": call_id, "tool_name": name,
+                    "args_hash": args_hash(args), "text": canonical_json(args)}
+        elif ptype in _TOOL_OUTPUTS:
+            call_id = pl.get("call_id") if isinstance(pl.get("call_id"), str) else None
+            out = pl.get("output")
+            cols = {"kind": "tool_result", "ref_id": call_id,
+                    "tool_name": st["tools"].get(call_id), "is_error": _output_error(out),
+                    "text": _output_text(out)}
+    row = {"run_id": sid, "seq": seq0, "type": full_type, "ts": ts,
+           "turn": st["turn"] or None, "step": st["step"] or None,
+           "payload": payload_of(doc, FORMAT, path, lineno), "source": src,
+           "source_line": lineno, "is_error": False}
+    row.update(cols)
+    if row["kind"] in ("turn_start", "session") or (typ == "event_msg" and ptype ==
+                                                    "user_message"):
+        row["step"] = None
+    if opened:  # the model call's own row, before the tool call it asked for
+        call = {**row, "kind": "model_response", "ref_id": st["call"], "tool_name": None,
+                "args_hash": None, "text": None,
+                "payload": payload_of({**doc, "contentPart": "call"}, FORMAT, path, lineno)}
+        row["seq"] = seq0 + 1
+        return [call, row]
+    return [row]
+
+
+def read_codex(
+    path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    tenant_id: str,
+    errors: ErrorPolicy = "raise",
+    progress: bool | None = None,
+) -> EventLog:
+    """Load Codex CLI rollout files (a file, ``~/.codex/sessions``, any folder, a glob).
+
+    Every ``*.jsonl`` under a folder is read and all of them form one log, one run per
+    session (``session_meta`` id).
+
+    Args:
+        tenant_id: owner of the sessions (rollouts record none); required, never guessed.
+        errors: ``"raise"`` (default) or ``"quarantine"`` (bad lines become quarantine rows
+            with their reason; the other lines load).
+        progress: progress bar over files (None: when interactive).
+
+    Raises:
+        LoadError: ``bad_tenant``; under ``"raise"`` a bad line: ``bad_json``,
+            ``not_object``, ``bad_encoding``, ``missing_type``, ``bad_payload``,
+            ``bad_tokens``, ``too_deep``; ``unreadable`` / ``compressed`` files;
+            ``duplicate_session`` (two files hold the same session id).
+        FileNotFoundError: nothing matches ``path``.
+
+    Example:
+        >>> log = rk.read_codex("tests/data/codex/localpush", tenant_id="me")
+        >>> log.num_runs
+        2
+    """
+    tenant = require_tenant(tenant_id, fmt=FORMAT)
+    quarantine = Quarantine(errors, tenant_id=tenant)
+    files = expand_paths(path, patterns=_PATTERNS)
+    rows: list[Row] = []
+    runs: list[dict[str, Any]] = []
+    seen: dict[str, Path] = {}
+    with Progress(len(files), desc="read_codex", unit="file", enabled=progress) as bar:
+        for k, p in enumerate(files, start=1):
+            bar.next_file(p.name, k, len(files))
+            try:
+                frows, header = _file_rows(p, quarantine)
+            except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
+                quarantine.bad(unexpected_input(exc, [str(p)]))
+                bar.update(1)
+                continue
+            if header is not None:
+                first = seen.get(header["run_id"])
+                if first is not None:
+                    quarantine.bad(bad(FORMAT, p, None, "duplicate_session",
+                                       f"holds session {header['run_id']}, already loaded "
+                                       f"from {first}",
+                                       fix="Load one copy of the rollout (remove the other), "
+                                           'or pass errors="quarantine" to skip this one.'))
+                    bar.update(1)
+                    continue
+                seen[header["run_id"]] = p
+                rows.extend(frows)
+                runs.append(header)
+            bar.update(1)
+    return rows_to_log(rows, runs, tenant, quarantine)

@@ -1,0 +1,336 @@
+"""Loader for LangSmith run exports (runs with ``trace_id``, ``dotted_order``, ``run_type``).
+
+LangSmith stores a trace as a tree of *runs* (``run_type`` ``llm``, ``chain``, ``tool``,
+``retriever``, ``prompt``, ``parser``, ``embedding``), each with ``id``, ``trace_id``,
+``parent_run_id``, ``dotted_order`` (``<start time>Z<id>`` per ancestor, joined by dots, so
+sorting it orders a trace depth-first by start time), ``start_time`` / ``end_time``,
+``inputs`` / ``outputs``, ``error``, ``extra`` (``metadata``, ``invocation_params``,
+``runtime``) and token counts. Accepted files:
+
+* JSON: an array of runs, ``{"runs": [...]}`` (``list_runs`` dumps, webhook payloads), one run
+  object, or the SDK's ``{"post": [...], "patch": [...]}`` batches (a patch updates the posted
+  run with the same ``id`` or ``dotted_order``);
+* JSON Lines: one run per line; CSV / Parquet: one run per row (nested values as JSON text).
+
+One replaykit run per LangSmith trace (``run_id`` = ``trace_id``). Rows follow ``dotted_order``:
+an ``llm`` run is one model call (``model_response``), a ``tool`` run a ``tool_call`` row and a
+``tool_result`` row, the root run a ``session`` row (and a ``turn_end`` row when it ended),
+other run types ``other`` rows. Field by field: ``docs/formats/langsmith.md``. Exports record
+no replaykit tenant (a LangSmith ``tenant_id`` is the workspace; it is kept in the payload):
+the caller names the owner.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .._json import args_hash, canonical_json
+from ..errors import LoadError
+from ..eventlog import EventLog
+from ._common import (
+    UNEXPECTED,
+    ErrorPolicy,
+    Progress,
+    Quarantine,
+    expand_paths,
+    require_tenant,
+    unexpected_input,
+)
+from ._platform import first_of, raw_of, records, sniff_records
+from ._records import (
+    Row,
+    bad,
+    epoch_to_iso,
+    line_error,
+    payload_of,
+    rows_to_log,
+    text_of,
+    tokens,
+)
+
+__all__ = ["FORMAT", "RUN_TYPES", "read_langsmith", "sniff"]
+
+FORMAT = "langsmith"
+_PATTERNS = ("*.json", "*.jsonl", "*.ndjson", "*.csv", "*.parquet")
+
+#: LangSmith ``run_type`` -> canonical ``kind`` (a ``tool`` run also gets a ``tool_result``).
+RUN_TYPES: dict[str, str] = {"llm": "model_response", "tool": "tool_call", "chain": "other",
+                             "retriever": "other", "prompt": "other", "parser": "other",
+                             "embedding": "other"}
+
+_FINISH = {"stop": "stop", "end_turn": "stop", "tool_calls": "tool-calls",
+           "tool_use": "tool-calls", "length": "max-tokens", "max_tokens": "max-tokens",
+           "content_filter": "content-filter"}
+
+
+def sniff(path: Path) -> str | None:
+    """None when ``path`` looks like a LangSmith run export, otherwise why it does not
+    (a record with ``run_type`` and ``dotted_order`` or ``trace_id``)."""
+    return sniff_records(Path(path), (("run_type", "dotted_order"), ("run_type", "trace_id")),
+                         FORMAT)
+
+
+def _unwrap(doc: Any) -> list[Any] | None:
+    if isinstance(doc, list):
+        return doc
+    if not isinstance(doc, dict):
+        return None
+    if isinstance(doc.get("runs"), list):
+        return doc["runs"]
+    if isinstance(doc.get("post"), list):
+        return _merge_batches(doc.get("post") or [], doc.get("patch") or [])
+    if "run_type" in doc:
+        return [doc]
+    return None
+
+
+def _merge_batches(posts: list[Any], patches: list[Any]) -> list[Any]:
+    """The SDK's batch ingest shape: each patch completes the post with its id (or, for
+    patches without an id, its dotted_order)."""
+    out = [dict(p) if isinstance(p, dict) else p for p in posts]
+    by_key: dict[Any, dict[str, Any]] = {}
+    for p in out:
+        if isinstance(p, dict):
+            for key in (p.get("id"), p.get("dotted_order")):
+                if isinstance(key, str):
+                    by_key.setdefault(key, p)
+    for patch in patches if isinstance(patches, list) else []:
+        if not isinstance(patch, dict):
+            out.append(patch)
+            continue
+        target = by_key.get(patch.get("id")) or by_key.get(patch.get("dotted_order"))
+        if target is None:
+            out.append(patch)
+        else:
+            target.update(patch)
+    return out
+
+
+def _output_text(outputs: Any) -> str | None:
+    """The text an llm / tool run produced (chat completions, LangChain generations, plain)."""
+    if not isinstance(outputs, dict):
+        return text_of(outputs)
+    ch = outputs.get("choices")
+    if isinstance(ch, list) and ch and isinstance(ch[0], dict):
+        msg = ch[0].get("message")
+        if isinstance(msg, dict):
+            return text_of(msg.get("content"))
+        if isinstance(ch[0].get("text"), str):
+            return ch[0]["text"]
+    gens = outputs.get("generations")
+    if isinstance(gens, list) and gens:
+        g = gens[0][0] if isinstance(gens[0], list) and gens[0] else gens[0]
+        if isinstance(g, dict):
+            if isinstance(g.get("text"), str):
+                return g["text"]
+            msg = g.get("message")
+            if isinstance(msg, dict):
+                kw = msg.get("kwargs", msg)
+                if isinstance(kw, dict):
+                    return text_of(kw.get("content"))
+    for key in ("output", "content", "text", "answer"):
+        v = outputs.get(key)
+        if isinstance(v, str):
+            return v
+        if isinstance(v, dict) and "content" in v:
+            return text_of(v.get("content"))
+    return text_of(outputs)
+
+
+def _usage(run: dict[str, Any]) -> tuple[Any, Any, str]:
+    """(input tokens, output tokens, field) from the run's counts or its outputs' usage."""
+    if run.get("prompt_tokens") is not None or run.get("completion_tokens") is not None:
+        return run.get("prompt_tokens"), run.get("completion_tokens"), "prompt_tokens"
+    out = run.get("outputs")
+    if isinstance(out, dict):
+        for key, i, o in (("usage_metadata", "input_tokens", "output_tokens"),
+                          ("usage", "prompt_tokens", "completion_tokens"),
+                          ("usage", "input_tokens", "output_tokens")):
+            u = out.get(key)
+            if isinstance(u, dict) and (u.get(i) is not None or u.get(o) is not None):
+                return u.get(i), u.get(o), f"outputs.{key}"
+        lo = out.get("llm_output")
+        if isinstance(lo, dict) and isinstance(lo.get("token_usage"), dict):
+            u = lo["token_usage"]
+            return u.get("prompt_tokens"), u.get("completion_tokens"), \
+                "outputs.llm_output.token_usage"
+    return None, None, ""
+
+
+def _finish(run: dict[str, Any]) -> str | None:
+    if run.get("error"):
+        return "error"
+    out = run.get("outputs")
+    if isinstance(out, dict):
+        ch = out.get("choices")
+        if isinstance(ch, list) and ch and isinstance(ch[0], dict):
+            fr = ch[0].get("finish_reason")
+            if isinstance(fr, str):
+                return _FINISH.get(fr, fr)
+        gens = out.get("generations")
+        if isinstance(gens, list) and gens:
+            g = gens[0][0] if isinstance(gens[0], list) and gens[0] else gens[0]
+            info = g.get("generation_info") if isinstance(g, dict) else None
+            if isinstance(info, dict) and isinstance(info.get("finish_reason"), str):
+                return _FINISH.get(info["finish_reason"], info["finish_reason"])
+    return None
+
+
+def _ts(v: Any) -> Any:
+    v = epoch_to_iso(v)
+    return v if isinstance(v, str) else None
+
+
+def _trace_rows(path: Path, trace_id: str, runs: list[tuple[int | None, str | None,
+                                                               dict[str, Any]]],
+                quarantine: Quarantine) -> list[Row]:
+    src = f"{FORMAT}:{path}"
+    runs = sorted(runs, key=lambda r: (str(r[2].get("dotted_order") or ""),
+                                       str(_ts(r[2].get("start_time")) or "")))
+    rows: list[Row] = []
+    step = 0
+    root_end: tuple[Any, Any, bool] | None = None
+    for line, raw, run in runs:
+        try:
+            rtype = run.get("run_type")
+            rtype = rtype if isinstance(rtype, str) else "chain"
+            rid = run.get("id") if isinstance(run.get("id"), str) else None
+            name = run.get("name") if isinstance(run.get("name"), str) else None
+            err = run.get("error")
+            is_root = not run.get("parent_run_id") and (rid == trace_id or "." not in str(
+                run.get("dotted_order") or ""))
+            base = {"run_id": trace_id, "ts": _ts(run.get("start_time")), "event_id": rid,
+                    "source": src, "source_line": line, "is_error": bool(err),
+                    "turn": 1}
+            payload = payload_of(run, FORMAT, path, line)
+            if rtype == "llm":
+                step += 1
+                i, o, fld = _usage(run)
+                rows.append({**base, "type": "llm", "kind": "model_response", "ref_id": rid,
+                             "step": step, "finish": _finish(run) or "unknown",
+                             "input_tokens": tokens(i, FORMAT, path, line, fld),
+                             "output_tokens": tokens(o, FORMAT, path, line, fld),
+                             "text": _output_text(run.get("outputs")) if not err else
+                             str(err)[:2000], "payload": payload})
+            elif rtype == "tool":
+                args = run.get("inputs") if run.get("inputs") is not None else {}
+                rows.append({**base, "type": "tool", "kind": "tool_call", "ref_id": rid,
+                             "step": step or None, "tool_name": name, "is_error": False,
+                             "args_hash": args_hash(args), "text": canonical_json(args),
+                             "payload": payload})
+                result = {"id": rid, "part": "result", "name": name,
+                          "end_time": run.get("end_time"), "outputs": run.get("outputs"),
+                          "error": err}
+                rows.append({**base, "type": "tool", "kind": "tool_result", "ref_id": rid,
+                             "ts": _ts(run.get("end_time")) or base["ts"], "step": step or None,
+                             "tool_name": name, "event_id": None,
+                             "text": str(err) if err else _output_text(run.get("outputs")),
+                             "payload": payload_of(result, FORMAT, path, line)})
+            else:
+                rows.append({**base, "type": rtype, "kind": "session" if is_root else "other",
+                             "step": None if is_root else (step or None),
+                             "text": name, "payload": payload})
+                if is_root and run.get("end_time") is not None:
+                    root_end = (run.get("end_time"), err, bool(err))
+        except LoadError as exc:
+            quarantine.bad(exc, raw_of(raw, run))
+        except UNEXPECTED as exc:  # a last-resort guard, per record
+            quarantine.bad(line_error(exc, FORMAT, path, line), raw_of(raw, run))
+    if root_end is not None:
+        end, err, failed = root_end
+        rows.append({"run_id": trace_id, "ts": _ts(end), "type": "trace_end",
+                     "kind": "turn_end", "turn": 1, "is_error": failed, "source": src,
+                     "text": str(err) if err else None,
+                     "payload": canonical_json({"part": "trace_end", "end_time": end,
+                                                "error": err,
+                                                "reason": "error" if failed else "completed"})})
+    for k, r in enumerate(rows):
+        r["seq"] = k
+    return rows
+
+
+def read_langsmith(
+    path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    tenant_id: str,
+    errors: ErrorPolicy = "raise",
+    progress: bool | None = None,
+) -> EventLog:
+    """Load LangSmith run exports: one replaykit run per LangSmith trace.
+
+    Args:
+        tenant_id: owner of the traces (the export records no replaykit tenant); required.
+        errors: ``"raise"`` (default) or ``"quarantine"``.
+        progress: progress bar over files (None: when interactive).
+
+    Raises:
+        LoadError: ``bad_tenant``; under ``"raise"``: ``bad_json``, ``not_object``,
+            ``bad_document``, ``bad_csv`` / ``bad_parquet``, ``missing_trace`` (a run with
+            neither ``trace_id`` nor ``dotted_order``), ``bad_tokens``, ``too_deep``,
+            ``unreadable``, ``compressed``.
+        FileNotFoundError: nothing matches ``path``.
+
+    Example:
+        >>> log = rk.read_langsmith("tests/data/langsmith", tenant_id="me")  # doctest: +SKIP
+    """
+    tenant = require_tenant(tenant_id, fmt=FORMAT)
+    quarantine = Quarantine(errors, tenant_id=tenant)
+    files = expand_paths(path, patterns=_PATTERNS)
+    rows: list[Row] = []
+    runs: list[dict[str, Any]] = []
+    with Progress(len(files), desc="read_langsmith", unit="file", enabled=progress) as bar:
+        for k, p in enumerate(files, start=1):
+            bar.next_file(p.name, k, len(files))
+            try:
+                traces: dict[str, list[Any]] = {}
+                meta: dict[str, dict[str, Any]] = {}
+                for line, raw, rec in records(p, FORMAT, quarantine, _unwrap):
+                    tid = first_of(rec, "trace_id")
+                    if not isinstance(tid, str):
+                        dotted = rec.get("dotted_order")
+                        tid = dotted.split(".")[0][-36:] if isinstance(dotted, str) and \
+                            len(dotted) >= 36 else None
+                    if not isinstance(tid, str) or not tid:
+                        quarantine.bad(bad(FORMAT, p, line, "missing_trace",
+                                           "is a run with neither 'trace_id' nor "
+                                           "'dotted_order'", field="trace_id"), raw_of(raw, rec))
+                        continue
+                    traces.setdefault(tid, []).append((line, raw, rec))
+                    m = meta.setdefault(tid, {"format": FORMAT, "file": str(p)})
+                    if not rec.get("parent_run_id"):
+                        for key in ("name", "session_id", "session_name", "status", "tags"):
+                            if rec.get(key) is not None:
+                                m.setdefault(key, rec[key])
+                        extra = rec.get("extra")
+                        if isinstance(extra, dict) and isinstance(extra.get("runtime"), dict):
+                            m.setdefault("runtime", extra["runtime"])
+                for tid, group in traces.items():
+                    trows = _trace_rows(p, tid, group, quarantine)
+                    if not trows:
+                        continue
+                    rows.extend(trows)
+                    runs.append({"run_id": tid, "format": FORMAT, "source": f"{FORMAT}:{p}",
+                                 "created_at": trows[0]["ts"], "attrs": meta[tid]})
+            except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
+                quarantine.bad(unexpected_input(exc, [str(p)]))
+            bar.update(1)
+    return rows_to_log(rows, _distinct(runs, rows), tenant, quarantine)
+
+
+def _distinct(runs: list[dict[str, Any]], rows: list[Row]) -> list[dict[str, Any]]:
+    """A trace split over several files keeps one header; its rows' seq continue."""
+    seen: set[str] = set()
+    offset: dict[str, int] = {}
+    for r in rows:  # renumber seq per trace across files, in file order
+        n = offset.get(r["run_id"], 0)
+        r["seq"] = n
+        offset[r["run_id"]] = n + 1
+    out = []
+    for r in runs:
+        if r["run_id"] not in seen:
+            seen.add(r["run_id"])
+            out.append(r)
+    return out

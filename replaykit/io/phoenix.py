@@ -1,0 +1,281 @@
+"""Loader for Arize Phoenix span exports (JSONL, JSON, and the span dataframe as Parquet).
+
+Phoenix stores OpenInference spans. Its span dataframe (``px.Client().get_spans_dataframe()``,
+saved with ``to_parquet`` or ``to_json(orient="records", lines=True)``) has the columns
+``name``, ``span_kind``, ``parent_id``, ``start_time``, ``end_time``, ``status_code``,
+``status_message``, ``events``, ``context.span_id``, ``context.trace_id`` and one
+``attributes.<key>`` column per attribute (``attributes.llm.model_name``,
+``attributes.llm.token_count.prompt``, ``attributes.input.value``, ``attributes.tool.name``,
+...). The REST API / JSON form nests the same: ``context: {trace_id, span_id}``,
+``attributes: {...}`` (flat dotted keys or nested objects). Both are read.
+
+One replaykit run per trace (``run_id`` = ``context.trace_id``), spans ordered by
+``start_time`` (then file order). An ``LLM`` span is one model call, a ``TOOL`` span a
+``tool_call`` row and a ``tool_result`` row, the root span a ``session`` row, other kinds
+(``CHAIN``, ``AGENT``, ``RETRIEVER``, ``EMBEDDING``, ``RERANKER``, ``GUARDRAIL``,
+``EVALUATOR``) ``other`` rows. Field by field: ``docs/formats/phoenix.md``. The export records
+no tenant: the caller names the owner.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .._json import args_hash, canonical_json
+from ..errors import LoadError
+from ..eventlog import EventLog
+from ._common import (
+    UNEXPECTED,
+    ErrorPolicy,
+    Progress,
+    Quarantine,
+    expand_paths,
+    require_tenant,
+    unexpected_input,
+)
+from ._platform import raw_of, records, sniff_records
+from ._records import (
+    Row,
+    bad,
+    epoch_to_iso,
+    line_error,
+    payload_of,
+    rows_to_log,
+    text_of,
+    tokens,
+)
+
+__all__ = ["FORMAT", "SPAN_KINDS", "attr", "read_phoenix", "sniff"]
+
+FORMAT = "phoenix"
+_PATTERNS = ("*.json", "*.jsonl", "*.ndjson", "*.parquet")
+
+#: OpenInference span kind -> canonical ``kind`` (a ``TOOL`` span also gets a ``tool_result``).
+SPAN_KINDS: dict[str, str] = {"LLM": "model_response", "TOOL": "tool_call", "CHAIN": "other",
+                              "AGENT": "other", "RETRIEVER": "other", "EMBEDDING": "other",
+                              "RERANKER": "other", "GUARDRAIL": "other", "EVALUATOR": "other",
+                              "PROMPT": "other", "UNKNOWN": "other"}
+
+
+def sniff(path: Path) -> str | None:
+    """None when ``path`` looks like a Phoenix span export (``context.span_id`` with
+    ``span_kind``, flat or nested), otherwise why it does not."""
+    return sniff_records(Path(path), (("context.span_id", "span_kind"),
+                                      ("span_id", "trace_id", "span_kind"),
+                                      ("context", "span_kind", "trace_id")), FORMAT)
+
+
+def _unwrap(doc: Any) -> list[Any] | None:
+    if isinstance(doc, list):
+        return doc
+    if isinstance(doc, dict):
+        if isinstance(doc.get("data"), list):
+            return doc["data"]
+        if isinstance(doc.get("spans"), list):
+            return doc["spans"]
+        if "span_kind" in doc:
+            return [doc]
+    return None
+
+
+def attr(span: dict[str, Any], key: str) -> Any:
+    """The attribute ``key`` (dotted, e.g. ``llm.model_name``) of a span in any of Phoenix's
+    shapes: a flat ``attributes.<key>`` column, ``attributes`` with dotted keys, or nested
+    attribute objects."""
+    v = span.get(f"attributes.{key}")
+    if v is not None:
+        return v
+    attrs = span.get("attributes")
+    if isinstance(attrs, str):
+        try:
+            attrs = json.loads(attrs)
+        except (ValueError, RecursionError):
+            return None
+    if not isinstance(attrs, dict):
+        return None
+    if key in attrs:
+        return attrs[key]
+    node: Any = attrs
+    parts = key.split(".")
+    i = 0
+    while i < len(parts) and isinstance(node, dict):  # nested, with dotted keys allowed
+        for j in range(len(parts), i, -1):
+            k = ".".join(parts[i:j])
+            if k in node:
+                node = node[k]
+                i = j
+                break
+        else:
+            return None
+    return node if i == len(parts) else None
+
+
+def _ctx(span: dict[str, Any], key: str) -> Any:
+    v = span.get(f"context.{key}")
+    if v is None and isinstance(span.get("context"), dict):
+        v = span["context"].get(key)
+    return v if v is not None else span.get(key)
+
+
+def _kind(span: dict[str, Any]) -> str:
+    k = span.get("span_kind") or attr(span, "openinference.span.kind")
+    return str(k).upper() if k else "UNKNOWN"
+
+
+def _messages_text(msgs: Any) -> str | None:
+    if isinstance(msgs, list) and msgs:
+        last = msgs[-1]
+        if isinstance(last, dict):
+            m = last.get("message", last)
+            if isinstance(m, dict):
+                return text_of(m.get("message.content", m.get("content")))
+    return None
+
+
+def _ts(v: Any) -> str | None:
+    v = epoch_to_iso(v)
+    return v if isinstance(v, str) else None
+
+
+def _value(v: Any) -> Any:
+    """``input.value`` / ``tool.parameters``: JSON text decoded when it is JSON."""
+    if isinstance(v, str):
+        try:
+            return json.loads(v)
+        except (ValueError, RecursionError):
+            return v
+    return v
+
+
+def _trace_rows(path: Path, trace_id: str, spans: list[tuple[int, int | None, str | None,
+                                                               dict[str, Any]]],
+                quarantine: Quarantine) -> list[Row]:
+    src = f"{FORMAT}:{path}"
+    spans = sorted(spans, key=lambda s: (_ts(s[3].get("start_time")) or "~", s[0]))
+    rows: list[Row] = []
+    step = 0
+    for _, line, raw, span in spans:
+        try:
+            sid = _ctx(span, "span_id")
+            sid = str(sid) if sid is not None else None
+            kind = _kind(span)
+            name = span.get("name") if isinstance(span.get("name"), str) else None
+            failed = str(span.get("status_code") or "").upper() == "ERROR"
+            payload = payload_of(span, FORMAT, path, line)
+            base = {"run_id": trace_id, "ts": _ts(span.get("start_time")), "event_id": sid,
+                    "source": src, "source_line": line, "is_error": failed, "type": kind,
+                    "turn": 1}
+            if kind == "LLM":
+                step += 1
+                out = attr(span, "llm.output_messages")
+                text = _messages_text(out) or text_of(_value(attr(span, "output.value")))
+                rows.append({**base, "kind": "model_response", "ref_id": sid, "step": step,
+                             "finish": "error" if failed else "unknown",
+                             "input_tokens": tokens(attr(span, "llm.token_count.prompt"),
+                                                    FORMAT, path, line,
+                                                    "attributes.llm.token_count.prompt"),
+                             "output_tokens": tokens(attr(span, "llm.token_count.completion"),
+                                                     FORMAT, path, line,
+                                                     "attributes.llm.token_count.completion"),
+                             "text": span.get("status_message") if failed else text,
+                             "payload": payload})
+            elif kind == "TOOL":
+                tname = attr(span, "tool.name") or name
+                args = _value(attr(span, "tool.parameters") or attr(span, "input.value"))
+                args = args if args is not None else {}
+                rows.append({**base, "kind": "tool_call", "ref_id": sid, "tool_name": tname,
+                             "step": step or None, "is_error": False,
+                             "args_hash": args_hash(args), "text": canonical_json(args),
+                             "payload": payload})
+                output = attr(span, "output.value")
+                result = {"span_id": sid, "part": "result", "end_time": span.get("end_time"),
+                          "output": output, "status_code": span.get("status_code"),
+                          "status_message": span.get("status_message")}
+                rows.append({**base, "kind": "tool_result", "ref_id": sid, "tool_name": tname,
+                             "step": step or None, "event_id": None,
+                             "ts": _ts(span.get("end_time")) or base["ts"],
+                             "text": span.get("status_message") if failed else (
+                                 output if isinstance(output, str) else text_of(output)),
+                             "payload": payload_of(result, FORMAT, path, line)})
+            else:
+                root = not span.get("parent_id")
+                rows.append({**base, "kind": "session" if root else "other",
+                             "step": None if root else (step or None), "text": name,
+                             "payload": payload})
+        except LoadError as exc:
+            quarantine.bad(exc, raw_of(raw, span))
+        except UNEXPECTED as exc:  # a last-resort guard, per record
+            quarantine.bad(line_error(exc, FORMAT, path, line), raw_of(raw, span))
+    return rows
+
+
+def read_phoenix(
+    path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    tenant_id: str,
+    errors: ErrorPolicy = "raise",
+    progress: bool | None = None,
+) -> EventLog:
+    """Load Arize Phoenix span exports: one replaykit run per trace.
+
+    Args:
+        tenant_id: owner of the traces (the export records no tenant); required.
+        errors: ``"raise"`` (default) or ``"quarantine"``.
+        progress: progress bar over files (None: when interactive).
+
+    Raises:
+        LoadError: ``bad_tenant``; under ``"raise"``: ``bad_json``, ``not_object``,
+            ``bad_document``, ``bad_parquet``, ``missing_trace`` (a span without
+            ``context.trace_id``), ``bad_tokens``, ``too_deep``, ``unreadable``,
+            ``compressed``.
+        FileNotFoundError: nothing matches ``path``.
+
+    Example:
+        >>> log = rk.read_phoenix("data/phoenix", tenant_id="me")  # doctest: +SKIP
+    """
+    tenant = require_tenant(tenant_id, fmt=FORMAT)
+    quarantine = Quarantine(errors, tenant_id=tenant)
+    files = expand_paths(path, patterns=_PATTERNS)
+    rows: list[Row] = []
+    runs: list[dict[str, Any]] = []
+    seqs: dict[str, int] = {}
+    with Progress(len(files), desc="read_phoenix", unit="file", enabled=progress) as bar:
+        for k, p in enumerate(files, start=1):
+            bar.next_file(p.name, k, len(files))
+            try:
+                traces: dict[str, list[Any]] = {}
+                meta: dict[str, dict[str, Any]] = {}
+                for n, (line, raw, span) in enumerate(records(p, FORMAT, quarantine,
+                                                              _unwrap)):
+                    tid = _ctx(span, "trace_id")
+                    if tid is None or not str(tid):
+                        quarantine.bad(bad(FORMAT, p, line, "missing_trace",
+                                           "is a span without 'context.trace_id'",
+                                           field="context.trace_id"), raw_of(raw, span))
+                        continue
+                    tid = str(tid)
+                    traces.setdefault(tid, []).append((n, line, raw, span))
+                    m = meta.setdefault(tid, {"format": FORMAT, "file": str(p)})
+                    if not span.get("parent_id"):
+                        m.setdefault("name", span.get("name"))
+                        sess = attr(span, "session.id")
+                        if sess is not None:
+                            m.setdefault("session_id", sess)
+                for tid, group in traces.items():
+                    trows = _trace_rows(p, tid, group, quarantine)
+                    for r in trows:
+                        r["seq"] = seqs.get(tid, 0)
+                        seqs[tid] = r["seq"] + 1
+                    if trows:
+                        rows.extend(trows)
+                        runs.append({"run_id": tid, "format": FORMAT,
+                                     "source": f"{FORMAT}:{p}", "created_at": trows[0]["ts"],
+                                     "attrs": meta[tid]})
+            except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
+                quarantine.bad(unexpected_input(exc, [str(p)]))
+            bar.update(1)
+    return rows_to_log(rows, runs, tenant, quarantine)
