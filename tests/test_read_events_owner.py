@@ -19,7 +19,7 @@ def test_owner_names_untenanted_files_and_leaves_pleach_tenants_alone(data_dir: 
     toh = rk.read_toh(data_dir / "toh", tenant_id="demo", progress=False)
     isplay = rk.read_isplay(data_dir / "isplay", tenant_id="demo", progress=False)
     agents = sum(len(getattr(rk, f"read_{fmt}")(data_dir / fmt, tenant_id="demo", progress=False))
-                 for fmt in ("claude_code", "codex", "langsmith", "langfuse", "phoenix"))
+                 for fmt in ("claude_code", "codex", "langsmith", "langfuse", "phoenix", "otel"))
     assert len(log) == len(pleach) + len(toh) + len(isplay) + agents
     # every pleach tenant is still there, none of its rows was dropped or renamed
     assert set(log.tenants) == {"demo", *pleach.tenants}
