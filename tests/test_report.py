@@ -401,8 +401,9 @@ def test_summary_names_changed_values_sources_and_policy_caveat(demo: Any) -> No
         in caveat and "guaranteed by the policy, not observed" in caveat
     df = s.to_frame()
     assert list(df.columns) == ["kind", "sentence", "section", "derived_from"]
-    assert set(df["kind"]) == {"outcome", "evidence", "caveat"}
-    assert s.text.startswith("Outcome:\n  - ") and "Caveats:" in s.text
+    assert set(df["kind"]) == {"answer", "outcome", "unsupported", "evidence", "caveat"}
+    # the answer line opens the text, then the outcome
+    assert s.text.startswith(s.answer + "\nOutcome:\n  - ") and "Caveats:" in s.text
     # the values it names are rows of changes_df
     v = s.values
     assert set(zip(v["label"], v["before"], v["after"], strict=True)) >= {

@@ -127,9 +127,11 @@ def test_diff_explorer_jumps_to_first_divergence(done):
 def test_diff_explorer_filters_by_status(done):
     d = widgets.DiffExplorer(done)
     d.status.value = "changed"
-    assert list(d.rows["status"]) == ["changed"] * 3
-    assert d.position.max == 2
-    d.position.value = 2
+    # every field counts: the four patched requests (temperature, tools) are changed too
+    assert list(d.rows["status"]) == ["changed"] * 6
+    assert d.rows["base_seq"].tolist() == [3, 7, 9, 10, 12, 16]
+    assert d.position.max == 5
+    d.position.value = 3
     assert int(d.current["base_seq"]) == 10
     d.status.value = "added"
     assert len(d.rows) == 0 and "no rows" in d.header.value
@@ -178,9 +180,9 @@ def test_diff_explorer_shows_values_and_steps_change_to_change(done):
     d = widgets.DiffExplorer(done)
     assert d.jump_to_first_divergence() == 3
     # stepping visits every changed row in order and wraps around
-    visited = [d.step_change(1) for _ in range(3)]
-    assert visited == [9, 10, 3]
-    assert d.step_change(-1) == 10
+    visited = [d.step_change(1) for _ in range(6)]
+    assert visited == [7, 9, 10, 12, 16, 3]
+    assert d.step_change(1) == 7 and d.step_change(1) == 9 and d.step_change(1) == 10
     # row 10: the fixture-served risk score, before and after, with the changed lines marked
     vals = d.current_changes.set_index("label")
     assert (vals.loc["output.score", "before"], vals.loc["output.score", "after"]) == \
@@ -198,7 +200,7 @@ def test_diff_explorer_shows_values_and_steps_change_to_change(done):
     assert not any('"toolName"' in m for m in marked)  # unchanged keys are not marked
     # the buttons drive the same stepping
     d.next_change.click()
-    assert d.position.value == 3
+    assert d.position.value == 12
     d.prev_change.click()
     assert d.position.value == 10
 
