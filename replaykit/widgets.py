@@ -241,7 +241,12 @@ class Scrubber(_View):
             panes = W.HBox([W.VBox([W.HTML("<b>event</b>"), self.event_view], layout=box),
                             W.VBox([W.HTML("<b>changed</b>"), self.changes_view], layout=box),
                             W.VBox([W.HTML("<b>state</b>"), self.state_view], layout=box)])
-        self.widget = W.VBox([W.HBox([self.play, self.slider]), self.header, panes])
+        self.flags: dict[int, str] = {}  # seq -> unsupported finding (for_replay sets them)
+        self.legend = W.HTML(_legend_html(
+            sorted(set(self._table.column("replay_provenance").to_pylist()) - {None}))
+            if "replay_provenance" in self._table.column_names else "")
+        self.widget = W.VBox([W.HBox([self.play, self.slider]), self.header, panes,
+                              self.legend])
         self.slider.observe(self._on_move, names="value")
         self.show(0)
 
@@ -262,9 +267,14 @@ class Scrubber(_View):
         before = self.states.state_at_row(row - 1, self._start)
         self.event = _event_dict(self._table, i)
         self.changes = state_changes(before, self.state)
-        self.header.value = (f"<b>{html.escape(self.run_id)}</b> &middot; step {i} of "
-                             f"{len(self.seqs) - 1} &middot; seq {self.seq} &middot; "
-                             f"{html.escape(str(self.event.get('kind', '')))}")
+        prov = self.event.get("replay_provenance")
+        self.provenance = prov
+        self.header.value = (f"<b>{html.escape(self.run_id)}</b> &middot; step {i:,} of "
+                             f"{len(self.seqs) - 1:,} &middot; seq {self.seq:,} &middot; "
+                             f"{html.escape(str(self.event.get('kind', '')))}"
+                             + (f" &middot; from: {_badge(prov)}" if prov else "")
+                             + (f" {_flag(self.flags[self.seq])}"
+                                if self.seq in self.flags else ""))
         self.event_view.value = _pre(self.event)
         self.changes_view.value = _pre(self.changes) if self.changes else "<i>no change</i>"
         if self._base_table is None:
@@ -301,8 +311,13 @@ class Scrubber(_View):
         """
         base = (result.base.run(result.branch.run_id, tenant_id=result.branch.tenant_id)
                 if result.branch is not None else result.base)
-        return cls(result.events, result.run_id, tenant_id=result.events.tenants[0],
-                   base=base)
+        s = cls(result.events, result.run_id, tenant_id=result.events.tenants[0],
+                base=base)
+        uns = result.summary().unsupported
+        s.flags = {int(k): "; ".join(g["sentence"]) for k, g in uns.groupby("step")} \
+            if len(uns) else {}
+        s.show(s.index)
+        return s
 
 
 # --------------------------------------------------------------------------- DiffExplorer
@@ -334,9 +349,16 @@ class DiffExplorer(_View):
         self._base_pos = {int(s): i for i, s in enumerate(self._base.column("seq").to_pylist())}
         self._rep_pos = {int(s): i for i, s in enumerate(self._rep.column("seq").to_pylist())}
         self.rows = self.diff
-        from .branch.findings import changes_df
+        from .branch.findings import changes_df, summarize
 
         self.changes = changes_df(result)
+        ann = result.annotations_df()
+        self._prov = dict(zip(ann["seq"].astype("int64").tolist(),
+                              ann["provenance"].astype(str).tolist(), strict=True))
+        uns = summarize(result, changes=self.changes).unsupported
+        self._flags = {int(k): "; ".join(g["sentence"]) for k, g in uns.groupby("step")} \
+            if len(uns) else {}
+        self.legend = W.HTML(_legend_html(sorted(set(self._prov.values()))))
         self.status = W.Dropdown(options=DIFF_STATUSES, value="all", description="status")
         self.position = W.IntSlider(value=0, min=0, max=max(len(self.diff) - 1, 0),
                                     description="row")
@@ -352,7 +374,7 @@ class DiffExplorer(_View):
         self.widget = W.VBox([
             W.HBox([self.status, self.position]),
             W.HBox([self.prev_change, self.next_change, self.jump]), self.header,
-            self.values_view,
+            self.legend, self.values_view,
             W.HBox([W.VBox([W.HTML("<b>base</b>"), self.base_view], layout=half),
                     W.VBox([W.HTML("<b>replay</b>"), self.replay_view], layout=half)]),
             self.table_view,
@@ -397,8 +419,13 @@ class DiffExplorer(_View):
                                               marks))
         self.values_view.value = _values_html(ch)
         status = html.escape(str(row["status"]))
+        prov = None if pd.isna(rs) else self._prov.get(int(rs))
+        self.provenance = prov
         self.header.value = (f"row {int(self.rows.index[min(i, len(self.rows) - 1)])} of "
-                             f"{len(self.diff)} &middot; status <b>{status}</b>")
+                             f"{len(self.diff)} &middot; status <b>{status}</b>"
+                             + (f" &middot; replay step from: {_badge(prov)}" if prov else "")
+                             + (f" {_flag(self._flags[int(rs)])}"
+                                if not pd.isna(rs) and int(rs) in self._flags else ""))
 
     def step_change(self, direction: int = 1) -> int | None:
         """Show the next (``direction=1``) or previous (``-1``) row that is not ``same``,
@@ -425,6 +452,50 @@ class DiffExplorer(_View):
             return None
         self.position.value = int(not_same[0])
         return int(not_same[0])
+
+
+_BADGE_STYLE = {
+    "recorded": "background:#78909c;color:#fff", "patched": "background:#ef6c00;color:#fff",
+    "fixture": "background:#c62828;color:#fff",
+    "policy-copy": "background:#fff;color:#8d6e00;border:1px dashed #8d6e00",
+    "live": "background:#2e7d32;color:#fff", "blocked": "background:#000;color:#fff",
+    "synthetic": "background:#7b1fa2;color:#fff",
+}
+
+
+def _badge(prov: str) -> str:
+    """The provenance badge of one step (the same names and colours as the report)."""
+    from .branch.vocab import PROVENANCE_BADGES, PROVENANCES
+
+    style = _BADGE_STYLE.get(prov, "background:#607d8b;color:#fff")
+    return (f"<span class='rk-badge {html.escape(prov)}' title='"
+            f"{html.escape(PROVENANCES.get(prov, ''))}' style='{style};font-size:11px;"
+            f"border-radius:6px;padding:0 5px'>{html.escape(PROVENANCE_BADGES.get(prov, prov))}"
+            "</span>")
+
+
+def _flag(sentence: str) -> str:
+    """The "unsupported" flag of a step, with its finding as the tooltip and below it."""
+    return ("<span class='rk-flag' style='font-size:11px;color:#b71c1c;background:#ffebee;"
+            "border:1px solid #b71c1c;border-radius:6px;padding:0 5px' title='"
+            f"{html.escape(sentence)}'>unsupported</span><div style='font-size:12px;"
+            f"color:#b71c1c'>{html.escape(sentence)}</div>")
+
+
+def _legend_html(present: list[str]) -> str:
+    """One line per provenance badge shown: what it means (and the unsupported flag)."""
+    from .branch.vocab import PROVENANCES
+
+    if not present:
+        return ""
+    keys = [k for k in PROVENANCES if k in present]
+    items = " ".join(f"{_badge(k)} <span style='font-size:11px;color:#555'>"
+                     f"{html.escape(PROVENANCES[k])}</span>" for k in keys)
+    return (f"<div class='rk-legend' style='font-size:11px;margin:2px 0'>{items} "
+            "<span class='rk-flag' style='font-size:11px;color:#b71c1c;border:1px solid "
+            "#b71c1c;border-radius:6px;padding:0 5px'>unsupported</span> <span style='"
+            "font-size:11px;color:#555'>the replay cannot support what this step shows</span>"
+            "</div>")
 
 
 def _values_html(ch: pd.DataFrame) -> str:
@@ -474,11 +545,15 @@ class Transcript(_View):
         from .report import run_tree_html, transcript_html
 
         origins = None
+        flags: dict[int, str] = {}
         if hasattr(log, "annotations_df") and hasattr(log, "events"):  # a ReplayResult
             res = log
             ann = res.annotations_df()
-            origins = dict(zip(ann["seq"].astype("int64"), ann["origin"].astype(str),
+            origins = dict(zip(ann["seq"].astype("int64"), ann["provenance"].astype(str),
                                strict=True))
+            uns = res.summary().unsupported
+            flags = {int(k): "; ".join(g["sentence"]) for k, g in uns.groupby("step")} \
+                if len(uns) else {}
             table = res.events.table
             base = (res.base.run(res.branch.run_id, tenant_id=res.branch.tenant_id)
                     if res.branch is not None else res.base)
@@ -494,7 +569,8 @@ class Transcript(_View):
             tables = [table]
             self.run_id = run_id
         self.transcript_view = W.HTML(f"<div class='rk-transcript'>{_transcript_css()}"
-                                      f"{transcript_html(table, origins=origins)}</div>")
+                                      f"{transcript_html(table, origins=origins, flags=flags)}"
+                                      "</div>")
         self.tree_view = W.HTML(f"<div class='rk-tree'>{_transcript_css()}"
                                 f"{run_tree_html(tables)}</div>")
         self.tabs = W.Tab(children=[self.transcript_view, self.tree_view])

@@ -248,3 +248,32 @@ def test_cohort_explorer_draws_a_yes_no_metric_as_shares():
     assert list(bar.x) == ["a (n=3)", "b (n=3)"]
     c.metric.value = "changed_descendants"
     assert c.figure.data[0].type == "box"
+
+
+# --------------------------------------------------------------------------- provenance badges
+def test_explorers_badge_every_step_with_its_provenance_and_flag_unsupported(done):
+    """Issue 28: each replayed step says where its content came from, with a legend; the
+    steps the replay cannot support carry a flag naming why."""
+    s = widgets.Scrubber.for_replay(done)
+    ann = done.annotations_df().set_index("seq")
+    for i in (0, 3, 10, 13, 14):
+        s.slider.value = i
+        prov = ann.loc[i, "provenance"]
+        assert s.provenance == prov
+        assert f"rk-badge {prov}" in s.header.value
+    s.slider.value = 13  # a model output copied under recorded-only after its request changed
+    assert s.provenance == "policy-copy" and "copied by policy" in s.header.value
+    assert "unsupported" in s.header.value and "its request at step 12 changed" in s.header.value
+    s.slider.value = 5
+    assert "rk-flag" not in s.header.value.split("</b>", 1)[1]
+    assert "copied by policy" in s.legend.value and "fixture" in s.legend.value
+    d = widgets.DiffExplorer(done)
+    d.position.value = 14
+    assert d.provenance == "recorded"
+    assert "no longer offers" in d.header.value and "escalate-to-siu" in d.header.value
+    d.position.value = 10
+    assert d.provenance == "fixture" and "rk-badge fixture" in d.header.value
+    t = widgets.Transcript(done)
+    v = t.transcript_view.value
+    assert v.count("data-provenance=\"policy-copy\"") == 4
+    assert "id=\"rk-provenance-legend\"" in v and v.count("class=\"flag\" title=") == 5

@@ -831,6 +831,7 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
     for r in uns.head(UNSUPPORTED_NAMED).itertuples(index=False):
         add("unsupported", str(r.sentence), "transcript",
             f"unsupported_df() reason {r.reason}")
+        rows[-1]["step"] = int(r.step)
     if len(uns) > UNSUPPORTED_NAMED:
         more = uns.iloc[UNSUPPORTED_NAMED:]
         add("unsupported", f"{len(more):,} more unsupported step(s): " + ", ".join(

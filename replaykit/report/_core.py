@@ -672,13 +672,17 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     summary = summarize(cached, changes=changes)
 
     # 0. findings: the computed summary, each sentence linking to its evidence
-    groups = [{"kind": k, "title": summary.TITLES[k],
-               "rows": [r for r in summary.rows if r["kind"] == k]}
-              for k in summary.KINDS if any(r["kind"] == k for r in summary.rows)]
+    shown_steps = set(_transcript_steps(rep_t.num_rows, step))
+    groups = [{"kind": k, "title": summary.TITLES[k] + (
+                   f" ({summary.counts[k]:,})" if k == "unsupported" else ""),
+               "rows": [dict(r, anchor=f"rk-step-{r['step']}" if r.get("step") in shown_steps
+                             else None) for r in summary.rows if r["kind"] == k]}
+              for k in summary.KINDS[1:] if any(r["kind"] == k for r in summary.rows)]
     status_line = (f"Replay {result.status} \u00b7 comparability {cls} \u00b7 model policy "
                    f"{result.model_policy} \u00b7 tool policy {result.tool_policy}")
     sections.append(("findings", "Findings", str(render(
-        "findings.html", headline=status_line, groups=groups))))
+        "findings.html", answer=summary.answer, verdict=summary.verdict,
+        headline=status_line, groups=groups))))
 
     # 1. question and claim
     claim = _claim(result, m, bdict)
@@ -793,9 +797,12 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     from ._transcript import run_tree_html, transcript_html
 
     steps = _transcript_steps(rep_t.num_rows, step)
+    uns = summary.unsupported
+    flags = {int(k): "; ".join(g["sentence"]) for k, g in uns.groupby("step")} \
+        if len(uns) else {}
     body = ("<h3>Replayed run</h3>" + transcript_html(
-        rep_t, origins=_seq_map(annotations, "origin", rep_t, steps), steps=steps,
-        payload_chars=TRANSCRIPT_CHARS)
+        rep_t, origins=_seq_map(annotations, "provenance", rep_t, steps), steps=steps,
+        payload_chars=TRANSCRIPT_CHARS, flags=flags)
         + "<h3>Run tree</h3>" + run_tree_html([base_t, rep_t], max_nodes=TREE_CALLS))
     sections.append(("transcript", "Transcript and run tree", body))
 
@@ -893,7 +900,7 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     scrub, rep_hashes = _scrubber_data(
         result.events, tenant_id=result.events.tenants[0], states=states, first=first,
         max_events=MAX_SCRUB_EVENTS,
-        origins=_seq_map(annotations, "origin", rep_t, window),
+        origins=_seq_map(annotations, "provenance", rep_t, window),
         statuses=_seq_map(st, "status", rep_t, window))
     sb = diff.dropna(subset=["base_seq"]).rename(columns={"base_seq": "seq"})
     base_scrub, _ = _scrubber_data(base_log, tenant_id=base_log.tenants[0], first=first,
