@@ -269,6 +269,59 @@ def test_demo_summary_states_values_and_policy_caveat(demo_page: Any) -> None:
     assert o.page.evaluate("location.hash") == hrefs[1]
 
 
+def test_demo_answer_line_badges_and_unsupported_findings(demo_page: Any) -> None:
+    """Issue 28: the findings open with the answer, the unsupported conclusions are listed and
+    counted, and every transcript step shows where it came from, with a legend."""
+    res, _, o = demo_page
+    page = o.page
+    s = res.summary()
+    answer = page.locator("#rk-answer")
+    assert answer.inner_text().strip() == s.answer
+    assert answer.get_attribute("data-verdict") == "undetermined"
+    assert answer.inner_text().startswith("Undetermined:")
+    assert "escalate-to-siu at step 14 is copied from the recording" in answer.inner_text()
+    # it is the first thing in the findings box, above everything else
+    first = page.evaluate("() => document.querySelector('#findings h2').nextElementSibling.id")
+    assert first == "rk-answer"
+    items = page.locator("#findings li.unsupported")
+    assert items.count() == s.counts["unsupported"] == 5
+    assert page.locator("#findings h3", has_text="Unsupported by the replay (5)").count() == 1
+    steps = [int(items.nth(i).get_attribute("data-step")) for i in range(items.count())]
+    assert steps == [4, 8, 13, 14, 17]
+    # each links to its step in the transcript, which carries the flag
+    for st in steps:
+        step_el = page.locator(f"#rk-step-{st}")
+        assert step_el.count() == 1
+        assert step_el.locator(".flag").count() == 1
+        assert "unsupported" in step_el.locator(".flag").inner_text()
+    items.nth(3).locator("a.ev").click()
+    assert page.evaluate("location.hash") == "#rk-step-14"
+    assert "no longer offers" in page.locator("#rk-step-14 .why").inner_text()
+    # a badge on every shown step, matching annotations_df().provenance, and a visible legend
+    badges = page.eval_on_selector_all(
+        ".rk-transcript [data-provenance]",
+        "els => els.map(e => [+e.dataset.step, e.dataset.provenance, "
+        "e.querySelector('.origin').innerText.trim()])")
+    assert [b[0] for b in badges] == list(range(19))
+    want = dict(zip(range(19), ["recorded"] * 3 + ["patched", "policy-copy", "recorded",
+                                                    "recorded", "patched", "policy-copy",
+                                                    "patched", "fixture", "recorded",
+                                                    "patched", "policy-copy", "recorded",
+                                                    "recorded", "patched", "policy-copy",
+                                                    "recorded"], strict=True))
+    assert {b[0]: b[1] for b in badges} == want
+    assert want == dict(zip(res.annotations_df()["seq"].astype(int),
+                            res.annotations_df()["provenance"], strict=True))
+    assert {b[2] for b in badges if b[1] == "policy-copy"} == {"copied by policy"}
+    legend = page.locator("#rk-provenance-legend")
+    assert legend.is_visible()
+    for word in ("recorded", "patched", "fixture", "copied by policy", "unsupported"):
+        assert word in legend.inner_text()
+    # the scrubber label names the provenance of the step too
+    page.evaluate("rkScrubTo(13)")
+    assert "policy-copy" in page.locator("#rk-scrub-label").inner_text()
+
+
 def test_demo_reader_view(browser: Any, demo_page: Any) -> None:
     """Hover labels show plain text and headers never break inside a word, also narrow."""
     _, path, o = demo_page
@@ -494,7 +547,15 @@ def test_long_report_states_finding_and_sampling(long_page: Any) -> None:
     step = int(res.metrics["first_divergence_step"])
     assert step > 0
     findings = page.locator("#findings").inner_text()
-    assert f"first diverges from the recording at step {step:,}" in findings
+    # every field counts: the greedy-decoding patch changes requests before the signatures
+    # differ, and the findings name both steps
+    diff = res.diff_df()
+    first = int(diff.loc[diff["status"] != "same", "replay_seq"].min())
+    assert first <= step
+    assert f"first diverges from the recording at step {first:,}" in findings
+    if first < step:
+        assert f"the first change in kind, tool, arguments or text is at step {step:,}" \
+            in findings
     # every sampled figure has a visible, uncut caption above the figure it describes
     caps = page.locator("#figures p.sampled")
     assert caps.count() >= 3  # divergence timeline, tool swimlane, state timeline

@@ -424,17 +424,20 @@ def _named(v: Any) -> Any:
     return v
 
 
-def _values_phrase(rows: pd.DataFrame, limit: int = 60) -> str:
+def _values_phrase(rows: pd.DataFrame, limit: int = 60, n: int = VALUES_PER_EVENT) -> str:
     parts = []
-    for r in rows.head(VALUES_PER_EVENT).itertuples(index=False):
-        if r.op == "changed":
+    for r in rows.head(n).itertuples(index=False):
+        long_ = max(len(str(r.before or "")), len(str(r.after or ""))) > limit
+        if long_ and limit < 60:  # a long text reads better named than cut
+            parts.append(f"{r.label} ({'text ' if r.op == 'changed' else ''}{r.op})")
+        elif r.op == "changed":
             parts.append(f"{r.label} {_short(_named(json.loads(r.before)), limit)} \u2192 "
                          f"{_short(_named(json.loads(r.after)), limit)}")
         elif r.op == "added":
             parts.append(f"{r.label} {_short(_named(json.loads(r.after)), limit)} added")
         else:
             parts.append(f"{r.label} {_short(_named(json.loads(r.before)), limit)} removed")
-    more = len(rows) - VALUES_PER_EVENT
+    more = len(rows) - n
     if more > 0:
         parts.append(f"{more} more")
     return ", ".join(parts)
@@ -807,7 +810,7 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
             where = ", ".join(f"{x:,}" for x in steps[:8]) + (
                 f" and {len(steps) - 8:,} more" if len(steps) > 8 else "")
             add("outcome", f"{len(steps):,} {kind_} event(s) changed (step(s) {where}): "
-                f"{_values_phrase(vals, 32)} (see the changed-values table).", "changes",
+                f"{_values_phrase(vals, 32, 5)} (see the changed-values table).", "changes",
                 "changes_df() rows with key=True not named above, by kind")
     bk, bdoc = _terminal(base_t)
     rk_, rdoc = _terminal(rep_t)
