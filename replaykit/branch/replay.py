@@ -422,6 +422,9 @@ class ReplayResult:
         """Write ``events.parquet`` plus ``manifest.json`` (status, policies, branch,
         requirements, effects, probes, annotations, metrics) into folder ``path``.
 
+        What is written names no absolute path of this machine: the ``source`` column names
+        each input file relative to the folder holding all of them (``isplay:claims.json``).
+
         Raises:
             LoadError: ``reason="bad_tenant"``: a tenant id breaks the tenant-id rule
                 (nothing is written).
@@ -434,8 +437,8 @@ class ReplayResult:
         for name, t in (("events", self.events.table), ("base", base_t)):
             check_tenant_column(t.column("tenant_id"), source=str(out / f"{name}.parquet"))
         out.mkdir(parents=True, exist_ok=True)
-        pq.write_table(self.events.table, out / "events.parquet")
-        pq.write_table(base_t, out / "base.parquet")
+        pq.write_table(_shared_sources(self.events.table), out / "events.parquet")
+        pq.write_table(_shared_sources(base_t), out / "base.parquet")
         manifest = {
             "format": "replaykit.replay/v1", "replayId": self.replay_id, "status": self.status,
             "error": self.error, "modelPolicy": self.model_policy,
@@ -484,6 +487,31 @@ class ReplayResult:
         res._metrics = m["metrics"]
         res.branch_dict = m["branch"]  # type: ignore[attr-defined]
         return res
+
+
+def _shared_sources(t: pa.Table) -> pa.Table:
+    """``t`` with its ``source`` values naming files relative to the folder that holds all
+    of them (``isplay:/home/ana/runs/a.json`` -> ``isplay:runs/a.json``), as written results
+    are shared; values that name no file stay."""
+    import os.path
+
+    from ._shared import shared_source
+
+    if "source" not in t.column_names or not t.num_rows:
+        return t
+    col = t.column("source").combine_chunks()
+    enc = col if pa.types.is_dictionary(col.type) else col.dictionary_encode()
+    values = enc.dictionary.to_pylist()
+    paths = [v.split(":", 1)[1] for v in values
+             if isinstance(v, str) and ":" in v and v.split(":", 1)[1].startswith("/")]
+    root = os.path.dirname(os.path.commonpath(paths)) if paths else None
+    if paths and len(set(paths)) == 1:
+        root = os.path.dirname(paths[0])
+    new = pa.array([shared_source(v, root) for v in values], pa.string())
+    out = pa.DictionaryArray.from_arrays(enc.indices, new)
+    field = t.schema.field("source")
+    return t.set_column(t.schema.get_field_index("source"), field,
+                        out.cast(field.type))
 
 
 def _content_status(status: np.ndarray, b: pa.Table, r: pa.Table, i: np.ndarray,

@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..branch._shared import shared_name
 from ._embed import esc, plain, script_json
 from ._fmt import _isna, fmt_number
 from ._template import Markup, json_script, page, render
@@ -206,24 +207,28 @@ def _source_paths(*tables: pa.Table) -> list[str]:
 
 
 def _inputs(paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """One row per input file: its shared name (relative to the folder passed, or the file
+    name; see :func:`shared_name`), size and sha256."""
     rows = []
     seen: set[str] = set()
     for p in paths:
         q = Path(p)
-        key = str(q)
+        key = str(q.resolve()) if q.exists() else str(q)
         if key in seen:
             continue
         seen.add(key)
         if q.is_file():
-            rows.append({"file": key, "bytes": q.stat().st_size, "sha256": _sha256(q)})
+            rows.append({"file": shared_name(q), "bytes": q.stat().st_size,
+                         "sha256": _sha256(q)})
         elif q.is_dir():
             for f in sorted(x for x in q.rglob("*") if x.is_file()):
-                if str(f) not in seen:
-                    seen.add(str(f))
-                    rows.append({"file": str(f), "bytes": f.stat().st_size,
+                if str(f.resolve()) not in seen:
+                    seen.add(str(f.resolve()))
+                    rows.append({"file": shared_name(f, q), "bytes": f.stat().st_size,
                                  "sha256": _sha256(f)})
         else:
-            rows.append({"file": key, "bytes": None, "sha256": "not available (no such file)"})
+            rows.append({"file": shared_name(q), "bytes": None,
+                         "sha256": "not available (no such file)"})
     return rows
 
 
