@@ -576,3 +576,23 @@ def test_summary_counts_blocked_calls(tmp_path: Path) -> None:
         "1 were blocked." in evidence
     assert "were blocked (they got an error result)" in " ".join(
         res.summary().sentences("caveat"))
+
+
+def test_cohort_report_opens_with_an_answer_line() -> None:
+    """Issue 28: a planted drift reads as a change naming its measure; a no-drift sample as
+    no change (or, for a chance hit in one analysis only, as undetermined)."""
+    from replaykit.datasets import generate_cohorts
+    from replaykit.report import cohort
+
+    for drift, start in (("tool-errors", "Changed:"), ("none", "No change:")):
+        g = generate_cohorts(runs=200, seed=1, drift=drift)
+        cs = rk.cohorts(g.log, by="semester")
+        rep = cohort(cs.compare("2025-fall", "2026-spring", n_boot=400), title="t",
+                     question="q?")
+        answer = rep.data["answer"]
+        assert answer.startswith(start), answer
+        assert f"<p class=\"answer {start[:-1].lower()}\" id=\"rk-answer\"" in rep.html
+        if drift == "tool-errors":
+            assert "tool_error_rate rose from" in answer
+        else:
+            assert "no measure moved beyond what chance explains" in answer

@@ -445,6 +445,11 @@ def test_cohort_report_headline_highlights_and_axes(cohort_page: Any) -> None:
     adj = rep.data["adjusted"]
     hits = adj[adj["excludes_zero"].fillna(False).to_numpy(dtype=bool)]
     assert len(hits) >= 2  # the generated drift gives findings to show
+    # the findings open with one sentence answering the question (issue 28)
+    answer = page.locator("#rk-answer").inner_text().strip()
+    assert answer == rep.data["answer"] and answer.startswith("Changed:")
+    assert all(m in answer for m in adj.loc[adj["holm"], "metric"].unique()
+               if adj.loc[adj["metric"] == m, "holm"].all())
     head = page.locator("#rk-headline").inner_text()
     un = adj[adj["analysis"] == "unpaired"]
     assert head.startswith(f"unpaired: {int(un['excludes_zero'].sum())} of {len(un)} measures "

@@ -1149,10 +1149,11 @@ def cohort(frame: pd.DataFrame, *, title: str, question: str, notes: str | None 
     data: dict[str, Any] = {"rows": len(frame)}
     figs: list[tuple[str, Any]] = []
     if {"metric", "diff", "ci_low", "ci_high", "analysis"} <= set(frame.columns):
-        from ._cohort import UNITS, adjust, cohort_findings
+        from ._cohort import UNITS, adjust, cohort_answer, cohort_findings
 
         adj = adjust(frame)
         headline, rows = cohort_findings(adj)
+        answer = cohort_answer(adj)
         if cohorts is not None:  # a drifted stamp confounds every other difference: first
             from ..stamps import stamp_drift
 
@@ -1169,13 +1170,14 @@ def cohort(frame: pd.DataFrame, *, title: str, question: str, notes: str | None 
                     + ". Any difference below may come from them rather than from the "
                     "agent."), "section": "repro"})
                 data["stamp_drift"] = drift
-        data.update(adjusted=adj, headline=headline, findings=rows)
+        data.update(adjusted=adj, headline=headline, findings=rows, answer=answer)
         groups = [{"kind": k, "title": t, "rows": [r for r in rows if r["kind"] == k]}
                   for k, t in (("outcome", "Outcome"), ("evidence", "How the comparison is "
                                                                      "made"),
                                ("caveat", "Caveats"))]
         sections.append(("findings", "Findings", str(render(
-            "findings.html", headline=headline, groups=[g for g in groups if g["rows"]]))))
+            "findings.html", answer=answer, verdict=answer.split(":", 1)[0].lower(),
+            headline=headline, groups=[g for g in groups if g["rows"]]))))
         sections.append(("question", "Question and claim", question_body))
         for analysis in ("unpaired", "paired"):
             part = adj[adj["analysis"] == analysis]
