@@ -447,9 +447,14 @@ def test_cohort_report_headline_highlights_and_axes(cohort_page: Any) -> None:
     assert len(hits) >= 2  # the generated drift gives findings to show
     # the findings open with one sentence answering the question (issue 28)
     answer = page.locator("#rk-answer").inner_text().strip()
-    assert answer == rep.data["answer"] and answer.startswith("Changed:")
-    assert all(m in answer for m in adj.loc[adj["holm"], "metric"].unique()
-               if adj.loc[adj["metric"] == m, "holm"].all())
+    assert answer == rep.data["answer"]
+    both = [m for m in adj.loc[adj["holm"], "metric"].unique()
+            if adj.loc[adj["metric"] == m, "holm"].all()]
+    some = set(adj.loc[adj["holm"], "metric"]) - set(both)
+    want = "Changed:" if both else "Undetermined:" if some else "No change:"
+    assert answer.startswith(want), answer
+    assert all(m in answer for m in both) and all(m in answer for m in some)
+    assert page.locator("#rk-answer").get_attribute("data-verdict") == want[:-1].lower()
     head = page.locator("#rk-headline").inner_text()
     un = adj[adj["analysis"] == "unpaired"]
     assert head.startswith(f"unpaired: {int(un['excludes_zero'].sum())} of {len(un)} measures "
