@@ -392,8 +392,12 @@ class DiffExplorer(_View):
             pd.Series(True, index=s.index) if status == "all" else (s == status)
         self.rows = self.diff[mask.fillna(False).to_numpy(dtype=bool)]
         from ._display import frame_html
+        from .report import people_frame
 
-        self.table_view.value = frame_html(self.rows.reset_index(names="row"), max_rows=50)
+        self.table_view.value = frame_html(
+            people_frame(self.rows.reset_index(names="row"), max_rows=50), max_rows=50) + (
+            f"<div>&hellip; {len(self.rows) - 50:,} more rows</div>" if len(self.rows) > 50
+            else "")
         self.position.max = max(len(self.rows) - 1, 0)
         self.position.value = 0
         self._show(0)
@@ -595,6 +599,16 @@ def _ipython() -> Any:
 
 
 _DEFAULT_METRICS = ("changed_descendants", "first_divergence_step", "tool_sequence_distance")
+#: the CohortExplorer's "no cohort column" and "every value" choices
+NONE, ALL = "(none)", "(all)"
+_EXACT_MINUS_ONE = ("first_divergence_step",)
+
+
+class _Frame:
+    """A stand-in ``self`` for :meth:`CohortExplorer._share_figure` over another frame."""
+
+    def __init__(self, df: pd.DataFrame) -> None:
+        self.df = df
 
 
 class CohortExplorer(_View):
@@ -637,8 +651,10 @@ class CohortExplorer(_View):
         default = next((m for m in _DEFAULT_METRICS if m in metrics), metrics[0])
         self.metric = W.Dropdown(options=metrics, value=metric or default,
                                  description="metric")
-        self.cohort = W.Dropdown(options=[("(none)", None)] + [(c, c) for c in cohorts],
-                                 value=cohort, description="cohort")
+        # sentinel strings, not None: an ipywidgets Dropdown whose value is None shows no
+        # selection at all, so "(none)" / "(all)" would look empty once picked
+        self.cohort = W.Dropdown(options=[NONE] + cohorts, value=cohort or NONE,
+                                 description="cohort")
         self.value = W.Dropdown(options=[], description="value")
         self.run = W.Dropdown(options=[], description="run")
         self.open = W.Button(description="open", icon="play", disabled=log is None)
@@ -657,20 +673,48 @@ class CohortExplorer(_View):
         self.open.on_click(lambda _b: self.open_run())
         self._cohort_changed()
 
+    @property
+    def cohort_column(self) -> str | None:
+        """The chosen cohort column (None for "(none)")."""
+        return None if self.cohort.value == NONE else str(self.cohort.value)
+
+    @property
+    def cohort_value(self) -> str | None:
+        """The chosen value of the cohort column (None for "(all)")."""
+        v = self.value.value
+        return None if v in (ALL, None) else str(v)
+
     def _cohort_changed(self) -> None:
-        col = self.cohort.value
+        col = self.cohort_column
         vals = [] if col is None else sorted(self.df[col].astype("string").fillna("(missing)")
                                              .unique().tolist())
-        self.value.options = [("(all)", None)] + [(v, v) for v in vals]
-        self.value.value = None
+        keep = self.value.value if self.value.value in vals else ALL
+        self.value.options = [ALL] + vals
+        self.value.value = keep
         self._redraw()
 
     def _redraw(self) -> None:
-        if pd.api.types.is_bool_dtype(self.df[self.metric.value]):
-            self.figure = self._share_figure(self.metric.value, self.cohort.value)
+        metric = self.metric.value
+        if pd.api.types.is_bool_dtype(self.df[metric]):
+            self.figure = self._share_figure(metric, self.cohort_column)
         else:
-            self.figure = self._plots.metric_distribution(self.df, self.metric.value,
-                                                          by=self.cohort.value)
+            df = self.df
+            exact = 0
+            is_exact = np.zeros(len(df), dtype=bool)
+            if metric in _EXACT_MINUS_ONE:  # -1 is "never diverged", not a step
+                is_exact = (df[metric] == -1).fillna(False).to_numpy(dtype=bool)
+                exact = int(is_exact.sum())
+                df = df.assign(**{metric: df[metric].astype("Float64").mask(is_exact)})
+            title = None
+            if exact:
+                title = (f"{metric} by {self.cohort_column or 'all rows'} ({exact:,} exact "
+                         "rows without a divergence not drawn)")
+            try:
+                self.figure = self._plots.metric_distribution(df, metric,
+                                                              by=self.cohort_column,
+                                                              title=title)
+            except ValueError:  # every row exact: nothing to draw
+                self.figure = self._share_figure_of(metric, "exact", is_exact)
         if _ipython() is not None:  # headless (tests, scripts): keep .figure, draw nothing
             self.figure_view.clear_output(wait=True)
             with self.figure_view:
@@ -678,6 +722,12 @@ class CohortExplorer(_View):
 
                 display(self.figure)
         self._table()
+
+    def _share_figure_of(self, metric: str, what: str, mask: Any) -> Any:
+        """The share of rows where ``mask`` holds, per cohort (e.g. every row exact)."""
+        df = self.df.assign(**{f"{metric} {what}": pd.array(mask, dtype="boolean")})
+        return CohortExplorer._share_figure(_Frame(df), f"{metric} {what}",
+                                            self.cohort_column)
 
     def _share_figure(self, metric: str, by: str | None) -> Any:
         """A yes/no metric as the share of rows where it holds, per cohort (not a 0/1 box)."""
@@ -700,20 +750,26 @@ class CohortExplorer(_View):
     def selected(self) -> pd.DataFrame:
         """The rows of the chosen cohort value, highest metric first."""
         df = self.df
-        if self.cohort.value is not None and self.value.value is not None:
-            key = df[self.cohort.value].astype("string").fillna("(missing)")
-            df = df[(key == self.value.value).to_numpy(dtype=bool)]
+        if self.cohort_column is not None and self.cohort_value is not None:
+            key = df[self.cohort_column].astype("string").fillna("(missing)")
+            df = df[(key == self.cohort_value).to_numpy(dtype=bool)]
         return df.sort_values(self.metric.value, ascending=False, kind="stable")
 
     def _table(self) -> None:
         from ._display import frame_html
+        from .report import people_frame
 
         rows = self.selected()
         self.rows = rows
-        self.table_view.value = frame_html(rows, max_rows=15)
-        runs = rows[self.run_column].astype(str).tolist() if self.run_column in rows else []
+        shown = people_frame(rows, max_rows=15)
+        self.table_view.value = frame_html(shown, max_rows=15) + (
+            f"<div>&hellip; {len(rows) - 15:,} more rows</div>" if len(rows) > 15 else "")
+        # each run once (a base run replayed several times has several rows), worst first
+        runs = list(dict.fromkeys(rows[self.run_column].astype(str).tolist())) \
+            if self.run_column in rows else []
+        keep = self.run.value if self.run.value in runs[:500] else None
         self.run.options = runs[:500]
-        self.run.value = runs[0] if runs else None
+        self.run.value = keep or (runs[0] if runs else None)
 
     def open_run(self, run_id: str | None = None) -> Scrubber:
         """Build (and show) a :class:`Scrubber` for ``run_id`` (default: the chosen run).

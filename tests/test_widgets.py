@@ -152,8 +152,7 @@ def test_cohort_explorer_links_figure_table_and_scrubber(done):
     c.cohort.value = "comparability"
     boxes = [t.name for t in c.figure.data if t.type == "box"]
     assert boxes == ["diverged_but_comparable", "exact"]
-    assert c.value.options[1:] == (("diverged_but_comparable", "diverged_but_comparable"),
-                                   ("exact", "exact"))
+    assert c.value.options == ("(all)", "diverged_but_comparable", "exact")
     c.value.value = "exact"
     assert list(c.rows["base_run_id"]) == ["run-claims-C-231"]
     assert c.run.value == "run-claims-C-231"
@@ -169,7 +168,7 @@ def test_cohort_explorer_links_figure_table_and_scrubber(done):
 def test_cohort_explorer_needs_log_to_open(done):
     c = widgets.CohortExplorer(rk.compare(done.base, done.events))
     assert c.metric.value == "changed_descendants"  # a replay metric, not a count of events
-    assert "replay_run_id" not in [v for _, v in c.cohort.options]
+    assert "replay_run_id" not in c.cohort.options
     assert c.open.disabled
     with pytest.raises(ValueError, match="log="):
         c.open_run()
@@ -277,3 +276,37 @@ def test_explorers_badge_every_step_with_its_provenance_and_flag_unsupported(don
     v = t.transcript_view.value
     assert v.count("data-provenance=\"policy-copy\"") == 4
     assert "id=\"rk-provenance-legend\"" in v and v.count("class=\"flag\" title=") == 5
+
+
+def test_cohort_explorer_dropdowns_runs_and_numbers_for_people(done):
+    """Issue 31 item 11: "(none)" and "(all)" stay shown once picked, a value survives a
+    round trip through "(none)", each run is listed once, -1 reads "exact"; item 10: the
+    table's numbers are integers with separators or rounded."""
+    cmp = rk.compare(done.base, done.events)
+    again = cmp.assign(replay_run_id="run-claims-C-104~again")  # the same base run twice
+    plain = cmp.assign(base_run_id="run-claims-C-231", first_divergence_step=-1,
+                       comparability="exact", tool_sequence_distance_norm=1 / 3,
+                       base_events=12345)
+    frame = pd.concat([cmp, again, plain], ignore_index=True)
+    c = widgets.CohortExplorer(frame, metric="first_divergence_step")
+    assert c.cohort.value == "(none)" and c.cohort.label == "(none)"
+    c.cohort.value = "comparability"
+    c.value.value = "exact"
+    assert c.cohort_value == "exact" and list(c.rows["base_run_id"]) == ["run-claims-C-231"]
+    c.cohort.value = "(none)"
+    assert c.cohort.label == "(none)" and c.cohort_column is None
+    assert c.value.value == "(all)" and c.value.label == "(all)" and len(c.rows) == 3
+    c.cohort.value = "comparability"
+    c.value.value = "exact"
+    c.metric.value = "changed_descendants"  # another metric keeps the chosen cohort value
+    assert c.value.value == "exact" and len(c.rows) == 1
+    c.value.value = "(all)"
+    assert c.run.options == ("run-claims-C-104", "run-claims-C-231")  # each run once
+    c.metric.value = "first_divergence_step"
+    html_ = c.table_view.value
+    assert ">exact<" in html_ and ">-1<" not in html_
+    assert "12,345" in html_ and ">0.333<" in html_ and "0.3333" not in html_
+    # the figure leaves the exact rows out of a step distribution and says so
+    assert "1 exact rows without a divergence not drawn" in c.figure.layout.title.text
+    assert all(-1 not in [float(v) for v in (t.y if t.y is not None else [])]
+               for t in c.figure.data if t.type == "scatter")

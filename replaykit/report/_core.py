@@ -842,7 +842,8 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
 
     # 12. metrics
     mdf = pd.DataFrame({"metric": list(m), "value": [m[k] for k in m]})
-    sections.append(("metrics", "Metrics", _table(mdf, cls="metrics")))
+    sections.append(("metrics", "Metrics", _table(mdf, cls="metrics", formatters={
+        "value": lambda v: "" if v is None or _isna(v) else fmt_number(v)})))
 
     # 13. reproducibility stamp
     paths = list(inputs) if inputs is not None else [
