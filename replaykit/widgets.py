@@ -40,12 +40,55 @@ _PRE_STYLE = ("margin:0;max-height:360px;overflow:auto;font-size:11px;"
               "white-space:pre;word-break:normal;overflow-wrap:normal")
 
 
-def _pre(obj: Any, max_chars: int = MAX_CHARS) -> str:
-    """Pretty JSON of ``obj`` in an escaped <pre> block (log content is untrusted)."""
-    text = json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False)
+#: characters of one string value shown before it is cut (at a word boundary).
+TEXT_CHARS = 400
+
+
+def cut_words(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with an ellipsis
+    (:func:`replaykit.report.cut_words`).
+
+    >>> cut_words("the quick brown fox jumps", 16)
+    'the quick brown…'
+    """
+    from .report import cut_words as cut
+
+    return str(cut(text, limit))
+
+
+def _shorten(obj: Any, limit: int) -> tuple[Any, int]:
+    """``obj`` with every string longer than ``limit`` cut at a word boundary; and how many
+    strings were cut."""
+    if isinstance(obj, str):
+        return (cut_words(obj, limit), 1) if len(obj) > limit else (obj, 0)
+    if isinstance(obj, Mapping):
+        out, n = {}, 0
+        for k, v in obj.items():
+            out[k], m = _shorten(v, limit)
+            n += m
+        return out, n
+    if isinstance(obj, (list, tuple)):
+        items = [_shorten(v, limit) for v in obj]
+        return [v for v, _ in items], sum(m for _, m in items)
+    return obj, 0
+
+
+def _pre(obj: Any, max_chars: int = MAX_CHARS, text_chars: int = TEXT_CHARS) -> str:
+    """Pretty JSON of ``obj`` in an escaped <pre> block (log content is untrusted). Long
+    strings are cut at a word boundary; the whole value is one click away (a <details>
+    block below it)."""
+    short, cut = _shorten(obj, text_chars)
+    text = json.dumps(short, indent=2, sort_keys=True, default=str, ensure_ascii=False)
     if len(text) > max_chars:
-        text = text[:max_chars] + f"\n... ({len(text) - max_chars:,} more characters)"
-    return f"<pre style='{_PRE_STYLE}'>{html.escape(text)}</pre>"
+        text = cut_words(text, max_chars)
+    out = f"<pre style='{_PRE_STYLE}'>{html.escape(text)}</pre>"
+    if cut:
+        whole = json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False)
+        out += (f"<details class='rk-whole'><summary>{cut:,} long text(s) cut at a word "
+                f"boundary: show the whole value ({len(whole):,} characters)</summary>"
+                f"<pre style='{_PRE_STYLE};white-space:pre-wrap'>"
+                f"{html.escape(whole[:MAX_CHARS * 10])}</pre></details>")
+    return out
 
 
 _MARK = "background:#ffe0b2;display:block"
@@ -242,6 +285,7 @@ class Scrubber(_View):
                             W.VBox([W.HTML("<b>changed</b>"), self.changes_view], layout=box),
                             W.VBox([W.HTML("<b>state</b>"), self.state_view], layout=box)])
         self.flags: dict[int, str] = {}  # seq -> unsupported finding (for_replay sets them)
+        self._turns = _turn_numbers(self._table)
         self.legend = W.HTML(_legend_html(
             sorted(set(self._table.column("replay_provenance").to_pylist()) - {None}))
             if "replay_provenance" in self._table.column_names else "")
@@ -269,8 +313,10 @@ class Scrubber(_View):
         self.changes = state_changes(before, self.state)
         prov = self.event.get("replay_provenance")
         self.provenance = prov
+        self.step, self.turn = i, self._turns[i]
         self.header.value = (f"<b>{html.escape(self.run_id)}</b> &middot; step {i:,} of "
-                             f"{len(self.seqs) - 1:,} &middot; seq {self.seq:,} &middot; "
+                             f"{len(self.seqs) - 1:,} &middot; turn {self.turn} &middot; "
+                             f"seq {self.seq:,} &middot; "
                              f"{html.escape(str(self.event.get('kind', '')))}"
                              + (f" &middot; from: {_badge(prov)}" if prov else "")
                              + (f" {_flag(self.flags[self.seq])}"
@@ -278,7 +324,7 @@ class Scrubber(_View):
         self.event_view.value = _pre(self.event)
         self.changes_view.value = _pre(self.changes) if self.changes else "<i>no change</i>"
         if self._base_table is None:
-            self.state_view.value = _pre(self.state)
+            self.state_view.value = _pre(self._shown_state(self.state, i))
             return
         nb = self._base_table.num_rows
         self.base_event: dict[str, Any] | None
@@ -288,18 +334,31 @@ class Scrubber(_View):
             self.base_state = self.base_states.state_at_row(self._base_start + i,
                                                             self._base_start)
             self.base_event_view.value = _pre(self.base_event)
-            self.base_state_view.value = _pre(self.base_state)
+            self.base_state_view.value = _pre(self._shown_state(self.base_state, i))
         else:
             self.base_event, self.base_state = None, None
             self.base_event_view.value = self.base_state_view.value = \
                 "<i>the base run has no event at this step</i>"
-        plain = json.loads(json.dumps(self.state, default=_plain_default))
-        other = json.loads(json.dumps(self.base_state, default=_plain_default)) \
+        plain = self._shown_state(json.loads(json.dumps(self.state, default=_plain_default)), i)
+        other = self._shown_state(json.loads(json.dumps(self.base_state,
+                                                        default=_plain_default)), i) \
             if self.base_state is not None else {}
         self.differs = sorted(k for k in plain if other.get(k, object()) != plain[k])
         self.state_view.value = marked_json(plain, [f"/{k}" for k in self.differs])
         self.header.value += (f" &middot; base seq {int(self._base_table.column('seq')[i].as_py())}"
                               if i < nb else " &middot; base: no event")
+
+    def _shown_state(self, state: Any, i: int) -> Any:
+        """The state as the panes show it: a ``step`` / ``turn`` the log does not record
+        (null in the fold) shows the scrubber's step and turn instead of ``null``."""
+        if not isinstance(state, Mapping):
+            return state
+        out = dict(state)
+        if "step" in out and out["step"] is None:
+            out["step"] = i
+        if "turn" in out and out["turn"] is None:
+            out["turn"] = self._turns[i]
+        return out
 
     @classmethod
     def for_replay(cls, result: Any) -> Scrubber:
@@ -318,6 +377,21 @@ class Scrubber(_View):
             if len(uns) else {}
         s.show(s.index)
         return s
+
+
+def _turn_numbers(table: Any) -> list[int]:
+    """The turn of each event of one run: the log's ``turn`` column where it has one, else
+    the number of turns begun so far (``turn_start`` events, or user messages when the log
+    has no turn events), 0 before the first."""
+    import pyarrow.compute as pc
+
+    kinds = np.asarray(pc.cast(table.column("kind"), "string").to_numpy(zero_copy_only=False),
+                       dtype=object)
+    opener = "turn_start" if (kinds == "turn_start").any() else "user_message"
+    derived = np.cumsum(kinds == opener)
+    recorded = table.column("turn").to_pandas()
+    return [int(r) if not pd.isna(r) else int(d)
+            for r, d in zip(recorded.tolist(), derived.tolist(), strict=True)]
 
 
 # --------------------------------------------------------------------------- DiffExplorer

@@ -317,9 +317,15 @@ def test_demo_answer_line_badges_and_unsupported_findings(demo_page: Any) -> Non
     assert legend.is_visible()
     for word in ("recorded", "patched", "fixture", "copied by policy", "unsupported"):
         assert word in legend.inner_text()
-    # the scrubber label names the provenance of the step too
+    # the scrubber label names the provenance and the turn of the step too, and the state
+    # pane shows no null step or turn (issue 31 item 9); data-json stays the exact state
     page.evaluate("rkScrubTo(13)")
-    assert "policy-copy" in page.locator("#rk-scrub-label").inner_text()
+    label = page.locator("#rk-scrub-label").inner_text()
+    assert "policy-copy" in label and "step 13 of 18 \u00b7 turn 1 \u00b7" in label
+    pane = page.locator("#rk-scrub-state").inner_text()
+    assert "step: 13" in pane and "turn: 1" in pane and "null" not in pane.split("step:")[1][:6]
+    assert json.loads(page.locator("#rk-scrub-state").get_attribute("data-json"))["step"] \
+        is None
 
 
 def test_demo_reader_view(browser: Any, demo_page: Any) -> None:

@@ -53,7 +53,15 @@ def test_scrubber_shows_state_frame_at(scrubber, pleach, data):
     expected = sf.at(run_id, seq, tenant_id=tenant)
     assert scrubber.index == i and scrubber.seq == seq
     assert scrubber.state == expected
-    assert scrubber.state_view.value == _pre(expected)
+    # the pane shows the state, a step / turn the log leaves null as the scrubber's own
+    shown = dict(expected)
+    if shown.get("step") is None and "step" in shown:
+        shown["step"] = i
+    if shown.get("turn") is None and "turn" in shown:
+        shown["turn"] = scrubber.turn
+    assert scrubber.state_view.value == _pre(shown)
+    assert "null" not in scrubber.header.value and f"turn {scrubber.turn}" in \
+        scrubber.header.value
     before = sf.at_step(run_id, i, tenant_id=tenant)
     assert scrubber.changes == state_changes(before, expected)
     assert scrubber.event["seq"] == seq
@@ -310,3 +318,24 @@ def test_cohort_explorer_dropdowns_runs_and_numbers_for_people(done):
     assert "1 exact rows without a divergence not drawn" in c.figure.layout.title.text
     assert all(-1 not in [float(v) for v in (t.y if t.y is not None else [])]
                for t in c.figure.data if t.type == "scatter")
+
+
+def test_scrubber_shows_step_and_turn_and_cuts_long_text_at_words(done):
+    """Issue 31 item 9: no null step/turn in the panes, long text cut at a word boundary
+    with the whole value one click away."""
+    s = widgets.Scrubber.for_replay(done)
+    s.slider.value = 13
+    assert s.step == 13 and s.turn == 1  # isplay records no turn: one user message so far
+    assert "step 13 of 18 &middot; turn 1 &middot; seq 13" in s.header.value
+    assert "&quot;step&quot;: null" not in s.state_view.value
+    assert "&quot;turn&quot;: null" not in s.state_view.value
+    s.slider.value = 0
+    assert s.turn == 0
+    words = " ".join(f"word{k}" for k in range(400))
+    html_ = widgets._pre({"text": words})
+    shown = html_.split("</pre>", 1)[0]
+    cut = shown.split("&quot;text&quot;: &quot;", 1)[1].split("&quot;", 1)[0]
+    assert cut.endswith("\u2026") and len(cut) <= widgets.TEXT_CHARS
+    assert cut[:-1].split(" ")[-1] in words.split(" ")  # ends on a whole word
+    assert "<details class='rk-whole'>" in html_ and words in html_  # the whole value
+    assert widgets.cut_words("a" * 50, 10) == "a" * 9 + "\u2026"

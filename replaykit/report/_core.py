@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from ..branch._shared import shared_name
 from ._embed import esc, plain, script_json
-from ._fmt import _isna, fmt_number
+from ._fmt import _isna, cut_words, fmt_number
 from ._template import Markup, json_script, page, render
 
 __all__ = ["MAX_SCRUB_EVENTS", "Report", "cohort", "rca"]
@@ -457,8 +457,15 @@ def _scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | 
         before = np.concatenate([[prev_hash == other_prev], same[:-1]]) if n else same
         shared = same & before  # this and the previous state
     deltas = _deltas(sf, start, lo, n, zero, shared)
-    text = pc.utf8_slice_codeunits(pc.fill_null(pc.cast(t.column("text"), pa.string()), ""),
-                                   0, TEXT_CHARS).to_pylist()
+    # cut at a word boundary (the window is bounded: MAX_SCRUB_EVENTS)
+    text = [cut_words(x, TEXT_CHARS) for x in
+            pc.fill_null(pc.cast(t.column("text"), pa.string()), "").to_pylist()]
+    kinds_w = pc.cast(events.table.column("kind"), pa.string()).to_numpy(zero_copy_only=False)
+    opener = "turn_start" if (kinds_w == "turn_start").any() else "user_message"
+    derived_turn = np.cumsum(kinds_w == opener)[first:first + n]
+    rec_turn = t.column("turn").to_pandas()
+    turns = [int(r) if not pd.isna(r) else int(d)
+             for r, d in zip(rec_turn.tolist(), derived_turn.tolist(), strict=True)]
     if like is not None:
         other_text = like[0]["text"]
         text = [None if i < len(other_text) and x == other_text[i] else x
@@ -470,7 +477,7 @@ def _scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | 
         "kind": pc.cast(t.column("kind"), pa.string()).to_pylist(),
         "type": pc.cast(t.column("type"), pa.string()).to_pylist(),
         "tool": pc.cast(t.column("tool_name"), pa.string()).to_pylist(),
-        "text": text,
+        "text": text, "turn": turns,
         "origin": [(origins or {}).get(s) for s in seqs] if origins else None,
         "status": [(statuses or {}).get(s) for s in seqs] if statuses else None,
         "zero": zero, "delta": deltas,

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["fmt_number", "people_frame"]
+__all__ = ["cut_words", "fmt_number", "people_frame"]
 
 #: Columns whose -1 means "the runs never diverge" (docs/metrics.md): shown as ``exact``.
 EXACT_MINUS_ONE = ("first_divergence_step",)
@@ -71,3 +71,21 @@ def people_frame(df: pd.DataFrame, max_rows: int | None = None) -> pd.DataFrame:
         else:
             out[c] = ["" if _isna(v) else str(v) for v in col]
     return out
+
+
+def cut_words(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with an ellipsis
+    (a single word longer than the limit is cut inside it).
+
+    >>> cut_words("the quick brown fox jumps", 16)
+    'the quick brown\u2026'
+    >>> cut_words("short", 16)
+    'short'
+    """
+    if len(text) <= limit:
+        return text
+    head = text[: max(limit - 1, 1)]
+    space = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+    if space >= limit // 2:
+        head = head[:space]
+    return head.rstrip() + "\u2026"

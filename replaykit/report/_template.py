@@ -196,12 +196,23 @@ _JS = r"""
   }
   function eventAt(d, i){
     if (i >= d.seq.length) { return null; }
-    var ev = {step: off + i, seq: d.seq[i], kind: d.kind[i], type: d.type[i]};
+    var ev = {step: off + i, turn: d.turn ? d.turn[i] : null, seq: d.seq[i], kind: d.kind[i],
+              type: d.type[i]};
     if (d.tool[i] !== null) { ev.tool_name = d.tool[i]; }
     if (d.origin) { ev.origin = d.origin[i]; }
     if (d.status) { ev.alignment = d.status[i]; }
     ev.text = d.text[i] === null ? all.replay.text[i] : d.text[i];
     return ev;
+  }
+  function filled(state, i){
+    // a step / turn the log leaves null shows the scrubber's own step and turn
+    var s = {}, d = all.replay;
+    for (var key in state) {
+      if (Object.prototype.hasOwnProperty.call(state, key)) { s[key] = state[key]; }
+    }
+    if ("step" in s && s.step === null) { s.step = off + i; }
+    if ("turn" in s && s.turn === null && d.turn) { s.turn = d.turn[Math.min(i, d.turn.length - 1)]; }
+    return s;
   }
   function drawState(el, state, other){
     while (el.firstChild) { el.removeChild(el.firstChild); }
@@ -219,15 +230,19 @@ _JS = r"""
     if (String(slider.value) !== String(i)) { slider.value = String(i); }
     var r = all.replay, b = all.base;
     var rev = eventAt(r, i), bev = b ? eventAt(b, i) : null;
-    var rstate = i < r.seq.length ? stateAt("replay", i) : null;
-    var bstate = b && i < b.seq.length ? stateAt("base", i) : null;
+    var rraw = i < r.seq.length ? stateAt("replay", i) : null;
+    var braw = b && i < b.seq.length ? stateAt("base", i) : null;
+    var rstate = rraw ? filled(rraw, i) : null, bstate = braw ? filled(braw, i) : null;
     function num(v){ return Number(v).toLocaleString("en-US"); }
-    var label = "step " + num(off + i) + " of " + num(total - 1) + " \u00b7 replay seq " +
+    var label = "step " + num(off + i) + " of " + num(total - 1) +
+      (rev && rev.turn !== null ? " \u00b7 turn " + num(rev.turn) : "") + " \u00b7 replay seq " +
       (rev ? rev.seq + " " + rev.kind + (r.origin ? " (" + r.origin[i] + ")" : "") : "\u2014") +
       " \u00b7 base seq " + (bev ? bev.seq + " " + bev.kind : "\u2014");
     var lab = $("rk-scrub-label");
     lab.textContent = label; lab.setAttribute("title", label);
-    $("rk-scrub-event").textContent = rev ? JSON.stringify(rev, null, 2) : "(no event)";
+    $("rk-scrub-event").textContent = rev ? JSON.stringify(rev, null, 2) +
+      (rev.text && rev.text.slice(-1) === "\u2026" ? "\n(text cut at a word boundary: the " +
+       "transcript shows the whole event at step " + num(rev.step) + ")" : "") : "(no event)";
     $("rk-scrub-base-event").textContent = bev ? JSON.stringify(bev, null, 2) : "(no event)";
     var ch = i < r.delta.length && r.delta[i] ? r.delta[i] : {};
     $("rk-scrub-changes").textContent =
@@ -235,10 +250,10 @@ _JS = r"""
     var st = $("rk-scrub-state");
     if (rstate) { drawState(st, rstate, bstate); } else { st.textContent = "(no event)"; }
     st.setAttribute("data-step", String(off + i));
-    st.setAttribute("data-json", rstate ? JSON.stringify(rstate) : "null");
+    st.setAttribute("data-json", rraw ? JSON.stringify(rraw) : "null");
     var bst = $("rk-scrub-base-state");
     if (bstate) { drawState(bst, bstate, rstate); } else { bst.textContent = "(no event)"; }
-    bst.setAttribute("data-json", bstate ? JSON.stringify(bstate) : "null");
+    bst.setAttribute("data-json", braw ? JSON.stringify(braw) : "null");
   }
   slider.addEventListener("input", function(){ show(parseInt(slider.value, 10)); });
   slider.addEventListener("change", function(){ show(parseInt(slider.value, 10)); });
