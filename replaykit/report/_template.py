@@ -211,7 +211,9 @@ _JS = r"""
       if (Object.prototype.hasOwnProperty.call(state, key)) { s[key] = state[key]; }
     }
     if ("step" in s && s.step === null) { s.step = off + i; }
-    if ("turn" in s && s.turn === null && d.turn) { s.turn = d.turn[Math.min(i, d.turn.length - 1)]; }
+    if ("turn" in s && s.turn === null && d.turn) {
+      s.turn = d.turn[Math.min(i, d.turn.length - 1)];
+    }
     return s;
   }
   function drawState(el, state, other){
