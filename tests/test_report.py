@@ -596,3 +596,23 @@ def test_cohort_report_opens_with_an_answer_line() -> None:
             assert "tool_error_rate rose from" in answer
         else:
             assert "no measure moved beyond what chance explains" in answer
+
+
+def test_cohort_trend_panels_keep_tiny_changes_small() -> None:
+    """Issue 31 item 11: a 0.03-point change is not drawn as a cliff; a real change fills
+    its panel; long measure names break instead of running into the next panel."""
+    from replaykit.report._core import TREND_MIN_SPAN, _panel_title, trend_range
+
+    lo, hi = trend_range([10.0, 10.03, 10.01], "rates")
+    assert hi - lo >= TREND_MIN_SPAN["rates"] and lo < 10.0 and hi > 10.03
+    lo, hi = trend_range([5.0, 15.0], "rates")
+    assert lo <= 5.0 and hi >= 15.0 and (hi - lo) < 2 * 10.0 * 1.2
+    lo, hi = trend_range([0.2, 0.4], "rates")
+    assert lo == 0.0 and hi >= 0.4
+    lo, hi = trend_range([99.0, 99.9], "rates")
+    assert hi == 100.0 and lo <= 99.0
+    lo, hi = trend_range([12000.0, 12010.0], "tokens")
+    assert hi - lo >= 0.2 * 12010 and lo >= 0
+    assert trend_range([], "counts") is None
+    assert _panel_title("tool_share.web_search", True) == "tool_share.<br>web_search \u2605"
+    assert _panel_title("abort_rate", False) == "abort_rate"

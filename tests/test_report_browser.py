@@ -495,6 +495,14 @@ def test_cohort_report_headline_highlights_and_axes(cohort_page: Any) -> None:
     trends = page.evaluate("""() => [...document.querySelectorAll('.figure[data-trend]')]
         .map(gd => gd._fullData.map(t => t.x.length))""")
     assert trends and all(n == 3 for fig in trends for n in fig)
+    # issue 31 item 11: no label of a trend figure overlaps another (panel titles, cohort
+    # tick labels, y tick labels), and no panel stretches a tiny change over its height
+    overlaps = page.evaluate(_TREND_OVERLAPS)
+    assert overlaps == [], overlaps[:5]
+    spans = page.evaluate("""() => [...document.querySelectorAll('.figure[data-trend]')]
+        .flatMap(gd => Object.keys(gd._fullLayout).filter(k => k.startsWith('yaxis'))
+        .map(k => gd._fullLayout[k].range[1] - gd._fullLayout[k].range[0]))""")
+    assert spans and min(spans) >= 1.0, spans
     _check_reader_view(o)
 
 
@@ -538,6 +546,26 @@ def long_page(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     o = _open(browser, path)
     yield res, path, o
     o.page.context.close()
+
+
+# pairs of overlapping text labels inside each trend figure (titles and tick labels)
+_TREND_OVERLAPS = """() => {
+  const out = [];
+  for (const gd of document.querySelectorAll('.figure[data-trend]')) {
+    const els = [...gd.querySelectorAll('.annotation-text, .xtick text, .ytick text')]
+      .filter(e => e.textContent.trim());
+    const boxes = els.map(e => [e.textContent, e.getBoundingClientRect()]);
+    for (let i = 0; i < boxes.length; i++) {
+      for (let j = i + 1; j < boxes.length; j++) {
+        const [ta, a] = boxes[i], [tb, b] = boxes[j];
+        const ix = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        const iy = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (ix > 1 && iy > 1) { out.push([ta, tb]); }
+      }
+    }
+  }
+  return out;
+}"""
 
 
 # the box of an element in page coordinates, and whether any ancestor clips it

@@ -1352,23 +1352,67 @@ def _trends(cs: Any, adj: pd.DataFrame) -> list[tuple[str, Any]]:
               if m in s.columns]
         if not ms:
             continue
-        cols = min(4, len(ms))
+        # three panels a row at most: room for the cohort labels and the measure names
+        cols = min(3, len(ms))
         nrows = -(-len(ms) // cols)
         fig = make_subplots(rows=nrows, cols=cols, subplot_titles=[
-            html.escape(m + (" \u2605" if m in hits else ""), quote=False) for m in ms],
-            horizontal_spacing=0.07, vertical_spacing=min(0.25, 0.6 / max(nrows, 1)))
+            _panel_title(m, m in hits) for m in ms],
+            horizontal_spacing=0.11, vertical_spacing=min(0.3, 0.75 / max(nrows, 1)))
         scale = 100.0 if unit == "rates" else 1.0
         for i, m in enumerate(ms):
             r, c = i // cols + 1, i % cols + 1
-            fig.add_trace(_go_scatter(s["cohort"].astype(str).tolist(),
-                                     (s[m].astype(float) * scale).tolist(), m, m in hits),
+            y = (s[m].astype(float) * scale).tolist()
+            fig.add_trace(_go_scatter(s["cohort"].astype(str).tolist(), y, m, m in hits),
                           row=r, col=c)
-            fig.update_yaxes(ticksuffix=" %" if unit == "rates" else "", row=r, col=c)
-            fig.update_xaxes(type="category", row=r, col=c)
+            fig.update_yaxes(ticksuffix=" %" if unit == "rates" else "",
+                             range=trend_range(y, unit), nticks=5, row=r, col=c)
+            fig.update_xaxes(type="category", tickangle=-30, automargin=True, row=r, col=c)
+        fig.update_annotations(font_size=12)
         fig.update_layout(template="plotly_white", showlegend=False,
-                          height=120 + 190 * nrows, margin={"t": 50, "b": 40})
+                          height=140 + 230 * nrows, margin={"t": 60, "b": 50})
         out.append((unit, fig))
     return out
+
+
+#: The smallest y-span of a trend panel per unit (percentage points, counts, tokens): a change
+#: smaller than this is drawn as the small change it is, not stretched over the whole panel.
+TREND_MIN_SPAN = {"rates": 5.0, "counts": 1.0, "tokens": 100.0}
+
+
+def trend_range(y: Sequence[float], unit: str) -> list[float] | None:
+    """The y-range of one trend panel: the data with 15% padding, widened to at least
+    :data:`TREND_MIN_SPAN` of its unit and to 20% of the values' magnitude, so that a
+    0.03-point change reads as flat; rates stay within 0-100%.
+
+    >>> trend_range([10.0, 10.03], "rates")
+    [7.515, 12.515]
+    """
+    vals = [float(v) for v in y if v is not None and np.isfinite(v)]
+    if not vals:
+        return None
+    lo, hi = min(vals), max(vals)
+    mid = (lo + hi) / 2
+    span = max(hi - lo, TREND_MIN_SPAN.get(unit, 1.0), 0.2 * max(abs(lo), abs(hi)))
+    span *= 1.15 if span == hi - lo else 1.0
+    a, b = mid - span / 2, mid + span / 2
+    if unit == "rates":
+        if a < 0:
+            a, b = 0.0, max(b - a, hi * 1.05)
+        if b > 100:
+            a, b = min(a - (b - 100), lo), 100.0
+    elif lo >= 0 and a < 0:
+        a, b = 0.0, b - a
+    return [round(a, 6), round(b, 6)]
+
+
+def _panel_title(metric: str, hit: bool) -> str:
+    """A trend panel's title: the measure's name, broken after its prefix when long
+    (``tool_share.<br>web_search``), a star when its interval excludes zero."""
+    name = html.escape(metric, quote=False)
+    if len(metric) > 16 and "." in metric:
+        head, tail = metric.split(".", 1)
+        name = html.escape(head, quote=False) + ".<br>" + html.escape(tail, quote=False)
+    return name + (" \u2605" if hit else "")
 
 
 def _go_scatter(x: list[str], y: list[float], name: str, hit: bool) -> Any:
