@@ -678,12 +678,6 @@ NONE, ALL = "(none)", "(all)"
 _EXACT_MINUS_ONE = ("first_divergence_step",)
 
 
-class _Frame:
-    """A stand-in ``self`` for :meth:`CohortExplorer._share_figure` over another frame."""
-
-    def __init__(self, df: pd.DataFrame) -> None:
-        self.df = df
-
 
 class CohortExplorer(_View):
     """Choose a metric and a cohort column: a linked box-plot figure and table of runs.
@@ -800,16 +794,17 @@ class CohortExplorer(_View):
     def _share_figure_of(self, metric: str, what: str, mask: Any) -> Any:
         """The share of rows where ``mask`` holds, per cohort (e.g. every row exact)."""
         df = self.df.assign(**{f"{metric} {what}": pd.array(mask, dtype="boolean")})
-        return CohortExplorer._share_figure(_Frame(df), f"{metric} {what}",
-                                            self.cohort_column)
+        return self._share_figure(f"{metric} {what}", self.cohort_column, df)
 
-    def _share_figure(self, metric: str, by: str | None) -> Any:
+    def _share_figure(self, metric: str, by: str | None, frame: pd.DataFrame | None = None
+                      ) -> Any:
         """A yes/no metric as the share of rows where it holds, per cohort (not a 0/1 box)."""
         import plotly.graph_objects as go
 
-        key = (self.df[by].astype("string").fillna("(missing)") if by is not None
-               else pd.Series("all", index=self.df.index, dtype="string"))
-        g = self.df[metric].astype("boolean").fillna(False).astype(float).groupby(
+        df = self.df if frame is None else frame
+        key = (df[by].astype("string").fillna("(missing)") if by is not None
+               else pd.Series("all", index=df.index, dtype="string"))
+        g = df[metric].astype("boolean").fillna(False).astype(float).groupby(
             key.to_numpy(), sort=True)
         share, n = g.mean(), g.size()
         labels = [f"{html.escape(str(k), quote=False)} (n={int(n[k]):,})" for k in share.index]

@@ -112,6 +112,12 @@ def _fmt(v: float, unit: str, signed: bool = False) -> str:
     return fmt_number(v, signed=signed)
 
 
+def _p(p: float) -> str:
+    """A p-value for people: 3 significant digits, and below 1e-15 (a normal tail that
+    rounds to 0 in floating point) as ``< 1e-15``, never ``0``."""
+    return "< 1e-15" if p < 1e-15 else f"{p:.3g}"
+
+
 def cohort_findings(adj: pd.DataFrame) -> tuple[str, list[dict[str, Any]]]:
     """(headline, sentences) of an adjusted compare frame (see :func:`adjust`). Each sentence
     is a dict with kind, sentence and section (the report anchor holding its evidence)."""
@@ -164,7 +170,7 @@ def cohort_findings(adj: pd.DataFrame) -> tuple[str, list[dict[str, Any]]]:
                 f"{r.metric} ({analysis}) {moved} from {_fmt(r.value_a, unit)} to "
                 f"{_fmt(r.value_b, unit)} ({_fmt(r.diff, unit, signed=True)}, interval "
                 f"{_fmt(r.ci_low, unit, signed=True)} to {_fmt(r.ci_high, unit, signed=True)}"
-                f"); it {kept}" + (f" (Holm p {r.p_holm:.3g})." if testable else ".")),
+                f"); it {kept}" + (f" (Holm p {_p(r.p_holm)})." if testable else ".")),
                 "section": f"unit-{unit}"})
         if hits.empty:
             rows.append({"kind": "outcome", "sentence": (

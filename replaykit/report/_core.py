@@ -458,7 +458,7 @@ def _scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | 
         shared = same & before  # this and the previous state
     deltas = _deltas(sf, start, lo, n, zero, shared)
     # cut at a word boundary (the window is bounded: MAX_SCRUB_EVENTS)
-    text = [cut_words(x, TEXT_CHARS) for x in
+    text: list[str | None] = [cut_words(x, TEXT_CHARS) for x in
             pc.fill_null(pc.cast(t.column("text"), pa.string()), "").to_pylist()]
     kinds_w = pc.cast(events.table.column("kind"), pa.string()).to_numpy(zero_copy_only=False)
     opener = "turn_start" if (kinds_w == "turn_start").any() else "user_message"
