@@ -783,7 +783,9 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     if step >= 0:
         desc = desc[(desc["replay_seq"].fillna(-1) > int(fd["replay_seq"] or -1))
                     | (desc["base_seq"].fillna(-1) > int(fd["base_seq"] or -1))]
-    desc = desc.assign(**{"changed values": _values_by_row(changes, desc.index)})
+    # values only for the rows the table embeds (its first MAX_DESCENDANTS)
+    vals = _values_by_row(changes, desc.index[:MAX_DESCENDANTS])
+    desc = desc.assign(**{"changed values": vals + [""] * (len(desc) - len(vals))})
     body = (f"<p>{esc(m.get('changed_descendants'))} position(s) after the first divergence "
             "differ (metric <code>changed_descendants</code>, by position). Aligned by event "
             f"signature, {len(desc):,} event(s) after it are changed, added or removed:</p>"
@@ -794,8 +796,12 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     tsd = _tool_seq_diff(base_t, rep_t)
     if len(tsd) and len(changes):
         by_seq = {}
-        for k, g in changes[changes["key"] & (changes["kind"] == "tool_call")].groupby(
-                "replay_seq"):
+        # only the calls the windowed table embeds
+        lo, hi = _window_bounds(len(tsd), (tsd["status"] != "same").to_numpy(), MAX_TOOL_ROWS)
+        shown = set(tsd["replay_seq"].iloc[lo:hi].dropna().astype("int64").tolist())
+        tc = changes[changes["key"] & (changes["kind"] == "tool_call")]
+        tc = tc[tc["replay_seq"].isin(shown)]
+        for k, g in tc.groupby("replay_seq"):
             by_seq[int(k)] = "; ".join(_value_text(r) for r in g.itertuples())
         tsd["arguments change"] = tsd["replay_seq"].map(by_seq).fillna("").astype(object)
     body = (f"<p>Tool-sequence distance {esc(m.get('tool_sequence_distance'))} (normalised "
@@ -961,6 +967,16 @@ def _transcript_steps(n: int, step: int) -> list[int]:
     return list(range(TRANSCRIPT_HEAD)) + list(range(lo, min(n, lo + room)))
 
 
+def _window_bounds(n: int, hot: np.ndarray, max_rows: int) -> tuple[int, int]:
+    """The rows ``[lo, hi)`` :func:`_window_table` embeds of ``n``: all when they fit, else
+    ``max_rows`` from just before the first ``hot`` row."""
+    if n <= max_rows:
+        return 0, n
+    hits = np.flatnonzero(hot)
+    lo = 0 if not len(hits) else max(0, min(int(hits[0]) - 5, n - max_rows))
+    return lo, lo + max_rows
+
+
 def _window_table(df: pd.DataFrame, hot: np.ndarray, max_rows: int, what: str,
                   **kw: Any) -> str:
     """A long table as a stated window: all rows when they fit, else ``max_rows`` rows from
@@ -969,8 +985,8 @@ def _window_table(df: pd.DataFrame, hot: np.ndarray, max_rows: int, what: str,
     if n <= max_rows:
         return _table(df, **kw)
     hits = np.flatnonzero(hot)
-    lo = 0 if not len(hits) else max(0, min(int(hits[0]) - 5, n - max_rows))
-    part = df.iloc[lo:lo + max_rows]
+    lo, hi = _window_bounds(n, hot, max_rows)
+    part = df.iloc[lo:hi]
     where = "from just before the first difference" if len(hits) and lo > 0 else "the first"
     return (f"<p class='note rows-cut'>Showing rows {lo + 1:,}\u2013{lo + len(part):,} of "
             f"{n:,} {what} ({where}; {n - len(part):,} rows not embedded).</p>"
@@ -999,10 +1015,11 @@ def _values_by_row(changes: pd.DataFrame, rows: Any) -> list[str]:
     """Per diff_df row: its key value changes as ``path: before -> after; ...``."""
     if not len(changes):
         return ["" for _ in rows]
-    key = changes[changes["key"]]
+    want = [int(r) for r in rows]
+    key = changes[changes["key"] & changes["row"].isin(want)]  # only the rows asked for
     text = {int(k): "; ".join(_value_text(r) for r in g.itertuples())
             for k, g in key.groupby("row")}
-    return [text.get(int(r), "") for r in rows]
+    return [text.get(r, "") for r in want]
 
 
 def _inline_diff(before: str, after: str) -> tuple[Markup, Markup]:
