@@ -96,3 +96,39 @@ def test_content_changed_ignores_bookkeeping_only() -> None:
     assert not content_changed(a, dict(a, replayPatch=[{"interventionId": "iv"}]))
     assert content_changed(a, dict(a, settings={"temperature": 0}))
     assert content_changed(a, dict(a, tools=["x"]))
+
+
+def test_unsupported_findings_name_each_rule(log: Any) -> None:
+    """Issue 28: a fixture matched on part of the arguments answering a call with more
+    arguments, a copied output after a change, and a call to a tool the changed request no
+    longer offers are each an "unsupported" finding naming the step; summary() counts them."""
+    br = rk.Branch(base=log, run_id="run-claims-C-104", tenant_id="demo",
+                   checkpoint="cp-intake", name="lookup").intervene(
+        kind="tool_args_patch", target="tc-104-1",
+        patch={"args": {"claimId": "C-104", "includeHistory": True}})
+    res = rk.replay(br, fixtures=DATA / "fixtures.json")
+    assert res.status == "completed"
+    s = res.summary()
+    u = s.unsupported
+    fx = u[u["reason"] == "fixture_args"]
+    assert len(fx) == 1 and fx["tool_name"].iloc[0] == "claim-lookup"
+    assert "fx-lookup-C-104" in fx["sentence"].iloc[0] and "includeHistory" in \
+        fx["sentence"].iloc[0]
+    assert int(fx["because_step"].iloc[0]) == 5  # the patched call
+    # the model output after the changed tool result is copied, so unsupported too
+    cp = u[u["reason"] == "copied_output"]
+    assert len(cp) and (cp["step"] > 5).all()
+    assert "tool_not_offered" not in set(u["reason"])  # no request changed its tools
+    assert s.counts["unsupported"] == len(u) == len(s.sentences("unsupported"))
+    assert s.answer.startswith("Undetermined:")
+    # an exact-hash fixture is evidence for its arguments: no fixture_args finding
+    demo = rk.replay(rk.Branch.load(DATA / "branch-drop-fraud-clause.json", base=log,
+                                    tenant_id="demo"), fixtures=DATA / "fixtures.json")
+    du = demo.summary().unsupported
+    assert list(du["step"]) == [4, 8, 13, 14, 17]
+    assert list(du["reason"]) == ["copied_output"] * 3 + ["tool_not_offered", "copied_output"]
+    # a replay that changes nothing supports everything
+    plain = rk.replay(rk.Branch(base=log, run_id="run-claims-C-104", tenant_id="demo",
+                                checkpoint="cp-intake", name="plain"))
+    assert plain.summary().unsupported.empty and plain.summary().counts["unsupported"] == 0
+    assert plain.summary().answer.startswith("Unchanged: the replay reproduces")
