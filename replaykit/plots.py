@@ -321,7 +321,7 @@ def divergence_timeline(result: Any, *, max_points: int = MAX_POINTS,
     if step >= 0:
         fig.add_vline(x=step, line_dash="dash", line_color="#c62828", line_width=2)
         fig.add_annotation(x=step, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
-                           text=f"first divergence: step {step}", font={"color": "#c62828"})
+                           text=f"first change: step {step}", font={"color": "#c62828"})
     n_hot = int((diff["status"] != "same").sum())
     default = (f"Replay {result.run_id}: {m['comparability']}, "
                f"{max(n_hot - 1, 0):,} changed after the first change")

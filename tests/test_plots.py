@@ -86,6 +86,8 @@ def test_divergence_timeline_marks_first_divergence(replays):
     assert done.metrics["first_divergence_step"] == 3
     assert len(fig.layout.shapes) == 1
     assert fig.layout.shapes[0].x0 == 3 and fig.layout.shapes[0].x1 == 3
+    assert fig.layout.annotations[0].text == "first change: step 3"
+    assert fig.layout.title.text.endswith("5 changed after the first change")
     assert [t.name for t in fig.data] == ["base: same", "base: changed", "replay: recorded",
                                           "replay: patched", "replay: fixture",
                                           "replay: copied by policy",
