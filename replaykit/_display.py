@@ -147,7 +147,11 @@ def replay_result_html(res: Any) -> str:
 def _verdict_items(v: Any) -> dict[str, Any]:
     items: dict[str, Any] = {"deterministic": v.deterministic, "steps": v.steps}
     if not v.deterministic:
-        items["first_divergence_at"] = v.first_divergence_at
+        # named as everywhere else: the 0-based step (position in the run, as in a replay's
+        # first_divergence_step and the scrubbers) and its seq; Verdict.first_divergence_at
+        # counts from 1
+        at = v.first_divergence_at
+        items["first_divergence_step"] = at - 1 if isinstance(at, int) else at
         items["first_divergence_seq"] = v.first_divergence_seq
     return items
 

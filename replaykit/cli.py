@@ -139,6 +139,12 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     g.add_argument("--events", type=int, default=None,
                    help="about how many events (pleach, toh) or events per run (isplay)")
     g.add_argument("--seed", type=int, default=0, help="random seed (same seed, same bytes)")
+    g.add_argument("--drift", default="tool-errors",
+                   choices=["tool-errors", "none"],
+                   help="cohorts: the drift planted in the last semester, a known truth for "
+                   "'report cohort' to find (default tool-errors: tool results fail 10 points "
+                   "more often; none: same parameters, "
+                   "so nothing should be found)")
 
     # ---- branch
     b = sub.add_parser("branch", help="create a branch file or add an intervention to one",
@@ -607,10 +613,12 @@ def _generate(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     if args.kind == "cohorts":
-        gen = datasets.generate_cohorts(out, runs=args.runs or 200, seed=args.seed)
+        gen = datasets.generate_cohorts(out, runs=args.runs or 200, seed=args.seed,
+                                        drift=args.drift)
         print(f"wrote {out / 'events.parquet'} ({len(gen.log):,} events in "
               f"{gen.log.num_runs:,} runs, semesters 2025-fall and 2026-spring) and "
               f"{out / 'cache.parquet'}")
+        print(f"planted drift: {args.drift} ({datasets.DRIFTS[args.drift][2]})")
     elif args.kind == "pleach":
         p = datasets.generate_pleach(out, events=args.events or 2_000, runs=args.runs or 10,
                                      seed=args.seed)

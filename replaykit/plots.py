@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .branch.vocab import PROVENANCE_BADGES
 from .errors import MissingExtraError
 
 try:
@@ -75,10 +76,10 @@ HOVER_TEXT = 120
 
 _PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
             "#ff9da7", "#9c755f", "#bab0ac"]
-_ORIGIN_STYLE = {  # replay lane: where each replayed event came from
-    "copied": ("#bab0ac", "circle"), "recorded": ("#4e79a7", "circle"),
-    "patched": ("#f28e2b", "diamond"), "fixture": ("#e15759", "star"),
-    "executor": ("#59a14f", "triangle-up"), "blocked": ("#000000", "x"),
+_ORIGIN_STYLE = {  # replay lane: where each replayed step's content came from (provenance)
+    "recorded": ("#4e79a7", "circle"), "patched": ("#f28e2b", "diamond"),
+    "fixture": ("#e15759", "star"), "policy-copy": ("#edc948", "circle-open"),
+    "live": ("#59a14f", "triangle-up"), "blocked": ("#000000", "x"),
     "synthetic": ("#b07aa1", "square"),
 }
 _STATUS_STYLE = {  # base lane: how each base event aligns with the replay
@@ -237,10 +238,12 @@ def divergence_timeline(result: Any, *, max_points: int = MAX_POINTS,
 
     x is the event's position in its own run (0-based, the position the metrics of
     docs/metrics.md count); the base lane is coloured by its diff status (same / changed /
-    removed, from ``result.diff_df()``), the replay lane by origin (copied, recorded, patched,
-    fixture, ...; from ``result.annotations_df()``), so fixture-served and patched events stand
-    out. A dashed vertical line (``layout.shapes[0]``) sits at
-    ``result.metrics["first_divergence_step"]``; there is none when the runs are identical.
+    removed, from ``result.diff_df()``, where every differing field counts), the replay lane by
+    provenance (recorded, patched, fixture, copied by policy, live, ...; from
+    ``result.annotations_df().provenance``), so fixture-served, patched and policy-copied
+    events stand out. A dashed vertical line (``layout.shapes[0]``) sits at the first changed
+    step (``result.metrics["first_divergence_step"]`` or earlier, when a field outside the
+    event signature changed first); there is none when the runs are identical.
     Hover shows seq, kind, tool and the (escaped, shortened) event text.
 
     A lane longer than ``max_points`` is sampled: up to three quarters of the points go to
@@ -271,12 +274,15 @@ def divergence_timeline(result: Any, *, max_points: int = MAX_POINTS,
     b_status = _by_seq(b_seq, db["base_seq"], db["status"].astype(str), "same")
     r_status = _by_seq(r_seq, dr["replay_seq"], dr["status"].astype(str), "same")
     ann = result.annotations_df()
-    r_origin = _by_seq(r_seq, ann["seq"], ann["origin"].astype(str), "recorded")
+    r_origin = _by_seq(r_seq, ann["seq"], ann["provenance"].astype(str), "recorded")
     m = result.metrics
     step = int(m["first_divergence_step"])
+    hot_r = np.flatnonzero(r_status != "same")
+    if len(hot_r):  # every field counts: a patched request parameter is a change too
+        step = int(hot_r[0]) if step < 0 else min(step, int(hot_r[0]))
     always = [step] if step >= 0 else []
     b_pos, b_info = _pick(len(b_seq), b_status != "same", max_points, always)
-    r_hot = (r_status != "same") | ~np.isin(r_origin, ["copied", "recorded"])
+    r_hot = (r_status != "same") | ~np.isin(r_origin, ["recorded", "policy-copy"])
     r_pos, r_info = _pick(len(r_seq), r_hot, max_points, always)
     base = _lane_rows(bt, b_pos).assign(status=b_status[b_pos])
     rep = _lane_rows(rt, r_pos).assign(status=r_status[r_pos], origin=r_origin[r_pos])
@@ -299,7 +305,8 @@ def divergence_timeline(result: Any, *, max_points: int = MAX_POINTS,
         color, symbol = _ORIGIN_STYLE.get(origin, ("#9c755f", "circle"))
         changed = (part["status"] != "same").to_numpy()
         fig.add_trace(go.Scatter(
-            x=part["pos"], y=["replay"] * len(part), mode="markers", name=f"replay: {origin}",
+            x=part["pos"], y=["replay"] * len(part), mode="markers",
+            name=f"replay: {PROVENANCE_BADGES.get(origin, origin)}",
             legendgroup="replay",
             marker={"color": color, "symbol": symbol, "size": 11,
                     "line": {"width": np.where(changed, 2, 0).tolist(), "color": "#000"}},
@@ -314,9 +321,10 @@ def divergence_timeline(result: Any, *, max_points: int = MAX_POINTS,
     if step >= 0:
         fig.add_vline(x=step, line_dash="dash", line_color="#c62828", line_width=2)
         fig.add_annotation(x=step, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
-                           text=f"first divergence: step {step}", font={"color": "#c62828"})
+                           text=f"first change: step {step}", font={"color": "#c62828"})
+    n_hot = int((diff["status"] != "same").sum())
     default = (f"Replay {result.run_id}: {m['comparability']}, "
-               f"{m['changed_descendants']} changed after the divergence")
+               f"{max(n_hot - 1, 0):,} changed after the first change")
     if notes:
         default += (f" (sampled: {max(b_info['shown'], r_info['shown']):,} of "
                     f"{max(b_info['total'], r_info['total']):,} events per lane)")

@@ -133,7 +133,8 @@ DERIVED_COLUMNS: tuple[str, ...] = (
 #: Optional columns a table may carry after the canonical ones (any subset, in this order).
 #: Loaders never produce them; :func:`validate` accepts them; Parquet datasets and SQL tables
 #: store the canonical columns only (``ReplayResult.save`` keeps them).
-EXTENSION_COLUMNS: pa.Schema = pa.schema([pa.field("replay_origin", _DICT)])
+EXTENSION_COLUMNS: pa.Schema = pa.schema([pa.field("replay_origin", _DICT),
+                                           pa.field("replay_provenance", _DICT)])
 
 #: One-line documentation of every extension column.
 EXTENSION_DOCS: dict[str, str] = {
@@ -141,6 +142,10 @@ EXTENSION_DOCS: dict[str, str] = {
                      "copied (before the checkpoint), recorded, patched (an intervention "
                      "edited it), fixture (fixture-served), executor (a live model or tool "
                      "executor), blocked, synthetic (made by the replay)",
+    "replay_provenance": "in ReplayResult.events only: where the step's content came from, "
+                         "for a reader -- recorded, patched, fixture, policy-copy (a model "
+                         "output copied from the recording under a non-live model policy), "
+                         "live, blocked, synthetic (replaykit.branch.vocab.PROVENANCES)",
 }
 
 #: Rows that could not be loaded, each with its reason. ``loaded + quarantined == input rows``.

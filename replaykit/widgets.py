@@ -40,12 +40,55 @@ _PRE_STYLE = ("margin:0;max-height:360px;overflow:auto;font-size:11px;"
               "white-space:pre;word-break:normal;overflow-wrap:normal")
 
 
-def _pre(obj: Any, max_chars: int = MAX_CHARS) -> str:
-    """Pretty JSON of ``obj`` in an escaped <pre> block (log content is untrusted)."""
-    text = json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False)
+#: characters of one string value shown before it is cut (at a word boundary).
+TEXT_CHARS = 400
+
+
+def cut_words(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with an ellipsis
+    (:func:`replaykit.report.cut_words`).
+
+    >>> cut_words("the quick brown fox jumps", 16)
+    'the quick brown…'
+    """
+    from .report import cut_words as cut
+
+    return str(cut(text, limit))
+
+
+def _shorten(obj: Any, limit: int) -> tuple[Any, int]:
+    """``obj`` with every string longer than ``limit`` cut at a word boundary; and how many
+    strings were cut."""
+    if isinstance(obj, str):
+        return (cut_words(obj, limit), 1) if len(obj) > limit else (obj, 0)
+    if isinstance(obj, Mapping):
+        out, n = {}, 0
+        for k, v in obj.items():
+            out[k], m = _shorten(v, limit)
+            n += m
+        return out, n
+    if isinstance(obj, (list, tuple)):
+        items = [_shorten(v, limit) for v in obj]
+        return [v for v, _ in items], sum(m for _, m in items)
+    return obj, 0
+
+
+def _pre(obj: Any, max_chars: int = MAX_CHARS, text_chars: int = TEXT_CHARS) -> str:
+    """Pretty JSON of ``obj`` in an escaped <pre> block (log content is untrusted). Long
+    strings are cut at a word boundary; the whole value is one click away (a <details>
+    block below it)."""
+    short, cut = _shorten(obj, text_chars)
+    text = json.dumps(short, indent=2, sort_keys=True, default=str, ensure_ascii=False)
     if len(text) > max_chars:
-        text = text[:max_chars] + f"\n... ({len(text) - max_chars:,} more characters)"
-    return f"<pre style='{_PRE_STYLE}'>{html.escape(text)}</pre>"
+        text = cut_words(text, max_chars)
+    out = f"<pre style='{_PRE_STYLE}'>{html.escape(text)}</pre>"
+    if cut:
+        whole = json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False)
+        out += (f"<details class='rk-whole'><summary>{cut:,} long text(s) cut at a word "
+                f"boundary: show the whole value ({len(whole):,} characters)</summary>"
+                f"<pre style='{_PRE_STYLE};white-space:pre-wrap'>"
+                f"{html.escape(whole[:MAX_CHARS * 10])}</pre></details>")
+    return out
 
 
 _MARK = "background:#ffe0b2;display:block"
@@ -241,7 +284,13 @@ class Scrubber(_View):
             panes = W.HBox([W.VBox([W.HTML("<b>event</b>"), self.event_view], layout=box),
                             W.VBox([W.HTML("<b>changed</b>"), self.changes_view], layout=box),
                             W.VBox([W.HTML("<b>state</b>"), self.state_view], layout=box)])
-        self.widget = W.VBox([W.HBox([self.play, self.slider]), self.header, panes])
+        self.flags: dict[int, str] = {}  # seq -> unsupported finding (for_replay sets them)
+        self._turns = _turn_numbers(self._table)
+        self.legend = W.HTML(_legend_html(
+            sorted(set(self._table.column("replay_provenance").to_pylist()) - {None}))
+            if "replay_provenance" in self._table.column_names else "")
+        self.widget = W.VBox([W.HBox([self.play, self.slider]), self.header, panes,
+                              self.legend])
         self.slider.observe(self._on_move, names="value")
         self.show(0)
 
@@ -262,13 +311,20 @@ class Scrubber(_View):
         before = self.states.state_at_row(row - 1, self._start)
         self.event = _event_dict(self._table, i)
         self.changes = state_changes(before, self.state)
-        self.header.value = (f"<b>{html.escape(self.run_id)}</b> &middot; step {i} of "
-                             f"{len(self.seqs) - 1} &middot; seq {self.seq} &middot; "
-                             f"{html.escape(str(self.event.get('kind', '')))}")
+        prov = self.event.get("replay_provenance")
+        self.provenance = prov
+        self.step, self.turn = i, self._turns[i]
+        self.header.value = (f"<b>{html.escape(self.run_id)}</b> &middot; step {i:,} of "
+                             f"{len(self.seqs) - 1:,} &middot; turn {self.turn} &middot; "
+                             f"seq {self.seq:,} &middot; "
+                             f"{html.escape(str(self.event.get('kind', '')))}"
+                             + (f" &middot; from: {_badge(prov)}" if prov else "")
+                             + (f" {_flag(self.flags[self.seq])}"
+                                if self.seq in self.flags else ""))
         self.event_view.value = _pre(self.event)
         self.changes_view.value = _pre(self.changes) if self.changes else "<i>no change</i>"
         if self._base_table is None:
-            self.state_view.value = _pre(self.state)
+            self.state_view.value = _pre(self._shown_state(self.state, i))
             return
         nb = self._base_table.num_rows
         self.base_event: dict[str, Any] | None
@@ -278,18 +334,31 @@ class Scrubber(_View):
             self.base_state = self.base_states.state_at_row(self._base_start + i,
                                                             self._base_start)
             self.base_event_view.value = _pre(self.base_event)
-            self.base_state_view.value = _pre(self.base_state)
+            self.base_state_view.value = _pre(self._shown_state(self.base_state, i))
         else:
             self.base_event, self.base_state = None, None
             self.base_event_view.value = self.base_state_view.value = \
                 "<i>the base run has no event at this step</i>"
-        plain = json.loads(json.dumps(self.state, default=_plain_default))
-        other = json.loads(json.dumps(self.base_state, default=_plain_default)) \
+        plain = self._shown_state(json.loads(json.dumps(self.state, default=_plain_default)), i)
+        other = self._shown_state(json.loads(json.dumps(self.base_state,
+                                                        default=_plain_default)), i) \
             if self.base_state is not None else {}
         self.differs = sorted(k for k in plain if other.get(k, object()) != plain[k])
         self.state_view.value = marked_json(plain, [f"/{k}" for k in self.differs])
         self.header.value += (f" &middot; base seq {int(self._base_table.column('seq')[i].as_py())}"
                               if i < nb else " &middot; base: no event")
+
+    def _shown_state(self, state: Any, i: int) -> Any:
+        """The state as the panes show it: a ``step`` / ``turn`` the log does not record
+        (null in the fold) shows the scrubber's step and turn instead of ``null``."""
+        if not isinstance(state, Mapping):
+            return state
+        out = dict(state)
+        if "step" in out and out["step"] is None:
+            out["step"] = i
+        if "turn" in out and out["turn"] is None:
+            out["turn"] = self._turns[i]
+        return out
 
     @classmethod
     def for_replay(cls, result: Any) -> Scrubber:
@@ -301,8 +370,28 @@ class Scrubber(_View):
         """
         base = (result.base.run(result.branch.run_id, tenant_id=result.branch.tenant_id)
                 if result.branch is not None else result.base)
-        return cls(result.events, result.run_id, tenant_id=result.events.tenants[0],
-                   base=base)
+        s = cls(result.events, result.run_id, tenant_id=result.events.tenants[0],
+                base=base)
+        uns = result.summary().unsupported
+        s.flags = {int(k): "; ".join(g["sentence"]) for k, g in uns.groupby("step")} \
+            if len(uns) else {}
+        s.show(s.index)
+        return s
+
+
+def _turn_numbers(table: Any) -> list[int]:
+    """The turn of each event of one run: the log's ``turn`` column where it has one, else
+    the number of turns begun so far (``turn_start`` events, or user messages when the log
+    has no turn events), 0 before the first."""
+    import pyarrow.compute as pc
+
+    kinds = np.asarray(pc.cast(table.column("kind"), "string").to_numpy(zero_copy_only=False),
+                       dtype=object)
+    opener = "turn_start" if (kinds == "turn_start").any() else "user_message"
+    derived = np.cumsum(kinds == opener)
+    recorded = table.column("turn").to_pandas()
+    return [int(r) if not pd.isna(r) else int(d)
+            for r, d in zip(recorded.tolist(), derived.tolist(), strict=True)]
 
 
 # --------------------------------------------------------------------------- DiffExplorer
@@ -334,9 +423,16 @@ class DiffExplorer(_View):
         self._base_pos = {int(s): i for i, s in enumerate(self._base.column("seq").to_pylist())}
         self._rep_pos = {int(s): i for i, s in enumerate(self._rep.column("seq").to_pylist())}
         self.rows = self.diff
-        from .branch.findings import changes_df
+        from .branch.findings import changes_df, summarize
 
         self.changes = changes_df(result)
+        ann = result.annotations_df()
+        self._prov = dict(zip(ann["seq"].astype("int64").tolist(),
+                              ann["provenance"].astype(str).tolist(), strict=True))
+        uns = summarize(result, changes=self.changes).unsupported
+        self._flags = {int(k): "; ".join(g["sentence"]) for k, g in uns.groupby("step")} \
+            if len(uns) else {}
+        self.legend = W.HTML(_legend_html(sorted(set(self._prov.values()))))
         self.status = W.Dropdown(options=DIFF_STATUSES, value="all", description="status")
         self.position = W.IntSlider(value=0, min=0, max=max(len(self.diff) - 1, 0),
                                     description="row")
@@ -352,7 +448,7 @@ class DiffExplorer(_View):
         self.widget = W.VBox([
             W.HBox([self.status, self.position]),
             W.HBox([self.prev_change, self.next_change, self.jump]), self.header,
-            self.values_view,
+            self.legend, self.values_view,
             W.HBox([W.VBox([W.HTML("<b>base</b>"), self.base_view], layout=half),
                     W.VBox([W.HTML("<b>replay</b>"), self.replay_view], layout=half)]),
             self.table_view,
@@ -370,8 +466,12 @@ class DiffExplorer(_View):
             pd.Series(True, index=s.index) if status == "all" else (s == status)
         self.rows = self.diff[mask.fillna(False).to_numpy(dtype=bool)]
         from ._display import frame_html
+        from .report import people_frame
 
-        self.table_view.value = frame_html(self.rows.reset_index(names="row"), max_rows=50)
+        self.table_view.value = frame_html(
+            people_frame(self.rows.reset_index(names="row"), max_rows=50), max_rows=50) + (
+            f"<div>&hellip; {len(self.rows) - 50:,} more rows</div>" if len(self.rows) > 50
+            else "")
         self.position.max = max(len(self.rows) - 1, 0)
         self.position.value = 0
         self._show(0)
@@ -397,8 +497,13 @@ class DiffExplorer(_View):
                                               marks))
         self.values_view.value = _values_html(ch)
         status = html.escape(str(row["status"]))
+        prov = None if pd.isna(rs) else self._prov.get(int(rs))
+        self.provenance = prov
         self.header.value = (f"row {int(self.rows.index[min(i, len(self.rows) - 1)])} of "
-                             f"{len(self.diff)} &middot; status <b>{status}</b>")
+                             f"{len(self.diff)} &middot; status <b>{status}</b>"
+                             + (f" &middot; replay step from: {_badge(prov)}" if prov else "")
+                             + (f" {_flag(self._flags[int(rs)])}"
+                                if not pd.isna(rs) and int(rs) in self._flags else ""))
 
     def step_change(self, direction: int = 1) -> int | None:
         """Show the next (``direction=1``) or previous (``-1``) row that is not ``same``,
@@ -425,6 +530,50 @@ class DiffExplorer(_View):
             return None
         self.position.value = int(not_same[0])
         return int(not_same[0])
+
+
+_BADGE_STYLE = {
+    "recorded": "background:#78909c;color:#fff", "patched": "background:#ef6c00;color:#fff",
+    "fixture": "background:#c62828;color:#fff",
+    "policy-copy": "background:#fff;color:#8d6e00;border:1px dashed #8d6e00",
+    "live": "background:#2e7d32;color:#fff", "blocked": "background:#000;color:#fff",
+    "synthetic": "background:#7b1fa2;color:#fff",
+}
+
+
+def _badge(prov: str) -> str:
+    """The provenance badge of one step (the same names and colours as the report)."""
+    from .branch.vocab import PROVENANCE_BADGES, PROVENANCES
+
+    style = _BADGE_STYLE.get(prov, "background:#607d8b;color:#fff")
+    return (f"<span class='rk-badge {html.escape(prov)}' title='"
+            f"{html.escape(PROVENANCES.get(prov, ''))}' style='{style};font-size:11px;"
+            f"border-radius:6px;padding:0 5px'>{html.escape(PROVENANCE_BADGES.get(prov, prov))}"
+            "</span>")
+
+
+def _flag(sentence: str) -> str:
+    """The "unsupported" flag of a step, with its finding as the tooltip and below it."""
+    return ("<span class='rk-flag' style='font-size:11px;color:#b71c1c;background:#ffebee;"
+            "border:1px solid #b71c1c;border-radius:6px;padding:0 5px' title='"
+            f"{html.escape(sentence)}'>unsupported</span><div style='font-size:12px;"
+            f"color:#b71c1c'>{html.escape(sentence)}</div>")
+
+
+def _legend_html(present: list[str]) -> str:
+    """One line per provenance badge shown: what it means (and the unsupported flag)."""
+    from .branch.vocab import PROVENANCES
+
+    if not present:
+        return ""
+    keys = [k for k in PROVENANCES if k in present]
+    items = " ".join(f"{_badge(k)} <span style='font-size:11px;color:#555'>"
+                     f"{html.escape(PROVENANCES[k])}</span>" for k in keys)
+    return (f"<div class='rk-legend' style='font-size:11px;margin:2px 0'>{items} "
+            "<span class='rk-flag' style='font-size:11px;color:#b71c1c;border:1px solid "
+            "#b71c1c;border-radius:6px;padding:0 5px'>unsupported</span> <span style='"
+            "font-size:11px;color:#555'>the replay cannot support what this step shows</span>"
+            "</div>")
 
 
 def _values_html(ch: pd.DataFrame) -> str:
@@ -474,11 +623,15 @@ class Transcript(_View):
         from .report import run_tree_html, transcript_html
 
         origins = None
+        flags: dict[int, str] = {}
         if hasattr(log, "annotations_df") and hasattr(log, "events"):  # a ReplayResult
             res = log
             ann = res.annotations_df()
-            origins = dict(zip(ann["seq"].astype("int64"), ann["origin"].astype(str),
+            origins = dict(zip(ann["seq"].astype("int64"), ann["provenance"].astype(str),
                                strict=True))
+            uns = res.summary().unsupported
+            flags = {int(k): "; ".join(g["sentence"]) for k, g in uns.groupby("step")} \
+                if len(uns) else {}
             table = res.events.table
             base = (res.base.run(res.branch.run_id, tenant_id=res.branch.tenant_id)
                     if res.branch is not None else res.base)
@@ -494,7 +647,8 @@ class Transcript(_View):
             tables = [table]
             self.run_id = run_id
         self.transcript_view = W.HTML(f"<div class='rk-transcript'>{_transcript_css()}"
-                                      f"{transcript_html(table, origins=origins)}</div>")
+                                      f"{transcript_html(table, origins=origins, flags=flags)}"
+                                      "</div>")
         self.tree_view = W.HTML(f"<div class='rk-tree'>{_transcript_css()}"
                                 f"{run_tree_html(tables)}</div>")
         self.tabs = W.Tab(children=[self.transcript_view, self.tree_view])
@@ -519,6 +673,10 @@ def _ipython() -> Any:
 
 
 _DEFAULT_METRICS = ("changed_descendants", "first_divergence_step", "tool_sequence_distance")
+#: the CohortExplorer's "no cohort column" and "every value" choices
+NONE, ALL = "(none)", "(all)"
+_EXACT_MINUS_ONE = ("first_divergence_step",)
+
 
 
 class CohortExplorer(_View):
@@ -561,8 +719,10 @@ class CohortExplorer(_View):
         default = next((m for m in _DEFAULT_METRICS if m in metrics), metrics[0])
         self.metric = W.Dropdown(options=metrics, value=metric or default,
                                  description="metric")
-        self.cohort = W.Dropdown(options=[("(none)", None)] + [(c, c) for c in cohorts],
-                                 value=cohort, description="cohort")
+        # sentinel strings, not None: an ipywidgets Dropdown whose value is None shows no
+        # selection at all, so "(none)" / "(all)" would look empty once picked
+        self.cohort = W.Dropdown(options=[NONE] + cohorts, value=cohort or NONE,
+                                 description="cohort")
         self.value = W.Dropdown(options=[], description="value")
         self.run = W.Dropdown(options=[], description="run")
         self.open = W.Button(description="open", icon="play", disabled=log is None)
@@ -581,20 +741,48 @@ class CohortExplorer(_View):
         self.open.on_click(lambda _b: self.open_run())
         self._cohort_changed()
 
+    @property
+    def cohort_column(self) -> str | None:
+        """The chosen cohort column (None for "(none)")."""
+        return None if self.cohort.value == NONE else str(self.cohort.value)
+
+    @property
+    def cohort_value(self) -> str | None:
+        """The chosen value of the cohort column (None for "(all)")."""
+        v = self.value.value
+        return None if v in (ALL, None) else str(v)
+
     def _cohort_changed(self) -> None:
-        col = self.cohort.value
+        col = self.cohort_column
         vals = [] if col is None else sorted(self.df[col].astype("string").fillna("(missing)")
                                              .unique().tolist())
-        self.value.options = [("(all)", None)] + [(v, v) for v in vals]
-        self.value.value = None
+        keep = self.value.value if self.value.value in vals else ALL
+        self.value.options = [ALL] + vals
+        self.value.value = keep
         self._redraw()
 
     def _redraw(self) -> None:
-        if pd.api.types.is_bool_dtype(self.df[self.metric.value]):
-            self.figure = self._share_figure(self.metric.value, self.cohort.value)
+        metric = self.metric.value
+        if pd.api.types.is_bool_dtype(self.df[metric]):
+            self.figure = self._share_figure(metric, self.cohort_column)
         else:
-            self.figure = self._plots.metric_distribution(self.df, self.metric.value,
-                                                          by=self.cohort.value)
+            df = self.df
+            exact = 0
+            is_exact = np.zeros(len(df), dtype=bool)
+            if metric in _EXACT_MINUS_ONE:  # -1 is "never diverged", not a step
+                is_exact = (df[metric] == -1).fillna(False).to_numpy(dtype=bool)
+                exact = int(is_exact.sum())
+                df = df.assign(**{metric: df[metric].astype("Float64").mask(is_exact)})
+            title = None
+            if exact:
+                title = (f"{metric} by {self.cohort_column or 'all rows'} ({exact:,} exact "
+                         "rows without a divergence not drawn)")
+            try:
+                self.figure = self._plots.metric_distribution(df, metric,
+                                                              by=self.cohort_column,
+                                                              title=title)
+            except ValueError:  # every row exact: nothing to draw
+                self.figure = self._share_figure_of(metric, "exact", is_exact)
         if _ipython() is not None:  # headless (tests, scripts): keep .figure, draw nothing
             self.figure_view.clear_output(wait=True)
             with self.figure_view:
@@ -603,13 +791,20 @@ class CohortExplorer(_View):
                 display(self.figure)
         self._table()
 
-    def _share_figure(self, metric: str, by: str | None) -> Any:
+    def _share_figure_of(self, metric: str, what: str, mask: Any) -> Any:
+        """The share of rows where ``mask`` holds, per cohort (e.g. every row exact)."""
+        df = self.df.assign(**{f"{metric} {what}": pd.array(mask, dtype="boolean")})
+        return self._share_figure(f"{metric} {what}", self.cohort_column, df)
+
+    def _share_figure(self, metric: str, by: str | None, frame: pd.DataFrame | None = None
+                      ) -> Any:
         """A yes/no metric as the share of rows where it holds, per cohort (not a 0/1 box)."""
         import plotly.graph_objects as go
 
-        key = (self.df[by].astype("string").fillna("(missing)") if by is not None
-               else pd.Series("all", index=self.df.index, dtype="string"))
-        g = self.df[metric].astype("boolean").fillna(False).astype(float).groupby(
+        df = self.df if frame is None else frame
+        key = (df[by].astype("string").fillna("(missing)") if by is not None
+               else pd.Series("all", index=df.index, dtype="string"))
+        g = df[metric].astype("boolean").fillna(False).astype(float).groupby(
             key.to_numpy(), sort=True)
         share, n = g.mean(), g.size()
         labels = [f"{html.escape(str(k), quote=False)} (n={int(n[k]):,})" for k in share.index]
@@ -624,20 +819,26 @@ class CohortExplorer(_View):
     def selected(self) -> pd.DataFrame:
         """The rows of the chosen cohort value, highest metric first."""
         df = self.df
-        if self.cohort.value is not None and self.value.value is not None:
-            key = df[self.cohort.value].astype("string").fillna("(missing)")
-            df = df[(key == self.value.value).to_numpy(dtype=bool)]
+        if self.cohort_column is not None and self.cohort_value is not None:
+            key = df[self.cohort_column].astype("string").fillna("(missing)")
+            df = df[(key == self.cohort_value).to_numpy(dtype=bool)]
         return df.sort_values(self.metric.value, ascending=False, kind="stable")
 
     def _table(self) -> None:
         from ._display import frame_html
+        from .report import people_frame
 
         rows = self.selected()
         self.rows = rows
-        self.table_view.value = frame_html(rows, max_rows=15)
-        runs = rows[self.run_column].astype(str).tolist() if self.run_column in rows else []
+        shown = people_frame(rows, max_rows=15)
+        self.table_view.value = frame_html(shown, max_rows=15) + (
+            f"<div>&hellip; {len(rows) - 15:,} more rows</div>" if len(rows) > 15 else "")
+        # each run once (a base run replayed several times has several rows), worst first
+        runs = list(dict.fromkeys(rows[self.run_column].astype(str).tolist())) \
+            if self.run_column in rows else []
+        keep = self.run.value if self.run.value in runs[:500] else None
         self.run.options = runs[:500]
-        self.run.value = runs[0] if runs else None
+        self.run.value = keep or (runs[0] if runs else None)
 
     def open_run(self, run_id: str | None = None) -> Scrubber:
         """Build (and show) a :class:`Scrubber` for ``run_id`` (default: the chosen run).

@@ -243,7 +243,12 @@ def test_cli_error_text_rewrites_python_spellings():
 def test_generate_cohorts_feeds_the_cohort_report_from_the_shell_alone(tmp_path):
     proc = run("generate", "cohorts", "cohorts", "--runs", "40", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+    # the sample a newcomer meets carries a known, named drift (issue 28)
+    assert "planted drift: tool-errors" in proc.stdout
     log = rk.read_parquet(tmp_path / "cohorts" / "events.parquet")
+    planted = rk.datasets.generate_cohorts(runs=40, drift="tool-errors")
+    assert planted.log.table.column("is_error").to_pylist() == \
+        log.table.column("is_error").to_pylist()
     assert log.num_runs == 40
     again = run("generate", "cohorts", str(tmp_path / "again"), "--runs", "40")
     assert again.returncode == 0

@@ -16,7 +16,8 @@ from replaykit.io.pleach import EVENT_KINDS, read_pleach
 
 def test_public_names() -> None:
     assert set(datasets.__all__) == {
-        "CohortData", "generate_cohorts", "generate_isplay", "generate_pleach", "generate_toh"
+        "DRIFTS", "CohortData", "generate_cohorts", "generate_isplay", "generate_pleach",
+        "generate_toh"
     }
     assert callable(generate_pleach) and callable(generate_toh)
 
@@ -143,3 +144,51 @@ def test_toh_loads_with_read_toh(tmp_path: Path) -> None:
     n_calls = sum(1 for x in f.read_text(encoding="utf-8").splitlines()
                   if '"type":"tool/call"' in x)
     assert len(log.tools_df()) == n_calls
+
+
+# ------------------------------------------------------------------------------ known truth
+def _answer(drift: str, seed: int, runs: int = 200) -> tuple[str, object]:
+    import replaykit as rk
+    from replaykit.report._cohort import adjust, cohort_answer
+
+    g = datasets.generate_cohorts(runs=runs, seed=seed, drift=drift)
+    adj = adjust(rk.cohorts(g.log, by="semester").compare("2025-fall", "2026-spring",
+                                                          n_boot=400))
+    return cohort_answer(adj), adj
+
+
+def test_no_drift_sample_reads_as_no_drift_over_many_seeds() -> None:
+    """Issue 28: semesters from the same parameters; the Holm-corrected headline finds
+    nothing in at least 95% of seeds (the rest are chance, named as such)."""
+    found = []
+    for seed in range(60):
+        answer, adj = _answer("none", seed)
+        held = adj[adj["holm"]]
+        found.append(len(held) > 0)
+        assert answer.startswith("No change:") == (not len(held)), (seed, answer)
+    assert sum(found) <= 3, f"{sum(found)} of 60 no-drift seeds report a corrected finding"
+
+
+@pytest.mark.parametrize("drift, measure", [("tool-errors", "tool_error_rate")])
+def test_planted_drift_is_found_in_both_analyses(drift: str, measure: str) -> None:
+    """The named drift is a known truth: its measure rises and holds after Holm, paired and
+    unpaired, for every seed tried; params records what was planted."""
+    for seed in range(8):
+        answer, adj = _answer(drift, seed)
+        assert answer.startswith("Changed:"), (seed, answer)
+        assert f"{measure} rose from" in answer
+        rows = adj[adj["metric"] == measure]
+        assert len(rows) == 2 and rows["holm"].all() and (rows["diff"] > 0).all()
+    g = datasets.generate_cohorts(runs=40, seed=0, drift=drift)
+    assert g.params.attrs["drift"] == drift
+    col = {"tool-errors": "error_rate"}[drift]
+    delta = datasets.DRIFTS[drift][1]
+    assert g.params[col].iloc[-1] == pytest.approx(g.params[col].iloc[0] + delta)
+
+
+def test_drift_names_are_checked() -> None:
+    with pytest.raises(ValueError, match="unknown drift 'bogus'.*tool-errors"):
+        datasets.generate_cohorts(runs=10, drift="bogus")
+    plain = datasets.generate_cohorts(runs=40, seed=2)
+    none = datasets.generate_cohorts(runs=40, seed=2, drift="none")
+    assert plain.log.table.equals(none.log.table)  # None and "none" plant nothing

@@ -51,11 +51,13 @@ def test_replay_result_html(replays):
 def test_verdict_html():
     ok = Verdict(True, 19)
     assert ">deterministic</span>" in ok._repr_html_()
-    assert "first_divergence_at" not in ok._repr_html_()
+    assert "first_divergence" not in ok._repr_html_()
     bad = Verdict(False, 19, 4, 7)
     html = bad._repr_html_()
     assert ">nondeterministic</span>" in html
-    assert "first_divergence_at: <code>4</code>" in html
+    # the same names as a replay's display: a 0-based step (first_divergence_at counts from 1)
+    assert "first_divergence_step: <code>3</code>" in html
+    assert "first_divergence_at" not in html
     assert "first_divergence_seq: <code>7</code>" in html
     assert repr(bad) == ("Verdict(deterministic=False, steps=19, first_divergence_at=4, "
                          "first_divergence_seq=7)")

@@ -223,12 +223,19 @@ def test_scrubber_moves_with_mouse_and_keyboard(lab_page: Any) -> None:
 def test_diff_explorer_steps_with_mouse_and_keyboard(lab_page: Any) -> None:
     page = lab_page
     box = _widget_box(page, "next change")
-    values = box.locator(".widget-html", has_text="before").first
+    values = box.locator(".widget-html", has=page.locator("table.rk-values")).first
     header = box.locator(".widget-html", has_text="status").first
     assert "row 3 of 19" in _text(header)
     first = _text(values)
     # mouse: click "next change"
     _center(box.get_by_role("button", name="next change"))
+    box.get_by_role("button", name="next change").click()
+    # every field counts: the request at row 7 (temperature, tools patched) is a change too
+    page.wait_for_function(
+        "([h, v]) => h.innerText.includes('row 7 ') && "
+        "v.innerText.includes('settings.temperature')",
+        arg=[header.element_handle(), values.element_handle()], timeout=30_000)
+    assert "patched" in _text(header)  # the provenance badge of the replayed step
     box.get_by_role("button", name="next change").click()
     page.wait_for_function(  # header and values pane update one after the other
         "([h, v]) => h.innerText.includes('row 9 ') && v.innerText.includes('args.claimedAmount')",
@@ -251,6 +258,29 @@ def test_diff_explorer_steps_with_mouse_and_keyboard(lab_page: Any) -> None:
         "([h, b]) => h.innerText.includes('row 11 ') && b.innerText.includes('no value changed')",
         arg=[header.element_handle(), box.element_handle()], timeout=30_000)
     assert "no value changed" in _text(box)
+
+
+def test_answer_line_badges_and_unsupported_findings_on_the_page(lab_page: Any) -> None:
+    """Issue 28: the notebook shows the summary's answer line and its unsupported findings,
+    and the explorers show each step's provenance badge, the legend and the flags."""
+    page = lab_page
+    text = page.locator(".jp-Notebook").inner_text()
+    assert "Undetermined: the run ends as recorded" in text
+    assert "Unsupported by the replay (5):" in text
+    assert "no longer offers" in text
+    # the transcript widget: a badge on every step, the legend, five flags
+    tr = page.locator(".jp-OutputArea-output .rk-transcript").first
+    _center(tr)
+    assert tr.locator("[data-provenance]").count() == 19
+    assert tr.locator("[data-provenance='policy-copy'] .origin").first.inner_text().strip() \
+        == "copied by policy"
+    legend = tr.locator("#rk-provenance-legend")
+    assert legend.is_visible() and "copied by policy" in _text(legend)
+    flags = tr.locator(".msg.unsupported .flag")
+    assert flags.count() == 5 and flags.first.is_visible()
+    # the replay scrubber: badge and legend with the panes
+    box = _widget_box(page, "base (recording): event at this step")
+    assert box.locator(".rk-badge").count() >= 1 and box.locator(".rk-legend").count() == 1
 
 
 def lab_screenshots(out: Path) -> list[Path]:

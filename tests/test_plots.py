@@ -86,17 +86,23 @@ def test_divergence_timeline_marks_first_divergence(replays):
     assert done.metrics["first_divergence_step"] == 3
     assert len(fig.layout.shapes) == 1
     assert fig.layout.shapes[0].x0 == 3 and fig.layout.shapes[0].x1 == 3
-    assert [t.name for t in fig.data] == ["base: same", "base: changed", "replay: copied",
-                                          "replay: recorded", "replay: patched",
-                                          "replay: fixture", "outlined: differs from the base"]
+    assert fig.layout.annotations[0].text == "first change: step 3"
+    assert fig.layout.title.text.endswith("5 changed after the first change")
+    assert [t.name for t in fig.data] == ["base: same", "base: changed", "replay: recorded",
+                                          "replay: patched", "replay: fixture",
+                                          "replay: copied by policy",
+                                          "outlined: differs from the base"]
     # every marker style drawn is in the legend: the outline has its own legend entry
     outlined = [t for t in fig.data if t.legendgroup == "replay"
                 and max(t.marker.line.width) > 0]
     assert outlined and _trace(fig, "outlined: differs from the base").showlegend is not False
     assert fig.layout.xaxis.title.text == plots.STEP_LABEL
-    assert list(_trace(fig, "base: changed").x) == [3, 9, 10]
+    # every field counts: the patched requests (temperature, tools) are changed too
+    assert list(_trace(fig, "base: changed").x) == [3, 7, 9, 10, 12, 16]
     assert list(_trace(fig, "replay: fixture").x) == [10]
-    assert list(_trace(fig, "replay: copied").x) == [0, 1, 2]
+    assert list(_trace(fig, "replay: patched").x) == [3, 7, 9, 12, 16]
+    # the model outputs copied from the recording under recorded-only have their own mark
+    assert list(_trace(fig, "replay: copied by policy").x) == [4, 8, 13, 17]
     assert sum(len(t.x) for t in fig.data if t.legendgroup == "base") == 19
     assert sum(len(t.x) for t in fig.data if t.legendgroup == "replay") == 19
     # the fixture-served event's hover names it

@@ -259,8 +259,8 @@ def test_replay_origin_travels_with_the_events(tmp_path: Path):
                         tenant_id="acme")
     res = rk.replay(br, fixtures=DATA / "isplay" / "fixtures.json")
     t = res.events.table
-    assert t.schema.names[-1] == "replay_origin"
-    assert t.schema.names[:-1] == rk.EVENTS_SCHEMA.names
+    assert t.schema.names[-2:] == ["replay_origin", "replay_provenance"]
+    assert t.schema.names[:-2] == rk.EVENTS_SCHEMA.names
     rk.validate(t)  # an extension column is part of the schema contract
     origin = t.column("replay_origin").to_pylist()
     assert origin == res.annotations_df()["origin"].tolist()

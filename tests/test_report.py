@@ -401,8 +401,9 @@ def test_summary_names_changed_values_sources_and_policy_caveat(demo: Any) -> No
         in caveat and "guaranteed by the policy, not observed" in caveat
     df = s.to_frame()
     assert list(df.columns) == ["kind", "sentence", "section", "derived_from"]
-    assert set(df["kind"]) == {"outcome", "evidence", "caveat"}
-    assert s.text.startswith("Outcome:\n  - ") and "Caveats:" in s.text
+    assert set(df["kind"]) == {"answer", "outcome", "unsupported", "evidence", "caveat"}
+    # the answer line opens the text, then the outcome
+    assert s.text.startswith(s.answer + "\nOutcome:\n  - ") and "Caveats:" in s.text
     # the values it names are rows of changes_df
     v = s.values
     assert set(zip(v["label"], v["before"], v["after"], strict=True)) >= {
@@ -575,3 +576,43 @@ def test_summary_counts_blocked_calls(tmp_path: Path) -> None:
         "1 were blocked." in evidence
     assert "were blocked (they got an error result)" in " ".join(
         res.summary().sentences("caveat"))
+
+
+def test_cohort_report_opens_with_an_answer_line() -> None:
+    """Issue 28: a planted drift reads as a change naming its measure; a no-drift sample as
+    no change (or, for a chance hit in one analysis only, as undetermined)."""
+    from replaykit.datasets import generate_cohorts
+    from replaykit.report import cohort
+
+    for drift, start in (("tool-errors", "Changed:"), ("none", "No change:")):
+        g = generate_cohorts(runs=200, seed=1, drift=drift)
+        cs = rk.cohorts(g.log, by="semester")
+        rep = cohort(cs.compare("2025-fall", "2026-spring", n_boot=400), title="t",
+                     question="q?")
+        answer = rep.data["answer"]
+        assert answer.startswith(start), answer
+        assert f"<p class=\"answer {start[:-1].lower()}\" id=\"rk-answer\"" in rep.html
+        if drift == "tool-errors":
+            assert "tool_error_rate rose from" in answer
+        else:
+            assert "no measure moved beyond what chance explains" in answer
+
+
+def test_cohort_trend_panels_keep_tiny_changes_small() -> None:
+    """Issue 31 item 11: a 0.03-point change is not drawn as a cliff; a real change fills
+    its panel; long measure names break instead of running into the next panel."""
+    from replaykit.report._core import TREND_MIN_SPAN, _panel_title, trend_range
+
+    lo, hi = trend_range([10.0, 10.03, 10.01], "rates")
+    assert hi - lo >= TREND_MIN_SPAN["rates"] and lo < 10.0 and hi > 10.03
+    lo, hi = trend_range([5.0, 15.0], "rates")
+    assert lo <= 5.0 and hi >= 15.0 and (hi - lo) < 2 * 10.0 * 1.2
+    lo, hi = trend_range([0.2, 0.4], "rates")
+    assert lo == 0.0 and hi >= 0.4
+    lo, hi = trend_range([99.0, 99.9], "rates")
+    assert hi == 100.0 and lo <= 99.0
+    lo, hi = trend_range([12000.0, 12010.0], "tokens")
+    assert hi - lo >= 0.2 * 12010 and lo >= 0
+    assert trend_range([], "counts") is None
+    assert _panel_title("tool_share.web_search", True) == "tool_share.<br>web_search \u2605"
+    assert _panel_title("abort_rate", False) == "abort_rate"

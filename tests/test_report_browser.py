@@ -269,6 +269,65 @@ def test_demo_summary_states_values_and_policy_caveat(demo_page: Any) -> None:
     assert o.page.evaluate("location.hash") == hrefs[1]
 
 
+def test_demo_answer_line_badges_and_unsupported_findings(demo_page: Any) -> None:
+    """Issue 28: the findings open with the answer, the unsupported conclusions are listed and
+    counted, and every transcript step shows where it came from, with a legend."""
+    res, _, o = demo_page
+    page = o.page
+    s = res.summary()
+    answer = page.locator("#rk-answer")
+    assert answer.inner_text().strip() == s.answer
+    assert answer.get_attribute("data-verdict") == "undetermined"
+    assert answer.inner_text().startswith("Undetermined:")
+    assert "escalate-to-siu at step 14 is copied from the recording" in answer.inner_text()
+    # it is the first thing in the findings box, above everything else
+    first = page.evaluate("() => document.querySelector('#findings h2').nextElementSibling.id")
+    assert first == "rk-answer"
+    items = page.locator("#findings li.unsupported")
+    assert items.count() == s.counts["unsupported"] == 5
+    assert page.locator("#findings h3", has_text="Unsupported by the replay (5)").count() == 1
+    steps = [int(items.nth(i).get_attribute("data-step")) for i in range(items.count())]
+    assert steps == [4, 8, 13, 14, 17]
+    # each links to its step in the transcript, which carries the flag
+    for st in steps:
+        step_el = page.locator(f"#rk-step-{st}")
+        assert step_el.count() == 1
+        assert step_el.locator(".flag").count() == 1
+        assert "unsupported" in step_el.locator(".flag").inner_text()
+    items.nth(3).locator("a.ev").click()
+    assert page.evaluate("location.hash") == "#rk-step-14"
+    assert "no longer offers" in page.locator("#rk-step-14 .why").inner_text()
+    # a badge on every shown step, matching annotations_df().provenance, and a visible legend
+    badges = page.eval_on_selector_all(
+        ".rk-transcript [data-provenance]",
+        "els => els.map(e => [+e.dataset.step, e.dataset.provenance, "
+        "e.querySelector('.origin').innerText.trim()])")
+    assert [b[0] for b in badges] == list(range(19))
+    want = dict(zip(range(19), ["recorded"] * 3 + ["patched", "policy-copy", "recorded",
+                                                    "recorded", "patched", "policy-copy",
+                                                    "patched", "fixture", "recorded",
+                                                    "patched", "policy-copy", "recorded",
+                                                    "recorded", "patched", "policy-copy",
+                                                    "recorded"], strict=True))
+    assert {b[0]: b[1] for b in badges} == want
+    assert want == dict(zip(res.annotations_df()["seq"].astype(int),
+                            res.annotations_df()["provenance"], strict=True))
+    assert {b[2] for b in badges if b[1] == "policy-copy"} == {"copied by policy"}
+    legend = page.locator("#rk-provenance-legend")
+    assert legend.is_visible()
+    for word in ("recorded", "patched", "fixture", "copied by policy", "unsupported"):
+        assert word in legend.inner_text()
+    # the scrubber label names the provenance and the turn of the step too, and the state
+    # pane shows no null step or turn (issue 31 item 9); data-json stays the exact state
+    page.evaluate("rkScrubTo(13)")
+    label = page.locator("#rk-scrub-label").inner_text()
+    assert "policy-copy" in label and "step 13 of 18 \u00b7 turn 1 \u00b7" in label
+    pane = page.locator("#rk-scrub-state").inner_text()
+    assert "step: 13" in pane and "turn: 1" in pane and "null" not in pane.split("step:")[1][:6]
+    assert json.loads(page.locator("#rk-scrub-state").get_attribute("data-json"))["step"] \
+        is None
+
+
 def test_demo_reader_view(browser: Any, demo_page: Any) -> None:
     """Hover labels show plain text and headers never break inside a word, also narrow."""
     _, path, o = demo_page
@@ -392,6 +451,16 @@ def test_cohort_report_headline_highlights_and_axes(cohort_page: Any) -> None:
     adj = rep.data["adjusted"]
     hits = adj[adj["excludes_zero"].fillna(False).to_numpy(dtype=bool)]
     assert len(hits) >= 2  # the generated drift gives findings to show
+    # the findings open with one sentence answering the question (issue 28)
+    answer = page.locator("#rk-answer").inner_text().strip()
+    assert answer == rep.data["answer"]
+    both = [m for m in adj.loc[adj["holm"], "metric"].unique()
+            if adj.loc[adj["metric"] == m, "holm"].all()]
+    some = set(adj.loc[adj["holm"], "metric"]) - set(both)
+    want = "Changed:" if both else "Undetermined:" if some else "No change:"
+    assert answer.startswith(want), answer
+    assert all(m in answer for m in both) and all(m in answer for m in some)
+    assert page.locator("#rk-answer").get_attribute("data-verdict") == want[:-1].lower()
     head = page.locator("#rk-headline").inner_text()
     un = adj[adj["analysis"] == "unpaired"]
     assert head.startswith(f"unpaired: {int(un['excludes_zero'].sum())} of {len(un)} measures "
@@ -426,6 +495,14 @@ def test_cohort_report_headline_highlights_and_axes(cohort_page: Any) -> None:
     trends = page.evaluate("""() => [...document.querySelectorAll('.figure[data-trend]')]
         .map(gd => gd._fullData.map(t => t.x.length))""")
     assert trends and all(n == 3 for fig in trends for n in fig)
+    # issue 31 item 11: no label of a trend figure overlaps another (panel titles, cohort
+    # tick labels, y tick labels), and no panel stretches a tiny change over its height
+    overlaps = page.evaluate(_TREND_OVERLAPS)
+    assert overlaps == [], overlaps[:5]
+    spans = page.evaluate("""() => [...document.querySelectorAll('.figure[data-trend]')]
+        .flatMap(gd => Object.keys(gd._fullLayout).filter(k => k.startsWith('yaxis'))
+        .map(k => gd._fullLayout[k].range[1] - gd._fullLayout[k].range[0]))""")
+    assert spans and min(spans) >= 1.0, spans
     _check_reader_view(o)
 
 
@@ -471,6 +548,26 @@ def long_page(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     o.page.context.close()
 
 
+# pairs of overlapping text labels inside each trend figure (titles and tick labels)
+_TREND_OVERLAPS = """() => {
+  const out = [];
+  for (const gd of document.querySelectorAll('.figure[data-trend]')) {
+    const els = [...gd.querySelectorAll('.annotation-text, .xtick text, .ytick text')]
+      .filter(e => e.textContent.trim());
+    const boxes = els.map(e => [e.textContent, e.getBoundingClientRect()]);
+    for (let i = 0; i < boxes.length; i++) {
+      for (let j = i + 1; j < boxes.length; j++) {
+        const [ta, a] = boxes[i], [tb, b] = boxes[j];
+        const ix = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        const iy = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (ix > 1 && iy > 1) { out.push([ta, tb]); }
+      }
+    }
+  }
+  return out;
+}"""
+
+
 # the box of an element in page coordinates, and whether any ancestor clips it
 _BOX = """(el) => { const r = el.getBoundingClientRect();
   let clipped = false;
@@ -494,7 +591,15 @@ def test_long_report_states_finding_and_sampling(long_page: Any) -> None:
     step = int(res.metrics["first_divergence_step"])
     assert step > 0
     findings = page.locator("#findings").inner_text()
-    assert f"first diverges from the recording at step {step:,}" in findings
+    # every field counts: the greedy-decoding patch changes requests before the signatures
+    # differ, and the findings name both steps
+    diff = res.diff_df()
+    first = int(diff.loc[diff["status"] != "same", "replay_seq"].min())
+    assert first <= step
+    assert f"first diverges from the recording at step {first:,}" in findings
+    if first < step:
+        assert f"the first change in kind, tool, arguments or text is at step {step:,}" \
+            in findings
     # every sampled figure has a visible, uncut caption above the figure it describes
     caps = page.locator("#figures p.sampled")
     assert caps.count() >= 3  # divergence timeline, tool swimlane, state timeline

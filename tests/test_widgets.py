@@ -53,7 +53,15 @@ def test_scrubber_shows_state_frame_at(scrubber, pleach, data):
     expected = sf.at(run_id, seq, tenant_id=tenant)
     assert scrubber.index == i and scrubber.seq == seq
     assert scrubber.state == expected
-    assert scrubber.state_view.value == _pre(expected)
+    # the pane shows the state, a step / turn the log leaves null as the scrubber's own
+    shown = dict(expected)
+    if shown.get("step") is None and "step" in shown:
+        shown["step"] = i
+    if shown.get("turn") is None and "turn" in shown:
+        shown["turn"] = scrubber.turn
+    assert scrubber.state_view.value == _pre(shown)
+    assert "null" not in scrubber.header.value and f"turn {scrubber.turn}" in \
+        scrubber.header.value
     before = sf.at_step(run_id, i, tenant_id=tenant)
     assert scrubber.changes == state_changes(before, expected)
     assert scrubber.event["seq"] == seq
@@ -127,9 +135,11 @@ def test_diff_explorer_jumps_to_first_divergence(done):
 def test_diff_explorer_filters_by_status(done):
     d = widgets.DiffExplorer(done)
     d.status.value = "changed"
-    assert list(d.rows["status"]) == ["changed"] * 3
-    assert d.position.max == 2
-    d.position.value = 2
+    # every field counts: the four patched requests (temperature, tools) are changed too
+    assert list(d.rows["status"]) == ["changed"] * 6
+    assert d.rows["base_seq"].tolist() == [3, 7, 9, 10, 12, 16]
+    assert d.position.max == 5
+    d.position.value = 3
     assert int(d.current["base_seq"]) == 10
     d.status.value = "added"
     assert len(d.rows) == 0 and "no rows" in d.header.value
@@ -150,8 +160,7 @@ def test_cohort_explorer_links_figure_table_and_scrubber(done):
     c.cohort.value = "comparability"
     boxes = [t.name for t in c.figure.data if t.type == "box"]
     assert boxes == ["diverged_but_comparable", "exact"]
-    assert c.value.options[1:] == (("diverged_but_comparable", "diverged_but_comparable"),
-                                   ("exact", "exact"))
+    assert c.value.options == ("(all)", "diverged_but_comparable", "exact")
     c.value.value = "exact"
     assert list(c.rows["base_run_id"]) == ["run-claims-C-231"]
     assert c.run.value == "run-claims-C-231"
@@ -167,7 +176,7 @@ def test_cohort_explorer_links_figure_table_and_scrubber(done):
 def test_cohort_explorer_needs_log_to_open(done):
     c = widgets.CohortExplorer(rk.compare(done.base, done.events))
     assert c.metric.value == "changed_descendants"  # a replay metric, not a count of events
-    assert "replay_run_id" not in [v for _, v in c.cohort.options]
+    assert "replay_run_id" not in c.cohort.options
     assert c.open.disabled
     with pytest.raises(ValueError, match="log="):
         c.open_run()
@@ -178,9 +187,9 @@ def test_diff_explorer_shows_values_and_steps_change_to_change(done):
     d = widgets.DiffExplorer(done)
     assert d.jump_to_first_divergence() == 3
     # stepping visits every changed row in order and wraps around
-    visited = [d.step_change(1) for _ in range(3)]
-    assert visited == [9, 10, 3]
-    assert d.step_change(-1) == 10
+    visited = [d.step_change(1) for _ in range(6)]
+    assert visited == [7, 9, 10, 12, 16, 3]
+    assert d.step_change(1) == 7 and d.step_change(1) == 9 and d.step_change(1) == 10
     # row 10: the fixture-served risk score, before and after, with the changed lines marked
     vals = d.current_changes.set_index("label")
     assert (vals.loc["output.score", "before"], vals.loc["output.score", "after"]) == \
@@ -198,7 +207,7 @@ def test_diff_explorer_shows_values_and_steps_change_to_change(done):
     assert not any('"toolName"' in m for m in marked)  # unchanged keys are not marked
     # the buttons drive the same stepping
     d.next_change.click()
-    assert d.position.value == 3
+    assert d.position.value == 12
     d.prev_change.click()
     assert d.position.value == 10
 
@@ -246,3 +255,87 @@ def test_cohort_explorer_draws_a_yes_no_metric_as_shares():
     assert list(bar.x) == ["a (n=3)", "b (n=3)"]
     c.metric.value = "changed_descendants"
     assert c.figure.data[0].type == "box"
+
+
+# --------------------------------------------------------------------------- provenance badges
+def test_explorers_badge_every_step_with_its_provenance_and_flag_unsupported(done):
+    """Issue 28: each replayed step says where its content came from, with a legend; the
+    steps the replay cannot support carry a flag naming why."""
+    s = widgets.Scrubber.for_replay(done)
+    ann = done.annotations_df().set_index("seq")
+    for i in (0, 3, 10, 13, 14):
+        s.slider.value = i
+        prov = ann.loc[i, "provenance"]
+        assert s.provenance == prov
+        assert f"rk-badge {prov}" in s.header.value
+    s.slider.value = 13  # a model output copied under recorded-only after its request changed
+    assert s.provenance == "policy-copy" and "copied by policy" in s.header.value
+    assert "unsupported" in s.header.value and "its request at step 12 changed" in s.header.value
+    s.slider.value = 5
+    assert "rk-flag" not in s.header.value.split("</b>", 1)[1]
+    assert "copied by policy" in s.legend.value and "fixture" in s.legend.value
+    d = widgets.DiffExplorer(done)
+    d.position.value = 14
+    assert d.provenance == "recorded"
+    assert "no longer offers" in d.header.value and "escalate-to-siu" in d.header.value
+    d.position.value = 10
+    assert d.provenance == "fixture" and "rk-badge fixture" in d.header.value
+    t = widgets.Transcript(done)
+    v = t.transcript_view.value
+    assert v.count("data-provenance=\"policy-copy\"") == 4
+    assert "id=\"rk-provenance-legend\"" in v and v.count("class=\"flag\" title=") == 5
+
+
+def test_cohort_explorer_dropdowns_runs_and_numbers_for_people(done):
+    """Issue 31 item 11: "(none)" and "(all)" stay shown once picked, a value survives a
+    round trip through "(none)", each run is listed once, -1 reads "exact"; item 10: the
+    table's numbers are integers with separators or rounded."""
+    cmp = rk.compare(done.base, done.events)
+    again = cmp.assign(replay_run_id="run-claims-C-104~again")  # the same base run twice
+    plain = cmp.assign(base_run_id="run-claims-C-231", first_divergence_step=-1,
+                       comparability="exact", tool_sequence_distance_norm=1 / 3,
+                       base_events=12345)
+    frame = pd.concat([cmp, again, plain], ignore_index=True)
+    c = widgets.CohortExplorer(frame, metric="first_divergence_step")
+    assert c.cohort.value == "(none)" and c.cohort.label == "(none)"
+    c.cohort.value = "comparability"
+    c.value.value = "exact"
+    assert c.cohort_value == "exact" and list(c.rows["base_run_id"]) == ["run-claims-C-231"]
+    c.cohort.value = "(none)"
+    assert c.cohort.label == "(none)" and c.cohort_column is None
+    assert c.value.value == "(all)" and c.value.label == "(all)" and len(c.rows) == 3
+    c.cohort.value = "comparability"
+    c.value.value = "exact"
+    c.metric.value = "changed_descendants"  # another metric keeps the chosen cohort value
+    assert c.value.value == "exact" and len(c.rows) == 1
+    c.value.value = "(all)"
+    assert c.run.options == ("run-claims-C-104", "run-claims-C-231")  # each run once
+    c.metric.value = "first_divergence_step"
+    html_ = c.table_view.value
+    assert ">exact<" in html_ and ">-1<" not in html_
+    assert "12,345" in html_ and ">0.333<" in html_ and "0.3333" not in html_
+    # the figure leaves the exact rows out of a step distribution and says so
+    assert "1 exact rows without a divergence not drawn" in c.figure.layout.title.text
+    assert all(-1 not in [float(v) for v in (t.y if t.y is not None else [])]
+               for t in c.figure.data if t.type == "scatter")
+
+
+def test_scrubber_shows_step_and_turn_and_cuts_long_text_at_words(done):
+    """Issue 31 item 9: no null step/turn in the panes, long text cut at a word boundary
+    with the whole value one click away."""
+    s = widgets.Scrubber.for_replay(done)
+    s.slider.value = 13
+    assert s.step == 13 and s.turn == 1  # isplay records no turn: one user message so far
+    assert "step 13 of 18 &middot; turn 1 &middot; seq 13" in s.header.value
+    assert "&quot;step&quot;: null" not in s.state_view.value
+    assert "&quot;turn&quot;: null" not in s.state_view.value
+    s.slider.value = 0
+    assert s.turn == 0
+    words = " ".join(f"word{k}" for k in range(400))
+    html_ = widgets._pre({"text": words})
+    shown = html_.split("</pre>", 1)[0]
+    cut = shown.split("&quot;text&quot;: &quot;", 1)[1].split("&quot;", 1)[0]
+    assert cut.endswith("\u2026") and len(cut) <= widgets.TEXT_CHARS
+    assert cut[:-1].split(" ")[-1] in words.split(" ")  # ends on a whole word
+    assert "<details class='rk-whole'>" in html_ and words in html_  # the whole value
+    assert widgets.cut_words("a" * 50, 10) == "a" * 9 + "\u2026"

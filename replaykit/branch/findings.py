@@ -18,8 +18,8 @@ import pandas as pd
 
 from .._json import _has_long_int
 
-__all__ = ["BOOKKEEPING_KEYS", "Summary", "changes_df", "fixture_spec", "json_changes",
-           "summarize"]
+__all__ = ["BOOKKEEPING_KEYS", "Summary", "UNSUPPORTED_COLUMNS", "changes_df",
+           "content_changed", "fixture_spec", "json_changes", "summarize", "unsupported_df"]
 
 #: Payload keys that record how the replay produced an event (not what the event says); a
 #: change under them is shown in diffs but never named as a "key changed value".
@@ -27,6 +27,12 @@ BOOKKEEPING_KEYS = frozenset({"replayPatch", "argsHash", "argsArtifactId", "fixt
                               "provenance", "executedBy", "blocked", "eventId", "ts"})
 
 _MISSING = object()
+
+#: Columns of :attr:`Summary.unsupported` (see :func:`unsupported_df`).
+UNSUPPORTED_COLUMNS = ("step", "kind", "tool_name", "ref_id", "reason", "because_step",
+                       "sentence")
+#: unsupported findings stated one sentence each (the rest are counted in one sentence).
+UNSUPPORTED_NAMED = 12
 
 #: value changes named per event in a summary sentence.
 VALUES_PER_EVENT = 3
@@ -129,6 +135,20 @@ def _decode(payload: Any) -> Any:
 def _is_bookkeeping(path: str) -> bool:
     parts = [p for p in path.split("/") if p]
     return bool(parts) and (parts[0] in BOOKKEEPING_KEYS or parts[-1] in BOOKKEEPING_KEYS)
+
+
+def content_changed(before: Any, after: Any) -> bool:
+    """Whether two event payloads (JSON text or values) differ outside bookkeeping keys.
+
+    >>> content_changed('{"a": 1, "eventId": "x"}', '{"a": 1, "eventId": "y"}')
+    False
+    >>> content_changed('{"settings": {"temperature": 0.2}}', '{"settings": {"temperature": 0}}')
+    True
+    """
+    b, a = _decode(before), _decode(after)
+    if b == a:
+        return False
+    return any(not _is_bookkeeping(c["path"]) for c in json_changes(b, a))
 
 
 def _short(v: Any, limit: int = 60) -> str:
@@ -321,15 +341,41 @@ class Summary:
         >>> s.to_frame()  # doctest: +SKIP
     """
 
-    KINDS = ("outcome", "evidence", "caveat", "requirement")
-    TITLES = {"outcome": "Outcome", "evidence": "Strength of evidence", "caveat": "Caveats",
-              "requirement": "Open requirements"}
+    KINDS = ("answer", "outcome", "unsupported", "evidence", "caveat", "requirement")
+    TITLES = {"answer": "Answer", "outcome": "Outcome",
+              "unsupported": "Unsupported by the replay", "evidence": "Strength of evidence",
+              "caveat": "Caveats", "requirement": "Open requirements"}
 
     def __init__(self, rows: Sequence[Mapping[str, Any]], values: pd.DataFrame,
-                 requirements: Sequence[Mapping[str, Any]] = ()) -> None:
+                 requirements: Sequence[Mapping[str, Any]] = (),
+                 unsupported: pd.DataFrame | None = None) -> None:
         self.rows = [dict(r) for r in rows]
         self.values = values
         self.requirements = [dict(r) for r in requirements]
+        self.unsupported = (unsupported if unsupported is not None
+                            else pd.DataFrame(columns=list(UNSUPPORTED_COLUMNS)))
+
+    @property
+    def answer(self) -> str:
+        """The one sentence that answers the replay's question (changed / unchanged /
+        undetermined, and why); the first line of :attr:`text` and of the report's findings.
+        """
+        s = self.sentences("answer")
+        return s[0] if s else ""
+
+    @property
+    def verdict(self) -> str:
+        """``changed``, ``unchanged`` or ``undetermined`` (the answer's first word)."""
+        return self.answer.split(":", 1)[0].strip().lower()
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Findings per kind, e.g. ``{"unsupported": 5, "caveat": 1, ...}`` (every kind;
+        ``unsupported`` counts every row of :attr:`unsupported`, also those a long replay
+        summarises in one sentence)."""
+        out = {k: len(self.sentences(k)) for k in self.KINDS}
+        out["unsupported"] = max(out["unsupported"], len(self.unsupported))
+        return out
 
     def sentences(self, kind: str) -> list[str]:
         """The sentences of one kind, in order."""
@@ -337,11 +383,12 @@ class Summary:
 
     @property
     def text(self) -> str:
-        parts = []
-        for kind in self.KINDS:
+        parts = [self.answer] if self.answer else []
+        for kind in self.KINDS[1:]:
             s = self.sentences(kind)
             if s:
-                parts.append(f"{self.TITLES[kind]}:\n" + "\n".join(f"  - {x}" for x in s))
+                title = self.TITLES[kind] + (f" ({len(s):,})" if kind == "unsupported" else "")
+                parts.append(f"{title}:\n" + "\n".join(f"  - {x}" for x in s))
         return "\n".join(parts)
 
     def to_frame(self) -> pd.DataFrame:
@@ -358,26 +405,39 @@ class Summary:
         import html
 
         out = ["<div class='replaykit-summary'>"]
-        for kind in self.KINDS:
+        if self.answer:
+            out.append(f"<p class='rk-answer'><b>{html.escape(self.answer)}</b></p>")
+        for kind in self.KINDS[1:]:
             s = self.sentences(kind)
             if s:
-                out.append(f"<b>{self.TITLES[kind]}</b><ul>"
+                title = self.TITLES[kind] + (f" ({len(s):,})" if kind == "unsupported" else "")
+                out.append(f"<b>{title}</b><ul>"
                            + "".join(f"<li>{html.escape(x)}</li>" for x in s) + "</ul>")
         out.append("</div>")
         return "".join(out)
 
 
-def _values_phrase(rows: pd.DataFrame) -> str:
+def _named(v: Any) -> Any:
+    """A JSON object that names itself (a tool definition, a message) by its name."""
+    if isinstance(v, Mapping) and isinstance(v.get("name"), str):
+        return v["name"]
+    return v
+
+
+def _values_phrase(rows: pd.DataFrame, limit: int = 60, n: int = VALUES_PER_EVENT) -> str:
     parts = []
-    for r in rows.head(VALUES_PER_EVENT).itertuples(index=False):
-        if r.op == "changed":
-            parts.append(f"{r.label} {_short(json.loads(r.before))} \u2192 "
-                         f"{_short(json.loads(r.after))}")
+    for r in rows.head(n).itertuples(index=False):
+        long_ = max(len(str(r.before or "")), len(str(r.after or ""))) > limit
+        if long_ and limit < 60:  # a long text reads better named than cut
+            parts.append(f"{r.label} ({'text ' if r.op == 'changed' else ''}{r.op})")
+        elif r.op == "changed":
+            parts.append(f"{r.label} {_short(_named(json.loads(r.before)), limit)} \u2192 "
+                         f"{_short(_named(json.loads(r.after)), limit)}")
         elif r.op == "added":
-            parts.append(f"{r.label} {_short(json.loads(r.after))} added")
+            parts.append(f"{r.label} {_short(_named(json.loads(r.after)), limit)} added")
         else:
-            parts.append(f"{r.label} {_short(json.loads(r.before))} removed")
-    more = len(rows) - VALUES_PER_EVENT
+            parts.append(f"{r.label} {_short(_named(json.loads(r.before)), limit)} removed")
+    more = len(rows) - n
     if more > 0:
         parts.append(f"{more} more")
     return ", ".join(parts)
@@ -441,6 +501,221 @@ def _outcome_value(doc: Any) -> str | None:
     return None
 
 
+def _offered_tools(doc: Any) -> list[str] | None:
+    """Names of the tools a model request offers, or None when it does not say (no
+    ``tools`` list at the top of the payload or under ``settings`` / ``request`` /
+    ``data`` / ``params``). Entries may be names, ``{"name": ...}``, ``{"toolName": ...}`` or
+    ``{"function": {"name": ...}}``.
+
+    >>> _offered_tools({"tools": [{"name": "a"}, {"function": {"name": "b"}}, "c"]})
+    ['a', 'b', 'c']
+    >>> _offered_tools({"prompt": "hi"}) is None
+    True
+    """
+    if not isinstance(doc, Mapping):
+        return None
+    listed = doc.get("tools")
+    for k in ("settings", "request", "data", "params"):
+        if not isinstance(listed, list) and isinstance(doc.get(k), Mapping):
+            listed = doc[k].get("tools")
+    if not isinstance(listed, list):
+        return None
+    names = []
+    for t in listed:
+        if isinstance(t, str):
+            names.append(t)
+        elif isinstance(t, Mapping):
+            fn = t.get("function")
+            name = t.get("name") or t.get("toolName") or (
+                fn.get("name") if isinstance(fn, Mapping) else None)
+            if isinstance(name, str):
+                names.append(name)
+    return names
+
+
+def unsupported_df(result: Any, *, changes: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Conclusions the replay cannot support, one row per step (kind "unsupported").
+
+    Three rules, from the frames the result holds:
+
+    * ``copied_output``: a model output copied from the recording (provenance
+      ``policy-copy``) after an earlier step of the replay changed -- its own request
+      (inputs, parameters, offered tools) or anything the model had seen before it. The
+      model was never asked again, so what it answered is the recording's, not evidence.
+    * ``tool_not_offered``: a tool call to a tool that the model request before it (changed
+      by the replay) no longer offers.
+    * ``fixture_args``: a fixture matched on a subset of the arguments answered a call
+      whose arguments hold more than that subset: it was not recorded for these arguments.
+
+    Columns: :data:`UNSUPPORTED_COLUMNS` (``step`` is the position in the replayed run,
+    ``because_step`` the changed step that makes it unsupported, when there is one).
+
+    Example:
+        >>> unsupported_df(done)[["step", "reason"]]  # doctest: +SKIP
+    """
+    import numpy as np
+
+    cols = list(UNSUPPORTED_COLUMNS)
+    t = result.events.table
+    n = t.num_rows
+    if not n:
+        return pd.DataFrame(columns=cols)
+    diff = result.diff_df()
+    at = diff["replay_seq"].astype("Float64").bfill()  # removed rows: the next replay step
+    hot = diff["status"] != "same"
+    changed_at = np.unique(at[hot & at.notna()].astype("int64").to_numpy())
+    if not len(changed_at):
+        return pd.DataFrame(columns=cols)
+    ch = changes_df(result) if changes is None else changes
+    ann = result.annotations_df()
+    prov = np.full(n, "recorded", dtype=object)
+    ok = ann["seq"].notna() & (ann["seq"] < n)
+    prov[ann.loc[ok, "seq"].astype("int64").to_numpy()] = ann.loc[ok, "provenance"].astype(
+        str).to_numpy()
+    ev = t.select(["kind", "tool_name", "ref_id"]).to_pandas()
+    kind = ev["kind"].astype(str).to_numpy()
+    ref = ev["ref_id"].astype(object).to_numpy()
+    tool = ev["tool_name"].astype(object).to_numpy()
+    pos = np.arange(n)
+    changed = np.zeros(n, dtype=bool)
+    changed[changed_at[changed_at < n]] = True
+    # the latest changed step strictly before each position (-1: none)
+    before = np.r_[-1, np.maximum.accumulate(np.where(changed, pos, -1))[:-1]]
+    mp = result.model_policy
+    rows: list[dict[str, Any]] = []
+
+    def labels(step: int) -> str:
+        if not len(ch):
+            return ""
+        lab = ch.loc[(ch["step"] == step) & ch["key"], "label"].drop_duplicates().tolist()
+        more = f", +{len(lab) - 3} more" if len(lab) > 3 else ""
+        return ", ".join(lab[:3]) + more
+
+    # 1. copied model outputs after a change (one row per model call)
+    req_pos = pos[kind == "model_request"]
+    req_of: dict[Any, list[int]] = {}
+    for q in req_pos.tolist():
+        req_of.setdefault(ref[q], []).append(q)
+    cand = pos[(prov == "policy-copy") & (before >= 0)]
+    seen: set[Any] = set()
+    for p in cand.tolist():
+        key = ref[p] if ref[p] is not None else ("pos", p)
+        if key in seen:
+            continue
+        seen.add(key)
+        qs = [q for q in req_of.get(ref[p], []) if q < p] if ref[p] is not None else []
+        q = qs[-1] if qs else None
+        if q is not None and changed[q]:
+            why = (f"its request at step {q:,} changed"
+                   + (f" ({labels(q)})" if labels(q) else ""))
+            because = q
+        else:
+            because = int(before[p])
+            why = f"step {because:,} ({kind[because]}) changed before it"
+        call = f" of model call {ref[p]}" if ref[p] is not None else ""
+        rows.append({"step": p, "kind": kind[p], "tool_name": None, "ref_id": ref[p],
+                     "reason": "copied_output", "because_step": because,
+                     "sentence": f"Step {p:,} ({kind[p]}{call}) is copied from the recording "
+                                 f"under the {mp} model policy, but {why}: the model was not "
+                                 "asked again, so the replay does not show what it would "
+                                 "answer now."})
+
+    # 2. tool calls to a tool the (changed) request before them no longer offers
+    calls = pos[(kind == "tool_call") & (before >= 0)]
+    if len(calls) and len(req_pos):
+        last_req = np.searchsorted(req_pos, calls) - 1
+        offered: dict[int, list[str] | None] = {}
+        for p, k in zip(calls.tolist(), last_req.tolist(), strict=True):
+            if k < 0 or not isinstance(tool[p], str):
+                continue
+            q = int(req_pos[k])
+            if not changed[q]:
+                continue  # the request is the recorded one: the recording offered the tool
+            if q not in offered:
+                offered[q] = _offered_tools(_decode(t.column("payload")[q].as_py()))
+            names = offered[q]
+            if names is None or tool[p] in names:
+                continue
+            how = ("is copied from the recording" if prov[p] in ("recorded", "patched")
+                   else f"came from the replay ({prov[p]})")
+            rows.append({"step": p, "kind": "tool_call", "tool_name": tool[p], "ref_id": ref[p],
+                         "reason": "tool_not_offered", "because_step": q,
+                         "sentence": f"Step {p:,} calls {tool[p]}, which the replayed request "
+                                     f"at step {q:,} no longer offers (it offers "
+                                     f"{', '.join(names) or 'no tools'}); the call {how}, so "
+                                     f"the replay does not show the model would still call "
+                                     f"{tool[p]}."})
+
+    # 3. fixtures matched on part of the arguments
+    eff = result.effects_df()
+    fx_rows = eff[eff["action"] == "fixture"] if len(eff) else eff
+    by_id = {f.fixture_id: f for f in result.fixtures}
+    for r in fx_rows.itertuples(index=False):
+        fx = by_id.get(r.fixture_id)
+        if fx is None or fx.args_subset is None:
+            continue
+        call_pos = pos[(kind == "tool_call") & (ref == r.ref_id)]
+        if not len(call_pos):
+            continue
+        p = int(call_pos[-1])
+        doc = _decode(t.column("payload")[p].as_py())
+        args = None
+        if isinstance(doc, Mapping):
+            args = next((doc[k] for k in ("args", "arguments", "input") if k in doc), None)
+            args = _decode(args) if isinstance(args, str) else args
+        extra = sorted(set(args) - set(fx.args_subset)) if isinstance(args, Mapping) else []
+        if isinstance(args, Mapping) and not extra:
+            continue
+        what = (f"also passes {', '.join(extra)}" if extra else "has arguments it cannot read")
+        rows.append({"step": p + 1 if p + 1 < n else p, "kind": "tool_result",
+                     "tool_name": r.tool_name, "ref_id": r.ref_id, "reason": "fixture_args",
+                     "because_step": p,
+                     "sentence": f"Fixture {fx.fixture_id} answered {r.tool_name} (call "
+                                 f"{r.ref_id} at step {p:,}) matching only "
+                                 f"{_short(dict(fx.args_subset), 60)}; the call {what}, for "
+                                 "which the fixture was not recorded, so its output is not "
+                                 "evidence for these arguments."})
+    out = pd.DataFrame(rows, columns=cols)
+    return out.sort_values("step", kind="stable").reset_index(drop=True).astype(
+        {"step": "int64", "because_step": "Int64"})
+
+
+def _answer(result: Any, *, stopped: bool, first: int, n_changed: int, same: bool | None,
+            base_end: str, rep_end: str, uns: pd.DataFrame) -> str:
+    """The one-sentence answer (see docs/report.md, "The answer line")."""
+    if stopped:
+        return (f"Undetermined: the replay {result.status} before the run ended, so it does "
+                "not say whether the outcome changes (see the open requirements).")
+    if n_changed == 0:
+        return ("Unchanged: the replay reproduces the recording field for field; the "
+                "interventions changed nothing observable under these policies.")
+    if not same:
+        tail = ""
+        if len(uns):
+            tail = (f", though {len(uns):,} step(s) after the change are not supported by "
+                    "the replay (see below)")
+        return (f"Changed: the run ends differently ({rep_end} instead of {base_end} in the "
+                f"recording){tail}.")
+    if len(uns):
+        tc = uns[uns["reason"] == "tool_not_offered"]
+        cp = uns[uns["reason"] == "copied_output"]
+        if len(tc):
+            last = tc.iloc[-1]
+            why = (f"the call to {last['tool_name']} at step {int(last['step']):,} is copied "
+                   "from the recording although the replayed request no longer offers that "
+                   f"tool; the replay does not show the model would still call it")
+        elif len(cp):
+            why = (f"the model output(s) after step {first:,} are copied from the recording "
+                   "although their inputs changed; the replay does not show the model would "
+                   "decide the same")
+        else:
+            why = f"{uns.iloc[0]['sentence'][0].lower()}{uns.iloc[0]['sentence'][1:-1]}"
+        return (f"Undetermined: the run ends as recorded ({rep_end}), but {why} "
+                f"({len(uns):,} unsupported step(s)).")
+    return (f"Unchanged outcome: the run ends as recorded ({rep_end}), with {n_changed:,} "
+            f"changed step(s) from step {first:,} on, all supported by the replay.")
+
+
 def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
     """The findings of one replay (see :class:`Summary` and docs/report.md for each rule).
 
@@ -479,20 +754,31 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
         add("outcome", f"The replay did not finish: it {result.status}{where}{what}. No "
             "outcome can be read from it yet; the open requirements below say what would "
             "let it finish.", "requirements", "status, requirements_df()")
-    if step < 0:
-        add("outcome", "The replay does not diverge from the recording: every event signature "
-            "matches, so this intervention changed nothing observable under these policies.",
-            "first-divergence", "metrics.first_divergence_step == -1")
+    # every field counts (diff_df): the first changed step and how many changed
+    diff = result.diff_df()
+    hot = diff[diff["status"] != "same"]
+    hot_at = hot["replay_seq"].dropna().astype("int64")
+    n_changed = len(hot)
+    first = int(hot_at.min()) if len(hot_at) else (step if n_changed else -1)
+    if n_changed == 0:
+        add("outcome", "The replay does not diverge from the recording: every event matches "
+            "field for field, so this intervention changed nothing observable under these "
+            "policies.", "first-divergence", "diff_df() has no row other than 'same'")
     else:
-        div = ann[ann["seq"] == step]
+        div = ann[ann["seq"] == first]
         org = str(div["origin"].iloc[0]) if len(div) else "?"
-        kind = rep_t.column("kind")[step].as_py() if step < rep_t.num_rows else None
-        ivs = patched_by.get(step, [])
+        kind = rep_t.column("kind")[first].as_py() if 0 <= first < rep_t.num_rows else None
+        ivs = patched_by.get(first, [])
         how = (f"patched by {', '.join(ivs)}" if ivs else org)
-        add("outcome", f"The replay first diverges from the recording at step {int(step):,} "
-            f"({kind}, {how}); {_count(m.get('changed_descendants'))} later position(s) differ.",
-            "first-divergence", "metrics.first_divergence_step, annotations_df().origin, "
-            "metrics.changed_descendants")
+        sig = ("" if step == first else
+               " (no event signature differs: only request parameters or other payload "
+               "members)" if step < 0 else
+               f" (the first change in kind, tool, arguments or text is at step {step:,})")
+        add("outcome", f"The replay first diverges from the recording at step {first:,} "
+            f"({kind}, {how}){sig}; {n_changed - 1:,} later event(s) differ in some field "
+            f"({_count(m.get('changed_descendants'))} in kind, tool, arguments or text).",
+            "first-divergence", "diff_df() rows not 'same', annotations_df().origin, "
+            "metrics.first_divergence_step, metrics.changed_descendants")
     stopped = result.status != "completed"
     if stopped and len(key):
         # after a pause the base events past the stop were never replayed: not "removed"
@@ -517,16 +803,22 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
                 f"({_source_phrase(result, ev, patched_by)}).", "changes",
                 "changes_df() rows with key=True, origin, fixture_id/provenance")
         rest = events[~events["row"].isin(named.head(EVENTS_NAMED)["row"])]
-        if len(rest):
-            kinds = rest["kind"].value_counts()
-            add("outcome", "Other changed events: " + ", ".join(
-                f"{int(n):,} {k}" for k, n in kinds.items()) + " (see the changed-values table).",
-                "changes", "changes_df() rows not named above")
-    if result.status == "completed" and step >= 0:
-        bk, bdoc = _terminal(base_t)
-        rk_, rdoc = _terminal(rep_t)
-        same = bk == rk_ and _outcome_value(bdoc) == _outcome_value(rdoc)
-        val = _outcome_value(rdoc)
+        for kind_, group in rest.groupby("kind", sort=False):
+            vals = key[key["row"].isin(group["row"])].drop_duplicates(
+                ["label", "op", "before", "after"])
+            steps = group["step"].astype("int64").tolist()
+            where = ", ".join(f"{x:,}" for x in steps[:8]) + (
+                f" and {len(steps) - 8:,} more" if len(steps) > 8 else "")
+            add("outcome", f"{len(steps):,} {kind_} event(s) changed (step(s) {where}): "
+                f"{_values_phrase(vals, 32, 5)} (see the changed-values table).", "changes",
+                "changes_df() rows with key=True not named above, by kind")
+    bk, bdoc = _terminal(base_t)
+    rk_, rdoc = _terminal(rep_t)
+    same = bk == rk_ and _outcome_value(bdoc) == _outcome_value(rdoc)
+    val = _outcome_value(rdoc)
+    base_end = f"{bk}{', ' + str(_outcome_value(bdoc)) if _outcome_value(bdoc) else ''}"
+    rep_end = f"{rk_}{', ' + val if val else ''}"
+    if result.status == "completed" and n_changed:
         if same:
             add("outcome", f"The run ends in the same terminal state as the recording "
                 f"({rk_}{', ' + val if val else ''}).", "descendants",
@@ -536,6 +828,23 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
                 f"{', ' + str(_outcome_value(bdoc)) if _outcome_value(bdoc) else ''}, replay "
                 f"{rk_}{', ' + val if val else ''}.", "descendants",
                 "last event of base and replay: kind and outcome field")
+
+    # ---- unsupported conclusions
+    uns = unsupported_df(result, changes=ch)
+    for r in uns.head(UNSUPPORTED_NAMED).itertuples(index=False):
+        add("unsupported", str(r.sentence), "transcript",
+            f"unsupported_df() reason {r.reason}")
+        rows[-1]["step"] = int(r.step)
+    if len(uns) > UNSUPPORTED_NAMED:
+        more = uns.iloc[UNSUPPORTED_NAMED:]
+        add("unsupported", f"{len(more):,} more unsupported step(s): " + ", ".join(
+            f"{int(n):,} {k}" for k, n in more["reason"].value_counts().items())
+            + " (Summary.unsupported lists them all).", "transcript",
+            "unsupported_df() rows not named above")
+    rows.insert(0, {"kind": "answer", "sentence": _answer(
+        result, stopped=result.status != "completed", first=first, n_changed=n_changed,
+        same=same, base_end=base_end, rep_end=rep_end, uns=uns), "section": "findings",
+        "derived_from": "status, diff_df(), the terminal events, unsupported_df()"})
 
     # ---- evidence
     adv = COMPARABILITY.get(cls, {"meaning": "unknown class", "advice": ""})
@@ -598,6 +907,7 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
             "fixtures", "effects_df().action")
 
     # ---- caveats
+    step = first  # every field counts: the caveats start at the first changed step
     model_after = ann[(ann["seq"] > step)] if step >= 0 else ann.iloc[:0]
     if step >= 0 and len(model_after):
         kinds = rep_t.column("kind").to_pylist()
@@ -640,4 +950,4 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
             "write it (the spec is in the requirements section) to a fixtures file and "
             "re-run with --fixtures FILE (in Python: result.resume(fixtures)).",
             "requirements", "requirements_df() rows with status open")
-    return Summary(rows, key.reset_index(drop=True) if len(key) else key, specs)
+    return Summary(rows, key.reset_index(drop=True) if len(key) else key, specs, uns)

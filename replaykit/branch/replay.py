@@ -29,6 +29,7 @@ from .vocab import (
     LIVE_TOOL_POLICIES,
     MODEL_POLICIES,
     TOOL_POLICIES,
+    provenance_of,
 )
 
 # the policy lists live in .vocab; they stay importable from here
@@ -186,7 +187,8 @@ class ReplayResult:
     ``"<base run>~<branch id>"`` with ``parent_run_id`` = the base run; events copied from
     before the checkpoint have ``inherited=True``. Its table carries one column after the
     canonical ones, ``replay_origin`` (copied / recorded / patched / fixture / executor /
-    blocked / synthetic: where each event came from; see
+    blocked / synthetic: where each event came from) and ``replay_provenance`` (the same for a
+    reader, with model outputs copied under a non-live model policy as ``policy-copy``; see
     :data:`replaykit.schema.EXTENSION_COLUMNS`), so the origin stays with ``result.events``;
     :meth:`annotations_df` also gives each event's base seq.
 
@@ -249,9 +251,23 @@ class ReplayResult:
     # ------------------------------------------------------------------ frames
     def annotations_df(self) -> pd.DataFrame:
         """One row per replayed event: seq, base_seq (null for new events), origin
-        (copied / recorded / patched / fixture / executor / blocked / synthetic)."""
-        return pd.DataFrame(self.annotations, columns=["seq", "base_seq", "origin"]).astype(
-            {"seq": "Int64", "base_seq": "Int64", "origin": "string"})
+        (copied / recorded / patched / fixture / executor / blocked / synthetic) and
+        provenance (where the step's content came from, for a reader: recorded / patched /
+        fixture / policy-copy / live / blocked / synthetic; meanings in
+        :data:`replaykit.branch.vocab.PROVENANCES`).
+
+        Example:
+            >>> done.annotations_df().provenance.value_counts()  # doctest: +SKIP
+        """
+        df = pd.DataFrame(self.annotations, columns=["seq", "base_seq", "origin",
+                                                     "provenance"])
+        if len(df) and df["provenance"].isna().any():  # a result saved before provenance
+            kinds = self.events.table.column("kind").to_pylist()
+            df["provenance"] = [p if isinstance(p, str) else provenance_of(
+                o, kinds[int(s)] if 0 <= int(s) < len(kinds) else None)
+                for p, o, s in zip(df["provenance"], df["origin"], df["seq"], strict=True)]
+        return df.astype({"seq": "Int64", "base_seq": "Int64", "origin": "string",
+                          "provenance": "string"})
 
     def cache_lookups_df(self) -> pd.DataFrame:
         """One row per cache read of the replay (see ``cache=`` of :func:`replay`): seq (in
@@ -331,6 +347,8 @@ class ReplayResult:
             cols[f"replay_{name}"] = side(r, j, col)
         order = ["status", "base_seq", "replay_seq", "base_kind", "replay_kind",
                  "base_tool", "replay_tool"]
+        cols["status"] = pa.array(_content_status(np.asarray(status, dtype=object), b, r, i, j),
+                                  type=pa.string())
         df = pa.table({k: cols[k] for k in order}).to_pandas()
         return df.astype({"base_seq": "Int64", "replay_seq": "Int64", "status": "string",
                           "base_kind": "string", "replay_kind": "string",
@@ -412,6 +430,9 @@ class ReplayResult:
         """Write ``events.parquet`` plus ``manifest.json`` (status, policies, branch,
         requirements, effects, probes, annotations, metrics) into folder ``path``.
 
+        What is written names no absolute path of this machine: the ``source`` column names
+        each input file relative to the folder holding all of them (``isplay:claims.json``).
+
         Raises:
             LoadError: ``reason="bad_tenant"``: a tenant id breaks the tenant-id rule
                 (nothing is written).
@@ -424,8 +445,8 @@ class ReplayResult:
         for name, t in (("events", self.events.table), ("base", base_t)):
             check_tenant_column(t.column("tenant_id"), source=str(out / f"{name}.parquet"))
         out.mkdir(parents=True, exist_ok=True)
-        pq.write_table(self.events.table, out / "events.parquet")
-        pq.write_table(base_t, out / "base.parquet")
+        pq.write_table(_shared_sources(self.events.table), out / "events.parquet")
+        pq.write_table(_shared_sources(base_t), out / "base.parquet")
         manifest = {
             "format": "replaykit.replay/v1", "replayId": self.replay_id, "status": self.status,
             "error": self.error, "modelPolicy": self.model_policy,
@@ -474,6 +495,74 @@ class ReplayResult:
         res._metrics = m["metrics"]
         res.branch_dict = m["branch"]  # type: ignore[attr-defined]
         return res
+
+
+def _shared_sources(t: pa.Table) -> pa.Table:
+    """``t`` with its ``source`` values naming files relative to the folder that holds all
+    of them (``isplay:/home/ana/runs/a.json`` -> ``isplay:runs/a.json``), as written results
+    are shared; values that name no file stay."""
+    import os.path
+
+    from ._shared import shared_source
+
+    if "source" not in t.column_names or not t.num_rows:
+        return t
+    col = t.column("source").combine_chunks()
+    enc = col if pa.types.is_dictionary(col.type) else col.dictionary_encode()
+    values = enc.dictionary.to_pylist()
+    paths = [v.split(":", 1)[1] for v in values
+             if isinstance(v, str) and ":" in v and v.split(":", 1)[1].startswith("/")]
+    root = os.path.dirname(os.path.commonpath(paths)) if paths else None
+    if paths and len(set(paths)) == 1:
+        root = os.path.dirname(paths[0])
+    new = pa.array([shared_source(v, root) for v in values], pa.string())
+    out = pa.DictionaryArray.from_arrays(enc.indices, new)
+    field = t.schema.field("source")
+    return t.set_column(t.schema.get_field_index("source"), field,
+                        out.cast(field.type))
+
+
+def _content_status(status: np.ndarray, b: pa.Table, r: pa.Table, i: np.ndarray,
+                    j: np.ndarray) -> np.ndarray:
+    """``status`` with every ``same`` pair whose events differ in any field turned
+    ``changed``: the signature alignment sees kind, tool, arguments and text only, so a
+    request whose parameters were patched (temperature, tools, system prompt, any payload
+    member) or an output with another finish or error flag would read ``same``.
+
+    Column-wise: the payload texts and the other compared columns of the aligned pairs are
+    compared in Arrow; only pairs whose payload texts differ are decoded, and a difference
+    under a bookkeeping key only (:data:`replaykit.branch.findings.BOOKKEEPING_KEYS`: the
+    patch record, ids, times) does not count.
+    """
+    from .findings import content_changed
+
+    out = status.copy()
+    pair = np.flatnonzero((status == "same") & (i >= 0) & (j >= 0))
+    if not len(pair):
+        return out
+    bi = pa.array(i[pair], pa.int64())
+    rj = pa.array(j[pair], pa.int64())
+    differs = np.zeros(len(pair), dtype=bool)
+    for col in _CONTENT_COLUMNS:
+        if col not in b.column_names or col not in r.column_names:
+            continue
+        x, y = b.column(col).take(bi), r.column(col).take(rj)
+        if x.type != y.type or pa.types.is_dictionary(x.type):
+            x, y = _str(x), _str(y)
+        nx, ny = pc.is_null(x), pc.is_null(y)
+        ne = pc.if_else(pc.or_(nx, ny), pc.xor(nx, ny), pc.not_equal(x, y))
+        differs |= np.asarray(ne, dtype=bool)
+    bp = _str(b.column("payload").take(bi))
+    rp = _str(r.column("payload").take(rj))
+    text_ne = np.asarray(pc.fill_null(pc.not_equal(bp, rp), True), dtype=bool) & ~differs
+    for k in np.flatnonzero(text_ne):  # payload texts differ: decode those pairs only
+        differs[k] = content_changed(bp[int(k)].as_py(), rp[int(k)].as_py())
+    out[pair[differs]] = "changed"
+    return out
+
+
+#: Event columns besides the payload whose difference makes an aligned pair ``changed``.
+_CONTENT_COLUMNS = ("finish", "is_error", "chunk_type")
 
 
 # ------------------------------------------------------------------------------------ replay
@@ -732,7 +821,8 @@ def replay(
         r["parent_run_id"] = branch.run_id
         r["seq"] = len(out)
         out.append(r)
-        ann.append({"seq": r["seq"], "base_seq": base_seq, "origin": origin})
+        ann.append({"seq": r["seq"], "base_seq": base_seq, "origin": origin,
+                    "provenance": provenance_of(origin, r["kind"])})
 
     def synthetic(like: dict[str, Any], typ: str, kind: str, payload: dict[str, Any],
                   **cols: Any) -> dict[str, Any]:
@@ -1016,6 +1106,9 @@ def replay(
     origin = pa.array([a["origin"] for a in ann], pa.string()).dictionary_encode()
     table = table.append_column(EXTENSION_COLUMNS.field("replay_origin"),
                                 origin.cast(EXTENSION_COLUMNS.field("replay_origin").type))
+    prov = pa.array([a["provenance"] for a in ann], pa.string()).dictionary_encode()
+    table = table.append_column(EXTENSION_COLUMNS.field("replay_provenance"),
+                                prov.cast(EXTENSION_COLUMNS.field("replay_provenance").type))
     runs = base.runs
     if runs.num_rows:
         runs = runs.set_column(runs.schema.get_field_index("run_id"), "run_id",

@@ -20,10 +20,14 @@ __all__ = [
     "LIVE_MODEL_POLICIES",
     "LIVE_TOOL_POLICIES",
     "MODEL_POLICIES",
+    "MODEL_OUTPUT_KINDS",
+    "PROVENANCES",
+    "PROVENANCE_BADGES",
     "RFC6902_OPS",
     "SELECTOR_KEYS",
     "TEXT_OPS",
     "TOOL_POLICIES",
+    "provenance_of",
 ]
 
 #: Model replay policies (a branch's ``replayPolicy.model``, ``replay(model_policy=)``).
@@ -79,3 +83,42 @@ KIND_OPS: dict[str, tuple[str, ...]] = {
 
 #: Where a fixture's output came from.
 FIXTURE_PROVENANCES: tuple[str, ...] = ("analyst", "ai", "simulator", "live")
+
+#: Where a replayed step's content came from (``result.annotations_df().provenance``, the
+#: ``replay_provenance`` column of ``result.events``, the badges of the transcript, Scrubber,
+#: DiffExplorer and report), with the sentence the legend shows.
+PROVENANCES: dict[str, str] = {
+    "recorded": "taken from the recording: before the checkpoint, or a step whose inputs the "
+                "replay reproduced exactly",
+    "patched": "an intervention edited this step",
+    "fixture": "a fixture answered this tool call, not the recording or a live tool",
+    "policy-copy": "a model output copied from the recording because the model policy "
+                   "replays recorded outputs; the model was not asked again",
+    "live": "produced during the replay by a live model or tool executor",
+    "blocked": "execution was blocked by the policy; the step holds an error result",
+    "synthetic": "an event the replay added (an unmatched intervention, a fixture request)",
+}
+
+#: Short badge text for each provenance (what a reader sees on the step).
+PROVENANCE_BADGES: dict[str, str] = {
+    "recorded": "recorded", "patched": "patched", "fixture": "fixture",
+    "policy-copy": "copied by policy", "live": "live", "blocked": "blocked",
+    "synthetic": "added by replay",
+}
+
+#: Event kinds whose content a model produces (copied under a non-live model policy).
+MODEL_OUTPUT_KINDS: tuple[str, ...] = ("model_response", "model_chunk")
+
+
+def provenance_of(origin: str | None, kind: str | None) -> str:
+    """The provenance of one replayed step from its replay origin and kind.
+
+    >>> provenance_of("recorded", "model_response"), provenance_of("executor", "tool_result")
+    ('policy-copy', 'live')
+    >>> provenance_of("copied", "model_response")
+    'recorded'
+    """
+    if origin == "recorded" and kind in MODEL_OUTPUT_KINDS:
+        return "policy-copy"
+    return {"copied": "recorded", "recorded": "recorded", "executor": "live"}.get(
+        str(origin), str(origin) if origin in PROVENANCES else "recorded")

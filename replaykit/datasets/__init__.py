@@ -11,7 +11,7 @@ samples in ``data/``.
 
 from __future__ import annotations
 
-from ._cohorts import CohortData, generate_cohorts
+from ._cohorts import DRIFTS, CohortData, generate_cohorts
 from ._pleach import generate_pleach
 from ._toh import generate_toh
 
@@ -20,4 +20,5 @@ try:  # written separately; absent until the isplay generator lands
 except ImportError:  # pragma: no cover - depends on the tree state
     generate_isplay = None  # type: ignore[assignment]
 
-__all__ = ["CohortData", "generate_cohorts", "generate_isplay", "generate_pleach", "generate_toh"]
+__all__ = ["DRIFTS", "CohortData", "generate_cohorts", "generate_isplay", "generate_pleach",
+           "generate_toh"]

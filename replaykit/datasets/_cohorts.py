@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["COHORT_TOOLS", "CohortData", "generate_cohorts"]
+__all__ = ["COHORT_TOOLS", "DRIFTS", "CohortData", "generate_cohorts"]
 
 #: Tools the generated agent calls (``tool_mix`` weights follow this order).
 COHORT_TOOLS: tuple[str, ...] = ("read_file", "grep", "bash", "write_file", "web_search",
@@ -32,6 +32,19 @@ _VERBS = ("summarise", "refactor", "debug", "document", "benchmark", "review", "
 _THINGS = ("the quarterly report", "the billing service", "a flaky test", "the onboarding docs",
            "the search index", "a failing deploy", "the data pipeline", "the auth module",
            "the release notes", "a customer ticket")
+
+
+#: Drifts :func:`generate_cohorts` can plant in its last semester (``drift=``), each a known
+#: truth a cohort comparison should find: name -> (parameter, change, what it means). The
+#: change is added to the parameter's value for the last semester (rates stay in [0, 1]).
+DRIFTS: dict[str, tuple[str | None, float, str]] = {
+    "none": (None, 0.0, "no drift: every semester is generated from the same parameters, so a "
+                        "comparison should find nothing beyond chance"),
+    "tool-errors": ("error_rate", 0.10, "tool results fail more often in the last semester: "
+                                        "the tool error rate rises by 10 points (5% -> 15% "
+                                        "by default); tool_error_rate moves, and with it "
+                                        "run_error_rate (runs with any error)"),
+}
 
 
 @dataclass(frozen=True)
@@ -123,6 +136,7 @@ def generate_cohorts(
     abort_rate: float | Sequence[float] = 0.03,
     cache_eviction: float | Sequence[float] = 0.1,
     model: str | Sequence[str | None] | None = None,
+    drift: str | None = None,
     seed: int = 0,
 ) -> CohortData:
     """A multi-semester, multi-tenant log with controllable drift; deterministic by ``seed``.
@@ -141,6 +155,13 @@ def generate_cohorts(
     * ``model``: the model every run of the semester requests (None: each run picks one of
       three at random), e.g. ``[None, "gpt-5.1"]`` for a model drift.
 
+    ``drift`` plants one of the named :data:`DRIFTS` on top of those parameters, in the last
+    semester only (``"tool-errors"``: its tool error rate is 10 points higher; ``"none"``
+    or None: nothing planted). ``params`` records
+    the values used and ``params.attrs["drift"]`` the name, so the truth travels with the
+    sample. With ``drift="none"`` and a single value per parameter the semesters differ only
+    by chance.
+
     Every ``model.completed`` carries a ``cacheKey`` (and a third of the tool results). With
     ``path``, the log is written to ``<path>/events.parquet`` (read it back with
     :func:`replaykit.read_parquet`) and the cache to ``<path>/cache.parquet``
@@ -155,7 +176,8 @@ def generate_cohorts(
     Raises:
         ValueError: ``runs``/``events_per_run``/``scenarios`` out of range, ``semesters`` or
             ``tenants`` empty, an unknown semester label, a rate outside [0, 1], a bad
-            ``tool_mix``, or a per-semester sequence of the wrong length.
+            ``tool_mix``, a per-semester sequence of the wrong length, or an unknown
+            ``drift`` name.
     """
     from ..cohorts import SemesterCalendar
     from ..eventlog import EventLog
@@ -181,6 +203,12 @@ def generate_cohorts(
                                                                       "abort_rate")])
     evict = np.array([_rate(v, "cache_eviction") for v in _per_semester(cache_eviction, ns,
                                                                           "cache_eviction")])
+    if drift is not None and drift not in DRIFTS:
+        raise ValueError(f"unknown drift {drift!r}; known: {', '.join(DRIFTS)}")
+    planted, delta, _ = DRIFTS[drift or "none"]
+    if planted == "error_rate":
+        err = err.copy()
+        err[-1] = min(1.0, err[-1] + delta)
     rng = np.random.default_rng(seed)
 
     # ---------------------------------------------------------------- runs
@@ -356,6 +384,7 @@ def generate_cohorts(
         "error_rate": err, "abort_rate": abort, "cache_eviction": evict,
         **{f"tool_mix.{t}": mixes[:, i] for i, t in enumerate(COHORT_TOOLS)},
     })
+    params.attrs["drift"] = drift or "none"
     paths: dict[str, Path] = {}
     if path is not None:
         import pyarrow.parquet as pq

@@ -20,8 +20,9 @@ except ImportError:  # pragma: no cover - exercised where plotly is absent
     raise MissingExtraError("replaykit.report", "viz", "plotly") from None
 
 from ._core import MAX_SCRUB_EVENTS, Report, cohort, rca, scrubber_data
+from ._fmt import cut_words, fmt_number, people_frame
 from ._template import TRANSCRIPT_CSS  # the transcript views widgets.py shows too
 from ._transcript import run_tree_html, transcript_html
 
-__all__ = ["MAX_SCRUB_EVENTS", "TRANSCRIPT_CSS", "Report", "cohort", "rca", "run_tree_html",
-           "scrubber_data", "transcript_html"]
+__all__ = ["MAX_SCRUB_EVENTS", "TRANSCRIPT_CSS", "Report", "cohort", "cut_words", "fmt_number",
+           "people_frame", "rca", "run_tree_html", "scrubber_data", "transcript_html"]

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["UNITS", "adjust", "cohort_findings", "unit_of"]
+__all__ = ["UNITS", "adjust", "cohort_answer", "cohort_findings", "unit_of"]
 
 #: Unit groups of cohort measures, in page order: each is drawn on its own axis.
 UNITS = ("rates", "counts", "tokens")
@@ -112,6 +112,12 @@ def _fmt(v: float, unit: str, signed: bool = False) -> str:
     return fmt_number(v, signed=signed)
 
 
+def _p(p: float) -> str:
+    """A p-value for people: 3 significant digits, and below 1e-15 (a normal tail that
+    rounds to 0 in floating point) as ``< 1e-15``, never ``0``."""
+    return "< 1e-15" if p < 1e-15 else f"{p:.3g}"
+
+
 def cohort_findings(adj: pd.DataFrame) -> tuple[str, list[dict[str, Any]]]:
     """(headline, sentences) of an adjusted compare frame (see :func:`adjust`). Each sentence
     is a dict with kind, sentence and section (the report anchor holding its evidence)."""
@@ -164,7 +170,7 @@ def cohort_findings(adj: pd.DataFrame) -> tuple[str, list[dict[str, Any]]]:
                 f"{r.metric} ({analysis}) {moved} from {_fmt(r.value_a, unit)} to "
                 f"{_fmt(r.value_b, unit)} ({_fmt(r.diff, unit, signed=True)}, interval "
                 f"{_fmt(r.ci_low, unit, signed=True)} to {_fmt(r.ci_high, unit, signed=True)}"
-                f"); it {kept}" + (f" (Holm p {r.p_holm:.3g})." if testable else ".")),
+                f"); it {kept}" + (f" (Holm p {_p(r.p_holm)})." if testable else ".")),
                 "section": f"unit-{unit}"})
         if hits.empty:
             rows.append({"kind": "outcome", "sentence": (
@@ -176,3 +182,53 @@ def cohort_findings(adj: pd.DataFrame) -> tuple[str, list[dict[str, Any]]]:
         "These describe the recorded runs of the two cohorts; they do not establish what "
         "caused a difference."), "section": "question"})
     return headline, rows
+
+
+def cohort_answer(adj: pd.DataFrame) -> str:
+    """The one sentence that opens a cohort report: did anything change between the two
+    cohorts, counting only what survives Holm correction (see docs/report.md).
+
+    A measure that holds in every analysis present (unpaired and paired) is named as a
+    change; one that holds in only one analysis is named as weaker evidence; with none, the
+    sentence says no measure moved beyond chance and how many intervals excluded zero
+    against how many chance alone would.
+    """
+    analyses = [a for a in ("unpaired", "paired") if (adj["analysis"] == a).any()]
+    if not analyses:
+        return ""
+    a = str(adj["cohort_a"].iloc[0]) if "cohort_a" in adj else "a"
+    b = str(adj["cohort_b"].iloc[0]) if "cohort_b" in adj else "b"
+    held = {x: set(adj.loc[(adj["analysis"] == x) & adj["holm"], "metric"].astype(str))
+            for x in analyses}
+    everywhere = set.intersection(*held.values())
+    somewhere = set.union(*held.values()) - everywhere
+    if not everywhere and not somewhere:
+        k = int(adj["excludes_zero"].fillna(False).sum())
+        level = float(adj["ci_level"].iloc[0]) if "ci_level" in adj else 0.95
+        chance = len(adj) * (1 - level)
+        return (f"No change: between {a} and {b} no measure moved beyond what chance explains "
+                f"after Holm correction ({k} of {len(adj)} intervals excluded zero; about "
+                f"{chance:.1f} would by chance alone).")
+    ref = adj[adj["analysis"] == analyses[0]].set_index("metric")
+
+    def moved(m: str) -> str:
+        r = ref.loc[m]
+        unit = str(r["unit"])
+        verb = "rose" if float(r["diff"]) > 0 else "fell"
+        return f"{m} {verb} from {_fmt(r['value_a'], unit)} to {_fmt(r['value_b'], unit)}"
+
+    order = list(ref.index.astype(str))
+    both = [m for m in order if m in everywhere]
+    weak = [m for m in order if m in somewhere]
+    where = ("in both the unpaired and the paired analysis" if len(analyses) == 2
+             else f"in the {analyses[0]} analysis")
+    if both:
+        text = (f"Changed: from {a} to {b}, " + "; ".join(moved(m) for m in both)
+                + f" (beyond chance after Holm correction {where})")
+        if weak:
+            text += ("; weaker evidence for " + ", ".join(weak) + " (holds in one analysis "
+                     "only)")
+        return text + "."
+    return ("Undetermined: " + ", ".join(weak) + f" moved beyond chance after Holm correction "
+            f"in one analysis only (between {a} and {b}); the other analysis does not confirm "
+            "it.")

@@ -19,8 +19,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..branch._shared import shared_name
 from ._embed import esc, plain, script_json
-from ._fmt import _isna, fmt_number
+from ._fmt import _isna, cut_words, fmt_number
 from ._template import Markup, json_script, page, render
 
 __all__ = ["MAX_SCRUB_EVENTS", "Report", "cohort", "rca"]
@@ -206,24 +207,28 @@ def _source_paths(*tables: pa.Table) -> list[str]:
 
 
 def _inputs(paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """One row per input file: its shared name (relative to the folder passed, or the file
+    name; see :func:`shared_name`), size and sha256."""
     rows = []
     seen: set[str] = set()
     for p in paths:
         q = Path(p)
-        key = str(q)
+        key = str(q.resolve()) if q.exists() else str(q)
         if key in seen:
             continue
         seen.add(key)
         if q.is_file():
-            rows.append({"file": key, "bytes": q.stat().st_size, "sha256": _sha256(q)})
+            rows.append({"file": shared_name(q), "bytes": q.stat().st_size,
+                         "sha256": _sha256(q)})
         elif q.is_dir():
             for f in sorted(x for x in q.rglob("*") if x.is_file()):
-                if str(f) not in seen:
-                    seen.add(str(f))
-                    rows.append({"file": str(f), "bytes": f.stat().st_size,
+                if str(f.resolve()) not in seen:
+                    seen.add(str(f.resolve()))
+                    rows.append({"file": shared_name(f, q), "bytes": f.stat().st_size,
                                  "sha256": _sha256(f)})
         else:
-            rows.append({"file": key, "bytes": None, "sha256": "not available (no such file)"})
+            rows.append({"file": shared_name(q), "bytes": None,
+                         "sha256": "not available (no such file)"})
     return rows
 
 
@@ -452,8 +457,15 @@ def _scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | 
         before = np.concatenate([[prev_hash == other_prev], same[:-1]]) if n else same
         shared = same & before  # this and the previous state
     deltas = _deltas(sf, start, lo, n, zero, shared)
-    text = pc.utf8_slice_codeunits(pc.fill_null(pc.cast(t.column("text"), pa.string()), ""),
-                                   0, TEXT_CHARS).to_pylist()
+    # cut at a word boundary (the window is bounded: MAX_SCRUB_EVENTS)
+    text: list[str | None] = [cut_words(x, TEXT_CHARS) for x in
+            pc.fill_null(pc.cast(t.column("text"), pa.string()), "").to_pylist()]
+    kinds_w = pc.cast(events.table.column("kind"), pa.string()).to_numpy(zero_copy_only=False)
+    opener = "turn_start" if (kinds_w == "turn_start").any() else "user_message"
+    derived_turn = np.cumsum(kinds_w == opener)[first:first + n]
+    rec_turn = t.column("turn").to_pandas()
+    turns = [int(r) if not pd.isna(r) else int(d)
+             for r, d in zip(rec_turn.tolist(), derived_turn.tolist(), strict=True)]
     if like is not None:
         other_text = like[0]["text"]
         text = [None if i < len(other_text) and x == other_text[i] else x
@@ -465,7 +477,7 @@ def _scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | 
         "kind": pc.cast(t.column("kind"), pa.string()).to_pylist(),
         "type": pc.cast(t.column("type"), pa.string()).to_pylist(),
         "tool": pc.cast(t.column("tool_name"), pa.string()).to_pylist(),
-        "text": text,
+        "text": text, "turn": turns,
         "origin": [(origins or {}).get(s) for s in seqs] if origins else None,
         "status": [(statuses or {}).get(s) for s in seqs] if statuses else None,
         "zero": zero, "delta": deltas,
@@ -672,13 +684,17 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     summary = summarize(cached, changes=changes)
 
     # 0. findings: the computed summary, each sentence linking to its evidence
-    groups = [{"kind": k, "title": summary.TITLES[k],
-               "rows": [r for r in summary.rows if r["kind"] == k]}
-              for k in summary.KINDS if any(r["kind"] == k for r in summary.rows)]
+    shown_steps = set(_transcript_steps(rep_t.num_rows, step))
+    groups = [{"kind": k, "title": summary.TITLES[k] + (
+                   f" ({summary.counts[k]:,})" if k == "unsupported" else ""),
+               "rows": [dict(r, anchor=f"rk-step-{r['step']}" if r.get("step") in shown_steps
+                             else None) for r in summary.rows if r["kind"] == k]}
+              for k in summary.KINDS[1:] if any(r["kind"] == k for r in summary.rows)]
     status_line = (f"Replay {result.status} \u00b7 comparability {cls} \u00b7 model policy "
                    f"{result.model_policy} \u00b7 tool policy {result.tool_policy}")
     sections.append(("findings", "Findings", str(render(
-        "findings.html", headline=status_line, groups=groups))))
+        "findings.html", answer=summary.answer, verdict=summary.verdict,
+        headline=status_line, groups=groups))))
 
     # 1. question and claim
     claim = _claim(result, m, bdict)
@@ -767,7 +783,9 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     if step >= 0:
         desc = desc[(desc["replay_seq"].fillna(-1) > int(fd["replay_seq"] or -1))
                     | (desc["base_seq"].fillna(-1) > int(fd["base_seq"] or -1))]
-    desc = desc.assign(**{"changed values": _values_by_row(changes, desc.index)})
+    # values only for the rows the table embeds (its first MAX_DESCENDANTS)
+    vals = _values_by_row(changes, desc.index[:MAX_DESCENDANTS])
+    desc = desc.assign(**{"changed values": vals + [""] * (len(desc) - len(vals))})
     body = (f"<p>{esc(m.get('changed_descendants'))} position(s) after the first divergence "
             "differ (metric <code>changed_descendants</code>, by position). Aligned by event "
             f"signature, {len(desc):,} event(s) after it are changed, added or removed:</p>"
@@ -778,8 +796,12 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     tsd = _tool_seq_diff(base_t, rep_t)
     if len(tsd) and len(changes):
         by_seq = {}
-        for k, g in changes[changes["key"] & (changes["kind"] == "tool_call")].groupby(
-                "replay_seq"):
+        # only the calls the windowed table embeds
+        lo, hi = _window_bounds(len(tsd), (tsd["status"] != "same").to_numpy(), MAX_TOOL_ROWS)
+        shown = set(tsd["replay_seq"].iloc[lo:hi].dropna().astype("int64").tolist())
+        tc = changes[changes["key"] & (changes["kind"] == "tool_call")]
+        tc = tc[tc["replay_seq"].isin(shown)]
+        for k, g in tc.groupby("replay_seq"):
             by_seq[int(k)] = "; ".join(_value_text(r) for r in g.itertuples())
         tsd["arguments change"] = tsd["replay_seq"].map(by_seq).fillna("").astype(object)
     body = (f"<p>Tool-sequence distance {esc(m.get('tool_sequence_distance'))} (normalised "
@@ -793,9 +815,12 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     from ._transcript import run_tree_html, transcript_html
 
     steps = _transcript_steps(rep_t.num_rows, step)
+    uns = summary.unsupported
+    flags = {int(k): "; ".join(g["sentence"]) for k, g in uns.groupby("step")} \
+        if len(uns) else {}
     body = ("<h3>Replayed run</h3>" + transcript_html(
-        rep_t, origins=_seq_map(annotations, "origin", rep_t, steps), steps=steps,
-        payload_chars=TRANSCRIPT_CHARS)
+        rep_t, origins=_seq_map(annotations, "provenance", rep_t, steps), steps=steps,
+        payload_chars=TRANSCRIPT_CHARS, flags=flags)
         + "<h3>Run tree</h3>" + run_tree_html([base_t, rep_t], max_nodes=TREE_CALLS))
     sections.append(("transcript", "Transcript and run tree", body))
 
@@ -830,7 +855,8 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
 
     # 12. metrics
     mdf = pd.DataFrame({"metric": list(m), "value": [m[k] for k in m]})
-    sections.append(("metrics", "Metrics", _table(mdf, cls="metrics")))
+    sections.append(("metrics", "Metrics", _table(mdf, cls="metrics", formatters={
+        "value": lambda v: "" if v is None or _isna(v) else fmt_number(v)})))
 
     # 13. reproducibility stamp
     paths = list(inputs) if inputs is not None else [
@@ -893,7 +919,7 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     scrub, rep_hashes = _scrubber_data(
         result.events, tenant_id=result.events.tenants[0], states=states, first=first,
         max_events=MAX_SCRUB_EVENTS,
-        origins=_seq_map(annotations, "origin", rep_t, window),
+        origins=_seq_map(annotations, "provenance", rep_t, window),
         statuses=_seq_map(st, "status", rep_t, window))
     sb = diff.dropna(subset=["base_seq"]).rename(columns={"base_seq": "seq"})
     base_scrub, _ = _scrubber_data(base_log, tenant_id=base_log.tenants[0], first=first,
@@ -941,6 +967,16 @@ def _transcript_steps(n: int, step: int) -> list[int]:
     return list(range(TRANSCRIPT_HEAD)) + list(range(lo, min(n, lo + room)))
 
 
+def _window_bounds(n: int, hot: np.ndarray, max_rows: int) -> tuple[int, int]:
+    """The rows ``[lo, hi)`` :func:`_window_table` embeds of ``n``: all when they fit, else
+    ``max_rows`` from just before the first ``hot`` row."""
+    if n <= max_rows:
+        return 0, n
+    hits = np.flatnonzero(hot)
+    lo = 0 if not len(hits) else max(0, min(int(hits[0]) - 5, n - max_rows))
+    return lo, lo + max_rows
+
+
 def _window_table(df: pd.DataFrame, hot: np.ndarray, max_rows: int, what: str,
                   **kw: Any) -> str:
     """A long table as a stated window: all rows when they fit, else ``max_rows`` rows from
@@ -949,8 +985,8 @@ def _window_table(df: pd.DataFrame, hot: np.ndarray, max_rows: int, what: str,
     if n <= max_rows:
         return _table(df, **kw)
     hits = np.flatnonzero(hot)
-    lo = 0 if not len(hits) else max(0, min(int(hits[0]) - 5, n - max_rows))
-    part = df.iloc[lo:lo + max_rows]
+    lo, hi = _window_bounds(n, hot, max_rows)
+    part = df.iloc[lo:hi]
     where = "from just before the first difference" if len(hits) and lo > 0 else "the first"
     return (f"<p class='note rows-cut'>Showing rows {lo + 1:,}\u2013{lo + len(part):,} of "
             f"{n:,} {what} ({where}; {n - len(part):,} rows not embedded).</p>"
@@ -979,10 +1015,11 @@ def _values_by_row(changes: pd.DataFrame, rows: Any) -> list[str]:
     """Per diff_df row: its key value changes as ``path: before -> after; ...``."""
     if not len(changes):
         return ["" for _ in rows]
-    key = changes[changes["key"]]
+    want = [int(r) for r in rows]
+    key = changes[changes["key"] & changes["row"].isin(want)]  # only the rows asked for
     text = {int(k): "; ".join(_value_text(r) for r in g.itertuples())
             for k, g in key.groupby("row")}
-    return [text.get(int(r), "") for r in rows]
+    return [text.get(r, "") for r in want]
 
 
 def _inline_diff(before: str, after: str) -> tuple[Markup, Markup]:
@@ -1137,10 +1174,11 @@ def cohort(frame: pd.DataFrame, *, title: str, question: str, notes: str | None 
     data: dict[str, Any] = {"rows": len(frame)}
     figs: list[tuple[str, Any]] = []
     if {"metric", "diff", "ci_low", "ci_high", "analysis"} <= set(frame.columns):
-        from ._cohort import UNITS, adjust, cohort_findings
+        from ._cohort import UNITS, adjust, cohort_answer, cohort_findings
 
         adj = adjust(frame)
         headline, rows = cohort_findings(adj)
+        answer = cohort_answer(adj)
         if cohorts is not None:  # a drifted stamp confounds every other difference: first
             from ..stamps import stamp_drift
 
@@ -1157,13 +1195,14 @@ def cohort(frame: pd.DataFrame, *, title: str, question: str, notes: str | None 
                     + ". Any difference below may come from them rather than from the "
                     "agent."), "section": "repro"})
                 data["stamp_drift"] = drift
-        data.update(adjusted=adj, headline=headline, findings=rows)
+        data.update(adjusted=adj, headline=headline, findings=rows, answer=answer)
         groups = [{"kind": k, "title": t, "rows": [r for r in rows if r["kind"] == k]}
                   for k, t in (("outcome", "Outcome"), ("evidence", "How the comparison is "
                                                                      "made"),
                                ("caveat", "Caveats"))]
         sections.append(("findings", "Findings", str(render(
-            "findings.html", headline=headline, groups=[g for g in groups if g["rows"]]))))
+            "findings.html", answer=answer, verdict=answer.split(":", 1)[0].lower(),
+            headline=headline, groups=[g for g in groups if g["rows"]]))))
         sections.append(("question", "Question and claim", question_body))
         for analysis in ("unpaired", "paired"):
             part = adj[adj["analysis"] == analysis]
@@ -1330,23 +1369,67 @@ def _trends(cs: Any, adj: pd.DataFrame) -> list[tuple[str, Any]]:
               if m in s.columns]
         if not ms:
             continue
-        cols = min(4, len(ms))
+        # three panels a row at most: room for the cohort labels and the measure names
+        cols = min(3, len(ms))
         nrows = -(-len(ms) // cols)
         fig = make_subplots(rows=nrows, cols=cols, subplot_titles=[
-            html.escape(m + (" \u2605" if m in hits else ""), quote=False) for m in ms],
-            horizontal_spacing=0.07, vertical_spacing=min(0.25, 0.6 / max(nrows, 1)))
+            _panel_title(m, m in hits) for m in ms],
+            horizontal_spacing=0.11, vertical_spacing=min(0.3, 0.75 / max(nrows, 1)))
         scale = 100.0 if unit == "rates" else 1.0
         for i, m in enumerate(ms):
             r, c = i // cols + 1, i % cols + 1
-            fig.add_trace(_go_scatter(s["cohort"].astype(str).tolist(),
-                                     (s[m].astype(float) * scale).tolist(), m, m in hits),
+            y = (s[m].astype(float) * scale).tolist()
+            fig.add_trace(_go_scatter(s["cohort"].astype(str).tolist(), y, m, m in hits),
                           row=r, col=c)
-            fig.update_yaxes(ticksuffix=" %" if unit == "rates" else "", row=r, col=c)
-            fig.update_xaxes(type="category", row=r, col=c)
+            fig.update_yaxes(ticksuffix=" %" if unit == "rates" else "",
+                             range=trend_range(y, unit), nticks=5, row=r, col=c)
+            fig.update_xaxes(type="category", tickangle=-30, automargin=True, row=r, col=c)
+        fig.update_annotations(font_size=12)
         fig.update_layout(template="plotly_white", showlegend=False,
-                          height=120 + 190 * nrows, margin={"t": 50, "b": 40})
+                          height=140 + 230 * nrows, margin={"t": 60, "b": 50})
         out.append((unit, fig))
     return out
+
+
+#: The smallest y-span of a trend panel per unit (percentage points, counts, tokens): a change
+#: smaller than this is drawn as the small change it is, not stretched over the whole panel.
+TREND_MIN_SPAN = {"rates": 5.0, "counts": 1.0, "tokens": 100.0}
+
+
+def trend_range(y: Sequence[float], unit: str) -> list[float] | None:
+    """The y-range of one trend panel: the data with 15% padding, widened to at least
+    :data:`TREND_MIN_SPAN` of its unit and to 20% of the values' magnitude, so that a
+    0.03-point change reads as flat; rates stay within 0-100%.
+
+    >>> trend_range([10.0, 10.03], "rates")
+    [7.515, 12.515]
+    """
+    vals = [float(v) for v in y if v is not None and np.isfinite(v)]
+    if not vals:
+        return None
+    lo, hi = min(vals), max(vals)
+    mid = (lo + hi) / 2
+    span = max(hi - lo, TREND_MIN_SPAN.get(unit, 1.0), 0.2 * max(abs(lo), abs(hi)))
+    span *= 1.15 if span == hi - lo else 1.0
+    a, b = mid - span / 2, mid + span / 2
+    if unit == "rates":
+        if a < 0:
+            a, b = 0.0, max(b - a, hi * 1.05)
+        if b > 100:
+            a, b = min(a - (b - 100), lo), 100.0
+    elif lo >= 0 and a < 0:
+        a, b = 0.0, b - a
+    return [round(a, 6), round(b, 6)]
+
+
+def _panel_title(metric: str, hit: bool) -> str:
+    """A trend panel's title: the measure's name, broken after its prefix when long
+    (``tool_share.<br>web_search``), a star when its interval excludes zero."""
+    name = html.escape(metric, quote=False)
+    if len(metric) > 16 and "." in metric:
+        head, tail = metric.split(".", 1)
+        name = html.escape(head, quote=False) + ".<br>" + html.escape(tail, quote=False)
+    return name + (" \u2605" if hit else "")
 
 
 def _go_scatter(x: list[str], y: list[float], name: str, hit: bool) -> Any:

@@ -33,9 +33,19 @@ TRANSCRIPT_CSS = """
 .rk-transcript .msg.tool_call{border-color:#ef6c00}
 .rk-transcript .msg.tool_result{border-color:#6d4c41}
 .rk-transcript .who{font-size:11px;color:#555;text-transform:uppercase;letter-spacing:.04em}
-.rk-transcript .origin{font-size:11px;color:#fff;background:#9e9e9e;border-radius:6px;
- padding:0 5px;margin-left:6px}
-.rk-transcript .origin.patched{background:#ef6c00}.rk-transcript .origin.fixture{background:#c62828}
+.rk-transcript .origin,.rk-legend .origin{font-size:11px;color:#fff;background:#607d8b;
+ border-radius:6px;padding:0 5px;margin-left:6px;text-transform:none;letter-spacing:0}
+.origin.recorded{background:#78909c}.origin.patched{background:#ef6c00}
+.origin.fixture{background:#c62828}.origin.policy-copy{background:#fff;color:#8d6e00;
+ border:1px dashed #8d6e00}.origin.live{background:#2e7d32}.origin.blocked{background:#000}
+.origin.synthetic{background:#7b1fa2}
+.rk-transcript .flag,.rk-legend .flag{font-size:11px;color:#b71c1c;background:#ffebee;
+ border:1px solid #b71c1c;border-radius:6px;padding:0 5px;margin-left:6px;
+ text-transform:none;letter-spacing:0}
+.rk-transcript .msg.unsupported{background:#fff8f8}
+.rk-transcript .why{font-size:12px;color:#b71c1c;margin:2px 0}
+.rk-legend{font-size:12px;color:#37474f;margin:4px 0 8px}.rk-legend dt{display:inline}
+.rk-legend dd{display:inline;margin:0 12px 0 4px}
 .rk-transcript .body{white-space:pre-wrap;word-break:break-word}
 details>summary{cursor:pointer;color:#37474f;font-size:12px}
 .rk-tree ul{list-style:none;padding-left:18px;margin:0}
@@ -88,6 +98,11 @@ pre{background:#f6f8fa;padding:8px;font-size:11.5px;overflow:auto;max-height:420
 #findings li{margin:2px 0}
 #findings li a.ev{font-size:12px;margin-left:6px;color:#1565c0;white-space:nowrap}
 #findings li.caveat{color:#8d3b00}
+#findings .answer{font-size:16px;font-weight:600;margin:4px 0 8px;padding:6px 10px;
+ border-left:5px solid #546e7a;background:#eceff1}
+#findings .answer.changed{border-color:#c62828}#findings .answer.unchanged{border-color:#2e7d32}
+#findings .answer.undetermined{border-color:#ef6c00}
+#findings li.unsupported{color:#b71c1c}
 .headline{font-size:16px;font-weight:600;margin:8px 0}
 .fixture-spec pre{max-height:260px}
 td.hit{background:#fff8e1}
@@ -181,12 +196,25 @@ _JS = r"""
   }
   function eventAt(d, i){
     if (i >= d.seq.length) { return null; }
-    var ev = {step: off + i, seq: d.seq[i], kind: d.kind[i], type: d.type[i]};
+    var ev = {step: off + i, turn: d.turn ? d.turn[i] : null, seq: d.seq[i], kind: d.kind[i],
+              type: d.type[i]};
     if (d.tool[i] !== null) { ev.tool_name = d.tool[i]; }
     if (d.origin) { ev.origin = d.origin[i]; }
     if (d.status) { ev.alignment = d.status[i]; }
     ev.text = d.text[i] === null ? all.replay.text[i] : d.text[i];
     return ev;
+  }
+  function filled(state, i){
+    // a step / turn the log leaves null shows the scrubber's own step and turn
+    var s = {}, d = all.replay;
+    for (var key in state) {
+      if (Object.prototype.hasOwnProperty.call(state, key)) { s[key] = state[key]; }
+    }
+    if ("step" in s && s.step === null) { s.step = off + i; }
+    if ("turn" in s && s.turn === null && d.turn) {
+      s.turn = d.turn[Math.min(i, d.turn.length - 1)];
+    }
+    return s;
   }
   function drawState(el, state, other){
     while (el.firstChild) { el.removeChild(el.firstChild); }
@@ -204,15 +232,19 @@ _JS = r"""
     if (String(slider.value) !== String(i)) { slider.value = String(i); }
     var r = all.replay, b = all.base;
     var rev = eventAt(r, i), bev = b ? eventAt(b, i) : null;
-    var rstate = i < r.seq.length ? stateAt("replay", i) : null;
-    var bstate = b && i < b.seq.length ? stateAt("base", i) : null;
+    var rraw = i < r.seq.length ? stateAt("replay", i) : null;
+    var braw = b && i < b.seq.length ? stateAt("base", i) : null;
+    var rstate = rraw ? filled(rraw, i) : null, bstate = braw ? filled(braw, i) : null;
     function num(v){ return Number(v).toLocaleString("en-US"); }
-    var label = "step " + num(off + i) + " of " + num(total - 1) + " \u00b7 replay seq " +
+    var label = "step " + num(off + i) + " of " + num(total - 1) +
+      (rev && rev.turn !== null ? " \u00b7 turn " + num(rev.turn) : "") + " \u00b7 replay seq " +
       (rev ? rev.seq + " " + rev.kind + (r.origin ? " (" + r.origin[i] + ")" : "") : "\u2014") +
       " \u00b7 base seq " + (bev ? bev.seq + " " + bev.kind : "\u2014");
     var lab = $("rk-scrub-label");
     lab.textContent = label; lab.setAttribute("title", label);
-    $("rk-scrub-event").textContent = rev ? JSON.stringify(rev, null, 2) : "(no event)";
+    $("rk-scrub-event").textContent = rev ? JSON.stringify(rev, null, 2) +
+      (rev.text && rev.text.slice(-1) === "\u2026" ? "\n(text cut at a word boundary: the " +
+       "transcript shows the whole event at step " + num(rev.step) + ")" : "") : "(no event)";
     $("rk-scrub-base-event").textContent = bev ? JSON.stringify(bev, null, 2) : "(no event)";
     var ch = i < r.delta.length && r.delta[i] ? r.delta[i] : {};
     $("rk-scrub-changes").textContent =
@@ -220,10 +252,10 @@ _JS = r"""
     var st = $("rk-scrub-state");
     if (rstate) { drawState(st, rstate, bstate); } else { st.textContent = "(no event)"; }
     st.setAttribute("data-step", String(off + i));
-    st.setAttribute("data-json", rstate ? JSON.stringify(rstate) : "null");
+    st.setAttribute("data-json", rraw ? JSON.stringify(rraw) : "null");
     var bst = $("rk-scrub-base-state");
     if (bstate) { drawState(bst, bstate, rstate); } else { bst.textContent = "(no event)"; }
-    bst.setAttribute("data-json", bstate ? JSON.stringify(bstate) : "null");
+    bst.setAttribute("data-json", braw ? JSON.stringify(braw) : "null");
   }
   slider.addEventListener("input", function(){ show(parseInt(slider.value, 10)); });
   slider.addEventListener("change", function(){ show(parseInt(slider.value, 10)); });
@@ -255,21 +287,33 @@ nothing from the network</p></header>
 {% if it.gap %}<p class="note gap" data-step="{{ it.step }}">&hellip; {{ "{:,}".format(it.gap) }}
  events not shown (steps {{ "{:,}".format(it.step) }}&ndash;{{ "{:,}".format(it.step + it.gap - 1)
  }}) &hellip;</p>
-{% elif it.message %}<div class="msg {{ it.kind }}" data-step="{{ it.step }}"><div class="who">
+{% elif it.message %}<div class="msg {{ it.kind }}{{ ' unsupported' if it.unsupported }}"
+ data-step="{{ it.step }}" id="rk-step-{{ it.step }}"{% if it.origin %}
+ data-provenance="{{ it.origin }}"{% endif %}><div class="who">
 step {{ it.step }} &middot; {{ it.who }}{% if it.tool %} &middot; {{ it.tool }}{% endif %}
 {% if it.ref %} <span class="note">({{ it.ref }})</span>{% endif %}
-{% if it.origin and it.origin not in ("copied", "recorded") %}<span class="origin
- {{ it.origin }}">{{ it.origin }}</span>{% endif %}{% if it.error %} <b>error</b>{% endif %}
-</div>{% if it.kind != "model_request" and it.text and not it.detail %}
+{% if it.origin %}<span class="origin {{ it.origin }}" title="{{ it.meaning }}">{{ it.badge }}
+</span>{% endif %}{% if it.unsupported %}<span class="flag" title="{{ it.unsupported }}">
+unsupported</span>{% endif %}{% if it.error %} <b>error</b>{% endif %}
+</div>{% if it.unsupported %}<div class="why">{{ it.unsupported }}</div>{% endif %}
+{% if it.kind != "model_request" and it.text and not it.detail %}
 <div class="body">{{ it.text }}</div>{% endif %}
 {% if it.detail %}<details open><summary>{{
  "arguments" if it.kind == "tool_call" else "output" }}</summary><pre>{{ it.detail }}</pre>
 </details>{% endif %}<details><summary>{{ "prompt and " if it.kind == "model_request" }}payload
 </summary><pre>{{ it.payload }}</pre></details></div>
-{% else %}<div class="note" data-step="{{ it.step }}">step {{ it.step }} &middot; {{ it.kind }}
-{% if it.text %}: {{ it.text|truncate(120) }}{% endif %}</div>{% endif %}{% endfor %}
+{% else %}<div class="note" data-step="{{ it.step }}" id="rk-step-{{ it.step }}"
+{% if it.origin %} data-provenance="{{ it.origin }}"{% endif %}>step {{ it.step }} &middot;
+ {{ it.kind }}{% if it.text %}: {{ it.text|truncate(120) }}{% endif %}{% if it.origin
+ %}<span class="origin {{ it.origin }}" title="{{ it.meaning }}">{{ it.badge }}</span>
+{% endif %}</div>{% endif %}{% endfor %}
 {% if more %}<p class="note">&hellip; {{ "{:,}".format(more) }} more events not shown</p>
 {% endif %}</div>""",
+
+    "legend.html": """<dl class="rk-legend" id="rk-provenance-legend"><b>Where each step
+ came from:</b> {% for it in items %}<dt><span class="origin {{ it.key }}">{{ it.badge }}</span>
+</dt><dd>{{ it.meaning }}</dd>{% endfor %}<dt><span class="flag">unsupported</span></dt>
+<dd>the replay cannot support what this step shows (see the findings)</dd></dl>""",
 
     "runtree.html": """{% macro run(n) %}<li class="run"><details open><summary><b>run
  {{ n.run_id }}</b>{% if n.parent_run_id %} (child of {{ n.parent_run_id }}){% endif %}
@@ -296,10 +340,14 @@ run's own time axis (timestamps of the log; none are drawn when the log has none
     "kv.html": """<table class="kv">{% for k, v in items %}<tr><th>{{ k }}</th><td>{{ v }}</td>
 </tr>{% endfor %}</table>""",
 
-    "findings.html": """{% if headline %}<p class="headline" id="rk-headline">{{ headline }}</p>
+    "findings.html": """{% if answer %}<p class="answer {{ verdict }}" id="rk-answer"
+ data-verdict="{{ verdict }}">{{ answer }}</p>{% endif %}{% if headline %}<p class="headline"
+ id="rk-headline">{{ headline }}</p>
 {% endif %}{% for group in groups %}<h3>{{ group.title }}</h3><ul class="{{ group.kind }}">
-{% for r in group.rows %}<li class="{{ r.kind }}" data-kind="{{ r.kind }}">{{ r.sentence }}
-<a class="ev" href="#{{ r.section }}">evidence &rarr;</a></li>{% endfor %}</ul>{% endfor %}""",
+{% for r in group.rows %}<li class="{{ r.kind }}" data-kind="{{ r.kind }}"{% if r.step is
+ defined and r.step is not none %} data-step="{{ r.step }}"{% endif %}>{{ r.sentence }}
+<a class="ev" href="#{{ r.anchor or r.section }}">{{ "step " ~ r.step ~ " in the transcript"
+ if r.anchor else "evidence" }} &rarr;</a></li>{% endfor %}</ul>{% endfor %}""",
 
     "requirements.html": """{% if not reqs %}<p id="rk-no-requirements">No open requirement:
 every divergent tool call got an output.</p>{% else %}<p class="warn"><b>The replay

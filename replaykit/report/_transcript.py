@@ -14,10 +14,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..branch.vocab import PROVENANCE_BADGES, PROVENANCES
 from ._template import render
 
-__all__ = ["MAX_TRANSCRIPT_EVENTS", "run_tree", "run_tree_html", "transcript_items",
-           "transcript_html"]
+__all__ = ["MAX_TRANSCRIPT_EVENTS", "provenance_legend_html", "run_tree", "run_tree_html",
+           "transcript_items", "transcript_html"]
 
 #: events a transcript shows (a longer run keeps its first ones and says so).
 MAX_TRANSCRIPT_EVENTS = 2_000
@@ -62,13 +63,25 @@ def _args(payload: Any, limit: int = PAYLOAD_CHARS) -> str | None:
     return None
 
 
+def provenance_legend_html(present: Sequence[str] | None = None) -> str:
+    """The legend of the provenance badges (those in ``present``, default all), with the
+    "unsupported" flag: what each badge on a replayed step means."""
+    keys = [k for k in PROVENANCES if present is None or k in set(present)]
+    return str(render("legend.html", items=[
+        {"key": k, "badge": PROVENANCE_BADGES[k], "meaning": PROVENANCES[k]} for k in keys]))
+
+
 def transcript_items(table: pa.Table, *, origins: Mapping[int, str] | None = None,
                      max_events: int = MAX_TRANSCRIPT_EVENTS,
                      payload_chars: int = PAYLOAD_CHARS,
-                     steps: Sequence[int] | None = None) -> list[dict[str, Any]]:
+                     steps: Sequence[int] | None = None,
+                     flags: Mapping[int, str] | None = None) -> list[dict[str, Any]]:
     """One item per event of a one-run table: step, seq, kind, who, tool, ref, text, the
     arguments or output (pretty JSON), the whole payload and where it came from.
 
+    ``origins``: seq -> provenance (:data:`replaykit.branch.vocab.PROVENANCES`; a replay
+    origin such as ``copied`` is accepted too): every step of a replay gets its badge.
+    ``flags``: seq -> the sentence of an unsupported finding on that step (a flag badge).
     ``steps``: the positions to show (ascending; default the first ``max_events``); a jump
     between two shown positions gives an item ``{"gap": k, "step": first skipped}`` first."""
     cols = ["seq", "kind", "tool_name", "ref_id", "text", "payload", "is_error"]
@@ -92,24 +105,42 @@ def transcript_items(table: pa.Table, *, origins: Mapping[int, str] | None = Non
                     if kind in ("tool_call", "tool_result") else None,
                     "payload": _pretty(r["payload"], payload_chars),
                     "error": bool(r["is_error"]),
-                    "origin": (origins or {}).get(int(r["seq"])),
+                    "origin": _badge_key((origins or {}).get(int(r["seq"]))),
+                    "unsupported": (flags or {}).get(int(r["seq"])),
                     "message": kind in _WHO})
+    for it in out:
+        if it.get("origin"):
+            it["badge"] = PROVENANCE_BADGES.get(it["origin"], it["origin"])
+            it["meaning"] = PROVENANCES.get(it["origin"], "")
     return out
+
+
+def _badge_key(origin: str | None) -> str | None:
+    """A provenance for a badge: replay origins map to the provenance a reader sees."""
+    if origin is None:
+        return None
+    return {"copied": "recorded", "executor": "live"}.get(origin, origin)
 
 
 def transcript_html(table: pa.Table, *, origins: Mapping[int, str] | None = None,
                     max_events: int = MAX_TRANSCRIPT_EVENTS,
                     payload_chars: int = PAYLOAD_CHARS,
-                    steps: Sequence[int] | None = None) -> str:
+                    steps: Sequence[int] | None = None,
+                    flags: Mapping[int, str] | None = None) -> str:
     """The transcript of one run as escaped HTML (see :func:`transcript_items`); a run
-    longer than what is shown says how many of its events are shown."""
+    longer than what is shown says how many of its events are shown. With ``origins`` each
+    step carries its provenance badge and the transcript opens with their legend."""
     items = transcript_items(table, origins=origins, max_events=max_events,
-                             payload_chars=payload_chars, steps=steps)
+                             payload_chars=payload_chars, steps=steps, flags=flags)
     shown = sum(1 for it in items if "gap" not in it)
     last = max((it["step"] for it in items if "gap" not in it), default=-1)
     more = max(0, table.num_rows - last - 1)
-    return str(render("transcript.html", items=items, more=more, shown=shown,
-                      total=table.num_rows, windowed=any("gap" in it for it in items)))
+    present = sorted({it["origin"] for it in items if it.get("origin")},
+                     key=lambda k: list(PROVENANCES).index(k) if k in PROVENANCES else 99)
+    legend = provenance_legend_html(present) if present else ""
+    return legend + str(render("transcript.html", items=items, more=more, shown=shown,
+                               total=table.num_rows,
+                               windowed=any("gap" in it for it in items)))
 
 
 def _ts_seconds(table: pa.Table) -> np.ndarray:
