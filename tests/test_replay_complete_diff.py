@@ -69,7 +69,8 @@ def test_any_payload_edit_shows_in_every_view(log: Any, data: Any) -> None:
     row = diff[diff["replay_seq"] == pos]
     assert row["status"].tolist() == ["changed"], (key, value)
     ch = res.changes_df()
-    mine = ch[(ch["replay_seq"] == pos) & ch["path"].str.startswith(f"/{key}")]
+    at_key = (ch["path"] == f"/{key}") | ch["path"].str.startswith(f"/{key}/")
+    mine = ch[(ch["replay_seq"] == pos) & at_key]  # (not "/reason" for the key "r")
     assert len(mine) >= 1 and mine["key"].all()
     if how == "replace" and not isinstance(value, (dict, list)) \
             and not isinstance(doc[key], (dict, list)):
