@@ -4,13 +4,21 @@
 #   make test   -- create .venv, install with dev extras (and the nbstripout git filter),
 #                  install the system packages the tests need (Chromium, PostgreSQL) where it
 #                  can or print the command, then run the whole suite (notebooks included)
-#   make lab    -- open the notebooks in JupyterLab
+#   make check  -- the fast unit tests for development (<= 2 minutes: no browser, JupyterLab,
+#                  PostgreSQL, corpus or notebooks)
+#   make lab    -- open the notebooks in JupyterLab (root included); it prints the URL to open.
+#                  Headless or on another port: make lab LAB_ARGS="--no-browser --port 8899"
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
 
-.PHONY: demo test lab system-deps bench lint clean
+# Options of `jupyter lab` (tools/lab.py adds --allow-root when run as root).
+LAB_ARGS ?=
+# pytest-xdist workers for `make test` / `make check` (auto: one per core).
+TEST_WORKERS ?= auto
+
+.PHONY: demo test check lab system-deps bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "replaykit needs Python 3.11+"'
@@ -38,11 +46,19 @@ demo: $(VENV)/.installed-base
 system-deps:
 	bash tools/install_system_deps.sh
 
+# The whole suite on every core (pytest-xdist; --dist loadgroup keeps the tests marked
+# xdist_group -- browser and JupyterLab ones -- on one worker each), the slowest named at the end.
 test: $(VENV)/.installed-dev system-deps
-	$(BIN)/python -m pytest -q tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider
+	$(BIN)/python -m pytest -q tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider \
+		-n $(TEST_WORKERS) --dist loadgroup --durations=15
+
+# Development: the unit tests without the slow components (marker "slow", see pyproject.toml).
+check: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q tests -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup \
+		-m "not slow" --durations=10
 
 lab: $(VENV)/.installed-base
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/python tools/lab.py $(BIN)/jupyter $(LAB_ARGS)
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m benchmarks --write-docs

@@ -51,7 +51,7 @@ def test_the_readme_commands_install_jupyterlab_and_make_lab_opens_the_notebooks
     env = (ROOT / "environment.yml").read_text()
     conda = re.search(r'-e "\.\[([^\]]*)\]"', env).group(1)  # type: ignore[union-attr]
     assert {"jupyterlab", "nbstripout"} <= _extras(conda, extras)
-    assert "/nonexistent-venv/bin/jupyter lab notebooks/" in _make_n("lab")
+    assert "tools/lab.py /nonexistent-venv/bin/jupyter" in _make_n("lab")
     import jupyterlab  # installed by the dev extras this suite runs under
 
     assert jupyterlab.__version__
@@ -166,10 +166,10 @@ def test_saving_a_notebook_in_lab_changes_nothing_git_sees(tmp_path):
     nbstripout = shutil.which("nbstripout", path=str(Path(os.sys.executable).parent))
     if nbstripout is None or shutil.which("git") is None:
         pytest.skip("nbstripout or git not installed")
+    import asyncio
     import sys
 
     import nbformat
-    from jupyter_server.services.contents.filemanager import FileContentsManager
 
     repo = _repo_with_filter_script(tmp_path / "repo")
     git = ["git", "-C", str(repo)]
@@ -197,8 +197,12 @@ def test_saving_a_notebook_in_lab_changes_nothing_git_sees(tmp_path):
     cfg = Config()
     runpy.run_path(str(ROOT / "tools" / "jupyter_lab_config.py"),
                    init_globals={"get_config": lambda: cfg})
-    cm = FileContentsManager(root_dir=str(repo), config=cfg)
-    assert cm.post_save_hook is not None
+    manager = cfg.ServerApp.contents_manager_class(root_dir=str(repo))
+    assert manager._post_save_hooks
+
+    class cm:  # the async manager Lab's server uses, called as the server calls it
+        get = staticmethod(lambda *a, **k: asyncio.run(manager.get(*a, **k)))
+        save = staticmethod(lambda *a, **k: asyncio.run(manager.save(*a, **k)))
     for name in names:
         model = cm.get(f"notebooks/{name}", content=True)
         nb = model["content"]
@@ -275,3 +279,30 @@ def test_readme_examples_write_under_one_ignored_folder():
     targets += re.findall(r"replaykit generate \w+ (\S+)", text)
     assert len(targets) >= 8
     assert [t for t in targets if not t.startswith("scratch/")] == []
+
+
+def test_lab_command_allows_root_takes_lab_args_and_names_its_url():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from lab import lab_command
+    finally:
+        sys.path.pop(0)
+    cmd, url = lab_command("jupyter", ["--no-browser", "--port", "9123"], is_root=True)
+    assert "--allow-root" in cmd and "--no-browser" in cmd and cmd[-1].endswith("notebooks")
+    assert url.startswith("http://127.0.0.1:9123/lab?token=")
+    token = url.rsplit("=", 1)[1]
+    assert f"--IdentityProvider.token={token}" in cmd and "--ServerApp.port_retries=0" in cmd
+    cmd, url = lab_command("jupyter", ["--port=9200", "--ip=10.0.0.5"], is_root=False)
+    assert "--allow-root" not in cmd and url.startswith("http://10.0.0.5:9200/lab?token=")
+
+
+def test_make_lab_passes_lab_args_through():
+    cmd = _make_n("lab").strip().splitlines()[-1]
+    assert cmd.endswith("tools/lab.py /nonexistent-venv/bin/jupyter")
+    proc = subprocess.run(["make", "-n", "-B", "lab", "VENV=/nonexistent-venv",
+                           "LAB_ARGS=--no-browser --port 8899"], cwd=ROOT, capture_output=True,
+                          text=True, check=True)
+    assert proc.stdout.strip().splitlines()[-1].endswith(
+        "tools/lab.py /nonexistent-venv/bin/jupyter --no-browser --port 8899")
