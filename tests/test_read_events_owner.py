@@ -18,7 +18,8 @@ def test_owner_names_untenanted_files_and_leaves_pleach_tenants_alone(data_dir: 
     pleach = rk.read_pleach(data_dir / "pleach", progress=False)
     toh = rk.read_toh(data_dir / "toh", tenant_id="demo", progress=False)
     isplay = rk.read_isplay(data_dir / "isplay", tenant_id="demo", progress=False)
-    assert len(log) == len(pleach) + len(toh) + len(isplay)
+    otel = rk.read_otel(data_dir / "otel", tenant_id="demo", progress=False)
+    assert len(log) == len(pleach) + len(toh) + len(isplay) + len(otel)
     # every pleach tenant is still there, none of its rows was dropped or renamed
     assert set(log.tenants) == {"demo", *pleach.tenants}
     assert len(log.filter(tenant_id=pleach.tenants)) == len(pleach)
