@@ -39,7 +39,7 @@ demo: $(VENV)/.installed-base
 	@echo "== harness_event_log rows (tenants recorded on every row) =="
 	$(BIN)/replaykit summary data/pleach --no-progress
 	@echo "== harness session logs and isplay run exports (owner named explicitly) =="
-	$(BIN)/replaykit summary data/toh data/isplay --tenant demo --no-progress
+	$(BIN)/replaykit summary data/toh data/isplay --owner demo --no-progress
 	@echo "== root-cause-analysis report from the bundled isplay sample =="
 	$(BIN)/python -m replaykit.report.demo
 

@@ -43,6 +43,7 @@ __all__ = [
     "MODEL_POLICY_HELP",
     "TOOL_POLICY_HELP",
     "CliFileError",
+    "CliHelpFormatter",
     "CliParser",
     "TerminalSafeStream",
     "atomic_write",
@@ -260,9 +261,24 @@ class TerminalSafeStream:
 
 
 # ---------------------------------------------------------------------------- parsers
+class CliHelpFormatter(argparse.HelpFormatter):
+    """Help text wrapped between words only (never inside ``recorded-only``)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False,
+                             break_long_words=False)
+
+
 class CliParser(argparse.ArgumentParser):
     """``argparse.ArgumentParser`` whose usage errors suggest the nearest option or command
-    (``--tenat`` -> ``did you mean --tenant?``), for every ``replaykit`` subcommand."""
+    (``--tenat`` -> ``did you mean --tenant?``), for every ``replaykit`` subcommand; help is
+    wrapped by :class:`CliHelpFormatter` unless another formatter is given."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", CliHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         hint = self._suggestion(message)

@@ -57,12 +57,12 @@ from ._cli_files import (
     MODEL_POLICY_HELP,
     TOOL_POLICY_HELP,
     CliFileError,
+    CliHelpFormatter,
     CliParser,
     TerminalSafeStream,
     atomic_write,
     atomic_write_text,
     check_input_path,
-    check_option_file,
     check_output,
     json_safe,
     load_json_option,
@@ -122,7 +122,7 @@ class _EmptyAnswer(Exception):
     """The command ran but found nothing to answer with: exit 1 with the message."""
 
 
-class _Formatter(argparse.HelpFormatter):
+class _Formatter(CliHelpFormatter):
     """Help that names an option's default when it has a meaningful one."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
@@ -279,7 +279,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         "effects,requirements} RESULT_DIR.",
         epilog="Exit codes: 0 finished, 3 paused for a fixture (see 'replaykit replay "
         "requirements RESULT_DIR', then rerun with --fixtures), 1 failed or unreadable input, "
-        "2 bad usage.")
+        "2 bad usage, 130 interrupted.")
     r.add_argument("log", nargs="+", metavar="LOG", help="log file(s), folder(s) or glob(s) "
                    "holding the base run")
     r.add_argument("--branch", required=True, metavar="BRANCH.json", help="branch file")
@@ -972,8 +972,7 @@ _SELECTOR_FLAGS = ("target_ref", "target", "target_event", "target_type", "targe
 def _branch_intervene(args: argparse.Namespace) -> int:
     from .branch.types import IsplayBranch
 
-    ib = IsplayBranch.from_dict(load_json_option(args.branch, "BRANCH.json"),
-                                source=str(args.branch))
+    ib = _branch_file(args.branch, "BRANCH.json")
     selector: dict[str, Any] = {}
     for key in _SELECTOR_FLAGS:
         value = getattr(args, key)
@@ -1015,6 +1014,18 @@ def _branch_intervene(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _branch_file(path: str, option: str) -> Any:
+    """The branch in the file ``path`` named by ``option``: a regular JSON file of bounded size
+    holding an object (else a one-line usage error), validated by ``IsplayBranch``."""
+    from .branch.types import IsplayBranch
+
+    doc = load_json_option(path, option)
+    if not isinstance(doc, dict):
+        raise CliFileError(f"{option} {path}: not a branch file (a JSON object with "
+                           "\"format\": \"isplay.branch/v1\")")
+    return IsplayBranch.from_dict(doc, source=str(path))
+
+
 def _has_event_ids(ib: Any) -> bool:
     # a seq checkpoint marks a log without event ids (a number then names a seq)
     return "checkpointSeq" not in ib.extra
@@ -1022,7 +1033,6 @@ def _has_event_ids(ib: Any) -> bool:
 
 def _replay(args: argparse.Namespace) -> int:
     from .branch import Branch, FixtureRegistry, replay
-    from .branch.types import read_isplay_branch
 
     out = Path(args.output)
     if out.is_symlink():
@@ -1042,9 +1052,9 @@ def _replay(args: argparse.Namespace) -> int:
             if f.resolve() == whole or whole in f.resolve().parents:
                 raise CliFileError(f"-o {out}: holds an input of this command ({f}); name "
                                    "another folder")
-    ib = read_isplay_branch(check_option_file(args.branch, "--branch"))
+    ib = _branch_file(args.branch, "--branch")
     for f in args.fixtures or []:
-        check_option_file(f, "--fixtures")
+        load_json_option(f, "--fixtures")  # a JSON file (the registry then checks its content)
     log, _ = _load(args, args.log)
     tenant = _pick_tenant(log, args.tenant or args.owner, ib.base_run_id)
     branch = Branch.from_dict(ib, base=log, tenant_id=tenant)

@@ -85,13 +85,13 @@ def test_readme_exit_codes_are_the_cli_s():
 
 @pytest.mark.parametrize("argv, hint", [
     (["summary", "data/pleach", "--tenat", "acme"], "--tenant"),
-    (["summary", "data/pleach", "--no-progres"], "--no-progress"),
+    (["summary", "data/pleach", "--no-progrss"], "--no-progress"),
     (["sumary", "data/pleach"], "summary"),
     (["replay", "data/isplay", "--branch", "b.json", "-o", "x", "--model-polcy", "blocked"],
      "--model-policy"),
     (["generate", "pleech", "out.jsonl"], "pleach"),
     (["verify-chain", "data/pleach", "--tenants", "acme"], "--tenant"),
-    (["report", "rca", "--log", "x", "--branch", "b", "-o", "o.html", "--fixture", "f"],
+    (["report", "rca", "--log", "x", "--branch", "b", "-o", "o.html", "--fixturs", "f"],
      "--fixtures"),
 ])
 def test_a_mistyped_option_or_command_suggests_the_right_one(argv, hint):
@@ -329,9 +329,10 @@ EVIL = "run-\x1b[31mred\x1b[0m\r\x08\u202eevil"
 
 
 def _evil_log(tmp_path: Path) -> Path:
-    rows = [{"tenant_id": "t\x1b]0;title\x07", "run_id": EVIL, "seq": i,
-             "ts": f"2026-01-01T00:00:0{i}Z", "event_type": "agent.step",
-             "payload": {"tool": "x\x1b[2J"}} for i in range(2)]
+    rows = [{"tenant_id": "t", "chat_id": EVIL, "sequence_number": i,
+             "event_type": "message.user", "payload": {"message_id": "m", "text": "x\x1b[2J"},
+             "created_at": f"2026-01-01T00:00:0{i}.000Z", "prev_hash": None,
+             "row_hash": None} for i in range(2)]
     p = tmp_path / "evil.jsonl"
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return p
@@ -339,7 +340,7 @@ def _evil_log(tmp_path: Path) -> Path:
 
 def _no_raw_controls(text: str) -> None:
     assert "\x1b" not in text and "\r" not in text and "\x08" not in text, repr(text)
-    assert "\u202e" not in text and "\x07" not in text
+    assert "\u202e" not in text
 
 
 def test_control_characters_are_escaped_in_text_json_and_errors(tmp_path):
@@ -354,7 +355,8 @@ def test_control_characters_are_escaped_in_text_json_and_errors(tmp_path):
     _no_raw_controls(js.stdout)
     assert [r["run_id"] for r in json.loads(js.stdout)] == [EVIL]  # same value once parsed
     missing = run("summary", str(log), "--tenant", "nobody\x1b[31m", "--no-progress")
-    assert missing.returncode == 1
+    assert missing.returncode == 2  # a tenant id with a control character is bad usage
+    assert "control character" in one_line_error(missing)
     _no_raw_controls(missing.stderr)
 
 
