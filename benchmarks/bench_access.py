@@ -411,7 +411,7 @@ def _bench_summary_work(log: Any, repeat: int, rows: list[dict[str, Any]]) -> No
         fresh = log._replace(log.table)
         with contextlib.redirect_stdout(io.StringIO()):
             runs = fresh.runs_df()
-            cli._emit_table(runs[[c for c in cli._SUMMARY_COLUMNS if c in runs.columns]],
+            cli._emit_table(runs[[c for c in cli._summary_columns() if c in runs.columns]],
                             args, noun="runs")
             fresh.summary()
 

@@ -45,3 +45,33 @@ def toh_corpus(corpus_dir: Path) -> Path:
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return DATA
+
+
+# ------------------------------------------------------------------ the suite on several cores
+#: Test modules that drive a browser or JupyterLab: one xdist worker runs each group (two
+#: Chromiums or Lab servers at once would compete for the same two cores and memory).
+_GROUPED = {"test_report_browser": "browser", "test_notebook_lab": "browser"}
+#: Modules left out of `make check` (marker "slow"): browsers, JupyterLab, the benchmark smoke
+#: run, the real corpus, Dask clusters, the instrumented-SDK OTel traces.
+_SLOW_MODULES = {"test_report_browser", "test_notebook_lab", "test_benchmarks_smoke",
+                 "test_corpus_toh", "test_corpus_toh_scripts", "test_dask_engine",
+                 "test_otel_instrumentations"}
+#: Fixtures of components `make check` does without (PostgreSQL, the corpus).
+_SLOW_FIXTURES = {"pg_server", "pg_uri", "corpus_dir", "toh_corpus"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark what `make check` skips as ``slow`` and keep what must not be split on one worker
+    (``--dist loadgroup``): a notebook's cells (nbval runs them in order in one kernel) and the
+    browser/Lab modules."""
+    for item in items:
+        path = Path(str(getattr(item, "path", item.fspath)))
+        module = path.stem
+        if path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.xdist_group(f"notebook-{path.name}"))
+            item.add_marker(pytest.mark.slow)
+            continue
+        if module in _GROUPED:
+            item.add_marker(pytest.mark.xdist_group(_GROUPED[module]))
+        if module in _SLOW_MODULES or _SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
