@@ -52,10 +52,11 @@ def data_dir() -> Path:
 #: Chromiums or Lab servers at once would compete for the same two cores and memory).
 _GROUPED = {"test_report_browser": "browser", "test_notebook_lab": "browser"}
 #: Modules left out of `make check` (marker "slow"): browsers, JupyterLab, the benchmark smoke
-#: run, the real corpus, Dask clusters, the instrumented-SDK OTel traces.
+#: run, the seeded loader fuzzing (about 100 s), the real corpus, Dask clusters, the
+#: instrumented-SDK OTel traces.
 _SLOW_MODULES = {"test_report_browser", "test_notebook_lab", "test_benchmarks_smoke",
-                 "test_corpus_toh", "test_corpus_toh_scripts", "test_dask_engine",
-                 "test_otel_instrumentations"}
+                 "test_fuzz_loaders", "test_corpus_toh", "test_corpus_toh_scripts",
+                 "test_dask_engine", "test_otel_instrumentations"}
 #: Fixtures of components `make check` does without (PostgreSQL, the corpus).
 _SLOW_FIXTURES = {"pg_server", "pg_uri", "corpus_dir", "toh_corpus"}
 

@@ -270,6 +270,7 @@ def _hostile(tmp_path: Path) -> dict[str, Path]:
             "huge": huge, "folder": folder, "binary": binary}
 
 
+@pytest.mark.slow  # 35 console runs: in `make test`, not `make check`
 @pytest.mark.parametrize("kind", ["fifo", "device", "deep", "deep-obj", "huge", "folder",
                                   "binary"])
 def test_hostile_option_files_get_one_line_and_exit_2(tmp_path, kind):
@@ -304,6 +305,7 @@ def test_a_fifo_or_device_given_as_a_log_is_refused_without_blocking(tmp_path):
         assert proc.returncode == 2 and "not a log file or folder" in one_line_error(proc)
 
 
+@pytest.mark.slow
 def test_seeded_fuzz_of_patch_files_never_tracebacks(tmp_path):
     rng = random.Random(31)
     branch = tmp_path / "b.json"
