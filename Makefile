@@ -46,15 +46,17 @@ demo: $(VENV)/.installed-base
 system-deps:
 	bash tools/install_system_deps.sh
 
-# The whole suite on every core (pytest-xdist; --dist loadgroup keeps the tests marked
-# xdist_group -- browser and JupyterLab ones -- on one worker each), the slowest named at the end.
+# The whole suite on every core (pytest-xdist; --dist loadscope keeps each test module and
+# each notebook -- whose cells nbval runs in order in one kernel -- on one worker), the slowest
+# tests named at the end.
 test: $(VENV)/.installed-dev system-deps
 	$(BIN)/python -m pytest -q tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider \
-		-n $(TEST_WORKERS) --dist loadgroup --durations=15
+		-n $(TEST_WORKERS) --dist loadscope --durations=15
 
-# Development: the unit tests without the slow components (marker "slow", see pyproject.toml).
+# Development: the tests without the slow components (marker "slow": browser, JupyterLab,
+# PostgreSQL, corpus, Dask cluster, benchmark and fuzzing tests; see tests/conftest.py).
 check: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q tests -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup \
+	$(BIN)/python -m pytest -q tests -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope \
 		-m "not slow" --durations=10
 
 lab: $(VENV)/.installed-base

@@ -48,9 +48,9 @@ def data_dir() -> Path:
 
 
 # ------------------------------------------------------------------ the suite on several cores
-#: Test modules that drive a browser or JupyterLab: one xdist worker runs each group (two
-#: Chromiums or Lab servers at once would compete for the same two cores and memory).
-_GROUPED = {"test_report_browser": "browser", "test_notebook_lab": "browser"}
+# `make test` / `make check` run pytest-xdist with --dist loadscope: each test module, and each
+# notebook (nbval runs its cells in order in one kernel), stays on one worker, so a module's
+# browser or JupyterLab server, or a notebook's kernel, is never split or started twice.
 #: Modules left out of `make check` (marker "slow"): browsers, JupyterLab, the benchmark smoke
 #: run, the seeded loader fuzzing (about 100 s), the real corpus, Dask clusters, the
 #: instrumented-SDK OTel traces.
@@ -62,17 +62,10 @@ _SLOW_FIXTURES = {"pg_server", "pg_uri", "corpus_dir", "toh_corpus"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark what `make check` skips as ``slow`` and keep what must not be split on one worker
-    (``--dist loadgroup``): a notebook's cells (nbval runs them in order in one kernel) and the
-    browser/Lab modules."""
+    """Mark what `make check` skips as ``slow``: the modules above, tests using PostgreSQL or
+    the corpus, and notebooks."""
     for item in items:
         path = Path(str(getattr(item, "path", item.fspath)))
-        module = path.stem
-        if path.suffix == ".ipynb":
-            item.add_marker(pytest.mark.xdist_group(f"notebook-{path.name}"))
-            item.add_marker(pytest.mark.slow)
-            continue
-        if module in _GROUPED:
-            item.add_marker(pytest.mark.xdist_group(_GROUPED[module]))
-        if module in _SLOW_MODULES or _SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if (path.suffix == ".ipynb" or path.stem in _SLOW_MODULES
+                or _SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.slow)
