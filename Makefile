@@ -4,7 +4,10 @@
 #   make test   -- create .venv, install with dev extras (and the nbstripout git filter),
 #                  install the system packages the tests need (Chromium, PostgreSQL) where it
 #                  can or print the command, then run the whole suite (notebooks included)
-#   make lab    -- open the notebooks in JupyterLab
+#   make check  -- the fast unit tests for development (<= 2 minutes: no browser, JupyterLab,
+#                  PostgreSQL, corpus or notebooks)
+#   make lab    -- open the notebooks in JupyterLab (root included); it prints the URL to open.
+#                  Headless or on another port: make lab LAB_ARGS="--no-browser --port 8899"
 # Both build replaykit's native core (native/, Rust) with maturin as part of the install; a
 # change to the Rust sources rebuilds it on the next make. `make lint` also runs the crate's
 # cargo tests and clippy; `make fuzz` fuzzes its scanners (cargo fuzz, bounded).
@@ -17,7 +20,12 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/replaykit/cargo-target
 NATIVE_SRC := native/Cargo.toml native/Cargo.lock $(wildcard native/src/*.rs)
 FUZZ_SECONDS ?= 30
 
-.PHONY: demo test lab system-deps bench lint fuzz clean
+# Options of `jupyter lab` (tools/lab.py adds --allow-root when run as root).
+LAB_ARGS ?=
+# pytest-xdist workers for `make test` / `make check` (auto: one per core).
+TEST_WORKERS ?= auto
+
+.PHONY: demo test check lab system-deps bench lint fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "replaykit needs Python 3.11+"'
@@ -44,18 +52,28 @@ demo: $(VENV)/.installed-base $(VENV)/.installed-native
 	@echo "== harness_event_log rows (tenants recorded on every row) =="
 	$(BIN)/replaykit summary data/pleach --no-progress
 	@echo "== harness session logs and isplay run exports (owner named explicitly) =="
-	$(BIN)/replaykit summary data/toh data/isplay --tenant demo --no-progress
+	$(BIN)/replaykit summary data/toh data/isplay --owner demo --no-progress
 	@echo "== root-cause-analysis report from the bundled isplay sample =="
 	$(BIN)/python -m replaykit.report.demo
 
 system-deps:
 	bash tools/install_system_deps.sh
 
+# The whole suite on every core (pytest-xdist; --dist loadscope keeps each test module and
+# each notebook -- whose cells nbval runs in order in one kernel -- on one worker), the slowest
+# tests named at the end.
 test: $(VENV)/.installed-dev $(VENV)/.installed-native system-deps
-	$(BIN)/python -m pytest -q tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider
+	$(BIN)/python -m pytest -q tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider \
+		-n $(TEST_WORKERS) --dist loadscope --durations=15
+
+# Development: the tests without the slow components (marker "slow": browser, JupyterLab,
+# PostgreSQL, corpus, Dask cluster, benchmark and fuzzing tests; see tests/conftest.py).
+check: $(VENV)/.installed-dev $(VENV)/.installed-native
+	$(BIN)/python -m pytest -q tests -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope \
+		-m "not slow" --durations=10
 
 lab: $(VENV)/.installed-base
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/python tools/lab.py $(BIN)/jupyter $(LAB_ARGS)
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m benchmarks --write-docs

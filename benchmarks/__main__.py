@@ -349,6 +349,9 @@ def write_performance_md(results: dict[str, Any], rows: list[dict[str, Any]],
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    ap.add_argument("--tiny", action="store_true",
+                    help="--quick at a twentieth of its sizes, one repeat: the test suite's "
+                    "check that every benchmark runs (REPLAYKIT_BENCH_TINY=1)")
     ap.add_argument(
         "--only",
         choices=("pleach", "toh", *_SUITES),
@@ -364,14 +367,18 @@ def main(argv: list[str] | None = None) -> None:
                     help="rewrite the results table of docs/performance.md (between the "
                          "bench markers) from this run; full runs only (no --quick/--only)")
     args = ap.parse_args(argv)
+    if args.tiny:  # every suite reads its sizes through benchmarks._harness.tiny
+        args.quick = True
+        os.environ["REPLAYKIT_BENCH_TINY"] = "1"
     if args.write_docs and (args.quick or args.only):
         ap.error("--write-docs needs a full run: drop --quick and --only")
     started = time.perf_counter()
-    pleach_n = args.pleach_events or (100_000 if args.quick else 2_000_000)
-    pleach_small = args.pleach_small_events or (20_000 if args.quick else 300_000)
-    toh_n = args.toh_events or (50_000 if args.quick else 1_000_000)
-    repeat = args.repeat or (2 if args.quick else 3)
-    from benchmarks._harness import machine, rss_method
+    from benchmarks._harness import machine, rss_method, tiny
+
+    pleach_n = args.pleach_events or (tiny(100_000) if args.quick else 2_000_000)
+    pleach_small = args.pleach_small_events or (tiny(20_000) if args.quick else 300_000)
+    toh_n = args.toh_events or (tiny(50_000) if args.quick else 1_000_000)
+    repeat = args.repeat or (1 if args.tiny else 2 if args.quick else 3)
 
     results: dict[str, Any] = {"machine": {**machine(),
                                            "rss_method": rss_method()},

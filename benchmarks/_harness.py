@@ -216,3 +216,12 @@ def machine() -> dict[str, Any]:
     except ImportError:  # pragma: no cover
         info["replaykit"] = None
     return info
+
+
+def tiny(n: Any) -> Any:
+    """A quick-run size, or its twentieth (at least 100) under ``python -m benchmarks --tiny``
+    (``REPLAYKIT_BENCH_TINY=1``: the test suite's smoke run, which checks that every benchmark
+    runs, not what it measures). Works on a number, a tuple or a list of them."""
+    if isinstance(n, (tuple, list)):
+        return type(n)(tiny(v) for v in n)
+    return max(n // 20, 100) if os.environ.get("REPLAYKIT_BENCH_TINY") == "1" else n

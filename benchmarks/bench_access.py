@@ -39,6 +39,8 @@ from typing import Any
 
 import pandas as pd
 
+from benchmarks._harness import tiny
+
 SHARED = Path("/work/bench-shared/pleach_2000000.jsonl")
 
 
@@ -244,7 +246,7 @@ def _input(quick: bool) -> Path:
         return Path(env)
     if not quick and SHARED.exists():
         return SHARED
-    events = 20_000 if quick else 2_000_000
+    events = tiny(20_000) if quick else 2_000_000
     out = Path("bench-data") / f"access_pleach_{events}"
     if not out.exists():
         generate_pleach(out, events=events, runs=max(events // 100, 1), seed=18)
@@ -409,7 +411,7 @@ def _bench_summary_work(log: Any, repeat: int, rows: list[dict[str, Any]]) -> No
         fresh = log._replace(log.table)
         with contextlib.redirect_stdout(io.StringIO()):
             runs = fresh.runs_df()
-            cli._emit_table(runs[[c for c in cli._SUMMARY_COLUMNS if c in runs.columns]],
+            cli._emit_table(runs[[c for c in cli._summary_columns() if c in runs.columns]],
                             args, noun="runs")
             fresh.summary()
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from benchmarks._harness import interleave
+from benchmarks._harness import interleave, tiny
 
 
 def _naive_run(g: pd.DataFrame) -> pd.Series:
@@ -75,7 +75,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     import replaykit as rk
     from replaykit.datasets import generate_cohorts
 
-    n_runs = 2_000 if quick else 20_000
+    n_runs = tiny(2_000) if quick else 20_000
     t0 = time.perf_counter()
     data = generate_cohorts(runs=n_runs, events_per_run=100, error_rate=[0.04, 0.07],
                             cache_eviction=[0.4, 0.05],

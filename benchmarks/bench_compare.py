@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchmarks._harness import interleave
+from benchmarks._harness import interleave, tiny
 
 TOOLS = np.array(["read", "grep", "bash", "edit", "write", "list_dir", "fetch", "test"])
 
@@ -97,7 +97,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     import replaykit as rk
     from replaykit.branch.metrics import levenshtein
 
-    n_pairs = 2_000 if quick else 20_000
+    n_pairs = tiny(2_000) if quick else 20_000
     base, rep, pairs = _logs(n_pairs, 50)
     rk.compare(base, rep, pairs.iloc[:100])  # warm-up
     res = interleave({"compare": lambda: rk.compare(base, rep, pairs)}, repeat=3,
@@ -106,7 +106,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     best = res["compare"].best_s
     py_total = _python_compare(base, rep, pairs, min(500, n_pairs))
 
-    m = 200 if quick else 1000
+    m = min(200, n_pairs) if quick else 1000
     sub = base.filter(run_ids=[f"b{i}" for i in range(m)])
     res = interleave({"matrix": lambda: rk.tool_distance_matrix(sub)}, repeat=3,
                      keep_value=True)

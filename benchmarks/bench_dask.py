@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks._harness import tiny
+
 ROOT = Path.cwd()
 DATA = ROOT / "bench-data"
 FIG = ROOT / "docs" / "img" / "scaling.html"
@@ -223,7 +225,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     if env:
         sizes = [int(float(s)) for s in env.split(",")]
     else:
-        sizes = [100_000, 300_000] if quick else [100_000, 1_000_000, 5_000_000, 20_000_000]
+        sizes = tiny([100_000, 300_000]) if quick else [100_000, 1_000_000, 5_000_000, 20_000_000]
     points: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
     for n in sizes:

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks._harness import interleave, row
+from benchmarks._harness import interleave, row, tiny
 
 SCALAR_SAMPLE = 100_000  # events the scalar reducer folds to measure its rate
 REPEAT = 3
@@ -277,7 +277,7 @@ def peers(quick: bool = False, repeat: int = REPEAT) -> list[dict[str, Any]]:
     """rk.fold / steps_df against polars, DuckDB and the dict reducer on a pleach log."""
     import replaykit as rk
 
-    events = 100_000 if quick else 2_000_000  # quick: the loader benchmark's file
+    events = tiny(100_000) if quick else 2_000_000  # quick: the loader benchmark's file
     path = _pleach_path(events)
     log = rk.read_pleach(path, progress=False)  # the only large log alive in this step
     n, n_runs = len(log), log.table.column("run_id").combine_chunks().dictionary.__len__()
@@ -418,7 +418,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     from replaykit.fold.synth import synthetic_log
 
     rows = peers(quick)  # the pleach log is dropped before the synthetic one is built
-    n_events, n_runs = (200_000, 2_000) if quick else (2_000_000, 20_000)
+    n_events, n_runs = tiny((200_000, 2_000)) if quick else (2_000_000, 20_000)
     log = synthetic_log(n_events, n_runs, seed=1)
     res = interleave({"hash": lambda: rk.fold(log, rk.agent()).state_hash(),
                       "nohash": lambda: rk.fold(log, rk.agent(), state_hash=False)},
@@ -429,7 +429,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     rss = _peak_rss(log)
     table_mb, peak_mb = rss["nbytes"] / 1e6, rss["peak"] / 1e6
     data_mb = (rss["peak"] - rss["base"]) / 1e6  # above the interpreter + imports
-    seek_ms, refold_ms = _seek(100_000 if quick else 1_000_000)
+    seek_ms, refold_ms = _seek(tiny(100_000) if quick else 1_000_000)
     size = f"{n_events:,} events / {n_runs:,} runs"
     best = f"best of {REPEAT}, interleaved with the opt-out"
     return rows + [

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks._harness import interleave
+from benchmarks._harness import interleave, tiny
 from replaykit.schema import DERIVED_COLUMNS
 
 BASELINE_SAMPLE = 100_000
@@ -115,7 +115,7 @@ def _per_row_derived_loop(rows: list[dict[str, Any]]) -> int:
 def _derived_rows(quick: bool) -> list[dict[str, Any]]:
     from replaykit.integrity import verify_chain
 
-    n = 50_000 if quick else 300_000
+    n = tiny(50_000) if quick else 300_000
     log = _pleach_log(n)
     sample = log.table.slice(0, min(BASELINE_SAMPLE, n)).to_pylist()
     res = interleave({  # A B C, A B C, ...: best of 3 each
@@ -152,7 +152,7 @@ def _derived_rows(quick: bool) -> list[dict[str, Any]]:
 def run(quick: bool = False) -> list[dict[str, Any]]:
     from replaykit.integrity import _content_column, stamp_chain, verify_chain
 
-    n = 100_000 if quick else 1_000_000
+    n = tiny(100_000) if quick else 1_000_000
     log = _make_log(n)
     sample = log.table.slice(0, min(BASELINE_SAMPLE, n)).to_pylist()
     res = interleave({  # A B C D, A B C D, ...: best of 3 each (was: a median of 3)

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks._harness import interleave
+from benchmarks._harness import interleave, tiny
 
 REPEAT = 7
 
@@ -66,7 +66,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 
     import replaykit as rk
 
-    n = 200_000 if quick else 1_000_000
+    n = tiny(200_000) if quick else 1_000_000
     tenants = ("acme", "globex", "initech")
     log = make_log(n, n_runs=max(3, n // 2_000), tenants=tenants)
     with tempfile.TemporaryDirectory(prefix="rk-bench-parquet-") as tmp:

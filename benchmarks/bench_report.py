@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks._harness import tiny
+
 TARGET_SECONDS = 5.0
 TARGET_MB = 8.0
 
@@ -104,7 +106,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     100k, best of 2 fresh processes each, interleaved)."""
     from plotly.offline import get_plotlyjs
 
-    sizes = (10_000, 20_000) if quick else (50_000, 100_000)
+    sizes = tiny((10_000, 20_000)) if quick else (50_000, 100_000)
     repeats = 1 if quick else 2
     best: dict[int, dict[str, Any]] = {}
     load0 = os.getloadavg()[0]

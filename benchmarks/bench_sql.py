@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from benchmarks._harness import interleave
+from benchmarks._harness import interleave, tiny
 
 TENANTS = ("acme", "globex", "initech")
 EXPORT = ("tenant_id", "chat_id", "sequence_number", "event_type", "payload", "created_at",
@@ -246,7 +246,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 
     import replaykit as rk
 
-    n = 100_000 if quick else 1_000_000
+    n = tiny(100_000) if quick else 1_000_000
     log = rk.stamp_chain(make_log(n, n_runs=max(1, n // 1000), tenants=TENANTS))
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="rk-bench-sql-") as tmp:

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._harness import tiny
+
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
     """Run the Scrubber benchmark; one row per measurement."""
@@ -24,7 +26,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     from replaykit.fold.synth import synthetic_log
     from replaykit.widgets import Scrubber
 
-    n_events = 20_000 if quick else 100_000
+    n_events = tiny(20_000) if quick else 100_000
     log = synthetic_log(n_events, 1, tenants=("bench",), seed=11)
     run_id = log.run_ids[0]
     t0 = time.perf_counter()

@@ -615,6 +615,10 @@ class EventLog:
         """One row per run: tenant_id, run_id, parent_run_id, format, events, first_ts,
         last_ts, turns, model_calls, tool_calls, errors, created_at, plus header attributes.
 
+        ``first_ts`` / ``last_ts`` are the run's first and last event times. A run whose
+        events carry no time of their own (toh sessions) starts at its header's ``created_at``
+        and has no ``last_ts``: its duration is unknown, not zero.
+
         ``turns`` counts distinct turn numbers; ``model_calls`` counts events that close a
         model call (a non-null ``finish``); ``tool_calls`` counts ``tool_call`` events;
         ``errors`` counts events with ``is_error``. Runs known only from headers (no events)
@@ -631,11 +635,11 @@ class EventLog:
             df["parent_run_id"] = df["parent_run_id"].fillna(df.pop("parent_run_id_meta"))
             attrs = _expand_attrs(df.pop("attrs"), df.columns)
             df = pd.concat([df, attrs], axis=1)
-            # runs whose events carry no time (e.g. toh sessions) take the header's createdAt
+            # runs whose events carry no time (e.g. toh sessions) start at the header's
+            # createdAt; their end, and so their duration, stays unknown (last_ts NaT)
             no_ts = df["first_ts"].isna() & df["created_at"].notna()
             if no_ts.any():
                 df.loc[no_ts, "first_ts"] = df.loc[no_ts, "created_at"]
-                df.loc[no_ts, "last_ts"] = df.loc[no_ts, "created_at"]
         else:
             df["format"] = self._formats_per_run(df)
             df["source"] = pd.Series([None] * len(df), dtype="object")

@@ -27,7 +27,7 @@ def test_summary_without_tenant_for_untenanted_format_is_a_usage_error(data_dir,
     err = capsys.readouterr().err
     assert code == 2
     # the CLI's words, naming the file: no Python call syntax, no TypeError text
-    assert "pass --tenant ID" in err and "session" in err
+    assert "pass --owner ID" in err and "session" in err
     assert "tenant_id" not in err and "TypeError" not in err
 
 

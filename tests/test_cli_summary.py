@@ -27,7 +27,7 @@ UTC_US = pa.timestamp("us", tz="UTC")
 def _through_pandas(log: Any, limit: int | None) -> str:
     """What ``replaykit summary`` printed before: runs_df's columns through pandas."""
     runs = log.runs_df()
-    runs = runs[[c for c in cli._SUMMARY_COLUMNS if c in runs.columns]]
+    runs = runs[[c for c in cli._summary_columns() if c in runs.columns]]
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         cli._emit_table(runs, argparse.Namespace(limit=limit, json=False, csv=False),
@@ -53,9 +53,9 @@ def _rows(df: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _check(log: Any) -> None:
-    want = log.runs_df()[cli._SUMMARY_COLUMNS]
+    want = log.runs_df()[cli._summary_columns()]
     got = cli._summary_table(log)
-    assert got.column_names == cli._SUMMARY_COLUMNS
+    assert got.column_names == cli._summary_columns()
     assert got.to_pylist() == _rows(want)
     for limit in (None, 0, 2):
         shown = got if limit == 0 else got.slice(0, cli._DEFAULT_LIMIT if limit is None
@@ -139,7 +139,7 @@ def _logs(draw: Any) -> Any:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_logs())
 def test_runs_table_and_text_equal_runs_df_through_pandas(log):
-    want = log.runs_df()[cli._SUMMARY_COLUMNS]
+    want = log.runs_df()[cli._summary_columns()]
     assert cli._summary_table(log).to_pylist() == _rows(want)
     for limit in (None, 0, 2):
         assert _summary_text(log, limit) == _through_pandas(log, limit)
@@ -159,12 +159,17 @@ def test_text_table_is_pandas_to_string(columns, name):
     table = pa.table({name: pa.array(strings, pa.string()), "n": pa.array(ints, pa.int64()),
                       "first_ts": pa.array(stamps, pa.int64()).cast(UTC_US)})
     text = cli._text_table(table)
-    if any(s is not None and not s.isprintable() for s in strings):
-        assert text is None  # pandas escapes tabs and line ends: printed through pandas
+    # control characters are escaped (terminal_safe) on both paths; what is still not
+    # printable after that (e.g. U+2028) goes through pandas
+    if any(s is not None and not cli.terminal_safe(s).isprintable() for s in strings):
+        assert text is None
         return
     with pd.option_context("display.max_rows", None, "display.max_columns", 60,
                            "display.width", 200):
-        assert text == table.to_pandas().to_string(index=False, na_rep="")
+        assert text == cli._safe_frame(table.to_pandas()).to_string(index=False, na_rep="")
+    for s in strings:
+        if s is not None and any(ord(c) < 32 for c in s):
+            assert not any(ord(c) < 32 and c != "\n" for c in text)  # every one escaped
 
 
 def test_a_run_id_pandas_would_escape_goes_through_pandas():
@@ -172,7 +177,7 @@ def test_a_run_id_pandas_would_escape_goes_through_pandas():
                                     "seq": [0, 0], "type": ["x", "x"], "kind": ["other"] * 2,
                                     "payload": ["{}"] * 2, "source": ["toh:a"] * 2}))
     text = _summary_text(log, None)
-    assert text == _through_pandas(log, None) and "a\\tb" in text
+    assert text == _through_pandas(log, None) and "a\\x09b" in text and "\t" not in text
 
 
 def test_the_command_line_process_prints_all_and_keeps_exit_codes(data_dir, capsys):

@@ -83,8 +83,9 @@ def test_a_replaykit_parquet_dataset_is_read_back(tmp_path: Path, data_dir: Path
     assert back.table.equals(rk.read_parquet(ds).table) and len(back) == len(log)
     one = sorted(log.tenants)[0]
     assert set(rk.read_events(ds, tenant_id=one).tenants) == {one}
-    # with other logs in the same call (the toh logs get the tenant; the dataset is filtered)
-    toh = rk.read_events(data_dir / "toh", tenant_id="acme", progress=False)
-    both = rk.read_events([ds, data_dir / "toh"], tenant_id="acme", progress=False)
+    # with other logs in the same call (the toh logs get the owner; the dataset is filtered)
+    toh = rk.read_events(data_dir / "toh", owner="acme", progress=False)
+    both = rk.read_events([ds, data_dir / "toh"], owner="acme", tenant_id="acme",
+                          progress=False)
     n_acme = len(rk.read_parquet(ds, tenant_id="acme"))
     assert n_acme > 0 and len(both) == len(toh) + n_acme and both.tenants == ["acme"]

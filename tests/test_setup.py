@@ -51,7 +51,7 @@ def test_the_readme_commands_install_jupyterlab_and_make_lab_opens_the_notebooks
     env = (ROOT / "environment.yml").read_text()
     conda = re.search(r'-e "\.\[([^\]]*)\]"', env).group(1)  # type: ignore[union-attr]
     assert {"jupyterlab", "nbstripout"} <= _extras(conda, extras)
-    assert "/nonexistent-venv/bin/jupyter lab notebooks/" in _make_n("lab")
+    assert "tools/lab.py /nonexistent-venv/bin/jupyter" in _make_n("lab")
     import jupyterlab  # installed by the dev extras this suite runs under
 
     assert jupyterlab.__version__
@@ -117,10 +117,8 @@ def test_dev_install_sets_up_the_nbstripout_filter(tmp_path):
         pytest.skip("nbstripout or git not installed")
     import nbformat
 
-    repo = tmp_path / "repo"
-    repo.mkdir()
+    repo = _repo_with_filter_script(tmp_path / "repo")
     git = ["git", "-C", str(repo)]
-    subprocess.run([*git, "init", "-q"], check=True)
     for _ in range(2):  # idempotent: a second dev install changes nothing
         subprocess.run(["bash", str(ROOT / "tools" / "setup_git_filters.sh"), nbstripout],
                        cwd=repo, check=True, capture_output=True)
@@ -150,6 +148,101 @@ def test_dev_install_sets_up_the_nbstripout_filter(tmp_path):
     assert not (plain / ".gitattributes").exists()
 
 
+def _repo_with_filter_script(repo: Path) -> Path:
+    """A new git repository holding tools/nbclean.py (the clean filter the script installs is
+    named relative to the top of the working tree)."""
+    (repo / "tools").mkdir(parents=True)
+    shutil.copy(ROOT / "tools" / "nbclean.py", repo / "tools" / "nbclean.py")
+    subprocess.run(["git", "-C", str(repo), "init", "-q"], check=True)
+    for key, value in (("user.email", "t@example.org"), ("user.name", "t")):
+        subprocess.run(["git", "-C", str(repo), "config", key, value], check=True)
+    return repo
+
+
+def test_saving_a_notebook_in_lab_changes_nothing_git_sees(tmp_path):
+    """Run and save a committed notebook the way JupyterLab does (its contents manager writes
+    the model: outputs, execution counts, the kernel's language_info and kernelspec, cell
+    timings): `git status` stays clean and the committed bytes are unchanged."""
+    nbstripout = shutil.which("nbstripout", path=str(Path(os.sys.executable).parent))
+    if nbstripout is None or shutil.which("git") is None:
+        pytest.skip("nbstripout or git not installed")
+    import asyncio
+    import sys
+
+    import nbformat
+
+    repo = _repo_with_filter_script(tmp_path / "repo")
+    git = ["git", "-C", str(repo)]
+    subprocess.run(["bash", str(ROOT / "tools" / "setup_git_filters.sh"), nbstripout],
+                   cwd=repo, check=True, capture_output=True)
+    # three notebooks (each git filter run starts a Python): the kernelspec-only one, and
+    # one with the language_info a kernel adds, and one with hidden test cells
+    names = ["01_quickstart.ipynb", "02_state_and_replay.ipynb", "05_integrity_and_databases.ipynb"]
+    (repo / "notebooks").mkdir()
+    for name in names:
+        shutil.copy(ROOT / "notebooks" / name, repo / "notebooks" / name)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "notebooks"], check=True)
+    committed = {n: (repo / "notebooks" / n).read_bytes() for n in names}
+    assert [n for n in names if committed[n] != (ROOT / "notebooks" / n).read_bytes()] == []
+
+    shutil.copy(ROOT / ".gitignore", repo / ".gitignore")  # .ipynb_checkpoints/ among them
+    subprocess.run([*git, "add", ".gitignore"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "ignore"], check=True)
+    # the contents manager as `make lab` configures it (tools/jupyter_lab_config.py)
+    import runpy
+
+    from traitlets.config import Config
+
+    cfg = Config()
+    runpy.run_path(str(ROOT / "tools" / "jupyter_lab_config.py"),
+                   init_globals={"get_config": lambda: cfg})
+    manager = cfg.ServerApp.contents_manager_class(root_dir=str(repo))
+    assert manager._post_save_hooks
+
+    class cm:  # the async manager Lab's server uses, called as the server calls it
+        get = staticmethod(lambda *a, **k: asyncio.run(manager.get(*a, **k)))
+        save = staticmethod(lambda *a, **k: asyncio.run(manager.save(*a, **k)))
+    for name in names:
+        model = cm.get(f"notebooks/{name}", content=True)
+        nb = model["content"]
+        nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)",
+                                     "language": "python", "name": "python3"}
+        nb.metadata["language_info"] = {
+            "codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
+            "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+            "pygments_lexer": "ipython3", "version": sys.version.split()[0]}
+        nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+        for k, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+            cell.execution_count = k + 1
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="x\n"),
+                            nbformat.v4.new_output("execute_result", execution_count=k + 1,
+                                                   data={"text/plain": "2"})]
+            cell.metadata["execution"] = {"iopub.execute_input": "2026-01-01T00:00:00Z"}
+            cell.metadata["scrolled"] = True
+        cm.save({"type": "notebook", "format": "json", "content": nb}, f"notebooks/{name}")
+        saved = nbformat.read(repo / "notebooks" / name, 4)  # the working copy has outputs
+        assert any(c.get("outputs") for c in saved.cells if c.cell_type == "code")
+    status = subprocess.run([*git, "status", "--porcelain"], check=True, capture_output=True,
+                            text=True).stdout
+    assert status == ""
+    diff = subprocess.run([*git, "diff", "HEAD"], check=True, capture_output=True).stdout
+    assert diff == b""
+    # a real change to a cell is still seen (and not staged by the hook)
+    model = cm.get(f"notebooks/{names[0]}", content=True)
+    model["content"].cells[0].source += "\n\nA new sentence."
+    cm.save({"type": "notebook", "format": "json", "content": model["content"]},
+            f"notebooks/{names[0]}")
+    status = subprocess.run([*git, "status", "--porcelain"], check=True, capture_output=True,
+                            text=True).stdout
+    assert status == f" M notebooks/{names[0]}\n"
+    for name in names[1:]:  # what git would commit is byte for byte what is committed
+        staged = subprocess.run([*git, "show", f":notebooks/{name}"], check=True,
+                                capture_output=True).stdout
+        assert staged == committed[name], name
+        assert b'"outputs": []' in staged and b'"execution_count": 1' not in staged
+
+
 def test_nbstripout_filter_names_the_checkouts_own_venv_relatively(tmp_path):
     # every `git worktree` of a clone shares its config, and git runs filters from the top
     # of the working tree: a venv inside the checkout is named relative to that top, so
@@ -168,7 +261,7 @@ def test_nbstripout_filter_names_the_checkouts_own_venv_relatively(tmp_path):
         return subprocess.run(["git", "-C", str(repo), "config", key], check=True,
                               capture_output=True, text=True).stdout.strip()
 
-    assert config("filter.nbstripout.clean") == ".venv/bin/python -m nbstripout --keep-id"
+    assert config("filter.nbstripout.clean") == ".venv/bin/python tools/nbclean.py"
     assert config("diff.ipynb.textconv") == ".venv/bin/python -m nbstripout -t"
 
 
@@ -186,3 +279,30 @@ def test_readme_examples_write_under_one_ignored_folder():
     targets += re.findall(r"replaykit generate \w+ (\S+)", text)
     assert len(targets) >= 8
     assert [t for t in targets if not t.startswith("scratch/")] == []
+
+
+def test_lab_command_allows_root_takes_lab_args_and_names_its_url():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from lab import lab_command
+    finally:
+        sys.path.pop(0)
+    cmd, url = lab_command("jupyter", ["--no-browser", "--port", "9123"], is_root=True)
+    assert "--allow-root" in cmd and "--no-browser" in cmd and cmd[-1].endswith("notebooks")
+    assert url.startswith("http://127.0.0.1:9123/lab?token=")
+    token = url.rsplit("=", 1)[1]
+    assert f"--IdentityProvider.token={token}" in cmd and "--ServerApp.port_retries=0" in cmd
+    cmd, url = lab_command("jupyter", ["--port=9200", "--ip=10.0.0.5"], is_root=False)
+    assert "--allow-root" not in cmd and url.startswith("http://10.0.0.5:9200/lab?token=")
+
+
+def test_make_lab_passes_lab_args_through():
+    cmd = _make_n("lab").strip().splitlines()[-1]
+    assert cmd.endswith("tools/lab.py /nonexistent-venv/bin/jupyter")
+    proc = subprocess.run(["make", "-n", "-B", "lab", "VENV=/nonexistent-venv",
+                           "LAB_ARGS=--no-browser --port 8899"], cwd=ROOT, capture_output=True,
+                          text=True, check=True)
+    assert proc.stdout.strip().splitlines()[-1].endswith(
+        "tools/lab.py /nonexistent-venv/bin/jupyter --no-browser --port 8899")

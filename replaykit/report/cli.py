@@ -3,15 +3,19 @@
 Usage::
 
     replaykit report rca --log PATH... --branch FILE [--fixtures FILE] [--model-policy P]
-                         [--tool-policy P] [--tenant ID] [--title T] [--question Q]
-                         [--notes TEXT] [--no-progress] -o rca.html
-    replaykit report cohort --log PATH... --by FIELD --a COHORT --b COHORT [--tenant ID]
-                         [--title T] [--question Q] [--no-progress] -o cohort.html
+                         [--tool-policy P] [--owner ID] [--tenant ID] [--title T]
+                         [--question Q] [--notes TEXT] [--no-progress] [--overwrite]
+                         -o rca.html
+    replaykit report cohort --log PATH... --by FIELD --a COHORT --b COHORT [--owner ID]
+                         [--tenant ID] [--title T] [--question Q] [--no-progress]
+                         [--overwrite] -o cohort.html
 
 Exit codes: 0 written (replay completed), 1 the input could not be loaded or replayed, 2 bad
 usage, 3 written but the replay paused (open requirements: each is named on stderr with the
 fixture that would satisfy it; re-run with ``--fixtures FILE``), 4 written but the replay
-failed (same, under a tool policy that fails instead of pausing).
+failed (same, under a tool policy that fails instead of pausing), 130 interrupted (Ctrl-C).
+The HTML file is written atomically, never through a symbolic link, never over an input, and
+over an existing file only with ``--overwrite``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from .._cli_files import (
+    MODEL_POLICY_HELP,
+    TOOL_POLICY_HELP,
+    CliFileError,
+    CliParser,
+    atomic_write,
+    check_option_file,
+    check_output,
+    policy_help,
+)
 
 __all__ = ["EXIT_FAILED", "EXIT_PAUSED", "report_command"]
 
@@ -33,8 +48,8 @@ EXIT_FAILED = 4
 def _parser() -> argparse.ArgumentParser:
     from ..branch.vocab import MODEL_POLICIES, TOOL_POLICIES
 
-    parser = argparse.ArgumentParser(prog="replaykit report",
-                                     description="Write a self-contained HTML report.")
+    parser = CliParser(prog="replaykit report",
+                       description="Write a self-contained HTML report.")
     sub = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
     p = sub.add_parser("rca", help="root-cause analysis of one branch replay")
     p.add_argument("--log", nargs="+", required=True, metavar="PATH",
@@ -42,11 +57,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--branch", required=True, help="branch file (isplay.branch/v1)")
     p.add_argument("--fixtures", default=None, help="fixtures file (isplay.fixtures/v1)")
     p.add_argument("--model-policy", default=None, choices=MODEL_POLICIES,
-                   help="how model calls are answered (default: the branch's, else "
-                   "recorded-only)")
+                   help=policy_help("model calls", MODEL_POLICY_HELP, "recorded-only"))
     p.add_argument("--tool-policy", default=None, choices=TOOL_POLICIES,
-                   help="how divergent tool calls are answered (default: the branch's, else "
-                   "pause-for-fixture)")
+                   help=policy_help("tool calls that differ from the recording",
+                                     TOOL_POLICY_HELP, "pause-for-fixture"))
     p.add_argument("--question", default=None, help="the bounded question the report answers")
     p.add_argument("--notes", default=None, help="free text shown under the question")
     _common(p)
@@ -64,8 +78,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tenant", default=None,
-                   help="tenant id (required for formats without one; never guessed)")
+    p.add_argument("--tenant", default=None, metavar="ID",
+                   help="keep only this tenant's rows; alone, it also names the owner of "
+                   "formats without one (never guessed)")
+    p.add_argument("--owner", default=None, metavar="ID",
+                   help="owner of logs that record no tenant (toh, isplay, inspect, otel)")
     p.add_argument("--format", default="auto",
                    choices=["auto", "toh", "pleach", "isplay", "inspect", "otel"],
                    help="input format (default: sniff each file; Parquet datasets are read "
@@ -73,6 +90,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--title", default=None, help="page title (default: derived from the "
                    "inputs)")
     p.add_argument("-o", "--output", required=True, help="HTML file to write")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing -o file")
     p.add_argument("--no-progress", action="store_true", help="do not show progress bars")
 
 
@@ -80,8 +98,10 @@ def _load(args: argparse.Namespace) -> object:
     from ..io import read_events
 
     kwargs: dict[str, Any] = {"progress": False if args.no_progress else None}  # bars: tty only
-    if args.tenant is not None:  # owner of logs that record none; a filter on the others
-        kwargs.update(owner=args.tenant, tenant_id=args.tenant)
+    if args.owner is not None:  # owner of logs that record none
+        kwargs["owner"] = args.owner
+    if args.tenant is not None:  # a filter (alone: also the owner of logs that record none)
+        kwargs.update(owner=args.owner or args.tenant, tenant_id=args.tenant)
     paths = args.log if len(args.log) > 1 else args.log[0]
     return read_events(paths, format=args.format, **kwargs)
 
@@ -95,7 +115,7 @@ def _rca(args: argparse.Namespace) -> int:
                   enabled=False if args.no_progress else None) as bar:
         log = _load(args)
         bar.update(1)
-        tenant = args.tenant
+        tenant = args.tenant or args.owner
         if tenant is None:
             tenants = log.tenants  # type: ignore[attr-defined]
             if len(tenants) != 1:
@@ -113,7 +133,7 @@ def _rca(args: argparse.Namespace) -> int:
                   f"interventions of branch {branch.name!r}?", notes=args.notes,
                   inputs=inputs, tenant_id=tenant)
         bar.update(1)
-        out = rep.save_html(args.output)
+        out = atomic_write(args.output, rep.save_html)
         bar.update(1)
     m = rep.data["metrics"]
     size = Path(str(out)).stat().st_size
@@ -149,7 +169,7 @@ def _cohort(args: argparse.Namespace) -> int:
         rep = cohort(frame, title=args.title or f"Cohorts {args.a} vs {args.b}",
                      question=args.question or f"How do runs of {args.b} differ from runs "
                      f"of {args.a}?", notes=args.notes, cohorts=cs)
-        out = rep.save_html(args.output)
+        out = atomic_write(args.output, rep.save_html)
         bar.update(1)
     size = Path(str(out)).stat().st_size
     print(f"wrote {out} ({size / 1e6:.1f} MB): {len(frame)} comparison row(s), "
@@ -175,7 +195,16 @@ def report_command(argv: Sequence[str]) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     try:
+        given = [*args.log, *(p for p in (getattr(args, "branch", None),
+                                          getattr(args, "fixtures", None)) if p)]
+        check_output(args.output, "-o", overwrite=args.overwrite, inputs=given)
+        for flag in ("branch", "fixtures"):
+            if getattr(args, flag, None):
+                check_option_file(getattr(args, flag), f"--{flag}")
         return _rca(args) if args.kind == "rca" else _cohort(args)
+    except CliFileError as exc:
+        print(f"replaykit report {args.kind}: {exc}", file=sys.stderr)
+        return 2
     except (TypeError, FileNotFoundError, ValueError, KeyError) as exc:
         hint = " (on the command line: --tenant ID)" if "tenant_id" in str(exc) else ""
         print(f"replaykit report {args.kind}: {exc}{hint}", file=sys.stderr)
