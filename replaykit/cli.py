@@ -96,7 +96,7 @@ def version_text() -> str:
     """
     from . import __version__, _native  # _native loads only the small extension module
 
-    return f"replaykit {__version__}\n{_native.describe()}"
+    return f"replaykit {__version__}, {_native.describe()}"
 
 
 def _summary_columns() -> list[str]:

@@ -57,6 +57,13 @@ def test_version_and_help_import_nothing_heavy():
     out = run("--version")
     assert out.returncode == 0 and out.stdout.strip() == cli.version_text()
     assert out.stdout.startswith(f"replaykit {rk.__version__}")
+    # the native core's version and the CPU features it uses (issue 27)
+    from replaykit import _native
+
+    if _native.available():
+        assert f"native core {_native.version()} (on; CPU features: " in out.stdout
+    else:
+        assert "native core: not built" in out.stdout
 
 
 def test_help_lists_exit_codes_and_every_policy_is_explained():
