@@ -280,6 +280,8 @@ def test_stamp_drift_between_semesters():
 
 # ----------------------------------------------------------------------------- corpus
 @pytest.mark.corpus
+# the corpus holds a child session whose parent log is not in it: the loader says so
+@pytest.mark.filterwarnings("ignore::replaykit.io.toh.OrphanRunWarning")
 def test_corpus_toh_stamps(toh_corpus: Path):
     log = rk.read_toh(toh_corpus, tenant_id="corpus", errors="quarantine")
     st = log.stamps_df()

@@ -284,7 +284,8 @@ def prove_packed(lines: list[bytes], cand: list[int], payloads: bool = False
         line=np.asarray(cand, dtype=np.int64), code=code.astype(np.int64), n=n,
         id_json=pc.fill_null(id_json, "").to_numpy(zero_copy_only=False),
         name_json=pc.fill_null(name_json, "").to_numpy(zero_copy_only=False),
-        texts=texts, esc=esc, dt=gaps.to_numpy(zero_copy_only=False).astype(np.int64),
+        texts=texts, esc=esc,  # (a null gap: that row is not rebuilt equal, so not ok)
+        dt=pc.fill_null(gaps, 0).to_numpy(zero_copy_only=False).astype(np.int64),
         m_start=m_off.to_numpy()[:-1], g_start=d_off.to_numpy()[:-1], **ints,
     )  # fmt: skip
     cols = cols if ok.all() else cols.select(np.flatnonzero(ok))
