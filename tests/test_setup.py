@@ -33,7 +33,10 @@ def _extras(spec: str, table: dict[str, list[str]]) -> set[str]:
 def _make_n(target: str) -> str:
     if shutil.which("make") is None:
         pytest.skip("make not installed")
-    proc = subprocess.run(["make", "-n", "-B", target, "VENV=/nonexistent-venv"], cwd=ROOT,
+    # --no-print-directory: under `make test` the inherited MAKEFLAGS would add
+    # "make[1]: Entering/Leaving directory" lines around the commands
+    proc = subprocess.run(["make", "--no-print-directory", "-n", "-B", target,
+                           "VENV=/nonexistent-venv"], cwd=ROOT,
                           capture_output=True, text=True, check=True)
     return proc.stdout
 
@@ -301,7 +304,8 @@ def test_lab_command_allows_root_takes_lab_args_and_names_its_url():
 def test_make_lab_passes_lab_args_through():
     cmd = _make_n("lab").strip().splitlines()[-1]
     assert cmd.endswith("tools/lab.py /nonexistent-venv/bin/jupyter")
-    proc = subprocess.run(["make", "-n", "-B", "lab", "VENV=/nonexistent-venv",
+    proc = subprocess.run(["make", "--no-print-directory", "-n", "-B", "lab",
+                           "VENV=/nonexistent-venv",
                            "LAB_ARGS=--no-browser --port 8899"], cwd=ROOT, capture_output=True,
                           text=True, check=True)
     assert proc.stdout.strip().splitlines()[-1].endswith(
