@@ -107,6 +107,19 @@ def panics() -> int:
 
 
 # ----------------------------------------------------------------------------- to Arrow
+def spans(arr: Any) -> tuple[Any, Any]:
+    """``(offsets, data)`` of a large_string / large_binary Arrow array as the byte views the
+    core's span kernels take (``sha256_many``, ``tool_args_many``, ``text_hashes``): the
+    array's own n + 1 int64 offsets (slice offset applied) and its data buffer, no copy."""
+    import numpy as np
+
+    n = len(arr)
+    offs = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
+    data = arr.buffers()[2]
+    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    return offs.view(np.uint8), raw
+
+
 def to_arrow(col: tuple[Any, ...]) -> Any:
     """One native column ``(kind, length, null_count, validity, buf1, buf2)`` as an Arrow
     array over the native buffers (no copy)."""

@@ -534,12 +534,7 @@ def _digests(joined: pa.Array) -> bytes:
     """The raw 32-byte sha256 digest of every row of a large_string array, concatenated
     (cheaper than hexdigest per row; hex-encoded column-wise by :func:`_hex_column`)."""
     if _native.enabled():  # the native core: one call per block, GIL released, SHA-NI
-        n = len(joined)
-        offs = np.frombuffer(joined.buffers()[1], dtype=np.int64)[
-            joined.offset : joined.offset + n + 1]
-        data = joined.buffers()[2]
-        raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
-        return bytes(_native.core().sha256_many(offs.view(np.uint8), raw))
+        return bytes(_native.core().sha256_many(*_native.spans(joined)))
     mv, offs_list = _offsets(joined)
     sha = hashlib.sha256
     return b"".join([sha(mv[a:b]).digest()

@@ -19,5 +19,8 @@ fn main() {
         }
         start = end;
     }
-    println!("{rows} rows, {refused} blocks refused, {:.3} s", t.elapsed().as_secs_f64());
+    println!(
+        "{rows} rows, {refused} blocks refused, {:.3} s",
+        t.elapsed().as_secs_f64()
+    );
 }

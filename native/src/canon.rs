@@ -205,7 +205,10 @@ pub fn float_text(x: f64, out: &mut Vec<u8>) {
             let (int, frac) = if digits.len() > e + 1 {
                 (digits[..e + 1].to_string(), digits[e + 1..].to_string())
             } else {
-                (format!("{}{}", digits, "0".repeat(e + 1 - digits.len())), "0".to_string())
+                (
+                    format!("{}{}", digits, "0".repeat(e + 1 - digits.len())),
+                    "0".to_string(),
+                )
             };
             out.extend_from_slice(int.as_bytes());
             out.push(b'.');
@@ -250,7 +253,10 @@ mod tests {
 
     #[test]
     fn sorts_dedupes_compacts() {
-        assert_eq!(c(r#"{ "b" : 1, "a" : [ 2 , -0 ], "b": 3 }"#), r#"{"a":[2,0],"b":3}"#);
+        assert_eq!(
+            c(r#"{ "b" : 1, "a" : [ 2 , -0 ], "b": 3 }"#),
+            r#"{"a":[2,0],"b":3}"#
+        );
         assert_eq!(c(r#""a\u00e9\n\u001f\/""#), "\"aé\\n\\u001f/\"");
         assert_eq!(c("12345678901234567890123"), "12345678901234567890123");
     }

@@ -49,7 +49,11 @@ impl StrCol {
             v.push(0i32);
             Offsets::I32(v)
         };
-        StrCol { offsets, data: Vec::with_capacity(bytes), valid: Bits::default() }
+        StrCol {
+            offsets,
+            data: Vec::with_capacity(bytes),
+            valid: Bits::default(),
+        }
     }
 
     #[inline]

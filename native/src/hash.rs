@@ -3,30 +3,42 @@
 
 use sha2::{Digest, Sha256};
 
-/// SHA-256 of `data[offs[i]..offs[i+1]]` for each i; `offs` holds native-endian int64 values.
-/// Returns the 32-byte digests concatenated, or a message when the offsets are not
-/// ascending within `data`.
-pub fn sha256_spans(offs: &[u8], data: &[u8]) -> Result<Vec<u8>, String> {
-    let n = offs.len() / 8;
-    if n == 0 {
-        return Ok(Vec::new());
-    }
+/// `f` of each span `data[offs[i]..offs[i+1]]`, `offs` holding n + 1 native-endian int64
+/// offsets (as the bytes of an Arrow offsets buffer); a message when they are not ascending
+/// within `data`.
+pub fn map_spans<T>(
+    offs: &[u8],
+    data: &[u8],
+    mut f: impl FnMut(&[u8]) -> T,
+) -> Result<Vec<T>, String> {
     let at = |i: usize| -> i64 {
         let mut b = [0u8; 8];
         b.copy_from_slice(&offs[8 * i..8 * i + 8]);
         i64::from_ne_bytes(b)
     };
-    let mut out = Vec::with_capacity((n - 1) * 32);
+    let n = offs.len() / 8;
+    let mut out = Vec::with_capacity(n.saturating_sub(1));
+    if n == 0 {
+        return Ok(out);
+    }
     let mut lo = at(0);
     for i in 1..n {
         let hi = at(i);
         if lo < 0 || hi < lo || hi as usize > data.len() {
-            return Err(format!("offset {i} ({hi}) is out of order or beyond the data"));
+            return Err(format!(
+                "offset {i} ({hi}) is out of order or beyond the data"
+            ));
         }
-        out.extend_from_slice(&Sha256::digest(&data[lo as usize..hi as usize]));
+        out.push(f(&data[lo as usize..hi as usize]));
         lo = hi;
     }
     Ok(out)
+}
+
+/// SHA-256 of each span (see [`map_spans`]): the 32-byte digests concatenated.
+pub fn sha256_spans(offs: &[u8], data: &[u8]) -> Result<Vec<u8>, String> {
+    let digests = map_spans(offs, data, |b| Sha256::digest(b))?;
+    Ok(digests.iter().flat_map(|d| d.iter().copied()).collect())
 }
 
 #[cfg(test)]
@@ -42,9 +54,15 @@ mod tests {
         let d = sha256_spans(&offs(&[0, 3, 3]), b"abc").unwrap();
         assert_eq!(d.len(), 64);
         let hex: String = d[..32].iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            hex,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
         let empty: String = d[32..].iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(empty, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!(
+            empty,
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
     }
 
     #[test]
@@ -79,28 +97,9 @@ pub fn text_hash(b: &[u8]) -> u64 {
     mix(sum.wrapping_add((b.len() as u64).wrapping_mul(K)))
 }
 
-/// `H` of each span `data[offs[i]..offs[i+1]]` (`offs`: native-endian int64).
+/// `H` of each span (see [`map_spans`]).
 pub fn text_hashes(offs: &[u8], data: &[u8]) -> Result<Vec<u64>, String> {
-    let n = offs.len() / 8;
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    let at = |i: usize| -> i64 {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&offs[8 * i..8 * i + 8]);
-        i64::from_ne_bytes(b)
-    };
-    let mut out = Vec::with_capacity(n - 1);
-    let mut lo = at(0);
-    for i in 1..n {
-        let hi = at(i);
-        if lo < 0 || hi < lo || hi as usize > data.len() {
-            return Err(format!("offset {i} ({hi}) is out of order or beyond the data"));
-        }
-        out.push(text_hash(&data[lo as usize..hi as usize]));
-        lo = hi;
-    }
-    Ok(out)
+    map_spans(offs, data, text_hash)
 }
 
 #[cfg(test)]
@@ -112,7 +111,10 @@ mod text_hash_tests {
         assert_eq!(text_hash(b""), mix(0));
         // (b'a' + 1) * P**0 + 1 * K
         assert_eq!(text_hash(b"a"), mix(98u64.wrapping_add(K)));
-        let offs: Vec<u8> = [0i64, 1, 1, 3].iter().flat_map(|x| x.to_ne_bytes()).collect();
+        let offs: Vec<u8> = [0i64, 1, 1, 3]
+            .iter()
+            .flat_map(|x| x.to_ne_bytes())
+            .collect();
         let h = text_hashes(&offs, b"abc").unwrap();
         assert_eq!(h, vec![text_hash(b"a"), text_hash(b""), text_hash(b"bc")]);
     }

@@ -129,7 +129,11 @@ impl<'a> Scanner<'a> {
             if self.s[self.pos] == b'"' {
                 let end = self.pos;
                 self.pos += 1;
-                return Ok(Str { start, end, escaped });
+                return Ok(Str {
+                    start,
+                    end,
+                    escaped,
+                });
             }
             escaped = true;
             self.pos += 1; // the backslash
@@ -217,7 +221,11 @@ impl<'a> Scanner<'a> {
                 return Err(Bail);
             }
         }
-        let num = Num { start, end: self.pos, integer };
+        let num = Num {
+            start,
+            end: self.pos,
+            integer,
+        };
         if integer {
             if int_digits > MAX_INT_DIGITS {
                 return Err(Bail);
@@ -240,7 +248,10 @@ impl<'a> Scanner<'a> {
             b'{' => {
                 let start = self.pos;
                 self.skip_object(depth + 1)?;
-                Ok(Kind::Object { start, end: self.pos })
+                Ok(Kind::Object {
+                    start,
+                    end: self.pos,
+                })
             }
             b'[' => {
                 self.skip_array(depth + 1)?;
@@ -417,8 +428,17 @@ mod tests {
     #[test]
     fn accepts_json() {
         for t in [
-            "{}", "[]", "0", "-0", "1.5e-3", "\"a\\u00e9\\ud83d\\ude00\"", "{\"a\":[1,{\"b\":null}]}",
-            " true ", "false", "-12", "1E+2",
+            "{}",
+            "[]",
+            "0",
+            "-0",
+            "1.5e-3",
+            "\"a\\u00e9\\ud83d\\ude00\"",
+            "{\"a\":[1,{\"b\":null}]}",
+            " true ",
+            "false",
+            "-12",
+            "1E+2",
         ] {
             assert!(ok(t), "{t}");
         }
@@ -427,9 +447,25 @@ mod tests {
     #[test]
     fn refuses_what_is_not_json_or_not_ours() {
         for t in [
-            "NaN", "Infinity", "-Infinity", "01", "1.", ".5", "1e", "\"a\nb\"", "\"\\ud800\"",
-            "\"\\udc00x\"", "\"\\ud800\\u0041\"", "1e400", "{\"a\" 1}", "[1,]", "{,}", "\"\\x\"",
-            "tru", "{\"a\":1", "\"abc",
+            "NaN",
+            "Infinity",
+            "-Infinity",
+            "01",
+            "1.",
+            ".5",
+            "1e",
+            "\"a\nb\"",
+            "\"\\ud800\"",
+            "\"\\udc00x\"",
+            "\"\\ud800\\u0041\"",
+            "1e400",
+            "{\"a\" 1}",
+            "[1,]",
+            "{,}",
+            "\"\\x\"",
+            "tru",
+            "{\"a\":1",
+            "\"abc",
         ] {
             assert!(!ok(t), "{t}");
         }

@@ -17,4 +17,3 @@ pub mod pleach;
 // The Python binding (feature "python", on by default; the fuzz targets build without it).
 #[cfg(feature = "python")]
 mod py;
-

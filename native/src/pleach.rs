@@ -492,9 +492,21 @@ pub fn scan_block(b: &[u8]) -> Option<BlockOut> {
     } else {
         out.created_int = None;
     }
-    for c in [&out.tenant_id, &out.chat_id, &out.event_type, &out.prev_hash, &out.row_hash,
-              &out.args, &out.args_hash, &out.event_id, &out.ref_id, &out.tool_name,
-              &out.cache_key, &out.finish, &out.child] {
+    for c in [
+        &out.tenant_id,
+        &out.chat_id,
+        &out.event_type,
+        &out.prev_hash,
+        &out.row_hash,
+        &out.args,
+        &out.args_hash,
+        &out.event_id,
+        &out.ref_id,
+        &out.tool_name,
+        &out.cache_key,
+        &out.finish,
+        &out.child,
+    ] {
         if c.overflows() {
             return None;
         }
@@ -537,24 +549,36 @@ fn emit(out: &mut BlockOut, line: &[u8], row: &Row, lineno: i64) -> Option<()> {
         _ => None,
     };
     out.turn.push(turn);
-    push_s(&mut out.event_id, line, match ev {
-        MessageUser => row.message_id,
-        CheckpointCreated => row.checkpoint_id,
-        ExportCreated => row.export_id,
-        UserCardShown => row.card_id,
-        _ => None,
-    });
-    push_s(&mut out.ref_id, line, match ev {
-        ModelRequested | ModelCompleted | ToolCalled | ToolCompleted => row.call_id,
-        InterruptRaised | InterruptResolved => row.interrupt_id,
-        SubagentSpawned | SubagentCompleted => row.subagent_id,
-        TurnStarted | TurnCompleted => row.message_id,
-        _ => None,
-    });
-    push_s(&mut out.tool_name, line, match ev {
-        ToolCalled | ToolCompleted => row.tool,
-        _ => None,
-    });
+    push_s(
+        &mut out.event_id,
+        line,
+        match ev {
+            MessageUser => row.message_id,
+            CheckpointCreated => row.checkpoint_id,
+            ExportCreated => row.export_id,
+            UserCardShown => row.card_id,
+            _ => None,
+        },
+    );
+    push_s(
+        &mut out.ref_id,
+        line,
+        match ev {
+            ModelRequested | ModelCompleted | ToolCalled | ToolCompleted => row.call_id,
+            InterruptRaised | InterruptResolved => row.interrupt_id,
+            SubagentSpawned | SubagentCompleted => row.subagent_id,
+            TurnStarted | TurnCompleted => row.message_id,
+            _ => None,
+        },
+    );
+    push_s(
+        &mut out.tool_name,
+        line,
+        match ev {
+            ToolCalled | ToolCompleted => row.tool,
+            _ => None,
+        },
+    );
     // tool-call arguments: canonical JSON and its hash
     let mut args_text: Option<Vec<u8>> = None;
     if ev == ToolCalled {
@@ -577,17 +601,32 @@ fn emit(out: &mut BlockOut, line: &[u8], row: &Row, lineno: i64) -> Option<()> {
         out.args_hash.push_null();
     }
     push_s(&mut out.cache_key, line, row.cache_key);
-    let finish = if ev == ModelCompleted { row.finish } else { None };
-    let finish_error = finish.map(|f| &*decoded(line, f) == b"error").unwrap_or(false);
-    let is_error = (ev == ToolCompleted && row.is_error == Some(true))
-        || ev == ErrorRaised
-        || finish_error;
+    let finish = if ev == ModelCompleted {
+        row.finish
+    } else {
+        None
+    };
+    let finish_error = finish
+        .map(|f| &*decoded(line, f) == b"error")
+        .unwrap_or(false);
+    let is_error =
+        (ev == ToolCompleted && row.is_error == Some(true)) || ev == ErrorRaised || finish_error;
     out.is_error.push(is_error);
     push_s(&mut out.finish, line, finish);
     let model_done = ev == ModelCompleted;
-    out.input_tokens.push(if model_done { row.input_tokens } else { None });
-    out.output_tokens.push(if model_done { row.output_tokens } else { None });
-    push_s(&mut out.child, line, if ev == SubagentSpawned { row.child_chat_id } else { None });
+    out.input_tokens
+        .push(if model_done { row.input_tokens } else { None });
+    out.output_tokens
+        .push(if model_done { row.output_tokens } else { None });
+    push_s(
+        &mut out.child,
+        line,
+        if ev == SubagentSpawned {
+            row.child_chat_id
+        } else {
+            None
+        },
+    );
     // text = coalesce(args, text, result, message, reason)
     match &args_text {
         Some(t) => {
@@ -659,7 +698,10 @@ mod tests {
     fn refuses_what_the_reference_reads_row_by_row() {
         let cases = [
             ROW.replace("\"sequence_number\":4", "\"sequence_number\":\"4\""),
-            ROW.replace("\"tenant_id\":\"acme\"", "\"tenant_id\":\"acme\",\"tenant_id\":\"b\""),
+            ROW.replace(
+                "\"tenant_id\":\"acme\"",
+                "\"tenant_id\":\"acme\",\"tenant_id\":\"b\"",
+            ),
             ROW.replace("\"tenant_id\"", "\"tenant\\u005fid\""),
             ROW.replace("\"call_id\":\"tc1\"", "\"call_id\":5"),
             ROW.replace("\"chat_id\":\"c1\"", "\"chat_id\":\"c{1\""),
@@ -667,7 +709,8 @@ mod tests {
             ROW.replace("\"b\":1", "\"b\":NaN"),
             format!(" {ROW}"),
             format!("{ROW} "),
-            ROW.replace("\"payload\":{", "\"payload\":[{").replace(",\"created_at\"", "],\"created_at\""),
+            ROW.replace("\"payload\":{", "\"payload\":[{")
+                .replace(",\"created_at\"", "],\"created_at\""),
         ];
         for c in cases {
             assert!(scan_block(format!("{c}\n").as_bytes()).is_none(), "{c}");
@@ -768,11 +811,16 @@ mod tool_args_tests {
         assert!(h.is_some());
         assert_eq!(tool_args(br#"{"tool": "x"}"#).unwrap(), None);
         assert_eq!(tool_args(br#"{"args": null}"#).unwrap(), None);
-        assert_eq!(tool_args(br#"{"args": "s"}"#).unwrap(), Some((b"\"s\"".to_vec(), None)));
+        assert_eq!(
+            tool_args(br#"{"args": "s"}"#).unwrap(),
+            Some((b"\"s\"".to_vec(), None))
+        );
         assert!(tool_args(br#"{"args": NaN}"#).is_err());
         assert!(tool_args(br#"[1]"#).is_err());
         // an escaped key is the key it decodes to; the last of repeated keys counts
-        let (t, _) = tool_args(br#"{"\u0061rgs": 1, "args": 2}"#).unwrap().unwrap();
+        let (t, _) = tool_args(br#"{"\u0061rgs": 1, "args": 2}"#)
+            .unwrap()
+            .unwrap();
         assert_eq!(t, b"2".to_vec());
     }
 }

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use crate::cols::{Bits, BoolCol, I64Col, Offsets, StrCol};
-use crate::{hash, json, pleach};
+use crate::{hash, pleach};
 
 static PANICS: AtomicU64 = AtomicU64::new(0);
 
@@ -71,7 +71,9 @@ impl NativeBuf {
             (*view).readonly = 1;
             (*view).itemsize = 1;
             (*view).format = if (flags & ffi::PyBUF_FORMAT) == ffi::PyBUF_FORMAT {
-                CString::new("B").map(|s| s.into_raw()).unwrap_or(ptr::null_mut())
+                CString::new("B")
+                    .map(|s| s.into_raw())
+                    .unwrap_or(ptr::null_mut())
             } else {
                 ptr::null_mut()
             };
@@ -134,13 +136,29 @@ fn i64_col<'py>(py: Python<'py>, c: I64Col) -> PyResult<Bound<'py, PyTuple>> {
     let n = c.values.len();
     let nulls = c.valid.unset;
     let vals = buf(py, Storage::I64(c.values))?;
-    ("int64", n, nulls, validity(py, c.valid)?, vals, None::<Py<NativeBuf>>).into_pyobject(py)
+    (
+        "int64",
+        n,
+        nulls,
+        validity(py, c.valid)?,
+        vals,
+        None::<Py<NativeBuf>>,
+    )
+        .into_pyobject(py)
 }
 
 fn bool_col<'py>(py: Python<'py>, c: BoolCol) -> PyResult<Bound<'py, PyTuple>> {
     let n = c.values.len;
     let vals = buf(py, Storage::U8(c.values.bytes))?;
-    ("bool", n, 0usize, None::<Py<NativeBuf>>, vals, None::<Py<NativeBuf>>).into_pyobject(py)
+    (
+        "bool",
+        n,
+        0usize,
+        None::<Py<NativeBuf>>,
+        vals,
+        None::<Py<NativeBuf>>,
+    )
+        .into_pyobject(py)
 }
 
 /// Run `f` with the GIL released, catching panics (counted; reported as None).
@@ -158,10 +176,15 @@ fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> Option<T> {
 /// be read by the reference path, else `(n_lines, line, py_hash_rows, columns)` where
 /// `columns` is a list of `(name, column)` (see `str_col`).
 #[pyfunction]
-fn scan_pleach_block<'py>(py: Python<'py>, block: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+fn scan_pleach_block<'py>(
+    py: Python<'py>,
+    block: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
     let pb = PyBuffer::<u8>::get(block)?;
     if !pb.is_c_contiguous() {
-        return Err(PyValueError::new_err("block must be a contiguous bytes-like object"));
+        return Err(PyValueError::new_err(
+            "block must be a contiguous bytes-like object",
+        ));
     }
     let ptr = pb.buf_ptr() as usize;
     let len = pb.len_bytes();
@@ -215,7 +238,44 @@ fn scan_pleach_block<'py>(py: Python<'py>, block: &Bound<'py, PyAny>) -> PyResul
     s!("_child", out.child);
     s!("args", out.args);
     s!("text", out.text);
-    Ok(Some((out.n_lines, line, hash_rows, cols).into_pyobject(py)?))
+    Ok(Some(
+        (out.n_lines, line, hash_rows, cols).into_pyobject(py)?,
+    ))
+}
+
+/// Run `f` over the bytes of two contiguous buffers (`offsets`: int64 offsets into `data`)
+/// with the GIL released and panics caught: a message from `f` is a `ValueError`, a panic a
+/// `RuntimeError` naming `what`.
+fn over_spans<T: Send>(
+    py: Python<'_>,
+    offsets: &Bound<'_, PyAny>,
+    data: &Bound<'_, PyAny>,
+    what: &str,
+    f: impl FnOnce(&[u8], &[u8]) -> Result<T, String> + Send,
+) -> PyResult<T> {
+    let ob = PyBuffer::<u8>::get(offsets)?;
+    let db = PyBuffer::<u8>::get(data)?;
+    if !ob.is_c_contiguous() || !db.is_c_contiguous() || ob.len_bytes() % 8 != 0 {
+        return Err(PyValueError::new_err(
+            "offsets must be contiguous int64, data contiguous",
+        ));
+    }
+    let (op, ol) = (ob.buf_ptr() as usize, ob.len_bytes());
+    let (dp, dl) = (db.buf_ptr() as usize, db.len_bytes());
+    let got = guarded(py, move || {
+        // SAFETY: both buffers are held (ob, db) until after the call, and contiguous
+        let offs = unsafe { std::slice::from_raw_parts(op as *const u8, ol) };
+        let data = unsafe { std::slice::from_raw_parts(dp as *const u8, dl) };
+        f(offs, data)
+    });
+    drop((ob, db));
+    match got {
+        Some(Ok(v)) => Ok(v),
+        Some(Err(msg)) => Err(PyValueError::new_err(msg)),
+        None => Err(PyRuntimeError::new_err(format!(
+            "replaykit native core: internal error (panic) in {what}"
+        ))),
+    }
 }
 
 /// SHA-256 of each value of a binary column (`offsets`: n + 1 int64 offsets into `data`),
@@ -226,24 +286,8 @@ fn sha256_many<'py>(
     offsets: &Bound<'py, PyAny>,
     data: &Bound<'py, PyAny>,
 ) -> PyResult<Py<NativeBuf>> {
-    let ob = PyBuffer::<u8>::get(offsets)?;
-    let db = PyBuffer::<u8>::get(data)?;
-    if !ob.is_c_contiguous() || !db.is_c_contiguous() || ob.len_bytes() % 8 != 0 {
-        return Err(PyValueError::new_err("offsets must be contiguous int64, data contiguous"));
-    }
-    let (op, ol, dp, dl) = (ob.buf_ptr() as usize, ob.len_bytes() / 8, db.buf_ptr() as usize, db.len_bytes());
-    let got = guarded(py, move || {
-        // SAFETY: both buffers are held for the call; offsets read unaligned-safe
-        let offs = unsafe { std::slice::from_raw_parts(op as *const u8, ol * 8) };
-        let data = unsafe { std::slice::from_raw_parts(dp as *const u8, dl) };
-        hash::sha256_spans(offs, data)
-    });
-    drop((ob, db));
-    match got {
-        Some(Ok(v)) => buf(py, Storage::U8(v)),
-        Some(Err(msg)) => Err(PyValueError::new_err(msg)),
-        None => Err(PyRuntimeError::new_err("replaykit native core: internal error (panic) in sha256_many")),
-    }
+    let v = over_spans(py, offsets, data, "sha256_many", hash::sha256_spans)?;
+    buf(py, Storage::U8(v))
 }
 
 /// Tool-call arguments of many payloads (`offsets`: n + 1 int64 offsets into `data`, one
@@ -255,43 +299,27 @@ fn tool_args_many<'py>(
     offsets: &Bound<'py, PyAny>,
     data: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let ob = PyBuffer::<u8>::get(offsets)?;
-    let db = PyBuffer::<u8>::get(data)?;
-    if !ob.is_c_contiguous() || !db.is_c_contiguous() || ob.len_bytes() % 8 != 0 {
-        return Err(PyValueError::new_err("offsets must be contiguous int64, data contiguous"));
-    }
-    let (op, ol, dp, dl) = (ob.buf_ptr() as usize, ob.len_bytes() / 8, db.buf_ptr() as usize, db.len_bytes());
-    let got = guarded(py, move || {
-        // SAFETY: both buffers are held for the call
-        let offs = unsafe { std::slice::from_raw_parts(op as *const u8, ol * 8) };
-        let data = unsafe { std::slice::from_raw_parts(dp as *const u8, dl) };
-        let at = |i: usize| -> i64 {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&offs[8 * i..8 * i + 8]);
-            i64::from_ne_bytes(b)
-        };
-        let n = ol.saturating_sub(1);
+    let (args, hashes, py_rows) = over_spans(py, offsets, data, "tool_args_many", |offs, data| {
+        let n = (offs.len() / 8).saturating_sub(1);
         let mut args = StrCol::new(false, n, n * 32);
         let mut hashes = StrCol::new(false, n, n * 32);
         let mut py_rows: Vec<i64> = Vec::new();
-        for i in 0..n {
-            let (lo, hi) = (at(i), at(i + 1));
-            let ok = lo >= 0 && hi >= lo && (hi as usize) <= data.len();
-            let got = if ok { pleach::tool_args(&data[lo as usize..hi as usize]) } else { Err(json::Bail) };
+        let rows = hash::map_spans(offs, data, pleach::tool_args)?;
+        for (i, got) in rows.into_iter().enumerate() {
             match got {
+                Ok(Some((text, Some(h)))) => {
+                    args.push(&text);
+                    hashes.push(&h);
+                }
+                Ok(Some((text, None))) => {
+                    // arguments given as a JSON string: the reference hashes them
+                    args.push(&text);
+                    hashes.push_null();
+                    py_rows.push(i as i64);
+                }
                 Ok(None) => {
                     args.push_null();
                     hashes.push_null();
-                }
-                Ok(Some((text, h))) => {
-                    args.push(&text);
-                    match h {
-                        Some(h) => hashes.push(&h),
-                        None => {
-                            hashes.push_null();
-                            py_rows.push(i as i64);
-                        }
-                    }
                 }
                 Err(_) => {
                     args.push_null();
@@ -300,14 +328,12 @@ fn tool_args_many<'py>(
                 }
             }
         }
-        (args, hashes, py_rows)
-    });
-    drop((ob, db));
-    let Some((args, hashes, py_rows)) = got else {
-        return Err(PyRuntimeError::new_err("replaykit native core: internal error (panic) in tool_args_many"));
-    };
+        Ok((args, hashes, py_rows))
+    })?;
     if args.overflows() || hashes.overflows() {
-        return Err(PyValueError::new_err("tool arguments exceed 2 GB in one call"));
+        return Err(PyValueError::new_err(
+            "tool arguments exceed 2 GB in one call",
+        ));
     }
     let rows = buf(py, Storage::I64(py_rows))?;
     (str_col(py, args)?, str_col(py, hashes)?, rows).into_pyobject(py)
@@ -321,24 +347,8 @@ fn text_hashes<'py>(
     offsets: &Bound<'py, PyAny>,
     data: &Bound<'py, PyAny>,
 ) -> PyResult<Py<NativeBuf>> {
-    let ob = PyBuffer::<u8>::get(offsets)?;
-    let db = PyBuffer::<u8>::get(data)?;
-    if !ob.is_c_contiguous() || !db.is_c_contiguous() || ob.len_bytes() % 8 != 0 {
-        return Err(PyValueError::new_err("offsets must be contiguous int64, data contiguous"));
-    }
-    let (op, ol, dp, dl) = (ob.buf_ptr() as usize, ob.len_bytes() / 8, db.buf_ptr() as usize, db.len_bytes());
-    let got = guarded(py, move || {
-        // SAFETY: both buffers are held for the call
-        let offs = unsafe { std::slice::from_raw_parts(op as *const u8, ol * 8) };
-        let data = unsafe { std::slice::from_raw_parts(dp as *const u8, dl) };
-        hash::text_hashes(offs, data)
-    });
-    drop((ob, db));
-    match got {
-        Some(Ok(v)) => buf(py, Storage::U64(v)),
-        Some(Err(msg)) => Err(PyValueError::new_err(msg)),
-        None => Err(PyRuntimeError::new_err("replaykit native core: internal error (panic) in text_hashes")),
-    }
+    let v = over_spans(py, offsets, data, "text_hashes", hash::text_hashes)?;
+    buf(py, Storage::U64(v))
 }
 
 /// The CPU features the core uses when present.

@@ -1,8 +1,8 @@
 //! Any bytes into canonical JSON: never a panic; an accepted text canonicalises to valid JSON
 //! that is its own canonical form (idempotent).
 #![no_main]
-use libfuzzer_sys::fuzz_target;
 use _core::canon::canonical;
+use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if std::str::from_utf8(data).is_err() {

@@ -2,9 +2,9 @@
 //! have consistent columns (one value per row in each), payload spans that are JSON objects,
 //! and line numbers inside the block.
 #![no_main]
-use libfuzzer_sys::fuzz_target;
 use _core::json::Scanner;
 use _core::pleach::{scan_block, tool_args};
+use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let _ = tool_args(data);
@@ -21,7 +21,10 @@ fuzz_target!(|data: &[u8]| {
             for w in offs.windows(2) {
                 let p = &out.payload.data[w[0] as usize..w[1] as usize];
                 let mut sc = Scanner::new(p);
-                assert!(sc.skip_object(1).is_ok() && sc.pos == p.len(), "payload span is not one object");
+                assert!(
+                    sc.skip_object(1).is_ok() && sc.pos == p.len(),
+                    "payload span is not one object"
+                );
             }
         }
     }

@@ -73,11 +73,7 @@ def _tool_args(part: _Part, cache: dict[str, str]) -> tuple[pa.Array, pa.Array]:
         # the rows it leaves (arguments given as a JSON string, payloads it does not read)
         # take the reference loop below
         binary = payloads.cast(pa.large_binary())
-        offs = np.frombuffer(binary.buffers()[1], dtype=np.int64)[
-            binary.offset : binary.offset + len(binary) + 1]
-        data = binary.buffers()[2]
-        raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
-        a_col, h_col, rows = _native.core().tool_args_many(offs.view(np.uint8), raw)
+        a_col, h_col, rows = _native.core().tool_args_many(*_native.spans(binary))
         todo = np.frombuffer(rows, dtype=np.int64).tolist()
         if not todo:
             where = _scatter(n, called)
