@@ -82,6 +82,8 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check replaykit tests benchmarks
 	$(BIN)/mypy replaykit
 	$(BIN)/lint-imports --no-cache
+	cargo fmt --check --manifest-path native/Cargo.toml
+	cargo fmt --check --manifest-path native/fuzz/Cargo.toml
 	cargo clippy --quiet --release --manifest-path native/Cargo.toml --all-targets -- -D warnings
 	cargo test --quiet --release --no-default-features --manifest-path native/Cargo.toml
 

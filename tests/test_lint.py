@@ -56,3 +56,10 @@ def test_native_crate_is_clippy_clean() -> None:
                            "native/Cargo.toml", "--all-targets", "--", "-D", "warnings"],
                           cwd=ROOT, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
+def test_native_crate_is_rustfmt_formatted() -> None:
+    for manifest in ("native/Cargo.toml", "native/fuzz/Cargo.toml"):
+        proc = subprocess.run([_cargo(), "fmt", "--check", "--manifest-path", manifest],
+                              cwd=ROOT, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, manifest + "\n" + proc.stdout[-4000:] + proc.stderr[-2000:]

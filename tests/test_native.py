@@ -130,8 +130,11 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def test_core_reports_its_version_and_features() -> None:
     assert _native.version() == _native.core().__version__
-    line = _native.describe()
-    assert line.startswith(f"native core {_native.version()} (on")
+    with _Path(True):
+        assert _native.describe().startswith(f"native core {_native.version()} (on")
+    with _Path(False):
+        assert _native.describe().startswith(
+            f"native core {_native.version()} (off (REPLAYKIT_NATIVE=0)")
     assert isinstance(_native.core().cpu_features(), list)
 
 

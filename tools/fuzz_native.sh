@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bounded coverage-guided fuzzing of the native core's scanners (cargo fuzz, libFuzzer).
 #   bash tools/fuzz_native.sh [SECONDS_PER_TARGET]     (default 30; `make fuzz`; CI runs it)
-# Targets (native/fuzz/fuzz_targets/): pleach_block (any bytes into the JSONL block scanner
+# Targets (native/fuzz/fuzz_targets/): spans (int64 offsets + data into the span kernels),
+# pleach_block (any bytes into the JSONL block scanner
 # and the tool-argument reader) and canonical (any text into canonical JSON). A crash, a
 # panic or a broken invariant fails the run and leaves the input in native/fuzz/artifacts/.
 # Needs the nightly toolchain (libFuzzer's instrumentation) and cargo-fuzz, which this script
@@ -20,11 +21,11 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 cd native/fuzz
 # seeds: the bundled sample's lines (the corpus folder is git-ignored and grows run to run)
-mkdir -p corpus/pleach_block corpus/canonical
+mkdir -p corpus/pleach_block corpus/canonical corpus/spans
 head -c 4000 ../../data/pleach/harness_event_log.jsonl > corpus/pleach_block/seed-sample
 printf '{"b":[1.5,-0,1e16,"\\u00e9"],"a":{"x":null}}' > corpus/canonical/seed-object
 status=0
-for target in pleach_block canonical; do
+for target in pleach_block canonical spans; do
     echo "== cargo fuzz run $target for ${SECONDS_PER_TARGET}s"
     log="$(mktemp)"
     if cargo +nightly fuzz run -O "$target" "corpus/$target" -- \
