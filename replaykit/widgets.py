@@ -149,10 +149,15 @@ def marked_json(obj: Any, paths: Any, max_chars: int = MAX_CHARS) -> str:
 
 
 def _event_dict(table: Any, i: int) -> dict[str, Any]:
-    """One event row as plain data: null columns dropped, payload decoded."""
+    """One event row as plain data: null columns dropped, payload decoded, ``source`` named
+    as shared pages name it (by file name, never this machine's absolute path: a saved
+    notebook keeps what the panes show)."""
     from ._json import loads
+    from .branch._shared import shared_source
 
     row = {k: v for k, v in table.slice(i, 1).to_pylist()[0].items() if v is not None}
+    if isinstance(row.get("source"), str):
+        row["source"] = shared_source(row["source"])
     payload = row.get("payload")
     if isinstance(payload, str) and payload:
         try:

@@ -339,3 +339,18 @@ def test_scrubber_shows_step_and_turn_and_cuts_long_text_at_words(done):
     assert cut[:-1].split(" ")[-1] in words.split(" ")  # ends on a whole word
     assert "<details class='rk-whole'>" in html_ and words in html_  # the whole value
     assert widgets.cut_words("a" * 50, 10) == "a" * 9 + "\u2026"
+
+
+
+def test_event_panes_name_sources_without_machine_paths(data_dir):
+    """The Scrubber's and DiffExplorer's event panes (``_event_dict``) show ``source`` by
+    file name: a saved notebook keeps what they show, so no absolute path of this machine
+    (issue 28 item 5)."""
+    log = rk.read_isplay(data_dir / "isplay", tenant_id="acme")
+    table = log.table
+    raw = table.column("source")[0].as_py()
+    assert str(data_dir.resolve()) in raw  # the loaded log keeps the full path
+    shown = widgets._event_dict(table, 0)["source"]
+    fmt, name = shown.split(":", 1)
+    assert raw == f"{fmt}:{data_dir.resolve() / 'isplay' / name}"
+    assert "/" not in name and str(data_dir.resolve()) not in shown
