@@ -178,7 +178,9 @@ def _view(rec: dict[str, Any]) -> dict[str, Any]:
             input_tokens=_token_count(a.get("llm.token_count.prompt"), "llm.token_count.prompt"),
             output_tokens=_token_count(a.get("llm.token_count.completion"),
                                        "llm.token_count.completion"),
-            reasons=None, out=msgs["output"] or None, inp=msgs["input"] or None,
+            # llm.finish_reason: newer OpenInference instrumentations (the OpenAI one)
+            reasons=None if a.get("llm.finish_reason") is None else [a["llm.finish_reason"]],
+            out=msgs["output"] or None, inp=msgs["input"] or None,
             has_out=bool(msgs["output"]) or a.get("output.value") is not None,
             has_in=bool(msgs["input"]) or a.get("input.value") is not None,
             names=("llm.output_messages", "llm.input_messages", "input.value", "output.value"),

@@ -24,6 +24,7 @@ not checked (ids and names become text).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 
@@ -128,10 +129,11 @@ def _fill_tool_ids(msgs: list[dict[str, Any]] | None) -> None:
                 part["id"], part["idFrom"] = cid, "position"
         block.clear()
 
-    for m in msgs:
+    for i, m in enumerate(msgs):
         parts = m.get("parts") or []
         if m.get("role") != "tool":
             settle()
+            _name_calls(msgs, i, parts)
             calls = [p.get("id") for p in parts if p.get("type") == "tool_call"]
             if calls:
                 pending = [c for c in calls if isinstance(c, str)]
@@ -144,6 +146,23 @@ def _fill_tool_ids(msgs: list[dict[str, Any]] | None) -> None:
             elif p["id"] in pending:
                 pending.remove(p["id"])
     settle()
+
+
+def _name_calls(msgs: list[dict[str, Any]], i: int, parts: list[dict[str, Any]]) -> None:
+    """Tool calls that carry no id (OpenLLMetry's Ollama spans: Ollama's API has none) get
+    one made from the conversation up to and including their message, so the same call
+    repeated in every later call's input history gets the same id, and a call of another
+    conversation another; marked ``"idFrom": "history"``."""
+    todo = [p for p in parts if p.get("type") == "tool_call" and p.get("id") is None]
+    if not todo:
+        return
+    digest = hashlib.sha256(canonical_json(
+        [{"role": m.get("role"), "parts": [{k: v for k, v in p.items()
+                                             if k not in ("id", "idFrom")}
+                                            for p in m.get("parts") or []]}
+         for m in msgs[:i + 1]]).encode()).hexdigest()[:16]
+    for j, p in enumerate(todo):
+        p["id"], p["idFrom"] = f"history-{digest}-{j}", "history"
 
 
 def _messages(value: Any, role: str | None = None) -> list[dict[str, Any]] | None:
@@ -182,6 +201,8 @@ def _body_of(event: dict[str, Any]) -> Any:
     attrs = event.get("attributes") or {}
     if "event_body" in attrs:
         return _json(attrs["event_body"])
+    if "gen_ai.event.content" in attrs:  # Azure AI Inference's span events: the body as JSON
+        return _json(attrs["gen_ai.event.content"])
     return attrs
 
 
