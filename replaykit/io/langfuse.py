@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .._json import args_hash, canonical_json
+from .._json import JSONDecodeError, args_hash, canonical_json, loads
 from ..errors import LoadError
 from ..eventlog import EventLog
 from ._common import (
@@ -66,7 +66,8 @@ OBSERVATION_TYPES: dict[str, str] = {"GENERATION": "model_response", "TOOL": "to
                                      "GUARDRAIL": "other"}
 
 _FINISH = {"stop": "stop", "end_turn": "stop", "tool_calls": "tool-calls",
-           "tool_use": "tool-calls", "length": "max-tokens", "max_tokens": "max-tokens"}
+           "tool_call": "tool-calls", "tool_use": "tool-calls", "function_call": "tool-calls",
+           "length": "max-tokens", "max_tokens": "max-tokens"}
 
 
 def sniff(path: Path) -> str | None:
@@ -132,21 +133,185 @@ def _usage(o: dict[str, Any]) -> tuple[Any, Any, str]:
     return i, out, "promptTokens"
 
 
+def _attributes(o: dict[str, Any]) -> dict[str, Any]:
+    """The OpenTelemetry span attributes Langfuse keeps in ``metadata.attributes`` for an
+    observation it ingested over OTLP (empty for SDK-native observations)."""
+    meta = o.get("metadata")
+    attrs = meta.get("attributes") if isinstance(meta, dict) else None
+    return attrs if isinstance(attrs, dict) else {}
+
+
 def _finish(o: dict[str, Any], failed: bool) -> str | None:
+    """The finish reason: the output's ``finish_reason`` / ``stop_reason`` (or its first
+    choice's, or LangChain's ``response_metadata.finish_reason``, or the last output message's
+    in the GenAI ``{"role", "parts", "finish_reason"}`` shape), else the span attribute
+    ``gen_ai.response.finish_reasons`` kept in ``metadata.attributes``."""
     if failed:
         return "error"
     out = o.get("output")
-    if isinstance(out, dict):
+    fr: Any = None
+    if isinstance(out, list) and out and isinstance(out[-1], dict):
+        fr = out[-1].get("finish_reason")
+    elif isinstance(out, dict):
         fr = out.get("finish_reason") or out.get("stop_reason")
         if not fr and isinstance(out.get("choices"), list) and out["choices"] and isinstance(
                 out["choices"][0], dict):
             fr = out["choices"][0].get("finish_reason")
-        if isinstance(fr, str):
-            return _FINISH.get(fr, fr)
+        if not fr and isinstance(out.get("response_metadata"), dict):
+            fr = out["response_metadata"].get("finish_reason")
+    if not isinstance(fr, str) or not fr:
+        frs = _attributes(o).get("gen_ai.response.finish_reasons")
+        fr = frs[0] if isinstance(frs, list) and frs else frs
+    if isinstance(fr, str) and fr:
+        return _FINISH.get(fr.lower(), fr.lower())
     return None
 
 
+def _call_of(c: Any) -> tuple[str, str | None, Any] | None:
+    """(id, name, arguments) of one tool call in any of the shapes generations record:
+    GenAI parts (``type: tool_call``), OpenAI chat ``tool_calls`` (``function.name`` /
+    ``.arguments``), LangChain (``name``, ``args``), the Responses API's ``function_call``
+    items (``call_id``)."""
+    if not isinstance(c, dict):
+        return None
+    fn = c.get("function") if isinstance(c.get("function"), dict) else {}
+    cid = c.get("call_id") if c.get("type") == "function_call" else c.get("id")
+    if not isinstance(cid, str) or not cid:
+        return None
+    name = c.get("name", fn.get("name"))
+    args = c.get("arguments", c.get("args", fn.get("arguments")))
+    if isinstance(args, str) and args[:1] in "[{":
+        try:
+            args = loads(args)
+        except (*JSONDecodeError, ValueError):
+            pass
+    return cid, name if isinstance(name, str) else None, args
+
+
+def _asked(value: Any) -> list[tuple[str, str | None, Any]]:
+    """The tool calls a generation's output asks for (see :func:`_call_of`)."""
+    found: list[Any] = []
+    items = value if isinstance(value, list) else [value]
+    for m in items:
+        if not isinstance(m, dict):
+            continue
+        if m.get("type") == "function_call":
+            found.append(m)
+        for key in ("output", "parts", "tool_calls", "choices"):
+            v = m.get(key)
+            if key == "output" and isinstance(v, list):
+                found.extend(i for i in v if isinstance(i, dict)
+                             and i.get("type") == "function_call")
+            elif key == "parts" and isinstance(v, list):
+                found.extend(i for i in v if isinstance(i, dict) and i.get("type") == "tool_call")
+            elif key == "tool_calls" and isinstance(v, list):
+                found.extend(v)
+            elif key == "choices" and isinstance(v, list):
+                for ch in v:
+                    msg = ch.get("message") if isinstance(ch, dict) else None
+                    if isinstance(msg, dict) and isinstance(msg.get("tool_calls"), list):
+                        found.extend(msg["tool_calls"])
+        kw = m.get("additional_kwargs")
+        if isinstance(kw, dict) and isinstance(kw.get("tool_calls"), list) \
+                and not isinstance(m.get("tool_calls"), list):
+            found.extend(kw["tool_calls"])
+    out: list[tuple[str, str | None, Any]] = []
+    for c in found:
+        got = _call_of(c)
+        if got is not None and got[0] not in {x[0] for x in out}:
+            out.append(got)
+    return out
+
+
+def _answered(value: Any) -> list[tuple[str, Any]]:
+    """(call id, result) of the tool results in a generation's input history: OpenAI
+    ``role: tool`` messages (``tool_call_id``), GenAI ``tool_call_response`` parts, the
+    Responses API's ``function_call_output`` items."""
+    out: list[tuple[str, Any]] = []
+    for m in value if isinstance(value, list) else []:
+        if not isinstance(m, dict):
+            continue
+        if m.get("type") == "function_call_output" and isinstance(m.get("call_id"), str):
+            out.append((m["call_id"], m.get("output")))
+        elif m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str):
+            out.append((m["tool_call_id"], m.get("content")))
+        for p in m.get("parts") if isinstance(m.get("parts"), list) else []:
+            if isinstance(p, dict) and p.get("type") == "tool_call_response" \
+                    and isinstance(p.get("id"), str):
+                out.append((p["id"], p.get("response", p.get("result"))))
+    return out
+
+
+def _tool_links(recs: list[dict[str, Any]]) -> dict[int, str]:
+    """The model call id each ``TOOL`` observation (by position in ``recs``, in time order)
+    executes: its ``gen_ai.tool.call.id`` attribute, else the first call of its name that an
+    earlier generation asked for and no other tool observation claimed (OpenInference tool
+    spans carry no call id). Tools without either keep their observation id."""
+    asked: list[tuple[str, str | None]] = []
+    links: dict[int, str] = {}
+    explicit = {str(_attributes(r).get("gen_ai.tool.call.id")) for r in recs
+                if str(r.get("type") or "").upper() == "TOOL"
+                and isinstance(_attributes(r).get("gen_ai.tool.call.id"), str)}
+    claimed: set[str] = set(explicit)
+    for k, r in enumerate(recs):
+        otype = str(r.get("type") or "").upper()
+        if otype == "GENERATION":
+            asked.extend((cid, name) for cid, name, _ in _asked(r.get("output")))
+        elif otype == "TOOL":
+            cid = _attributes(r).get("gen_ai.tool.call.id")
+            if isinstance(cid, str) and cid:
+                links[k] = cid
+                continue
+            name = _tool_name(r)
+            for c, n in asked:
+                if c not in claimed and n == name:
+                    links[k] = c
+                    claimed.add(c)
+                    break
+    return links
+
+
+def _tool_name(r: dict[str, Any]) -> str | None:
+    """A tool observation's tool: the span's ``gen_ai.tool.name`` / ``tool.name`` attribute
+    (pydantic-ai names the observation ``running tool: <name>``), else its name."""
+    a = _attributes(r)
+    for key in ("gen_ai.tool.name", "tool.name"):
+        if isinstance(a.get(key), str) and a[key]:
+            return str(a[key])
+    return r.get("name") if isinstance(r.get("name"), str) else None
+
+
+def _parts_text(msgs: list[Any]) -> str | None:
+    """The text of GenAI ``{"role", "parts"}`` messages (``text`` parts' ``content``), or of
+    Responses API output items (``message`` items' ``output_text`` content); None for a list
+    of neither."""
+    texts: list[str] = []
+    seen = False
+    for m in msgs:
+        if not isinstance(m, dict):
+            return None
+        if isinstance(m.get("parts"), list):
+            seen = True
+            texts.extend(p["content"] for p in m["parts"] if isinstance(p, dict)
+                         and p.get("type") == "text" and isinstance(p.get("content"), str))
+        elif m.get("type") in ("message", "function_call", "reasoning") and "role" in m \
+                or m.get("type") in ("function_call", "reasoning"):
+            seen = True
+            for c in m.get("content") if isinstance(m.get("content"), list) else []:
+                if isinstance(c, dict) and c.get("type") in ("output_text", "text") \
+                        and isinstance(c.get("text"), str):
+                    texts.append(c["text"])
+        else:
+            return None
+    return "\n".join(texts) if seen else None
+
+
 def _text(v: Any) -> str | None:
+    if isinstance(v, list) and (t := _parts_text(v)) is not None:
+        return t
+    if isinstance(v, dict) and v.get("object") == "response" and isinstance(v.get("output"),
+                                                                             list):
+        return _parts_text(v["output"])  # an OpenAI Responses API object
     if isinstance(v, dict):
         for key in ("content", "text", "output", "completion"):
             if key in v:
@@ -176,7 +341,12 @@ def _trace_rows(path: Path, trace_id: str, recs: list[tuple[int, int | None, str
 
     rows: list[Row] = []
     step = 0
-    for _, line, raw, rec in sorted(recs, key=when):
+    ordered = sorted(recs, key=when)
+    links = _tool_links([rec for _, _, _, rec in ordered])
+    covered = set(links.values())  # calls a TOOL observation records
+    asked: dict[str, str | None] = {}  # calls given only in generation outputs -> tool name
+    answered: set[str] = set()
+    for k, (_, line, raw, rec) in enumerate(ordered):
         try:
             payload = payload_of({k: v for k, v in rec.items() if k != "_record"}, FORMAT,
                                  path, line)
@@ -197,6 +367,18 @@ def _trace_rows(path: Path, trace_id: str, recs: list[tuple[int, int | None, str
             if otype == "GENERATION":
                 step += 1
                 i, o, fld = _usage(rec)
+                # results, in this generation's input, of calls only generations record
+                for cid, res in _answered(rec.get("input")) if not failed else []:
+                    if cid in asked and cid not in answered:
+                        answered.add(cid)
+                        rows.append({**base, "kind": "tool_result", "ref_id": cid,
+                                     "tool_name": asked[cid], "turn": 1, "step": step - 1 or None,
+                                     "event_id": None, "is_error": False,
+                                     "text": _text(res) or (None if res is None or isinstance(
+                                         res, str) else canonical_json(res)),
+                                     "payload": payload_of({"part": "input_result", "id": cid,
+                                                            "generation": oid, "output": res},
+                                                           FORMAT, path, line)})
                 rows.append({**base, "kind": "model_response", "ref_id": oid, "step": step,
                              "turn": 1, "finish": _finish(rec, failed) or "unknown",
                              "input_tokens": tokens(i, FORMAT, path, line, fld),
@@ -204,8 +386,25 @@ def _trace_rows(path: Path, trace_id: str, recs: list[tuple[int, int | None, str
                              "text": _text(rec.get("output")) if not failed else
                              first_of(rec, "statusMessage", "status_message"),
                              "payload": payload})
+                # calls this generation asks for that no TOOL observation records
+                for cid, tname, args in _asked(rec.get("output")) if not failed else []:
+                    if cid in covered or cid in asked:
+                        continue
+                    asked[cid] = tname
+                    args = args if args is not None else {}
+                    rows.append({**base, "kind": "tool_call", "ref_id": cid,
+                                 "tool_name": tname, "turn": 1, "step": step,
+                                 "event_id": None, "ts": _ts(first_of(
+                                     rec, "endTime", "end_time")) or base["ts"],
+                                 "args_hash": args_hash(args), "text": canonical_json(args),
+                                 "payload": payload_of({"part": "output_call", "id": cid,
+                                                        "generation": oid, "name": tname,
+                                                        "arguments": args},
+                                                       FORMAT, path, line)})
             elif otype == "TOOL":
                 args = rec.get("input") if rec.get("input") is not None else {}
+                name = _tool_name(rec)
+                oid = links.get(k, oid)
                 rows.append({**base, "kind": "tool_call", "ref_id": oid, "tool_name": name,
                              "turn": 1, "step": step or None, "is_error": False,
                              "args_hash": args_hash(args), "text": canonical_json(args),
