@@ -148,12 +148,40 @@ def _find(obj: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str | None, An
     return None, None
 
 
+#: Codex rollout ``response_item`` types that are tool calls (their ``payload`` holds the call)
+_CODEX_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+
+
+def _call_block(payload: dict[str, Any], ref: Any) -> dict[str, Any] | None:
+    """The object a coding-agent transcript keeps one tool call in: a Claude Code line's
+    ``tool_use`` content block (``message.content[k]``, the block whose ``id`` is the row's
+    ``ref_id``: one line may hold several) or a Codex rollout line's ``payload`` (a
+    ``function_call`` / ``custom_tool_call`` / ``local_shell_call``). None for other
+    payloads."""
+    msg = payload.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if isinstance(content, list):
+        uses = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+        for b in uses:
+            if ref is not None and b.get("id") == ref:
+                return b
+        return uses[0] if len(uses) == 1 and ref is None else None
+    inner = payload.get("payload")
+    if isinstance(inner, dict) and inner.get("type") in _CODEX_CALLS:
+        return inner
+    return None
+
+
 def _slot(
-    payload: dict[str, Any], keys: tuple[str, ...], nested_keys: tuple[str, ...] = ()
+    payload: dict[str, Any], keys: tuple[str, ...], nested_keys: tuple[str, ...] = (),
+    ref: Any = None,
 ) -> tuple[dict[str, Any], str | None, Any]:
-    """Where a tool call keeps a field: the payload itself (pleach, isplay) or its ``data``
-    object (harness session logs, whose tool name is ``data.name``). Returns (container, key,
-    value); key is None when the field is absent everywhere."""
+    """Where a tool call keeps a field: the payload itself (pleach, isplay), its ``data``
+    object (harness session logs, whose tool name is ``data.name``), or the call's block in a
+    coding-agent transcript line (Claude Code ``tool_use`` blocks keep ``input`` / ``name``,
+    Codex calls ``arguments`` or ``input`` / ``name``; see :func:`_call_block`, ``ref`` = the
+    row's ``ref_id``). Returns (container, key, value); key is None when the field is absent
+    everywhere."""
     key, value = _find(payload, keys)
     if key is not None:
         return payload, key, value
@@ -162,6 +190,11 @@ def _slot(
         key, value = _find(data, keys + nested_keys)
         if key is not None:
             return data, key, value
+    block = _call_block(payload, ref)
+    if block is not None:
+        key, value = _find(block, keys + nested_keys)
+        if key is not None:
+            return block, key, value
     return payload, None, None
 
 
@@ -912,9 +945,13 @@ def replay(
             records = []
             for iv in touched[i]:
                 if iv.kind == "tool_args_patch":
-                    a_box, ak, raw_args = _slot(payload, _ARGS_KEYS)
-                    t_box, tk, tool = _slot(payload, _TOOL_KEYS, ("name",))
+                    a_box, ak, raw_args = _slot(payload, _ARGS_KEYS, ref=r["ref_id"])
+                    t_box, tk, tool = _slot(payload, _TOOL_KEYS, ("name",), ref=r["ref_id"])
                     args_value, as_text = _decoded_args(raw_args)
+                    # Codex keeps a call's arguments as JSON text, even text that is not JSON
+                    # (a redacted export): patched ones are written as JSON text too
+                    as_text = as_text or (isinstance(raw_args, str)
+                                          and a_box.get("type") in _CODEX_CALLS)
                     view = {"args": args_value,
                             "toolName": tool,
                             "argsHash": payload.get("argsHash"),
@@ -940,8 +977,8 @@ def replay(
             payload[PATCH_RECORD_KEY] = records
             r["payload"] = canonical_json(payload)
             if kind == "tool_call":
-                _, ak, args = _slot(payload, _ARGS_KEYS)
-                _, _, tool = _slot(payload, _TOOL_KEYS, ("name",))
+                _, ak, args = _slot(payload, _ARGS_KEYS, ref=r["ref_id"])
+                _, _, tool = _slot(payload, _TOOL_KEYS, ("name",), ref=r["ref_id"])
                 if ak is not None:
                     r["args_hash"] = args_hash(args)
                     r["text"] = args if isinstance(args, str) else canonical_json(args)
@@ -1085,7 +1122,7 @@ def replay(
             continue
         dropped_results.add(ref)
         payload = json.loads(r["payload"])
-        _, args = _find(payload, _ARGS_KEYS)
+        _, _, args = _slot(payload, _ARGS_KEYS, ref=ref)
         result_type = next((x["type"] for x in rows[i + 1:] if x["ref_id"] == ref
                             and x["kind"] == "tool_result"), src_type.get("tool_result",
                                                                           "tool.result"))
