@@ -137,3 +137,82 @@ def test_langfuse_langgraph_tool_from_generation_output_and_input() -> None:
     assert json.loads(tools.result_text.iloc[0]) == result["content"]
     kinds = [k for k in log.table.column("kind").to_pylist() if k != "other"]
     assert kinds == ["session", "model_response", "tool_call", "tool_result", "model_response"]
+
+
+# ------------------------------------------------------- the same trace in several files
+
+
+def _events_per_run(log: rk.EventLog) -> dict[str, int]:
+    return log.events_df().groupby("run_id").size().to_dict()
+
+
+def test_langfuse_trace_exported_twice_is_read_once(tmp_path: Path) -> None:
+    src = DATA / "langfuse" / "framework-traces" / "pydantic-ai-tools-2025-12-04.json"
+    once = rk.read_langfuse(src, tenant_id="acme")
+    n_records = 1 + len(json.loads(src.read_text())["observations"])
+    for name in ("download.json", "download (1).json"):
+        (tmp_path / name).write_bytes(src.read_bytes())
+    with pytest.warns(rk.io.DuplicateRecordWarning, match=f"{n_records} langfuse record"):
+        twice = rk.read_langfuse(tmp_path, tenant_id="acme")
+    assert _events_per_run(twice) == _events_per_run(once)
+    assert len(twice.runs) == 1 and len(twice.quarantine) == 0
+    assert len(twice.tools_df()) == len(once.tools_df()) == 4
+
+
+def test_langfuse_conflicting_copies_are_quarantined_with_a_reason(tmp_path: Path) -> None:
+    src = DATA / "langfuse" / "framework-traces" / "openai-agents-2025-09-30.json"
+    doc = json.loads(src.read_text())
+    (tmp_path / "a.json").write_text(json.dumps(doc))
+    tool = next(o for o in doc["observations"] if o["type"] == "TOOL")
+    tool["output"] = "The weather in Tokyo is rainy."  # a later export that disagrees
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    with pytest.raises(rk.LoadError, match="conflicting_record"):
+        rk.read_langfuse(tmp_path, tenant_id="acme")
+    with pytest.warns(rk.io.DuplicateRecordWarning):
+        log = rk.read_langfuse(tmp_path, tenant_id="acme", errors="quarantine")
+    q = log.quarantine.to_pandas()
+    assert q.reason.tolist() == ["conflicting_record"] * 2
+    assert sorted(Path(s).name for s in q.source) == ["a.json", "b.json"]
+    assert all(tool["id"] in m for m in q.message)
+    # the rest loads once; the call is still known from the generations (asked in one
+    # output, answered in the next input), its result the one the model was given
+    tools = log.tools_df()
+    assert tools.call_id.tolist() == ["call_Kud0j0DxWSmLzv9W5m6qVqXn"]
+    assert tools.result_text.tolist() == ["The weather in Tokyo is sunny."]
+    assert len(log.calls_df()) == 2 and len(log.runs) == 1
+
+
+def test_langfuse_trace_split_over_files_is_one_run(tmp_path: Path) -> None:
+    src = DATA / "langfuse" / "framework-traces" / "langgraph-2025-08-22.json"
+    doc = json.loads(src.read_text())
+    half = len(doc["observations"]) // 2
+    (tmp_path / "1.json").write_text(json.dumps({"trace": doc["trace"],
+                                                 "observations": doc["observations"][:half]}))
+    (tmp_path / "2.json").write_text(json.dumps(doc["observations"][half:]))
+    whole = rk.read_langfuse(src, tenant_id="acme")
+    split = rk.read_langfuse(tmp_path, tenant_id="acme")
+    assert len(split.runs) == 1
+    assert split.events_df().kind.tolist() == whole.events_df().kind.tolist()
+
+
+def test_phoenix_spans_exported_twice_are_read_once(tmp_path: Path) -> None:
+    src = DATA.parent.parent / "data" / "phoenix" / "spans.jsonl"
+    lines = src.read_text().splitlines()
+    once = rk.read_phoenix(src, tenant_id="acme")
+    (tmp_path / "export-1.jsonl").write_text(src.read_text())
+    (tmp_path / "export-2.jsonl").write_text(src.read_text())
+    with pytest.warns(rk.io.DuplicateRecordWarning, match=f"{len(lines)} phoenix record"):
+        twice = rk.read_phoenix(tmp_path, tenant_id="acme")
+    assert _events_per_run(twice) == _events_per_run(once)
+    assert len(twice.runs) == 1
+    # one span changed in the second export: both copies of it are quarantined
+    spans = [json.loads(x) for x in lines]
+    llm = next(s for s in spans if s["span_kind"] == "LLM")
+    llm["attributes.llm.token_count.prompt"] += 1
+    (tmp_path / "export-2.jsonl").write_text("\n".join(json.dumps(s) for s in spans) + "\n")
+    with pytest.warns(rk.io.DuplicateRecordWarning, match=f"{len(lines) - 1} phoenix record"):
+        log = rk.read_phoenix(tmp_path, tenant_id="acme", errors="quarantine")
+    q = log.quarantine.to_pandas()
+    assert q.reason.tolist() == ["conflicting_record"] * 2
+    assert q.line.tolist() == [spans.index(llm) + 1] * 2
+    assert len(log.calls_df()) == len(once.calls_df()) - 1

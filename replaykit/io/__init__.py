@@ -17,6 +17,7 @@ from ..eventlog import EventLog, concat
 from ..schema import empty_events
 from . import claude_code, codex, inspect, isplay, langfuse, langsmith, otel, phoenix, pleach, toh
 from ._common import Quarantine, compressed, expand_paths, require_tenant, unreadable
+from ._platform import DuplicateRecordWarning
 from .claude_code import read_claude_code
 from .codex import read_codex
 from .inspect import read_inspect
@@ -30,6 +31,7 @@ from .toh import read_toh
 
 __all__ = [
     "FORMATS",
+    "DuplicateRecordWarning",
     "UNTENANTED",
     "detect_format",
     "is_dataset",

@@ -10,6 +10,7 @@ read to the quarantine with a reason; the format modules map records to rows.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ from ..errors import LoadError
 from ._common import Quarantine, compressed, unreadable
 from ._records import bad, decode_json, head_text, json_lines
 
-__all__ = ["Record", "first_of", "raw_of", "records", "sniff_records"]
+__all__ = ["DuplicateRecordWarning", "Item", "Record", "dedupe", "first_of", "raw_of", "records",
+           "sniff_records"]
 
 Record = tuple[int | None, str | None, dict[str, Any]]
 
@@ -248,3 +250,63 @@ def sniff_records(path: Path, keys_any: tuple[tuple[str, ...], ...], fmt: str,
 
 def canonical(doc: Any) -> str:
     return canonical_json(doc)
+
+
+class DuplicateRecordWarning(UserWarning):
+    """A platform export record (Langfuse trace / observation, Phoenix span) was read more than
+    once with identical content, from several files or twice from one: it is loaded once."""
+
+
+#: ``(position, line, raw, record, file)`` of one record, as the loaders group them per trace
+Item = tuple[int, int | None, str | None, dict[str, Any], Path]
+
+
+def dedupe(groups: dict[str, list[Item]], key_of: Callable[[dict[str, Any]], Any], fmt: str,
+           quarantine: Quarantine, what: str) -> dict[str, list[Item]]:
+    """One copy of each record per trace, across every file read.
+
+    The same trace exported twice (two downloads in one folder, a JSON and a CSV export of the
+    same observations) must not become one run with every event twice. Records of a trace
+    are matched by ``key_of(record)`` (their id; None: the record has no id, and only an
+    identical copy matches). Identical copies are kept once, with one
+    :class:`DuplicateRecordWarning` per pair of files naming how many; copies whose content
+    differs are all quarantined (``conflicting_record``: which one is right cannot be told),
+    and under ``errors="raise"`` the first raises a LoadError naming both places.
+    """
+    out: dict[str, list[Item]] = {}
+    dropped: dict[tuple[str, str], int] = {}
+    fix = (f"Load one export of each {fmt} trace, or remove the older copy; "
+           'errors="quarantine" loads the rest.')
+    for tid, items in groups.items():
+        by_key: dict[Any, list[int]] = {}
+        texts = [canonical_json(it[3]) for it in items]
+        for i, it in enumerate(items):
+            k = key_of(it[3])
+            by_key.setdefault(("id", k) if k is not None else ("text", texts[i]), []).append(i)
+        drop: set[int] = set()
+        for k, idx in by_key.items():
+            if len(idx) == 1:
+                continue
+            if len({texts[i] for i in idx}) == 1:
+                for i in idx[1:]:
+                    pair = (str(items[idx[0]][4]), str(items[i][4]))
+                    dropped[pair] = dropped.get(pair, 0) + 1
+                drop.update(idx[1:])
+                continue
+            drop.update(idx)
+            places = [f"{items[i][4]}:{items[i][1]}" for i in idx]
+            for i in idx:
+                here = f"{items[i][4]}:{items[i][1]}"
+                others = ", ".join(p for p in places if p != here) or "this line"
+                quarantine.bad(bad(fmt, items[i][4], items[i][1], "conflicting_record",
+                                   f"{what} {k[1]!r} of trace {tid!r} is also read from "
+                                   f"{others} with different content", field="id", fix=fix),
+                               raw_of(items[i][2], items[i][3]))
+        kept = [it for i, it in enumerate(items) if i not in drop]
+        if kept:
+            out[tid] = kept
+    for (a, b), n in sorted(dropped.items()):
+        where = f"both {a} and {b}" if a != b else f"{a} more than once"
+        warnings.warn(f"{n} {fmt} record(s) appear in {where} with identical content; each is "
+                      "loaded once", DuplicateRecordWarning, stacklevel=3)
+    return out

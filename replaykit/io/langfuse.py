@@ -40,7 +40,7 @@ from ._common import (
     require_tenant,
     unexpected_input,
 )
-from ._platform import first_of, raw_of, records, sniff_records
+from ._platform import Item, dedupe, first_of, raw_of, records, sniff_records
 from ._records import (
     Row,
     bad,
@@ -328,13 +328,11 @@ def _ts(v: Any) -> str | None:
     return v if isinstance(v, str) else None
 
 
-def _trace_rows(path: Path, trace_id: str, recs: list[tuple[int, int | None, str | None,
-                                                               dict[str, Any]]],
-                quarantine: Quarantine) -> list[Row]:
-    src = f"{FORMAT}:{path}"
+def _trace_rows(trace_id: str, recs: list[Item], quarantine: Quarantine) -> list[Row]:
+    """The rows of one trace from its records (read from one file or several)."""
 
-    def when(item: tuple[int, int | None, str | None, dict[str, Any]]) -> tuple[int, str, int]:
-        k, _, _, rec = item
+    def when(item: Item) -> tuple[int, str, int]:
+        k, _, _, rec, _ = item
         if _is_trace(rec):
             return (0, "", k)
         return (1, _ts(first_of(rec, "startTime", "start_time")) or "~", k)
@@ -342,11 +340,12 @@ def _trace_rows(path: Path, trace_id: str, recs: list[tuple[int, int | None, str
     rows: list[Row] = []
     step = 0
     ordered = sorted(recs, key=when)
-    links = _tool_links([rec for _, _, _, rec in ordered])
+    links = _tool_links([it[3] for it in ordered])
     covered = set(links.values())  # calls a TOOL observation records
     asked: dict[str, str | None] = {}  # calls given only in generation outputs -> tool name
     answered: set[str] = set()
-    for k, (_, line, raw, rec) in enumerate(ordered):
+    for k, (_, line, raw, rec, path) in enumerate(ordered):
+        src = f"{FORMAT}:{path}"
         try:
             payload = payload_of({k: v for k, v in rec.items() if k != "_record"}, FORMAT,
                                  path, line)
@@ -459,14 +458,17 @@ def read_langfuse(
     files = expand_paths(path, patterns=_PATTERNS)
     rows: list[Row] = []
     runs: list[dict[str, Any]] = []
-    seqs: dict[str, int] = {}
+    # records of each trace across every file: a trace whose observations sit in several
+    # files is one run, and a trace exported twice is read once (dedupe)
+    traces: dict[str, list[Item]] = {}
+    meta: dict[str, dict[str, Any]] = {}
+    n = 0
     with Progress(len(files), desc="read_langfuse", unit="file", enabled=progress) as bar:
         for k, p in enumerate(files, start=1):
             bar.next_file(p.name, k, len(files))
             try:
-                traces: dict[str, list[Any]] = {}
-                meta: dict[str, dict[str, Any]] = {}
-                for n, (line, raw, rec) in enumerate(records(p, FORMAT, quarantine, _unwrap)):
+                for line, raw, rec in records(p, FORMAT, quarantine, _unwrap):
+                    n += 1
                     tid = rec.get("id") if _is_trace(rec) else first_of(rec, "traceId",
                                                                        "trace_id")
                     if not isinstance(tid, str) or not tid:
@@ -474,24 +476,35 @@ def read_langfuse(
                                            "is an observation without a string 'traceId'",
                                            field="traceId"), raw_of(raw, rec))
                         continue
-                    traces.setdefault(tid, []).append((n, line, raw, rec))
+                    traces.setdefault(tid, []).append((n, line, raw, rec, p))
                     m = meta.setdefault(tid, {"format": FORMAT, "file": str(p)})
                     if _is_trace(rec):
                         for key in ("name", "sessionId", "userId", "release", "version",
                                     "environment", "tags", "metadata"):
                             if rec.get(key) is not None:
                                 m.setdefault(key, rec[key])
-                for tid, group in traces.items():
-                    trows = _trace_rows(p, tid, group, quarantine)
-                    for r in trows:
-                        r["seq"] = seqs.get(tid, 0)
-                        seqs[tid] = r["seq"] + 1
-                    if trows:
-                        rows.extend(trows)
-                        runs.append({"run_id": tid, "format": FORMAT,
-                                     "source": f"{FORMAT}:{p}", "created_at": trows[0]["ts"],
-                                     "attrs": meta[tid]})
             except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
                 quarantine.bad(unexpected_input(exc, [str(p)]))
             bar.update(1)
+    traces = dedupe(traces, _record_key, FORMAT, quarantine, "record")
+    for tid, group in traces.items():
+        try:
+            trows = _trace_rows(tid, group, quarantine)
+        except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
+            quarantine.bad(unexpected_input(exc, sorted({str(it[4]) for it in group})))
+            continue
+        for seq, r in enumerate(trows):
+            r["seq"] = seq
+        if trows:
+            rows.extend(trows)
+            runs.append({"run_id": tid, "format": FORMAT, "source": trows[0]["source"],
+                         "created_at": trows[0]["ts"], "attrs": meta[tid]})
     return rows_to_log(rows, runs, tenant, quarantine)
+
+
+def _record_key(rec: dict[str, Any]) -> Any:
+    """What makes two records one: the trace record of a trace, an observation's id."""
+    if _is_trace(rec):
+        return "trace"
+    oid = rec.get("id")
+    return ("observation", oid) if isinstance(oid, str) and oid else None

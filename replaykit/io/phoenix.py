@@ -37,7 +37,7 @@ from ._common import (
     require_tenant,
     unexpected_input,
 )
-from ._platform import raw_of, records, sniff_records
+from ._platform import Item, dedupe, raw_of, records, sniff_records
 from ._records import (
     Row,
     bad,
@@ -151,14 +151,13 @@ def _value(v: Any) -> Any:
     return v
 
 
-def _trace_rows(path: Path, trace_id: str, spans: list[tuple[int, int | None, str | None,
-                                                               dict[str, Any]]],
-                quarantine: Quarantine) -> list[Row]:
-    src = f"{FORMAT}:{path}"
+def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> list[Row]:
+    """The rows of one trace from its spans (read from one file or several)."""
     spans = sorted(spans, key=lambda s: (_ts(s[3].get("start_time")) or "~", s[0]))
     rows: list[Row] = []
     step = 0
-    for _, line, raw, span in spans:
+    for _, line, raw, span, path in spans:
+        src = f"{FORMAT}:{path}"
         try:
             sid = _ctx(span, "span_id")
             sid = str(sid) if sid is not None else None
@@ -242,15 +241,17 @@ def read_phoenix(
     files = expand_paths(path, patterns=_PATTERNS)
     rows: list[Row] = []
     runs: list[dict[str, Any]] = []
-    seqs: dict[str, int] = {}
+    # spans of each trace across every file: a trace split over files is one run, and a
+    # trace exported twice is read once (dedupe)
+    traces: dict[str, list[Item]] = {}
+    meta: dict[str, dict[str, Any]] = {}
+    n = 0
     with Progress(len(files), desc="read_phoenix", unit="file", enabled=progress) as bar:
         for k, p in enumerate(files, start=1):
             bar.next_file(p.name, k, len(files))
             try:
-                traces: dict[str, list[Any]] = {}
-                meta: dict[str, dict[str, Any]] = {}
-                for n, (line, raw, span) in enumerate(records(p, FORMAT, quarantine,
-                                                              _unwrap)):
+                for line, raw, span in records(p, FORMAT, quarantine, _unwrap):
+                    n += 1
                     tid = _ctx(span, "trace_id")
                     if tid is None or not str(tid):
                         quarantine.bad(bad(FORMAT, p, line, "missing_trace",
@@ -258,24 +259,33 @@ def read_phoenix(
                                            field="context.trace_id"), raw_of(raw, span))
                         continue
                     tid = str(tid)
-                    traces.setdefault(tid, []).append((n, line, raw, span))
+                    traces.setdefault(tid, []).append((n, line, raw, span, p))
                     m = meta.setdefault(tid, {"format": FORMAT, "file": str(p)})
                     if not span.get("parent_id"):
                         m.setdefault("name", span.get("name"))
                         sess = attr(span, "session.id")
                         if sess is not None:
                             m.setdefault("session_id", sess)
-                for tid, group in traces.items():
-                    trows = _trace_rows(p, tid, group, quarantine)
-                    for r in trows:
-                        r["seq"] = seqs.get(tid, 0)
-                        seqs[tid] = r["seq"] + 1
-                    if trows:
-                        rows.extend(trows)
-                        runs.append({"run_id": tid, "format": FORMAT,
-                                     "source": f"{FORMAT}:{p}", "created_at": trows[0]["ts"],
-                                     "attrs": meta[tid]})
             except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
                 quarantine.bad(unexpected_input(exc, [str(p)]))
             bar.update(1)
+    traces = dedupe(traces, _span_key, FORMAT, quarantine, "span")
+    for tid, group in traces.items():
+        try:
+            trows = _trace_rows(tid, group, quarantine)
+        except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
+            quarantine.bad(unexpected_input(exc, sorted({str(it[4]) for it in group})))
+            continue
+        for seq, r in enumerate(trows):
+            r["seq"] = seq
+        if trows:
+            rows.extend(trows)
+            runs.append({"run_id": tid, "format": FORMAT, "source": trows[0]["source"],
+                         "created_at": trows[0]["ts"], "attrs": meta[tid]})
     return rows_to_log(rows, runs, tenant, quarantine)
+
+
+def _span_key(span: dict[str, Any]) -> Any:
+    """A span's id (``context.span_id``), which makes two copies one."""
+    sid = _ctx(span, "span_id")
+    return str(sid) if sid is not None and str(sid) else None
