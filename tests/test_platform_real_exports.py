@@ -216,3 +216,33 @@ def test_phoenix_spans_exported_twice_are_read_once(tmp_path: Path) -> None:
     assert q.reason.tolist() == ["conflicting_record"] * 2
     assert q.line.tolist() == [spans.index(llm) + 1] * 2
     assert len(log.calls_df()) == len(once.calls_df()) - 1
+
+
+def test_langsmith_run_exported_twice_and_post_patch_split_over_files(tmp_path: Path) -> None:
+    """LangSmith: the same batch in two files is read once; a post and its patch in two
+    files make one run; a patch that disagrees with another copy is a conflict."""
+    src = DATA / "langsmith" / "sdk" / "langsmith_py_wrap_openai_reasoning.json"
+    doc = json.loads(src.read_text())
+    once = rk.read_langsmith(src, tenant_id="acme")
+    (tmp_path / "a.json").write_bytes(src.read_bytes())
+    (tmp_path / "b.json").write_bytes(src.read_bytes())
+    with pytest.warns(rk.io.DuplicateRecordWarning, match="langsmith record"):
+        twice = rk.read_langsmith(tmp_path, tenant_id="acme")
+    assert _events_per_run(twice) == _events_per_run(once) and len(twice.runs) == 1
+    split = tmp_path / "split"
+    split.mkdir()
+    (split / "1-post.json").write_text(json.dumps({"post": doc["post"], "patch": []}))
+    (split / "2-patch.json").write_text(json.dumps({"post": [], "patch": doc["patch"]}))
+    parts = rk.read_langsmith(split, tenant_id="acme")
+    assert parts.calls_df().drop(columns=["run_id"]).equals(
+        once.calls_df().drop(columns=["run_id"]))
+    assert _events_per_run(parts) == _events_per_run(once)
+    # two whole copies of the run that disagree (another export, other inputs): a conflict
+    other = json.loads(json.dumps(doc["post"]))
+    other[0]["inputs"] = {"messages": [{"role": "user", "content": "something else"}]}
+    (split / "3-post.json").write_text(json.dumps({"post": other, "patch": []}))
+    with pytest.raises(rk.LoadError, match="conflicting_record"):
+        rk.read_langsmith(split, tenant_id="acme")
+    log = rk.read_langsmith(split, tenant_id="acme", errors="quarantine")
+    assert log.quarantine.column("reason").to_pylist() == ["conflicting_record"] * 3
+    assert len(log.events_df()) == 0

@@ -262,7 +262,9 @@ Item = tuple[int, int | None, str | None, dict[str, Any], Path]
 
 
 def dedupe(groups: dict[str, list[Item]], key_of: Callable[[dict[str, Any]], Any], fmt: str,
-           quarantine: Quarantine, what: str) -> dict[str, list[Item]]:
+           quarantine: Quarantine, what: str,
+           merge: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any] | None] | None = None
+           ) -> dict[str, list[Item]]:
     """One copy of each record per trace, across every file read.
 
     The same trace exported twice (two downloads in one folder, a JSON and a CSV export of the
@@ -272,6 +274,10 @@ def dedupe(groups: dict[str, list[Item]], key_of: Callable[[dict[str, Any]], Any
     :class:`DuplicateRecordWarning` per pair of files naming how many; copies whose content
     differs are all quarantined (``conflicting_record``: which one is right cannot be told),
     and under ``errors="raise"`` the first raises a LoadError naming both places.
+
+    ``merge(first, later)``: for formats whose records are completed in parts (LangSmith's
+    post, then a patch with the outputs and end time, possibly in another file), the one
+    record the copies make, or None when they disagree (the same field with two values).
     """
     out: dict[str, list[Item]] = {}
     dropped: dict[tuple[str, str], int] = {}
@@ -293,6 +299,15 @@ def dedupe(groups: dict[str, list[Item]], key_of: Callable[[dict[str, Any]], Any
                     dropped[pair] = dropped.get(pair, 0) + 1
                 drop.update(idx[1:])
                 continue
+            if merge is not None:
+                whole: dict[str, Any] | None = items[idx[0]][3]
+                for i in idx[1:]:
+                    whole = merge(whole, items[i][3]) if whole is not None else None
+                if whole is not None:
+                    first = items[idx[0]]
+                    items[idx[0]] = (first[0], first[1], first[2], whole, first[4])
+                    drop.update(idx[1:])
+                    continue
             drop.update(idx)
             places = [f"{items[i][4]}:{items[i][1]}" for i in idx]
             for i in idx:

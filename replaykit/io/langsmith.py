@@ -39,7 +39,7 @@ from ._common import (
     require_tenant,
     unexpected_input,
 )
-from ._platform import first_of, raw_of, records, sniff_records
+from ._platform import Item, canonical, dedupe, first_of, raw_of, records, sniff_records
 from ._records import (
     Row,
     bad,
@@ -184,16 +184,16 @@ def _ts(v: Any) -> Any:
     return v if isinstance(v, str) else None
 
 
-def _trace_rows(path: Path, trace_id: str, runs: list[tuple[int | None, str | None,
-                                                               dict[str, Any]]],
-                quarantine: Quarantine) -> list[Row]:
-    src = f"{FORMAT}:{path}"
-    runs = sorted(runs, key=lambda r: (str(r[2].get("dotted_order") or ""),
-                                       str(_ts(r[2].get("start_time")) or "")))
+def _trace_rows(trace_id: str, runs: list[Item], quarantine: Quarantine) -> list[Row]:
+    """The rows of one trace from its runs (read from one file or several)."""
+    runs = sorted(runs, key=lambda r: (str(r[3].get("dotted_order") or ""),
+                                       str(_ts(r[3].get("start_time")) or ""), r[0]))
+    src = f"{FORMAT}:{runs[0][4]}" if runs else FORMAT
     rows: list[Row] = []
     step = 0
     root_end: tuple[Any, Any, bool] | None = None
-    for line, raw, run in runs:
+    for _, line, raw, run, path in runs:
+        src = f"{FORMAT}:{path}"
         try:
             rtype = run.get("run_type")
             rtype = rtype if isinstance(rtype, str) else "chain"
@@ -281,13 +281,17 @@ def read_langsmith(
     files = expand_paths(path, patterns=_PATTERNS)
     rows: list[Row] = []
     runs: list[dict[str, Any]] = []
+    # runs of each trace across every file: a trace split over files is one run, a run
+    # exported twice is read once, a post and its patch in two files are one run (dedupe)
+    traces: dict[str, list[Item]] = {}
+    meta: dict[str, dict[str, Any]] = {}
+    n = 0
     with Progress(len(files), desc="read_langsmith", unit="file", enabled=progress) as bar:
         for k, p in enumerate(files, start=1):
             bar.next_file(p.name, k, len(files))
             try:
-                traces: dict[str, list[Any]] = {}
-                meta: dict[str, dict[str, Any]] = {}
                 for line, raw, rec in records(p, FORMAT, quarantine, _unwrap):
+                    n += 1
                     tid = first_of(rec, "trace_id")
                     if not isinstance(tid, str):
                         dotted = rec.get("dotted_order")
@@ -298,7 +302,7 @@ def read_langsmith(
                                            "is a run with neither 'trace_id' nor "
                                            "'dotted_order'", field="trace_id"), raw_of(raw, rec))
                         continue
-                    traces.setdefault(tid, []).append((line, raw, rec))
+                    traces.setdefault(tid, []).append((n, line, raw, rec, p))
                     m = meta.setdefault(tid, {"format": FORMAT, "file": str(p)})
                     if not rec.get("parent_run_id"):
                         for key in ("name", "session_id", "session_name", "status", "tags"):
@@ -307,30 +311,49 @@ def read_langsmith(
                         extra = rec.get("extra")
                         if isinstance(extra, dict) and isinstance(extra.get("runtime"), dict):
                             m.setdefault("runtime", extra["runtime"])
-                for tid, group in traces.items():
-                    trows = _trace_rows(p, tid, group, quarantine)
-                    if not trows:
-                        continue
-                    rows.extend(trows)
-                    runs.append({"run_id": tid, "format": FORMAT, "source": f"{FORMAT}:{p}",
-                                 "created_at": trows[0]["ts"], "attrs": meta[tid]})
             except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
                 quarantine.bad(unexpected_input(exc, [str(p)]))
             bar.update(1)
-    return rows_to_log(rows, _distinct(runs, rows), tenant, quarantine)
+    traces = dedupe(traces, _run_key, FORMAT, quarantine, "run", merge=_merge_parts)
+    for tid, group in traces.items():
+        try:
+            trows = _trace_rows(tid, group, quarantine)
+        except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
+            quarantine.bad(unexpected_input(exc, sorted({str(it[4]) for it in group})))
+            continue
+        if trows:
+            rows.extend(trows)
+            runs.append({"run_id": tid, "format": FORMAT, "source": trows[0]["source"],
+                         "created_at": trows[0]["ts"], "attrs": meta[tid]})
+    return rows_to_log(rows, runs, tenant, quarantine)
 
 
-def _distinct(runs: list[dict[str, Any]], rows: list[Row]) -> list[dict[str, Any]]:
-    """A trace split over several files keeps one header; its rows' seq continue."""
-    seen: set[str] = set()
-    offset: dict[str, int] = {}
-    for r in rows:  # renumber seq per trace across files, in file order
-        n = offset.get(r["run_id"], 0)
-        r["seq"] = n
-        offset[r["run_id"]] = n + 1
-    out = []
-    for r in runs:
-        if r["run_id"] not in seen:
-            seen.add(r["run_id"])
-            out.append(r)
+def _run_key(run: dict[str, Any]) -> Any:
+    """A run's ``id`` (else its ``dotted_order``), which makes two records one run."""
+    for key in ("id", "dotted_order"):
+        if isinstance(run.get(key), str) and run[key]:
+            return run[key]
+    return None
+
+
+def _is_patch(run: dict[str, Any]) -> bool:
+    """An SDK patch: the end of a posted run (outputs, end time, updated extra), without the
+    post's ``run_type`` / ``inputs`` / ``start_time``."""
+    return not any(k in run for k in ("run_type", "inputs", "start_time"))
+
+
+def _merge_parts(first: dict[str, Any], later: dict[str, Any]) -> dict[str, Any] | None:
+    """Two records of one run: a post and its patch in two files are one run (the patch's
+    values win, as within one batch file); two whole records are one run when no field has
+    two different values, else None (a conflict)."""
+    if _is_patch(later) != _is_patch(first):
+        post, patch = (first, later) if _is_patch(later) else (later, first)
+        return {**post, **{k: v for k, v in patch.items() if v is not None}}
+    out = dict(first)
+    for k, v in later.items():
+        if v is None:
+            continue
+        if out.get(k) is not None and canonical(out[k]) != canonical(v):
+            return None
+        out[k] = v
     return out
