@@ -65,6 +65,8 @@ OBSERVATION_TYPES: dict[str, str] = {"GENERATION": "model_response", "TOOL": "to
                                      "EMBEDDING": "other", "EVALUATOR": "other",
                                      "GUARDRAIL": "other"}
 
+_BAD_JSON: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError)
+
 _FINISH = {"stop": "stop", "end_turn": "stop", "tool_calls": "tool-calls",
            "tool_call": "tool-calls", "tool_use": "tool-calls", "function_call": "tool-calls",
            "length": "max-tokens", "max_tokens": "max-tokens"}
@@ -174,7 +176,8 @@ def _call_of(c: Any) -> tuple[str, str | None, Any] | None:
     items (``call_id``)."""
     if not isinstance(c, dict):
         return None
-    fn = c.get("function") if isinstance(c.get("function"), dict) else {}
+    f = c.get("function")
+    fn: dict[str, Any] = f if isinstance(f, dict) else {}
     cid = c.get("call_id") if c.get("type") == "function_call" else c.get("id")
     if not isinstance(cid, str) or not cid:
         return None
@@ -183,7 +186,7 @@ def _call_of(c: Any) -> tuple[str, str | None, Any] | None:
     if isinstance(args, str) and args[:1] in "[{":
         try:
             args = loads(args)
-        except (*JSONDecodeError, ValueError):
+        except _BAD_JSON:
             pass
     return cid, name if isinstance(name, str) else None, args
 
@@ -235,7 +238,8 @@ def _answered(value: Any) -> list[tuple[str, Any]]:
             out.append((m["call_id"], m.get("output")))
         elif m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str):
             out.append((m["tool_call_id"], m.get("content")))
-        for p in m.get("parts") if isinstance(m.get("parts"), list) else []:
+        parts = m.get("parts")
+        for p in parts if isinstance(parts, list) else []:
             if isinstance(p, dict) and p.get("type") == "tool_call_response" \
                     and isinstance(p.get("id"), str):
                 out.append((p["id"], p.get("response", p.get("result"))))
@@ -297,7 +301,8 @@ def _parts_text(msgs: list[Any]) -> str | None:
         elif m.get("type") in ("message", "function_call", "reasoning") and "role" in m \
                 or m.get("type") in ("function_call", "reasoning"):
             seen = True
-            for c in m.get("content") if isinstance(m.get("content"), list) else []:
+            content = m.get("content")
+            for c in content if isinstance(content, list) else []:
                 if isinstance(c, dict) and c.get("type") in ("output_text", "text") \
                         and isinstance(c.get("text"), str):
                     texts.append(c["text"])
