@@ -56,7 +56,7 @@ def data_dir() -> Path:
 #: instrumented-SDK OTel traces.
 _SLOW_MODULES = {"test_report_browser", "test_notebook_lab", "test_benchmarks_smoke",
                  "test_fuzz_loaders", "test_corpus_toh", "test_corpus_toh_scripts",
-                 "test_dask_engine", "test_otel_instrumentations"}
+                 "test_dask_engine", "test_otel_instrumentations", "test_lab_live"}
 #: Fixtures of components `make check` does without (PostgreSQL, the corpus).
 _SLOW_FIXTURES = {"pg_server", "pg_uri", "corpus_dir", "toh_corpus"}
 
