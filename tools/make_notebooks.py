@@ -50,15 +50,25 @@ def quickstart() -> nbf.NotebookNode:
             "assert len(log.quarantine) == 0\n"
             'assert set(log.summary()["formats"]) == {"toh", "pleach", "isplay"}'
         ),
-        md("## One row per run"),
+        md(
+            "## One row per run\n\n"
+            "`rk.for_people(df)` shows any frame with numbers for people: counts with "
+            "thousands separators, other numbers to 3 significant digits. It changes only "
+            "what is shown (the frame keeps its values and dtypes) and never pandas' own "
+            "display options; a plain `runs` shows pandas' default."
+        ),
         code(
             "runs = log.runs_df()\n"
-            'runs[["tenant_id", "run_id", "parent_run_id", "format", "events", "turns", '
-            '"model_calls", "tool_calls", "errors"]]'
+            'rk.for_people(runs[["tenant_id", "run_id", "parent_run_id", "format", "events", '
+            '"turns", "model_calls", "tool_calls", "errors"]])'
         ),
         check(
             'assert runs["events"].sum() == len(log)\n'
-            'assert (runs["events"] > 0).all()'
+            'assert (runs["events"] > 0).all()\n'
+            'counts = ["events", "turns", "model_calls", "tool_calls", "errors"]\n'
+            "assert all(runs[c].dtype == \"int64\" for c in counts)\n"
+            "shown = rk.for_people(runs)\n"
+            "assert shown.data is runs and f\">{runs['events'].max():,}</td>\" in shown.to_html()"
         ),
         md(
             "## Model calls and tool calls of the harness logs\n\n"
