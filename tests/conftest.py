@@ -64,7 +64,10 @@ _SLOW_MODULES = {"test_report_browser", "test_notebook_lab", "test_benchmarks_sm
 #: runs (mypy over the package, cargo's test build and clippy), the README run end to end with
 #: the console script, JupyterLab's contents manager, a dev install into a scratch checkout,
 #: seeded fuzz inputs through both loader paths, a 60-seed statistical calibration, an
-#: exhaustive sweep of every leaf edge value. Each takes 5-35 s idle; `make test` runs them.
+#: exhaustive sweep of every leaf edge value; and the properties and shell workflows whose
+#: every example costs seconds (a console-script process per case, a whole-view byte scan, an
+#: OTLP round trip per format). Each takes 5-35 s idle; `make test` runs them. What they
+#: cover keeps a quicker test in `make check` (the CLI's own tests, tenancy views, OTel input).
 _SLOW_TESTS = {
     ("test_lint", "test_mypy_is_clean"), ("test_lint", "test_native_crate_tests_pass"),
     ("test_lint", "test_native_crate_is_clippy_clean"),
@@ -74,6 +77,16 @@ _SLOW_TESTS = {
     ("test_native", "test_seeded_fuzz_inputs"),
     ("test_datasets", "test_no_drift_sample_reads_as_no_drift_over_many_seeds"),
     ("test_toh_columnwise", "test_every_leaf_edge_value_reads_the_same"),
+    ("test_attacks_tenancy", "test_results_of_a_one_tenant_view_hold_no_other_tenant_bytes"),
+    ("test_cli_dx", "test_branch_and_generate_writers_refuse_links_inputs_and_existing_paths"),
+    ("test_cli_dx", "test_a_glob_of_folders_and_a_folder_walk_read_and_skip_the_same"),
+    ("test_cli_branch_replay", "test_the_shell_workflow_through_the_console_script"),
+    ("test_cli_newcomer", "test_generate_cohorts_feeds_the_cohort_report_from_the_shell_alone"),
+    ("test_replay_complete_diff", "test_any_payload_edit_shows_in_every_view"),
+    ("test_run_access", "test_iter_runs_grain_tables_of_random_multi_tenant_logs"),
+    ("test_report_paths", "test_report_stamp_and_saved_result_name_no_absolute_path"),
+    ("test_otel_roundtrip", "test_pleach_roundtrip"), ("test_otel_roundtrip", "test_toh_roundtrip"),
+    ("test_otel_roundtrip", "test_isplay_roundtrip"),
 }
 #: Fixtures of components `make check` does without (PostgreSQL, the corpus).
 _SLOW_FIXTURES = {"pg_server", "pg_uri", "corpus_dir", "toh_corpus"}
