@@ -645,8 +645,8 @@ def coding_agent_and_otel() -> nbf.NotebookNode:
             "res = rk.replay(branch, model_policy=\"pinned-live\", tool_policy=\"recorded-only\",\n"
             "                model_executor=other_model)\n"
             "cmp = rk.compare(log, res.events)\n"
-            'cmp[["first_divergence_step", "changed_descendants", "tool_sequence_distance", '
-            '"comparability"]]'
+            'rk.for_people(cmp[["first_divergence_step", "changed_descendants", '
+            '"tool_sequence_distance", "comparability"]])'
         ),
         check(
             'ev = res.events.events_df()\n'
@@ -704,13 +704,14 @@ def coding_agent_and_otel() -> nbf.NotebookNode:
             "rain, sun = otel.run_ids\n"
             'pairs = pd.DataFrame({"tenant_id": ["demo"], "base_run_id": [rain], "replay_run_id": [sun]})\n'
             "runs_cmp = rk.compare(otel, otel, pairs)\n"
-            'runs_cmp[["first_divergence_step", "changed_descendants", "tool_signature_distance", '
-            '"comparability"]]'
+            'rk.for_people(runs_cmp[["first_divergence_step", "changed_descendants", '
+            '"tool_signature_distance", "comparability"]])'
         ),
         check(
             'ev = otel.run(rain, tenant_id="demo").events_df()\n'
             'step = int(runs_cmp.loc[0, "first_divergence_step"])\n'
-            'assert ev.loc[step, "kind"] == "tool_result" and runs_cmp.loc[0, "tool_signature_distance"] == 0'
+            'assert ev.loc[step, "kind"] == "tool_result" and runs_cmp.loc[0, "tool_signature_distance"] == 0\n'
+            'assert f">{step:,}</td>" in rk.for_people(runs_cmp).to_html()'
         ),
         md(
             "And a replay of the rainy run in which the final answer comes from a stand-in "
