@@ -90,6 +90,9 @@ _SLOW_TESTS = {
 }
 #: Fixtures of components `make check` does without (PostgreSQL, the corpus).
 _SLOW_FIXTURES = {"pg_server", "pg_uri", "corpus_dir", "toh_corpus"}
+#: Fixture parameters that start one of them through request.getfixturevalue (the uri
+#: fixture of tests/test_sql.py: "sqlite" runs in `make check`, "postgresql" does not).
+_SLOW_PARAMS = {"postgresql"}
 
 # Hypothesis under `make check` (--hypothesis-profile=check): each property runs at most
 # CHECK_EXAMPLES examples, its own max_examples included (a profile alone does not lower an
@@ -118,7 +121,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         name = getattr(item, "originalname", item.name)
         if (path.suffix == ".ipynb" or path.stem in _SLOW_MODULES
                 or (path.stem, name) in _SLOW_TESTS
-                or _SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))):
+                or _SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))
+                or _SLOW_PARAMS & {str(v) for v in getattr(
+                    getattr(item, "callspec", None), "params", {}).values()}):
             item.add_marker(pytest.mark.slow)
         if capped:
             _cap_examples(item, CHECK_EXAMPLES)
