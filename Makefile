@@ -67,10 +67,11 @@ test: $(VENV)/.installed-dev $(VENV)/.installed-native system-deps
 		-n $(TEST_WORKERS) --dist loadscope --durations=15
 
 # Development: the tests without the slow components (marker "slow": browser, JupyterLab,
-# PostgreSQL, corpus, Dask cluster, benchmark and fuzzing tests; see tests/conftest.py).
+# PostgreSQL, corpus, Dask cluster, benchmark and fuzzing tests, whole-tool lint runs; see
+# tests/conftest.py), each Hypothesis property on at most 10 examples (profile "check").
 check: $(VENV)/.installed-dev $(VENV)/.installed-native
 	$(BIN)/python -m pytest -q tests -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope \
-		-m "not slow" --durations=10
+		-m "not slow" --hypothesis-profile=check --durations=10
 
 lab: $(VENV)/.installed-base
 	$(BIN)/python tools/lab.py $(BIN)/jupyter $(LAB_ARGS)

@@ -22,6 +22,7 @@ import typing as _typing
 if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ imports on use
     from . import _toh_api as toh  # rk.toh: toh_scripts + script_player
     from . import datasets, engine, schema
+    from ._display import for_people
     from .branch import (
         COMPARABILITY,
         Branch,
@@ -44,6 +45,7 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time __geta
         ReplayCacheMissError,
         ReplayDivergenceError,
         ReplayError,
+        ReplayKitDeprecationWarning,
         ReplayKitError,
         ReplayUnknownEventError,
         SchemaError,
@@ -104,11 +106,13 @@ __all__ = [
     "calls_df",
     "tools_df",
     "turns_df",
+    "ReplayKitDeprecationWarning",
     "ReplayKitError",
     "SchemaError",
     "SQLError",
     "__version__",
     "concat",
+    "for_people",
     "datasets",
     "engine",
     "detect_format",
@@ -188,6 +192,7 @@ __all__ = [
 #: TYPE_CHECKING above says the same for type checkers (tests/test_imports.py keeps the two
 #: equal).
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "._display": ("for_people",),
     ".branch": ("COMPARABILITY", "Branch", "Fixture", "FixtureRegistry", "ReplayResult",
                 "compare", "replay", "tool_distance_matrix"),
     ".branch.fixtures": ("read_isplay_fixtures",),
@@ -196,7 +201,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".cohorts": ("Cohorts", "SemesterCalendar", "cohorts"),
     ".errors": ("FormatDetectionError", "LoadError", "MissingExtraError", "MissingTenantError",
                 "ReplayCacheMissError", "ReplayDivergenceError", "ReplayError",
-                "ReplayKitError", "ReplayUnknownEventError", "SchemaError", "SQLError"),
+                "ReplayKitDeprecationWarning", "ReplayKitError", "ReplayUnknownEventError",
+                "SchemaError", "SQLError"),
     ".eventlog": ("EventLog", "concat", "read_parquet"),
     ".fold": ("InMemoryCache", "ParquetCache", "Projection", "StateFrame", "Verdict", "agent",
               "aggregate", "cache_coverage", "check_determinism", "fold", "fork", "harness",

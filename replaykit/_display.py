@@ -5,6 +5,11 @@ through :func:`html.escape` before it reaches HTML. The functions here only read
 frames the objects already hold; they import nothing beyond pandas and the standard library, so
 ``import replaykit`` stays light.
 
+Numbers for people (:func:`fmt_number`, :func:`people_frame`, :func:`for_people`): counts as
+integers with thousands separators, other numbers to 3 significant digits. Reports and
+explorers format their tables this way; a notebook opts in for any frame with
+``rk.for_people(df)``. Nothing here changes pandas' global display options.
+
 Used by ``StateFrame._repr_html_``, ``ReplayResult._repr_html_``, ``Verdict._repr_html_`` and
 available for other result objects (:func:`frame_html`, :func:`summary_html`).
 """
@@ -13,13 +18,22 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
+from .errors import MissingExtraError
+
+if TYPE_CHECKING:
+    from pandas.io.formats.style import Styler
+
 __all__ = [
+    "fmt_number",
+    "for_people",
     "frame_html",
     "frame_text",
+    "people_frame",
     "replay_result_html",
     "state_frame_html",
     "summary_html",
@@ -163,3 +177,101 @@ def verdict_html(v: Any) -> str:
     badge = "deterministic" if v.deterministic else "nondeterministic"
     return summary_html("Verdict", _verdict_items(v), badges=[badge],
                         css_class="replaykit-verdict")
+
+
+# ------------------------------------------------------------------ numbers for people
+#: Columns whose -1 means "the runs never diverge" (docs/metrics.md): shown as ``exact``.
+EXACT_MINUS_ONE = ("first_divergence_step",)
+
+
+def _isna(v: Any) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def fmt_number(v: Any, *, digits: int = 3, percent: bool = False, signed: bool = False) -> str:
+    """A number for people: thousands separators, ``digits`` significant digits for
+    non-integers, percentages for rates (``percent=True``: 0.0523 -> ``5.23%``).
+
+    >>> fmt_number(1234567), fmt_number(-1.6699999999999946), fmt_number(0.0523, percent=True)
+    ('1,234,567', '-1.67', '5.23%')
+    """
+    if v is None or _isna(v):
+        return ""
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if not isinstance(v, (int, float, np.integer, np.floating)):
+        return str(v)
+    x = float(v) * (100 if percent else 1)
+    sign = "+" if signed and x > 0 else ""
+    suffix = "%" if percent else ""
+    if not np.isfinite(x):
+        return str(x)
+    if not percent and float(x).is_integer() and abs(x) < 1e15:
+        return f"{sign}{int(x):,}"
+    if x == 0:
+        return f"0{suffix}"
+    mag = int(np.floor(np.log10(abs(x))))
+    dec = max(0, digits - 1 - mag)
+    return f"{sign}{x:,.{dec}f}{suffix}"
+
+
+def _exact_or_number(v: Any) -> str:
+    return "exact" if not _isna(v) and float(v) == -1 else fmt_number(v)
+
+
+def people_frame(df: pd.DataFrame, max_rows: int | None = None) -> pd.DataFrame:
+    """The first ``max_rows`` rows of ``df`` with every number as a person reads it (see
+    :func:`fmt_number`: counts as integers with thousands separators, other numbers to 3
+    significant digits) and ``-1`` in a first-divergence column as ``exact``. For display
+    only: every cell becomes text (:func:`for_people` keeps the values and formats only what
+    is shown).
+
+    >>> people_frame(pd.DataFrame({"first_divergence_step": [3, -1], "events": [12345, 7],
+    ...                            "norm": [0.333333, 1.0]})).values.tolist()
+    [['3', '12,345', '0.333'], ['exact', '7', '1']]
+    """
+    head = df.head(max_rows) if max_rows is not None else df
+    out = pd.DataFrame(index=head.index)
+    for c in head.columns:
+        col = head[c]
+        if c in EXACT_MINUS_ONE and pd.api.types.is_numeric_dtype(col):
+            out[c] = [_exact_or_number(v) for v in col]
+        elif pd.api.types.is_bool_dtype(col):
+            out[c] = ["" if _isna(v) else str(bool(v)) for v in col]
+        elif pd.api.types.is_numeric_dtype(col) or col.dtype == object:
+            out[c] = [fmt_number(v) for v in col]
+        else:
+            out[c] = ["" if _isna(v) else str(v) for v in col]
+    return out
+
+
+def for_people(df: pd.DataFrame, max_rows: int | None = None) -> Styler:
+    """``df`` shown with numbers for people, for a notebook's last line: a pandas ``Styler``
+    whose numeric columns display as :func:`fmt_number` writes them (``12,345``, ``0.333``,
+    ``-1.67``; ``-1`` in a first-divergence column as ``exact``; missing values blank).
+
+    Opt-in and local: the values are not changed (``.data`` is the frame itself, numbers and
+    dtypes and all, for checks), and pandas' global display options are not touched. Text is
+    HTML-escaped (log content is untrusted). Rows
+    beyond ``max_rows`` are left out of the display. Needs Jinja2 (the ``viz`` extra), as
+    every pandas ``Styler`` does.
+
+    >>> import replaykit as rk  # doctest: +SKIP
+    >>> rk.for_people(log.runs_df()[["run_id", "events", "tool_calls"]])  # doctest: +SKIP
+
+    Raises:
+        MissingExtraError: Jinja2 is not installed.
+    """
+    shown = df.head(max_rows) if max_rows is not None else df
+    try:
+        styler = shown.style
+    except (ImportError, AttributeError) as exc:  # pandas: ".style accessor requires jinja2"
+        raise MissingExtraError("rk.for_people (a pandas Styler)", "viz", "jinja2") from exc
+    numeric = [c for c in shown.columns if pd.api.types.is_numeric_dtype(shown[c])
+               and not pd.api.types.is_bool_dtype(shown[c])]
+    formats: dict[Any, Any] = {c: (_exact_or_number if c in EXACT_MINUS_ONE else fmt_number)
+                               for c in numeric}
+    return styler.format(formats, na_rep="", escape="html")  # log text is untrusted

@@ -1057,13 +1057,22 @@ def _snake(name: str) -> str:
 
 def _expand_attrs(attrs: pd.Series, taken: Iterable[str] = ()) -> pd.DataFrame:
     """Header attributes (JSON objects per run) as snake_case columns (one row per run, not
-    per event); an attribute whose name a computed column already has gets an ``attr_`` prefix."""
+    per event); an attribute whose name a computed column already has gets an ``attr_`` prefix.
+
+    An attribute that is a JSON integer wherever present (a count or a depth such as
+    ``seed_length``) is a nullable ``Int64`` column: runs without it are ``<NA>``, not a
+    float ``NaN`` that would turn 13 into 13.0."""
     from ._json import loads
 
     if not attrs.map(lambda a: isinstance(a, str) and bool(a)).any():
         return pd.DataFrame(index=attrs.index)  # no header attributes (the common case)
     records = [loads(a) if isinstance(a, str) and a else {} for a in attrs]
     frame = pd.DataFrame.from_records(records, index=attrs.index)
+    for c in frame.columns:  # one row per run, not per event
+        if frame[c].dtype.kind == "f":
+            given = [r[c] for r in records if isinstance(r, dict) and r.get(c) is not None]
+            if given and all(type(v) is int for v in given):
+                frame[c] = frame[c].astype("Int64")
     used = set(taken)
     names = []
     for c in frame.columns:

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data"
@@ -52,20 +53,77 @@ def data_dir() -> Path:
 # notebook (nbval runs its cells in order in one kernel), stays on one worker, so a module's
 # browser or JupyterLab server, or a notebook's kernel, is never split or started twice.
 #: Modules left out of `make check` (marker "slow"): browsers, JupyterLab, the benchmark smoke
-#: run, the seeded loader fuzzing (about 100 s), the real corpus, Dask clusters, the
-#: instrumented-SDK OTel traces.
+#: run and the benchmark harness's timing tests, the seeded loader fuzzing (about 100 s), the
+#: real corpus, Dask clusters, the instrumented-SDK OTel traces, the report's scaling
+#: measurement, `make lab` run for real.
 _SLOW_MODULES = {"test_report_browser", "test_notebook_lab", "test_benchmarks_smoke",
                  "test_fuzz_loaders", "test_corpus_toh", "test_corpus_toh_scripts",
-                 "test_dask_engine", "test_otel_instrumentations"}
+                 "test_dask_engine", "test_otel_instrumentations", "test_lab_live",
+                 "test_bench_harness", "test_report_scaling"}
+#: Single tests left out of `make check`, by module and name (every parameter): whole-tool
+#: runs (mypy over the package, cargo's test build and clippy), the README run end to end with
+#: the console script, JupyterLab's contents manager, a dev install into a scratch checkout,
+#: seeded fuzz inputs through both loader paths, a 60-seed statistical calibration, an
+#: exhaustive sweep of every leaf edge value; and the properties and shell workflows whose
+#: every example costs seconds (a console-script process per case, a whole-view byte scan, an
+#: OTLP round trip per format). Each takes 5-35 s idle; `make test` runs them. What they
+#: cover keeps a quicker test in `make check` (the CLI's own tests, tenancy views, OTel input).
+_SLOW_TESTS = {
+    ("test_lint", "test_mypy_is_clean"), ("test_lint", "test_native_crate_tests_pass"),
+    ("test_lint", "test_native_crate_is_clippy_clean"),
+    ("test_docs", "test_readme_quickstart_runs"),
+    ("test_setup", "test_saving_a_notebook_in_lab_changes_nothing_git_sees"),
+    ("test_setup", "test_dev_install_sets_up_the_nbstripout_filter"),
+    ("test_native", "test_seeded_fuzz_inputs"),
+    ("test_datasets", "test_no_drift_sample_reads_as_no_drift_over_many_seeds"),
+    ("test_toh_columnwise", "test_every_leaf_edge_value_reads_the_same"),
+    ("test_attacks_tenancy", "test_results_of_a_one_tenant_view_hold_no_other_tenant_bytes"),
+    ("test_cli_dx", "test_branch_and_generate_writers_refuse_links_inputs_and_existing_paths"),
+    ("test_cli_dx", "test_a_glob_of_folders_and_a_folder_walk_read_and_skip_the_same"),
+    ("test_cli_branch_replay", "test_the_shell_workflow_through_the_console_script"),
+    ("test_cli_newcomer", "test_generate_cohorts_feeds_the_cohort_report_from_the_shell_alone"),
+    ("test_replay_complete_diff", "test_any_payload_edit_shows_in_every_view"),
+    ("test_run_access", "test_iter_runs_grain_tables_of_random_multi_tenant_logs"),
+    ("test_report_paths", "test_report_stamp_and_saved_result_name_no_absolute_path"),
+    ("test_otel_roundtrip", "test_pleach_roundtrip"), ("test_otel_roundtrip", "test_toh_roundtrip"),
+    ("test_otel_roundtrip", "test_isplay_roundtrip"),
+}
 #: Fixtures of components `make check` does without (PostgreSQL, the corpus).
 _SLOW_FIXTURES = {"pg_server", "pg_uri", "corpus_dir", "toh_corpus"}
+#: Fixture parameters that start one of them through request.getfixturevalue (the uri
+#: fixture of tests/test_sql.py: "sqlite" runs in `make check`, "postgresql" does not).
+_SLOW_PARAMS = {"postgresql"}
+
+# Hypothesis under `make check` (--hypothesis-profile=check): each property runs at most
+# CHECK_EXAMPLES examples, its own max_examples included (a profile alone does not lower an
+# explicit @settings). `make test` and a plain pytest run use the default profile, and every
+# property its full count.
+CHECK_EXAMPLES = 10
+settings.register_profile("check", max_examples=CHECK_EXAMPLES)
+
+
+def _cap_examples(item: pytest.Item, cap: int) -> None:
+    """Lower the max_examples of ``item``'s Hypothesis test to ``cap`` (read when it runs)."""
+    fn = getattr(item, "obj", None)
+    own = getattr(fn, "_hypothesis_internal_use_settings", None)
+    if getattr(fn, "is_hypothesis_test", False) and own is not None \
+            and own.max_examples > cap:
+        fn._hypothesis_internal_use_settings = settings(own, max_examples=cap)  # type: ignore[union-attr]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark what `make check` skips as ``slow``: the modules above, tests using PostgreSQL or
-    the corpus, and notebooks."""
+    """Mark what `make check` skips as ``slow``: the modules and tests above, tests using
+    PostgreSQL or the corpus, and notebooks; under the ``check`` Hypothesis profile, cap each
+    property's examples."""
+    capped = settings._current_profile == "check"
     for item in items:
         path = Path(str(getattr(item, "path", item.fspath)))
+        name = getattr(item, "originalname", item.name)
         if (path.suffix == ".ipynb" or path.stem in _SLOW_MODULES
-                or _SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))):
+                or (path.stem, name) in _SLOW_TESTS
+                or _SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))
+                or _SLOW_PARAMS & {str(v) for v in getattr(
+                    getattr(item, "callspec", None), "params", {}).values()}):
             item.add_marker(pytest.mark.slow)
+        if capped:
+            _cap_examples(item, CHECK_EXAMPLES)

@@ -93,3 +93,33 @@ def test_cohort_results_display_escaped_summaries():
     hostile = rk.cohorts(data.log, by=lambda runs: ["<script>x</script>"] * len(runs))
     out = hostile._repr_html_()
     assert "<script>x" not in out and "&lt;script&gt;x" in out
+
+
+def test_for_people_formats_what_is_shown_and_keeps_the_values():
+    """Issue 31 item 10: an opt-in display of any frame with numbers for people; the values,
+    dtypes and pandas' global options are untouched."""
+    import re
+
+    df = pd.DataFrame({"run_id": ["<b>r1</b>", "r2"], "events": [12345, 7],
+                       "first_divergence_step": [3, -1], "rate": [0.333333, 1.6699999999999946],
+                       "depth": pd.array([2, None], dtype="Int64"), "ok": [True, False]})
+    before = pd.get_option("display.float_format"), pd.get_option("display.precision")
+    styler = rk.for_people(df)
+    assert styler.data is df and df["events"].dtype == "int64"
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", styler.to_html())
+    assert cells == ["&lt;b&gt;r1&lt;/b&gt;", "12,345",
+                     "3", "0.333", "2", "True", "r2", "7", "exact", "1.67", "", "False"]
+    assert (pd.get_option("display.float_format"), pd.get_option("display.precision")) == before
+    assert len(re.findall(r"<tr>", rk.for_people(df, max_rows=1).to_html())) == 2  # head + 1
+    # the same numbers as the reports' tables
+    assert rk.report.people_frame(df).loc[1, "first_divergence_step"] == "exact"
+    assert rk.report.fmt_number is _display.fmt_number
+
+
+def test_for_people_without_jinja_names_the_extra(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "jinja2", None)  # "import jinja2" raises ImportError
+    monkeypatch.delitem(sys.modules, "pandas.io.formats.style", raising=False)
+    with pytest.raises(rk.MissingExtraError, match=r"replaykit\[viz\]"):
+        rk.for_people(pd.DataFrame({"a": [1]}))

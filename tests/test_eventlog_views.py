@@ -144,6 +144,21 @@ def test_snake_case_never_shadows_a_computed_column():
     assert frame.columns.tolist() == ["attr_events", "run_id"]
 
 
+def test_integer_header_attributes_stay_integers_where_some_runs_lack_them(toh):
+    """Issue 31 item 10: a count present in some headers only was float64 (13.0, NaN)."""
+    from replaykit.eventlog import _expand_attrs
+
+    runs = toh.runs_df()
+    for col in ("seed_length", "delegation_depth", "version"):
+        assert pd.api.types.is_integer_dtype(runs[col]), col
+    assert str(runs["seed_length"].dtype) == "Int64"  # present in one header only
+    assert runs["seed_length"].isna().any() and 13 in runs["seed_length"].dropna().tolist()
+    frame = _expand_attrs(pd.Series(['{"n": 3, "t": 0.5, "w": 1.0}', '{"t": 2}', "{}"]))
+    assert str(frame["n"].dtype) == "Int64" and frame["n"].tolist()[0] == 3
+    assert frame["t"].dtype == "float64"  # a JSON float anywhere: the column stays float
+    assert frame["w"].dtype == "float64"  # 1.0 is written as a float: kept as one
+
+
 def test_toh_runs_without_event_times_take_the_header_created_at(toh):
     assert toh.table.column("ts").null_count == len(toh)  # toh events carry no time
     runs = toh.runs_df()

@@ -391,7 +391,7 @@ def _phoenix(root: Path, errors: str) -> rk.EventLog:
 
 
 def _auto(root: Path, errors: str) -> rk.EventLog:
-    return rk.read_events(root, tenant_id=TENANT, errors=errors)
+    return rk.read_events(root, owner=TENANT, tenant_id=TENANT, errors=errors)
 
 
 def _dataset(root: Path, errors: str) -> rk.EventLog:

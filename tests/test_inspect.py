@@ -212,7 +212,7 @@ def test_inspect_state_fold_matches_recorded_state(logs: dict[str, Path], fmt: s
 
 
 def test_read_events_sniffs_inspect_in_a_folder(logs: dict[str, Path]) -> None:
-    log = read_events(logs["eval"].parent, tenant_id="acme")
+    log = read_events(logs["eval"].parent, owner="acme")
     runs = set(pc.cast(log.table.column("run_id"), "string").to_pylist())
     assert len(runs) == 4  # 2 samples x 2 log files
     assert set(log.runs.column("format").to_pylist()) == {"inspect"}

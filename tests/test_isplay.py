@@ -191,7 +191,7 @@ def test_sniff_and_side_files(tmp_path):
 def test_read_events_auto_picks_isplay_and_skips_side_files():
     from replaykit.io import read_events
 
-    log = read_events(DATA, tenant_id="acme")
+    log = read_events(DATA, owner="acme")
     assert log.run_ids == ["run-claims-C-104", "run-claims-C-231"]
     assert len(log) == 37
 

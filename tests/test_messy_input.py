@@ -369,9 +369,9 @@ def test_mixed_folder_quarantines_unknown_files(tmp_path: Path, odd: bytes) -> N
         DATA.joinpath("isplay", "claims-triage-C-231.json").read_bytes())
     (tmp_path / "odd.jsonl").write_bytes(odd)
     with pytest.raises(FormatDetectionError) as info:
-        rk.read_events(tmp_path, tenant_id="t")
+        rk.read_events(tmp_path, owner="t")
     assert info.value.source == str(tmp_path / "odd.jsonl")
-    log = rk.read_events(tmp_path, tenant_id="t", errors="quarantine")
+    log = rk.read_events(tmp_path, owner="t", errors="quarantine")
     expected = len(rk.read_toh(tmp_path / "toh", tenant_id="t")) + len(
         rk.read_isplay(tmp_path / "run.json", tenant_id="t"))
     assert len(log) == expected

@@ -183,7 +183,7 @@ def test_jsonl_and_read_events(recorded: dict[str, list[Any]], tmp_path: Path) -
     two = json.loads(json_format.MessageToJson(encode_spans(recorded["bare"])))
     lines.write_text(json.dumps(one) + "\n\n" + json.dumps(two).replace("conv-1", "conv-2") + "\n")
     assert detect_format(lines) == "otel"
-    log = read_events(tmp_path, tenant_id="acme")
+    log = read_events(tmp_path, owner="acme")
     runs = set(pc.cast(log.table.column("run_id"), "string").to_pylist())
     assert {"conv-1", "conv-2"} <= runs
     conv2 = log.run("conv-2", tenant_id="acme").table

@@ -31,7 +31,7 @@ def test_unknown_file_names_every_format_tried_and_why(tmp_path):
     bad = tmp_path / "notes.jsonl"
     bad.write_text('{"hello": "world"}\n')
     with pytest.raises(rk.FormatDetectionError) as info:
-        rk.read_events(bad, tenant_id="demo")
+        rk.read_events(bad, owner="demo")
     err = info.value
     assert set(err.attempts) == set(FORMATS)
     assert all(reason for reason in err.attempts.values())
@@ -43,7 +43,7 @@ def test_unknown_file_names_every_format_tried_and_why(tmp_path):
 
 
 def test_mixed_folder_loads_every_format_with_its_own_loader(data_dir):
-    owned = rk.read_events([data_dir / "toh", data_dir / "isplay"], tenant_id="demo",
+    owned = rk.read_events([data_dir / "toh", data_dir / "isplay"], owner="demo",
                            progress=False)
     assert set(owned.summary()["formats"]) == {"toh", "isplay"}
     direct = rk.concat(
@@ -70,9 +70,6 @@ def test_formats_without_tenant_never_get_one_invented(data_dir):
         assert Path(exc.value.source).is_file() and str(data_dir / fmt) in exc.value.source
         with pytest.raises((TypeError, rk.LoadError), match="tenant"):
             rk.read_events(data_dir / fmt, owner="", progress=False)
-        with pytest.raises((TypeError, rk.LoadError), match="tenant_id"), \
-                pytest.warns(DeprecationWarning):
-            rk.read_events(data_dir / fmt, tenant_id="", progress=False)
 
 
 def test_a_replaykit_parquet_dataset_is_read_back(tmp_path: Path, data_dir: Path) -> None:

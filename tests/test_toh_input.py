@@ -59,7 +59,7 @@ def test_byte_order_mark_is_accepted(tmp_path: Path) -> None:
     for col in ("seq", "type", "text", "payload", "source_line"):
         assert a.table.column(col).to_pylist() == b.table.column(col).to_pylist()
     assert json.loads(b.runs.column("attrs")[0].as_py())["id"] == "run-1"
-    assert read_events(tmp_path / "b", tenant_id="acme").table.num_rows == 2
+    assert read_events(tmp_path / "b", owner="acme").table.num_rows == 2
 
 
 def _ev(seq: int | None = None, turn: int = 1) -> dict:

@@ -1,17 +1,28 @@
 """Start JupyterLab on notebooks/ for `make lab`: as root too (--allow-root is added then),
-with the options of LAB_ARGS (e.g. --no-browser --port 8899), and print the URL to open first.
+with the options of LAB_ARGS (e.g. --no-browser --port 8899), and print the URL to open once
+the server answers on it.
 
 Usage: python tools/lab.py JUPYTER [LAB OPTION...]
 The token is made here (so the printed URL is the one that opens); the port is the one given
 with --port (default 8888) and is not silently moved to another when taken; the address is
 127.0.0.1 unless --ip names another ("localhost" may resolve to IPv6 only).
+
+The URL is printed when the server answers ``/api/status`` with the token, not before: Lab
+takes seconds to start (20 s on a loaded 2-core machine), and a URL printed at launch was
+refused ("connection refused") by anything that opened it at once, a script or a test. The
+server runs as a child: Ctrl-C reaches it from the terminal as before (it asks to confirm),
+SIGTERM or SIGHUP to this process is passed on to it, and its exit code is this one's.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import signal
+import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,14 +56,51 @@ def lab_command(jupyter: str, args: list[str], *, is_root: bool) -> tuple[list[s
     return cmd, f"http://{host}:{port}/lab?token={token}"
 
 
+def answers(url: str, timeout: float = 2.0) -> bool:
+    """Whether the Jupyter server of ``url`` (the printed ``.../lab?token=...``) answers its
+    status API with that token (no proxy: the server is on this machine or the named host)."""
+    base, _, token = url.partition("/lab?token=")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(f"{base}/api/status?token={token}", timeout=timeout) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+def serve(cmd: list[str], url: str, *, poll: float = 0.25) -> int:
+    """Run the server ``cmd`` as a child, print ``url`` once it answers there, and wait for it;
+    the child's exit code."""
+    proc = subprocess.Popen(cmd)
+
+    def pass_on(signum: int, _frame: object) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, pass_on)
+    signal.signal(signal.SIGHUP, pass_on)
+    # Ctrl-C on the terminal reaches the server too (one process group): nothing to pass on.
+    signal.signal(signal.SIGINT, lambda _s, _f: None)
+    print("starting JupyterLab on notebooks/ (the URL follows once it answers) ...", flush=True)
+    while proc.poll() is None:
+        if answers(url):
+            print(f"JupyterLab on notebooks/: open {url}", flush=True)
+            print("(stop it with Ctrl-C; `make lab LAB_ARGS=\"--no-browser --port N\"` for a "
+                  "headless start on another port)", flush=True)
+            break
+        time.sleep(poll)
+    return proc.wait()
+
+
 def main() -> None:
     jupyter, *args = sys.argv[1:]
     is_root = hasattr(os, "geteuid") and os.geteuid() == 0
     cmd, url = lab_command(jupyter, args, is_root=is_root)
-    print(f"JupyterLab on notebooks/: open {url}", flush=True)
-    print("(stop it with Ctrl-C; `make lab LAB_ARGS=\"--no-browser --port N\"` for a "
-          "headless start on another port)", flush=True)
-    os.execv(cmd[0], cmd)
+    code = serve(cmd, url)
+    if code:
+        print(f"JupyterLab exited with code {code} before or while serving {url.split('?')[0]}"
+              if code > 0 else f"JupyterLab ended by signal {-code}", file=sys.stderr)
+    sys.exit(code if code >= 0 else 128 - code)
 
 
 if __name__ == "__main__":

@@ -50,15 +50,25 @@ def quickstart() -> nbf.NotebookNode:
             "assert len(log.quarantine) == 0\n"
             'assert set(log.summary()["formats"]) == {"toh", "pleach", "isplay"}'
         ),
-        md("## One row per run"),
+        md(
+            "## One row per run\n\n"
+            "`rk.for_people(df)` shows any frame with numbers for people: counts with "
+            "thousands separators, other numbers to 3 significant digits. It changes only "
+            "what is shown (the frame keeps its values and dtypes) and never pandas' own "
+            "display options; a plain `runs` shows pandas' default."
+        ),
         code(
             "runs = log.runs_df()\n"
-            'runs[["tenant_id", "run_id", "parent_run_id", "format", "events", "turns", '
-            '"model_calls", "tool_calls", "errors"]]'
+            'rk.for_people(runs[["tenant_id", "run_id", "parent_run_id", "format", "events", '
+            '"turns", "model_calls", "tool_calls", "errors"]])'
         ),
         check(
             'assert runs["events"].sum() == len(log)\n'
-            'assert (runs["events"] > 0).all()'
+            'assert (runs["events"] > 0).all()\n'
+            'counts = ["events", "turns", "model_calls", "tool_calls", "errors"]\n'
+            "assert all(runs[c].dtype == \"int64\" for c in counts)\n"
+            "shown = rk.for_people(runs)\n"
+            "assert shown.data is runs and f\">{runs['events'].max():,}</td>\" in shown.to_html()"
         ),
         md(
             "## Model calls and tool calls of the harness logs\n\n"
@@ -635,8 +645,8 @@ def coding_agent_and_otel() -> nbf.NotebookNode:
             "res = rk.replay(branch, model_policy=\"pinned-live\", tool_policy=\"recorded-only\",\n"
             "                model_executor=other_model)\n"
             "cmp = rk.compare(log, res.events)\n"
-            'cmp[["first_divergence_step", "changed_descendants", "tool_sequence_distance", '
-            '"comparability"]]'
+            'rk.for_people(cmp[["first_divergence_step", "changed_descendants", '
+            '"tool_sequence_distance", "comparability"]])'
         ),
         check(
             'ev = res.events.events_df()\n'
@@ -694,13 +704,14 @@ def coding_agent_and_otel() -> nbf.NotebookNode:
             "rain, sun = otel.run_ids\n"
             'pairs = pd.DataFrame({"tenant_id": ["demo"], "base_run_id": [rain], "replay_run_id": [sun]})\n'
             "runs_cmp = rk.compare(otel, otel, pairs)\n"
-            'runs_cmp[["first_divergence_step", "changed_descendants", "tool_signature_distance", '
-            '"comparability"]]'
+            'rk.for_people(runs_cmp[["first_divergence_step", "changed_descendants", '
+            '"tool_signature_distance", "comparability"]])'
         ),
         check(
             'ev = otel.run(rain, tenant_id="demo").events_df()\n'
             'step = int(runs_cmp.loc[0, "first_divergence_step"])\n'
-            'assert ev.loc[step, "kind"] == "tool_result" and runs_cmp.loc[0, "tool_signature_distance"] == 0'
+            'assert ev.loc[step, "kind"] == "tool_result" and runs_cmp.loc[0, "tool_signature_distance"] == 0\n'
+            'assert f">{step:,}</td>" in rk.for_people(runs_cmp).to_html()'
         ),
         md(
             "And a replay of the rainy run in which the final answer comes from a stand-in "

@@ -12,7 +12,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import FormatDetectionError, MissingTenantError, ReplayKitError
+from ..errors import (
+    FormatDetectionError,
+    MissingTenantError,
+    ReplayKitDeprecationWarning,
+    ReplayKitError,
+)
 from ..eventlog import EventLog, concat
 from ..schema import empty_events
 from . import claude_code, codex, inspect, isplay, langfuse, langsmith, otel, phoenix, pleach, toh
@@ -207,7 +212,7 @@ def _read_format(name: str, paths: list[Any], owner: str | None,
         warnings.warn(
             f"read_events(tenant_id={tenant_id!r}) naming the owner of {name} logs (which "
             f"record no tenant) is deprecated: pass owner={tenant_id!r}; tenant_id= is a "
-            "filter", DeprecationWarning, stacklevel=3)
+            "filter", ReplayKitDeprecationWarning, stacklevel=3)
         return loader(paths, tenant_id=tenant_id, **kwargs)
     log = loader(paths, tenant_id=owner, **kwargs)
     if tenant_id is not None:

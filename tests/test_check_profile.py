@@ -1,0 +1,70 @@
+"""`make check` stays quick without weakening `make test` (issue 31 item 3): the slow tests it
+leaves out are named in tests/conftest.py and exist, its Hypothesis profile caps every
+property's examples (explicit ``@settings(max_examples=...)`` included), and `make test` runs
+everything at full counts."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from conftest import _SLOW_MODULES, _SLOW_TESTS, CHECK_EXAMPLES, _cap_examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _make_n(target: str) -> str:
+    if shutil.which("make") is None:
+        pytest.skip("make not installed")
+    return subprocess.run(["make", "--no-print-directory", "-n", "-B", target,
+                           "VENV=/nonexistent-venv"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_check_caps_hypothesis_and_skips_slow_while_test_runs_all():
+    check = _make_n("check").strip().splitlines()[-2:]
+    test = " ".join(_make_n("test").strip().splitlines()[-2:])
+    assert '-m "not slow"' in " ".join(check) and "--hypothesis-profile=check" in " ".join(check)
+    assert "not slow" not in test and "hypothesis-profile" not in test
+    assert "notebooks" in test and "--nbval-lax" in test
+
+
+def test_every_slow_name_is_a_real_module_or_test():
+    """A renamed test would silently come back into `make check`: each name is checked."""
+    for module in _SLOW_MODULES:
+        assert (ROOT / "tests" / f"{module}.py").is_file(), module
+    for module, name in _SLOW_TESTS:
+        tree = ast.parse((ROOT / "tests" / f"{module}.py").read_text())
+        defs = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        assert name in defs, f"{module}::{name}"
+
+
+def test_the_check_profile_caps_an_explicit_max_examples():
+    calls: list[int] = []
+
+    @settings(max_examples=200, deadline=None, database=None)
+    @given(st.integers())
+    def prop(x: int) -> None:
+        calls.append(x)
+
+    small_calls: list[int] = []
+
+    @settings(max_examples=3, deadline=None, database=None)
+    @given(st.integers())
+    def small(x: int) -> None:
+        small_calls.append(x)
+
+    _cap_examples(SimpleNamespace(obj=prop), CHECK_EXAMPLES)  # type: ignore[arg-type]
+    _cap_examples(SimpleNamespace(obj=small), CHECK_EXAMPLES)  # type: ignore[arg-type]
+    _cap_examples(SimpleNamespace(obj=lambda: None), CHECK_EXAMPLES)  # type: ignore[arg-type]
+    prop()
+    small()
+    assert 0 < len(calls) <= CHECK_EXAMPLES  # was 200
+    assert 0 < len(small_calls) <= 3  # a lower count is kept
+    assert settings.get_profile("check").max_examples == CHECK_EXAMPLES
