@@ -297,6 +297,69 @@ def test_tool_arguments_canonical_and_hash(value: Any, spaced: bool) -> None:
         assert got[0][0] == canonical_json(value)
 
 
+@st.composite
+def _payload_texts(draw: Any) -> str:
+    """One payload text: an object of typed fields of any JSON type (so of the wrong type
+    too), sometimes a duplicate key, an escaped key, spacing, or not an object at all."""
+    obj = {f: draw(_json_values) for f in draw(st.lists(st.sampled_from(_FIELDS), max_size=6))}
+    if draw(st.booleans()):
+        obj["usage"] = draw(st.one_of(st.none(), st.fixed_dictionaries(
+            {}, optional={"input_tokens": st.one_of(st.none(), st.integers(-5, 2**40)),
+                          "output_tokens": st.one_of(st.none(), st.integers(0, 9),
+                                                     st.text(max_size=2))})))
+    for f in draw(st.lists(st.sampled_from(_FIELDS[1:7]), max_size=3)):
+        obj[f] = draw(st.one_of(st.none(), st.text(max_size=8)))  # mostly the right type
+    text = json.dumps(obj, ensure_ascii=draw(st.booleans()),
+                      separators=draw(st.sampled_from([(",", ":"), (", ", ": ")])))
+    damage = draw(st.sampled_from(["none"] * 8 + ["dup", "escaped_key", "space", "array"]))
+    if damage == "dup" and len(text) > 2:
+        text = text[:-1] + (', ' if obj else '') + '"tool": "again"}'
+    elif damage == "escaped_key":
+        text = text.replace('"tool"', '"t\\u006fol"', 1)
+    elif damage == "space":
+        text = text + " "
+    elif damage == "array":
+        text = "[" + text + "]"
+    return text
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(_payload_texts(), min_size=1, max_size=8))
+def test_typed_payload_fields_both_paths(texts: list[str]) -> None:
+    """The core's typed payload fields (verify_chain's derived-column check and
+    derive_columns) are Arrow's typed parse, value for value, or the core leaves the column
+    to it (None)."""
+    from replaykit.io.pleach._derive import _native_typed, _typed_payloads
+
+    payload = pa.array(texts, pa.large_string())
+    got = _native_typed(payload)
+    with _Path(False):
+        want = _typed_payloads(payload)
+    if got is not None:
+        assert got.schema == want.schema
+        assert got.equals(want), (got.to_pylist(), want.to_pylist())
+    with _Path(True):
+        assert _typed_payloads(payload).equals(want)
+    assert _native.panics() == 0
+
+
+def test_typed_payload_fields_read_natively(generated: dict[str, Path]) -> None:
+    """On a loader's own table the core reads every payload (the reference's Arrow parse is
+    not run) and gives the same derived columns."""
+    from replaykit.io.pleach._derive import _native_typed, derive_columns
+
+    table = rk.read_pleach(generated["iso_20k"]).table
+    payload = table.column("payload").combine_chunks().cast(pa.large_string())
+    assert _native_typed(payload) is not None
+    with _Path(True):
+        a = derive_columns(table)
+    with _Path(False):
+        b = derive_columns(table)
+    assert a.keys() == b.keys()
+    for name in a:
+        assert a[name].equals(b[name]), name
+
+
 # ----------------------------------------------------------------------------- chains
 def test_verify_chain_same_findings(generated: dict[str, Path]) -> None:
     log = rk.read_pleach(generated["iso_20k"])

@@ -351,6 +351,36 @@ fn text_hashes<'py>(
     buf(py, Storage::U64(v))
 }
 
+/// The typed payload fields of many payload objects (`offsets`: n + 1 int64 offsets into
+/// `data`), as Arrow's typed parse of the pleach loader reads them: None when the reference
+/// must parse the column, else a list of `(name, column)` (see `str_col`; `is_error` is an
+/// int64 column of 0/1, `usage` a bool column saying where `usage` was an object).
+#[pyfunction]
+fn typed_payloads<'py>(
+    py: Python<'py>,
+    offsets: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    let got = over_spans(py, offsets, data, "typed_payloads", pleach::typed_payloads)?;
+    let Some(t) = got else {
+        return Ok(None);
+    };
+    let cols = PyList::empty(py);
+    cols.append(("turn", i64_col(py, t.turn)?))?;
+    for (name, c) in pleach::TYPED_STRINGS.iter().zip(t.strings) {
+        cols.append((*name, str_col(py, c)?))?;
+    }
+    cols.append(("is_error", i64_col(py, t.is_error)?))?;
+    let mut usage = BoolCol::default();
+    for v in t.usage {
+        usage.push(v);
+    }
+    cols.append(("usage", bool_col(py, usage)?))?;
+    cols.append(("input_tokens", i64_col(py, t.input_tokens)?))?;
+    cols.append(("output_tokens", i64_col(py, t.output_tokens)?))?;
+    Ok(Some(cols))
+}
+
 /// The CPU features the core uses when present.
 #[pyfunction]
 fn cpu_features() -> Vec<&'static str> {
@@ -393,6 +423,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sha256_many, m)?)?;
     m.add_function(wrap_pyfunction!(tool_args_many, m)?)?;
     m.add_function(wrap_pyfunction!(text_hashes, m)?)?;
+    m.add_function(wrap_pyfunction!(typed_payloads, m)?)?;
     m.add_function(wrap_pyfunction!(cpu_features, m)?)?;
     m.add_function(wrap_pyfunction!(panics, m)?)?;
     Ok(())
