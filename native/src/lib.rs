@@ -9,6 +9,7 @@
 //! caller falls back to the reference path instead of the process dying.
 
 pub mod canon;
+pub mod chain;
 pub mod cols;
 pub mod hash;
 pub mod json;
