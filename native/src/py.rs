@@ -304,7 +304,7 @@ fn tool_args_many<'py>(
         let mut args = StrCol::new(false, n, n * 32);
         let mut hashes = StrCol::new(false, n, n * 32);
         let mut py_rows: Vec<i64> = Vec::new();
-        let rows = hash::map_spans(offs, data, pleach::tool_args)?;
+        let rows = hash::par_map_spans(offs, data, pleach::tool_args)?;
         for (i, got) in rows.into_iter().enumerate() {
             match got {
                 Ok(Some((text, Some(h)))) => {
