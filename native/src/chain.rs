@@ -360,16 +360,7 @@ pub fn digests(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn spans_of(items: &[&str]) -> (Vec<u8>, Vec<u8>) {
-        let mut offs: Vec<u8> = 0i64.to_ne_bytes().to_vec();
-        let mut data = Vec::new();
-        for it in items {
-            data.extend_from_slice(it.as_bytes());
-            offs.extend_from_slice(&(data.len() as i64).to_ne_bytes());
-        }
-        (offs, data)
-    }
+    use crate::spans_of;
 
     #[test]
     fn json_strings_escape_as_rfc8785() {

@@ -753,6 +753,7 @@ pub fn only_ws(b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spans_of;
 
     fn strs(c: &StrCol) -> Vec<Option<String>> {
         let offs: Vec<i64> = match &c.offsets {
@@ -835,19 +836,9 @@ mod tests {
         assert_eq!(strs(&out.args_hash)[0], None);
     }
 
-    fn spans(items: &[&str]) -> (Vec<u8>, Vec<u8>) {
-        let mut offs: Vec<u8> = 0i64.to_ne_bytes().to_vec();
-        let mut data = Vec::new();
-        for it in items {
-            data.extend_from_slice(it.as_bytes());
-            offs.extend_from_slice(&(data.len() as i64).to_ne_bytes());
-        }
-        (offs, data)
-    }
-
     #[test]
     fn typed_payload_fields() {
-        let (o, d) = spans(&[
+        let (o, d) = spans_of(&[
             r#"{"turn":3,"message_id":"m\u00e9","usage":{"input_tokens":5},"is_error":false}"#,
             r#"{"tool":"grep","args":{"x":[1,2]},"usage":null}"#,
             "{}",
@@ -873,10 +864,10 @@ mod tests {
             r#"{"x":NaN}"#,
             r#"{"usage":{"input_tokens":"5"}}"#,
         ] {
-            let (o, d) = spans(&["{}", bad]);
+            let (o, d) = spans_of(&["{}", bad]);
             assert!(typed_payloads(&o, &d).unwrap().is_none(), "{bad}");
         }
-        let (o, mut d) = spans(&[r#"{"tool":"ab"}"#]);
+        let (o, mut d) = spans_of(&[r#"{"tool":"ab"}"#]);
         d[10] = 0xff;
         assert!(typed_payloads(&o, &d).unwrap().is_none());
         assert!(typed_payloads(&[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], b"").is_err());
