@@ -374,7 +374,7 @@ def _bench_cli(path: Path, repeat: int, rows: list[dict[str, Any]]) -> None:
             best[name]["cpu"] = min(best[name]["cpu"], cpu)
     rows.append(_row("replaykit summary FILE, whole process (baseline: a DuckDB process "
                      "reading the file, grouping by run)", best["ours"], best["duckdb"],
-                     "<= 2x DuckDB"))
+                     "<= 1.5x DuckDB"))
     # where the process's time goes: start-up (imports) ...
     imports = {name: {"wall": float("inf"), "cpu": float("inf")} for name in ("ours", "duckdb")}
     for _ in range(repeat):

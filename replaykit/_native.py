@@ -138,3 +138,75 @@ def to_arrow(col: tuple[Any, ...]) -> Any:
         return pa.Array.from_buffers(pa.bool_(), n, [validity, pa.py_buffer(b1)],
                                      null_count=nulls)
     raise ValueError(f"unknown native column kind {kind!r}")  # pragma: no cover
+
+
+def _validity(arr: Any) -> Any:
+    """One byte per row (0 = null) of an Arrow array, or None when it has no nulls."""
+    import numpy as np
+
+    if not arr.null_count:
+        return None
+    return np.asarray(arr.is_valid()).view(np.uint8)
+
+
+def chain_piece(arr: Any, *, member: bytes | None = None) -> tuple[Any, ...] | None:
+    """One column of the hash chain's content (``chain_digests``) as the core reads it, or
+    None for a column type it does not write (the caller then builds the content bytes with
+    the reference code, which names the problem).
+
+    Strings (plain or dictionary-encoded) are written as JSON strings, integers in decimal,
+    booleans as ``true``/``false``, nulls as ``null``; ``member`` (the payload's ``"payload":``)
+    writes the value verbatim after it with a ``,``, and nothing for a null.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = arr.type
+    if member is not None:
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+            return None
+        arr = arr.cast(pa.large_string())
+        return ("member", member, *spans(arr), _validity(arr))
+    if pa.types.is_dictionary(t):
+        vt = t.value_type
+        if not (pa.types.is_string(vt) or pa.types.is_large_string(vt)):
+            arr, t = arr.cast(vt), vt
+        else:
+            idx = arr.indices
+            if idx.type != pa.int32():
+                idx = idx.cast(pa.int32())
+            idx_np = idx.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+            values = arr.dictionary.cast(pa.large_string())
+            if values.null_count:
+                return None
+            return ("dict", np.ascontiguousarray(idx_np).view(np.uint8), _validity(arr),
+                    *spans(values))
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        arr = arr.cast(pa.large_string())
+        return ("str", *spans(arr), _validity(arr))
+    if pa.types.is_null(t):
+        return ("lit", b"null")
+    if pa.types.is_boolean(t):
+        vals = np.asarray(pc.fill_null(arr, False)).astype(np.uint8)
+        return ("bool", vals, _validity(arr))
+    if pa.types.is_integer(t):
+        vals = pc.fill_null(arr.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+        return ("int", np.ascontiguousarray(vals).view(np.uint8), _validity(arr))
+    return None
+
+
+def chain_hex(head: list[Any], derived: list[Any], sealed: Any, tail: list[Any],
+              prev: tuple[Any, ...], n: int) -> Any:
+    """The lowercase hex sha256 of ``prev || content`` of each of ``n`` rows, as an Arrow
+    string array over the core's buffer (``chain_digests``; see ``native/src/chain.rs``).
+    Verification (``prev = ("stored", ...)``) runs on every core."""
+    import numpy as np
+    import pyarrow as pa
+
+    threads = max(1, min(8, os.cpu_count() or 1))
+    text = core().chain_digests(head, derived, sealed, tail, prev, n, threads)
+    large = 64 * n > 2**31 - 1
+    offsets = np.arange(0, 64 * (n + 1), 64, dtype=np.int64 if large else np.int32)
+    return pa.Array.from_buffers(pa.large_string() if large else pa.string(), n,
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(text)])

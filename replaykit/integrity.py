@@ -459,6 +459,26 @@ def _derived_member(table: pa.Table) -> pa.Array:
     return pieces.join(table.num_rows)
 
 
+def _hashable_ranges(table: pa.Table) -> None:
+    """Refuse (ValueError) a ``seq`` or ``ts`` outside the exact IEEE-754 range, which a
+    stamped chain never holds (stamping checks; verification renders them anyway)."""
+    n = table.num_rows
+    if not n:
+        return
+    mm = pc.min_max(table.column("seq"))
+    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    if lo is not None and (lo < -_MAX_SAFE_INT or hi > _MAX_SAFE_INT):
+        raise ValueError("seq values must lie within +-(2**53 - 1) to be hashed")
+    ts = table.column("ts").combine_chunks()
+    if ts.type != _TS_TYPE:
+        ts = ts.cast(_TS_TYPE)
+    ts_int = pc.cast(ts, pa.int64())
+    if ts_int.null_count < n:
+        mm = pc.min_max(ts_int)
+        if mm["min"].as_py() < -_MAX_SAFE_INT or mm["max"].as_py() > _MAX_SAFE_INT:
+            raise ValueError("ts values must lie within +-(2**53 - 1) microseconds to be hashed")
+
+
 def _content_column(table: pa.Table, *, strict: bool = True) -> pa.Array:
     """Canonical content text of every row (large_string), built with Arrow kernels.
 
@@ -467,19 +487,12 @@ def _content_column(table: pa.Table, *, strict: bool = True) -> pa.Array:
     """
     n = table.num_rows
     seq = table.column("seq").combine_chunks()
-    if strict and n:
-        mm = pc.min_max(seq)
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        if lo is not None and (lo < -_MAX_SAFE_INT or hi > _MAX_SAFE_INT):
-            raise ValueError("seq values must lie within +-(2**53 - 1) to be hashed")
+    if strict:
+        _hashable_ranges(table)
     ts = table.column("ts").combine_chunks()
     if ts.type != _TS_TYPE:
         ts = ts.cast(_TS_TYPE)
     ts_int = pc.cast(ts, pa.int64())
-    if strict and n and ts_int.null_count < n:
-        mm = pc.min_max(ts_int)
-        if mm["min"].as_py() < -_MAX_SAFE_INT or mm["max"].as_py() > _MAX_SAFE_INT:
-            raise ValueError("ts values must lie within +-(2**53 - 1) microseconds to be hashed")
     ts_text = pc.fill_null(pc.cast(ts_int, _LS), "null")
     payload = pc.cast(_plain(table.column("payload")), _LS)
 
@@ -520,6 +533,59 @@ def _content_column(table: pa.Table, *, strict: bool = True) -> pa.Array:
     pieces.add(_json_string_column(table.column("type")))
     pieces.add("}")
     return pieces.join(n)
+
+
+def _chain_spec(table: pa.Table) -> tuple[list[Any], list[Any], Any, list[Any]] | None:
+    """:func:`_content_column`'s content as the native core's pieces (``head``,
+    ``derived`` where ``sealed``, ``tail``; :func:`replaykit._native.chain_hex`), or None
+    when a column is of a type the core does not write (the reference then builds the bytes
+    and names the problem). The same bytes: ``tests/test_native.py`` compares the digests."""
+    def piece(col: pa.ChunkedArray | pa.Array, **kw: Any) -> Any:
+        arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        got = _native.chain_piece(arr, **kw)
+        if got is None:
+            raise LookupError
+        return got
+
+    def lit(s: str) -> tuple[str, bytes]:
+        return ("lit", s.encode("utf-8"))
+
+    names = table.schema.names
+    try:
+        ts = table.column("ts").combine_chunks()
+        if ts.type != _TS_TYPE:
+            ts = ts.cast(_TS_TYPE)
+        derived: list[Any] = []
+        sealed = _sealed_rows(table)
+        mask = None
+        if sealed is not None:
+            formats = _formats(table)
+            assert formats is not None
+            lead = '"derived":{'
+            for i, key in enumerate(SEALED_MEMBERS):
+                derived.append(lit(lead + ("" if i == 0 else ",") + _json_string(key) + ":"))
+                lead = ""
+                if key == "format":
+                    derived.append(piece(formats))
+                elif key in names:
+                    derived.append(piece(table.column(key)))
+                else:
+                    derived.append(lit("null"))
+            derived.append(lit("},"))
+            if sealed.null_count or not pc.all(sealed).as_py():
+                mask = np.asarray(pc.fill_null(sealed, False)).astype(np.uint8)
+        tail = [
+            piece(table.column("payload"), member=b'"payload":'),
+            lit('"run_id":'), piece(table.column("run_id")),
+            lit(',"seq":'), piece(table.column("seq")),
+            lit(',"tenant_id":'), piece(table.column("tenant_id")),
+            lit(',"ts":'), piece(pc.cast(ts, pa.int64())),
+            lit(',"type":'), piece(table.column("type")),
+            lit("}"),
+        ]
+    except LookupError:
+        return None
+    return [lit("{")], derived, mask, tail
 
 
 def _offsets(arr: pa.Array) -> tuple[memoryview, list[int]]:
@@ -580,6 +646,13 @@ def _verify_hashes(table: pa.Table, prev: pa.Array, *, block_rows: int | None = 
     """sha256(prev || content) of every row, as hex strings, content being
     :func:`_content_column` (``strict=False``): the same bytes as the whole table's, built
     block by block ahead of the hashing loop (:func:`_blocks_ahead`)."""
+    spec = _chain_spec(table) if _native.enabled() else None
+    if spec is not None:  # the native core: content and hashes in one pass, every core
+        stored = pc.cast(prev, _LS)
+        if isinstance(stored, pa.ChunkedArray):
+            stored = stored.combine_chunks()
+        return _native.chain_hex(*spec, ("stored", *_native.spans(stored),
+                                         _native._validity(stored)), table.num_rows)
     prev = pc.cast(pc.fill_null(prev, ""), _LS)
     empty = pa.scalar("", _LS)
 
@@ -653,6 +726,21 @@ def stamp_chain(log: EventLog, *, overwrite: bool = False) -> EventLog:
             "log already has row hashes; verify it with verify_chain(log), or pass "
             "overwrite=True to re-stamp it (this replaces the existing chain)"
         )
+    spec = _chain_spec(table) if _native.enabled() else None
+    if spec is not None:  # the native core: content and chained hashes in one pass
+        _hashable_ranges(table)
+        starts_np = _run_starts(table)
+        hashes = _native.chain_hex(*spec, ("chained", starts_np.astype(np.uint8),
+                                           GENESIS.encode("ascii")), table.num_rows)
+        n = table.num_rows
+        shifted = pa.concat_arrays([pa.array([GENESIS], pa.string()), hashes.slice(0, n - 1)]) \
+            if n else pa.array([], pa.string())  # fmt: skip
+        prev_col = pc.if_else(pa.array(starts_np, pa.bool_()), pa.scalar(GENESIS), shifted)
+        table = table.set_column(table.schema.get_field_index("prev_hash"), "prev_hash",
+                                 prev_col)
+        table = table.set_column(table.schema.get_field_index("row_hash"), "row_hash", hashes)
+        return EventLog(table, runs=log.runs, quarantine=log.quarantine, extras=log.extras,
+                        sort=False)
     starts = _run_starts(table).tolist()
     genesis = GENESIS.encode("ascii")
     sha = hashlib.sha256

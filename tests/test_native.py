@@ -297,6 +297,69 @@ def test_tool_arguments_canonical_and_hash(value: Any, spaced: bool) -> None:
         assert got[0][0] == canonical_json(value)
 
 
+@st.composite
+def _payload_texts(draw: Any) -> str:
+    """One payload text: an object of typed fields of any JSON type (so of the wrong type
+    too), sometimes a duplicate key, an escaped key, spacing, or not an object at all."""
+    obj = {f: draw(_json_values) for f in draw(st.lists(st.sampled_from(_FIELDS), max_size=6))}
+    if draw(st.booleans()):
+        obj["usage"] = draw(st.one_of(st.none(), st.fixed_dictionaries(
+            {}, optional={"input_tokens": st.one_of(st.none(), st.integers(-5, 2**40)),
+                          "output_tokens": st.one_of(st.none(), st.integers(0, 9),
+                                                     st.text(max_size=2))})))
+    for f in draw(st.lists(st.sampled_from(_FIELDS[1:7]), max_size=3)):
+        obj[f] = draw(st.one_of(st.none(), st.text(max_size=8)))  # mostly the right type
+    text = json.dumps(obj, ensure_ascii=draw(st.booleans()),
+                      separators=draw(st.sampled_from([(",", ":"), (", ", ": ")])))
+    damage = draw(st.sampled_from(["none"] * 8 + ["dup", "escaped_key", "space", "array"]))
+    if damage == "dup" and len(text) > 2:
+        text = text[:-1] + (', ' if obj else '') + '"tool": "again"}'
+    elif damage == "escaped_key":
+        text = text.replace('"tool"', '"t\\u006fol"', 1)
+    elif damage == "space":
+        text = text + " "
+    elif damage == "array":
+        text = "[" + text + "]"
+    return text
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(_payload_texts(), min_size=1, max_size=8))
+def test_typed_payload_fields_both_paths(texts: list[str]) -> None:
+    """The core's typed payload fields (verify_chain's derived-column check and
+    derive_columns) are Arrow's typed parse, value for value, or the core leaves the column
+    to it (None)."""
+    from replaykit.io.pleach._derive import _native_typed, _typed_payloads
+
+    payload = pa.array(texts, pa.large_string())
+    got = _native_typed(payload)
+    with _Path(False):
+        want = _typed_payloads(payload)
+    if got is not None:
+        assert got.schema == want.schema
+        assert got.equals(want), (got.to_pylist(), want.to_pylist())
+    with _Path(True):
+        assert _typed_payloads(payload).equals(want)
+    assert _native.panics() == 0
+
+
+def test_typed_payload_fields_read_natively(generated: dict[str, Path]) -> None:
+    """On a loader's own table the core reads every payload (the reference's Arrow parse is
+    not run) and gives the same derived columns."""
+    from replaykit.io.pleach._derive import _native_typed, derive_columns
+
+    table = rk.read_pleach(generated["iso_20k"]).table
+    payload = table.column("payload").combine_chunks().cast(pa.large_string())
+    assert _native_typed(payload) is not None
+    with _Path(True):
+        a = derive_columns(table)
+    with _Path(False):
+        b = derive_columns(table)
+    assert a.keys() == b.keys()
+    for name in a:
+        assert a[name].equals(b[name]), name
+
+
 # ----------------------------------------------------------------------------- chains
 def test_verify_chain_same_findings(generated: dict[str, Path]) -> None:
     log = rk.read_pleach(generated["iso_20k"])
@@ -321,6 +384,70 @@ def test_verify_chain_same_findings(generated: dict[str, Path]) -> None:
     assert len(a) >= 5
     with _Path(True):
         assert rk.verify_chain(log).empty
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), n=st.integers(0, 300), start=st.integers(0, 50),
+       pleach_every=st.integers(0, 4), null_every=st.integers(0, 6),
+       odd=st.lists(st.text(max_size=6), min_size=1, max_size=4))
+def test_chain_hashes_both_paths(seed: int, n: int, start: int, pleach_every: int,
+                                 null_every: int, odd: list[str]) -> None:
+    """verify_chain's and stamp_chain's hashes: the core's one-pass content and digests
+    equal the reference's column-wise bytes, on sealed, pleach and mixed rows, NULL
+    payloads, slices (dictionaries larger than the rows), and strings needing escapes."""
+    from _chainlogs import make_log
+
+    from replaykit.eventlog import EventLog
+    from replaykit.integrity import _verify_hashes
+
+    table = make_log(start + n + 1, n_runs=1 + seed % 7, seed=seed).table
+    if pleach_every:
+        src = table.column("source").combine_chunks().cast(pa.string()).to_pylist()
+        src = [("pleach:x.jsonl" if i % pleach_every == 0 else v) for i, v in enumerate(src)]
+        table = table.set_column(table.schema.get_field_index("source"), "source",
+                                 pa.array(src).dictionary_encode())
+    if null_every:
+        pay = table.column("payload").combine_chunks().to_pylist()
+        pay = [None if i % null_every == 1 else v for i, v in enumerate(pay)]
+        table = table.set_column(table.schema.get_field_index("payload"), "payload",
+                                 pa.array(pay, pa.large_string()))
+    text = [odd[i % len(odd)] if i % 3 else None for i in range(table.num_rows)]
+    table = table.set_column(table.schema.get_field_index("text"), "text",
+                             pa.array(text, pa.large_string()))
+    table = table.slice(start, n)
+    prev = table.column("prev_hash").combine_chunks()
+    got = []
+    for native in (True, False):
+        with _Path(native):
+            got.append(_verify_hashes(table, prev).to_pylist())
+    assert got[0] == got[1]
+    if n and not table.column("payload").null_count:  # an EventLog holds no NULL payload
+        stamped = []
+        for native in (True, False):
+            with _Path(native):
+                t = rk.stamp_chain(EventLog(table), overwrite=True).table
+            stamped.append((t.column("prev_hash").to_pylist(), t.column("row_hash").to_pylist()))
+        assert stamped[0] == stamped[1]
+        with _Path(True):
+            stamped_log = rk.stamp_chain(EventLog(table), overwrite=True)
+            assert rk.verify_chain(stamped_log, derived=False).empty  # (made-up pleach rows)
+    assert _native.panics() == 0
+
+
+def test_chain_spec_leaves_unknown_column_types_to_the_reference() -> None:
+    """A derived column of a type the content cannot hold: the core declines, and the
+    reference's error names the column (the same error on both paths)."""
+    from _chainlogs import make_log
+
+    from replaykit.integrity import _chain_spec, _verify_hashes
+
+    table = make_log(20, n_runs=2, seed=1).table
+    i = table.schema.get_field_index("input_tokens")
+    table = table.set_column(i, "input_tokens", pa.array([1.5] * 20, pa.float64()))
+    assert _chain_spec(table) is None
+    for native in (True, False):
+        with _Path(native), pytest.raises(ValueError, match="input_tokens"):
+            _verify_hashes(table, table.column("prev_hash").combine_chunks())
 
 
 def test_sha256_many_matches_hashlib() -> None:

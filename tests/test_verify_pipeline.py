@@ -40,6 +40,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _chainlogs import make_log  # noqa: E402
 
 
+@pytest.fixture(autouse=True, params=["native", "reference"])
+def _path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test on both paths: the native core (content and hashes in one pass, which
+    ignores the block size) and the reference pipeline (REPLAYKIT_NATIVE=0)."""
+    if request.param == "reference":
+        monkeypatch.setenv("REPLAYKIT_NATIVE", "0")
+    else:
+        monkeypatch.delenv("REPLAYKIT_NATIVE", raising=False)
+
+
 @functools.cache
 def _sealed_table() -> pa.Table:
     return stamp_chain(make_log(3_000, n_runs=40)).table

@@ -2,6 +2,7 @@
 # Bounded coverage-guided fuzzing of the native core's scanners (cargo fuzz, libFuzzer).
 #   bash tools/fuzz_native.sh [SECONDS_PER_TARGET]     (default 30; `make fuzz`; CI runs it)
 # Targets (native/fuzz/fuzz_targets/): spans (int64 offsets + data into the span kernels),
+# chain (any bytes as the hash chain's content buffers and as payload spans for the typed reader),
 # pleach_block (any bytes into the JSONL block scanner
 # and the tool-argument reader) and canonical (any text into canonical JSON). A crash, a
 # panic or a broken invariant fails the run and leaves the input in native/fuzz/artifacts/.
@@ -21,11 +22,11 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 cd native/fuzz
 # seeds: the bundled sample's lines (the corpus folder is git-ignored and grows run to run)
-mkdir -p corpus/pleach_block corpus/canonical corpus/spans
+mkdir -p corpus/pleach_block corpus/canonical corpus/spans corpus/chain
 head -c 4000 ../../data/pleach/harness_event_log.jsonl > corpus/pleach_block/seed-sample
 printf '{"b":[1.5,-0,1e16,"\\u00e9"],"a":{"x":null}}' > corpus/canonical/seed-object
 status=0
-for target in pleach_block canonical spans; do
+for target in pleach_block canonical spans chain; do
     echo "== cargo fuzz run $target for ${SECONDS_PER_TARGET}s"
     log="$(mktemp)"
     if cargo +nightly fuzz run -O "$target" "corpus/$target" -- \

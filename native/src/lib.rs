@@ -9,6 +9,7 @@
 //! caller falls back to the reference path instead of the process dying.
 
 pub mod canon;
+pub mod chain;
 pub mod cols;
 pub mod hash;
 pub mod json;
@@ -17,3 +18,16 @@ pub mod pleach;
 // The Python binding (feature "python", on by default; the fuzz targets build without it).
 #[cfg(feature = "python")]
 mod py;
+
+/// Test helper: `(offsets, data)` of strings as the span kernels take them (n + 1 int64
+/// offsets as native-endian bytes).
+#[cfg(test)]
+pub(crate) fn spans_of(items: &[&str]) -> (Vec<u8>, Vec<u8>) {
+    let mut offs: Vec<u8> = 0i64.to_ne_bytes().to_vec();
+    let mut data = Vec::new();
+    for it in items {
+        data.extend_from_slice(it.as_bytes());
+        offs.extend_from_slice(&(data.len() as i64).to_ne_bytes());
+    }
+    (offs, data)
+}

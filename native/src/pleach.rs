@@ -128,6 +128,8 @@ struct Row {
     message: S,
     /// the span of the (last) `args` member's value
     args: Option<(usize, usize)>,
+    /// `usage` was an object (not null or absent)
+    usage_obj: bool,
 }
 
 /// Bits for "this key was seen" (a typed field given twice is refused, as Arrow's typed parse
@@ -196,6 +198,7 @@ fn usage(sc: &mut Scanner<'_>, row: &mut Row, depth: usize) -> R<()> {
         return Err(Bail);
     }
     sc.expect(b'{')?;
+    row.usage_obj = true;
     let mut seen = Seen(0);
     sc.skip_ws();
     if sc.peek() == Some(b'}') {
@@ -645,6 +648,103 @@ fn emit(out: &mut BlockOut, line: &[u8], row: &Row, lineno: i64) -> Option<()> {
     Some(())
 }
 
+/// The typed payload fields of many payload objects, as Arrow's typed JSON parse of
+/// `replaykit.io.pleach._shapes._TYPED` reads them (`_derive._typed_payloads`).
+pub struct Typed {
+    pub turn: I64Col,
+    /// the string fields, in [`TYPED_STRINGS`] order
+    pub strings: Vec<StrCol>,
+    /// `is_error` as 0/1 (null when absent or null)
+    pub is_error: I64Col,
+    /// `usage` was an object, per row
+    pub usage: Vec<bool>,
+    pub input_tokens: I64Col,
+    pub output_tokens: I64Col,
+}
+
+/// The string fields of [`Typed::strings`], by name.
+pub const TYPED_STRINGS: [&str; 15] = [
+    "message_id",
+    "call_id",
+    "tool",
+    "finish",
+    "text",
+    "result",
+    "cacheKey",
+    "interrupt_id",
+    "reason",
+    "subagent_id",
+    "child_chat_id",
+    "checkpoint_id",
+    "export_id",
+    "card_id",
+    "message",
+];
+
+/// [`Typed`] of each span `data[offs[i]..offs[i+1]]` (`offs`: n + 1 int64 offsets, see
+/// [`crate::hash::map_spans`]), each one payload object with nothing around it. `Ok(None)`
+/// when any span is not one the scanner is sure of (not valid UTF-8, not strict JSON, a typed
+/// field of another type or given twice, a key with escapes, anything after the object):
+/// the caller then runs the reference parse on the whole column. `Err`: bad offsets.
+pub fn typed_payloads(offs: &[u8], data: &[u8]) -> Result<Option<Typed>, String> {
+    let n = (offs.len() / 8).saturating_sub(1);
+    let mut out = Typed {
+        turn: I64Col::default(),
+        strings: TYPED_STRINGS
+            .iter()
+            .map(|_| StrCol::new(false, n, 0))
+            .collect(),
+        is_error: I64Col::default(),
+        usage: Vec::with_capacity(n),
+        input_tokens: I64Col::default(),
+        output_tokens: I64Col::default(),
+    };
+    let mut sure = true;
+    crate::hash::map_spans(offs, data, |p| {
+        if !sure {
+            return;
+        }
+        let mut row = Row::default();
+        let ok = std::str::from_utf8(p).is_ok() && {
+            let mut sc = Scanner::new(p);
+            payload(&mut sc, &mut row).is_ok() && sc.pos == p.len()
+        };
+        if !ok {
+            sure = false;
+            return;
+        }
+        out.turn.push(row.turn);
+        let fields = [
+            row.message_id,
+            row.call_id,
+            row.tool,
+            row.finish,
+            row.text,
+            row.result,
+            row.cache_key,
+            row.interrupt_id,
+            row.reason,
+            row.subagent_id,
+            row.child_chat_id,
+            row.checkpoint_id,
+            row.export_id,
+            row.card_id,
+            row.message,
+        ];
+        for (col, v) in out.strings.iter_mut().zip(fields) {
+            push_s(col, p, v);
+        }
+        out.is_error.push(row.is_error.map(i64::from));
+        out.usage.push(row.usage_obj);
+        out.input_tokens.push(row.input_tokens);
+        out.output_tokens.push(row.output_tokens);
+    })?;
+    if !sure || out.strings.iter().any(|c| c.overflows()) {
+        return Ok(None);
+    }
+    Ok(Some(out))
+}
+
 /// Whitespace helper for tests and the fuzz target: true when `b` holds only JSON whitespace.
 pub fn only_ws(b: &[u8]) -> bool {
     b.iter().all(|&c| is_ws(c))
@@ -653,6 +753,7 @@ pub fn only_ws(b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spans_of;
 
     fn strs(c: &StrCol) -> Vec<Option<String>> {
         let offs: Vec<i64> = match &c.offsets {
@@ -733,6 +834,43 @@ mod tests {
         assert_eq!(out.py_hash_rows, vec![0]);
         assert_eq!(strs(&out.args)[0].as_deref(), Some(r#""{\"b\": 1}""#));
         assert_eq!(strs(&out.args_hash)[0], None);
+    }
+
+    #[test]
+    fn typed_payload_fields() {
+        let (o, d) = spans_of(&[
+            r#"{"turn":3,"message_id":"m\u00e9","usage":{"input_tokens":5},"is_error":false}"#,
+            r#"{"tool":"grep","args":{"x":[1,2]},"usage":null}"#,
+            "{}",
+        ]);
+        let t = typed_payloads(&o, &d).unwrap().unwrap();
+        assert_eq!(t.turn.values[0], 3);
+        assert_eq!(strs(&t.strings[0]), vec![Some("mé".into()), None, None]);
+        assert_eq!(strs(&t.strings[2]), vec![None, Some("grep".into()), None]);
+        assert_eq!(t.usage, vec![true, false, false]);
+        assert_eq!(t.input_tokens.values[0], 5);
+        assert_eq!(t.is_error.values[0], 0);
+    }
+
+    #[test]
+    fn typed_payloads_refuse_what_they_are_not_sure_of() {
+        for bad in [
+            r#"{"turn":"3"}"#,
+            r#"{"turn":1.5}"#,
+            r#"{"tool":"a","tool":"b"}"#,
+            r#"{"tool":"a"} "#,
+            r#"[1]"#,
+            r#"{"t\u006fol":"a"}"#,
+            r#"{"x":NaN}"#,
+            r#"{"usage":{"input_tokens":"5"}}"#,
+        ] {
+            let (o, d) = spans_of(&["{}", bad]);
+            assert!(typed_payloads(&o, &d).unwrap().is_none(), "{bad}");
+        }
+        let (o, mut d) = spans_of(&[r#"{"tool":"ab"}"#]);
+        d[10] = 0xff;
+        assert!(typed_payloads(&o, &d).unwrap().is_none());
+        assert!(typed_payloads(&[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], b"").is_err());
     }
 
     #[test]

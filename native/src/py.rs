@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use crate::cols::{Bits, BoolCol, I64Col, Offsets, StrCol};
-use crate::{hash, pleach};
+use crate::{chain, hash, pleach};
 
 static PANICS: AtomicU64 = AtomicU64::new(0);
 
@@ -304,7 +304,7 @@ fn tool_args_many<'py>(
         let mut args = StrCol::new(false, n, n * 32);
         let mut hashes = StrCol::new(false, n, n * 32);
         let mut py_rows: Vec<i64> = Vec::new();
-        let rows = hash::map_spans(offs, data, pleach::tool_args)?;
+        let rows = hash::par_map_spans(offs, data, pleach::tool_args)?;
         for (i, got) in rows.into_iter().enumerate() {
             match got {
                 Ok(Some((text, Some(h)))) => {
@@ -351,6 +351,243 @@ fn text_hashes<'py>(
     buf(py, Storage::U64(v))
 }
 
+/// The typed payload fields of many payload objects (`offsets`: n + 1 int64 offsets into
+/// `data`), as Arrow's typed parse of the pleach loader reads them: None when the reference
+/// must parse the column, else a list of `(name, column)` (see `str_col`; `is_error` is an
+/// int64 column of 0/1, `usage` a bool column saying where `usage` was an object).
+#[pyfunction]
+fn typed_payloads<'py>(
+    py: Python<'py>,
+    offsets: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    let got = over_spans(py, offsets, data, "typed_payloads", pleach::typed_payloads)?;
+    let Some(t) = got else {
+        return Ok(None);
+    };
+    let cols = PyList::empty(py);
+    cols.append(("turn", i64_col(py, t.turn)?))?;
+    for (name, c) in pleach::TYPED_STRINGS.iter().zip(t.strings) {
+        cols.append((*name, str_col(py, c)?))?;
+    }
+    cols.append(("is_error", i64_col(py, t.is_error)?))?;
+    let mut usage = BoolCol::default();
+    for v in t.usage {
+        usage.push(v);
+    }
+    cols.append(("usage", bool_col(py, usage)?))?;
+    cols.append(("input_tokens", i64_col(py, t.input_tokens)?))?;
+    cols.append(("output_tokens", i64_col(py, t.output_tokens)?))?;
+    Ok(Some(cols))
+}
+
+/// A piece of `chain_digests`' content spec with its buffers as raw (address, length) pairs,
+/// held by the caller's `PyBuffer`s while the GIL is released.
+enum RawPiece {
+    Lit(usize, usize),
+    Str([(usize, usize); 3]),
+    Dict([(usize, usize); 4]),
+    Int([(usize, usize); 2]),
+    Bool([(usize, usize); 2]),
+    Member([(usize, usize); 4]),
+}
+
+/// The buffers of a content spec, kept alive (and unmoved) for the call.
+struct Held(Vec<PyBuffer<u8>>);
+
+impl Held {
+    /// `(address, length)` of a contiguous bytes-like object (None: `(0, 0)`, an absent
+    /// validity).
+    fn take(&mut self, obj: &Bound<'_, PyAny>) -> PyResult<(usize, usize)> {
+        if obj.is_none() {
+            return Ok((0, 0));
+        }
+        let b = PyBuffer::<u8>::get(obj)?;
+        if !b.is_c_contiguous() {
+            return Err(PyValueError::new_err("buffers must be contiguous"));
+        }
+        let r = (b.buf_ptr() as usize, b.len_bytes());
+        self.0.push(b);
+        Ok(r)
+    }
+}
+
+fn raw_pieces(held: &mut Held, spec: &Bound<'_, PyList>) -> PyResult<Vec<RawPiece>> {
+    let mut out = Vec::new();
+    for item in spec.iter() {
+        let t = item.cast::<PyTuple>()?;
+        let kind: String = t.get_item(0)?.extract()?;
+        let mut at = |k: usize| -> PyResult<(usize, usize)> { held.take(&t.get_item(k)?) };
+        out.push(match kind.as_str() {
+            "lit" => {
+                let (p, l) = at(1)?;
+                RawPiece::Lit(p, l)
+            }
+            "str" => RawPiece::Str([at(1)?, at(2)?, at(3)?]),
+            "dict" => RawPiece::Dict([at(1)?, at(2)?, at(3)?, at(4)?]),
+            "int" => RawPiece::Int([at(1)?, at(2)?]),
+            "bool" => RawPiece::Bool([at(1)?, at(2)?]),
+            "member" => RawPiece::Member([at(1)?, at(2)?, at(3)?, at(4)?]),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "unknown piece kind {other:?}"
+                )));
+            }
+        });
+    }
+    Ok(out)
+}
+
+/// SAFETY (callers): `(p, l)` comes from a `PyBuffer` held for the whole call, or is (0, 0).
+unsafe fn sl<'a>(r: (usize, usize)) -> &'a [u8] {
+    if r.1 == 0 {
+        &[]
+    } else {
+        unsafe { std::slice::from_raw_parts(r.0 as *const u8, r.1) }
+    }
+}
+
+/// SAFETY: as [`sl`]; a validity of length 0 is absent (every row valid).
+unsafe fn valid<'a>(r: (usize, usize)) -> Option<&'a [u8]> {
+    if r.0 == 0 {
+        None
+    } else {
+        Some(unsafe { sl(r) })
+    }
+}
+
+fn cook(raw: &[RawPiece]) -> Vec<chain::Piece<'_>> {
+    // SAFETY: every pair was taken from a buffer held by the caller (see `chain_digests`)
+    raw.iter()
+        .map(|r| unsafe {
+            match *r {
+                RawPiece::Lit(p, l) => chain::Piece::Lit(sl((p, l))),
+                RawPiece::Str([o, d, v]) => chain::Piece::Str {
+                    spans: chain::Spans {
+                        offs: sl(o),
+                        data: sl(d),
+                    },
+                    valid: valid(v),
+                },
+                RawPiece::Dict([i, v, o, d]) => {
+                    let spans = chain::Spans {
+                        offs: sl(o),
+                        data: sl(d),
+                    };
+                    let values = (0..spans.len())
+                        .map(|k| {
+                            let mut e = Vec::new();
+                            chain::push_json_str(&mut e, spans.get(k));
+                            e
+                        })
+                        .collect();
+                    chain::Piece::Dict {
+                        idx: sl(i),
+                        valid: valid(v),
+                        values,
+                    }
+                }
+                RawPiece::Int([x, v]) => chain::Piece::Int {
+                    vals: sl(x),
+                    valid: valid(v),
+                },
+                RawPiece::Bool([x, v]) => chain::Piece::Bool {
+                    vals: sl(x),
+                    valid: valid(v),
+                },
+                RawPiece::Member([p, o, d, v]) => chain::Piece::Member {
+                    prefix: sl(p),
+                    spans: chain::Spans {
+                        offs: sl(o),
+                        data: sl(d),
+                    },
+                    valid: valid(v),
+                },
+            }
+        })
+        .collect()
+}
+
+/// The hex sha256 of `prev || content` of each of `n` rows (64 bytes per row), the content
+/// described by three lists of pieces (`head`, `derived` where the `sealed` mask is set or
+/// everywhere when it is None, `tail`; see `chain.rs` and `integrity._chain_pieces`) and
+/// `prev` one of `("stored", offsets, data, valid)` (verification, on `threads` threads) or
+/// `("chained", starts, genesis)` (stamping).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn chain_digests<'py>(
+    py: Python<'py>,
+    head: &Bound<'py, PyList>,
+    derived: &Bound<'py, PyList>,
+    sealed: &Bound<'py, PyAny>,
+    tail: &Bound<'py, PyList>,
+    prev: &Bound<'py, PyTuple>,
+    n: usize,
+    threads: usize,
+) -> PyResult<Py<NativeBuf>> {
+    let mut held = Held(Vec::new());
+    let (h, d, t) = (
+        raw_pieces(&mut held, head)?,
+        raw_pieces(&mut held, derived)?,
+        raw_pieces(&mut held, tail)?,
+    );
+    let sealed = held.take(sealed)?;
+    let kind: String = prev.get_item(0)?.extract()?;
+    let stored = kind == "stored";
+    let p = match kind.as_str() {
+        "stored" => [
+            held.take(&prev.get_item(1)?)?,
+            held.take(&prev.get_item(2)?)?,
+            held.take(&prev.get_item(3)?)?,
+        ],
+        "chained" => [
+            held.take(&prev.get_item(1)?)?,
+            held.take(&prev.get_item(2)?)?,
+            (0, 0),
+        ],
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown prev kind {other:?}"
+            )))
+        }
+    };
+    let got = guarded(py, move || {
+        let content = chain::Content {
+            head: cook(&h),
+            derived: cook(&d),
+            // SAFETY: held by `held` until after this call
+            sealed: unsafe { valid(sealed) },
+            tail: cook(&t),
+        };
+        // SAFETY: as above
+        let prev = unsafe {
+            if stored {
+                chain::Prev::Stored {
+                    spans: chain::Spans {
+                        offs: sl(p[0]),
+                        data: sl(p[1]),
+                    },
+                    valid: valid(p[2]),
+                }
+            } else {
+                chain::Prev::Chained {
+                    starts: sl(p[0]),
+                    genesis: sl(p[1]),
+                }
+            }
+        };
+        chain::digests(&content, &prev, n, threads)
+    });
+    drop(held);
+    match got {
+        Some(Ok(v)) => buf(py, Storage::U8(v)),
+        Some(Err(msg)) => Err(PyValueError::new_err(msg)),
+        None => Err(PyRuntimeError::new_err(
+            "replaykit native core: internal error (panic) in chain_digests",
+        )),
+    }
+}
+
 /// The CPU features the core uses when present.
 #[pyfunction]
 fn cpu_features() -> Vec<&'static str> {
@@ -393,6 +630,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sha256_many, m)?)?;
     m.add_function(wrap_pyfunction!(tool_args_many, m)?)?;
     m.add_function(wrap_pyfunction!(text_hashes, m)?)?;
+    m.add_function(wrap_pyfunction!(typed_payloads, m)?)?;
+    m.add_function(wrap_pyfunction!(chain_digests, m)?)?;
     m.add_function(wrap_pyfunction!(cpu_features, m)?)?;
     m.add_function(wrap_pyfunction!(panics, m)?)?;
     Ok(())

@@ -27,7 +27,7 @@ from ...schema import DERIVED_COLUMNS as SCHEMA_DERIVED_COLUMNS
 from ...schema import EVENTS_SCHEMA
 from ._fastpath import _parse_payloads
 from ._rows import _typed_from_objects
-from ._shapes import _STR, EVENT_KINDS, _Part
+from ._shapes import _STR, _TYPED, EVENT_KINDS, _Part
 
 _TEXT_FIELDS = ("text", "result", "message", "reason")
 
@@ -231,8 +231,14 @@ def _typed_payloads(payload: pa.Array, *, threads: bool = True) -> pa.Table:
     otherwise the texts are decoded one by one (:func:`_typed_from_objects`: a field of
     another JSON type is null, as Arrow's typed parse would have refused it). A text that
     is not a JSON object (possible only in a tampered table) reads as ``{}``.
-    ``threads=False`` keeps Arrow's parse on the calling thread (the same table).
+    ``threads=False`` keeps Arrow's parse on the calling thread (the same table). The
+    native core reads the column in one pass when it is sure of every value
+    (:func:`_native_typed`); the rest is this reference reading.
     """
+    if _native.enabled():
+        typed = _native_typed(payload)
+        if typed is not None:
+            return typed
     if _all_open_objects(payload) or pc.all(pc.fill_null(
             pc.starts_with(pc.utf8_ltrim_whitespace(payload), "{"), False)).as_py() is not False:
         if pc.any(pc.match_substring(payload, "\n")).as_py():
@@ -248,6 +254,29 @@ def _typed_payloads(payload: pa.Array, *, threads: bool = True) -> pa.Table:
             obj = None
         objs.append(obj if isinstance(obj, dict) else {})
     return _typed_from_objects(objs)
+
+
+def _native_typed(payload: pa.Array) -> pa.Table | None:
+    """The native core's reading of the typed payload fields (``replaykit._core``
+    ``typed_payloads``), or None when it is not sure of some value (then the reference
+    parses the column). The same table as Arrow's typed parse: a field of another JSON type,
+    a key with escapes, a duplicate field or anything but one strict JSON object per value
+    makes it None."""
+    if payload.null_count:
+        return None
+    binary = payload.cast(pa.large_binary())
+    got = _native.core().typed_payloads(*_native.spans(binary))
+    if got is None:
+        return None
+    cols = {name: _native.to_arrow(col) for name, col in got}
+    usage = pa.StructArray.from_arrays(
+        [cols.pop("input_tokens"), cols.pop("output_tokens")],
+        fields=list(_TYPED.field("usage").type),
+        mask=pc.invert(cols.pop("usage")),
+    )
+    cols["is_error"] = pc.cast(cols["is_error"], pa.bool_())
+    cols["usage"] = usage
+    return pa.Table.from_arrays([cols[f.name] for f in _TYPED], schema=_TYPED)
 
 
 def _all_open_objects(payload: pa.Array) -> bool:
