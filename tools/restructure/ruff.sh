@@ -1,0 +1,2 @@
+#!/bin/sh
+exec /work/main/.venv/bin/ruff check --fix --quiet --select I001,F401 "$@"
