@@ -17,7 +17,7 @@ from typing import Any
 
 from .._json import canonical_json
 from ..errors import LoadError
-from ._common import Quarantine, compressed, unreadable
+from ._common import UNEXPECTED, Quarantine, compressed, unexpected_input, unreadable
 from ._records import bad, decode_json, head_text, json_lines
 
 __all__ = ["DuplicateRecordWarning", "Item", "Record", "dedupe", "first_of", "raw_of", "records",
@@ -325,3 +325,27 @@ def dedupe(groups: dict[str, list[Item]], key_of: Callable[[dict[str, Any]], Any
         warnings.warn(f"{n} {fmt} record(s) appear in {where} with identical content; each is "
                       "loaded once", DuplicateRecordWarning, stacklevel=3)
     return out
+
+
+def trace_runs(traces: dict[str, list[Item]], trace_rows: Callable[..., list[dict[str, Any]]],
+               meta: Mapping[str, Any], fmt: str, quarantine: Quarantine, *,
+               number: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The event rows and the runs table rows of every trace (``trace_rows(tid, group,
+    quarantine)`` per trace; a trace it fails on is one quarantine row naming its files);
+    ``number``: give each trace's rows ``seq`` 0, 1, 2, ... in order."""
+    rows: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
+    for tid, group in traces.items():
+        try:
+            trows = trace_rows(tid, group, quarantine)
+        except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
+            quarantine.bad(unexpected_input(exc, sorted({str(it[4]) for it in group})))
+            continue
+        if number:
+            for seq, r in enumerate(trows):
+                r["seq"] = seq
+        if trows:
+            rows.extend(trows)
+            runs.append({"run_id": tid, "format": fmt, "source": trows[0]["source"],
+                         "created_at": trows[0]["ts"], "attrs": meta[tid]})
+    return rows, runs

@@ -40,7 +40,7 @@ from ._common import (
     require_tenant,
     unexpected_input,
 )
-from ._platform import Item, dedupe, first_of, raw_of, records, sniff_records
+from ._platform import Item, dedupe, first_of, raw_of, records, sniff_records, trace_runs
 from ._records import (
     Row,
     bad,
@@ -492,18 +492,9 @@ def read_langfuse(
                 quarantine.bad(unexpected_input(exc, [str(p)]))
             bar.update(1)
     traces = dedupe(traces, _record_key, FORMAT, quarantine, "record")
-    for tid, group in traces.items():
-        try:
-            trows = _trace_rows(tid, group, quarantine)
-        except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
-            quarantine.bad(unexpected_input(exc, sorted({str(it[4]) for it in group})))
-            continue
-        for seq, r in enumerate(trows):
-            r["seq"] = seq
-        if trows:
-            rows.extend(trows)
-            runs.append({"run_id": tid, "format": FORMAT, "source": trows[0]["source"],
-                         "created_at": trows[0]["ts"], "attrs": meta[tid]})
+    more, more_runs = trace_runs(traces, _trace_rows, meta, FORMAT, quarantine)
+    rows.extend(more)
+    runs.extend(more_runs)
     return rows_to_log(rows, runs, tenant, quarantine)
 
 

@@ -39,7 +39,7 @@ from ._common import (
     require_tenant,
     unexpected_input,
 )
-from ._platform import Item, canonical, dedupe, first_of, raw_of, records, sniff_records
+from ._platform import Item, canonical, dedupe, first_of, raw_of, records, sniff_records, trace_runs
 from ._records import (
     Row,
     bad,
@@ -315,16 +315,9 @@ def read_langsmith(
                 quarantine.bad(unexpected_input(exc, [str(p)]))
             bar.update(1)
     traces = dedupe(traces, _run_key, FORMAT, quarantine, "run", merge=_merge_parts)
-    for tid, group in traces.items():
-        try:
-            trows = _trace_rows(tid, group, quarantine)
-        except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
-            quarantine.bad(unexpected_input(exc, sorted({str(it[4]) for it in group})))
-            continue
-        if trows:
-            rows.extend(trows)
-            runs.append({"run_id": tid, "format": FORMAT, "source": trows[0]["source"],
-                         "created_at": trows[0]["ts"], "attrs": meta[tid]})
+    more, more_runs = trace_runs(traces, _trace_rows, meta, FORMAT, quarantine, number=False)
+    rows.extend(more)
+    runs.extend(more_runs)
     return rows_to_log(rows, runs, tenant, quarantine)
 
 
