@@ -568,6 +568,7 @@ TESTS_TOP: list[str] = [
     "test_lint.py", "test_native.py", "test_notebook_cells.py", "test_notebook_lab.py",
     "test_otel_evaluations.py", "test_otel_roundtrip.py", "test_plots.py", "test_schema.py",
     "test_setup.py", "test_tenancy.py", "test_widgets.py", "test_deprecated_paths.py",
+    "test_check_profile.py", "test_lab_live.py",
 ]
 #: how a moved test file's own location is re-based (one folder deeper); any other use of
 #: __file__ in a moved file fails the run.
