@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from replaykit.cli import main
+from replaykit.cli.app import main
 
 
 def test_summary_prints_one_row_per_run(data_dir, capsys):

@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import replaykit as rk
-from replaykit.cli import EXIT_PAUSED, main
+from replaykit.cli._output import EXIT_PAUSED
+from replaykit.cli.app import main
 
 EXE = str(Path(sys.executable).with_name("replaykit"))
 RUN = "run-claims-C-104"

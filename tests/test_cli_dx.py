@@ -16,7 +16,10 @@ from pathlib import Path
 import pytest
 
 import replaykit as rk
-from replaykit import _cli_files, cli
+from replaykit.cli import _output as cli
+from replaykit.cli import app as cli_app
+from replaykit.cli import files as _cli_files
+from replaykit.cli import files as cli_files
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
@@ -55,7 +58,7 @@ def test_version_and_help_import_nothing_heavy():
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
     assert proc.stdout.strip() == "[]"
     out = run("--version")
-    assert out.returncode == 0 and out.stdout.strip() == cli.version_text()
+    assert out.returncode == 0 and out.stdout.strip() == cli_app.version_text()
     assert out.stdout.startswith(f"replaykit {rk.__version__}")
     # the native core's version and the CPU features it uses (issue 27)
     from replaykit import _native
@@ -69,11 +72,11 @@ def test_version_and_help_import_nothing_heavy():
 def test_help_lists_exit_codes_and_every_policy_is_explained():
     from replaykit.branch.vocab import MODEL_POLICIES, TOOL_POLICIES
 
-    assert set(cli.MODEL_POLICY_HELP) == set(MODEL_POLICIES)
-    assert set(cli.TOOL_POLICY_HELP) == set(TOOL_POLICIES)
+    assert set(cli_files.MODEL_POLICY_HELP) == set(MODEL_POLICIES)
+    assert set(cli_files.TOOL_POLICY_HELP) == set(TOOL_POLICIES)
     assert "130" in run("--help").stdout
     text = " ".join(run("replay", "--help").stdout.split())  # argparse wraps lines
-    for name, what in [*cli.MODEL_POLICY_HELP.items(), *cli.TOOL_POLICY_HELP.items()]:
+    for name, what in [*cli_files.MODEL_POLICY_HELP.items(), *cli_files.TOOL_POLICY_HELP.items()]:
         assert f"{name}: {' '.join(what.split())}" in text
     text = " ".join(run("report", "rca", "--help").stdout.split())
     assert all(name + ":" in text for name in (*MODEL_POLICIES, *TOOL_POLICIES))

@@ -15,8 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import replaykit as rk
-from replaykit import cli
-from replaykit.cli import main
+from replaykit.cli import _output as cli
+from replaykit.cli import app as cli_app
+from replaykit.cli import messages as cli_messages
+from replaykit.cli.app import main
 
 EXE = str(Path(sys.executable).with_name("replaykit"))
 
@@ -37,7 +39,7 @@ def test_version_is_the_package_version():
 def test_top_level_help_lists_every_command():
     proc = run("--help")
     assert proc.returncode == 0
-    sub = next(a for a in cli._parser()._actions if isinstance(a, argparse._SubParsersAction))
+    sub = next(a for a in cli_app._parser()._actions if isinstance(a, argparse._SubParsersAction))
     commands = set(sub.choices)
     assert commands == {"summary", "generate", "branch", "replay", "diff", "verify-chain",
                         "report"}
@@ -46,18 +48,18 @@ def test_top_level_help_lists_every_command():
 
 
 def _all_parsers() -> list[argparse.ArgumentParser]:
-    out, todo = [], [cli._parser()]
+    out, todo = [], [cli_app._parser()]
     while todo:
         p = todo.pop()
         out.append(p)
         for a in p._actions:
             if isinstance(a, argparse._SubParsersAction):
                 todo.extend(v for v in a.choices.values() if v.add_help)
-    from replaykit.report.cli import _parser as report_parser
+    from replaykit.cli.report import _parser as report_parser
 
     report = report_parser()
     sub = next(a for a in report._actions if isinstance(a, argparse._SubParsersAction))
-    return (out + [cli._replay_view_parser(v) for v in cli._RESULT_VIEWS]
+    return (out + [cli_app._replay_view_parser(v) for v in cli._RESULT_VIEWS]
             + [report, *sub.choices.values()])
 
 
@@ -85,7 +87,7 @@ def test_verify_chain_help_has_help_on_every_option():
 def test_format_accepts_every_format_the_library_reads(data_dir, tmp_path, capsys):
     from replaykit.io import FORMATS
 
-    sub = next(a for a in cli._parser()._actions if isinstance(a, argparse._SubParsersAction))
+    sub = next(a for a in cli_app._parser()._actions if isinstance(a, argparse._SubParsersAction))
     choices = next(a for a in sub.choices["summary"]._actions if a.dest == "format").choices
     assert set(choices) == {"auto", "parquet", *FORMATS}
     # a Parquet dataset written by to_parquet, by sniffing and by name
@@ -231,11 +233,12 @@ def test_cli_error_text_rewrites_python_spellings():
     from replaykit.errors import LoadError
 
     e = LoadError(source="x.jsonl", line=3, reason="bad_json", detail="is not JSON")
-    assert "pass --errors quarantine" in cli.cli_error_text(e)
-    assert cli.cli_error_text(KeyError("tenant 'a' has no run 'r'")) == \
+    assert "pass --errors quarantine" in cli_messages.cli_error_text(e)
+    assert cli_messages.cli_error_text(KeyError("tenant 'a' has no run 'r'")) == \
         "tenant 'a' has no run 'r'"
     m = LoadError(source="s.jsonl", line=None, reason="missing_tenant", detail="d")
-    assert cli.cli_error_text(m).startswith("s.jsonl:") and "--owner ID" in cli.cli_error_text(m)
+    assert cli_messages.cli_error_text(m).startswith("s.jsonl:") and \
+        "--owner ID" in cli_messages.cli_error_text(m)
 
 
 # ------------------------------------------------------------------------------ generate
@@ -271,9 +274,9 @@ def test_rca_and_the_cli_agree_on_what_is_required(data_dir, tmp_path):
     import inspect
     import re
 
+    from replaykit.cli.report import _parser as report_parser
+    from replaykit.cli.report import report_command
     from replaykit.report import rca
-    from replaykit.report.cli import _parser as report_parser
-    from replaykit.report.cli import report_command
 
     params = inspect.signature(rca).parameters
     lib_required = {n for n, p in params.items() if p.default is p.empty and n != "result"}

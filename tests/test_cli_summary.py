@@ -17,8 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit import cli
-from replaykit.eventlog import RUNS_SCHEMA
+from replaykit.cli import _inputs as cli_inputs
+from replaykit.cli import _output as cli
+from replaykit.cli import app as cli_app
+from replaykit.cli import files as cli_files
+from replaykit.eventlog.log import RUNS_SCHEMA
 from replaykit.schema import events_table
 
 UTC_US = pa.timestamp("us", tz="UTC")
@@ -68,7 +71,7 @@ def _check(log: Any) -> None:
 def test_sample_logs_print_as_through_pandas(data_dir):
     _check(rk.read_pleach(data_dir / "pleach", progress=False))
     _check(rk.read_pleach(data_dir / "pleach", tenant_id="acme", progress=False))
-    _check(cli._read([data_dir / "toh", data_dir / "isplay"], "auto", "demo"))
+    _check(cli_inputs._read([data_dir / "toh", data_dir / "isplay"], "auto", "demo"))
     mixed = rk.concat([rk.read_pleach(data_dir / "pleach", progress=False),
                        rk.read_toh(data_dir / "toh", tenant_id="acme", progress=False)])
     _check(mixed)
@@ -161,7 +164,7 @@ def test_text_table_is_pandas_to_string(columns, name):
     text = cli._text_table(table)
     # control characters are escaped (terminal_safe) on both paths; what is still not
     # printable after that (e.g. U+2028) goes through pandas
-    if any(s is not None and not cli.terminal_safe(s).isprintable() for s in strings):
+    if any(s is not None and not cli_files.terminal_safe(s).isprintable() for s in strings):
         assert text is None
         return
     with pd.option_context("display.max_rows", None, "display.max_columns", 60,
@@ -186,7 +189,7 @@ def test_the_command_line_process_prints_all_and_keeps_exit_codes(data_dir, caps
     import subprocess
     import sys
 
-    from replaykit.cli import main
+    from replaykit.cli.app import main
 
     for argv, code in ((["summary", str(data_dir / "pleach"), "--limit", "0"], 0),
                        (["summary", str(data_dir / "pleach"), "--json"], 0),
@@ -223,9 +226,9 @@ def test_main_without_argv_returns_in_process(data_dir, capsys, monkeypatch):
     monkeypatch.setattr(os, "_exit", no_exit)
     monkeypatch.setattr(sys, "argv", ["replaykit", "summary", str(data_dir / "pleach"),
                                       "--limit", "0", "--no-progress"])
-    assert cli.main() == 0
+    assert cli_app.main() == 0
     out = capsys.readouterr().out
     assert out.strip()
     with pytest.raises(AssertionError, match=r"os\._exit\(0\)"):
-        cli.console_main()
+        cli_app.console_main()
     assert capsys.readouterr().out == out

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from replaykit.toh_scripts import (
+from replaykit.toh.scripts import (
     UnfinishedCallError,
     load_override,
     model_scripts,

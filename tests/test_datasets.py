@@ -10,7 +10,7 @@ import pytest
 
 from replaykit import datasets, verify_chain
 from replaykit.datasets import generate_pleach, generate_toh
-from replaykit.integrity import GENESIS
+from replaykit.integrity.chain import GENESIS
 from replaykit.io.pleach import EVENT_KINDS, read_pleach
 
 

@@ -7,7 +7,7 @@ import pyarrow.compute as pc
 import pytest
 
 import replaykit as rk
-from replaykit.eventlog import RUNS_SCHEMA
+from replaykit.eventlog.log import RUNS_SCHEMA
 from replaykit.schema import events_table
 
 

@@ -134,7 +134,7 @@ def test_runs_df_header_attributes_are_snake_case(toh):
 
 
 def test_snake_case_never_shadows_a_computed_column():
-    from replaykit.eventlog import _expand_attrs, _snake
+    from replaykit.eventlog.log import _expand_attrs, _snake
 
     assert [_snake(k) for k in ("delegationDepth", "seedLength", "parentSession", "cwd",
                                 "already_snake", "HTTPCode")] == \
@@ -146,7 +146,7 @@ def test_snake_case_never_shadows_a_computed_column():
 
 def test_integer_header_attributes_stay_integers_where_some_runs_lack_them(toh):
     """Issue 31 item 10: a count present in some headers only was float64 (13.0, NaN)."""
-    from replaykit.eventlog import _expand_attrs
+    from replaykit.eventlog.log import _expand_attrs
 
     runs = toh.runs_df()
     for col in ("seed_length", "delegation_depth", "version"):

@@ -216,7 +216,7 @@ def test_run_boundaries_from_dictionary_codes_need_distinct_values(dictionary: l
 def test_steps_df_equals_one_arrow_table_converted(threads: bool) -> None:
     """steps_df converts column by column (in the fields' tasks): the same frame, dtypes
     included, as one canonical Arrow table of the same columns through to_pandas."""
-    from replaykit.eventlog import to_pandas
+    from replaykit.eventlog.log import to_pandas
 
     log = synthetic_log(6_000, 20, seed=11)
     proj = [rk.agent(), rk.harness()]

@@ -16,19 +16,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from replaykit import EventLog
-from replaykit._cli_verify import verify_chain_command
-from replaykit.integrity import (
-    CONTENT_COLUMNS,
-    GENESIS,
-    canonical_json,
-    chain_heads,
-    chain_manifest,
-    chain_proof,
-    row_content,
-    stamp_chain,
-    verify_chain,
-    verify_proof,
-)
+from replaykit.cli.verify import verify_chain_command
+from replaykit.integrity.chain import GENESIS, chain_heads, stamp_chain
+from replaykit.integrity.content import CONTENT_COLUMNS, canonical_json, row_content
+from replaykit.integrity.manifest import chain_manifest
+from replaykit.integrity.proofs import chain_proof, verify_proof
+from replaykit.integrity.verify import verify_chain
 from replaykit.schema import events_table
 
 N_ROWS = 10_000
@@ -426,26 +419,28 @@ def test_verify_chain_command_exit_codes(tmp_path, capsys):
 
 def test_integrity_reads_no_inputs_itself():
     # reading the logs to check (files, Parquet datasets, databases) and the chain manifest is
-    # the command line's part (replaykit._cli_verify), through the same loaders as everything
+    # the command line's part (replaykit.cli.verify), through the same loaders as everything
     # else; integrity itself only re-derives pleach columns with the loader's own code and
     # turns a log's quarantined SQL rows into problems
-    from _imports import ROOT, imports_of
+    from _imports import ROOT, imports_of, replaykit_files
 
-    got = {(m, n) for m, n in imports_of(ROOT / "replaykit" / "integrity.py")
+    got = {(m, n) for f in replaykit_files("integrity") for m, n in imports_of(f)
            if m.startswith(("replaykit.io", "replaykit.sql", "replaykit.cli", "replaykit._cli"))
            or n.startswith("read_") or n == "cli"}
-    assert all(m == "replaykit.sql" or m.startswith("replaykit.io.pleach") for m, _ in got), got
+    assert all(m.startswith(("replaykit.sql", "replaykit.io.pleach")) for m, _ in got), got
     assert not [n for _, n in got if n.startswith("read_")], got
-    assert {n for m, n in got if m == "replaykit.sql"} == {"malformed_problems"}
-    cli_side = {m for m, _ in imports_of(ROOT / "replaykit" / "_cli_verify.py")}
-    assert {"replaykit.io", "replaykit.eventlog", "replaykit.integrity"} <= cli_side
-    assert "replaykit.cli" not in cli_side  # the entry point dispatches to it, not back
+    assert {n for m, n in got if m.startswith("replaykit.sql")} == {"malformed_problems"}
+    cli_side = {m for m, _ in imports_of(ROOT / "replaykit" / "cli" / "verify.py")}
+    top = {".".join(m.split(".")[:2]) for m in cli_side}
+    assert {"replaykit.io", "replaykit.eventlog", "replaykit.integrity"} <= top
+    # the entry point dispatches to it, not back
+    assert not cli_side & {"replaykit.cli", "replaykit.cli.app"}
 
 
 def test_verify_chain_command_moved_to_the_command_line_layer():
     import replaykit.integrity as integrity
     from replaykit import cli
 
-    with pytest.raises(AttributeError, match=r"moved to replaykit\._cli_verify"):
+    with pytest.raises(AttributeError, match=r"moved to replaykit\.cli\.verify"):
         integrity.verify_chain_command  # noqa: B018
     assert cli.main(["verify-chain", "--bogus"]) == 2

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 import replaykit as rk
 from replaykit.datasets import generate_pleach
-from replaykit.integrity import _text_mismatch, verify_chain
+from replaykit.integrity.derived import _text_mismatch
+from replaykit.integrity.verify import verify_chain
 from replaykit.io.pleach import derive_columns
 
 
@@ -185,7 +186,7 @@ def test_ref_and_event_ids_come_from_the_field_their_type_names(rows):
 def test_the_split_check_gives_the_one_pass_problems_in_order(edits):
     # verify_chain runs the check in two parts (the arguments-free part on the parse
     # thread, args_hash and text after the arguments): the same rows, in the same order
-    from replaykit.integrity import _compare_derived, _derived_rest, _derived_side
+    from replaykit.integrity.derived import _compare_derived, _derived_rest, _derived_side
     from replaykit.io.pleach._derive import _derived, table_tool_args
 
     t = _tampered(edits)
@@ -199,7 +200,7 @@ def test_short_switches_restores_the_interval_after_the_last_user():
     import sys
     import threading
 
-    from replaykit.integrity import _SWITCH_INTERVAL_S, _short_switches
+    from replaykit.integrity.verify import _SWITCH_INTERVAL_S, _short_switches
 
     before = sys.getswitchinterval()
     inside: list[float] = []

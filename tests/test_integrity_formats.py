@@ -23,18 +23,12 @@ from hypothesis import strategies as st
 
 import replaykit as rk
 from replaykit import EventLog
-from replaykit._cli_verify import verify_chain_command
+from replaykit.cli.verify import verify_chain_command
 from replaykit.datasets import generate_pleach
-from replaykit.integrity import (
-    SEALED_MEMBERS,
-    _content_column,
-    chain_proof,
-    row_content,
-    source_format,
-    stamp_chain,
-    verify_chain,
-    verify_proof,
-)
+from replaykit.integrity.chain import stamp_chain
+from replaykit.integrity.content import SEALED_MEMBERS, _content_column, row_content, source_format
+from replaykit.integrity.proofs import chain_proof, verify_proof
+from replaykit.integrity.verify import verify_chain
 from replaykit.schema import DERIVED_COLUMNS, EVENTS_SCHEMA, events_table
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -250,7 +244,7 @@ def test_column_wise_content_is_the_reference_form(rows):
 
 
 def test_content_bytes_built_in_blocks_ahead_are_the_same_bytes():
-    from replaykit.integrity import _blocks_ahead
+    from replaykit.integrity.chain import _blocks_ahead
 
     t = sealed_log("toh").table
     one = _content_column(t, strict=False)

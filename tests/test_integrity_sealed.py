@@ -14,17 +14,12 @@ import pytest
 from _chainlogs import make_log
 
 from replaykit import EventLog
-from replaykit._cli_verify import verify_chain_command
+from replaykit.cli.verify import verify_chain_command
 from replaykit.errors import ReplayKitError
-from replaykit.integrity import (
-    ChainManifest,
-    ManifestError,
-    chain_heads,
-    chain_manifest,
-    row_content,
-    stamp_chain,
-    verify_chain,
-)
+from replaykit.integrity.chain import chain_heads, stamp_chain
+from replaykit.integrity.content import row_content
+from replaykit.integrity.manifest import ChainManifest, ManifestError, chain_manifest
+from replaykit.integrity.verify import verify_chain
 from replaykit.schema import events_table
 
 
@@ -260,7 +255,7 @@ def test_null_payload_does_not_hash_like_the_text_null():
     p = verify_chain(nulled, derived=False)
     assert _kinds(p) == {"hash_mismatch": 1} and p.iloc[0]["seq"] == s.column("seq")[0].as_py()
     # column-wise bytes agree with the row reference for a NULL payload too
-    from replaykit.integrity import _content_column
+    from replaykit.integrity.content import _content_column
 
     col = _content_column(nulled, strict=False).to_pylist()
     assert [c.encode() for c in col] == [row_content(r) for r in nulled.to_pylist()]
@@ -553,7 +548,7 @@ def _redigested(obj: dict) -> dict:
     """``obj`` with its digest recomputed: what whoever can rewrite the manifest does."""
     import hashlib
 
-    from replaykit.integrity import canonical_json
+    from replaykit.integrity.content import canonical_json
 
     body = {k: v for k, v in obj.items() if k != "digest"}
     try:

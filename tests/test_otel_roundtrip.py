@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 import replaykit as rk
 from replaykit import datasets
-from replaykit.stamps import STAMP_FIELDS, run_stamps
+from replaykit.provenance.rules import STAMP_FIELDS
+from replaykit.provenance.stamps import run_stamps
 
 _SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 DATA = Path(__file__).resolve().parents[1] / "data"

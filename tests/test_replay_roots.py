@@ -187,7 +187,7 @@ def test_cache_key_canonical_form():
 
 
 def test_cache_coverage_derives_keys_for_unkeyed_requests():
-    from replaykit.cachekey import derive_keys
+    from replaykit.provenance.cachekey import derive_keys
 
     log = rk.read_isplay(DATA / "isplay", tenant_id="acme")
     keys = derive_keys(log)

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import replaykit as rk
+from replaykit.cli.report import report_command
 from replaykit.report import Report, cohort, rca, scrubber_data
 from replaykit.report._embed import script_json
-from replaykit.report.cli import report_command
 
 pytest.importorskip("plotly")
 
@@ -528,7 +528,7 @@ def test_cohort_adjustments_holm_bh() -> None:
 
 def test_cli_rca_paused_exits_3_and_names_the_requirement(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from replaykit.report.cli import EXIT_FAILED, EXIT_PAUSED
+    from replaykit.cli.report import EXIT_FAILED, EXIT_PAUSED
 
     out = tmp_path / "paused.html"
     rc = report_command(["rca", "--log", str(DATA), "--tenant", "demo", "--branch", str(BRANCH),
@@ -601,7 +601,7 @@ def test_cohort_report_opens_with_an_answer_line() -> None:
 def test_cohort_trend_panels_keep_tiny_changes_small() -> None:
     """Issue 31 item 11: a 0.03-point change is not drawn as a cliff; a real change fills
     its panel; long measure names break instead of running into the next panel."""
-    from replaykit.report._core import TREND_MIN_SPAN, _panel_title, trend_range
+    from replaykit.report._cohort_page import TREND_MIN_SPAN, _panel_title, trend_range
 
     lo, hi = trend_range([10.0, 10.03, 10.01], "rates")
     assert hi - lo >= TREND_MIN_SPAN["rates"] and lo < 10.0 and hi > 10.03

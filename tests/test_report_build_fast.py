@@ -27,8 +27,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit import _json, stamps
+from replaykit import _json
 from replaykit.datasets import generate_isplay
+from replaykit.provenance import stamps
 
 compare_mod = importlib.import_module("replaykit.branch.compare")
 

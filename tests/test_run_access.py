@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from pandas.testing import assert_frame_equal
 
 import replaykit as rk
-from replaykit.eventlog import RUN_STAT_COLUMNS, RUNS_SCHEMA, RunKey, to_pandas
+from replaykit.eventlog._runs import RunKey
+from replaykit.eventlog.log import RUN_STAT_COLUMNS, RUNS_SCHEMA, to_pandas
 from replaykit.schema import QUARANTINE_SCHEMA, events_table
 from replaykit.tenancy import scope_extras, scope_side_table
 
@@ -340,7 +341,7 @@ def test_left_join_by_sorted_search_equals_the_acero_join(left: list[int],
 
 def test_run_index_with_repeated_dictionary_values() -> None:
     """A dictionary holding a value twice (two codes, one run) still makes one run."""
-    from replaykit.eventlog import _run_start_rows
+    from replaykit.eventlog._runs import _run_start_rows
     from replaykit.schema import run_starts
 
     base = events_table({"tenant_id": ["t"] * 4, "run_id": ["a", "a", "a", "b"],

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import replaykit as rk
-from replaykit.script_player import (
+from replaykit.toh.player import (
     ScriptCallsExhaustedError,
     ScriptHangError,
     ScriptNotConsumedError,
@@ -18,7 +18,7 @@ from replaykit.script_player import (
     ScriptSessionsExhaustedError,
     entry_output,
 )
-from replaykit.toh_scripts import SessionScript
+from replaykit.toh.scripts import SessionScript
 
 
 def _text_call(text: str) -> dict:

@@ -21,9 +21,12 @@ from _chainlogs import make_log
 from _pgserver import find_pg_bindir, temporary_postgres
 
 from replaykit import EventLog, LoadError, MissingExtraError, ReplayKitError, SchemaError
-from replaykit._cli_verify import verify_chain_command
-from replaykit.integrity import chain_heads, stamp_chain, verify_chain
-from replaykit.sql import ddl, read_sql, write_sql
+from replaykit.cli.verify import verify_chain_command
+from replaykit.integrity.chain import chain_heads, stamp_chain
+from replaykit.integrity.verify import verify_chain
+from replaykit.sql.connection import ddl
+from replaykit.sql.read import read_sql
+from replaykit.sql.write import write_sql
 
 HOSTILE_TENANT = "x' OR '1'='1"
 DROP = "1; DROP TABLE harness_event_log"
@@ -256,7 +259,7 @@ class _Rls:
     def __init__(self, server, admin_uri: str, log: EventLog) -> None:
         import adbc_driver_postgresql.dbapi as pg
 
-        from replaykit.sql import rls_grant, rls_setup
+        from replaykit.sql.rls import rls_grant, rls_setup
 
         self.server = server
         self.dbname = admin_uri.rpartition("/")[2]
@@ -299,7 +302,7 @@ def test_rls_recipe_scopes_each_role_to_its_mapped_tenants(rls, log, pg_uri, mon
     assert sorted(got.tenants) == sorted(["globex", HOSTILE_TENANT])
     assert len(read_sql(rls.uri(rls.acme), tenant_id="globex")) == 0
     # the parallel read (several connections, one snapshot) keeps the scope
-    import replaykit.sql as rksql
+    import replaykit.sql._fetch as rksql
 
     monkeypatch.setattr(rksql, "_PARALLEL_MIN_PAGES", 0)
     got = read_sql(rls.uri(rls.acme), tenant_id=list(TENANTS))
@@ -523,12 +526,13 @@ def test_driver_errors_become_replaykit_errors(uri, log, pg_server):
 def test_docs_recipe_is_the_helper_and_the_old_one_is_gone():
     from pathlib import Path
 
-    from replaykit.sql import rls_setup_sql
+    from replaykit.sql.rls import rls_setup_sql
 
     root = Path(__file__).resolve().parents[1]
     security = (root / "docs" / "security.md").read_text()
     assert rls_setup_sql().strip() in security
-    for path in [root / "README.md", *root.glob("docs/*.md"), root / "replaykit" / "sql.py",
+    for path in [root / "README.md", *root.glob("docs/*.md"),
+                 *(root / "replaykit" / "sql").glob("*.py"),
                  root / "notebooks" / "tools" / "make_notebooks.py"]:
         if path.exists():
             text = path.read_text()
@@ -746,7 +750,7 @@ def test_a_table_missing_any_required_column_is_a_schema_error(tmp_path, drop):
 
 def test_sqlite_parallel_rowid_ranges_read_the_same_rows(sqlite_uri, log, monkeypatch, plain_rows):
     """Large SQLite tables are read in rowid ranges on parallel connections; force that path."""
-    import replaykit.sql as rksql
+    import replaykit.sql._fetch as rksql
 
     write_sql(log, sqlite_uri)
     serial = read_sql(sqlite_uri, tenant_id=list(TENANTS))
@@ -781,7 +785,7 @@ def plain_rows(pleach_export):
 def test_postgres_parallel_block_ranges_read_the_same_rows(pg_uri, log, monkeypatch):
     """Large PostgreSQL tables are read in ctid ranges on parallel connections sharing one
     exported snapshot; force that path and compare with the serial read."""
-    import replaykit.sql as rksql
+    import replaykit.sql._fetch as rksql
 
     write_sql(log, pg_uri)
     serial = read_sql(pg_uri, tenant_id=list(TENANTS))
@@ -866,7 +870,7 @@ def test_postgres_tenant_match_is_byte_exact_under_a_case_insensitive_collation(
 def test_rows_the_database_should_not_have_returned_are_dropped(uri, log, monkeypatch):
     """The re-check: even when the query matches every row, only the tenant asked for (and
     its runs) come back."""
-    import replaykit.sql as rksql
+    import replaykit.sql._fetch as rksql
 
     write_sql(log, uri)
     monkeypatch.setattr(rksql, "_sqlite_where", lambda *a: ("1 = 1", []))
@@ -1165,7 +1169,7 @@ def test_rls_recipe_is_idempotent_and_scopes_reader_and_writer(db, log):
     (a role name with a quote and a backslash) reads only its tenant and the writer writes
     only its own; the audit finds nothing."""
     from replaykit import SQLError
-    from replaykit.sql import rls_audit, rls_grant, rls_setup
+    from replaykit.sql.rls import rls_audit, rls_grant, rls_setup
 
     owner = db.uri(db.owner)
     for _ in range(2):
@@ -1194,7 +1198,7 @@ def test_rls_setup_refuses_what_it_did_not_write_and_changes_nothing(db, before)
     every tenant): the setup refuses with the reason, in one transaction that leaves the
     database exactly as it was; grants are refused too."""
     from replaykit import SQLError
-    from replaykit.sql import rls_grant, rls_setup
+    from replaykit.sql.rls import rls_grant, rls_setup
 
     if before == "older_recipe_policy":
         db.sql(db.owner, "CREATE POLICY tenant_isolation ON harness_event_log USING "
@@ -1226,7 +1230,7 @@ def test_rls_recipe_holds_under_unusual_owner_session_settings(db):
     tenant_roles table mapping everyone to every tenant); the recipe names every object
     with its schema and quotes with escape strings, so the tenant id with a quote and a
     backslash is mapped exactly and the look-alike is never used."""
-    from replaykit.sql import rls_grant, rls_setup
+    from replaykit.sql.rls import rls_grant, rls_setup
 
     tenant = "o'b\\c"
     db.sql(None, "CREATE SCHEMA evil", "GRANT ALL ON SCHEMA evil TO PUBLIC",
@@ -1244,7 +1248,7 @@ def test_rls_recipe_holds_under_unusual_owner_session_settings(db):
 
 def test_rls_audit_reports_the_pitfalls(db):
     """rls_audit names each pitfall the recipe cannot close by itself."""
-    from replaykit.sql import rls_audit, rls_grant, rls_setup
+    from replaykit.sql.rls import rls_audit, rls_grant, rls_setup
 
     before = rls_audit(db.uri(db.owner))
     assert {"rls_not_enabled", "rls_not_forced", "no_replaykit_policy",

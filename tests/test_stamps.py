@@ -16,7 +16,7 @@ import replaykit as rk
 from replaykit._json import canonical_json
 from replaykit.branch import Branch, replay
 from replaykit.datasets import generate_cohorts
-from replaykit.stamps import STAMP_FIELDS
+from replaykit.provenance.rules import STAMP_FIELDS
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -19,8 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit import stamps
+from replaykit import _json as stamps_json
 from replaykit._json import map_distinct_documents
+from replaykit.provenance import stamps
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -90,7 +91,7 @@ def test_source_format_equals_the_per_row_regex(values, chunked):
                 unique=True))
 def test_rows_holding_equals_or_of_matches(texts, needles):
     arr = pa.array(texts, pa.large_string())
-    assert stamps.rows_holding_any(arr, sorted(needles)).tolist() == \
+    assert stamps_json.rows_holding_any(arr, sorted(needles)).tolist() == \
         _old_rows_holding(arr, sorted(needles)).tolist()
 
 
@@ -137,7 +138,7 @@ def _with_payloads(payloads):
 def _old_stamps(log, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(stamps, "_source_format", _old_source_format)
-        m.setattr(stamps, "rows_holding_any", _old_rows_holding)
+        m.setattr(stamps_json, "rows_holding_any", _old_rows_holding)
         m.setattr(stamps, "_map_distinct_objects", _old_map_distinct_objects)
         return stamps._stamps_df(log, log.table)
 

@@ -14,7 +14,7 @@ import pytest
 from replaykit.errors import LoadError
 from replaykit.io import detect_format, read_events
 from replaykit.io.toh import read_toh, sniff
-from replaykit.toh_scripts import model_scripts, unfinished_calls
+from replaykit.toh.scripts import model_scripts, unfinished_calls
 
 HEADER = {"type": "session", "version": 0, "id": "run-1", "createdAt": 1767225600000}
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replaykit.errors import ReplayKitError
-from replaykit.toh_scripts import (
+from replaykit.toh.scripts import (
     DerivationError,
     OverrideError,
     PlaceholderError,

@@ -25,14 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replaykit._json import MAX_DEPTH, args_hash, canonical_json
-from replaykit.integrity import (
-    _content_column,
-    _digests,
-    _hex_column,
-    _verify_hashes,
-    row_content,
-    stamp_chain,
-)
+from replaykit.integrity.chain import _digests, _hex_column, _verify_hashes, stamp_chain
+from replaykit.integrity.content import _content_column, row_content
 from replaykit.io.pleach._derive import _tool_args
 from replaykit.io.pleach._shapes import _STR, _Part
 
@@ -193,7 +187,7 @@ def test_tool_args_of_a_payload_that_is_not_an_object_fails_as_before():
 
 @pytest.mark.parametrize("block", [1, 7, 64])
 def test_stamp_chain_in_blocks_is_the_one_block_chain(block, monkeypatch):
-    import replaykit.integrity as integrity
+    import replaykit.integrity.chain as integrity
 
     log = make_log(300, n_runs=4, seed=5)
     whole = stamp_chain(log).table

@@ -866,7 +866,7 @@ SLASHED = re.compile(r"replaykit/[A-Za-z0-9_/]+\.py")
 
 
 def rewrite_strings(text: str, code: bool) -> str:
-    """Dotted paths (``replaykit.stamps.stamps_df``) and file paths (``replaykit/cli.py``).
+    """Dotted paths (``replaykit.provenance.stamps_df``) and file paths (``replaykit/cli/``).
     In code, a string that is exactly a dotted path names the defining module; elsewhere a
     public name keeps its package face."""
 
@@ -1309,7 +1309,7 @@ def run_checks() -> bool:
         "for n in rk.__all__: getattr(rk, n)\n"
         "with warnings.catch_warnings(record=True) as w:\n"
         "    warnings.simplefilter('always')\n"
-        "    import replaykit.stamps, replaykit._cli_files, replaykit.toh_scripts\n"
+        "    import replaykit.provenance, replaykit.cli.files, replaykit.toh.scripts\n"
         "    assert any('replaykit.provenance' in str(x.message) for x in w), w\n"
         "assert main(['--version']) == 0\n"
         "print('smoke ok')\n")

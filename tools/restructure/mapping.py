@@ -15,24 +15,24 @@ from __future__ import annotations
 
 #: whole files: old path -> new path (git mv; imports inside are re-based).
 MOVES: dict[str, str] = {
-    "replaykit/_cli_verify.py": "replaykit/cli/verify.py",
-    "replaykit/_cli_messages.py": "replaykit/cli/messages.py",
-    "replaykit/_cli_files.py": "replaykit/cli/files.py",
-    "replaykit/report/cli.py": "replaykit/cli/report.py",
-    "replaykit/toh_scripts.py": "replaykit/toh/scripts.py",
-    "replaykit/script_player.py": "replaykit/toh/player.py",
-    "replaykit/_toh_api.py": "replaykit/toh/__init__.py",  # already the rk.toh face
-    "replaykit/_integrity_dask.py": "replaykit/integrity/_dask.py",
-    "replaykit/cachekey.py": "replaykit/provenance/cachekey.py",
+    "replaykit/cli/verify.py": "replaykit/cli/verify.py",
+    "replaykit/cli/messages.py": "replaykit/cli/messages.py",
+    "replaykit/cli/files.py": "replaykit/cli/files.py",
+    "replaykit/cli/report.py": "replaykit/cli/report.py",
+    "replaykit/toh/scripts.py": "replaykit/toh/scripts.py",
+    "replaykit/toh/player.py": "replaykit/toh/player.py",
+    "replaykit/toh/__init__.py": "replaykit/toh/__init__.py",  # already the rk.toh face
+    "replaykit/integrity/_dask.py": "replaykit/integrity/_dask.py",
+    "replaykit/provenance/cachekey.py": "replaykit/provenance/cachekey.py",
 }
 
 #: split files. "targets": new module path -> names (top-level definitions, in any order).
 #: "face": the package __init__ generated for the old path when the old module becomes a
 #: package of the same name (or None when the old file stays, holding part of its names).
 #: "docfrom": the target that keeps the old module docstring. "bare": what the old dotted
-#: module path means in code strings (e.g. ``"replaykit.stamps"`` in a registry).
+#: module path means in code strings (e.g. ``"replaykit.provenance"`` in a registry).
 SPLITS: dict[str, dict] = {
-    "replaykit/integrity.py": {
+    "replaykit/integrity/": {
         "face": "replaykit/integrity/__init__.py",
         "docfrom": "replaykit/integrity/chain.py",
         "targets": {
@@ -72,7 +72,7 @@ SPLITS: dict[str, dict] = {
             "replaykit/integrity/__init__.py": ["__getattr__"],
         },
     },
-    "replaykit/cli.py": {
+    "replaykit/cli/": {
         "face": "replaykit/cli/__init__.py",
         "docfrom": "replaykit/cli/app.py",
         "targets": {
@@ -101,7 +101,7 @@ SPLITS: dict[str, dict] = {
             ],
         },
     },
-    "replaykit/sql.py": {
+    "replaykit/sql/": {
         "face": "replaykit/sql/__init__.py",
         "docfrom": "replaykit/sql/connection.py",
         "targets": {
@@ -138,7 +138,7 @@ SPLITS: dict[str, dict] = {
             ],
         },
     },
-    "replaykit/stamps.py": {
+    "replaykit/provenance/stamps.py": {
         "face": None,  # the old module goes; replaykit/provenance/__init__.py is NEW_FACES'
         "docfrom": "replaykit/provenance/stamps.py",
         "bare": "replaykit.provenance.stamps",
@@ -163,7 +163,7 @@ SPLITS: dict[str, dict] = {
             ],
         },
     },
-    "replaykit/eventlog.py": {
+    "replaykit/eventlog/": {
         "face": "replaykit/eventlog/__init__.py",
         "docfrom": "replaykit/eventlog/log.py",
         "targets": {
@@ -385,14 +385,14 @@ TEXT_EDITS: list[tuple[str, str, str]] = [
     "_delegates | schema | tenancy | _json | _display | _align | _native",
 '''),
     ("pyproject.toml",
-     '''    "replaykit._align", "replaykit._cli_files", "replaykit._cli_messages",
-    "replaykit._cli_verify", "replaykit._delegates",
-    "replaykit._display", "replaykit._integrity_dask", "replaykit._json", "replaykit._native",
-    "replaykit._toh_api", "replaykit.branch", "replaykit.cachekey", "replaykit.cohorts",
+     '''    "replaykit._align", "replaykit.cli.files", "replaykit.cli.messages",
+    "replaykit.cli.verify", "replaykit._delegates",
+    "replaykit._display", "replaykit.integrity._dask", "replaykit._json", "replaykit._native",
+    "replaykit.toh", "replaykit.branch", "replaykit.provenance.cachekey", "replaykit.cohorts",
     "replaykit.datasets", "replaykit.engine", "replaykit.errors", "replaykit.eventlog",
     "replaykit.fold", "replaykit.grain", "replaykit.integrity", "replaykit.io",
-    "replaykit.schema", "replaykit.script_player", "replaykit.sql", "replaykit.stamps",
-    "replaykit.tenancy", "replaykit.toh_scripts",
+    "replaykit.schema", "replaykit.toh.player", "replaykit.sql", "replaykit.provenance.stamps",
+    "replaykit.tenancy", "replaykit.toh.scripts",
 ''',
      '''    "replaykit._align", "replaykit.cli.files", "replaykit.cli.messages",
     "replaykit.cli.verify", "replaykit._delegates",

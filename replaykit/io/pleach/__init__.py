@@ -53,7 +53,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..._json import JSONDecodeError, loads
-from ...eventlog import EventLog
+from ...eventlog.log import EventLog
 from ...tenancy import tenant_id_problem
 from .._common import (
     ErrorPolicy,

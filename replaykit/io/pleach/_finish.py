@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...eventlog import RUNS_SCHEMA
+from ...eventlog.log import RUNS_SCHEMA
 from ...schema import EVENTS_SCHEMA, events_table
 from .._common import (
     Quarantine,

@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..._json import JSONDecodeError, gc_paused, loads
-from ...eventlog import EventLog
+from ...eventlog.log import EventLog
 from .._common import (
     ErrorPolicy,
     Progress,
