@@ -331,7 +331,7 @@ def json_safe(text: str) -> str:
 
 # ---------------------------------------------------------------------------- help texts
 #: What each replay policy does, for ``--model-policy`` / ``--tool-policy`` help (every name
-#: of replaykit.branch.vocab has a line; tests/test_cli_dx.py checks it).
+#: of replaykit.branch.vocab has a line; tests/cli/test_cli_dx.py checks it).
 MODEL_POLICY_HELP = {
     "recorded-only": "each model call gets the recorded output of the same call (exact)",
     "determinism-probe": "a model executor is asked each call several times and compared; "

@@ -482,14 +482,14 @@ layers = ["stamps | cachekey", "rules"]
 #: tests that read a source file by its path or match an old path in a message).
 POST_EDITS: list[tuple[str, str, str]] = [
     ("tests/test_layers.py", '"6 kept, 0 broken"', '"12 kept, 0 broken"'),
-    ("tests/test_sql.py", '''    for path in [root / "README.md", *root.glob("docs/*.md"), root / "replaykit" / "sql.py",''',
+    ("tests/sql/test_sql.py", '''    for path in [root / "README.md", *root.glob("docs/*.md"), root / "replaykit" / "sql.py",''',
      '''    for path in [root / "README.md", *root.glob("docs/*.md"),
                  *(root / "replaykit" / "sql").glob("*.py"),'''),
     ("tests/test_layers.py",
      '''    ("eventlog.py", "\\ndef _calls(log):\\n    from .grain import calls_df  # noqa\\n", LAYERS),''',
      '''    ("eventlog/log.py", "\\ndef _calls(log):\\n    from ..grain import calls_df  # noqa\\n",
      LAYERS),'''),
-    ("tests/test_integrity.py",
+    ("tests/integrity/test_integrity.py",
      '''    got = {(m, n) for m, n in imports_of(ROOT / "replaykit" / "integrity.py")
            if m.startswith(("replaykit.io", "replaykit.sql", "replaykit.cli", "replaykit._cli"))
            or n.startswith("read_") or n == "cli"}
@@ -512,7 +512,7 @@ POST_EDITS: list[tuple[str, str, str]] = [
     assert {"replaykit.io", "replaykit.eventlog", "replaykit.integrity"} <= top
     # the entry point dispatches to it, not back
     assert not cli_side & {"replaykit.cli", "replaykit.cli.app"}'''),
-    ("tests/test_integrity.py", '''match=r"moved to replaykit\\._cli_verify"''',
+    ("tests/integrity/test_integrity.py", '''match=r"moved to replaykit\\._cli_verify"''',
      '''match=r"moved to replaykit\\.cli\\.verify"'''),
     ("replaykit/_delegates.py",
      '''"EventLog.turns_df": "replaykit.grain", "EventLog.stamps_df": "replaykit.provenance.stamps",''',
@@ -522,7 +522,7 @@ POST_EDITS: list[tuple[str, str, str]] = [
      '''"before = 'replaykit.grain' in sys.modules or 'replaykit.provenance.stamps' in sys.modules\\n"''',
      '''"before = ('replaykit.grain' in sys.modules\\n"
                  "          or 'replaykit.provenance.stamps' in sys.modules)\\n"'''),
-    ("tests/test_cli_newcomer.py",
+    ("tests/cli/test_cli_newcomer.py",
      '''    assert cli_messages.cli_error_text(m).startswith("s.jsonl:") and "--owner ID" in cli_messages.cli_error_text(m)''',
      '''    assert cli_messages.cli_error_text(m).startswith("s.jsonl:") and \\
         "--owner ID" in cli_messages.cli_error_text(m)'''),
