@@ -96,8 +96,8 @@ def _checks_off() -> Iterator[None]:
     import replaykit.sql._fetch as rksql
     import replaykit.sql.read as rksql_read
 
-    saved = {k: getattr(rksql, k) for k in ("_recheck", "_well_typed", "_sqlite_where",
-                                             "_pg_exact")}
+    saved = {k: getattr(rksql, k) for k in ("_recheck", "_sqlite_where", "_pg_exact")}
+    saved_typed = rksql_read._well_typed
 
     def where(tenants: Any, runs: Any, lo: Any, hi: Any) -> tuple[str, list[Any]]:
         text, params = saved["_sqlite_where"](tenants, runs, lo, hi)
@@ -112,6 +112,7 @@ def _checks_off() -> Iterator[None]:
     finally:
         for k, v in saved.items():
             setattr(rksql, k, v)
+        rksql_read._well_typed = saved_typed
 
 
 def _checks_cost(label: str, uri: str, n: int, rounds: int = 6) -> list[dict[str, Any]]:

@@ -151,10 +151,10 @@ def _need(module: str) -> None:
 
 
 def _sibling(name: str) -> Any:
-    """Another test module of this folder (its recorders of real producers' output)."""
+    """A test module of tests/io/ (its recorders of real producers' output)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(f"_rt_{name}", Path(__file__).parent /
+    spec = importlib.util.spec_from_file_location(f"_rt_{name}", Path(__file__).parent / "io" /
                                                   f"{name}.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)

@@ -123,6 +123,6 @@ def test_the_four_functions_registered_their_dask_implementations() -> None:
     got = {(f.__module__, f.__name__): impl.__module__
            for (f, e), impl in _IMPLEMENTATIONS.items() if e == "dask"}
     assert got[("replaykit.fold.frame", "fold")] == "replaykit.fold._dask"
-    assert got[("replaykit.integrity", "verify_chain")] == "replaykit.integrity._dask"
+    assert got[("replaykit.integrity.verify", "verify_chain")] == "replaykit.integrity._dask"
     assert got[("replaykit.branch.compare", "compare")] == "replaykit.branch._dask"
     assert got[("replaykit.cohorts._core", "cohorts")] == "replaykit.cohorts._dask"

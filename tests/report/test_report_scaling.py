@@ -71,7 +71,7 @@ def test_whole_build_grows_at_most_linearly(builds: dict[int, dict[str, Any]]) -
     "_core.py:_field_at",          # scrubber: one call per step and changed field
     "_core.py:_deltas",
     "_embed.py:plain",             # everything embedded as JSON goes through it
-    "_core.py:_cut",               # table cells
+    "_parts.py:_cut",               # table cells
     "_transcript.py:_pretty",      # transcript payloads
     "_transcript.py:_args",
     "plots.py:_esc",               # figure labels and hover
