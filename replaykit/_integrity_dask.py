@@ -8,9 +8,11 @@ from __future__ import annotations
 import importlib as _importlib
 import warnings as _warnings
 
+from replaykit.errors import ReplayKitDeprecationWarning as _ReplayKitDeprecationWarning
+
 _warnings.warn("replaykit._integrity_dask moved to replaykit.integrity._dask: "
                "import from there (the old path goes in the next release)",
-               DeprecationWarning, stacklevel=2)
+               _ReplayKitDeprecationWarning, stacklevel=2)
 
 _ALL = (
     "dask_verify_chain",

@@ -16,6 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from replaykit.errors import ReplayKitDeprecationWarning as _ReplayKitDeprecationWarning
+
 from .._json import args_hash, canonical_json
 from ..errors import ReplayCacheMissError, ReplayError
 from ..eventlog.log import EventLog, to_pandas
@@ -862,6 +864,6 @@ def __getattr__(name: str) -> object:
     if name in _MOVED_OUT:
         _warnings.warn(f"{__name__}.{name} moved to {_MOVED_OUT[name]}.{name}: "
                        "import it from there (the old path goes in the next release)",
-                       DeprecationWarning, stacklevel=2)
+                       _ReplayKitDeprecationWarning, stacklevel=2)
         return getattr(_importlib.import_module(_MOVED_OUT[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

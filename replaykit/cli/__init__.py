@@ -12,6 +12,8 @@ import importlib as _importlib
 import typing as _typing
 import warnings as _warnings
 
+from replaykit.errors import ReplayKitDeprecationWarning as _ReplayKitDeprecationWarning
+
 if _typing.TYPE_CHECKING:
     from ._output import EXIT_EMPTY, EXIT_INTERRUPTED, EXIT_OK, EXIT_PAUSED, EXIT_USAGE
     from .app import console_main, main, version_text
@@ -42,7 +44,7 @@ _EXPORTS: dict[str, str] = {
     "version_text": ".app",
 }
 #: names the old module had that moved to a module of this package: they still resolve
-#: here, with a DeprecationWarning naming the new path, for one release.
+#: here, with a ReplayKitDeprecationWarning naming the new path, for one release.
 _OLD = "replaykit.cli"
 _MOVED: dict[str, str] = {
     "Any": ".app",
@@ -128,7 +130,7 @@ _MOVED: dict[str, str] = {
 
 def __getattr__(name: str) -> object:
     """Import the module behind a public name on first use; forward a moved name with a
-    DeprecationWarning that names its new module."""
+    ReplayKitDeprecationWarning that names its new module."""
     if name in _EXPORTS:
         value = getattr(_importlib.import_module(_EXPORTS[name], __name__), name)
         globals()[name] = value
@@ -136,7 +138,7 @@ def __getattr__(name: str) -> object:
     if name in _MOVED:
         new = f"{__name__}{_MOVED[name]}"
         _warnings.warn(f"{_OLD}.{name} moved to {new}.{name}: import it from there "
-                       "(the old path goes in the next release)", DeprecationWarning,
+                       "(the old path goes in the next release)", _ReplayKitDeprecationWarning,
                        stacklevel=2)
         return getattr(_importlib.import_module(new), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

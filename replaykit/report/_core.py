@@ -19,6 +19,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from replaykit.errors import ReplayKitDeprecationWarning as _ReplayKitDeprecationWarning
+
 from ._embed import esc, plain
 from ._fmt import _isna, cut_words, fmt_number
 from ._parts import (
@@ -911,6 +913,6 @@ def __getattr__(name: str) -> object:
     if name in _MOVED_OUT:
         _warnings.warn(f"{__name__}.{name} moved to {_MOVED_OUT[name]}.{name}: "
                        "import it from there (the old path goes in the next release)",
-                       DeprecationWarning, stacklevel=2)
+                       _ReplayKitDeprecationWarning, stacklevel=2)
         return getattr(_importlib.import_module(_MOVED_OUT[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

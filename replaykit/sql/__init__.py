@@ -10,6 +10,8 @@ import importlib as _importlib
 import typing as _typing
 import warnings as _warnings
 
+from replaykit.errors import ReplayKitDeprecationWarning as _ReplayKitDeprecationWarning
+
 if _typing.TYPE_CHECKING:
     from ._fetch import EXPORT_COLUMNS, TableSchemaError
     from .connection import DEFAULT_MAPPING_TABLE, DEFAULT_TABLE, ddl
@@ -50,7 +52,7 @@ _EXPORTS: dict[str, str] = {
     "write_sql": ".write",
 }
 #: names the old module had that moved to a module of this package: they still resolve
-#: here, with a DeprecationWarning naming the new path, for one release.
+#: here, with a ReplayKitDeprecationWarning naming the new path, for one release.
 _OLD = "replaykit.sql"
 _MOVED: dict[str, str] = {
     "Any": ".connection",
@@ -146,7 +148,7 @@ _MOVED: dict[str, str] = {
 
 def __getattr__(name: str) -> object:
     """Import the module behind a public name on first use; forward a moved name with a
-    DeprecationWarning that names its new module."""
+    ReplayKitDeprecationWarning that names its new module."""
     if name in _EXPORTS:
         value = getattr(_importlib.import_module(_EXPORTS[name], __name__), name)
         globals()[name] = value
@@ -154,7 +156,7 @@ def __getattr__(name: str) -> object:
     if name in _MOVED:
         new = f"{__name__}{_MOVED[name]}"
         _warnings.warn(f"{_OLD}.{name} moved to {new}.{name}: import it from there "
-                       "(the old path goes in the next release)", DeprecationWarning,
+                       "(the old path goes in the next release)", _ReplayKitDeprecationWarning,
                        stacklevel=2)
         return getattr(_importlib.import_module(new), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
