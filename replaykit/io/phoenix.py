@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -48,8 +49,9 @@ from ._records import (
     text_of,
     tokens,
 )
+from .otel import FINISH
 
-__all__ = ["FORMAT", "SPAN_KINDS", "attr", "read_phoenix", "sniff"]
+__all__ = ["FORMAT", "SPAN_KINDS", "attr", "listed", "read_phoenix", "sniff"]
 
 FORMAT = "phoenix"
 _PATTERNS = ("*.json", "*.jsonl", "*.ndjson", "*.parquet")
@@ -114,6 +116,30 @@ def attr(span: dict[str, Any], key: str) -> Any:
     return node if i == len(parts) else None
 
 
+_INDEXED = re.compile(r"^(\d+)\.(.+)$")
+
+
+def listed(span: dict[str, Any], key: str) -> list[Any] | None:
+    """A list attribute (``llm.input_messages``, ``llm.output_messages``, ...): a list as the
+    span dataframe holds it, or rebuilt from the numbered flat keys the REST API writes
+    (``llm.output_messages.0.message.content``, ...: one dict per index, keyed by the rest of
+    the name, in index order)."""
+    v = attr(span, key)
+    if isinstance(v, list):
+        return v
+    attrs = span.get("attributes")
+    if not isinstance(attrs, dict):
+        return None
+    items: dict[int, dict[str, Any]] = {}
+    prefix = key + "."
+    for k, x in attrs.items():
+        if isinstance(k, str) and k.startswith(prefix):
+            m = _INDEXED.match(k[len(prefix):])
+            if m:
+                items.setdefault(int(m.group(1)), {})[m.group(2)] = x
+    return [items[i] for i in sorted(items)] if items else None
+
+
 def _ctx(span: dict[str, Any], key: str) -> Any:
     v = span.get(f"context.{key}")
     if v is None and isinstance(span.get("context"), dict):
@@ -170,10 +196,17 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
                     "turn": 1}
             if kind == "LLM":
                 step += 1
-                out = attr(span, "llm.output_messages")
-                text = _messages_text(out) or text_of(_value(attr(span, "output.value")))
+                out = listed(span, "llm.output_messages")
+                # the output messages when recorded (a tool-call-only answer has no text),
+                # else output.value (the provider's raw response, JSON text)
+                text = (_messages_text(out) if out
+                        else text_of(_value(attr(span, "output.value"))))
+                reason = attr(span, "llm.finish_reason")  # newer OpenInference (OpenAI)
+                finish = ("error" if failed else
+                          FINISH.get(reason.lower(), reason) if isinstance(reason, str)
+                          and reason else "unknown")
                 rows.append({**base, "kind": "model_response", "ref_id": sid, "step": step,
-                             "finish": "error" if failed else "unknown",
+                             "finish": finish,
                              "input_tokens": tokens(attr(span, "llm.token_count.prompt"),
                                                     FORMAT, path, line,
                                                     "attributes.llm.token_count.prompt"),
@@ -184,7 +217,9 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
                              "payload": payload})
             elif kind == "TOOL":
                 tname = attr(span, "tool.name") or name
-                args = _value(attr(span, "tool.parameters") or attr(span, "input.value"))
+                # OpenInference: input.value holds the call's arguments; tool.parameters is
+                # the tool's parameter schema, read only when there is no input.value
+                args = _value(attr(span, "input.value") or attr(span, "tool.parameters"))
                 args = args if args is not None else {}
                 rows.append({**base, "kind": "tool_call", "ref_id": sid, "tool_name": tname,
                              "step": step or None, "is_error": False,
