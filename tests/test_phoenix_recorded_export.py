@@ -187,3 +187,15 @@ def test_phoenix_recorded_export_is_sniffed(name: str) -> None:
     direct = rk.read_phoenix(DIR / name, tenant_id="acme", progress=False)
     assert set(sniffed.runs.to_pandas().format) == {"phoenix"}
     pd.testing.assert_frame_equal(sniffed.events_df(), direct.events_df())
+
+
+def test_phoenix_one_export_in_two_forms_is_a_conflict_with_a_reason() -> None:
+    """The folder holds each span three times in three shapes: not the same record, so every
+    copy is quarantined as ``conflicting_record`` (load one form), never a raw exception."""
+    n = len(_frame("spans_rest.jsonl"))
+    with pytest.raises(rk.LoadError, match="conflicting_record"):
+        rk.read_phoenix(DIR, tenant_id="acme", progress=False)
+    log = rk.read_phoenix(DIR, tenant_id="acme", errors="quarantine", progress=False)
+    q = log.quarantine.to_pandas()
+    assert q.reason.tolist() == ["conflicting_record"] * (3 * n)
+    assert len(log.calls_df()) == 0
