@@ -8,6 +8,12 @@ server; provenance in ``tests/data/README.md``). The older content form: each ch
 messages and a ``gen_ai.content.completion`` event with ``gen_ai.completion`` (the answer's
 messages; a tool call kept as an OpenAI ``{"id", "type": "function", "function"}`` object in
 ``content``); ``gen_ai.usage.input_tokens`` / ``output_tokens``; no finish reasons.
+
+``tests/data/otel/openlit/``: OpenLIT 1.45.0's OpenAI instrumentation (``make_openlit_otlp.py``,
+the same three traces): the current conventions' ``gen_ai.input.messages`` /
+``gen_ai.output.messages`` span attributes, ``gen_ai.tool.*`` attributes on the chat span that
+asked for a tool (no ``execute_tool`` span), and one ``gen_ai.client.inference.operation.details``
+log record per successful call in ``openlit.logs.json``.
 """
 
 from __future__ import annotations
@@ -21,7 +27,11 @@ import pytest
 
 import replaykit as rk
 
-LANGTRACE = Path(__file__).resolve().parent / "data" / "otel" / "langtrace" / "langtrace.otlp.json"
+DATA = Path(__file__).resolve().parent / "data" / "otel"
+LANGTRACE = DATA / "langtrace" / "langtrace.otlp.json"
+OPENLIT = DATA / "openlit"
+#: GenAI / OpenAI finish reasons -> replaykit's ``finish`` (docs/formats/otel.md)
+FINISH = {"stop": "stop", "tool_calls": "tool-calls", "tool_call": "tool-calls"}
 
 
 def _value(v: dict[str, Any]) -> Any:
@@ -101,7 +111,68 @@ def test_langtrace_prompt_and_completion_events_agree_with_a_reading_of_the_file
     assert set(st.provider) == {"openai"}
 
 
-@pytest.mark.parametrize("path", [LANGTRACE])
+def _openlit_counts() -> dict[str, Any]:
+    spans = sorted(_spans(OPENLIT / "openlit.otlp.json"),
+                   key=lambda s: (s["traceId"], int(s["startTimeUnixNano"])))
+    chats = [s for s in spans if _attrs(s).get("gen_ai.operation.name") == "chat"]
+    asked: dict[str, dict[str, Any]] = {}
+    results: dict[str, Any] = {}
+    for s in chats:
+        a = _attrs(s)
+        for m in json.loads(a.get("gen_ai.output.messages", "[]")):
+            for part in m["parts"]:
+                if part["type"] == "tool_call":
+                    asked[part["id"]] = {"name": part["name"], "args": part["arguments"]}
+        for m in json.loads(a.get("gen_ai.input.messages", "[]")):
+            for part in m["parts"]:
+                if part["type"] == "tool_call_response":
+                    results[part["id"]] = part["response"]
+    logs = json.loads((OPENLIT / "openlit.logs.json").read_text())
+    records = [r for rl in logs["resourceLogs"] for sl in rl["scopeLogs"]
+               for r in sl["logRecords"]]
+    return {"runs": {s["traceId"] for s in spans}, "chats": chats, "asked": asked,
+            "results": results, "records": records,
+            "finish": sorted("error" if s.get("status", {}).get("code") == "STATUS_CODE_ERROR"
+                             else FINISH[_attrs(s)["gen_ai.response.finish_reasons"][0]]
+                             for s in chats)}
+
+
+@pytest.mark.parametrize("path", [OPENLIT, OPENLIT / "openlit.otlp.json"])
+def test_openlit_current_attributes_agree_with_a_reading_of_the_file(path: Path) -> None:
+    """The spans alone or with their log records: the same calls, tools and stamps (the
+    content is on the spans too; the records join their spans, none is an orphan)."""
+    want = _openlit_counts()
+    log = rk.read_otel(path, tenant_id="acme")
+    assert len(log.quarantine) == 0
+    assert len(log.run_ids) == len(want["runs"]) == 3
+    calls = log.calls_df()
+    chats = want["chats"]
+    assert len(calls) == len(chats) == 5
+    assert _sorted(calls.input_tokens) == _sorted(
+        _attrs(s).get("gen_ai.usage.input_tokens") for s in chats)
+    assert _sorted(calls.output_tokens) == _sorted(
+        _attrs(s).get("gen_ai.usage.output_tokens") for s in chats)
+    assert sorted(calls.finish) == want["finish"]
+    tools = log.tools_df()
+    assert tools.call_id.tolist() == list(want["asked"]) == ["call_001"]
+    assert tools.tool_name.tolist() == [c["name"] for c in want["asked"].values()]
+    assert [json.loads(a) for a in tools.arguments] == [c["args"] for c in want["asked"].values()]
+    assert tools.result_text.tolist() == [want["results"][c] for c in want["asked"]]
+    # one operation-details record per call that returned, each naming one of the spans
+    ok = [s for s in chats if s.get("status", {}).get("code") != "STATUS_CODE_ERROR"]
+    assert len(want["records"]) == len(ok)
+    assert {(r["traceId"], r["spanId"]) for r in want["records"]} == {
+        (s["traceId"], s["spanId"]) for s in ok}
+    # OpenLIT records request parameters it was not given as their defaults: read as written
+    st = log.stamps_df().set_index("model")
+    sent = {_attrs(s).get("gen_ai.request.seed") for s in chats
+            if _attrs(s).get("gen_ai.request.max_tokens") is None
+            and _attrs(s).get("gen_ai.request.model") == "gpt-4o-mini"}
+    assert sent == {0}
+    assert sorted(st.seed.dropna().astype(int)) == [0, 7]
+
+
+@pytest.mark.parametrize("path", [LANGTRACE, OPENLIT])
 def test_recorded_otel_samples_are_sniffed(path: Path) -> None:
     sniffed = rk.read_events(path, owner="acme", progress=False)
     assert set(sniffed.runs.to_pandas().format) == {"otel"}
