@@ -97,21 +97,21 @@ def _num(v: Any) -> int | None:
     return None if v is None or pd.isna(v) else int(v)
 
 
-def _asked(message: dict[str, Any]) -> int:
-    """The tool calls an output message asks for: a list (the dataframe) or numbered keys
-    ``message.tool_calls.<i>.tool_call.id`` (REST)."""
+def _asked(message: dict[str, Any]) -> list[str]:
+    """The ids of the tool calls an output message asks for: a list (the dataframe) or
+    numbered keys ``message.tool_calls.<i>.tool_call.id`` (REST)."""
     calls = message.get("message.tool_calls")
     if calls is not None:
-        return len(calls)
-    return len({k.split(".")[2] for k in message
-                if re.fullmatch(r"message\.tool_calls\.\d+\.tool_call\.id", k)})
+        return [c["tool_call.id"] for c in calls]
+    return [v for k, v in sorted(message.items())
+            if re.fullmatch(r"message\.tool_calls\.\d+\.tool_call\.id", k)]
 
 
 def _counts(f: pd.DataFrame) -> dict[str, Any]:
     f = f.sort_values(["trace", "start"], kind="stable")
     llm = f[f.kind == "LLM"]
     tool = f[f.kind == "TOOL"]
-    asked = sum(_asked(m) for msgs in llm.out for m in msgs)
+    asked = [cid for msgs in llm.out for m in msgs for cid in _asked(m)]
     return {
         "runs": sorted(set(f.trace)),
         "calls_per_run": llm.groupby("trace").size().to_dict(),
@@ -147,8 +147,10 @@ def test_phoenix_recorded_export_agrees_with_an_independent_reading(name: str) -
     assert [json.loads(a) for a in tools.arguments] == want["tool_args"]
     assert tools.result_text.tolist() == want["tool_results"]
     assert tools.has_result.all() and not tools.is_error.any()
-    # each tool call the model asked for ran once as a TOOL span
-    assert len(tools) == want["tool_calls_asked"]
+    # each tool call the model asked for ran once as a TOOL span, which names no call: the
+    # loader gives it the asked call's id (matched by tool name)
+    assert tools.call_id.tolist() == want["tool_calls_asked"] == ["call_001"]
+    assert int(calls.tool_calls.sum()) == len(want["tool_calls_asked"])
     # Phoenix has no turn marker: a trace is one turn
     ev = log.events_df()
     assert ev.groupby("run_id").turn.unique().map(list).to_dict() == {
@@ -199,3 +201,32 @@ def test_phoenix_one_export_in_two_forms_is_a_conflict_with_a_reason() -> None:
     q = log.quarantine.to_pandas()
     assert q.reason.tolist() == ["conflicting_record"] * (3 * n)
     assert len(log.calls_df()) == 0
+
+
+def test_phoenix_tool_spans_take_the_asked_call_ids_by_name_in_order(tmp_path: Path) -> None:
+    """Two calls of one tool asked in one answer, run as two TOOL spans, then a TOOL span no
+    answer asked for (keeps its span id) and one naming its call (``tool_call.id``)."""
+    def span(sid: str, kind: str, t: int, **attrs: Any) -> dict[str, Any]:
+        return {"name": attrs.pop("name", kind.lower()), "span_kind": kind,
+                "parent_id": None if sid == "root" else "root",
+                "context": {"trace_id": "t1", "span_id": sid},
+                "start_time": f"2026-01-01T00:00:0{t}+00:00",
+                "end_time": f"2026-01-01T00:00:0{t}+00:00", "status_code": "OK",
+                "attributes": attrs}
+
+    spans = [span("root", "AGENT", 0),
+             span("llm1", "LLM", 1, **{
+                 "llm.output_messages.0.message.role": "assistant",
+                 "llm.output_messages.0.message.tool_calls.0.tool_call.id": "call_a",
+                 "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "w",
+                 "llm.output_messages.0.message.tool_calls.1.tool_call.id": "call_b",
+                 "llm.output_messages.0.message.tool_calls.1.tool_call.function.name": "w"}),
+             span("tool1", "TOOL", 2, **{"tool.name": "w", "input.value": '{"x": 1}'}),
+             span("tool2", "TOOL", 3, **{"tool.name": "w", "input.value": '{"x": 2}'}),
+             span("tool3", "TOOL", 4, **{"tool.name": "w", "input.value": '{"x": 3}'}),
+             span("tool4", "TOOL", 5, **{"tool.name": "v", "tool_call.id": "call_z"})]
+    (tmp_path / "spans.jsonl").write_text("".join(json.dumps(s) + "\n" for s in spans))
+    tools = rk.read_phoenix(tmp_path, tenant_id="acme").tools_df()
+    assert tools.call_id.tolist() == ["call_a", "call_b", "tool3", "call_z"]
+    assert [json.loads(a) for a in tools.arguments[:3]] == [{"x": 1}, {"x": 2}, {"x": 3}]
+    assert tools.has_result.all()

@@ -162,6 +162,33 @@ def _messages_text(msgs: Any) -> str | None:
     return None
 
 
+_REST_CALL = re.compile(r"^message\.tool_calls\.(\d+)\.tool_call\.(id|function\.name)$")
+
+
+def _asked(messages: list[Any] | None) -> list[tuple[str | None, str]]:
+    """``(tool name, call id)`` of each tool call the output messages ask for: lists of
+    ``tool_call.*`` dicts (the dataframe) or numbered ``message.tool_calls.<j>.tool_call.*``
+    keys (the REST form)."""
+    out: list[tuple[str | None, str]] = []
+    for m in messages or []:
+        m = m.get("message", m) if isinstance(m, dict) else None
+        if not isinstance(m, dict):
+            continue
+        calls = m.get("message.tool_calls")
+        if not isinstance(calls, list):
+            found: dict[int, dict[str, Any]] = {}
+            for k, v in m.items():
+                hit = _REST_CALL.match(k) if isinstance(k, str) else None
+                if hit:
+                    found.setdefault(int(hit.group(1)), {})[f"tool_call.{hit.group(2)}"] = v
+            calls = [found[j] for j in sorted(found)]
+        for c in calls:
+            if isinstance(c, dict) and isinstance(c.get("tool_call.id"), str):
+                fn = c.get("tool_call.function.name")
+                out.append((fn if isinstance(fn, str) else None, c["tool_call.id"]))
+    return out
+
+
 def _ts(v: Any) -> str | None:
     v = epoch_to_iso(v)
     return v if isinstance(v, str) else None
@@ -182,6 +209,9 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
     spans = sorted(spans, key=lambda s: (_ts(s[3].get("start_time")) or "~", s[0]))
     rows: list[Row] = []
     step = 0
+    # tool calls the LLM spans asked for, not yet matched to a TOOL span (OpenInference's TOOL
+    # spans name no call: matched by tool name, in order)
+    pending: list[tuple[str | None, str]] = []
     for _, line, raw, span, path in spans:
         src = f"{FORMAT}:{path}"
         try:
@@ -201,6 +231,7 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
                 # else output.value (the provider's raw response, JSON text)
                 text = (_messages_text(out) if out
                         else text_of(_value(attr(span, "output.value"))))
+                pending.extend(_asked(out))
                 reason = attr(span, "llm.finish_reason")  # newer OpenInference (OpenAI)
                 finish = ("error" if failed else
                           FINISH.get(reason.lower(), reason) if isinstance(reason, str)
@@ -221,7 +252,11 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
                 # the tool's parameter schema, read only when there is no input.value
                 args = _value(attr(span, "input.value") or attr(span, "tool.parameters"))
                 args = args if args is not None else {}
-                rows.append({**base, "kind": "tool_call", "ref_id": sid, "tool_name": tname,
+                cid = attr(span, "tool_call.id")
+                if not isinstance(cid, str) or not cid:
+                    hit = next((i for i, (n, _) in enumerate(pending) if n == tname), None)
+                    cid = pending.pop(hit)[1] if hit is not None else sid
+                rows.append({**base, "kind": "tool_call", "ref_id": cid, "tool_name": tname,
                              "step": step or None, "is_error": False,
                              "args_hash": args_hash(args), "text": canonical_json(args),
                              "payload": payload})
@@ -229,7 +264,7 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
                 result = {"span_id": sid, "part": "result", "end_time": span.get("end_time"),
                           "output": output, "status_code": span.get("status_code"),
                           "status_message": span.get("status_message")}
-                rows.append({**base, "kind": "tool_result", "ref_id": sid, "tool_name": tname,
+                rows.append({**base, "kind": "tool_result", "ref_id": cid, "tool_name": tname,
                              "step": step or None, "event_id": None,
                              "ts": _ts(span.get("end_time")) or base["ts"],
                              "text": span.get("status_message") if failed else (
