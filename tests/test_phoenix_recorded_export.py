@@ -230,3 +230,9 @@ def test_phoenix_tool_spans_take_the_asked_call_ids_by_name_in_order(tmp_path: P
     assert tools.call_id.tolist() == ["call_a", "call_b", "tool3", "call_z"]
     assert [json.loads(a) for a in tools.arguments[:3]] == [{"x": 1}, {"x": 2}, {"x": 3}]
     assert tools.has_result.all()
+
+
+def test_phoenix_finish_reasons_map_as_otel_does() -> None:
+    from replaykit.io import otel, phoenix
+
+    assert phoenix.FINISH == otel.FINISH

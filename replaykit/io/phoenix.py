@@ -49,9 +49,8 @@ from ._records import (
     text_of,
     tokens,
 )
-from .otel import FINISH
 
-__all__ = ["FORMAT", "SPAN_KINDS", "attr", "listed", "read_phoenix", "sniff"]
+__all__ = ["FINISH", "FORMAT", "SPAN_KINDS", "attr", "listed", "read_phoenix", "sniff"]
 
 FORMAT = "phoenix"
 _PATTERNS = ("*.json", "*.jsonl", "*.ndjson", "*.parquet")
@@ -115,6 +114,19 @@ def attr(span: dict[str, Any], key: str) -> Any:
             return None
     return node if i == len(parts) else None
 
+
+#: ``llm.finish_reason`` (the provider's spelling, passed through by OpenInference) ->
+#: replaykit ``finish`` (looked up lower-cased; any other value is kept as written). The same
+#: mapping as read_otel's ``FINISH``.
+FINISH: dict[str, str] = {
+    "stop": "stop", "end_turn": "stop", "stop_sequence": "stop",
+    "tool_call": "tool-calls", "tool_calls": "tool-calls", "tool_use": "tool-calls",
+    "function_call": "tool-calls",
+    "length": "max-tokens", "max_tokens": "max-tokens", "model_length": "max-tokens",
+    "content_filter": "content-filter", "content_filtered": "content-filter",
+    "refusal": "content-filter", "safety": "content-filter", "recitation": "content-filter",
+    "guardrail_intervened": "content-filter", "error": "error",
+}
 
 _INDEXED = re.compile(r"^(\d+)\.(.+)$")
 
