@@ -487,7 +487,7 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Sample]]
         Sample("to_otel output", {"w.json": _written_otel(gen)}, "w.json", "json", _otel),
     ]
     # real instrumentation output recorded once (tests/data/otel, tests/data/README.md)
-    recorded = Path(__file__).resolve().parent / "data" / "otel"
+    recorded = Path(__file__).resolve().parents[1] / "data" / "otel"
     lt = (recorded / "langtrace" / "langtrace.otlp.json").read_bytes()
     ol = {p.name: p.read_bytes() for p in sorted((recorded / "openlit").glob("*.json"))}
     out["otel"] += [

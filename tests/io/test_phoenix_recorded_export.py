@@ -32,7 +32,7 @@ import pytest
 
 import replaykit as rk
 
-DIR = Path(__file__).resolve().parent / "data" / "phoenix" / "recorded"
+DIR = Path(__file__).resolve().parents[1] / "data" / "phoenix" / "recorded"
 FILES = ["spans.parquet", "spans_dataframe.jsonl", "spans_rest.jsonl"]
 #: OpenAI finish reasons -> replaykit's ``finish`` (docs/formats/phoenix.md)
 FINISH = {"stop": "stop", "tool_calls": "tool-calls"}

@@ -27,7 +27,7 @@ import pytest
 
 import replaykit as rk
 
-DATA = Path(__file__).resolve().parent / "data" / "otel"
+DATA = Path(__file__).resolve().parents[1] / "data" / "otel"
 LANGTRACE = DATA / "langtrace" / "langtrace.otlp.json"
 OPENLIT = DATA / "openlit"
 #: GenAI / OpenAI finish reasons -> replaykit's ``finish`` (docs/formats/otel.md)
