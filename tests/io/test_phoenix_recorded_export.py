@@ -180,7 +180,14 @@ def test_phoenix_recorded_forms_load_to_the_same_log() -> None:
         pd.testing.assert_frame_equal(s, st[0])
     s = st[0].set_index("run_id")
     assert set(s.provider) == {"openai"}
-    assert sorted(s.model.dropna()) == ["gpt-4o-mini", "gpt-4o-mini"]
+    # the model of each trace's LLM spans: llm.model_name, or for the failed call (which has
+    # none) the request's, from llm.invocation_parameters
+    recs = [json.loads(x) for x in (DIR / "spans_rest.jsonl").read_text().splitlines()]
+    want = {r["context"]["trace_id"]: r["attributes"].get(
+                "llm.model_name", json.loads(r["attributes"]["llm.invocation_parameters"])["model"])
+            for r in recs if r["span_kind"] == "LLM"}
+    assert s.model.to_dict() == want
+    assert sorted(want.values()) == ["fail-model", "gpt-4o-mini", "gpt-4o-mini"]
 
 
 @pytest.mark.parametrize("name", FILES)
