@@ -378,8 +378,12 @@ _RULES: dict[str, list[_Rule]] = {
     ],
     "phoenix": [
         ("kind", ("model_response",), {
-            "model": _p(("attributes.llm.model_name",), ("attributes", "llm.model_name"),
-                        ("attributes", "llm", "model_name")),
+            # llm.model_name (the response's model); a failed call has none, its request's
+            # model is in the invocation parameters
+            "model": _either(_p(("attributes.llm.model_name",),
+                                ("attributes", "llm.model_name"),
+                                ("attributes", "llm", "model_name")),
+                             _json_param("model", *_PX_PARAMS)),
             "provider": _p(("attributes.llm.provider",), ("attributes", "llm.provider"),
                            ("attributes", "llm", "provider"), ("attributes.llm.system",),
                            ("attributes", "llm.system"), ("attributes", "llm", "system")),

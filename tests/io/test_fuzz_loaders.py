@@ -486,6 +486,15 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Sample]]
         Sample("otel protobuf", {"t.pb": _otel_proto(otel)}, "t.pb", "binary", _otel),
         Sample("to_otel output", {"w.json": _written_otel(gen)}, "w.json", "json", _otel),
     ]
+    # real instrumentation output recorded once (tests/data/otel, tests/data/README.md)
+    recorded = Path(__file__).resolve().parents[1] / "data" / "otel"
+    lt = (recorded / "langtrace" / "langtrace.otlp.json").read_bytes()
+    ol = {p.name: p.read_bytes() for p in sorted((recorded / "openlit").glob("*.json"))}
+    out["otel"] += [
+        Sample("otel langtrace gen_ai.content.* events", {"t.json": lt}, "t.json", "json", _otel),
+        Sample("otel openlit: traces", ol, "openlit.otlp.json", "json", _otel),
+        Sample("otel openlit: logs", ol, "openlit.logs.json", "json", _otel),
+    ]
     # coding-agent transcripts (real ones under tests/data and data/ samples): every line
     # is loaded or quarantined
     tests_data = Path(__file__).resolve().parents[1] / "data"

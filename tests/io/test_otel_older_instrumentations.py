@@ -18,9 +18,9 @@ encoder (what a collector's file exporter writes). The packages are pinned in th
 Each test counts runs, calls, tool calls, tool results and tokens from the captured OTLP/JSON
 itself (plain ``json``), and compares with what replaykit reads.
 
-No instrumentation installable here writes ``gen_ai.prompt`` / ``gen_ai.completion`` as one JSON
-attribute or ``gen_ai.content.prompt`` span events any more (OpenLIT, which did, requires
-``openai<3``, against the ``openai`` pinned for the other tests): that form is tested on
+No instrumentation installable beside these pins writes ``gen_ai.prompt`` / ``gen_ai.completion``
+as one JSON attribute or ``gen_ai.content.prompt`` span events: the span-event form is read from
+Langtrace output recorded once (test_otel_recorded_samples.py), the attribute form from
 hand-built spans in test_otel_forms.py only.
 """
 
