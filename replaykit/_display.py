@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "fmt_number",
+    "fmt_time",
     "for_people",
     "frame_html",
     "frame_text",
@@ -248,10 +249,25 @@ def people_frame(df: pd.DataFrame, max_rows: int | None = None) -> pd.DataFrame:
     return out
 
 
+def fmt_time(v: Any) -> str:
+    """A timestamp for people: to the second, or to the millisecond when it has a fraction
+    (never pandas' six digits of microseconds); missing is blank.
+
+    >>> fmt_time(pd.Timestamp("2026-01-01 10:00:04.150", tz="UTC")), fmt_time(pd.NaT)
+    ('2026-01-01 10:00:04.150+00:00', '')
+    """
+    if v is None or _isna(v):
+        return ""
+    ts = pd.Timestamp(v)
+    spec = "seconds" if ts.microsecond == 0 and ts.nanosecond == 0 else "milliseconds"
+    return str(ts.isoformat(sep=" ", timespec=spec))
+
+
 def for_people(df: pd.DataFrame, max_rows: int | None = None) -> Styler:
     """``df`` shown with numbers for people, for a notebook's last line: a pandas ``Styler``
     whose numeric columns display as :func:`fmt_number` writes them (``12,345``, ``0.333``,
-    ``-1.67``; ``-1`` in a first-divergence column as ``exact``; missing values blank).
+    ``-1.67``; ``-1`` in a first-divergence column as ``exact``; missing values blank), and
+    timestamps as :func:`fmt_time` does (to the millisecond at most).
 
     Opt-in and local: the values are not changed (``.data`` is the frame itself, numbers and
     dtypes and all, for checks), and pandas' global display options are not touched. Text is
@@ -274,4 +290,6 @@ def for_people(df: pd.DataFrame, max_rows: int | None = None) -> Styler:
                and not pd.api.types.is_bool_dtype(shown[c])]
     formats: dict[Any, Any] = {c: (_exact_or_number if c in EXACT_MINUS_ONE else fmt_number)
                                for c in numeric}
+    formats.update({c: fmt_time for c in shown.columns
+                    if pd.api.types.is_datetime64_any_dtype(shown[c])})
     return styler.format(formats, na_rep="", escape="html")  # log text is untrusted

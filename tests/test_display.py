@@ -116,6 +116,17 @@ def test_for_people_formats_what_is_shown_and_keeps_the_values():
     assert rk.report.fmt_number is _display.fmt_number
 
 
+def test_for_people_shows_times_to_the_millisecond_at_most():
+    import re
+
+    times = ["2026-01-01 10:00:04.150", "2026-01-01 10:01:00", None]
+    df = pd.DataFrame({"first_ts": pd.to_datetime(times, utc=True, format="ISO8601"),
+                       "total": [3.0, 10.0, None]})
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", rk.for_people(df).to_html())
+    assert cells == ["2026-01-01 10:00:04.150+00:00", "3", "2026-01-01 10:01:00+00:00", "10",
+                     "", ""]
+
+
 def test_for_people_without_jinja_names_the_extra(monkeypatch):
     import sys
 
