@@ -194,10 +194,13 @@ def _isna(v: Any) -> bool:
 
 def fmt_number(v: Any, *, digits: int = 3, percent: bool = False, signed: bool = False) -> str:
     """A number for people: thousands separators, ``digits`` significant digits for
-    non-integers, percentages for rates (``percent=True``: 0.0523 -> ``5.23%``).
+    non-integers (without trailing zeros: ``0.2``, not ``0.200``), percentages for rates
+    (``percent=True``: 0.0523 -> ``5.23%``).
 
     >>> fmt_number(1234567), fmt_number(-1.6699999999999946), fmt_number(0.0523, percent=True)
     ('1,234,567', '-1.67', '5.23%')
+    >>> fmt_number(0.2), fmt_number(0.05, percent=True), fmt_number(2.5e-05)
+    ('0.2', '5%', '0.000025')
     """
     if v is None or _isna(v):
         return ""
@@ -216,7 +219,10 @@ def fmt_number(v: Any, *, digits: int = 3, percent: bool = False, signed: bool =
         return f"0{suffix}"
     mag = int(np.floor(np.log10(abs(x))))
     dec = max(0, digits - 1 - mag)
-    return f"{sign}{x:,.{dec}f}{suffix}"
+    text = f"{x:,.{dec}f}"
+    if "." in text:  # 0.2, not 0.200: the digits are a bound, not padding
+        text = text.rstrip("0").rstrip(".")
+    return f"{sign}{text}{suffix}"
 
 
 def _exact_or_number(v: Any) -> str:
