@@ -4,7 +4,10 @@ Starts a JupyterLab server on a copy of notebook 06 (so autosave never touches t
 file), runs every cell from the Run menu, then drives the explorers with the mouse and the
 keyboard: the Scrubber beside the base (drag the slider handle, then arrow keys) and the
 DiffExplorer (click "next change", then Enter on the focused button, then arrow keys on its row
-slider), checking after each move that the panes show a different event. Skips locally without
+slider), checking after each move that the panes show a different event. It also reads the
+notebook's ``rk.for_people`` tables and the CohortExplorer's table off the page (headers drawn
+and apart, short values on one line, no escaped HTML or pandas' NaN, numbers as people write
+them) and screenshots each (``REPLAYKIT_SCREENSHOTS=DIR`` keeps them). Skips locally without
 Chromium, Playwright or JupyterLab; fails when CI=true.
 """
 
