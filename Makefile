@@ -69,9 +69,11 @@ test: $(VENV)/.installed-dev $(VENV)/.installed-native system-deps
 # Development: the tests without the slow components (marker "slow": browser, JupyterLab,
 # PostgreSQL, corpus, Dask cluster, benchmark and fuzzing tests, whole-tool lint runs; see
 # tests/conftest.py), each Hypothesis property on at most 10 examples (profile "check").
+# No notebooks, so without nbval's plugin: it imports nbformat and jsonschema (about 2 s of
+# CPU in each pytest process, the controller and every worker) before any test runs.
 check: $(VENV)/.installed-dev $(VENV)/.installed-native
-	$(BIN)/python -m pytest -q tests -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope \
-		-m "not slow" --hypothesis-profile=check --durations=10
+	$(BIN)/python -m pytest -q tests -p no:cacheprovider -p no:nbval -n $(TEST_WORKERS) \
+		--dist loadscope -m "not slow" --hypothesis-profile=check --durations=10
 
 lab: $(VENV)/.installed-base
 	$(BIN)/python tools/lab.py $(BIN)/jupyter $(LAB_ARGS)

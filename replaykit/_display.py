@@ -16,7 +16,9 @@ available for other result objects (:func:`frame_html`, :func:`summary_html`).
 
 from __future__ import annotations
 
+import hashlib
 import html
+import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "fmt_number",
+    "fmt_time",
     "for_people",
     "frame_html",
     "frame_text",
@@ -82,18 +85,48 @@ def summary_html(title: str, items: Mapping[str, Any], *, badges: Iterable[str] 
             f"<div>{pairs}</div>{body}</div>")
 
 
+#: A cell that reads as a number (as :func:`fmt_number` writes them, or a plain number).
+_NUMBER_TEXT = re.compile(r"[-+]?\d[\d,]*(\.\d+)?(e[-+]?\d+)?%?|exact")
+
+
+def _numeric_positions(shown: pd.DataFrame) -> list[int]:
+    """1-based positions of the columns whose every non-empty cell is a number."""
+    out = []
+    for i, col in enumerate(shown.columns, start=1):
+        values = [v for v in shown[col] if v != ""]
+        if values and all(
+                (isinstance(v, (int, float, np.integer, np.floating))
+                 and not isinstance(v, (bool, np.bool_)))
+                or (isinstance(v, str) and _NUMBER_TEXT.fullmatch(v)) for v in values):
+            out.append(i)
+    return out
+
+
 def frame_html(df: pd.DataFrame, max_rows: int = MAX_ROWS) -> str:
-    """The first ``max_rows`` rows of ``df`` as an escaped HTML table, plus a "more" line."""
+    """The first ``max_rows`` rows of ``df`` as an escaped HTML table, plus a "more" line.
+
+    The table carries its own spacing and alignment (an ipywidgets ``HTML`` gets none of
+    JupyterLab's table styles): padded cells that do not wrap (every cell is at most
+    ``MAX_CELL`` characters), text left-aligned, numbers right-aligned."""
     head = df.head(max_rows)
     shown = head.astype(object).where(head.notna(), "")
     for col in shown.columns:
         shown[col] = shown[col].map(
             lambda v: str(v)[: MAX_CELL - 1] + "\u2026" if len(str(v)) > MAX_CELL else v)
     out = shown.to_html(index=False, escape=True, na_rep="", border=0)
+    # a class named after the table's content: the same table gets the same rules, and two
+    # tables' rules never meet
+    cls = "rk-t" + hashlib.sha256(out.encode()).hexdigest()[:10]
+    right = "".join(f".{cls} td:nth-child({k}),.{cls} th:nth-child({k}){{text-align:right}}"
+                    for k in _numeric_positions(shown))
+    style = (f"<style>.{cls}{{border-collapse:collapse}}"
+             f".{cls} th,.{cls} td{{padding:2px 10px;text-align:left;white-space:nowrap;"
+             f"vertical-align:top}}.{cls} th{{font-weight:600}}{right}</style>")
+    out = out.replace('class="dataframe"', f'class="dataframe rk-table {cls}"', 1)
     if len(df) > max_rows:
         out += f"<div>&hellip; {len(df) - max_rows:,} more rows</div>"
     # a wide frame scrolls inside its own box instead of overflowing the cell
-    return f"<div style='overflow-x:auto;max-width:100%'>{out}</div>"
+    return f"{style}<div style='overflow-x:auto;max-width:100%'>{out}</div>"
 
 
 def frame_text(title: str, items: Mapping[str, Any]) -> str:
@@ -193,10 +226,13 @@ def _isna(v: Any) -> bool:
 
 def fmt_number(v: Any, *, digits: int = 3, percent: bool = False, signed: bool = False) -> str:
     """A number for people: thousands separators, ``digits`` significant digits for
-    non-integers, percentages for rates (``percent=True``: 0.0523 -> ``5.23%``).
+    non-integers (without trailing zeros: ``0.2``, not ``0.200``), percentages for rates
+    (``percent=True``: 0.0523 -> ``5.23%``).
 
     >>> fmt_number(1234567), fmt_number(-1.6699999999999946), fmt_number(0.0523, percent=True)
     ('1,234,567', '-1.67', '5.23%')
+    >>> fmt_number(0.2), fmt_number(0.05, percent=True), fmt_number(2.5e-05)
+    ('0.2', '5%', '0.000025')
     """
     if v is None or _isna(v):
         return ""
@@ -215,7 +251,10 @@ def fmt_number(v: Any, *, digits: int = 3, percent: bool = False, signed: bool =
         return f"0{suffix}"
     mag = int(np.floor(np.log10(abs(x))))
     dec = max(0, digits - 1 - mag)
-    return f"{sign}{x:,.{dec}f}{suffix}"
+    text = f"{x:,.{dec}f}"
+    if "." in text:  # 0.2, not 0.200: the digits are a bound, not padding
+        text = text.rstrip("0").rstrip(".")
+    return f"{sign}{text}{suffix}"
 
 
 def _exact_or_number(v: Any) -> str:
@@ -248,10 +287,25 @@ def people_frame(df: pd.DataFrame, max_rows: int | None = None) -> pd.DataFrame:
     return out
 
 
+def fmt_time(v: Any) -> str:
+    """A timestamp for people: to the second, or to the millisecond when it has a fraction
+    (never pandas' six digits of microseconds); missing is blank.
+
+    >>> fmt_time(pd.Timestamp("2026-01-01 10:00:04.150", tz="UTC")), fmt_time(pd.NaT)
+    ('2026-01-01 10:00:04.150+00:00', '')
+    """
+    if v is None or _isna(v):
+        return ""
+    ts = pd.Timestamp(v)
+    spec = "seconds" if ts.microsecond == 0 and ts.nanosecond == 0 else "milliseconds"
+    return str(ts.isoformat(sep=" ", timespec=spec))
+
+
 def for_people(df: pd.DataFrame, max_rows: int | None = None) -> Styler:
     """``df`` shown with numbers for people, for a notebook's last line: a pandas ``Styler``
     whose numeric columns display as :func:`fmt_number` writes them (``12,345``, ``0.333``,
-    ``-1.67``; ``-1`` in a first-divergence column as ``exact``; missing values blank).
+    ``-1.67``; ``-1`` in a first-divergence column as ``exact``; missing values blank), and
+    timestamps as :func:`fmt_time` does (to the millisecond at most).
 
     Opt-in and local: the values are not changed (``.data`` is the frame itself, numbers and
     dtypes and all, for checks), and pandas' global display options are not touched. Text is
@@ -274,4 +328,18 @@ def for_people(df: pd.DataFrame, max_rows: int | None = None) -> Styler:
                and not pd.api.types.is_bool_dtype(shown[c])]
     formats: dict[Any, Any] = {c: (_exact_or_number if c in EXACT_MINUS_ONE else fmt_number)
                                for c in numeric}
-    return styler.format(formats, na_rep="", escape="html")  # log text is untrusted
+    times = [c for c in shown.columns if pd.api.types.is_datetime64_any_dtype(shown[c])]
+    formats.update({c: fmt_time for c in times})
+    styler = styler.format(formats, na_rep="", escape="html")  # log text is untrusted
+    # text reads from the left (JupyterLab right-aligns every cell); numbers stay right
+    text = [c for c in shown.columns if c not in numeric and c not in times
+            and not pd.api.types.is_bool_dtype(shown[c])]
+    if text:
+        styler = styler.set_table_styles(
+            {c: [{"selector": "", "props": "text-align: left;"}] for c in text}, overwrite=False)
+    # a plain row number (0, 1, 3, ... after a filter) means nothing to a reader: not shown;
+    # a named index (run ids of a distance matrix) is
+    index = shown.index
+    if index.nlevels == 1 and index.name is None and pd.api.types.is_integer_dtype(index):
+        styler = styler.hide(axis="index")
+    return styler

@@ -111,6 +111,16 @@ def _cap_examples(item: pytest.Item, cap: int) -> None:
         fn._hypothesis_internal_use_settings = settings(own, max_examples=cap)  # type: ignore[union-attr]
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under ``-m "not slow"`` (`make check`) the slow modules are not even imported: every
+    test in them would be deselected, and importing them (Playwright, OpenTelemetry SDKs and
+    the instrumented clients, Dask) costs each pytest-xdist worker CPU before any test runs."""
+    if config.getoption("markexpr", "") == "not slow" and collection_path.suffix == ".py" \
+            and collection_path.stem in _SLOW_MODULES:
+        return True
+    return None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark what `make check` skips as ``slow``: the modules and tests above, tests using
     PostgreSQL or the corpus, and notebooks; under the ``check`` Hypothesis profile, cap each

@@ -116,6 +116,41 @@ def test_for_people_formats_what_is_shown_and_keeps_the_values():
     assert rk.report.fmt_number is _display.fmt_number
 
 
+def test_frame_html_spaces_its_columns_and_right_aligns_numbers():
+    """A widget's table (an ipywidgets HTML gets none of JupyterLab's table styles) carries
+    its own padding, keeps short values on one line and right-aligns number columns only."""
+    import re
+
+    shown = _display.people_frame(pd.DataFrame({"run_id": ["run-claims-C-104", "r2"],
+                                                "events": [12345, 7], "rate": [0.25, None],
+                                                "first_divergence_step": [-1, 3]}))
+    out = _display.frame_html(shown)
+    cls = re.search(r'class="dataframe rk-table (rk-t\w+)"', out).group(1)
+    assert f".{cls} th,.{cls} td{{padding:2px 10px;text-align:left;white-space:nowrap;" in out
+    right = sorted(int(k) for k in re.findall(rf"\.{cls} td:nth-child\((\d+)\)", out))
+    assert right == [2, 3, 4]  # events, rate ("0.25" and blank), first_divergence_step ("exact")
+    assert _display.frame_html(shown) == out  # the same table, the same class
+
+
+def test_for_people_aligns_text_left_and_hides_a_bare_row_number():
+    df = pd.DataFrame({"tool": ["add", "sub"], "n": [1, 2]}, index=[0, 3])
+    page = rk.for_people(df).to_html()
+    assert "row_heading" not in page and ".col0 {\n  text-align: left;" in page
+    named = rk.for_people(df.set_index("tool")).to_html()
+    assert 'class="row_heading level0 row0" >add</th>' in named  # a named index is kept
+
+
+def test_for_people_shows_times_to_the_millisecond_at_most():
+    import re
+
+    times = ["2026-01-01 10:00:04.150", "2026-01-01 10:01:00", None]
+    df = pd.DataFrame({"first_ts": pd.to_datetime(times, utc=True, format="ISO8601"),
+                       "total": [3.0, 10.0, None]})
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", rk.for_people(df).to_html())
+    assert cells == ["2026-01-01 10:00:04.150+00:00", "3", "2026-01-01 10:01:00+00:00", "10",
+                     "", ""]
+
+
 def test_for_people_without_jinja_names_the_extra(monkeypatch):
     import sys
 

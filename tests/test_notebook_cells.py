@@ -6,9 +6,12 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
 import pytest
+
+if TYPE_CHECKING:
+    import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -17,6 +20,10 @@ SPLIT = [p for p in NOTEBOOKS if not p.name.startswith("06_")]
 
 
 def _code(path: Path) -> list[nbformat.NotebookNode]:
+    # imported here, not at collection: nbformat brings jsonschema (about 2 s of CPU), which
+    # every pytest-xdist worker would pay to collect this module, whichever runs it
+    import nbformat
+
     return [c for c in nbformat.read(path, 4).cells if c.cell_type == "code"]
 
 

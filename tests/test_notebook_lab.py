@@ -4,7 +4,10 @@ Starts a JupyterLab server on a copy of notebook 06 (so autosave never touches t
 file), runs every cell from the Run menu, then drives the explorers with the mouse and the
 keyboard: the Scrubber beside the base (drag the slider handle, then arrow keys) and the
 DiffExplorer (click "next change", then Enter on the focused button, then arrow keys on its row
-slider), checking after each move that the panes show a different event. Skips locally without
+slider), checking after each move that the panes show a different event. It also reads the
+notebook's ``rk.for_people`` tables and the CohortExplorer's table off the page (headers drawn
+and apart, short values on one line, no escaped HTML or pandas' NaN, numbers as people write
+them) and screenshots each (``REPLAYKIT_SCREENSHOTS=DIR`` keeps them). Skips locally without
 Chromium, Playwright or JupyterLab; fails when CI=true.
 """
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -306,3 +310,96 @@ def lab_screenshots(out: Path) -> list[Path]:
                 shots.append(shot)
             b.close()
     return shots
+
+
+#: What the page must never show in a table: a missing value as pandas prints it, or HTML
+#: escaped twice (an entity on the screen instead of the character).
+_RAW_CELLS = {"nan", "NaN", "None", "NaT", "<NA>"}
+_ENTITY = re.compile(r"&(lt|gt|amp|quot|#\d+);")
+#: A number as people read it: 1,234 or 0.34 or -1.67 (never 0.3400000001 or 1234.0).
+_NUMBER = re.compile(r"-?\d{1,3}(,\d{3})*(\.\d{1,3})?%?|exact")
+
+_TABLE_JS = """(t) => {
+  const text = e => e.innerText.trim();
+  const heads = [...t.querySelectorAll('thead th')].map(text).filter(s => s);
+  const clipped = [...t.querySelectorAll('thead th')]
+      .filter(h => h.scrollWidth > h.clientWidth + 1).map(text);
+  const rows = [...t.querySelectorAll('tbody tr')]
+      .map(r => [...r.querySelectorAll('td')].map(text));
+  const rects = e => { const r = document.createRange(); r.selectNodeContents(e);
+                       return [...r.getClientRects()].filter(x => x.width > 0); };
+  // a short value broken over lines (a run id at its hyphens)
+  const wrapped = [...t.querySelectorAll('th, td')]
+      .filter(e => text(e).length && text(e).length <= 40
+                   && new Set(rects(e).map(x => Math.round(x.top))).size > 1).map(text);
+  // neighbouring header labels that (nearly) touch: "base_events replay_events" run together
+  const hs = [...t.querySelectorAll('thead tr:last-child th')].filter(h => text(h));
+  const tight = [];
+  for (let i = 0; i + 1 < hs.length; i++) {
+    const a = rects(hs[i]), b = rects(hs[i + 1]);
+    if (a.length && b.length && b[0].left - a[a.length - 1].right < 8)
+      tight.push(text(hs[i]) + ' | ' + text(hs[i + 1]));
+  }
+  const box = t.getBoundingClientRect();
+  return {heads, clipped, rows, wrapped, tight, width: box.width, height: box.height,
+          color: getComputedStyle(t.querySelector('thead th') || t).color};
+}"""
+
+
+def _shots_dir(tmp_path: Path) -> Path:
+    """Where the screenshots go: $REPLAYKIT_SCREENSHOTS (to look at them) or the test's tmp."""
+    out = Path(os.environ.get("REPLAYKIT_SCREENSHOTS") or tmp_path)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _read_table(table: Any) -> dict[str, Any]:
+    _center(table)
+    got: dict[str, Any] = table.evaluate(_TABLE_JS)
+    return got
+
+
+def _check_people_table(got: dict[str, Any], heads: list[str], numeric: list[str]) -> None:
+    assert got["heads"][-len(heads):] == heads, got["heads"]  # a leading index header is fine
+    assert got["clipped"] == [] and got["width"] > 100 and got["height"] > 20
+    assert got["wrapped"] == [] and got["tight"] == [], (got["wrapped"], got["tight"])
+    assert got["color"] not in ("rgba(0, 0, 0, 0)", "transparent")  # headers are drawn
+    cells = [c for row in got["rows"] for c in row]
+    assert cells and not _RAW_CELLS & set(cells), got["rows"]
+    assert not [c for c in cells if _ENTITY.search(c)], got["rows"]  # escaped once, not twice
+    for name in numeric:
+        col = len(got["rows"][0]) - len(heads) + heads.index(name)
+        values = [row[col] for row in got["rows"] if row[col]]
+        assert values and all(_NUMBER.fullmatch(v) for v in values), (name, values)
+
+
+def test_people_tables_and_a_widget_table_read_well_in_lab(lab_page: Any, tmp_path: Path
+                                                           ) -> None:
+    """Issue 31 items 2 and 10 on the screen: the notebook's rk.for_people tables and the
+    CohortExplorer's table, as JupyterLab draws them in Chromium, show readable headers, no
+    escaped HTML or pandas' missing-value markers, and numbers as people write them; each is
+    screenshotted ($REPLAYKIT_SCREENSHOTS keeps the images)."""
+    page = lab_page
+    out = _shots_dir(tmp_path)
+    output = ".jp-OutputArea-output"
+    unsupported = page.locator(f"{output} table", has=page.locator("th", has_text="because_step"))
+    changes = page.locator(f"{output} table", has=page.locator("th", has_text="origin")).filter(
+        has=page.locator("th", has_text="before"))
+    explorer = page.locator(f"{output} .widget-html table",
+                            has=page.locator("th", has_text="changed_descendants")).first
+    checks = (("people-unsupported", unsupported.first,
+               ["step", "kind", "tool_name", "reason", "because_step"], ["step", "because_step"]),
+              ("people-changes", changes.first,
+               ["step", "kind", "tool_name", "origin", "label", "before", "after"], ["step"]),
+              ("widget-cohort-explorer", explorer, None, ["changed_descendants"]))
+    for name, table, heads, numeric in checks:
+        got = _read_table(table)
+        _check_people_table(got, heads or got["heads"], numeric)
+        shot = out / f"lab-{name}.png"
+        # the widget's table scrolls in its own box: the picture is what that box shows
+        (table.locator("xpath=ancestor::div[contains(@class, 'widget-html')][1]")
+         if name.startswith("widget") else table).screenshot(path=str(shot))
+        assert shot.stat().st_size > 2_000
+    # the explorer's -1 (never diverges) reads "exact"; the raw frame's dtypes stay numbers
+    text = _text(explorer)
+    assert "-1" not in text.split()

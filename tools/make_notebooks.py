@@ -17,6 +17,23 @@ DATA = next(p / "data" for p in [Path.cwd(), *Path.cwd().parents] if (p / "data"
 DATA'''
 
 
+#: A test cell's helper: what a reader sees in a table a cell displays (headers, cell texts).
+SHOWN = '''import html
+import re
+
+
+def shown(table):
+    """What a reader sees in a displayed table: its column headers and cell texts."""
+    page = table.to_html()
+    heads = re.findall(r'<th [^>]*class="col_heading[^"]*"[^>]*>([^<]*)</th>', page)
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", page)
+    return [html.unescape(h) for h in heads], [html.unescape(c) for c in cells]
+
+
+RAW = {"nan", "NaN", "None", "NaT", "<NA>"}  # what a raw frame shows for missing values
+'''
+
+
 def check(source: str) -> nbf.NotebookNode:
     """A cell of checks: run by the tests (nbval), tagged "test" and collapsed in Lab, so the
     teaching cells read as a user would write them."""
@@ -164,7 +181,8 @@ def attributable_divergence() -> nbf.NotebookNode:
             "## The stamps of one run\n\n"
             "`log.stamps_df()` gives one row per run (one per distinct stamp when a run "
             "switches model mid-way), null where the log does not say, and `sources` naming "
-            "the field each value came from."
+            "the field each value came from. Tables here are shown with `rk.for_people` "
+            "(numbers rounded for people, missing values blank); the frames keep their values."
         ),
         code(
             "import json\n"
@@ -174,10 +192,14 @@ def attributable_divergence() -> nbf.NotebookNode:
             'base = log.run(RUN, tenant_id="acme")\n'
             "stamps = base.stamps_df()\n"
             "print(json.dumps(json.loads(stamps.loc[0, \"sources\"]), indent=1))\n"
-            'stamps[["run_id", "from_seq", "to_seq", "model", "provider", "temperature", '
-            '"max_tokens", "harness_version", "system_prompt_hash", "tool_schema_hash"]]'
+            'rk.for_people(stamps[["run_id", "from_seq", "to_seq", "model", "provider", '
+            '"temperature", "max_tokens", "harness_version", "system_prompt_hash", '
+            '"tool_schema_hash"]])'
         ),
-        check("assert len(stamps) == 1 and stamps.loc[0, \"model\"] == \"gpt-4.1-mini\""),
+        check(SHOWN + "\n"
+              "assert len(stamps) == 1 and stamps.loc[0, \"model\"] == \"gpt-4.1-mini\"\n"
+              "heads, cells = shown(rk.for_people(stamps))\n"
+              'assert "gpt-4.1-mini" in cells and "0.2" in cells and "800" in cells'),
         md(
             "## A stand-in for the hosted model\n\n"
             "The model executor of a `pinned-live` replay gets each model request. This one "
@@ -224,9 +246,13 @@ def attributable_divergence() -> nbf.NotebookNode:
         check('assert m["stamps_changed"] == "model" and m["first_divergence_step"] > 0'),
         code(
             "diff = rk.stamp_diff(base, res.events)\n"
-            "diff"
+            'rk.for_people(diff.rename(columns={"a": "base", "b": "replay"}))'
         ),
-        check('assert diff.loc[diff["changed"], "field"].tolist() == ["model"]'),
+        check('assert diff.loc[diff["changed"], "field"].tolist() == ["model"]\n'
+              'heads, cells = shown(rk.for_people(diff.rename(columns={"a": "base", '
+              '"b": "replay"})))\n'
+              'assert heads == ["field", "base", "replay", "changed"]\n'
+              'assert cells[:4] == ["model", "gpt-4.1-mini", "gpt-4.1-nano", "True"]'),
         md(
             "Each replayed event says where it came from in the `replay_origin` column of "
             "`res.events` itself: the first divergent event is the live answer of the switched "
@@ -235,9 +261,14 @@ def attributable_divergence() -> nbf.NotebookNode:
         code(
             "ev = res.events.events_df()\n"
             'k = m["first_divergence_step"]\n'
-            'ev.loc[k - 2:k + 2, ["seq", "type", "tool_name", "replay_origin", "text"]]'
+            'rk.for_people(ev.loc[k - 2:k + 2, ["seq", "type", "tool_name", "replay_origin", '
+            '"text"]])'
         ),
-        check('assert ev.loc[k, "replay_origin"] == "executor"'),
+        check('assert ev.loc[k, "replay_origin"] == "executor"\n'
+              'heads, cells = shown(rk.for_people(ev.loc[k - 2:k + 2, ["seq", "type", "tool_name", '
+              '"replay_origin", "text"]]))\n'
+              'assert heads[-2:] == ["replay_origin", "text"] and not RAW & set(cells)\n'
+              'assert "Risk looks acceptable; approving." in cells and str(k) in cells'),
         md(
             "## Stamp drift between cohorts\n\n"
             "Between two semesters the agent was moved to another model. Every other "
@@ -252,10 +283,14 @@ def attributable_divergence() -> nbf.NotebookNode:
             "d = rk.stamp_drift(rk.cohorts(drift.log))\n"
             'for line in d["headline"]:\n'
             "    print(line)\n"
-            'd[["field", "from_cohort", "to_cohort", "from_value", "to_value", "shift"]]'
+            'rk.for_people(d[["field", "from_cohort", "to_cohort", "from_value", "to_value", '
+            '"shift"]])'
         ),
         check('assert "model" in set(d["field"])\n'
-              'assert rk.stamp_drift(rk.cohorts(generate_cohorts(runs=300, seed=5).log)).empty'),
+              'assert rk.stamp_drift(rk.cohorts(generate_cohorts(runs=300, seed=5).log)).empty\n'
+              'heads, cells = shown(rk.for_people(d[["field", "from_cohort", "to_cohort", '
+              '"from_value", "to_value", "shift"]]))\n'
+              'assert heads[-1] == "shift" and cells[5] == "1"  # the whole cohort moved'),
     ]
     nb = nbf.v4.new_notebook()
     nb.cells = cells

@@ -225,7 +225,9 @@ class Progress:
                     total=total,
                     desc=desc,
                     unit=unit,
-                    unit_scale=True,
+                    # bytes as KiB/MiB; counts (parts, runs, files) as the integers they are,
+                    # never tqdm's scaled "0.00/10.0 part"
+                    unit_scale=unit == "B",
                     unit_divisor=1024 if unit == "B" else 1000,
                     leave=False,
                     file=sys.stderr,

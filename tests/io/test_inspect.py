@@ -8,10 +8,12 @@ Without inspect_ai these tests skip locally and fail under CI=true.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pyarrow.compute as pc
 import pytest
@@ -23,14 +25,33 @@ from replaykit.fold.inspect import inspect_state
 from replaykit.io import detect_format, read_events
 from replaykit.io.inspect import read_inspect, sniff
 
-try:
-    import inspect_ai  # noqa: F401
-    from inspect_ai import analysis
-    from inspect_ai.log import read_eval_log
-except ImportError:  # pragma: no cover - depends on the environment
+if importlib.util.find_spec("inspect_ai") is None:  # pragma: no cover - the environment
     if os.environ.get("CI") == "true":
-        raise
+        raise ImportError("inspect_ai is not installed (extra: inspect), and CI=true")
     pytest.skip("inspect_ai is not installed (extra: inspect)", allow_module_level=True)
+
+
+# Inspect's own readers, imported by the first test that calls them rather than when the
+# module is collected: inspect_ai takes about 2 s of CPU to import, which every pytest-xdist
+# worker would pay to collect this module, whichever worker then runs it.
+def read_eval_log(*args: Any, **kwargs: Any) -> Any:
+    from inspect_ai.log import read_eval_log as read
+
+    return read(*args, **kwargs)
+
+
+class _Analysis:
+    """``inspect_ai.analysis``, imported on first use."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # pytest's collection looks for __test__ and the like
+            raise AttributeError(name)
+        from inspect_ai import analysis as module
+
+        return getattr(module, name)
+
+
+analysis = _Analysis()
 
 
 def _run_task(log_dir: Path, fmt: str) -> Path:
