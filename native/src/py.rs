@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use crate::cols::{Bits, BoolCol, I64Col, Offsets, StrCol};
-use crate::{chain, hash, pleach};
+use crate::{chain, gather, hash, pleach};
 
 static PANICS: AtomicU64 = AtomicU64::new(0);
 
@@ -588,6 +588,127 @@ fn chain_digests<'py>(
     }
 }
 
+/// A chunk for `take_columns`: (row offset, rows, validity, buffer1, buffer2), buffers as
+/// raw (address, length) pairs.
+type RawChunk = (usize, usize, (usize, usize), (usize, usize), (usize, usize));
+
+/// A column for `take_columns`, with its buffers as raw (address, length) pairs held by the
+/// caller's `PyBuffer`s while the GIL is released.
+struct RawColumn {
+    layout: gather::Layout,
+    /// (offset, len, validity, b1, b2) per chunk
+    chunks: Vec<RawChunk>,
+}
+
+fn layout_of(name: &str) -> PyResult<gather::Layout> {
+    Ok(match name {
+        "str32" => gather::Layout::Str32,
+        "str64" => gather::Layout::Str64,
+        "fixed1" => gather::Layout::Fixed(1),
+        "fixed2" => gather::Layout::Fixed(2),
+        "fixed4" => gather::Layout::Fixed(4),
+        "fixed8" => gather::Layout::Fixed(8),
+        "bool" => gather::Layout::Bool,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown column layout {other:?}"
+            )))
+        }
+    })
+}
+
+/// Gather (Arrow's `take`) of several chunked columns in one order, on `threads` threads with
+/// the GIL released. `columns`: a list of `(layout, chunks)`, layout one of "str32", "str64",
+/// "fixed1/2/4/8", "bool", each chunk `(offset, length, validity, buffer1, buffer2)` in Arrow's
+/// layout (None for an absent validity or second buffer); `order`: int64 row numbers over each
+/// column's chunks one after the other. Returns one `(length, null_count, validity, buffer1,
+/// buffer2)` per column (buffer2: the string data, else None).
+#[pyfunction]
+fn take_columns<'py>(
+    py: Python<'py>,
+    columns: &Bound<'py, PyList>,
+    order: &Bound<'py, PyAny>,
+    threads: usize,
+) -> PyResult<Bound<'py, PyList>> {
+    let mut held = Held(Vec::new());
+    let mut raw: Vec<RawColumn> = Vec::new();
+    for col in columns.iter() {
+        let t = col.cast::<PyTuple>()?;
+        let layout = layout_of(&t.get_item(0)?.extract::<String>()?)?;
+        let mut chunks = Vec::new();
+        for ch in t.get_item(1)?.cast::<PyList>()?.iter() {
+            let c = ch.cast::<PyTuple>()?;
+            let offset: usize = c.get_item(0)?.extract()?;
+            let len: usize = c.get_item(1)?.extract()?;
+            let v = held.take(&c.get_item(2)?)?;
+            let b1 = held.take(&c.get_item(3)?)?;
+            let b2 = held.take(&c.get_item(4)?)?;
+            chunks.push((offset, len, v, b1, b2));
+        }
+        raw.push(RawColumn { layout, chunks });
+    }
+    let order = held.take(order)?;
+    if order.1 % 8 != 0 {
+        return Err(PyValueError::new_err("order must be int64"));
+    }
+    let got = guarded(py, move || {
+        // SAFETY: every pair comes from a buffer held by `held` until after this call
+        let order_bytes = unsafe { sl(order) };
+        let order: Vec<i64> = order_bytes
+            .chunks_exact(8)
+            .map(|b| i64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+            .collect();
+        let cols: Vec<(gather::Layout, Vec<gather::Chunk<'_>>)> = raw
+            .iter()
+            .map(|c| {
+                let chunks = c
+                    .chunks
+                    .iter()
+                    .map(|&(offset, len, v, b1, b2)| unsafe {
+                        gather::Chunk {
+                            offset,
+                            len,
+                            valid: valid(v),
+                            b1: sl(b1),
+                            b2: sl(b2),
+                        }
+                    })
+                    .collect();
+                (c.layout, chunks)
+            })
+            .collect();
+        gather::take_many(&cols, &order, threads)
+    });
+    drop(held);
+    let outs = match got {
+        Some(Ok(v)) => v,
+        Some(Err(msg)) => return Err(PyValueError::new_err(msg)),
+        None => {
+            return Err(PyRuntimeError::new_err(
+                "replaykit native core: internal error (panic) in take_columns",
+            ))
+        }
+    };
+    let list = PyList::empty(py);
+    for g in outs {
+        let v = match g.valid {
+            Some(bits) => Some(buf(py, Storage::U8(bits))?),
+            None => None,
+        };
+        let (b1, b2) = match g.values {
+            gather::Values::Str32(o, d) => {
+                (buf(py, Storage::I32(o))?, Some(buf(py, Storage::U8(d))?))
+            }
+            gather::Values::Str64(o, d) => {
+                (buf(py, Storage::I64(o))?, Some(buf(py, Storage::U8(d))?))
+            }
+            gather::Values::Bytes(b) => (buf(py, Storage::U8(b))?, None),
+        };
+        list.append((g.len, g.nulls, v, b1, b2))?;
+    }
+    Ok(list)
+}
+
 /// The CPU features the core uses when present.
 #[pyfunction]
 fn cpu_features() -> Vec<&'static str> {
@@ -632,6 +753,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(text_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(typed_payloads, m)?)?;
     m.add_function(wrap_pyfunction!(chain_digests, m)?)?;
+    m.add_function(wrap_pyfunction!(take_columns, m)?)?;
     m.add_function(wrap_pyfunction!(cpu_features, m)?)?;
     m.add_function(wrap_pyfunction!(panics, m)?)?;
     Ok(())

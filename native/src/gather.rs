@@ -1,0 +1,458 @@
+//! Gather (Arrow's `take`) of a chunked column into one array, on several threads: the pleach
+//! loader's last step, which puts every column of the rows read block by block into run order
+//! (`replaykit.io.pleach._finish`).
+//!
+//! A column is given as its chunks (Arrow layout: an optional validity bitmap, and the values
+//! or the offsets plus data); `order` holds row numbers over the chunks one after the other.
+//! Variable-width values are copied in two passes: the output offsets first (one pass over
+//! `order`), then the bytes, each thread filling its own range of the output. Every index and
+//! offset is checked: bad input is an `Err`, never a read out of bounds.
+
+/// One chunk of a column: `len` rows starting at row `offset` of its buffers.
+#[derive(Clone, Copy)]
+pub struct Chunk<'a> {
+    pub offset: usize,
+    pub len: usize,
+    /// validity bitmap (LSB first, 1 = valid), None when every row is valid
+    pub valid: Option<&'a [u8]>,
+    /// values (fixed width, bool bitmap) or offsets (strings)
+    pub b1: &'a [u8],
+    /// data (strings), empty otherwise
+    pub b2: &'a [u8],
+}
+
+/// The layout of a column.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Layout {
+    /// 32-bit offsets (`string`, `binary`)
+    Str32,
+    /// 64-bit offsets (`large_string`, `large_binary`)
+    Str64,
+    /// fixed-width values of this many bytes
+    Fixed(usize),
+    /// bit-packed booleans
+    Bool,
+}
+
+/// The gathered column.
+pub struct Gathered {
+    pub len: usize,
+    pub nulls: usize,
+    /// validity bitmap, None when no row is null
+    pub valid: Option<Vec<u8>>,
+    pub values: Values,
+}
+
+pub enum Values {
+    Str32(Vec<i32>, Vec<u8>),
+    Str64(Vec<i64>, Vec<u8>),
+    /// fixed-width values or a bool bitmap
+    Bytes(Vec<u8>),
+}
+
+#[inline]
+fn bit(bits: &[u8], i: usize) -> bool {
+    bits[i >> 3] & (1 << (i & 7)) != 0
+}
+
+/// Where a row of the concatenated chunks lives: (chunk, row within the chunk's buffers).
+struct Locator {
+    /// first row of each chunk, and the total at the end
+    starts: Vec<usize>,
+}
+
+impl Locator {
+    fn new(chunks: &[Chunk<'_>]) -> Self {
+        let mut starts = Vec::with_capacity(chunks.len() + 1);
+        let mut at = 0usize;
+        starts.push(0);
+        for c in chunks {
+            at += c.len;
+            starts.push(at);
+        }
+        Locator { starts }
+    }
+
+    fn total(&self) -> usize {
+        *self.starts.last().unwrap_or(&0)
+    }
+
+    /// The chunk of global row `r` (< total), trying `hint` first (orders come in runs).
+    #[inline]
+    fn chunk(&self, r: usize, hint: usize) -> usize {
+        if hint + 1 < self.starts.len() && self.starts[hint] <= r && r < self.starts[hint + 1] {
+            return hint;
+        }
+        self.starts.partition_point(|&s| s <= r) - 1
+    }
+}
+
+fn threads_for(n: usize, threads: usize) -> usize {
+    if n < 65536 {
+        1
+    } else {
+        threads.clamp(1, 16)
+    }
+}
+
+/// Offsets of a chunk as i64 values, checked: row `i` spans `data[at(i)..at(i+1)]`.
+fn offset_at(layout: Layout, b1: &[u8], i: usize) -> Result<usize, String> {
+    let v = match layout {
+        Layout::Str32 => {
+            let b = b1.get(4 * i..4 * i + 4).ok_or("offsets buffer too short")?;
+            i32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as i64
+        }
+        _ => {
+            let b = b1.get(8 * i..8 * i + 8).ok_or("offsets buffer too short")?;
+            let mut a = [0u8; 8];
+            a.copy_from_slice(b);
+            i64::from_ne_bytes(a)
+        }
+    };
+    usize::try_from(v).map_err(|_| "negative offset".to_string())
+}
+
+/// Check the chunks' buffers against their layout (sizes; string offsets ascending within
+/// the data), so the copy below cannot read out of bounds.
+fn check(layout: Layout, chunks: &[Chunk<'_>]) -> Result<(), String> {
+    for c in chunks {
+        let end = c.offset.checked_add(c.len).ok_or("chunk too long")?;
+        if let Some(v) = c.valid {
+            if v.len() * 8 < end {
+                return Err("validity bitmap too short".into());
+            }
+        }
+        match layout {
+            Layout::Str32 | Layout::Str64 => {
+                let mut lo = offset_at(layout, c.b1, c.offset)?;
+                for i in c.offset + 1..=end {
+                    let hi = offset_at(layout, c.b1, i)?;
+                    if hi < lo || hi > c.b2.len() {
+                        return Err(format!("offset {i} out of order or beyond the data"));
+                    }
+                    lo = hi;
+                }
+            }
+            Layout::Fixed(w) => {
+                if w == 0 || c.b1.len() < end.checked_mul(w).ok_or("chunk too long")? {
+                    return Err("values buffer too short".into());
+                }
+            }
+            Layout::Bool => {
+                if c.b1.len() * 8 < end {
+                    return Err("values bitmap too short".into());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Gather `order` (global row numbers over `chunks`) of a column into one array, on up to
+/// `threads` threads.
+pub fn take(
+    layout: Layout,
+    chunks: &[Chunk<'_>],
+    order: &[i64],
+    threads: usize,
+) -> Result<Gathered, String> {
+    check(layout, chunks)?;
+    let loc = Locator::new(chunks);
+    let total = loc.total();
+    let n = order.len();
+    // every index checked once; rows are then located chunk by chunk (orders come in runs)
+    if let Some(&r) = order.iter().find(|&&r| r < 0 || r as u64 >= total as u64) {
+        return Err(format!("index {r} beyond the column's {total} rows"));
+    }
+    let loc = &loc;
+    let locate = move |r: i64, hint: &mut usize| -> (usize, usize) {
+        let r = r as usize;
+        *hint = loc.chunk(r, *hint);
+        (*hint, chunks[*hint].offset + (r - loc.starts[*hint]))
+    };
+    // validity
+    let any_nulls = chunks.iter().any(|c| c.valid.is_some());
+    let mut nulls = 0usize;
+    let valid = if any_nulls {
+        let mut bits = vec![0u8; n.div_ceil(8)];
+        let mut h = 0usize;
+        for (k, &r) in order.iter().enumerate() {
+            let (c, i) = locate(r, &mut h);
+            if chunks[c].valid.is_none_or(|v| bit(v, i)) {
+                bits[k >> 3] |= 1 << (k & 7);
+            } else {
+                nulls += 1;
+            }
+        }
+        (nulls > 0).then_some(bits)
+    } else {
+        None
+    };
+    let t = threads_for(n, threads);
+    let values = match layout {
+        Layout::Str32 | Layout::Str64 => {
+            // output offsets: one pass, serial
+            let mut offs: Vec<usize> = Vec::with_capacity(n + 1);
+            let mut size = 0usize;
+            offs.push(0);
+            let mut h = 0usize;
+            for &r in order {
+                let (c, i) = locate(r, &mut h);
+                let b1 = chunks[c].b1;
+                let (lo, hi) = (offset_at(layout, b1, i)?, offset_at(layout, b1, i + 1)?);
+                size += hi - lo;
+                offs.push(size);
+            }
+            if layout == Layout::Str32 && size > i32::MAX as usize {
+                return Err("string data beyond 2 GB: use large offsets".into());
+            }
+            // bytes: each thread one range of rows, writing its own part of the output
+            let mut data = vec![0u8; size];
+            let per = n.div_ceil(t.max(1)).max(1);
+            let mut parts: Vec<(usize, usize, &mut [u8])> = Vec::with_capacity(t);
+            let mut rest: &mut [u8] = &mut data;
+            let mut row = 0usize;
+            while row < n {
+                let hi = (row + per).min(n);
+                let (head, tail) = rest.split_at_mut(offs[hi] - offs[row]);
+                parts.push((row, hi, head));
+                rest = tail;
+                row = hi;
+            }
+            let offs = &offs;
+            let copy = |(lo, hi, out): (usize, usize, &mut [u8])| -> Result<(), String> {
+                let base = offs[lo];
+                let mut h = 0usize;
+                for k in lo..hi {
+                    let (c, i) = locate(order[k], &mut h);
+                    let ch = &chunks[c];
+                    let s = offset_at(layout, ch.b1, i)?;
+                    let len = offs[k + 1] - offs[k];
+                    let src = ch.b2.get(s..s + len).ok_or("offset beyond the data")?;
+                    out[offs[k] - base..offs[k + 1] - base].copy_from_slice(src);
+                }
+                Ok(())
+            };
+            run_parts(parts, copy)?;
+            match layout {
+                Layout::Str32 => Values::Str32(offs.iter().map(|&o| o as i32).collect(), data),
+                _ => Values::Str64(offs.iter().map(|&o| o as i64).collect(), data),
+            }
+        }
+        Layout::Fixed(w) => {
+            let mut vals = vec![0u8; n * w];
+            let per = n.div_ceil(t.max(1)).max(1);
+            let parts: Vec<(usize, usize, &mut [u8])> = vals
+                .chunks_mut(per * w)
+                .enumerate()
+                .map(|(j, out)| (j * per, (j * per + out.len() / w).min(n), out))
+                .collect();
+            run_parts(parts, |(lo, hi, out): (usize, usize, &mut [u8])| {
+                let mut h = 0usize;
+                for k in lo..hi {
+                    let (c, i) = locate(order[k], &mut h);
+                    let src = &chunks[c].b1[i * w..(i + 1) * w];
+                    out[(k - lo) * w..(k - lo + 1) * w].copy_from_slice(src);
+                }
+                Ok(())
+            })?;
+            Values::Bytes(vals)
+        }
+        Layout::Bool => {
+            let mut bits = vec![0u8; n.div_ceil(8)];
+            let mut h = 0usize;
+            for (k, &r) in order.iter().enumerate() {
+                let (c, i) = locate(r, &mut h);
+                if bit(chunks[c].b1, i) {
+                    bits[k >> 3] |= 1 << (k & 7);
+                }
+            }
+            Values::Bytes(bits)
+        }
+    };
+    Ok(Gathered {
+        len: n,
+        nulls,
+        valid,
+        values,
+    })
+}
+
+/// [`take`] of several columns in one order: a single column on `threads` threads, several
+/// spread over `threads` threads (one column at a time each), results in column order.
+pub fn take_many(
+    cols: &[(Layout, Vec<Chunk<'_>>)],
+    order: &[i64],
+    threads: usize,
+) -> Result<Vec<Gathered>, String> {
+    let t = threads.clamp(1, 16).min(cols.len().max(1));
+    if t <= 1 || cols.len() <= 1 {
+        return cols
+            .iter()
+            .map(|(l, c)| take(*l, c, order, threads))
+            .collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done: Vec<std::sync::Mutex<Option<Result<Gathered, String>>>> =
+        cols.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..t {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((l, c)) = cols.get(k) else { break };
+                let r = take(*l, c, order, 1);
+                if let Ok(mut slot) = done[k].lock() {
+                    *slot = Some(r);
+                }
+            });
+        }
+    });
+    done.into_iter()
+        .map(|m| {
+            m.into_inner()
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| Err("a gather thread failed".into()))
+        })
+        .collect()
+}
+
+/// Run `f` on every part, one thread per part beyond the first (which runs here).
+fn run_parts<'a>(
+    parts: Vec<(usize, usize, &'a mut [u8])>,
+    f: impl Fn((usize, usize, &'a mut [u8])) -> Result<(), String> + Sync,
+) -> Result<(), String> {
+    if parts.len() <= 1 {
+        return parts.into_iter().try_for_each(&f);
+    }
+    let f = &f;
+    std::thread::scope(|s| {
+        let mut it = parts.into_iter();
+        let first = it.next();
+        let handles: Vec<_> = it.map(|p| s.spawn(move || f(p))).collect();
+        let mut res = first.map_or(Ok(()), f);
+        for h in handles {
+            let r = h.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            if res.is_ok() {
+                res = r;
+            }
+        }
+        res
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spans_of;
+
+    fn strs(g: &Gathered) -> Vec<Option<String>> {
+        let (offs, data): (Vec<usize>, &[u8]) = match &g.values {
+            Values::Str32(o, d) => (o.iter().map(|&x| x as usize).collect(), d),
+            Values::Str64(o, d) => (o.iter().map(|&x| x as usize).collect(), d),
+            Values::Bytes(_) => panic!("not strings"),
+        };
+        (0..g.len)
+            .map(|k| {
+                let ok = g.valid.as_ref().is_none_or(|v| bit(v, k));
+                ok.then(|| String::from_utf8(data[offs[k]..offs[k + 1]].to_vec()).unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn strings_over_chunks_with_nulls() {
+        let (o1, d1) = spans_of(&["a", "bb", "ccc"]);
+        let (o2, d2) = spans_of(&["", "dddd"]);
+        let v2 = [0b10u8]; // row 0 of chunk 2 is null
+        let chunks = [
+            Chunk {
+                offset: 0,
+                len: 3,
+                valid: None,
+                b1: &o1,
+                b2: &d1,
+            },
+            Chunk {
+                offset: 0,
+                len: 2,
+                valid: Some(&v2),
+                b1: &o2,
+                b2: &d2,
+            },
+        ];
+        let g = take(Layout::Str64, &chunks, &[4, 0, 3, 2, 2, 1], 2).unwrap();
+        assert_eq!(g.nulls, 1);
+        assert_eq!(
+            strs(&g),
+            vec![
+                Some("dddd".into()),
+                Some("a".into()),
+                None,
+                Some("ccc".into()),
+                Some("ccc".into()),
+                Some("bb".into())
+            ]
+        );
+        assert!(take(Layout::Str64, &chunks, &[5], 1).is_err());
+        assert!(take(Layout::Str64, &chunks, &[-1], 1).is_err());
+    }
+
+    #[test]
+    fn sliced_chunks_fixed_and_bool() {
+        let vals: Vec<u8> = (0..10i64).flat_map(|v| v.to_ne_bytes()).collect();
+        let chunks = [Chunk {
+            offset: 2,
+            len: 5,
+            valid: None,
+            b1: &vals,
+            b2: &[],
+        }];
+        let g = take(Layout::Fixed(8), &chunks, &[4, 0], 1).unwrap();
+        let Values::Bytes(b) = g.values else { panic!() };
+        assert_eq!(b, [6i64.to_ne_bytes(), 2i64.to_ne_bytes()].concat());
+        let bits = [0b0000_0101u8];
+        let chunks = [Chunk {
+            offset: 1,
+            len: 3,
+            valid: None,
+            b1: &bits,
+            b2: &[],
+        }];
+        let g = take(Layout::Bool, &chunks, &[1, 0, 2], 1).unwrap();
+        let Values::Bytes(b) = g.values else { panic!() };
+        assert_eq!(b, vec![0b001]);
+    }
+
+    #[test]
+    fn many_rows_on_threads_match_one_thread() {
+        let items: Vec<String> = (0..100_000).map(|i| format!("v{}", i % 977)).collect();
+        let refs: Vec<&str> = items.iter().map(|s| s.as_str()).collect();
+        let (o, d) = spans_of(&refs);
+        let chunks = [Chunk {
+            offset: 0,
+            len: refs.len(),
+            valid: None,
+            b1: &o,
+            b2: &d,
+        }];
+        let order: Vec<i64> = (0..100_000i64).rev().collect();
+        let a = take(Layout::Str64, &chunks, &order, 1).unwrap();
+        let b = take(Layout::Str64, &chunks, &order, 3).unwrap();
+        assert_eq!(strs(&a), strs(&b));
+        assert_eq!(strs(&a)[0].as_deref(), Some(refs[99_999]));
+    }
+
+    #[test]
+    fn bad_offsets_are_errors() {
+        let o: Vec<u8> = [0i64, 5, 2].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let chunks = [Chunk {
+            offset: 0,
+            len: 2,
+            valid: None,
+            b1: &o,
+            b2: b"abcde",
+        }];
+        assert!(take(Layout::Str64, &chunks, &[0], 1).is_err());
+    }
+}
