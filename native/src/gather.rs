@@ -95,26 +95,63 @@ fn threads_for(n: usize, threads: usize) -> usize {
     }
 }
 
-/// Offsets of a chunk as i64 values, checked: row `i` spans `data[at(i)..at(i+1)]`.
-fn offset_at(layout: Layout, b1: &[u8], i: usize) -> Result<usize, String> {
-    let v = match layout {
-        Layout::Str32 => {
-            let b = b1.get(4 * i..4 * i + 4).ok_or("offsets buffer too short")?;
-            i32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as i64
+/// A chunk's string offsets as integers (the buffer viewed in place when it is aligned).
+enum Offs<'a> {
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+    Owned(Vec<i64>),
+}
+
+impl Offs<'_> {
+    #[inline]
+    fn get(&self, i: usize) -> usize {
+        match self {
+            Offs::I32(v) => v[i] as usize,
+            Offs::I64(v) => v[i] as usize,
+            Offs::Owned(v) => v[i] as usize,
         }
-        _ => {
-            let b = b1.get(8 * i..8 * i + 8).ok_or("offsets buffer too short")?;
-            let mut a = [0u8; 8];
-            a.copy_from_slice(b);
-            i64::from_ne_bytes(a)
+    }
+
+    fn raw(&self, i: usize) -> Option<i64> {
+        match self {
+            Offs::I32(v) => v.get(i).map(|&x| x as i64),
+            Offs::I64(v) => v.get(i).copied(),
+            Offs::Owned(v) => v.get(i).copied(),
         }
-    };
-    usize::try_from(v).map_err(|_| "negative offset".to_string())
+    }
+}
+
+fn offsets_of(layout: Layout, b1: &[u8]) -> Offs<'_> {
+    if layout == Layout::Str32 {
+        let b1 = &b1[..b1.len() / 4 * 4];
+        // SAFETY: every bit pattern is a valid i32
+        let (pre, mid, post) = unsafe { b1.align_to::<i32>() };
+        if pre.is_empty() && post.is_empty() {
+            return Offs::I32(mid);
+        }
+        let v = b1.chunks_exact(4);
+        return Offs::Owned(
+            v.map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as i64)
+                .collect(),
+        );
+    }
+    let b1 = &b1[..b1.len() / 8 * 8];
+    // SAFETY: every bit pattern is a valid i64
+    let (pre, mid, post) = unsafe { b1.align_to::<i64>() };
+    if pre.is_empty() && post.is_empty() {
+        return Offs::I64(mid);
+    }
+    Offs::Owned(
+        b1.chunks_exact(8)
+            .map(|b| i64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+            .collect(),
+    )
 }
 
 /// Check the chunks' buffers against their layout (sizes; string offsets ascending within
-/// the data), so the copy below cannot read out of bounds.
-fn check(layout: Layout, chunks: &[Chunk<'_>]) -> Result<(), String> {
+/// the data), so the copy below cannot read out of bounds; the string offsets of each chunk.
+fn check<'a>(layout: Layout, chunks: &[Chunk<'a>]) -> Result<Vec<Offs<'a>>, String> {
+    let mut out = Vec::new();
     for c in chunks {
         let end = c.offset.checked_add(c.len).ok_or("chunk too long")?;
         if let Some(v) = c.valid {
@@ -124,14 +161,19 @@ fn check(layout: Layout, chunks: &[Chunk<'_>]) -> Result<(), String> {
         }
         match layout {
             Layout::Str32 | Layout::Str64 => {
-                let mut lo = offset_at(layout, c.b1, c.offset)?;
+                let offs = offsets_of(layout, c.b1);
+                let mut lo = offs.raw(c.offset).ok_or("offsets buffer too short")?;
+                if lo < 0 {
+                    return Err("negative offset".into());
+                }
                 for i in c.offset + 1..=end {
-                    let hi = offset_at(layout, c.b1, i)?;
-                    if hi < lo || hi > c.b2.len() {
+                    let hi = offs.raw(i).ok_or("offsets buffer too short")?;
+                    if hi < lo || hi as u64 > c.b2.len() as u64 {
                         return Err(format!("offset {i} out of order or beyond the data"));
                     }
                     lo = hi;
                 }
+                out.push(offs);
             }
             Layout::Fixed(w) => {
                 if w == 0 || c.b1.len() < end.checked_mul(w).ok_or("chunk too long")? {
@@ -145,7 +187,7 @@ fn check(layout: Layout, chunks: &[Chunk<'_>]) -> Result<(), String> {
             }
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Gather `order` (global row numbers over `chunks`) of a column into one array, on up to
@@ -156,7 +198,8 @@ pub fn take(
     order: &[i64],
     threads: usize,
 ) -> Result<Gathered, String> {
-    check(layout, chunks)?;
+    let offsets = check(layout, chunks)?;
+    let offsets = &offsets;
     let loc = Locator::new(chunks);
     let total = loc.total();
     let n = order.len();
@@ -198,8 +241,7 @@ pub fn take(
             let mut h = 0usize;
             for &r in order {
                 let (c, i) = locate(r, &mut h);
-                let b1 = chunks[c].b1;
-                let (lo, hi) = (offset_at(layout, b1, i)?, offset_at(layout, b1, i + 1)?);
+                let (lo, hi) = (offsets[c].get(i), offsets[c].get(i + 1));
                 size += hi - lo;
                 offs.push(size);
             }
@@ -225,10 +267,12 @@ pub fn take(
                 let mut h = 0usize;
                 for k in lo..hi {
                     let (c, i) = locate(order[k], &mut h);
-                    let ch = &chunks[c];
-                    let s = offset_at(layout, ch.b1, i)?;
+                    let s = offsets[c].get(i);
                     let len = offs[k + 1] - offs[k];
-                    let src = ch.b2.get(s..s + len).ok_or("offset beyond the data")?;
+                    let src = chunks[c]
+                        .b2
+                        .get(s..s + len)
+                        .ok_or("offset beyond the data")?;
                     out[offs[k] - base..offs[k + 1] - base].copy_from_slice(src);
                 }
                 Ok(())
