@@ -203,6 +203,28 @@ def test_shuffled_rows_duplicates_and_many_blocks(
     both(rk.read_pleach, s, errors="quarantine")
 
 
+def test_pooled_block_buffers(generated: dict[str, Path], tmp_path: Path,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The native path's reused block buffers (``_iter_native_blocks``): a BOM, CRLF line
+    ends, a last line without its line end, lines longer than the buffers' slack, and a bad
+    row (that block is read by the reference, from a copy) give the reference's results."""
+    import replaykit.io.pleach as pleach
+
+    lines = generated["iso_20k"].read_bytes().splitlines(keepends=True)[:3000]
+    long_row = json.loads(lines[5])
+    long_row["payload"]["text"] = "x" * 9000
+    long_row["sequence_number"] = 10**6
+    body = b"".join(lines[:1000]) + json.dumps(long_row).encode() + b"\n"
+    body += b"".join(ln.replace(b"\n", b"\r\n") for ln in lines[1000:2000])
+    body += b"{not json\n" + b"".join(lines[2000:]).rstrip(b"\n")
+    f = tmp_path / "pooled.jsonl"
+    f.write_bytes(b"\xef\xbb\xbf" + body)
+    monkeypatch.setattr(pleach, "_BLOCK", 64 << 10)
+    monkeypatch.setattr(pleach, "_SLACK", 4 << 10)
+    kind, log, _ = both(rk.read_pleach, f, errors="quarantine")
+    assert kind == "ok" and len(log.quarantine) == 1 and len(log) == 3001
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_native_take_matches_arrow_take(seed: int) -> None:
     """``_native.take`` gives Arrow's ``take`` (values, type, dictionary) on every layout:
