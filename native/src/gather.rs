@@ -198,6 +198,41 @@ pub fn take(
     order: &[i64],
     threads: usize,
 ) -> Result<Gathered, String> {
+    take_with(layout, chunks, order, None, threads)
+}
+
+/// `(chunk << 40) | row in the chunk` of each row of `order` over chunks of these lengths
+/// (shared by the columns of one chunking); None when an index is out of range.
+fn locations(lens: &[usize], order: &[i64]) -> Option<Vec<u64>> {
+    let mut starts = Vec::with_capacity(lens.len() + 1);
+    let mut at = 0usize;
+    starts.push(0usize);
+    for &l in lens {
+        at += l;
+        starts.push(at);
+    }
+    let loc = Locator { starts };
+    let total = loc.total();
+    let mut h = 0usize;
+    let mut out = Vec::with_capacity(order.len());
+    for &r in order {
+        if r < 0 || r as u64 >= total as u64 || lens.len() >= 1 << 23 {
+            return None;
+        }
+        let r = r as usize;
+        h = loc.chunk(r, h);
+        out.push(((h as u64) << 40) | (r - loc.starts[h]) as u64);
+    }
+    Some(out)
+}
+
+fn take_with(
+    layout: Layout,
+    chunks: &[Chunk<'_>],
+    order: &[i64],
+    locs: Option<&[u64]>,
+    threads: usize,
+) -> Result<Gathered, String> {
     let offsets = check(layout, chunks)?;
     let offsets = &offsets;
     let loc = Locator::new(chunks);
@@ -208,8 +243,18 @@ pub fn take(
         return Err(format!("index {r} beyond the column's {total} rows"));
     }
     let loc = &loc;
-    let locate = move |r: i64, hint: &mut usize| -> (usize, usize) {
-        let r = r as usize;
+    if let Some(l) = locs {
+        if l.len() != n {
+            return Err("locations do not match the order".into());
+        }
+    }
+    // (chunk, row in its buffers) of output row k
+    let locate = move |k: usize, hint: &mut usize| -> (usize, usize) {
+        if let Some(l) = locs {
+            let c = (l[k] >> 40) as usize;
+            return (c, chunks[c].offset + (l[k] & ((1 << 40) - 1)) as usize);
+        }
+        let r = order[k] as usize;
         *hint = loc.chunk(r, *hint);
         (*hint, chunks[*hint].offset + (r - loc.starts[*hint]))
     };
@@ -219,8 +264,8 @@ pub fn take(
     let valid = if any_nulls {
         let mut bits = vec![0u8; n.div_ceil(8)];
         let mut h = 0usize;
-        for (k, &r) in order.iter().enumerate() {
-            let (c, i) = locate(r, &mut h);
+        for k in 0..n {
+            let (c, i) = locate(k, &mut h);
             if chunks[c].valid.is_none_or(|v| bit(v, i)) {
                 bits[k >> 3] |= 1 << (k & 7);
             } else {
@@ -239,8 +284,8 @@ pub fn take(
             let mut size = 0usize;
             offs.push(0);
             let mut h = 0usize;
-            for &r in order {
-                let (c, i) = locate(r, &mut h);
+            for k in 0..n {
+                let (c, i) = locate(k, &mut h);
                 let (lo, hi) = (offsets[c].get(i), offsets[c].get(i + 1));
                 size += hi - lo;
                 offs.push(size);
@@ -266,7 +311,7 @@ pub fn take(
                 let base = offs[lo];
                 let mut h = 0usize;
                 for k in lo..hi {
-                    let (c, i) = locate(order[k], &mut h);
+                    let (c, i) = locate(k, &mut h);
                     let s = offsets[c].get(i);
                     let len = offs[k + 1] - offs[k];
                     let src = chunks[c]
@@ -291,12 +336,35 @@ pub fn take(
                 .enumerate()
                 .map(|(j, out)| (j * per, (j * per + out.len() / w).min(n), out))
                 .collect();
-            run_parts(parts, |(lo, hi, out): (usize, usize, &mut [u8])| {
+            fn copy<const W: usize>(
+                out: &mut [u8],
+                lo: usize,
+                hi: usize,
+                chunks: &[Chunk<'_>],
+                locate: impl Fn(usize, &mut usize) -> (usize, usize),
+            ) {
                 let mut h = 0usize;
-                for k in lo..hi {
-                    let (c, i) = locate(order[k], &mut h);
-                    let src = &chunks[c].b1[i * w..(i + 1) * w];
-                    out[(k - lo) * w..(k - lo + 1) * w].copy_from_slice(src);
+                for (k, o) in (lo..hi).zip(out.chunks_exact_mut(W)) {
+                    let (c, i) = locate(k, &mut h);
+                    let mut v = [0u8; W];
+                    v.copy_from_slice(&chunks[c].b1[i * W..(i + 1) * W]);
+                    o.copy_from_slice(&v);
+                }
+            }
+            run_parts(parts, |(lo, hi, out): (usize, usize, &mut [u8])| {
+                match w {
+                    1 => copy::<1>(out, lo, hi, chunks, locate),
+                    2 => copy::<2>(out, lo, hi, chunks, locate),
+                    4 => copy::<4>(out, lo, hi, chunks, locate),
+                    8 => copy::<8>(out, lo, hi, chunks, locate),
+                    _ => {
+                        let mut h = 0usize;
+                        for k in lo..hi {
+                            let (c, i) = locate(k, &mut h);
+                            let src = &chunks[c].b1[i * w..(i + 1) * w];
+                            out[(k - lo) * w..(k - lo + 1) * w].copy_from_slice(src);
+                        }
+                    }
                 }
                 Ok(())
             })?;
@@ -305,8 +373,8 @@ pub fn take(
         Layout::Bool => {
             let mut bits = vec![0u8; n.div_ceil(8)];
             let mut h = 0usize;
-            for (k, &r) in order.iter().enumerate() {
-                let (c, i) = locate(r, &mut h);
+            for k in 0..n {
+                let (c, i) = locate(k, &mut h);
                 if bit(chunks[c].b1, i) {
                     bits[k >> 3] |= 1 << (k & 7);
                 }
@@ -336,6 +404,22 @@ pub fn take_many(
             .map(|(l, c)| take(*l, c, order, threads))
             .collect();
     }
+    // the rows' locations once per chunking (most columns share one)
+    let mut shapes: Vec<(Vec<usize>, Option<Vec<u64>>)> = Vec::new();
+    let mut shape_of: Vec<usize> = Vec::with_capacity(cols.len());
+    for (_, c) in cols {
+        let lens: Vec<usize> = c.iter().map(|ch| ch.len).collect();
+        let k = match shapes.iter().position(|(l, _)| *l == lens) {
+            Some(k) => k,
+            None => {
+                let locs = locations(&lens, order);
+                shapes.push((lens, locs));
+                shapes.len() - 1
+            }
+        };
+        shape_of.push(k);
+    }
+    let (shapes, shape_of) = (&shapes, &shape_of);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let done: Vec<std::sync::Mutex<Option<Result<Gathered, String>>>> =
         cols.iter().map(|_| std::sync::Mutex::new(None)).collect();
@@ -344,7 +428,8 @@ pub fn take_many(
             s.spawn(|| loop {
                 let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some((l, c)) = cols.get(k) else { break };
-                let r = take(*l, c, order, 1);
+                let locs = shapes[shape_of[k]].1.as_deref();
+                let r = take_with(*l, c, order, locs, 1);
                 if let Ok(mut slot) = done[k].lock() {
                     *slot = Some(r);
                 }
@@ -485,6 +570,50 @@ mod tests {
         let b = take(Layout::Str64, &chunks, &order, 3).unwrap();
         assert_eq!(strs(&a), strs(&b));
         assert_eq!(strs(&a)[0].as_deref(), Some(refs[99_999]));
+    }
+
+    #[test]
+    fn take_many_shares_locations_and_matches_take() {
+        let vals: Vec<u8> = (0..200_000i64).flat_map(|v| v.to_ne_bytes()).collect();
+        let one = vec![Chunk {
+            offset: 0,
+            len: 200_000,
+            valid: None,
+            b1: &vals,
+            b2: &[],
+        }];
+        let two = vec![
+            Chunk {
+                offset: 3,
+                len: 100_000,
+                valid: None,
+                b1: &vals,
+                b2: &[],
+            },
+            Chunk {
+                offset: 0,
+                len: 100_000,
+                valid: None,
+                b1: &vals,
+                b2: &[],
+            },
+        ];
+        let cols = vec![
+            (Layout::Fixed(8), one.clone()),
+            (Layout::Fixed(8), two.clone()),
+            (Layout::Fixed(4), two.clone()),
+        ];
+        let order: Vec<i64> = (0..200_000i64).map(|i| (i * 7919) % 200_000).collect();
+        let many = take_many(&cols, &order, 2).unwrap();
+        for ((l, c), g) in cols.iter().zip(&many) {
+            let (Values::Bytes(a), Values::Bytes(b)) =
+                (&g.values, &take(*l, c, &order, 1).unwrap().values)
+            else {
+                panic!()
+            };
+            assert_eq!(a, b);
+        }
+        assert!(take_many(&cols, &[200_000], 2).is_err());
     }
 
     #[test]
