@@ -107,7 +107,15 @@ impl NativeBuf {
     }
 }
 
-fn buf(py: Python<'_>, data: Storage) -> PyResult<Py<NativeBuf>> {
+fn buf(py: Python<'_>, mut data: Storage) -> PyResult<Py<NativeBuf>> {
+    // columns are built with generous capacities: the slack is handed back (in place) so
+    // it does not stay resident for as long as Python holds the column
+    match &mut data {
+        Storage::U8(v) => v.shrink_to_fit(),
+        Storage::I32(v) => v.shrink_to_fit(),
+        Storage::I64(v) => v.shrink_to_fit(),
+        Storage::U64(v) => v.shrink_to_fit(),
+    }
     Py::new(py, NativeBuf { data })
 }
 
