@@ -297,3 +297,65 @@ def _bufs(chunk: Any, layout: str) -> tuple[Any, Any, Any]:
     if layout in ("str32", "str64"):
         return valid, u8(b[1]), u8(b[2])
     return valid, u8(b[1]), None
+
+
+def take_freeing(chunks: list[Any], typ: Any, order: Any, threads: int = 2) -> Any:
+    """``pa.chunked_array(chunks).take(order)`` of a string column as one array, copied chunk
+    by chunk into its place: each entry of ``chunks`` is set to None once copied, so with no
+    other reference each source chunk is freed as the copy proceeds (peak memory: about one
+    copy of the column, not two). ``order`` must not repeat a row (a sort's order, or a part
+    of it); ``typ`` is the column's type (string or large_string). The same array as Arrow's
+    take (values, validity)."""
+    import numpy as np
+    import pyarrow as pa
+
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    n = len(order)
+    large = pa.types.is_large_string(typ) or pa.types.is_large_binary(typ)
+    layout = "str64" if large else "str32"
+    off_type = np.int64 if large else np.int32
+    sizes = [len(c) for c in chunks]
+    firsts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    total = int(firsts[-1])
+    if n and (order.min() < 0 or order.max() >= total):
+        raise ValueError("take_freeing: an index is out of range")
+
+    def offsets(c: Any) -> Any:
+        return np.frombuffer(c.buffers()[1], dtype=off_type)[c.offset:c.offset + len(c) + 1]
+
+    lens = np.concatenate([np.diff(offsets(c)).astype(np.int64) for c in chunks]
+                          + [np.zeros(0, np.int64)])
+    out_offs = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lens[order], out=out_offs[1:])
+    size = int(out_offs[-1])
+    if not large and size > 2**31 - 1:
+        raise ValueError("take_freeing: string data beyond 2 GB")
+    validity, nulls = None, 0
+    if any(c.null_count for c in chunks):
+        valid = np.concatenate([np.asarray(c.is_valid()) for c in chunks])[order]
+        nulls = int(n - valid.sum())
+        if nulls:
+            validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    dest = np.full(total, -1, dtype=np.int64)
+    dest[order] = out_offs[:-1]
+    t = max(1, min(threads, 16)) if n >= 65536 else 1
+    splits = [int(out_offs[k * n // t]) for k in range(1, t)]
+    out = core().out_buffer(size)
+    for k in range(len(chunks)):
+        c, chunks[k] = chunks[k], None
+        if len(c):
+            core().scatter_rows(out, layout, c.offset, len(c),
+                                np.frombuffer(c.buffers()[1], dtype=np.uint8),
+                                _u8(c.buffers()[2]),
+                                dest[firsts[k]:firsts[k + 1]].view(np.uint8), splits)
+        del c
+    data = core().out_bytes(out)
+    offs = pa.py_buffer(out_offs if large else out_offs.astype(np.int32))
+    return pa.Array.from_buffers(typ, n, [validity, offs, pa.py_buffer(data)],
+                                 null_count=nulls)
+
+
+def _u8(buf: Any) -> Any:
+    import numpy as np
+
+    return np.zeros(0, np.uint8) if buf is None else np.frombuffer(buf, dtype=np.uint8)

@@ -203,6 +203,34 @@ def test_shuffled_rows_duplicates_and_many_blocks(
     both(rk.read_pleach, s, errors="quarantine")
 
 
+@pytest.mark.parametrize("large", [False, True])
+def test_native_take_freeing_matches_arrow_take(large: bool) -> None:
+    """``_native.take_freeing`` (the large columns' copy, chunk by chunk) gives Arrow's take
+    on chunked, sliced string columns with nulls, for a whole permutation and for a part of
+    one (duplicates dropped), and empties the list of chunks it was given."""
+    rng = np.random.default_rng(5)
+    typ = pa.large_string() if large else pa.string()
+
+    def chunk(k: int) -> pa.Array:
+        vals = [None if rng.random() < 0.1 else "y" * int(rng.integers(0, 30)) + str(i)
+                for i in range(k + 3)]
+        return pa.array(vals, type=typ).slice(3)
+
+    chunks = [chunk(k) for k in (40_000, 0, 35_000, 1)]
+    col = pa.chunked_array(chunks, type=typ)
+    n = len(col)
+    for order in (rng.permutation(n), np.sort(rng.choice(n, n // 2, replace=False))[::-1]):
+        given = list(chunks)
+        with _Path(True):
+            got = _native.take_freeing(given, typ, order)
+        got.validate(full=True)
+        assert given == [None] * len(chunks)
+        want = col.take(pa.array(order)).combine_chunks()
+        assert got.type == want.type and got.equals(want)
+    with pytest.raises(ValueError):
+        _native.take_freeing(list(chunks), typ, np.array([n]))
+
+
 def test_pooled_block_buffers(generated: dict[str, Path], tmp_path: Path,
                               monkeypatch: pytest.MonkeyPatch) -> None:
     """The native path's reused block buffers (``_iter_native_blocks``): a BOM, CRLF line

@@ -446,6 +446,60 @@ pub fn take_many(
         .collect()
 }
 
+/// Copy each row of a string chunk to its place in `out`: row `i` of the chunk (row
+/// `chunk.offset + i` of its buffers) to `out[dest[i]..]`, rows with `dest[i] < 0` skipped.
+/// `splits` (ascending byte positions of `out`, row boundaries of the output) cut `out`
+/// into ranges, one thread each; a row must lie inside one range. The pleach loader copies
+/// a large column into run order chunk by chunk this way, freeing each source chunk once
+/// copied (`replaykit._native.take_freeing`).
+pub fn scatter(
+    layout: Layout,
+    chunk: &Chunk<'_>,
+    dest: &[i64],
+    out: &mut [u8],
+    splits: &[usize],
+) -> Result<(), String> {
+    if !matches!(layout, Layout::Str32 | Layout::Str64) {
+        return Err("scatter copies string columns".into());
+    }
+    let offsets = check(layout, std::slice::from_ref(chunk))?;
+    let offs = &offsets[0];
+    if dest.len() != chunk.len {
+        return Err("one destination per row".into());
+    }
+    let mut bounds = vec![0usize];
+    for &s in splits {
+        if s < *bounds.last().unwrap_or(&0) || s > out.len() {
+            return Err("splits out of order".into());
+        }
+        bounds.push(s);
+    }
+    bounds.push(out.len());
+    let mut parts: Vec<(usize, usize, &mut [u8])> = Vec::with_capacity(bounds.len() - 1);
+    let mut rest: &mut [u8] = out;
+    for w in bounds.windows(2) {
+        let (head, tail) = rest.split_at_mut(w[1] - w[0]);
+        parts.push((w[0], w[1], head));
+        rest = tail;
+    }
+    run_parts(parts, |(lo, hi, part): (usize, usize, &mut [u8])| {
+        for (i, &d) in dest.iter().enumerate() {
+            if d < 0 || (d as u64) < lo as u64 || d as u64 >= hi as u64 {
+                // another thread's range (or skipped); an empty row at `hi` is nobody's
+                continue;
+            }
+            let d = d as usize;
+            let r = chunk.offset + i;
+            let (s, e) = (offs.get(r), offs.get(r + 1));
+            if d + (e - s) > hi {
+                return Err("a row crosses a split or the end of the output".into());
+            }
+            part[d - lo..d - lo + (e - s)].copy_from_slice(&chunk.b2[s..e]);
+        }
+        Ok(())
+    })
+}
+
 /// Run `f` on every part, one thread per part beyond the first (which runs here).
 fn run_parts<'a>(
     parts: Vec<(usize, usize, &'a mut [u8])>,
@@ -614,6 +668,26 @@ mod tests {
             assert_eq!(a, b);
         }
         assert!(take_many(&cols, &[200_000], 2).is_err());
+    }
+
+    #[test]
+    fn scatter_puts_rows_in_place() {
+        let (o, d) = spans_of(&["aa", "b", "", "cccc"]);
+        let ch = Chunk {
+            offset: 1,
+            len: 3,
+            valid: None,
+            b1: &o,
+            b2: &d,
+        };
+        // rows "b", "", "cccc" to positions 4, skipped, 0
+        let mut out = vec![b'.'; 5];
+        scatter(Layout::Str64, &ch, &[4, -1, 0], &mut out, &[4]).unwrap();
+        assert_eq!(&out, b"ccccb");
+        let mut out = vec![b'.'; 5];
+        assert!(scatter(Layout::Str64, &ch, &[4, -1, 0], &mut out, &[2]).is_err());
+        assert!(scatter(Layout::Str64, &ch, &[4, -1, 2], &mut out, &[]).is_err());
+        assert!(scatter(Layout::Str64, &ch, &[4, -1], &mut out, &[]).is_err());
     }
 
     #[test]

@@ -717,6 +717,88 @@ fn take_columns<'py>(
     Ok(list)
 }
 
+/// An output buffer filled by `scatter_rows` (zeroed pages, resident only once written),
+/// handed to Python by `out_bytes`.
+#[pyclass(frozen, module = "replaykit._core")]
+pub struct OutBuf {
+    data: std::sync::Mutex<Option<Vec<u8>>>,
+}
+
+/// A zeroed output buffer of `size` bytes for `scatter_rows`.
+#[pyfunction]
+fn out_buffer(size: usize) -> OutBuf {
+    OutBuf {
+        data: std::sync::Mutex::new(Some(vec![0u8; size])),
+    }
+}
+
+/// Copy the rows of one string chunk `(layout, offset, length, offsets, data)` into `out`,
+/// row i to byte `dest[i]` (int64; < 0: skipped), on one thread per range cut by `splits`
+/// (see `gather::scatter`), with the GIL released.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn scatter_rows<'py>(
+    py: Python<'py>,
+    out: &Bound<'py, OutBuf>,
+    layout: &str,
+    offset: usize,
+    length: usize,
+    offsets: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
+    dest: &Bound<'py, PyAny>,
+    splits: Vec<usize>,
+) -> PyResult<()> {
+    let layout = layout_of(layout)?;
+    let mut held = Held(Vec::new());
+    let (o, d, t) = (held.take(offsets)?, held.take(data)?, held.take(dest)?);
+    if t.1 % 8 != 0 {
+        return Err(PyValueError::new_err("dest must be int64"));
+    }
+    let cell = out.get();
+    let got = guarded(py, move || {
+        // SAFETY: the buffers are held by `held` until after this call
+        let (ob, db, tb) = unsafe { (sl(o), sl(d), sl(t)) };
+        let dest: Vec<i64> = tb
+            .chunks_exact(8)
+            .map(|b| i64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+            .collect();
+        let chunk = gather::Chunk {
+            offset,
+            len: length,
+            valid: None,
+            b1: ob,
+            b2: db,
+        };
+        let mut guard = cell
+            .data
+            .lock()
+            .map_err(|_| "output buffer poisoned".to_string())?;
+        let buf = guard.as_mut().ok_or("output buffer already handed over")?;
+        gather::scatter(layout, &chunk, &dest, buf, &splits)
+    });
+    drop(held);
+    match got {
+        Some(Ok(())) => Ok(()),
+        Some(Err(msg)) => Err(PyValueError::new_err(msg)),
+        None => Err(PyRuntimeError::new_err(
+            "replaykit native core: internal error (panic) in scatter_rows",
+        )),
+    }
+}
+
+/// The bytes of an output buffer, as a `NativeBuf` (the buffer is empty afterwards).
+#[pyfunction]
+fn out_bytes(py: Python<'_>, out: &Bound<'_, OutBuf>) -> PyResult<Py<NativeBuf>> {
+    let v = out
+        .get()
+        .data
+        .lock()
+        .map_err(|_| PyRuntimeError::new_err("output buffer poisoned"))?
+        .take()
+        .ok_or_else(|| PyValueError::new_err("output buffer already handed over"))?;
+    buf(py, Storage::U8(v))
+}
+
 /// The CPU features the core uses when present.
 #[pyfunction]
 fn cpu_features() -> Vec<&'static str> {
@@ -762,6 +844,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(typed_payloads, m)?)?;
     m.add_function(wrap_pyfunction!(chain_digests, m)?)?;
     m.add_function(wrap_pyfunction!(take_columns, m)?)?;
+    m.add_class::<OutBuf>()?;
+    m.add_function(wrap_pyfunction!(out_buffer, m)?)?;
+    m.add_function(wrap_pyfunction!(scatter_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(out_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(cpu_features, m)?)?;
     m.add_function(wrap_pyfunction!(panics, m)?)?;
     Ok(())

@@ -151,10 +151,10 @@ def _native_columns(
 
     ``state`` (env, typed, tenant, chat, seq, ts, line, src_idx: _finish's inputs, popped
     here so each is freed once used) gives the small columns, built (dictionaries, casts)
-    first; then each large text column is copied on every thread, its source released before
-    the next one is copied; then the small columns are gathered in one call, spread over the
-    threads. Peak memory: the inputs and one copy of the largest column. The same table as
-    the reference's takes.
+    first; then each large text column is copied on every thread, source chunk by source
+    chunk, each chunk released once copied (``_native.take_freeing``); then the small
+    columns are gathered in one call, spread over the threads. Peak memory: about the
+    inputs. The same table as the reference's takes.
     """
     env, typed = state.pop("env"), state.pop("typed")
     cols = {**_type_and_kind(env.column("event_type")),
@@ -187,9 +187,12 @@ def _native_columns(
             big = big.cast(typ)
         if big_order is None:
             arr = big.combine_chunks()
-        else:
-            (arr,) = _native.take([big], big_order)
-        del big
+            del big
+        else:  # each source chunk freed as soon as it is copied
+            chunks = big.chunks
+            del big
+            arr = _native.take_freeing(chunks, typ, big_order)
+            del chunks
         _release()
         arrays[name] = arr
     names = [f.name for f in EVENTS_SCHEMA if f.name not in arrays]
