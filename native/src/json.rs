@@ -487,7 +487,7 @@ mod tests {
                         x ^= x >> 7;
                         x ^= x << 17;
                         // mostly plain bytes, sometimes a special one
-                        if x % 7 == 0 {
+                        if x.is_multiple_of(7) {
                             alphabet[(x >> 8) as usize % alphabet.len()]
                         } else {
                             b'a' + (x >> 16) as u8 % 26
