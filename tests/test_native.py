@@ -231,6 +231,32 @@ def test_native_take_freeing_matches_arrow_take(large: bool) -> None:
         _native.take_freeing(list(chunks), typ, np.array([n]))
 
 
+def test_row_checks_of_native_blocks(generated: dict[str, Path], tmp_path: Path) -> None:
+    """Rows the core reads but the row checks refuse (the core then leaves the checks to
+    ``_check_rows``; a block of good rows skips them): both paths quarantine the same rows."""
+    lines = generated["iso_20k"].read_bytes().splitlines(keepends=True)[:400]
+    edits = {
+        "tenant_id": ["", "a\u0085b", "t" * 257, "\u00e9" * 256, None],
+        "chat_id": ["", None],
+        "sequence_number": [-1, None],
+        "event_type": ["", None],
+    }
+    rows = [json.loads(x) for x in lines]
+    k = 3
+    for fld, values in edits.items():
+        for v in values:
+            rows[k][fld] = v
+            k += 7
+    f = tmp_path / "checks.jsonl"
+    f.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                 encoding="utf-8")
+    kind, log, _ = both(rk.read_pleach, f, errors="quarantine")
+    reasons = sorted(log.quarantine.column("reason").to_pylist())
+    assert kind == "ok" and len(reasons) == 10, reasons
+    both(rk.read_pleach, f, errors="quarantine", tenant_id="acme")
+    both(rk.read_pleach, f)
+
+
 def test_pooled_block_buffers(generated: dict[str, Path], tmp_path: Path,
                               monkeypatch: pytest.MonkeyPatch) -> None:
     """The native path's reused block buffers (``_iter_native_blocks``): a BOM, CRLF line

@@ -181,7 +181,7 @@ fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> Option<T> {
 }
 
 /// Scan a pleach JSONL block (bytes ending at a line end). Returns None when the block must
-/// be read by the reference path, else `(n_lines, line, py_hash_rows, columns)` where
+/// be read by the reference path, else `(n_lines, line, py_hash_rows, columns, clean)` where
 /// `columns` is a list of `(name, column)` (see `str_col`).
 #[pyfunction]
 fn scan_pleach_block<'py>(
@@ -247,7 +247,7 @@ fn scan_pleach_block<'py>(
     s!("args", out.args);
     s!("text", out.text);
     Ok(Some(
-        (out.n_lines, line, hash_rows, cols).into_pyobject(py)?,
+        (out.n_lines, line, hash_rows, cols, out.clean).into_pyobject(py)?,
     ))
 }
 

@@ -37,7 +37,7 @@ def native_block(block: bytes | bytearray) -> tuple[int, np.ndarray, _Part | Non
     got = _native.core().scan_pleach_block(block)
     if got is None:
         return None
-    n_lines, line_buf, hash_rows_buf, columns = got
+    n_lines, line_buf, hash_rows_buf, columns, clean = got
     cols = {name: _native.to_arrow(c) for name, c in columns}
     line = np.frombuffer(line_buf, dtype=np.int64)
     if not len(line):
@@ -64,5 +64,6 @@ def native_block(block: bytes | bytearray) -> tuple[int, np.ndarray, _Part | Non
         args=cols["args"],
         hashes=hashes,
         text=cols["text"],
+        checked=bool(clean),
     )
     return n_lines, line, part
