@@ -141,9 +141,10 @@ def _check_rows(
     if keep.all():
         return _Part(env, ts, part.payload, part.typed, part.line, None, *extra)
     idx = pa.array(np.flatnonzero(keep))
+    args, hashes, text = (None if a is None else a.take(idx) for a in extra)
     return _Part(
         env.take(idx), ts.take(idx), part.payload.take(idx), part.typed.take(idx),
-        part.line[keep], None, *(None if a is None else a.take(idx) for a in extra),
+        part.line[keep], None, args, hashes, text,
     )
 
 

@@ -25,7 +25,8 @@ _TYPED = ("turn", "event_id", "ref_id", "tool_name", "args_hash", "cache_key", "
           "finish", "input_tokens", "output_tokens", "_child")
 
 
-def native_block(block: bytes | bytearray) -> tuple[int, np.ndarray, _Part | None] | None:
+def native_block(block: bytes | bytearray | memoryview
+                 ) -> tuple[int, np.ndarray, _Part | None] | None:
     """``(newline-terminated lines, 0-based line of each row, the rows' _Part)`` of a block,
     read by the native core; None when the reference path must read it (or the core is off).
 
