@@ -201,6 +201,36 @@ pub fn take(
     take_with(layout, chunks, order, None, threads)
 }
 
+/// Where output row `k` comes from: (chunk, row in its buffers).
+struct Loc<'a, 'b> {
+    /// the precomputed locations (see [`locations`]), if any
+    locs: Option<&'a [u64]>,
+    order: &'a [i64],
+    loc: &'a Locator,
+    chunks: &'a [Chunk<'b>],
+    /// one chunk: its row offset
+    single: Option<usize>,
+}
+
+impl Loc<'_, '_> {
+    #[inline(always)]
+    fn at(&self, k: usize, hint: &mut usize) -> (usize, usize) {
+        if let Some(off) = self.single {
+            return (0, off + self.order[k] as usize);
+        }
+        if let Some(l) = self.locs {
+            let c = (l[k] >> 40) as usize;
+            return (c, self.chunks[c].offset + (l[k] & ((1 << 40) - 1)) as usize);
+        }
+        let r = self.order[k] as usize;
+        *hint = self.loc.chunk(r, *hint);
+        (
+            *hint,
+            self.chunks[*hint].offset + (r - self.loc.starts[*hint]),
+        )
+    }
+}
+
 /// `(chunk << 40) | row in the chunk` of each row of `order` over chunks of these lengths
 /// (shared by the columns of one chunking); None when an index is out of range.
 fn locations(lens: &[usize], order: &[i64]) -> Option<Vec<u64>> {
@@ -248,16 +278,14 @@ fn take_with(
             return Err("locations do not match the order".into());
         }
     }
-    // (chunk, row in its buffers) of output row k
-    let locate = move |k: usize, hint: &mut usize| -> (usize, usize) {
-        if let Some(l) = locs {
-            let c = (l[k] >> 40) as usize;
-            return (c, chunks[c].offset + (l[k] & ((1 << 40) - 1)) as usize);
-        }
-        let r = order[k] as usize;
-        *hint = loc.chunk(r, *hint);
-        (*hint, chunks[*hint].offset + (r - loc.starts[*hint]))
+    let locate = Loc {
+        locs,
+        order,
+        loc,
+        chunks,
+        single: (chunks.len() == 1).then(|| chunks[0].offset),
     };
+    let locate = &locate;
     // validity
     let any_nulls = chunks.iter().any(|c| c.valid.is_some());
     let mut nulls = 0usize;
@@ -265,7 +293,7 @@ fn take_with(
         let mut bits = vec![0u8; n.div_ceil(8)];
         let mut h = 0usize;
         for k in 0..n {
-            let (c, i) = locate(k, &mut h);
+            let (c, i) = locate.at(k, &mut h);
             if chunks[c].valid.is_none_or(|v| bit(v, i)) {
                 bits[k >> 3] |= 1 << (k & 7);
             } else {
@@ -285,7 +313,7 @@ fn take_with(
             offs.push(0);
             let mut h = 0usize;
             for k in 0..n {
-                let (c, i) = locate(k, &mut h);
+                let (c, i) = locate.at(k, &mut h);
                 let (lo, hi) = (offsets[c].get(i), offsets[c].get(i + 1));
                 size += hi - lo;
                 offs.push(size);
@@ -311,7 +339,7 @@ fn take_with(
                 let base = offs[lo];
                 let mut h = 0usize;
                 for k in lo..hi {
-                    let (c, i) = locate(k, &mut h);
+                    let (c, i) = locate.at(k, &mut h);
                     let s = offsets[c].get(i);
                     let len = offs[k + 1] - offs[k];
                     let src = chunks[c]
@@ -341,11 +369,11 @@ fn take_with(
                 lo: usize,
                 hi: usize,
                 chunks: &[Chunk<'_>],
-                locate: impl Fn(usize, &mut usize) -> (usize, usize),
+                locate: &Loc<'_, '_>,
             ) {
                 let mut h = 0usize;
                 for (k, o) in (lo..hi).zip(out.chunks_exact_mut(W)) {
-                    let (c, i) = locate(k, &mut h);
+                    let (c, i) = locate.at(k, &mut h);
                     let mut v = [0u8; W];
                     v.copy_from_slice(&chunks[c].b1[i * W..(i + 1) * W]);
                     o.copy_from_slice(&v);
@@ -360,7 +388,7 @@ fn take_with(
                     _ => {
                         let mut h = 0usize;
                         for k in lo..hi {
-                            let (c, i) = locate(k, &mut h);
+                            let (c, i) = locate.at(k, &mut h);
                             let src = &chunks[c].b1[i * w..(i + 1) * w];
                             out[(k - lo) * w..(k - lo + 1) * w].copy_from_slice(src);
                         }
@@ -374,7 +402,7 @@ fn take_with(
             let mut bits = vec![0u8; n.div_ceil(8)];
             let mut h = 0usize;
             for k in 0..n {
-                let (c, i) = locate(k, &mut h);
+                let (c, i) = locate.at(k, &mut h);
                 if bit(chunks[c].b1, i) {
                     bits[k >> 3] |= 1 << (k & 7);
                 }

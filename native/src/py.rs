@@ -596,6 +596,22 @@ fn chain_digests<'py>(
     }
 }
 
+/// Native-endian int64 values of a byte buffer: viewed in place when aligned (numpy's
+/// arrays are), else copied.
+fn int64s(b: &[u8]) -> std::borrow::Cow<'_, [i64]> {
+    let b = &b[..b.len() / 8 * 8];
+    // SAFETY: every bit pattern is a valid i64
+    let (pre, mid, post) = unsafe { b.align_to::<i64>() };
+    if pre.is_empty() && post.is_empty() {
+        return std::borrow::Cow::Borrowed(mid);
+    }
+    std::borrow::Cow::Owned(
+        b.chunks_exact(8)
+            .map(|c| i64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+            .collect(),
+    )
+}
+
 /// A chunk for `take_columns`: (row offset, rows, validity, buffer1, buffer2), buffers as
 /// raw (address, length) pairs.
 type RawChunk = (usize, usize, (usize, usize), (usize, usize), (usize, usize));
@@ -662,10 +678,7 @@ fn take_columns<'py>(
     let got = guarded(py, move || {
         // SAFETY: every pair comes from a buffer held by `held` until after this call
         let order_bytes = unsafe { sl(order) };
-        let order: Vec<i64> = order_bytes
-            .chunks_exact(8)
-            .map(|b| i64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
-            .collect();
+        let order = int64s(order_bytes);
         let cols: Vec<(gather::Layout, Vec<gather::Chunk<'_>>)> = raw
             .iter()
             .map(|c| {
@@ -758,10 +771,7 @@ fn scatter_rows<'py>(
     let got = guarded(py, move || {
         // SAFETY: the buffers are held by `held` until after this call
         let (ob, db, tb) = unsafe { (sl(o), sl(d), sl(t)) };
-        let dest: Vec<i64> = tb
-            .chunks_exact(8)
-            .map(|b| i64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
-            .collect();
+        let dest = int64s(tb);
         let chunk = gather::Chunk {
             offset,
             len: length,
