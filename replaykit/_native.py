@@ -313,31 +313,18 @@ def take_freeing(chunks: list[Any], typ: Any, order: Any, threads: int = 2) -> A
     n = len(order)
     large = pa.types.is_large_string(typ) or pa.types.is_large_binary(typ)
     layout = "str64" if large else "str32"
-    off_type = np.int64 if large else np.int32
     sizes = [len(c) for c in chunks]
     firsts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    total = int(firsts[-1])
-    if n and (order.min() < 0 or order.max() >= total):
-        raise ValueError("take_freeing: an index is out of range")
-
-    def offsets(c: Any) -> Any:
-        return np.frombuffer(c.buffers()[1], dtype=off_type)[c.offset:c.offset + len(c) + 1]
-
-    lens = np.concatenate([np.diff(offsets(c)).astype(np.int64) for c in chunks]
-                          + [np.zeros(0, np.int64)])
-    out_offs = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lens[order], out=out_offs[1:])
+    # output offsets, each source row's output position and the validity: one native pass
+    specs = [(c.offset, len(c), *_bufs(c, layout)) for c in chunks if len(c)]
+    offs_buf, dest_buf, valid_buf, nulls = core().take_plan(layout, specs, order.view(np.uint8))
+    del specs
+    out_offs = np.frombuffer(offs_buf, dtype=np.int64)
+    dest = np.frombuffer(dest_buf, dtype=np.int64)
     size = int(out_offs[-1])
     if not large and size > 2**31 - 1:
         raise ValueError("take_freeing: string data beyond 2 GB")
-    validity, nulls = None, 0
-    if any(c.null_count for c in chunks):
-        valid = np.concatenate([np.asarray(c.is_valid()) for c in chunks])[order]
-        nulls = int(n - valid.sum())
-        if nulls:
-            validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
-    dest = np.full(total, -1, dtype=np.int64)
-    dest[order] = out_offs[:-1]
+    validity = None if valid_buf is None else pa.py_buffer(valid_buf)
     t = max(1, min(threads, 16)) if n >= 65536 else 1
     splits = [int(out_offs[k * n // t]) for k in range(1, t)]
     out = core().out_buffer(size)
@@ -350,7 +337,7 @@ def take_freeing(chunks: list[Any], typ: Any, order: Any, threads: int = 2) -> A
                                 dest[firsts[k]:firsts[k + 1]].view(np.uint8), splits)
         del c
     data = core().out_bytes(out)
-    offs = pa.py_buffer(out_offs if large else out_offs.astype(np.int32))
+    offs = pa.py_buffer(offs_buf) if large else pa.py_buffer(out_offs.astype(np.int32))
     return pa.Array.from_buffers(typ, n, [validity, offs, pa.py_buffer(data)],
                                  null_count=nulls)
 

@@ -474,6 +474,74 @@ pub fn take_many(
         .collect()
 }
 
+/// What [`scatter`] needs to copy a string column into `order`: the output offsets (n + 1),
+/// the output byte position of each source row (-1: not taken), and the output validity.
+pub struct Plan {
+    pub offsets: Vec<i64>,
+    pub dest: Vec<i64>,
+    pub valid: Option<Vec<u8>>,
+    pub nulls: usize,
+}
+
+/// The [`Plan`] of gathering `order` (global row numbers over `chunks`, none repeated) of a
+/// string column.
+pub fn plan(layout: Layout, chunks: &[Chunk<'_>], order: &[i64]) -> Result<Plan, String> {
+    if !matches!(layout, Layout::Str32 | Layout::Str64) {
+        return Err("plan of a string column".into());
+    }
+    let offsets = check(layout, chunks)?;
+    let loc = Locator::new(chunks);
+    let total = loc.total();
+    if let Some(&r) = order.iter().find(|&&r| r < 0 || r as u64 >= total as u64) {
+        return Err(format!("index {r} beyond the column's {total} rows"));
+    }
+    let locate = Loc {
+        locs: None,
+        order,
+        loc: &loc,
+        chunks,
+        single: (chunks.len() == 1).then(|| chunks[0].offset),
+    };
+    let n = order.len();
+    let mut out = Vec::with_capacity(n + 1);
+    let mut dest = vec![-1i64; total];
+    let mut size = 0i64;
+    out.push(0i64);
+    let mut h = 0usize;
+    for (k, &r) in order.iter().enumerate() {
+        let (c, i) = locate.at(k, &mut h);
+        let slot = &mut dest[r as usize];
+        if *slot >= 0 {
+            return Err(format!("row {r} is taken twice"));
+        }
+        *slot = size;
+        size += (offsets[c].get(i + 1) - offsets[c].get(i)) as i64;
+        out.push(size);
+    }
+    let mut nulls = 0usize;
+    let valid = if chunks.iter().any(|c| c.valid.is_some()) {
+        let mut bits = vec![0u8; n.div_ceil(8)];
+        let mut h = 0usize;
+        for k in 0..n {
+            let (c, i) = locate.at(k, &mut h);
+            if chunks[c].valid.is_none_or(|v| bit(v, i)) {
+                bits[k >> 3] |= 1 << (k & 7);
+            } else {
+                nulls += 1;
+            }
+        }
+        (nulls > 0).then_some(bits)
+    } else {
+        None
+    };
+    Ok(Plan {
+        offsets: out,
+        dest,
+        valid,
+        nulls,
+    })
+}
+
 /// Copy each row of a string chunk to its place in `out`: row `i` of the chunk (row
 /// `chunk.offset + i` of its buffers) to `out[dest[i]..]`, rows with `dest[i] < 0` skipped.
 /// `splits` (ascending byte positions of `out`, row boundaries of the output) cut `out`
@@ -716,6 +784,35 @@ mod tests {
         assert!(scatter(Layout::Str64, &ch, &[4, -1, 0], &mut out, &[2]).is_err());
         assert!(scatter(Layout::Str64, &ch, &[4, -1, 2], &mut out, &[]).is_err());
         assert!(scatter(Layout::Str64, &ch, &[4, -1], &mut out, &[]).is_err());
+    }
+
+    #[test]
+    fn plan_of_a_permutation() {
+        let (o1, d1) = spans_of(&["aa", "b"]);
+        let (o2, d2) = spans_of(&["", "cccc"]);
+        let v2 = [0b10u8];
+        let chunks = [
+            Chunk {
+                offset: 0,
+                len: 2,
+                valid: None,
+                b1: &o1,
+                b2: &d1,
+            },
+            Chunk {
+                offset: 0,
+                len: 2,
+                valid: Some(&v2),
+                b1: &o2,
+                b2: &d2,
+            },
+        ];
+        let p = plan(Layout::Str64, &chunks, &[3, 0, 2]).unwrap();
+        assert_eq!(p.offsets, vec![0, 4, 6, 6]);
+        assert_eq!(p.dest, vec![4, -1, 6, 0]);
+        assert_eq!((p.nulls, p.valid), (1, Some(vec![0b011])));
+        assert!(plan(Layout::Str64, &chunks, &[3, 3]).is_err());
+        assert!(plan(Layout::Str64, &chunks, &[4]).is_err());
     }
 
     #[test]

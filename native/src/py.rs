@@ -796,6 +796,72 @@ fn scatter_rows<'py>(
     }
 }
 
+/// `gather::plan` of a string column (`layout`, chunks as for `take_columns`) and an int64
+/// `order` with no repeated row: `(offsets, dest, validity, null_count)`, int64 buffers of the
+/// output offsets and of each source row's output byte position (-1: not taken).
+#[pyfunction]
+fn take_plan<'py>(
+    py: Python<'py>,
+    layout: &str,
+    chunks: &Bound<'py, PyList>,
+    order: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let layout = layout_of(layout)?;
+    let mut held = Held(Vec::new());
+    let mut raw: Vec<RawChunk> = Vec::new();
+    for ch in chunks.iter() {
+        let c = ch.cast::<PyTuple>()?;
+        let offset: usize = c.get_item(0)?.extract()?;
+        let len: usize = c.get_item(1)?.extract()?;
+        let v = held.take(&c.get_item(2)?)?;
+        let b1 = held.take(&c.get_item(3)?)?;
+        let b2 = held.take(&c.get_item(4)?)?;
+        raw.push((offset, len, v, b1, b2));
+    }
+    let order = held.take(order)?;
+    if order.1 % 8 != 0 {
+        return Err(PyValueError::new_err("order must be int64"));
+    }
+    let got = guarded(py, move || {
+        // SAFETY: every pair comes from a buffer held by `held` until after this call
+        let order = int64s(unsafe { sl(order) });
+        let chunks: Vec<gather::Chunk<'_>> = raw
+            .iter()
+            .map(|&(offset, len, v, b1, b2)| unsafe {
+                gather::Chunk {
+                    offset,
+                    len,
+                    valid: valid(v),
+                    b1: sl(b1),
+                    b2: sl(b2),
+                }
+            })
+            .collect();
+        gather::plan(layout, &chunks, &order)
+    });
+    drop(held);
+    let p = match got {
+        Some(Ok(p)) => p,
+        Some(Err(msg)) => return Err(PyValueError::new_err(msg)),
+        None => {
+            return Err(PyRuntimeError::new_err(
+                "replaykit native core: internal error (panic) in take_plan",
+            ))
+        }
+    };
+    let v = match p.valid {
+        Some(bits) => Some(buf(py, Storage::U8(bits))?),
+        None => None,
+    };
+    (
+        buf(py, Storage::I64(p.offsets))?,
+        buf(py, Storage::I64(p.dest))?,
+        v,
+        p.nulls,
+    )
+        .into_pyobject(py)
+}
+
 /// The bytes of an output buffer, as a `NativeBuf` (the buffer is empty afterwards).
 #[pyfunction]
 fn out_bytes(py: Python<'_>, out: &Bound<'_, OutBuf>) -> PyResult<Py<NativeBuf>> {
@@ -858,6 +924,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(out_buffer, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_rows, m)?)?;
     m.add_function(wrap_pyfunction!(out_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(take_plan, m)?)?;
     m.add_function(wrap_pyfunction!(cpu_features, m)?)?;
     m.add_function(wrap_pyfunction!(panics, m)?)?;
     Ok(())
