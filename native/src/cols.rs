@@ -120,6 +120,18 @@ pub struct I64Col {
 }
 
 impl I64Col {
+    /// With room for `rows` values (and their validity bits).
+    pub fn with_capacity(rows: usize) -> Self {
+        I64Col {
+            values: Vec::with_capacity(rows),
+            valid: Bits {
+                bytes: Vec::with_capacity(rows.div_ceil(8)),
+                len: 0,
+                unset: 0,
+            },
+        }
+    }
+
     #[inline]
     pub fn push(&mut self, v: Option<i64>) {
         self.values.push(v.unwrap_or(0));
