@@ -499,8 +499,11 @@ def _read_jsonl(
         blocks: Iterator[Any] = (_iter_blocks(path, bar) if buffers is None
                                  else _iter_native_blocks(path, bar, buffers))
         done = False
+        # native path: one block more in flight than there are threads, so a thread finding
+        # its block done picks up the next at once while this thread checks rows and reads on
+        depth = _THREADS if buffers is None else _THREADS + 1
         while True:
-            while not done and len(pending) < _THREADS:
+            while not done and len(pending) < depth:
                 block = next(blocks, None)
                 if block is None:
                     done = True
