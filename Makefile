@@ -86,7 +86,7 @@ lint: $(VENV)/.installed-dev
 	cargo fmt --check --manifest-path native/Cargo.toml
 	cargo fmt --check --manifest-path native/fuzz/Cargo.toml
 	cargo clippy --quiet --release --manifest-path native/Cargo.toml --all-targets -- -D warnings
-	cargo test --quiet --release --no-default-features --manifest-path native/Cargo.toml
+	cargo test --quiet --no-default-features --manifest-path native/Cargo.toml
 
 fuzz:
 	bash tools/fuzz_native.sh $(FUZZ_SECONDS)

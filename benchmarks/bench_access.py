@@ -397,7 +397,7 @@ def _bench_summary_work(log: Any, repeat: int, rows: list[dict[str, Any]]) -> No
     import contextlib
     import io
 
-    from replaykit import cli
+    from replaykit.cli import _output as cli
 
     args = argparse.Namespace(limit=None, json=False, csv=False, all_columns=False)
 

@@ -32,7 +32,7 @@ def _make_log(n: int) -> Any:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from _chainlogs import make_log
 
-    from replaykit.integrity import stamp_chain
+    from replaykit.integrity.chain import stamp_chain
 
     return stamp_chain(make_log(n, n_runs=max(1, n // 1000)))
 
@@ -128,7 +128,7 @@ def _on_reference_path(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def _derived_rows(quick: bool) -> list[dict[str, Any]]:
-    from replaykit.integrity import verify_chain
+    from replaykit.integrity.verify import verify_chain
 
     n = tiny(50_000) if quick else 300_000
     log = _pleach_log(n)
@@ -175,7 +175,9 @@ def _derived_rows(quick: bool) -> list[dict[str, Any]]:
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
-    from replaykit.integrity import _content_column, stamp_chain, verify_chain
+    from replaykit.integrity.chain import stamp_chain
+    from replaykit.integrity.content import _content_column
+    from replaykit.integrity.verify import verify_chain
 
     n = tiny(100_000) if quick else 1_000_000
     log = _make_log(n)

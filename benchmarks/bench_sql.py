@@ -44,7 +44,7 @@ EXPORT = ("tenant_id", "chat_id", "sequence_number", "event_type", "payload", "c
 
 
 def _query(layout: str) -> str:
-    from replaykit.sql import _COLUMNS
+    from replaykit.sql.connection import _COLUMNS
 
     names = [db for db, *_ in _COLUMNS] if layout == "full" else list(EXPORT)
     cols = ", ".join(f'"{c}"' for c in names)
@@ -93,17 +93,18 @@ def _measure(label: str, layout: str, uri: str, engine_url: str, n: int) -> dict
 @contextmanager
 def _checks_off() -> Iterator[None]:
     """read_sql as before the tenant checks: plain filters, no re-check, no type check."""
-    import replaykit.sql as rksql
+    import replaykit.sql._fetch as rksql
+    import replaykit.sql.read as rksql_read
 
-    saved = {k: getattr(rksql, k) for k in ("_recheck", "_well_typed", "_sqlite_where",
-                                             "_pg_exact")}
+    saved = {k: getattr(rksql, k) for k in ("_recheck", "_sqlite_where", "_pg_exact")}
+    saved_typed = rksql_read._well_typed
 
     def where(tenants: Any, runs: Any, lo: Any, hi: Any) -> tuple[str, list[Any]]:
         text, params = saved["_sqlite_where"](tenants, runs, lo, hi)
         return text.replace(" COLLATE BINARY", ""), params
 
     rksql._recheck = lambda raw, tenants, runs: raw
-    rksql._well_typed = lambda raw, checks: True
+    rksql_read._well_typed = lambda raw, checks: True
     rksql._sqlite_where = where
     rksql._pg_exact = lambda column, declared: f'"{column}"'
     try:
@@ -111,6 +112,7 @@ def _checks_off() -> Iterator[None]:
     finally:
         for k, v in saved.items():
             setattr(rksql, k, v)
+        rksql_read._well_typed = saved_typed
 
 
 def _checks_cost(label: str, uri: str, n: int, rounds: int = 6) -> list[dict[str, Any]]:
@@ -148,7 +150,8 @@ def _checks_cost(label: str, uri: str, n: int, rounds: int = 6) -> list[dict[str
 def _checks_share(label: str, uri: str, n: int, read_s: float) -> dict[str, Any]:
     """The checks' own time (re-check of tenants and runs, SQLite type check) on the fetched
     rows, as a share of the whole read: steadier than the end-to-end ratio on a busy machine."""
-    import replaykit.sql as rksql
+    import replaykit.sql._fetch as rksql
+    import replaykit.sql.read as rksql_read
 
     got = rksql._fetch_rows(uri, tenant_id=list(TENANTS))
     raw = got.raw
@@ -156,7 +159,7 @@ def _checks_share(label: str, uri: str, n: int, read_s: float) -> dict[str, Any]
 
     def checks() -> None:
         rksql._recheck(raw, list(TENANTS), runs)
-        rksql._well_typed(raw, got.checks)
+        rksql_read._well_typed(raw, got.checks)
 
     spent = interleave({"checks": checks}, repeat=7)["checks"].best_s
     return {

@@ -20,8 +20,12 @@ import types as _types
 import typing as _typing
 
 if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ imports on use
-    from . import _toh_api as toh  # rk.toh: toh_scripts + script_player
-    from . import datasets, engine, schema
+    from . import (
+        datasets,
+        engine,
+        schema,
+        toh,  # rk.toh: toh_scripts + script_player
+    )
     from ._display import for_people
     from .branch import (
         COMPARABILITY,
@@ -35,7 +39,6 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time __geta
     )
     from .branch.fixtures import read_isplay_fixtures
     from .branch.types import IsplayBranch, read_isplay_branch
-    from .cachekey import cache_key
     from .cohorts import Cohorts, SemesterCalendar, cohorts
     from .errors import (
         FormatDetectionError,
@@ -89,9 +92,10 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time __geta
     from .io.phoenix import read_phoenix
     from .io.toh import OrphanRunWarning
     from .otel_export import to_otel, to_otel_evaluations
+    from .provenance import STAMP_FIELDS, stamp_diff, stamp_drift
+    from .provenance.cachekey import cache_key
     from .schema import EVENTS_SCHEMA, validate
     from .sql import read_sql, write_sql
-    from .stamps import STAMP_FIELDS, stamp_diff, stamp_drift
 
 __version__ = "0.1.0"
 
@@ -197,7 +201,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
                 "compare", "replay", "tool_distance_matrix"),
     ".branch.fixtures": ("read_isplay_fixtures",),
     ".branch.types": ("IsplayBranch", "read_isplay_branch"),
-    ".cachekey": ("cache_key",),
+    ".provenance.cachekey": ("cache_key",),
     ".cohorts": ("Cohorts", "SemesterCalendar", "cohorts"),
     ".errors": ("FormatDetectionError", "LoadError", "MissingExtraError", "MissingTenantError",
                 "ReplayCacheMissError", "ReplayDivergenceError", "ReplayError",
@@ -223,12 +227,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".io.toh": ("OrphanRunWarning",),
     ".schema": ("EVENTS_SCHEMA", "validate"),
     ".sql": ("read_sql", "write_sql"),
-    ".stamps": ("STAMP_FIELDS", "stamp_diff", "stamp_drift"),
+    ".provenance": ("STAMP_FIELDS", "stamp_diff", "stamp_drift"),
 }
 #: names that are modules: ``rk.toh`` is the façade over the toh scripts and their player;
 #: any other submodule (``rk.plots``, ``rk.io``, ...) is found by its own name.
 _MODULES = {"datasets": ".datasets", "engine": ".engine", "schema": ".schema",
-            "toh": "._toh_api"}
+            "toh": ".toh"}
 _HOME = {name: (module, name) for module, names in _EXPORTS.items() for name in names}
 
 

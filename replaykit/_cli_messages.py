@@ -1,39 +1,40 @@
-"""Error messages in the command line's words, shared by every ``replaykit`` subcommand
-(:mod:`replaykit.cli`, ``verify-chain``): a module of its own so that the subcommands need not
-import the command-line entry point that dispatches to them."""
+"""Deprecated: ``replaykit._cli_messages`` moved to ``replaykit.cli.messages``.
+
+This shim goes in the next release.
+"""
 
 from __future__ import annotations
 
-import re
+import importlib as _importlib
+import warnings as _warnings
 
-from ._cli_files import CliParser, TerminalSafeStream, terminal_safe
-from .errors import LoadError
+from replaykit.errors import ReplayKitDeprecationWarning as _ReplayKitDeprecationWarning
 
-__all__ = ["CliParser", "TerminalSafeStream", "cli_error_text", "terminal_safe"]
+_warnings.warn("replaykit._cli_messages moved to replaykit.cli.messages: "
+               "import from there (the old path goes in the next release)",
+               _ReplayKitDeprecationWarning, stacklevel=2)
 
-_REWRITES = (
-    (re.compile(r"""pass errors=["']quarantine["']"""), "pass --errors quarantine"),
-    (re.compile(r"""errors=["']quarantine["']"""), "--errors quarantine"),
-    (re.compile(r"Pass format=\.\.\. explicitly"), "Pass --format FORMAT"),
-    (re.compile(r"""owner=['"]?(ID|acme)['"]?"""), "--owner ID"),
-    (re.compile(r"""tenant_id=['"]?(ID|acme)['"]?"""), "--tenant ID"),
+_ALL = (
+    "CliParser",
+    "TerminalSafeStream",
+    "cli_error_text",
+    "terminal_safe",
 )
+__all__ = list(_ALL)  # the names come from __getattr__
+
+#: every name of the old module -> the module that holds it now.
+_NEW: dict[str, str] = {
+    "CliParser": "replaykit.cli.messages",
+    "LoadError": "replaykit.cli.messages",
+    "TerminalSafeStream": "replaykit.cli.messages",
+    "_REWRITES": "replaykit.cli.messages",
+    "cli_error_text": "replaykit.cli.messages",
+    "re": "replaykit.cli.messages",
+    "terminal_safe": "replaykit.cli.messages",
+}
 
 
-def cli_error_text(exc: BaseException) -> str:
-    """An exception's message in the command line's words (``--errors quarantine``,
-    ``--owner ID``, ``--tenant ID``), without Python call syntax or the quotes ``KeyError`` adds.
-
-    >>> cli_error_text(KeyError("no run 'r1'"))
-    "no run 'r1'"
-    """
-    if isinstance(exc, LoadError) and exc.reason == "missing_tenant":
-        return (f"{exc.source}: this format records no tenant, so its owner must be named: "
-                "pass --owner ID (a tenant id is never guessed)")
-    if isinstance(exc, TypeError) and "tenant_id" in str(exc) and "required" in str(exc):
-        return "a tenant is required here and none was given: pass --tenant ID"
-    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-    for pattern, repl in _REWRITES:
-        text = pattern.sub(repl, text)
-    return text
-
+def __getattr__(name: str) -> object:
+    if name in _NEW:
+        return getattr(_importlib.import_module(_NEW[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 ``EventLog.calls_df()``, ``tools_df()``, ``turns_df()``, ``stamps_df()``, ``to_parquet()`` and
 ``to_otel()`` are thin delegations: the module that implements each one (:mod:`replaykit.grain`,
-:mod:`replaykit.stamps`, :mod:`replaykit.engine`, :mod:`replaykit.otel_export`) registers it
+:mod:`replaykit.provenance`, :mod:`replaykit.engine`, :mod:`replaykit.otel_export`) registers it
 here when it is imported, and the method looks it up by name, so :mod:`replaykit.eventlog`
 imports none of them (the import contract in pyproject.toml checks it). ``import replaykit`` is
 lazy, so a lookup of a name not yet registered imports the module that provides it (by name, at
@@ -26,7 +26,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 _PROVIDERS: dict[str, Callable[..., Any]] = {}
 #: the module that registers each name (imported on the first lookup when not yet imported).
 _HOMES = {"EventLog.calls_df": "replaykit.grain", "EventLog.tools_df": "replaykit.grain",
-          "EventLog.turns_df": "replaykit.grain", "EventLog.stamps_df": "replaykit.stamps",
+          "EventLog.turns_df": "replaykit.grain",
+          "EventLog.stamps_df": "replaykit.provenance.stamps",
           "EventLog.to_parquet": "replaykit.engine._parts",
           "EventLog.to_otel": "replaykit.otel_export"}
 

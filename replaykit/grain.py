@@ -22,7 +22,8 @@ import pyarrow.compute as pc
 
 from ._delegates import provide
 from ._json import payload_fields, rows_holding_any
-from .eventlog import _grain_rows, to_pandas
+from .eventlog._runs import _grain_rows
+from .eventlog.log import to_pandas
 from .schema import run_starts, sort_events
 
 __all__ = ["calls_df", "tools_df", "turns_df"]

@@ -36,7 +36,8 @@ import pyarrow.compute as pc
 from ._delegates import provide
 from ._json import canonical_json, loads
 from .grain import calls_df, tools_df
-from .stamps import STAMP_FIELDS, stamps_df
+from .provenance.rules import STAMP_FIELDS
+from .provenance.stamps import stamps_df
 
 __all__ = ["SEMCONV_STAMPS", "evaluation_records", "to_otel", "to_otel_evaluations",
            "trace_id_of"]

@@ -91,7 +91,7 @@ _STATUS_STYLE = {  # base lane: how each base event aligns with the replay
 # --------------------------------------------------------------------------- helpers
 def _frame(data_frame: Any, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """EventLog / Arrow table / DataFrame -> DataFrame (only ``columns`` when given)."""
-    from .eventlog import EventLog, to_pandas
+    from .eventlog.log import EventLog, to_pandas
 
     if isinstance(data_frame, EventLog):
         data_frame = data_frame.table
@@ -339,7 +339,7 @@ def divergence_timeline(result: Any, *, max_points: int = MAX_POINTS,
 
 # --------------------------------------------------------------------------- tool sequences
 def _tool_calls(data_frame: Any, tenant_id: str | None) -> pd.DataFrame:
-    from .eventlog import EventLog
+    from .eventlog.log import EventLog
 
     if isinstance(data_frame, EventLog):
         data_frame = data_frame.table

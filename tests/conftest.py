@@ -91,7 +91,7 @@ _SLOW_TESTS = {
 #: Fixtures of components `make check` does without (PostgreSQL, the corpus).
 _SLOW_FIXTURES = {"pg_server", "pg_uri", "corpus_dir", "toh_corpus"}
 #: Fixture parameters that start one of them through request.getfixturevalue (the uri
-#: fixture of tests/test_sql.py: "sqlite" runs in `make check`, "postgresql" does not).
+#: fixture of tests/sql/test_sql.py: "sqlite" runs in `make check`, "postgresql" does not).
 _SLOW_PARAMS = {"postgresql"}
 
 # Hypothesis under `make check` (--hypothesis-profile=check): each property runs at most

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit.eventlog import RUNS_SCHEMA
+from replaykit.eventlog.log import RUNS_SCHEMA
 from replaykit.schema import QUARANTINE_SCHEMA, events_table
 from replaykit.tenancy import compact_dictionaries
 
@@ -398,7 +398,7 @@ def test_a_dataset_of_the_older_layout_reads_with_a_note(tmp_path: Path) -> None
     """Root _runs.parquet / _quarantine.parquet (every tenant's rows in one file: the layout
     before issue 30) still read, scoped per tenant as before, with a LegacyDatasetWarning
     that says how to rewrite; the rewritten dataset has the per-folder layout."""
-    from replaykit.eventlog import LegacyDatasetWarning
+    from replaykit.eventlog.dataset import LegacyDatasetWarning
 
     log = _marked_log([(1, 2), (2, 2)])
     root = log.to_parquet(tmp_path / "ds")

@@ -35,12 +35,18 @@ def test_check_caps_hypothesis_and_skips_slow_while_test_runs_all():
     assert "notebooks" in test and "--nbval-lax" in test
 
 
+def _test_files(module: str) -> list[Path]:
+    """The test files named `module` anywhere under tests/ (a folder per package)."""
+    return sorted((ROOT / "tests").rglob(f"{module}.py"))
+
+
 def test_every_slow_name_is_a_real_module_or_test():
     """A renamed test would silently come back into `make check`: each name is checked."""
     for module in _SLOW_MODULES:
-        assert (ROOT / "tests" / f"{module}.py").is_file(), module
+        assert len(_test_files(module)) == 1, module
     for module, name in _SLOW_TESTS:
-        tree = ast.parse((ROOT / "tests" / f"{module}.py").read_text())
+        (path,) = _test_files(module)
+        tree = ast.parse(path.read_text())
         defs = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
         assert name in defs, f"{module}::{name}"
 

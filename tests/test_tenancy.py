@@ -20,7 +20,7 @@ import replaykit as rk
 from replaykit.engine import partitions, write_partitioned
 from replaykit.engine._parts import file_index
 from replaykit.errors import LoadError
-from replaykit.eventlog import RUNS_SCHEMA
+from replaykit.eventlog.log import RUNS_SCHEMA
 from replaykit.schema import QUARANTINE_SCHEMA, events_table
 from replaykit.tenancy import (
     TENANT_ID_MAX_LEN,

@@ -34,7 +34,7 @@ from ..engine import (
     require_dask,
     run_partitions,
 )
-from ..eventlog import EventLog
+from ..eventlog.log import EventLog
 from ..schema import empty_events
 from .compare import compare
 

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from .._json import canonical_json
 from ..errors import LoadError, ReplayError
-from ..eventlog import EventLog
+from ..eventlog.log import EventLog
 from ..io.isplay import BRANCH_FORMAT
 from .types import IsplayBranch, IsplayIntervention, ReplayPolicy, read_isplay_branch
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import MissingExtraError
-from ..eventlog import EventLog
+from ..eventlog.log import EventLog
 from .metrics import NON_COMPARABLE_DISTANCE, levenshtein
 
 __all__ = ["COMPARE_COLUMNS", "compare", "event_signatures", "tool_distance_matrix"]
@@ -167,7 +167,7 @@ def compare(base_log: EventLog, replay_log: EventLog, pairs: pd.DataFrame | None
     (tool, args hash)), tool_argument_changed, fixture_dependency_count, sensitive_to_fixture,
     same_terminal, comparability, stamps_changed (the reproducibility-stamp fields recorded
     on both runs whose values differ, comma-separated; ``""`` when none: see
-    :func:`replaykit.stamps.stamps_df`).
+    :func:`replaykit.provenance.stamps_df`).
 
     ``engine="dask"`` (optional ``client=``) computes the same frame partition by partition
     from Parquet dataset paths, EventLogs or dask.dataframes whose partitions hold whole runs
@@ -330,7 +330,7 @@ def compare(base_log: EventLog, replay_log: EventLog, pairs: pd.DataFrame | None
 
 def _stamps_changed(base_log: Any, replay_log: Any, pairs: pd.DataFrame) -> np.ndarray:
     """Per pair: stamp fields recorded on both runs with different values (see stamps.py)."""
-    from ..stamps import run_stamps, stamps_changed, stamps_df
+    from ..provenance.stamps import run_stamps, stamps_changed, stamps_df
 
     if not len(pairs):
         return np.zeros(0, dtype=object)

@@ -177,7 +177,7 @@ def _count(v: Any) -> str:
 
 def _stamp_value(v: str) -> str:
     """A stamp value for a sentence: a run that switched value mid-run (``"a -> b"`` from
-    :func:`replaykit.stamps.run_stamps`) reads ``"a, then b (switched within the run)"``."""
+    :func:`replaykit.provenance.run_stamps`) reads ``"a, then b (switched within the run)"``."""
     steps = v.split(" -> ")
     return v if len(steps) == 1 else ", then ".join(steps) + " (switched within the run)"
 
@@ -863,10 +863,10 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
            + " ran during the replay")
     add("evidence", f"Policies: model {result.model_policy}, tool {result.tool_policy}; "
         f"{ran}.", "interventions", "model_policy, tool_policy")
-    # controllable variables (replaykit.stamps): which differed between base and replay,
+    # controllable variables (replaykit.provenance): which differed between base and replay,
     # which were pinned (recorded equal on both sides)
     try:
-        from ..stamps import stamp_diff
+        from ..provenance.stamps import stamp_diff
 
         sd = stamp_diff(_base_table_log(result), result.events)
     except Exception:  # noqa: BLE001 -- stamps are evidence, never a reason to fail a report

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from .._json import args_hash as _args_hash
 from .._json import canonical_json, json_type, loads
-from ..eventlog import to_pandas
+from ..eventlog.log import to_pandas
 from ..io.isplay import FIXTURES_FORMAT, read_side_document
 from ._validate import Invalid, want_obj, want_str
 from .vocab import FIXTURE_PROVENANCES

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib as _importlib
 import json
 import os
+import warnings as _warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -14,11 +16,32 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from replaykit.errors import ReplayKitDeprecationWarning as _ReplayKitDeprecationWarning
+
 from .._json import args_hash, canonical_json
 from ..errors import ReplayCacheMissError, ReplayError
-from ..eventlog import EventLog, to_pandas
+from ..eventlog.log import EventLog, to_pandas
 from ..fold.cache import CACHE_MODES
 from ..schema import EVENTS_SCHEMA, EXTENSION_COLUMNS, cast_events, events_table
+from ._recorded import (
+    _CONVO_ROLES,
+    _chunk_row,
+    _content_status,
+    _live_tool_calls,
+    _Recorded,
+    _shared_sources,
+    _text_of,
+    _tool_output,
+)
+from ._selectors import (
+    _ARGS_KEYS,
+    _CODEX_CALLS,
+    _TOOL_KEYS,
+    _decoded_args,
+    _selector_mask,
+    _slot,
+    _str,
+)
 from .branch import Branch
 from .fixtures import FixtureRegistry
 from .patches import PATCH_RECORD_KEY, apply_operations, apply_tool_args_patch
@@ -32,180 +55,10 @@ from .vocab import (
     provenance_of,
 )
 
-# the policy lists live in .vocab; they stay importable from here
-__all__ = ["ReplayResult", "replay", "LIVE_MODEL_POLICIES", "LIVE_TOOL_POLICIES",
-           "EXACT_MODEL_POLICIES", "EXACT_TOOL_POLICIES"]
+__all__ = ["ReplayResult", "replay"]
 
 ModelExecutor = Callable[..., Any]
 ToolExecutor = Callable[..., Any]
-
-_MODEL_KINDS = ("model_request", "model_response", "model_chunk")
-_ARGS_KEYS = ("args", "arguments", "input")
-_TOOL_KEYS = ("toolName", "tool", "tool_name")
-
-
-# ------------------------------------------------------------------------- intervention matching
-
-
-def _str(col: Any) -> pa.Array:
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    return pc.cast(arr, pa.string())
-
-
-def _selector_mask(t: pa.Table, kind: str, sel: Mapping[str, Any]) -> np.ndarray:
-    """Events of one run that an intervention's selector names (all keys ANDed), column-wise."""
-    n = t.num_rows
-    m = np.ones(n, dtype=bool)
-    k = _str(t.column("kind"))
-    payload = t.column("payload")
-
-    def eq(col: str, v: Any) -> np.ndarray:
-        return np.asarray(pc.fill_null(pc.equal(_str(t.column(col)), str(v)), False))
-
-    def contains(text: str) -> np.ndarray:
-        return np.asarray(pc.fill_null(pc.match_substring(payload, text), False))
-
-    for key, v in sel.items():
-        if key == "target_ref":
-            m &= eq("ref_id", v)
-        elif key == "target_event":
-            if isinstance(v, int):
-                m &= np.asarray(pc.equal(t.column("seq"), v))
-            else:
-                m &= eq("event_id", v)
-        elif key == "target_type":
-            m &= eq("type", v) | eq("kind", v)
-        elif key == "target_tool":
-            m &= eq("tool_name", v)
-        elif key == "target_model_call":
-            m &= eq("ref_id", v) & np.isin(k.to_numpy(zero_copy_only=False), _MODEL_KINDS)
-        elif key == "target_artifact":
-            m &= contains(canonical_json(v))
-        elif key == "target_context":
-            m &= contains(canonical_json({"contextId": v})[1:-1])
-        elif key == "target_context_path":
-            m &= contains(canonical_json({"path": v})[1:-1])
-        # json_pointer is checked per candidate (below): the pointer must resolve.
-    kinds = k.to_numpy(zero_copy_only=False)
-    if kind == "tool_args_patch":
-        m &= kinds == "tool_call"
-    elif kind in ("prompt_patch", "mask") and "target_event" not in sel:
-        # a prompt or mask edit aims at the request of a model call, not its result
-        m &= (kinds == "model_request") | (kinds == "user_message") | ~np.isin(kinds, _MODEL_KINDS)
-    ptr = sel.get("json_pointer")
-    exact_refs = any(key in sel for key in _REF_SELECTORS)
-    if ptr is not None or exact_refs:
-        # The text tests above are a column-wise pre-filter; the few candidates left are
-        # checked exactly against their parsed payload.
-        import jsonpointer
-
-        for i in np.flatnonzero(m):  # candidates only
-            doc = json.loads(payload[int(i)].as_py())
-            if exact_refs and not _refs_match(doc, sel):
-                m[i] = False
-                continue
-            if ptr is not None:
-                try:
-                    jsonpointer.resolve_pointer(doc, ptr)
-                except jsonpointer.JsonPointerException:
-                    m[i] = False
-    return m
-
-
-_REF_SELECTORS = ("target_artifact", "target_context", "target_context_path")
-
-
-def _refs_match(doc: Mapping[str, Any], sel: Mapping[str, Any]) -> bool:
-    """Exact artifact / context selector semantics on one event payload.
-
-    ``target_artifact`` matches an entry of ``artifactRefs`` (by ``artifactId``, or the entry
-    itself when it is a string) or the event's ``argsArtifactId``. ``target_context`` and
-    ``target_context_path`` match an entry of ``contextRefs`` by ``contextId`` and ``path``;
-    given together, one entry must satisfy both.
-    """
-    if "target_artifact" in sel:
-        want = sel["target_artifact"]
-        refs = doc.get("artifactRefs") or []
-        ids = {r.get("artifactId") if isinstance(r, Mapping) else r for r in refs}
-        if want not in ids and doc.get("argsArtifactId") != want:
-            return False
-    if "target_context" in sel or "target_context_path" in sel:
-        refs = [r for r in doc.get("contextRefs") or [] if isinstance(r, Mapping)]
-        ok = any(
-            ("target_context" not in sel or r.get("contextId") == sel["target_context"])
-            and ("target_context_path" not in sel or r.get("path") == sel["target_context_path"])
-            for r in refs
-        )
-        if not ok:
-            return False
-    return True
-
-
-def _find(obj: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]:
-    for key in keys:
-        if key in obj:
-            return key, obj[key]
-    return None, None
-
-
-#: Codex rollout ``response_item`` types that are tool calls (their ``payload`` holds the call)
-_CODEX_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
-
-
-def _call_block(payload: dict[str, Any], ref: Any) -> dict[str, Any] | None:
-    """The object a coding-agent transcript keeps one tool call in: a Claude Code line's
-    ``tool_use`` content block (``message.content[k]``, the block whose ``id`` is the row's
-    ``ref_id``: one line may hold several) or a Codex rollout line's ``payload`` (a
-    ``function_call`` / ``custom_tool_call`` / ``local_shell_call``). None for other
-    payloads."""
-    msg = payload.get("message")
-    content = msg.get("content") if isinstance(msg, dict) else None
-    if isinstance(content, list):
-        uses = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
-        for b in uses:
-            if ref is not None and b.get("id") == ref:
-                return b
-        return uses[0] if len(uses) == 1 and ref is None else None
-    inner = payload.get("payload")
-    if isinstance(inner, dict) and inner.get("type") in _CODEX_CALLS:
-        return inner
-    return None
-
-
-def _slot(
-    payload: dict[str, Any], keys: tuple[str, ...], nested_keys: tuple[str, ...] = (),
-    ref: Any = None,
-) -> tuple[dict[str, Any], str | None, Any]:
-    """Where a tool call keeps a field: the payload itself (pleach, isplay), its ``data``
-    object (harness session logs, whose tool name is ``data.name``), or the call's block in a
-    coding-agent transcript line (Claude Code ``tool_use`` blocks keep ``input`` / ``name``,
-    Codex calls ``arguments`` or ``input`` / ``name``; see :func:`_call_block`, ``ref`` = the
-    row's ``ref_id``). Returns (container, key, value); key is None when the field is absent
-    everywhere."""
-    key, value = _find(payload, keys)
-    if key is not None:
-        return payload, key, value
-    data = payload.get("data")
-    if isinstance(data, dict):
-        key, value = _find(data, keys + nested_keys)
-        if key is not None:
-            return data, key, value
-    block = _call_block(payload, ref)
-    if block is not None:
-        key, value = _find(block, keys + nested_keys)
-        if key is not None:
-            return block, key, value
-    return payload, None, None
-
-
-def _decoded_args(value: Any) -> tuple[Any, bool]:
-    """Arguments as a JSON value, and whether the source kept them as JSON text."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value), True
-        except ValueError:
-            return value, False
-    return value, False
 
 
 # ------------------------------------------------------------------------------------ result
@@ -528,189 +381,6 @@ class ReplayResult:
         res._metrics = m["metrics"]
         res.branch_dict = m["branch"]  # type: ignore[attr-defined]
         return res
-
-
-def _shared_sources(t: pa.Table) -> pa.Table:
-    """``t`` with its ``source`` values naming files relative to the folder that holds all
-    of them (``isplay:/home/ana/runs/a.json`` -> ``isplay:runs/a.json``), as written results
-    are shared; values that name no file stay."""
-    import os.path
-
-    from ._shared import shared_source
-
-    if "source" not in t.column_names or not t.num_rows:
-        return t
-    col = t.column("source").combine_chunks()
-    enc = col if pa.types.is_dictionary(col.type) else col.dictionary_encode()
-    values = enc.dictionary.to_pylist()
-    paths = [v.split(":", 1)[1] for v in values
-             if isinstance(v, str) and ":" in v and v.split(":", 1)[1].startswith("/")]
-    root = os.path.dirname(os.path.commonpath(paths)) if paths else None
-    if paths and len(set(paths)) == 1:
-        root = os.path.dirname(paths[0])
-    new = pa.array([shared_source(v, root) for v in values], pa.string())
-    out = pa.DictionaryArray.from_arrays(enc.indices, new)
-    field = t.schema.field("source")
-    return t.set_column(t.schema.get_field_index("source"), field,
-                        out.cast(field.type))
-
-
-def _content_status(status: np.ndarray, b: pa.Table, r: pa.Table, i: np.ndarray,
-                    j: np.ndarray) -> np.ndarray:
-    """``status`` with every ``same`` pair whose events differ in any field turned
-    ``changed``: the signature alignment sees kind, tool, arguments and text only, so a
-    request whose parameters were patched (temperature, tools, system prompt, any payload
-    member) or an output with another finish or error flag would read ``same``.
-
-    Column-wise: the payload texts and the other compared columns of the aligned pairs are
-    compared in Arrow; only pairs whose payload texts differ are decoded, and a difference
-    under a bookkeeping key only (:data:`replaykit.branch.findings.BOOKKEEPING_KEYS`: the
-    patch record, ids, times) does not count.
-    """
-    from .findings import content_changed
-
-    out = status.copy()
-    pair = np.flatnonzero((status == "same") & (i >= 0) & (j >= 0))
-    if not len(pair):
-        return out
-    bi = pa.array(i[pair], pa.int64())
-    rj = pa.array(j[pair], pa.int64())
-    differs = np.zeros(len(pair), dtype=bool)
-    for col in _CONTENT_COLUMNS:
-        if col not in b.column_names or col not in r.column_names:
-            continue
-        x, y = b.column(col).take(bi), r.column(col).take(rj)
-        if x.type != y.type or pa.types.is_dictionary(x.type):
-            x, y = _str(x), _str(y)
-        nx, ny = pc.is_null(x), pc.is_null(y)
-        ne = pc.if_else(pc.or_(nx, ny), pc.xor(nx, ny), pc.not_equal(x, y))
-        differs |= np.asarray(ne, dtype=bool)
-    bp = _str(b.column("payload").take(bi))
-    rp = _str(r.column("payload").take(rj))
-    text_ne = np.asarray(pc.fill_null(pc.not_equal(bp, rp), True), dtype=bool) & ~differs
-    for k in np.flatnonzero(text_ne):  # payload texts differ: decode those pairs only
-        differs[k] = content_changed(bp[int(k)].as_py(), rp[int(k)].as_py())
-    out[pair[differs]] = "changed"
-    return out
-
-
-#: Event columns besides the payload whose difference makes an aligned pair ``changed``.
-_CONTENT_COLUMNS = ("finish", "is_error", "chunk_type")
-
-
-# ------------------------------------------------------------------------------------ replay
-
-
-def _tool_output(value: Any) -> tuple[Any, bool]:
-    """(output, is_error) from what a tool executor returned."""
-    if isinstance(value, Mapping) and set(value) <= {"output", "isError"} and "output" in value:
-        return value["output"], bool(value.get("isError", False))
-    return value, False
-
-
-def _live_tool_calls(output: Any, model_ref: str) -> list[tuple[str, Any, Any]] | None:
-    """(call id, tool name, args) of each tool call a live model output asks for, or None
-    when the output does not say (no ``toolCalls``/``tool_calls`` list).
-
-    Each entry is a mapping with the tool's name (``toolName``/``name``/``tool``), its
-    arguments (``args``/``arguments``/``input``; a JSON string is kept as given) and
-    optionally its id (``toolCallId``/``id``/``refId``; default ``<model call>~live-<k>``).
-
-    Raises:
-        ValueError: an entry without a tool name.
-    """
-    if not isinstance(output, Mapping):
-        return None
-    _, listed = _find(output, ("toolCalls", "tool_calls"))
-    if not isinstance(listed, list):
-        return None
-    calls = []
-    for k, c in enumerate(listed):
-        _, tool = _find(c, _TOOL_KEYS + ("name",)) if isinstance(c, Mapping) else (None, None)
-        if not isinstance(tool, str) or not tool:
-            raise ValueError(f"live output of model call {model_ref!r}: tool call {k} has no "
-                             f"tool name (toolName/name/tool): {c!r}")
-        _, args = _find(c, _ARGS_KEYS)
-        _, cid = _find(c, ("toolCallId", "id", "refId"))
-        calls.append((str(cid) if cid else f"{model_ref}~live-{k}", tool, args))
-    return calls
-
-
-class _Recorded:
-    """The base run's tool calls by the model call that names them (``modelCallId``), and
-    each call's first result; built once per replay, when a live output first names tool
-    calls (one payload decode per tool call, not one per live model call)."""
-
-    def __init__(self, rows: list[dict[str, Any]]) -> None:
-        self.rows = rows
-        self.by_model: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-        self.results: dict[str, dict[str, Any]] = {}
-        for k, x in enumerate(rows):
-            if x["kind"] == "tool_call":
-                payload = json.loads(x["payload"])
-                model = payload.get("modelCallId") if isinstance(payload, dict) else None
-                if isinstance(model, str):
-                    self.by_model.setdefault(model, []).append((k, x))
-            elif x["kind"] == "tool_result" and x["ref_id"] is not None:
-                self.results.setdefault(x["ref_id"], x)
-
-    def calls_of(self, i: int, model_ref: str) -> list[dict[str, Any]]:
-        """The recorded tool calls made by model call ``model_ref`` whose response is row
-        ``i``: those after it whose payload names it or, when none does, the tool calls after
-        the response up to the next model request or turn end."""
-        named = [x for k, x in self.by_model.get(model_ref, []) if k > i]
-        if named:
-            return named
-        calls = []
-        for x in self.rows[i + 1:]:
-            if x["kind"] in ("model_request", "turn_end", "session_end") or (
-                    x["kind"] in ("model_chunk", "model_response")
-                    and x["ref_id"] is not None and x["ref_id"] != model_ref):
-                break  # the next model call begins
-            if x["kind"] == "tool_call":
-                calls.append(x)
-        return calls
-
-
-_CONVO_ROLES = {"user_message": "user", "model_response": "assistant", "tool_call": "assistant",
-                "tool_result": "tool"}
-
-
-def _chunk_row(like: dict[str, Any], chunk: Any) -> dict[str, Any] | None:
-    """A model_chunk row for one live chunk, shaped like the recorded chunk ``like`` (toh:
-    ``payload.data.chunk``); None when the recorded rows have another shape."""
-    from ..io.toh import CHUNK_TYPES
-
-    payload = json.loads(like["payload"])
-    data = payload.get("data") if isinstance(payload, dict) else None
-    if not isinstance(data, dict) or "chunk" not in data or not isinstance(chunk, Mapping):
-        return None
-    data["chunk"] = chunk
-    typ = str(chunk.get("type"))
-    text = (chunk.get("text", chunk.get("delta", chunk.get("argumentsDelta")))
-            if typ.endswith("-delta") else None)
-    reason = chunk.get("reason") if typ == "finish" else None
-    usage = chunk.get("usage") if typ == "usage" and isinstance(chunk.get("usage"),
-                                                                 Mapping) else {}
-    r = dict(like)
-    r.update(payload=canonical_json(payload), chunk_type=CHUNK_TYPES.get(typ, typ),
-             text=text if isinstance(text, str) else None,
-             finish=(reason.get("kind") if isinstance(reason, Mapping) else reason),
-             input_tokens=usage.get("inputTokens") if usage else None,
-             output_tokens=usage.get("outputTokens") if usage else None,
-             event_id=None, source_line=None, inherited=False)
-    return r
-
-
-def _text_of(output: Any) -> str | None:
-    if output is None:
-        return None
-    if isinstance(output, str):
-        return output
-    if isinstance(output, Mapping) and "text" in output and (
-            output["text"] is None or isinstance(output["text"], str)):
-        return output["text"]  # an output that says it has no text has none
-    return canonical_json(output)
 
 
 def replay(
@@ -1162,3 +832,38 @@ def replay(
 
 
 _ = to_pandas  # re-exported helpers stay importable from one place
+
+
+#: names that moved out of this module (found here for one release, with a warning).
+_MOVED_OUT: dict[str, str] = {
+    "_ARGS_KEYS": "replaykit.branch._selectors",
+    "_CODEX_CALLS": "replaykit.branch._selectors",
+    "_CONTENT_COLUMNS": "replaykit.branch._recorded",
+    "_CONVO_ROLES": "replaykit.branch._recorded",
+    "_MODEL_KINDS": "replaykit.branch._selectors",
+    "_REF_SELECTORS": "replaykit.branch._selectors",
+    "_Recorded": "replaykit.branch._recorded",
+    "_TOOL_KEYS": "replaykit.branch._selectors",
+    "_call_block": "replaykit.branch._selectors",
+    "_chunk_row": "replaykit.branch._recorded",
+    "_content_status": "replaykit.branch._recorded",
+    "_decoded_args": "replaykit.branch._selectors",
+    "_find": "replaykit.branch._selectors",
+    "_live_tool_calls": "replaykit.branch._recorded",
+    "_refs_match": "replaykit.branch._selectors",
+    "_selector_mask": "replaykit.branch._selectors",
+    "_shared_sources": "replaykit.branch._recorded",
+    "_slot": "replaykit.branch._selectors",
+    "_str": "replaykit.branch._selectors",
+    "_text_of": "replaykit.branch._recorded",
+    "_tool_output": "replaykit.branch._recorded",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _MOVED_OUT:
+        _warnings.warn(f"{__name__}.{name} moved to {_MOVED_OUT[name]}.{name}: "
+                       "import it from there (the old path goes in the next release)",
+                       _ReplayKitDeprecationWarning, stacklevel=2)
+        return getattr(_importlib.import_module(_MOVED_OUT[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..eventlog import EventLog
+from ..eventlog.log import EventLog
 from ..fold.cache import CACHE_MODES, CacheMode, _contains_many
 from ._measures import (
     _BASE_METRICS,

@@ -22,7 +22,7 @@ from ..engine import (
     run_partitions,
     source_partitions,
 )
-from ..eventlog import EventLog
+from ..eventlog.log import EventLog
 from ..schema import empty_events
 from ._core import Cohorts, cohorts
 from .calendar import SemesterCalendar

@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..eventlog import EventLog, concat
+from ..eventlog.log import EventLog, concat
 from ..fold.cache import _contains_many
 from ..tenancy import scope_extras
 from ._measures import _runs_index, _str
@@ -91,7 +91,7 @@ def replay_runs(log: EventLog, frame: pd.DataFrame, labels: Sequence[str], cache
     import inspect
 
     from ..branch import compare, replay
-    from ..branch.replay import EXACT_MODEL_POLICIES, EXACT_TOOL_POLICIES
+    from ..branch.vocab import EXACT_MODEL_POLICIES, EXACT_TOOL_POLICIES
     from ..io._common import Progress
 
     try:  # a misspelt keyword must fail here, not once per run inside the batch

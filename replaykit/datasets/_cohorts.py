@@ -180,7 +180,7 @@ def generate_cohorts(
             ``drift`` name.
     """
     from ..cohorts import SemesterCalendar
-    from ..eventlog import EventLog
+    from ..eventlog.log import EventLog
     from ..fold.cache import InMemoryCache
     from ..schema import events_table
 

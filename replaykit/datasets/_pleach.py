@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._json import canonical_json, loads
-from ..integrity import GENESIS
+from ..integrity.chain import GENESIS
 from ._words import sentence, tool_args, tool_output
 
 __all__ = ["generate_pleach"]
@@ -181,7 +181,7 @@ class _Chat:
 
 def _row_hash(prev: str, row: dict[str, Any], ms: int) -> str:
     """The row's hash under the chain defined in replaykit.integrity (docs/integrity.md)."""
-    from ..integrity import row_content
+    from ..integrity.content import row_content
 
     content = row_content(
         {

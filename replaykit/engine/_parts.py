@@ -22,15 +22,14 @@ import pyarrow.parquet as pq
 
 from .._delegates import provide
 from ..errors import LoadError, ReplayKitError
-from ..eventlog import (
+from ..eventlog.dataset import (
     NO_TENANT_QUARANTINE_FILE,
     QUARANTINE_FILE,
     RUNS_FILE,
-    TENANT_KEY,
-    EventLog,
     partition_files,
     read_partition_files,
 )
+from ..eventlog.log import TENANT_KEY, EventLog
 from ..schema import EVENTS_SCHEMA, _dictionary_rank
 from ..schema import run_starts as _run_starts
 from ..tenancy import (

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import MissingExtraError
-from ..eventlog import EventLog
+from ..eventlog.log import EventLog
 from ._parts import EngineError, Partition, partitions
 
 __all__ = [
@@ -68,7 +68,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: modules that define the implementations (fold/_dask.py, ...), never by the engine itself.
 _IMPLEMENTATIONS: dict[tuple[Callable[..., Any], str], Callable[..., Any]] = {}
 #: the modules that register implementations (imported by name when a lookup misses).
-_REGISTRARS = ("replaykit.fold._dask", "replaykit._integrity_dask", "replaykit.branch._dask",
+_REGISTRARS = ("replaykit.fold._dask", "replaykit.integrity._dask", "replaykit.branch._dask",
                "replaykit.cohorts._dask")
 
 

@@ -23,7 +23,8 @@ from ..engine import (
     run_to_parquet,
     source_partitions,
 )
-from ..eventlog import EventLog, read_parquet
+from ..eventlog.dataset import read_parquet
+from ..eventlog.log import EventLog
 from .frame import _require_tenant, fold
 from .projection import resolve_projections
 

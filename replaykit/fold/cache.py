@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..eventlog import EventLog, to_pandas
+from ..eventlog.log import EventLog, to_pandas
 
 __all__ = [
     "CACHE_MODES",
@@ -150,7 +150,7 @@ def cache_coverage(
 
     With ``derive=True``, model requests that carry no ``cache_key`` but record their
     messages get the content-hash key :func:`replaykit.cache_key` would give them
-    (:func:`replaykit.cachekey.derive_keys`); their rows have ``derived=True`` and say
+    (:func:`replaykit.provenance.cachekey.derive_keys`); their rows have ``derived=True`` and say
     whether a cache filled under those keys would hit.
 
     >>> cov = cache_coverage(log, InMemoryCache({"k": "v"}))  # doctest: +SKIP
@@ -168,7 +168,7 @@ def cache_coverage(
                       else keyed.column(c) for c in cols + ["cache_key"]})
     derived = np.zeros(keyed.num_rows, bool)
     if derive:
-        from ..cachekey import derive_keys
+        from ..provenance.cachekey import derive_keys
 
         d = derive_keys(log, unkeyed_only=True)
         if len(d):

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from ..engine import dispatch
 from ..errors import ReplayError
-from ..eventlog import EventLog, to_pandas
+from ..eventlog.log import EventLog, to_pandas
 from ..schema import validate
 from ._frozen import FrozenDict
 from .engine import (

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ReplayCacheMissError, ReplayError, ReplayUnknownEventError
-from ..eventlog import EventLog
+from ..eventlog.log import EventLog
 from ._frozen import FrozenDict, freeze
 from .cache import CACHE_MODES, CacheLookup, CacheMode
 from .frame import StateFrame, _require_tenant, fold

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 
 from .._json import canonical_json
 from ..errors import ReplayError
-from ..eventlog import EventLog
+from ..eventlog.log import EventLog
 from ..schema import EVENTS_SCHEMA, KINDS, events_table
 from ._frozen import FrozenDict
 from .engine import Columns, fold_field

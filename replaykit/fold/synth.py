@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..eventlog import EventLog
+from ..eventlog.log import EventLog
 from ..schema import events_table
 
 __all__ = ["synthetic_log"]

@@ -18,7 +18,7 @@ from ..errors import (
     ReplayKitDeprecationWarning,
     ReplayKitError,
 )
-from ..eventlog import EventLog, concat
+from ..eventlog.log import EventLog, concat
 from ..schema import empty_events
 from . import claude_code, codex, inspect, isplay, langfuse, langsmith, otel, phoenix, pleach, toh
 from ._common import Quarantine, compressed, expand_paths, require_tenant, unreadable
@@ -155,7 +155,7 @@ def read_events(
     flags = [is_dataset(p) for p in given]
     datasets = [p for p, f in zip(given, flags, strict=True) if f]
     if datasets:
-        from ..eventlog import read_parquet
+        from ..eventlog.dataset import read_parquet
 
         rest = [p for p, f in zip(given, flags, strict=True) if not f]
         errors = kwargs.get("errors", "raise")

@@ -24,7 +24,7 @@ from .._json import (
     lone_surrogate_line,
 )
 from ..errors import LoadError
-from ..eventlog import RUNS_SCHEMA, EventLog
+from ..eventlog.log import RUNS_SCHEMA, EventLog
 from ..schema import empty_events, events_table
 from ._common import Quarantine, compressed, is_int64, iter_lines, unreadable
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from .._json import args_hash, canonical_json
 from ..errors import LoadError
-from ..eventlog import EventLog
+from ..eventlog.log import EventLog
 from ._common import (
     UNEXPECTED,
     ErrorPolicy,

@@ -34,7 +34,7 @@ import pyarrow as pa
 
 from .._json import JSONTooDeep, args_hash, canonical_json
 from ..errors import LoadError, MissingExtraError
-from ..eventlog import RUNS_SCHEMA, EventLog
+from ..eventlog.log import RUNS_SCHEMA, EventLog
 from ..schema import empty_events, events_table
 from ._common import ErrorPolicy, Progress, Quarantine, expand_paths, is_int64, require_tenant
 
@@ -382,7 +382,7 @@ def read_inspect(
             head = {"format": FORMAT, "task": spec.task, "task_id": spec.task_id,
                     "eval_id": spec.eval_id, "eval_run_id": spec.run_id, "model": spec.model,
                     "status": log.status,
-                    # reproducibility stamps (replaykit.stamps): versions and sampling config
+                    # reproducibility stamps (replaykit.provenance): versions and sampling config
                     "packages": dict(getattr(spec, "packages", None) or {}),
                     "generate_config": _dump(spec.model_generate_config)
                     if getattr(spec, "model_generate_config", None) is not None else None}

@@ -30,7 +30,7 @@ from typing import Any
 
 from .._json import JSONDecodeError, args_hash, canonical_json, loads
 from ..errors import LoadError
-from ..eventlog import EventLog
+from ..eventlog.log import EventLog
 from ._common import (
     UNEXPECTED,
     ErrorPolicy,

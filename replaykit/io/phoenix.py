@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from .._json import args_hash, canonical_json
 from ..errors import LoadError
-from ..eventlog import EventLog
+from ..eventlog.log import EventLog
 from ._common import (
     UNEXPECTED,
     ErrorPolicy,
@@ -49,7 +50,7 @@ from ._records import (
     tokens,
 )
 
-__all__ = ["FORMAT", "SPAN_KINDS", "attr", "read_phoenix", "sniff"]
+__all__ = ["FINISH", "FORMAT", "SPAN_KINDS", "attr", "listed", "read_phoenix", "sniff"]
 
 FORMAT = "phoenix"
 _PATTERNS = ("*.json", "*.jsonl", "*.ndjson", "*.parquet")
@@ -114,6 +115,43 @@ def attr(span: dict[str, Any], key: str) -> Any:
     return node if i == len(parts) else None
 
 
+#: ``llm.finish_reason`` (the provider's spelling, passed through by OpenInference) ->
+#: replaykit ``finish`` (looked up lower-cased; any other value is kept as written). The same
+#: mapping as read_otel's ``FINISH``.
+FINISH: dict[str, str] = {
+    "stop": "stop", "end_turn": "stop", "stop_sequence": "stop",
+    "tool_call": "tool-calls", "tool_calls": "tool-calls", "tool_use": "tool-calls",
+    "function_call": "tool-calls",
+    "length": "max-tokens", "max_tokens": "max-tokens", "model_length": "max-tokens",
+    "content_filter": "content-filter", "content_filtered": "content-filter",
+    "refusal": "content-filter", "safety": "content-filter", "recitation": "content-filter",
+    "guardrail_intervened": "content-filter", "error": "error",
+}
+
+_INDEXED = re.compile(r"^(\d+)\.(.+)$")
+
+
+def listed(span: dict[str, Any], key: str) -> list[Any] | None:
+    """A list attribute (``llm.input_messages``, ``llm.output_messages``, ...): a list as the
+    span dataframe holds it, or rebuilt from the numbered flat keys the REST API writes
+    (``llm.output_messages.0.message.content``, ...: one dict per index, keyed by the rest of
+    the name, in index order)."""
+    v = attr(span, key)
+    if isinstance(v, list):
+        return v
+    attrs = span.get("attributes")
+    if not isinstance(attrs, dict):
+        return None
+    items: dict[int, dict[str, Any]] = {}
+    prefix = key + "."
+    for k, x in attrs.items():
+        if isinstance(k, str) and k.startswith(prefix):
+            m = _INDEXED.match(k[len(prefix):])
+            if m:
+                items.setdefault(int(m.group(1)), {})[m.group(2)] = x
+    return [items[i] for i in sorted(items)] if items else None
+
+
 def _ctx(span: dict[str, Any], key: str) -> Any:
     v = span.get(f"context.{key}")
     if v is None and isinstance(span.get("context"), dict):
@@ -136,6 +174,33 @@ def _messages_text(msgs: Any) -> str | None:
     return None
 
 
+_REST_CALL = re.compile(r"^message\.tool_calls\.(\d+)\.tool_call\.(id|function\.name)$")
+
+
+def _asked(messages: list[Any] | None) -> list[tuple[str | None, str]]:
+    """``(tool name, call id)`` of each tool call the output messages ask for: lists of
+    ``tool_call.*`` dicts (the dataframe) or numbered ``message.tool_calls.<j>.tool_call.*``
+    keys (the REST form)."""
+    out: list[tuple[str | None, str]] = []
+    for m in messages or []:
+        m = m.get("message", m) if isinstance(m, dict) else None
+        if not isinstance(m, dict):
+            continue
+        calls = m.get("message.tool_calls")
+        if not isinstance(calls, list):
+            found: dict[int, dict[str, Any]] = {}
+            for k, v in m.items():
+                hit = _REST_CALL.match(k) if isinstance(k, str) else None
+                if hit:
+                    found.setdefault(int(hit.group(1)), {})[f"tool_call.{hit.group(2)}"] = v
+            calls = [found[j] for j in sorted(found)]
+        for c in calls:
+            if isinstance(c, dict) and isinstance(c.get("tool_call.id"), str):
+                fn = c.get("tool_call.function.name")
+                out.append((fn if isinstance(fn, str) else None, c["tool_call.id"]))
+    return out
+
+
 def _ts(v: Any) -> str | None:
     v = epoch_to_iso(v)
     return v if isinstance(v, str) else None
@@ -156,6 +221,9 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
     spans = sorted(spans, key=lambda s: (_ts(s[3].get("start_time")) or "~", s[0]))
     rows: list[Row] = []
     step = 0
+    # tool calls the LLM spans asked for, not yet matched to a TOOL span (OpenInference's TOOL
+    # spans name no call: matched by tool name, in order)
+    pending: list[tuple[str | None, str]] = []
     for _, line, raw, span, path in spans:
         src = f"{FORMAT}:{path}"
         try:
@@ -170,10 +238,18 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
                     "turn": 1}
             if kind == "LLM":
                 step += 1
-                out = attr(span, "llm.output_messages")
-                text = _messages_text(out) or text_of(_value(attr(span, "output.value")))
+                out = listed(span, "llm.output_messages")
+                # the output messages when recorded (a tool-call-only answer has no text),
+                # else output.value (the provider's raw response, JSON text)
+                text = (_messages_text(out) if out
+                        else text_of(_value(attr(span, "output.value"))))
+                pending.extend(_asked(out))
+                reason = attr(span, "llm.finish_reason")  # newer OpenInference (OpenAI)
+                finish = ("error" if failed else
+                          FINISH.get(reason.lower(), reason) if isinstance(reason, str)
+                          and reason else "unknown")
                 rows.append({**base, "kind": "model_response", "ref_id": sid, "step": step,
-                             "finish": "error" if failed else "unknown",
+                             "finish": finish,
                              "input_tokens": tokens(attr(span, "llm.token_count.prompt"),
                                                     FORMAT, path, line,
                                                     "attributes.llm.token_count.prompt"),
@@ -184,9 +260,15 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
                              "payload": payload})
             elif kind == "TOOL":
                 tname = attr(span, "tool.name") or name
-                args = _value(attr(span, "tool.parameters") or attr(span, "input.value"))
+                # OpenInference: input.value holds the call's arguments; tool.parameters is
+                # the tool's parameter schema, read only when there is no input.value
+                args = _value(attr(span, "input.value") or attr(span, "tool.parameters"))
                 args = args if args is not None else {}
-                rows.append({**base, "kind": "tool_call", "ref_id": sid, "tool_name": tname,
+                cid = attr(span, "tool_call.id")
+                if not isinstance(cid, str) or not cid:
+                    hit = next((i for i, (n, _) in enumerate(pending) if n == tname), None)
+                    cid = pending.pop(hit)[1] if hit is not None else sid
+                rows.append({**base, "kind": "tool_call", "ref_id": cid, "tool_name": tname,
                              "step": step or None, "is_error": False,
                              "args_hash": args_hash(args), "text": canonical_json(args),
                              "payload": payload})
@@ -194,7 +276,7 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
                 result = {"span_id": sid, "part": "result", "end_time": span.get("end_time"),
                           "output": output, "status_code": span.get("status_code"),
                           "status_message": span.get("status_message")}
-                rows.append({**base, "kind": "tool_result", "ref_id": sid, "tool_name": tname,
+                rows.append({**base, "kind": "tool_result", "ref_id": cid, "tool_name": tname,
                              "step": step or None, "event_id": None,
                              "ts": _ts(span.get("end_time")) or base["ts"],
                              "text": span.get("status_message") if failed else (

@@ -19,8 +19,10 @@ try:
 except ImportError:  # pragma: no cover - exercised where plotly is absent
     raise MissingExtraError("replaykit.report", "viz", "plotly") from None
 
-from ._core import MAX_SCRUB_EVENTS, Report, cohort, rca, scrubber_data
+from ._cohort_page import cohort
+from ._core import MAX_SCRUB_EVENTS, rca, scrubber_data
 from ._fmt import cut_words, fmt_number, people_frame
+from ._parts import Report
 from ._template import TRANSCRIPT_CSS  # the transcript views widgets.py shows too
 from ._transcript import run_tree_html, transcript_html
 

@@ -3,34 +3,47 @@
 from __future__ import annotations
 
 import difflib
-import hashlib
 import html
+import importlib as _importlib
 import json
 import os
 import platform
+import warnings as _warnings
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..branch._shared import shared_name
-from ._embed import esc, plain, script_json
+from replaykit.errors import ReplayKitDeprecationWarning as _ReplayKitDeprecationWarning
+
+from ._embed import esc, plain
 from ._fmt import _isna, cut_words, fmt_number
+from ._parts import (
+    TEXT_CHARS,
+    Report,
+    _cut,
+    _event_rows,
+    _figure_json,
+    _inputs,
+    _kv,
+    _model_ids,
+    _pretty,
+    _source_paths,
+    _table,
+    _versions,
+)
 from ._template import Markup, json_script, page, render
 
-__all__ = ["MAX_SCRUB_EVENTS", "Report", "cohort", "rca"]
+__all__ = ["MAX_SCRUB_EVENTS", "rca"]
 
 #: steps the embedded scrubber holds, base and replay alike (a longer run keeps a window
 #: around the first divergence and says so).
 MAX_SCRUB_EVENTS = 3_000
-#: characters of event text kept per scrubber step and per table cell.
-TEXT_CHARS = 160
 #: per-lane points of the divergence figure in a report (keeps the file small).
 FIGURE_POINTS = 2_000
 #: events shown before the first divergence in its section.
@@ -50,267 +63,6 @@ MAX_DESCENDANTS = 200
 MAX_CHANGE_ROWS = 500
 #: rows of the tool-sequence diff table.
 MAX_TOOL_ROWS = 300
-
-_DEPENDENCIES = ("pyarrow", "pandas", "numpy", "plotly", "orjson", "jsonpatch", "rapidfuzz")
-
-
-# ------------------------------------------------------------------------------ Report
-class Report:
-    """One self-contained HTML report (built by :func:`rca` or :func:`cohort`).
-
-    ``html`` is the whole page: plotly.js inlined once, figures and data embedded as escaped
-    JSON, no URL the page loads. ``sections`` names the sections in page order; ``data`` holds
-    the values the page shows (metrics, first divergence, ...), for tests and code.
-
-    Example:
-        >>> rep = rk.report.rca(res, title="RCA-311", question="...")  # doctest: +SKIP
-        >>> rep.save_html("rca.html")  # doctest: +SKIP
-    """
-
-    def __init__(self, html: str, *, title: str, sections: Sequence[str],
-                 data: Mapping[str, Any]) -> None:
-        self.html = html
-        self.title = title
-        self.sections = list(sections)
-        self.data = dict(data)
-
-    def __repr__(self) -> str:
-        return (f"Report(title={self.title!r}, sections={len(self.sections)}, "
-                f"size={len(self.html.encode('utf-8')):,} bytes)")
-
-    def _repr_html_(self) -> str:
-        """The page in an isolated ``<iframe srcdoc>`` (its scripts and styles stay inside)."""
-        return ("<iframe style='width:100%;height:720px;border:1px solid #ddd' "
-                "sandbox='allow-scripts' "
-                f"srcdoc=\"{esc(self.html)}\"></iframe>")
-
-    def save_html(self, path: str | os.PathLike[str] | IO[str] | IO[bytes]) -> Path | None:
-        """Write the page to ``path`` (a file path, or an open text or binary file object).
-
-        Returns the path written (None for a file object).
-
-        Raises:
-            OSError: the file cannot be written.
-        """
-        if hasattr(path, "write"):
-            try:
-                path.write(self.html)  # type: ignore[union-attr,arg-type,call-overload]
-            except TypeError:
-                path.write(self.html.encode("utf-8"))  # type: ignore[union-attr,arg-type]
-            return None
-        p = Path(path)  # type: ignore[arg-type]
-        if p.parent and not p.parent.exists():
-            p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(self.html, encoding="utf-8")
-        return p
-
-
-# ------------------------------------------------------------------------------ helpers
-def _table(df: pd.DataFrame, *, limit: int = TEXT_CHARS, cls: str = "",
-           max_rows: int | None = None, tid: str | None = None,
-           row_classes: Sequence[str] | None = None,
-           cell_classes: pd.DataFrame | None = None,
-           formatters: Mapping[str, Any] | None = None,
-           markup: Sequence[str] = ()) -> str:
-    """``df`` as an escaped HTML table through the pandas Styler (cells and headers escaped
-    by Styler, numbers formatted by :func:`fmt_number`, long text cut with an ellipsis).
-    Columns named in ``markup`` hold :class:`Markup` built (and escaped) here, kept as is."""
-    if max_rows is not None and len(df) > max_rows:
-        more = len(df) - max_rows
-        df = df.head(max_rows)
-        if row_classes is not None:
-            row_classes = list(row_classes)[:max_rows]
-        if cell_classes is not None:
-            cell_classes = cell_classes.head(max_rows)
-    else:
-        more = 0
-    df = df.reset_index(drop=True)
-    num_cols = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c])
-                and not pd.api.types.is_bool_dtype(df[c])]
-    fmts: dict[Any, Any] = {}
-    for c in df.columns:
-        if formatters and c in formatters:
-            fmts[c] = formatters[c]
-        elif c in num_cols:
-            fmts[c] = fmt_number
-        else:
-            fmts[c] = (lambda v: "" if v is None or _isna(v) else _cut(v, limit))
-    classes = pd.DataFrame("", index=df.index, columns=df.columns)
-    for c in num_cols:
-        classes[c] = "num"
-    if cell_classes is not None:
-        cc = cell_classes.reset_index(drop=True).reindex(index=df.index, columns=df.columns)
-        classes = (classes + " " + cc.fillna("")).apply(lambda col: col.str.strip())
-    if row_classes is not None:
-        rc = pd.Series(list(row_classes), index=df.index).fillna("")
-        classes = classes.apply(lambda col: (col + " " + rc).str.strip())
-    uid = tid or "t" + hashlib.sha1("|".join(map(str, df.columns)).encode()).hexdigest()[:8]
-    sty = (df.style.format({c: f for c, f in fmts.items() if c not in markup}, escape="html")
-           .format_index(escape="html", axis=1)
-           .hide(axis="index").set_td_classes(classes).set_uuid(uid))
-    if markup:
-        sty = sty.format(lambda v: str(v) if isinstance(v, Markup) else str(esc(v)),
-                         subset=list(markup), escape=None)
-    sty = sty.set_table_attributes(f'class="{esc(cls)}"')
-    out = sty.to_html(doctype_html=False)
-    tail = (f"<p class='note rows-cut'>Showing the first {max_rows:,} of {max_rows + more:,} "
-            f"rows ({more:,} more not embedded).</p>") if more and max_rows is not None else ""
-    wrap_id = f" id='{esc(tid)}'" if tid else ""
-    return f"<div class='tablewrap'{wrap_id}>{out}</div>{tail}"
-
-
-def _cut(v: Any, limit: int) -> str:
-    text = str(v)
-    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
-
-
-def _kv(items: Mapping[str, Any]) -> str:
-    return str(render("kv.html", items=[(k, "" if v is None else v) for k, v in items.items()]))
-
-
-def _version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def _versions() -> dict[str, str]:
-    """replaykit, Python and the installed dependencies' versions."""
-    out = {"replaykit": _version("replaykit") or "unknown", "python": platform.python_version()}
-    for dep in _DEPENDENCIES:
-        v = _version(dep)
-        if v is not None:
-            out[dep] = v
-    return out
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _source_paths(*tables: pa.Table) -> list[str]:
-    """Distinct input files named by the ``source`` column (``<format>:<path>``)."""
-    out: set[str] = set()
-    for t in tables:
-        if "source" not in t.column_names or not t.num_rows:
-            continue
-        col = pc.cast(t.column("source"), pa.string())
-        for s in pc.unique(col).to_pylist():
-            if s and ":" in s:
-                out.add(s.split(":", 1)[1])
-    return sorted(out)
-
-
-def _inputs(paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
-    """One row per input file: its shared name (relative to the folder passed, or the file
-    name; see :func:`shared_name`), size and sha256."""
-    rows = []
-    seen: set[str] = set()
-    for p in paths:
-        q = Path(p)
-        key = str(q.resolve()) if q.exists() else str(q)
-        if key in seen:
-            continue
-        seen.add(key)
-        if q.is_file():
-            rows.append({"file": shared_name(q), "bytes": q.stat().st_size,
-                         "sha256": _sha256(q)})
-        elif q.is_dir():
-            for f in sorted(x for x in q.rglob("*") if x.is_file()):
-                if str(f.resolve()) not in seen:
-                    seen.add(str(f.resolve()))
-                    rows.append({"file": shared_name(f, q), "bytes": f.stat().st_size,
-                                 "sha256": _sha256(f)})
-        else:
-            rows.append({"file": shared_name(q), "bytes": None,
-                         "sha256": "not available (no such file)"})
-    return rows
-
-
-def _model_ids(t: pa.Table) -> list[str]:
-    """Distinct ``model`` / ``provider`` values named by the model rows' payloads."""
-    from .._json import payload_fields
-
-    kind = pc.cast(t.column("kind"), pa.string())
-    m = pc.fill_null(pc.is_in(kind, pa.array(["model_request", "model_response"])), False)
-    payloads = t.column("payload").filter(m)
-    if not len(payloads):
-        return []
-    found: set[str] = set()
-    fields = ("model", "provider", "modelId", "settings.model")
-    try:  # one column-wise read of the four fields
-        cols = payload_fields(payloads, dict.fromkeys(fields, pa.string()))
-        got = [(f, cols.column(f)) for f in fields]
-    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
-        got = []  # a field of another type somewhere: each field on its own
-        for field in fields:
-            try:
-                got.append((field, payload_fields(payloads, {field: pa.string()})
-                            .column(field)))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
-                continue
-    for field, col in got:
-        name = field.rsplit(".", 1)[-1]
-        found.update(f"{name}={v}" for v in pc.unique(col).to_pylist() if v)
-    return sorted(found)
-
-
-_CATEGORY_KEYS = ("x", "y", "categoryarray", "ticktext", "labels")
-
-
-def _escape_categories(node: Any) -> Any:
-    """HTML-escape raw markup in category values (trace x/y, axis categories).
-
-    Plotly renders category labels and ``%{y}`` hover substitutions as its own HTML subset, so
-    a log string used as a category (a run id, a tool name) must arrive escaped. Strings that
-    hold no ``<``/``>`` (plain, or already escaped) are left as they are.
-    """
-    if isinstance(node, dict):
-        out = {}
-        for k, v in node.items():
-            if k in _CATEGORY_KEYS and isinstance(v, list):
-                out[k] = [html.escape(x, quote=False)
-                          if isinstance(x, str) and ("<" in x or ">" in x) else x for x in v]
-            else:
-                out[k] = _escape_categories(v)
-        return out
-    if isinstance(node, list):
-        return [_escape_categories(v) for v in node]
-    return node
-
-
-def _figure_json(fig: Any) -> str:
-    import plotly.io as pio
-
-    spec = json.loads(pio.to_json(fig, validate=False, pretty=False))
-    return script_json(_escape_categories(spec))
-
-
-def _event_rows(t: pa.Table, positions: Sequence[int]) -> list[dict[str, Any]]:
-    keep = [p for p in positions if 0 <= p < t.num_rows]
-    if not keep:
-        return []
-    sub = t.take(pa.array(keep, pa.int64())).select(
-        ["seq", "kind", "type", "tool_name", "ref_id", "text", "payload"])
-    rows = sub.to_pylist()
-    for pos, r in zip(keep, rows, strict=True):
-        r["pos"] = pos
-    return rows
-
-
-def _pretty(payload: str | None) -> list[str]:
-    if not payload:
-        return []
-    try:
-        return json.dumps(json.loads(payload), indent=2, sort_keys=True,
-                          ensure_ascii=False).splitlines()
-    except ValueError:
-        return payload.splitlines()
 
 
 # ------------------------------------------------------------------------------ scrubber
@@ -421,7 +173,7 @@ def _scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | 
     and previous state hash the same as ``like``'s at that step stores ``None`` as its delta
     (and a text equal to ``like``'s as ``None``): "same as the other side", neither recomputed
     nor embedded. ``states``: the events' ``rk.fold(events, rk.agent())`` when already done."""
-    from ..eventlog import EventLog
+    from ..eventlog.log import EventLog
     from ..fold import agent, fold
 
     run_id = events.run_ids[0]
@@ -561,7 +313,7 @@ def _integrity(base_t: pa.Table) -> dict[str, Any]:
         return {"status": "not available",
                 "detail": "the base run carries no hash chain (no row_hash values), so its "
                           "integrity cannot be checked from the log alone"}
-    from ..integrity import verify_chain
+    from ..integrity.verify import verify_chain
 
     problems = verify_chain(base_t)
     if problems.empty:
@@ -1127,315 +879,40 @@ def _scrubber_html(scrub: Mapping[str, Any], base: Mapping[str, Any] | None,
                       data=json_script({"replay": scrub, "base": base})))
 
 
-# ------------------------------------------------------------------------------ cohort
-def cohort(frame: pd.DataFrame, *, title: str, question: str, notes: str | None = None,
-           metric: str | None = None, by: str | None = None,
-           cohorts: Any = None) -> Report:
-    """A cohort-comparison report: a ``Cohorts.compare`` frame (one row per analysis and
-    metric) or an ``rk.compare`` frame (one row per replay pair), as a self-contained page.
-
-    For a ``Cohorts.compare`` frame the page opens with its findings: the headline ("k of m
-    measures moved beyond their interval; j after Holm correction"), each measure whose
-    interval excludes zero in words, what paired and unpaired mean here (with n) and the
-    multiple-comparison caveat. Then one table and one interval figure per unit (rates in
-    percentage points, counts, tokens: each on its own axis), rows whose interval excludes
-    zero highlighted, corrected columns (:func:`replaykit.report._cohort.adjust`), and --
-    with ``cohorts=`` (the :class:`~replaykit.Cohorts` the frame came from) -- the trend of
-    every measure over all its cohorts (semesters). For an ``rk.compare`` frame: a summary,
-    the table and ``metric_distribution`` of ``metric`` split ``by``.
-
-    Raises:
-        TypeError: ``frame`` is not a DataFrame, or title/question missing.
-        ValueError: an empty frame.
-
-    Example:
-        >>> cs = rk.cohorts(log, by="semester")  # doctest: +SKIP
-        >>> out = cs.compare("2025-fall", "2026-spring")  # doctest: +SKIP
-        >>> rk.report.cohort(out, title="Fall vs spring", question="...",
-        ...                  cohorts=cs)  # doctest: +SKIP
-    """
-    for name, v in (("title", title), ("question", question)):
-        if not isinstance(v, str) or not v.strip():
-            raise TypeError(f"{name} is required (a non-empty string), got {v!r}")
-    if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
-    if frame.empty:
-        raise ValueError("frame is empty: nothing to report")
-    from .. import plots
-
-    sections: list[tuple[str, str, str]] = []
-    claim = ("These are differences between the groups of recorded runs in this frame, under "
-             "the definitions and (for replay metrics) the policies and fixtures used to build "
-             "it. They describe these runs; they do not establish what caused the differences.")
-    question_body = (f"<p class='question'><b>Question.</b> {esc(question)}</p>"
-                     f"<p class='claim'><b>Bounded claim.</b> {esc(claim)}</p>")
-    if notes:
-        question_body += f"<div class='notes'><b>Notes.</b><pre>{esc(notes)}</pre></div>"
-    data: dict[str, Any] = {"rows": len(frame)}
-    figs: list[tuple[str, Any]] = []
-    if {"metric", "diff", "ci_low", "ci_high", "analysis"} <= set(frame.columns):
-        from ._cohort import UNITS, adjust, cohort_answer, cohort_findings
-
-        adj = adjust(frame)
-        headline, rows = cohort_findings(adj)
-        answer = cohort_answer(adj)
-        if cohorts is not None:  # a drifted stamp confounds every other difference: first
-            from ..stamps import stamp_drift
-
-            try:
-                drift = stamp_drift(cohorts)
-            except (KeyError, ValueError, TypeError):
-                drift = pd.DataFrame()
-            if len(drift):
-                lines = [str(h) for h in drift["headline"]]
-                headline = ("Stamp drift (confounds every difference below): "
-                            + "; ".join(lines) + ". " + headline)
-                rows.insert(0, {"kind": "caveat", "sentence": (
-                    "Controllable variables changed between cohorts: " + "; ".join(lines)
-                    + ". Any difference below may come from them rather than from the "
-                    "agent."), "section": "repro"})
-                data["stamp_drift"] = drift
-        data.update(adjusted=adj, headline=headline, findings=rows, answer=answer)
-        groups = [{"kind": k, "title": t, "rows": [r for r in rows if r["kind"] == k]}
-                  for k, t in (("outcome", "Outcome"), ("evidence", "How the comparison is "
-                                                                     "made"),
-                               ("caveat", "Caveats"))]
-        sections.append(("findings", "Findings", str(render(
-            "findings.html", answer=answer, verdict=answer.split(":", 1)[0].lower(),
-            headline=headline, groups=[g for g in groups if g["rows"]]))))
-        sections.append(("question", "Question and claim", question_body))
-        for analysis in ("unpaired", "paired"):
-            part = adj[adj["analysis"] == analysis]
-            if part.empty:
-                continue
-            body = ""
-            for unit in UNITS:
-                u = part[part["unit"] == unit]
-                if u.empty:
-                    continue
-                body += (f"<h3 id='unit-{unit}-{analysis}'>{esc(unit)}"
-                         f"{' (percentage points)' if unit == 'rates' else ''}</h3>"
-                         + _cohort_table(u, unit))
-            sections.append((f"table-{analysis}", f"Measures ({analysis})", body))
-        for unit in UNITS:
-            u = adj[adj["unit"] == unit]
-            if len(u):
-                figs.append((unit, _forest(u, unit)))
-        fig_html = "".join(
-            f"<h3 id='unit-{esc(unit)}'>Differences with intervals: {esc(unit)}</h3>"
-            f"<div class='figure' id='rk-fig-{k}' data-unit='{esc(unit)}'></div>"
-            for k, (unit, _) in enumerate(figs))
-        trend_figs = []
-        if cohorts is not None:
-            try:
-                trend_figs = _trends(cohorts, adj)
-            except (KeyError, ValueError, TypeError):
-                trend_figs = []
-        for unit, fig in trend_figs:
-            k = len(figs)
-            figs.append((f"trend-{unit}", fig))
-            fig_html += (f"<h3>Trend over cohorts: {esc(unit)}</h3><div class='figure' "
-                         f"id='rk-fig-{k}' data-trend='{esc(unit)}'></div>")
-        if cohorts is None:
-            fig_html += ("<p class='note'>Pass <code>cohorts=</code> (the Cohorts the frame "
-                         "came from) to draw each measure's trend over all cohorts.</p>")
-        fig_html += "".join(f"<script type='application/json' class='rk-figure' "
-                            f"data-target='rk-fig-{k}'>{_figure_json(f)}</script>"
-                            for k, (_, f) in enumerate(figs))
-        sections.append(("figures", "Figures", fig_html))
-    else:
-        n = len(frame)
-        sents = [{"kind": "outcome", "sentence": f"{n:,} row(s) compared.", "section": "table"}]
-        if "comparability" in frame.columns:
-            counts = frame["comparability"].astype(str).value_counts()
-            sents.append({"kind": "outcome", "sentence": "Comparability: " + ", ".join(
-                f"{c} {fmt_number(v)} of {n:,}" for c, v in counts.items()) + ".",
-                "section": "table"})
-        mcol = metric or next((c for c in ("tool_sequence_distance", "first_divergence_step")
-                               if c in frame.columns), None)
-        if mcol is not None and pd.api.types.is_numeric_dtype(frame[mcol]):
-            vals = frame[mcol].astype(float)
-            sents.append({"kind": "outcome", "sentence": (
-                f"{mcol}: median {fmt_number(vals.median())}, mean {fmt_number(vals.mean())}"
-                f", max {fmt_number(vals.max())}."), "section": "figures"})
-        sents.append({"kind": "caveat", "sentence": claim, "section": "question"})
-        data.update(findings=sents)
-        sections.append(("findings", "Findings", str(render(
-            "findings.html", headline=None, groups=[
-                {"kind": k, "title": t, "rows": [r for r in sents if r["kind"] == k]}
-                for k, t in (("outcome", "Outcome"), ("caveat", "Caveats"))]))))
-        sections.append(("question", "Question and claim", question_body))
-        sections.append(("table", "Comparison table", _table(frame, max_rows=1000)))
-        if mcol is not None:
-            figs.append((mcol, plots.metric_distribution(frame, mcol, by=by)))
-        fig_html = "".join(f"<div class='figure' id='rk-fig-{k}'></div><script type='application/"
-                           f"json' class='rk-figure' data-target='rk-fig-{k}'>{_figure_json(f)}"
-                           "</script>" for k, (_, f) in enumerate(figs))
-        sections.append(("figures", "Figures", fig_html or "<p>No figure for this frame.</p>"))
-    versions = _versions()
-    stamp = {"generated": datetime.now(UTC).isoformat(timespec="seconds"),
-             "rows": len(frame), **{f"version {k}": v for k, v in versions.items()}}
-    sections.append(("repro", "Reproducibility stamp", _kv(stamp)))
-    data["versions"] = versions
-    data["figures"] = [n for n, _ in figs]
-    return Report(page(title, sections), title=title, sections=[s[0] for s in sections],
-                  data=data)
+#: names that moved out of this module (found here for one release, with a warning).
+_MOVED_OUT: dict[str, str] = {
+    "Report": "replaykit.report._parts",
+    "TEXT_CHARS": "replaykit.report._parts",
+    "TREND_MIN_SPAN": "replaykit.report._cohort_page",
+    "_CATEGORY_KEYS": "replaykit.report._parts",
+    "_DEPENDENCIES": "replaykit.report._parts",
+    "_cohort_table": "replaykit.report._cohort_page",
+    "_cut": "replaykit.report._parts",
+    "_escape_categories": "replaykit.report._parts",
+    "_event_rows": "replaykit.report._parts",
+    "_figure_json": "replaykit.report._parts",
+    "_forest": "replaykit.report._cohort_page",
+    "_go_scatter": "replaykit.report._cohort_page",
+    "_inputs": "replaykit.report._parts",
+    "_kv": "replaykit.report._parts",
+    "_model_ids": "replaykit.report._parts",
+    "_panel_title": "replaykit.report._cohort_page",
+    "_pretty": "replaykit.report._parts",
+    "_sha256": "replaykit.report._parts",
+    "_source_paths": "replaykit.report._parts",
+    "_table": "replaykit.report._parts",
+    "_trends": "replaykit.report._cohort_page",
+    "_version": "replaykit.report._parts",
+    "_versions": "replaykit.report._parts",
+    "cohort": "replaykit.report._cohort_page",
+    "trend_range": "replaykit.report._cohort_page",
+}
 
 
-def _cohort_table(u: pd.DataFrame, unit: str) -> str:
-    """One unit's measures: formatted for people, corrected columns, hits highlighted."""
-    pct = unit == "rates"
-
-    def f(v: Any, signed: bool = False) -> str:
-        s = fmt_number(v, percent=pct, signed=signed)
-        return s.replace("%", " pp") if pct and signed else s
-
-    view = pd.DataFrame({
-        "measure": u["metric"].astype(str).to_numpy(),
-        "n (a / b)": [f"{fmt_number(a)} / {fmt_number(b)}" for a, b in
-                      zip(u["n_a"], u["n_b"], strict=True)],
-        str(u["cohort_a"].iloc[0]): [f(v) for v in u["value_a"]],
-        str(u["cohort_b"].iloc[0]): [f(v) for v in u["value_b"]],
-        "difference": [f(v, True) for v in u["diff"]],
-        "interval": [f"{f(a, True)} to {f(b, True)}" for a, b in
-                     zip(u["ci_low"], u["ci_high"], strict=True)],
-        "relative": [fmt_number(v, percent=True, signed=True) for v in u["rel_diff"]],
-        "effect size": [f"{fmt_number(v, signed=True)} ({k})" if not _isna(v) else ""
-                        for v, k in zip(u["effect_size"], u["effect_size_kind"], strict=True)],
-        "p (approx.)": [fmt_number(v) for v in u["p_value"]],
-        "Holm p": [fmt_number(v) for v in u["p_holm"]],
-        "BH p": [fmt_number(v) for v in u["p_bh"]],
-        "beyond interval": ["yes" if x else "no" for x in u["excludes_zero"].fillna(False)],
-        "after correction": ["Holm" if h else "BH only" if b else "no"
-                             for h, b in zip(u["holm"], u["bh"], strict=True)],
-    })
-    hits = u["excludes_zero"].fillna(False).to_numpy(dtype=bool)
-    return _table(view, cls="cohort", row_classes=["hit" if h else "" for h in hits])
-
-
-def _forest(u: pd.DataFrame, unit: str) -> Any:
-    """Differences with intervals for one unit, on its own axis; hits in red."""
-    import plotly.graph_objects as go
-
-    scale = 100.0 if unit == "rates" else 1.0
-    u = u.iloc[::-1]
-    labels = [html.escape(f"{m} ({a})", quote=False) for m, a in
-              zip(u["metric"].astype(str), u["analysis"].astype(str), strict=True)]
-    d = u["diff"].astype(float).to_numpy() * scale
-    lo = u["ci_low"].astype(float).to_numpy() * scale
-    hi = u["ci_high"].astype(float).to_numpy() * scale
-    hit = u["excludes_zero"].fillna(False).to_numpy(dtype=bool)
-    fig = go.Figure()
-    unit_label = "percentage points" if unit == "rates" else unit
-    for mask, name, color in ((hit, "interval excludes zero", "#c62828"),
-                              (~hit, "interval includes zero", "#78909c")):
-        if not mask.any():
-            continue
-        fig.add_trace(go.Scatter(
-            x=d[mask], y=[lab for lab, k in zip(labels, mask, strict=True) if k],
-            mode="markers", name=name, marker={"color": color, "size": 9},
-            error_x={"type": "data", "symmetric": False, "array": (hi - d)[mask].tolist(),
-                     "arrayminus": (d - lo)[mask].tolist(), "color": color, "thickness": 2},
-            customdata=np.c_[lo[mask], hi[mask]],
-            hovertemplate=(f"%{{y}}<br>difference %{{x:.3g}} {unit_label}<br>interval "
-                           "%{customdata[0]:.3g} to %{customdata[1]:.3g}<extra></extra>")))
-    fig.add_vline(x=0, line_color="#424242", line_width=1)
-    fig.update_xaxes(title=f"difference (b \u2212 a), {unit_label}", zeroline=False)
-    fig.update_yaxes(type="category", automargin=True, categoryorder="array",
-                     categoryarray=labels)
-    fig.update_layout(template="plotly_white", height=max(160, 90 + 26 * len(u)),
-                      margin={"l": 10, "r": 20, "t": 30, "b": 50},
-                      legend={"orientation": "h", "y": 1.08, "x": 0},
-                      title=None)
-    return fig
-
-
-def _trends(cs: Any, adj: pd.DataFrame) -> list[tuple[str, Any]]:
-    """Per unit: one small panel per measure, its per-cohort value over all cohorts."""
-    from plotly.subplots import make_subplots
-
-    s = cs.summary()
-    if "tool_calls_per_run" not in s and {"tool_calls", "runs"} <= set(s.columns):
-        s["tool_calls_per_run"] = s["tool_calls"].astype(float) / s["runs"].astype(float)
-    if "model_calls_per_run" not in s and {"model_calls", "runs"} <= set(s.columns):
-        s["model_calls_per_run"] = s["model_calls"].astype(float) / s["runs"].astype(float)
-    out = []
-    from ._cohort import UNITS
-
-    hits = set(adj.loc[adj["excludes_zero"].fillna(False).to_numpy(dtype=bool), "metric"]
-               .astype(str))
-    for unit in UNITS:
-        ms = [m for m in pd.unique(adj.loc[adj["unit"] == unit, "metric"].astype(str))
-              if m in s.columns]
-        if not ms:
-            continue
-        # three panels a row at most: room for the cohort labels and the measure names
-        cols = min(3, len(ms))
-        nrows = -(-len(ms) // cols)
-        fig = make_subplots(rows=nrows, cols=cols, subplot_titles=[
-            _panel_title(m, m in hits) for m in ms],
-            horizontal_spacing=0.11, vertical_spacing=min(0.3, 0.75 / max(nrows, 1)))
-        scale = 100.0 if unit == "rates" else 1.0
-        for i, m in enumerate(ms):
-            r, c = i // cols + 1, i % cols + 1
-            y = (s[m].astype(float) * scale).tolist()
-            fig.add_trace(_go_scatter(s["cohort"].astype(str).tolist(), y, m, m in hits),
-                          row=r, col=c)
-            fig.update_yaxes(ticksuffix=" %" if unit == "rates" else "",
-                             range=trend_range(y, unit), nticks=5, row=r, col=c)
-            fig.update_xaxes(type="category", tickangle=-30, automargin=True, row=r, col=c)
-        fig.update_annotations(font_size=12)
-        fig.update_layout(template="plotly_white", showlegend=False,
-                          height=140 + 230 * nrows, margin={"t": 60, "b": 50})
-        out.append((unit, fig))
-    return out
-
-
-#: The smallest y-span of a trend panel per unit (percentage points, counts, tokens): a change
-#: smaller than this is drawn as the small change it is, not stretched over the whole panel.
-TREND_MIN_SPAN = {"rates": 5.0, "counts": 1.0, "tokens": 100.0}
-
-
-def trend_range(y: Sequence[float], unit: str) -> list[float] | None:
-    """The y-range of one trend panel: the data with 15% padding, widened to at least
-    :data:`TREND_MIN_SPAN` of its unit and to 20% of the values' magnitude, so that a
-    0.03-point change reads as flat; rates stay within 0-100%.
-
-    >>> trend_range([10.0, 10.03], "rates")
-    [7.515, 12.515]
-    """
-    vals = [float(v) for v in y if v is not None and np.isfinite(v)]
-    if not vals:
-        return None
-    lo, hi = min(vals), max(vals)
-    mid = (lo + hi) / 2
-    span = max(hi - lo, TREND_MIN_SPAN.get(unit, 1.0), 0.2 * max(abs(lo), abs(hi)))
-    span *= 1.15 if span == hi - lo else 1.0
-    a, b = mid - span / 2, mid + span / 2
-    if unit == "rates":
-        if a < 0:
-            a, b = 0.0, max(b - a, hi * 1.05)
-        if b > 100:
-            a, b = min(a - (b - 100), lo), 100.0
-    elif lo >= 0 and a < 0:
-        a, b = 0.0, b - a
-    return [round(a, 6), round(b, 6)]
-
-
-def _panel_title(metric: str, hit: bool) -> str:
-    """A trend panel's title: the measure's name, broken after its prefix when long
-    (``tool_share.<br>web_search``), a star when its interval excludes zero."""
-    name = html.escape(metric, quote=False)
-    if len(metric) > 16 and "." in metric:
-        head, tail = metric.split(".", 1)
-        name = html.escape(head, quote=False) + ".<br>" + html.escape(tail, quote=False)
-    return name + (" \u2605" if hit else "")
-
-
-def _go_scatter(x: list[str], y: list[float], name: str, hit: bool) -> Any:
-    import plotly.graph_objects as go
-
-    color = "#c62828" if hit else "#4e79a7"
-    return go.Scatter(x=[html.escape(v, quote=False) for v in x], y=y, mode="lines+markers",
-                      name=html.escape(name, quote=False), line={"color": color},
-                      hovertemplate="%{x}: %{y:.3g}<extra></extra>")
+def __getattr__(name: str) -> object:
+    if name in _MOVED_OUT:
+        _warnings.warn(f"{__name__}.{name} moved to {_MOVED_OUT[name]}.{name}: "
+                       "import it from there (the old path goes in the next release)",
+                       _ReplayKitDeprecationWarning, stacklevel=2)
+        return getattr(_importlib.import_module(_MOVED_OUT[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ...eventlog import EventLog
+from ...eventlog.log import EventLog
 from .._common import ErrorPolicy, Progress, Quarantine, expand_paths, require_tenant
 from ._build import CHECKPOINTS_SCHEMA, TYPE_KINDS, _build
 from ._documents import _read_file, _Runs, read_side_document

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from ..._json import json_type, payload_fields
 from ...errors import LoadError
-from ...eventlog import RUNS_SCHEMA, EventLog
+from ...eventlog.log import RUNS_SCHEMA, EventLog
 from ...schema import empty_events, events_table
 from .._common import Quarantine, times_in_years
 from ._documents import _FIX, _Runs

@@ -39,7 +39,7 @@ import pyarrow as pa
 
 from ..._json import JSONDecodeError, args_hash, canonical_json, loads
 from ...errors import LoadError
-from ...eventlog import RUNS_SCHEMA, EventLog
+from ...eventlog.log import RUNS_SCHEMA, EventLog
 from ...schema import empty_events, events_table
 from .._common import (
     UNEXPECTED,

@@ -6,7 +6,9 @@ producers) keep the same facts as:
 
 * ``gen_ai.prompt`` / ``gen_ai.completion``: JSON text of provider-style messages
   (``{"role", "content", "tool_calls", "tool_call_id"}``), as attributes or as the attributes of
-  ``gen_ai.content.prompt`` / ``gen_ai.content.completion`` span events;
+  ``gen_ai.content.prompt`` / ``gen_ai.content.completion`` span events (Langtrace: the
+  assistant's tool calls as OpenAI ``{"id", "type": "function", "function"}`` objects in
+  ``content``);
 * numbered attributes ``gen_ai.prompt.{i}.role`` / ``.content`` / ``.tool_call_id`` /
   ``.tool_calls.{j}.{id,name,arguments}`` and ``gen_ai.completion.{i}.*`` with
   ``.finish_reason`` (OpenLLMetry);
@@ -73,6 +75,13 @@ def _content_parts(content: Any) -> list[dict[str, Any]]:
                 out.extend(p for p in c["parts"] if isinstance(p, dict))
             elif isinstance(c, dict) and c.get("type") in ("text", "input_text", "output_text"):
                 out.append({"type": "text", "content": _text(c.get("text", c.get("content")))})
+            elif (isinstance(c, dict) and c.get("type") == "function"
+                  and isinstance(c.get("function"), dict)):
+                # an OpenAI tool call kept as content (Langtrace's gen_ai.completion)
+                fn = c["function"]
+                out.append({"type": "tool_call", "id": _text(c.get("id")),
+                            "name": _text(fn.get("name")),
+                            "arguments": _json(fn.get("arguments"))})
             elif isinstance(c, dict) and "type" in c:
                 out.append(dict(c))
             else:

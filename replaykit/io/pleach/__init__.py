@@ -54,7 +54,7 @@ import pyarrow as pa
 
 from ... import _native
 from ..._json import JSONDecodeError, gc_paused, loads
-from ...eventlog import EventLog
+from ...eventlog.log import EventLog
 from ...tenancy import tenant_id_problem
 from .._common import (
     ErrorPolicy,

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ... import _native
-from ...eventlog import RUNS_SCHEMA
+from ...eventlog.log import RUNS_SCHEMA
 from ...schema import EVENTS_SCHEMA, events_table
 from .._common import (
     Quarantine,

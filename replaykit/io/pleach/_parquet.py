@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 
 from ..._json import _DIGITS_B, MAX_DEPTH, JSONDecodeError, canonical_json, loads
 from ...errors import LoadError
-from ...eventlog import EventLog
+from ...eventlog.log import EventLog
 from .._common import (
     ErrorPolicy,
     Quarantine,

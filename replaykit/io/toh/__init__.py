@@ -18,7 +18,7 @@ and typed fields are then written column-wise. Packed rows are proven on a secon
 this one decodes the other lines (orjson); then all lines are checked in order, proven ones
 only for the file's envelope mode. Every line not proven is read row-wise (decoded, checked,
 its few typed fields picked), exactly as before: the column-wise reading gives the same
-table, runs and quarantine (``tests/test_toh_columnwise.py``; ``_lines.COLUMNWISE = False``
+table, runs and quarantine (``tests/io/test_toh_columnwise.py``; ``_lines.COLUMNWISE = False``
 reads every line row-wise). Sequence numbers, packed-row expansion, model-call ids,
 inheritance and joins are numpy/Arrow column operations over all files at once.
 
@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..._json import JSONDecodeError, gc_paused, loads
-from ...eventlog import EventLog
+from ...eventlog.log import EventLog
 from .._common import (
     ErrorPolicy,
     Progress,

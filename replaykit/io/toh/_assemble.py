@@ -18,7 +18,7 @@ from ..._json import (
     HAVE_ORJSON,
     canonical_json,
 )
-from ...eventlog import RUNS_SCHEMA
+from ...eventlog.log import RUNS_SCHEMA
 from ...schema import EVENTS_SCHEMA
 from .._common import (
     Quarantine,

@@ -1,0 +1,238 @@
+"""The command line's inputs: paths and globs expanded, logs read with the tenant options,
+quarantined rows written."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import LoadError, ReplayKitError
+from .files import atomic_write, check_input_path, terminal_safe
+from .messages import cli_error_text
+
+if TYPE_CHECKING:
+    pass
+from ._output import _EmptyAnswer, _progress, _UsageError
+
+__all__ = []
+
+# ---------------------------------------------------------------------------- loading
+def _tenant_hint(wanted: str, present: Sequence[str]) -> str:
+    listed = ", ".join(present) if present else "none"
+    hint = f"tenants present: {listed}"
+    folded = [t for t in present if t.casefold() == wanted.casefold()]
+    near = folded or difflib.get_close_matches(wanted, list(present), n=1, cutoff=0.6)
+    if near:
+        hint += f"; did you mean --tenant {near[0]}?"
+    return hint
+
+
+def _expand_inputs(paths: Sequence[str], errors: str = "raise"
+                   ) -> tuple[list[str | Path], list[dict[str, Any]]]:
+    """Paths to read, plus one quarantine row per file found in a folder or by a glob that is
+    of no known format or cannot be read, which is skipped (and counted), whatever ``errors``.
+
+    One rule for every way of naming inputs: a file named on the command line must be a log
+    (the loaders say what is wrong with it, or quarantine it); a folder is walked, and so is
+    every folder a glob matches; a Parquet dataset (``EventLog.to_parquet``) is read whole.
+    """
+    import glob as _glob
+
+    import pyarrow as pa
+
+    from ..errors import FormatDetectionError
+    from ..io import FORMATS, detect_format, is_dataset
+
+    del errors  # walked files of no known format are skipped under both error modes
+    keep: list[str | Path] = []
+    skipped: list[dict[str, Any]] = []
+    seen: set[Path] = set()
+
+    def add(f: Path | str) -> None:
+        key = Path(f).resolve()
+        if key not in seen:
+            seen.add(key)
+            keep.append(f)
+
+    for item in paths:
+        check_input_path(item)
+        p = Path(item)
+        if is_dataset(p) or p.is_file():
+            add(item)
+            continue
+        if p.is_dir():
+            roots, files = [p], []
+        else:
+            matches = sorted(Path(m) for m in _glob.glob(str(item), recursive=True))
+            if not matches:
+                raise FileNotFoundError(f"{item}: no such file, directory or glob match")
+            roots = [m for m in matches if m.is_dir()]
+            files = [m for m in matches if m.is_file()]
+        for root in roots:
+            if is_dataset(root):
+                add(root)
+                continue
+            inner = sorted(d for d in root.rglob("*") if d.is_dir() and is_dataset(d))
+            inner = [d for d in inner if not any(o in d.parents for o in inner)]  # top-most
+            for d in inner:
+                add(d)
+            files += sorted(f for f in root.rglob("*") if f.is_file()
+                            and not any(o in f.parents for o in inner))
+        before = (len(keep), len(skipped))
+        for f in files:
+            if Path(f).resolve() in seen:
+                continue
+            if any(getattr(m, "is_side_file", lambda _p: False)(f) for m in FORMATS.values()):
+                continue  # read by its format's loader with the log beside it
+            try:
+                detect_format(f)
+            except FormatDetectionError as exc:
+                skipped.append({**exc.as_record(), "raw": None})
+                continue
+            except (OSError, ValueError, pa.ArrowException) as exc:  # a file sniffing cannot open
+                why = getattr(exc, "strerror", None) or str(exc)
+                err = LoadError(source=str(f), line=None, reason="unreadable",
+                                detail=f"cannot be read ({why})",
+                                fix="Check the file's permissions and that it is complete.")
+                skipped.append({**err.as_record(), "raw": None})
+                continue
+            add(f)
+        if (len(keep), len(skipped)) == before and not files:
+            raise FileNotFoundError(f"{item}: holds no files")
+    return keep, skipped
+
+
+#: Python warnings of the loaders that the command line says in its own words (or counts).
+_DROPPED_ALL = "dropped all"
+_NAMED_OWNER = "naming the owner of"
+
+
+def _read(paths: Sequence[str | Path], fmt: str, tenant: str | None, *,
+          owner: str | None = None, errors: str = "raise", progress: bool | None = None,
+          dropped: list[int] | None = None) -> Any:
+    """Read ``paths``; ``owner`` names the tenant of logs that record none, ``tenant``
+    filters. The rows the filter leaves out are added to ``dropped`` (one number)."""
+    import re
+
+    from ..eventlog.dataset import read_parquet
+    from ..io import read_events
+
+    if fmt == "parquet":
+        logs = [read_parquet(p, tenant_id=tenant) for p in paths]
+        from ..eventlog.log import concat
+
+        return logs[0] if len(logs) == 1 else concat(logs)
+    one = paths[0] if len(paths) == 1 else list(paths)
+    kwargs: dict[str, Any] = {"errors": errors, "progress": progress}
+    if owner is not None:
+        kwargs["owner"] = owner
+    if tenant is not None:
+        kwargs["tenant_id"] = tenant
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        log = read_events(one, format=fmt, **kwargs)
+    n_dropped = 0
+    counts = log.extras.get("pleach_counts")
+    if tenant is not None and counts is not None and "filtered_out" in counts.column_names:
+        n_dropped += sum(v or 0 for v in counts.column("filtered_out").to_pylist())
+    for w in caught:
+        text = str(w.message)
+        if _DROPPED_ALL in text:
+            m = re.search(r"dropped all ([\d,]+) rows of the \w+ logs owned by", text)
+            if m:  # a whole untenanted log of another owner (pleach files are counted above)
+                n_dropped += int(m.group(1).replace(",", ""))
+            continue
+        if _NAMED_OWNER in text and tenant is not None:
+            m = re.search(r"owner of (\w+) logs", text)
+            kind = m.group(1) if m else "these"
+            _note(f"--tenant {tenant} named the owner of the {kind} logs, which record no "
+                  f"tenant; pass --owner {tenant} for that (--tenant is a filter)")
+            continue
+        _note(cli_error_text(Exception(text)), kind="warning")
+    if dropped is not None:
+        dropped.append(n_dropped)
+    return log
+
+
+def _note(text: str, *, kind: str = "note") -> None:
+    """One line on stderr: ``replaykit: warning: ...`` (never Python's file:line form)."""
+    print(f"replaykit: {kind}: {terminal_safe(text)}", file=sys.stderr)
+
+
+def _load(args: argparse.Namespace, paths: Sequence[str], *, errors: str = "raise"
+          ) -> tuple[Any, list[dict[str, Any]]]:
+    """Load ``paths`` the command line's way; a --tenant matching nothing is an empty answer.
+    Sets ``args.dropped_rows``: the rows the --tenant filter left out."""
+    keep, skipped = _expand_inputs(paths, errors)
+    if not keep:
+        empty = _EmptyAnswer(f"none of the {len(skipped)} input file(s) is a log replaykit "
+                             "reads (--quarantine-out FILE says why)")
+        empty.skipped = skipped  # type: ignore[attr-defined]
+        raise empty
+    owner = getattr(args, "owner", None)
+    dropped: list[int] = []
+    log = _read(keep, args.format, args.tenant, owner=owner, errors=errors,
+                progress=_progress(args), dropped=dropped)
+    args.dropped_rows = sum(dropped)
+    if args.tenant is not None and len(log) == 0 and log.num_runs == 0:
+        everything = _read(keep, args.format, None, owner=owner,
+                           errors="quarantine", progress=False) \
+            if owner is not None or _all_tenanted(keep) else None
+        present = everything.tenants if everything is not None else []
+        raise _EmptyAnswer(f"no events of tenant {args.tenant!r} in the input; "
+                           + _tenant_hint(args.tenant, present))
+    return log, skipped
+
+
+def _input_files(paths: Sequence[str]) -> list[Path]:
+    """The existing files and folders ``paths`` name (globs expanded): what a command's
+    output may not be."""
+    import glob as _glob
+
+    out: list[Path] = []
+    for item in paths:
+        p = Path(item)
+        out.extend([p] if p.exists() else [Path(m) for m in _glob.glob(str(item),
+                                                                       recursive=True)])
+    found: list[Path] = []
+    for p in out:
+        found.append(p)
+        if p.is_dir():
+            found.extend(f for f in p.rglob("*") if f.is_file())
+    return found
+
+
+def _all_tenanted(paths: Sequence[str | Path]) -> bool:
+    """True when every input carries its own tenants (so it can be read without --tenant)."""
+    from ..io import _PATTERNS as patterns
+    from ..io import UNTENANTED, detect_format, is_dataset
+    from ..io._common import expand_paths
+
+    for item in paths:
+        if is_dataset(item):
+            continue
+        for f in expand_paths(item, patterns=patterns):
+            try:
+                if detect_format(f) in UNTENANTED:
+                    return False
+            except (ReplayKitError, OSError):
+                return False
+    return True
+
+
+def _write_quarantine(table: Any, out: str) -> None:
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    p = Path(out)
+    if p.suffix == ".parquet":
+        atomic_write(p, lambda tmp: pq.write_table(table, tmp))
+    elif p.suffix == ".csv":
+        atomic_write(p, lambda tmp: pcsv.write_csv(table, tmp))
+    else:
+        raise _UsageError(f"--quarantine-out {out}: name a .parquet or a .csv file")

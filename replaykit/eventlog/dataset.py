@@ -1,0 +1,475 @@
+"""Parquet datasets of event logs: the partition files of a tenant/run layout,
+:func:`read_parquet`."""
+
+from __future__ import annotations
+
+import os
+import types
+import warnings
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import LoadError
+from ..schema import EVENTS_SCHEMA, QUARANTINE_SCHEMA, empty_events
+from ..tenancy import (
+    PARTITION_PREFIX,
+    check_tenant_column,
+    check_tenant_ids,
+    partition_dir_name,
+    partition_dir_tenant,
+    scope_side_table,
+    tenant_id_problem,
+)
+from .log import RUNS_SCHEMA, TENANT_KEY, EventLog, _as_quarantine
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow.dataset as ds
+else:
+
+    class _OnUse(types.ModuleType):
+        """A module imported on first use of one of its names: loading a log and the
+        ``replaykit summary`` table need neither pandas nor ``pyarrow.dataset`` (which
+        imports pandas); pandas is about half of the command's start-up."""
+
+        def __getattr__(self, name: str) -> Any:
+            import importlib
+
+            return getattr(importlib.import_module(self.__name__), name)
+
+    pd = _OnUse("pandas")
+    ds = _OnUse("pyarrow.dataset")
+
+__all__ = ["read_parquet"]
+
+#: Side files of a dataset (:meth:`EventLog.to_parquet`): ``_runs.parquet`` and
+#: ``_quarantine.parquet`` inside each ``tenant_id=<id>/`` folder (that tenant's rows, with
+#: their ``tenant_id`` column), and at the root only the quarantined rows of no known tenant.
+RUNS_FILE = "_runs.parquet"
+QUARANTINE_FILE = "_quarantine.parquet"
+NO_TENANT_QUARANTINE_FILE = "_quarantine_no_tenant.parquet"
+
+
+class LegacyDatasetWarning(UserWarning):
+    """A Parquet dataset in the layout before replaykit 0.x issue 30: its ``_runs.parquet``
+    and ``_quarantine.parquet`` at the root hold every tenant's rows, so per-folder file
+    permissions do not isolate tenants. It still reads; rewrite it with
+    ``rk.read_parquet(old).to_parquet(new)``."""
+
+
+def _partition_error(errors: str, bad: list[dict[str, Any]], *, owner: str | None = None,
+                     **kw: Any) -> None:
+    err = LoadError(**kw)
+    if errors == "raise":
+        raise err
+    rec = err.as_record()
+    rec.update(raw=None, tenant_id=owner, run_id=None)
+    bad.append(rec)
+
+
+def partition_files(root: Path, tenants: Sequence[str] | None = None, *, errors: str = "raise",
+                    bad: list[dict[str, Any]] | None = None) -> list[tuple[str, Path]]:
+    """(tenant id, file) for every ``*.parquet`` file under the ``tenant_id=<id>/`` folders of
+    a dataset (``tenants``: only those tenants' folders), in (tenant, path) order.
+
+    A folder must be the canonical encoding of a valid tenant id
+    (:func:`replaykit.tenancy.partition_dir_tenant`). Under ``errors="raise"`` a bad one is a
+    LoadError (``bad_tenant``: the id it decodes to breaks the rule; ``bad_partition``: the
+    name is not canonical or not UTF-8); under ``"quarantine"`` its files are skipped and
+    one row per folder is appended to ``bad``. With ``tenants``, other tenants' folders are
+    not opened, and a bad folder matters only when it decodes to a requested tenant.
+    """
+    wanted = None if tenants is None else set(tenants)
+    found: list[tuple[str, Path]] = []
+    sink: list[dict[str, Any]] = [] if bad is None else bad
+    for d in _partition_dirs(root, tenants):
+        tenant, problem = partition_dir_tenant(d.name)
+        if problem is not None:
+            if wanted is not None and tenant not in wanted:
+                continue  # not a folder of the requested tenants: never opened
+            valid = tenant is not None and tenant_id_problem(tenant) is None
+            _partition_error(
+                errors, sink, source=str(d), line=None, field="tenant_id",
+                reason="bad_partition" if tenant is None or valid else "bad_tenant",
+                detail=problem, owner=tenant if valid else None,
+                fix=("partition folders are written by EventLog.to_parquet as "
+                     "tenant_id=<percent-encoded tenant id>; rename or remove the folder"))
+            continue
+        if wanted is not None and tenant not in wanted:
+            continue
+        for f in sorted(d.rglob("*.parquet")):
+            if f.is_file() and not any(part.startswith(("_", "."))
+                                       for part in f.relative_to(d).parts):
+                found.append((tenant, f))  # type: ignore[arg-type]
+    return found
+
+
+def _partition_dirs(root: Path, tenants: Sequence[str] | None) -> list[Path]:
+    """The ``tenant_id=`` folders of a dataset (with ``tenants``, at least theirs). A reader
+    allowed into its tenant's folder only may not list the root: then the requested tenants'
+    folders are taken by name."""
+    try:
+        return sorted(p for p in root.iterdir()
+                      if p.name.startswith(PARTITION_PREFIX) and p.is_dir())
+    except PermissionError:
+        if tenants is None:
+            raise
+        return sorted(d for d in (root / partition_dir_name(t) for t in tenants) if d.is_dir())
+
+
+def _side_file(path: Path, tenant: str | None, errors: str,
+               bad: list[dict[str, Any]]) -> pa.Table | None:
+    """A tenant folder's side file (runs, quarantine), or None when there is none. Each row
+    must be the folder's tenant's (a planted file of another tenant is
+    ``partition_mismatch``: raised, or its rows left out and one quarantine row added)."""
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        return None
+    table = pq.read_table(path)
+    if tenant is None:
+        return table
+    if "tenant_id" not in table.schema.names:
+        problem = "has no tenant_id column"
+        keep = None
+    else:
+        col = table.column("tenant_id")
+        col = col.cast(pa.string()) if col.type != pa.string() else col
+        keep = pc.fill_null(pc.equal(col, tenant), False)
+        n_bad = table.num_rows - pc.sum(keep).as_py() if table.num_rows else 0
+        if not n_bad:
+            return table
+        problem = f"holds {n_bad} row(s) of another tenant (or of none)"
+    _partition_error(
+        errors, bad, source=str(path), line=None, field="tenant_id",
+        reason="partition_mismatch", owner=tenant,
+        detail=f"side file of the folder of tenant {tenant!r} {problem}",
+        fix=("a tenant folder's side files hold that tenant's rows only (EventLog.to_parquet "
+             "writes them so); remove the file or write the dataset again"))
+    return table.schema.empty_table() if keep is None else table.filter(keep)
+
+
+def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any = None,
+                         errors: str = "raise",
+                         bad: list[dict[str, Any]] | None = None) -> pa.Table:
+    """The events of dataset files, each checked against its partition folder's tenant.
+
+    ``files``: (folder tenant, file) pairs (:func:`partition_files`); ``filter``: a
+    ``pyarrow.dataset`` expression pushed into the scan. A file belongs to its folder's
+    tenant: the tenant its footer names (:data:`TENANT_KEY`, written by
+    :meth:`EventLog.to_parquet`) and every value of a ``tenant_id`` column it has must be
+    that tenant. A file where either disagrees is a ``LoadError`` naming the file (reason
+    ``partition_mismatch``) under ``errors="raise"``; under ``"quarantine"`` all its
+    (scanned) rows go to ``bad`` as quarantine rows of no known tenant (raw: the payload),
+    plus one row for the folder's tenant without raw content. A file that names no tenant
+    (no footer key, no tenant_id column, or nulls there: written by older versions or by
+    other tools) takes its folder's tenant. Checked once per file and per record batch on
+    the dictionary of the column (no per-row Python).
+
+    Returns:
+        a table in :data:`~replaykit.schema.EVENTS_SCHEMA` (not sorted).
+    """
+    if not files:
+        return empty_events()
+    paths = [str(f) for _, f in files]
+    # a tenant_id column (foreign files) straight from the Parquet dictionary pages
+    fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
+        dictionary_columns={"tenant_id"}))
+    # the canonical columns, whatever the first file holds (absent ones read as nulls)
+    schema = pa.schema([f.with_nullable(True) for f in EVENTS_SCHEMA])
+    dataset = ds.dataset(paths, format=fmt, schema=schema)
+    names = list(EVENTS_SCHEMA.names)
+    tenant_of = {p: t for (t, _), p in zip(files, paths, strict=True)}
+    tenant_dict = pa.array(sorted(set(tenant_of.values())), pa.string())
+    code_of = {t: i for i, t in enumerate(tenant_dict.to_pylist())}
+    t_pos = names.index("tenant_id")
+    batches: list[tuple[str, pa.RecordBatch]] = []
+    tainted: dict[str, int] = {}
+    damaged: dict[str, tuple[str, int]] = {}  # file -> (first column with nulls, rows)
+    claims: dict[str, bytes | None] = {}
+    required = [(i, f.name) for i, f in enumerate(EVENTS_SCHEMA)
+                if not f.nullable and f.name != "tenant_id"]  # tenant_id: from the folder
+
+    def _mismatch(path: str, want: str, rows: int) -> None:
+        if errors == "raise":
+            raise LoadError(
+                source=path, line=None, field="tenant_id", reason="partition_mismatch",
+                detail=(f"{rows} row(s) are another tenant's than their partition folder's "
+                        f"({want!r}): the file's tenant_id column or its footer says so; rows "
+                        "are never relabelled"),
+                fix=("the file is not this tenant's: move it to its own tenant's folder or "
+                     "remove it (or pass errors=\"quarantine\")"))
+        tainted[path] = tainted.get(path, 0) + rows
+
+    def _damaged(path: str, batch: pa.RecordBatch) -> None:
+        """A file with nulls in a column no replaykit dataset leaves null: bad_parquet."""
+        for i, name in required:
+            nulls = batch.column(i).null_count
+            if not nulls:
+                continue
+            if errors == "raise":
+                raise LoadError(
+                    source=path, line=None, field=name, reason="bad_parquet",
+                    detail=(f"{nulls} row(s) have a null {name!r}, which a replaykit dataset "
+                            "never holds: the file was damaged or not written by replaykit"),
+                    fix=("rewrite the dataset with EventLog.to_parquet, or remove the file "
+                         "(or pass errors=\"quarantine\")"))
+            field, rows = damaged.get(path, (name, 0))
+            damaged[path] = (field, rows + nulls)
+            return
+
+    scanner = dataset.scanner(columns=names, filter=filter)
+    for tagged in _scan(scanner, paths):
+        batch = tagged.record_batch
+        if batch.num_rows == 0:
+            continue
+        path = tagged.fragment.path
+        want = tenant_of[path]
+        if path not in claims:  # once per file: the tenant its footer names, if any
+            meta = tagged.fragment.physical_schema.metadata or {}
+            claims[path] = meta.get(TENANT_KEY)
+        claim = claims[path]
+        if claim is not None and claim != want.encode("utf-8"):
+            _mismatch(path, want, batch.num_rows)
+        col = batch.column(t_pos)
+        if col.null_count < len(col):
+            if pa.types.is_dictionary(col.type):  # the few dictionary entries in use
+                seen = pc.unique(col.dictionary.take(pc.unique(col.indices.drop_null())))
+            else:
+                seen = pc.unique(col.drop_null())
+            if len(seen) != 1 or seen[0].as_py() != want:
+                _mismatch(path, want, int(pc.sum(pc.fill_null(pc.not_equal(
+                    pc.cast(col, pa.string()), want), False)).as_py() or 0))
+        _damaged(path, batch)
+        code = np.full(batch.num_rows, code_of[want], dtype=np.int32)
+        tenant = pa.DictionaryArray.from_arrays(pa.array(code), tenant_dict)
+        batches.append((path, batch.set_column(t_pos, "tenant_id", tenant)))
+    out: list[pa.RecordBatch] = []
+    if bad is not None:
+        for path, count in tainted.items():  # what the folder's tenant may see: no raw rows
+            bad.append({
+                "source": path, "line": None, "field": "tenant_id",
+                "reason": "partition_mismatch", "raw": None, "tenant_id": tenant_of[path],
+                "run_id": None,
+                "message": (f"{path}: {count} row(s) of this file carry a tenant_id other than "
+                            "their partition folder's (reason=partition_mismatch); the file's "
+                            "rows are quarantined (shown only in an all-tenants read). Move "
+                            "the file to its own tenant's folder or remove it.")})
+        for path, (field, count) in damaged.items():
+            if path not in tainted:  # the folder's own file: its tenant may see the report
+                bad.append({
+                    "source": path, "line": None, "field": field, "reason": "bad_parquet",
+                    "raw": None, "tenant_id": tenant_of[path], "run_id": None,
+                    "message": (f"{path}: {count} row(s) of this file have a null {field!r} "
+                                "(reason=bad_parquet); the file's rows are quarantined. "
+                                "Rewrite the dataset with EventLog.to_parquet or remove "
+                                "the file.")})
+    for path, batch in batches:
+        if path not in tainted and path not in damaged:
+            out.append(batch)
+            continue
+        if bad is None:
+            continue
+        n = batch.num_rows
+        payload = batch.column(names.index("payload"))
+        if path in tainted:
+            field, reason = "tenant_id", "partition_mismatch"
+            msg = (f"{path}: field 'tenant_id' {tainted[path]} row(s) of this file carry a "
+                   f"tenant_id other than their partition folder's (reason="
+                   "partition_mismatch). The whole file is quarantined: move it to its own "
+                   "tenant's folder or remove it.")
+        else:
+            field, reason = damaged[path][0], "bad_parquet"
+            msg = (f"{path}: field {field!r} {damaged[path][1]} row(s) of this file are null "
+                   "(reason=bad_parquet). The whole file is quarantined: rewrite the dataset "
+                   "with EventLog.to_parquet or remove the file.")
+        bad_rows = pa.table({
+            "source": pa.array([path] * n, pa.string()),
+            "line": pa.nulls(n, pa.int64()),
+            "field": pa.array([field] * n, pa.string()),
+            "reason": pa.array([reason] * n, pa.string()),
+            "message": pa.array([msg] * n, pa.string()),
+            "raw": pc.cast(payload, pa.large_string()),
+            "tenant_id": pa.nulls(n, pa.string()),
+            "run_id": pa.nulls(n, pa.string()),
+        }, schema=QUARANTINE_SCHEMA)
+        bad.extend(bad_rows.to_pylist())
+    if not out:
+        return empty_events()
+    table = pa.Table.from_batches(out)
+    return pa.Table.from_arrays(table.columns, schema=EVENTS_SCHEMA).unify_dictionaries() \
+        .combine_chunks()
+
+
+def _scan(scanner: ds.Scanner, paths: list[str]) -> Iterable[Any]:
+    """The scanner's tagged batches; an unreadable file or a column of the wrong type is a
+    LoadError (reason ``bad_parquet``), not a raw Arrow error."""
+    it = iter(scanner.scan_batches())
+    while True:
+        try:
+            tagged = next(it)
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError) as exc:
+            raise LoadError(
+                source=os.path.commonpath(paths) if len(paths) > 1 else paths[0], line=None,
+                reason="bad_parquet", detail=f"a dataset file cannot be read as events ({exc})",
+                fix="rewrite the dataset with EventLog.to_parquet, or remove the bad file",
+            ) from exc
+        yield tagged
+
+
+def read_parquet(
+    path: str | os.PathLike[str],
+    *,
+    tenant_id: str | Sequence[str] | None = None,
+    run_ids: str | Sequence[str] | None = None,
+    types: str | Sequence[str] | None = None,
+    kinds: str | Sequence[str] | None = None,
+    since: Any = None,
+    until: Any = None,
+    errors: str = "raise",
+) -> EventLog:
+    """Read a dataset written by :meth:`EventLog.to_parquet`, pushing filters down.
+
+    ``tenant_id`` prunes partitions (other tenants' files are never opened); ``run_ids``,
+    ``types``, ``kinds`` (as in :meth:`EventLog.filter`) and the ``since``/``until`` time
+    bounds (inclusive; anything pandas can turn into a UTC timestamp) are pushed into the
+    Parquet scan so row groups that cannot match are skipped.
+
+    Tenancy checks (:mod:`replaykit.tenancy`): each ``tenant_id=<id>`` folder must be the
+    canonical percent-encoding of a valid tenant id and decodes to exactly that id; each
+    row's own ``tenant_id`` must equal its folder's (a file where one does not is never
+    relabelled: ``partition_mismatch``); a row without one (files written by older versions,
+    which dropped the column) takes its folder's tenant. The log is a view of the requested
+    tenants / runs: ``runs`` and ``quarantine`` hold only theirs (quarantined rows of no
+    known tenant show only when ``tenant_id`` is None).
+
+    Args:
+        errors: ``"raise"``: a bad folder or file is a LoadError; ``"quarantine"``: its rows
+            (or one row per bad folder) go to ``log.quarantine`` with the reason, and reading
+            goes on.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        LoadError: ``bad_tenant`` (a ``tenant_id`` argument, a folder or a ``_runs.parquet``
+            row breaks the tenant-id rule), ``bad_partition`` (a folder name that is not the
+            canonical encoding), ``partition_mismatch`` (a file's rows are another tenant's),
+            under ``errors="raise"``.
+        LoadError: a file of the dataset is not readable Parquet or not a replaykit table
+            (reason ``bad_parquet``, naming the dataset folder).
+    """
+    root = Path(path)
+    if not root.exists():
+        raise FileNotFoundError(f"{root}: no such Parquet dataset")
+    if errors not in ("raise", "quarantine"):
+        raise ValueError(f'errors must be "raise" or "quarantine", got {errors!r}')
+    for bound in (since, until):  # a bad bound is the caller's error: raised as itself, here
+        if bound is not None:
+            pd.Timestamp(bound, tz="UTC")
+    try:
+        return _read_dataset(root, tenant_id, run_ids, types, since, until, errors, kinds)
+    except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
+        from ..errors import LoadError
+
+        raise LoadError(
+            source=str(root), line=None, reason="bad_parquet",
+            detail=f"is not a readable replaykit Parquet dataset ({type(exc).__name__}: "
+                   f"{str(exc)[:300]})",
+            fix="Write it again with EventLog.to_parquet, or remove the damaged file.",
+        ) from exc
+
+
+def _read_dataset(root: Path, tenant_id: str | Sequence[str] | None,
+                  run_ids: str | Sequence[str] | None, types: str | Sequence[str] | None,
+                  since: Any, until: Any, errors: str,
+                  kinds: str | Sequence[str] | None = None) -> EventLog:  # fmt: skip
+
+    def _values(v: str | Sequence[str]) -> list[str]:
+        return [v] if isinstance(v, str) else list(v)
+
+    tenants = None if tenant_id is None else check_tenant_ids(
+        tenant_id, source="read_parquet(tenant_id=...)")
+    runs_wanted = None if run_ids is None else _values(run_ids)
+    expr = None
+
+    def _and(e: ds.Expression) -> None:
+        nonlocal expr
+        expr = e if expr is None else (expr & e)
+
+    if runs_wanted is not None:
+        _and(ds.field("run_id").isin(runs_wanted))
+    if types is not None:
+        _and(ds.field("type").isin(_values(types)))
+    if kinds is not None:
+        _and(ds.field("kind").isin(_values(kinds)))
+    if since is not None:
+        _and(ds.field("ts") >= pa.scalar(pd.Timestamp(since, tz="UTC").as_unit("us"),
+                                          type=pa.timestamp("us", tz="UTC")))
+    if until is not None:
+        _and(ds.field("ts") <= pa.scalar(pd.Timestamp(until, tz="UTC").as_unit("us"),
+                                          type=pa.timestamp("us", tz="UTC")))
+    bad: list[dict[str, Any]] = []
+    files = partition_files(root, tenants, errors=errors, bad=bad)
+    table = read_partition_files(files, filter=expr, errors=errors, bad=bad)
+    import pyarrow.parquet as pq
+
+    legacy = [f for f in (RUNS_FILE, QUARANTINE_FILE) if (root / f).exists()]
+    runs: pa.Table | None
+    quarantine: pa.Table | None = None
+    if legacy:  # the layout before issue 30: every tenant's side rows in one root file
+        warnings.warn(
+            f"{root} is a dataset in the older layout: {' and '.join(legacy)} at its root "
+            "hold every tenant's rows, so folder permissions do not isolate tenants. It "
+            "reads as before; rewrite it in the current layout (side files inside each "
+            "tenant_id=<id>/ folder) with rk.read_parquet(old).to_parquet(new)",
+            LegacyDatasetWarning, stacklevel=3)
+        runs = pq.read_table(root / RUNS_FILE) if (root / RUNS_FILE).exists() else None
+        if (root / QUARANTINE_FILE).exists():
+            quarantine = _as_quarantine(pq.read_table(root / QUARANTINE_FILE))
+    else:
+        runs_parts, quar_parts = [], []
+        for d in _partition_dirs(root, tenants):
+            tenant, problem = partition_dir_tenant(d.name)
+            if problem is not None or (tenants is not None and tenant not in tenants):
+                continue  # (a bad folder was reported by partition_files)
+            r = _side_file(d / RUNS_FILE, tenant, errors, bad)
+            if r is not None:
+                runs_parts.append(r.cast(RUNS_SCHEMA))
+            q = _side_file(d / QUARANTINE_FILE, tenant, errors, bad)
+            if q is not None:
+                quar_parts.append(_as_quarantine(q))
+        if tenants is None and (root / NO_TENANT_QUARANTINE_FILE).is_file():
+            quar_parts.append(_as_quarantine(pq.read_table(root / NO_TENANT_QUARANTINE_FILE)))
+        runs = pa.concat_tables(runs_parts) if runs_parts else None
+        quarantine = pa.concat_tables(quar_parts) if quar_parts else None
+    if runs is not None and tenants is not None:
+        runs = runs.filter(pc.is_in(runs.column("tenant_id"), pa.array(tenants, pa.string())))
+    if runs is not None and runs_wanted is not None:
+        runs = runs.filter(pc.is_in(runs.column("run_id"), pa.array(runs_wanted, pa.string())))
+    if runs is not None and runs.num_rows:
+        try:
+            check_tenant_column(runs.column("tenant_id"), source=str(root / "_runs.parquet"))
+        except LoadError as err:
+            if errors == "raise":
+                raise
+            from ..tenancy import bad_tenant_mask
+
+            _partition_error("quarantine", bad, source=err.source, line=None,
+                             field="tenant_id", reason="bad_tenant", detail=err.detail,
+                             fix=err.fix)
+            runs = runs.filter(pa.array(~bad_tenant_mask(runs.column("tenant_id"))))
+    if quarantine is not None:
+        quarantine = scope_side_table(quarantine, tenants=tenants, run_ids=runs_wanted)
+    if bad:
+        found = pa.Table.from_pylist(bad, schema=QUARANTINE_SCHEMA)
+        if tenants is not None:  # rows of no known tenant: only in an all-tenants read
+            found = scope_side_table(found, tenants=tenants)
+        if found is not None and found.num_rows:
+            quarantine = found if quarantine is None else pa.concat_tables([quarantine, found])
+    return EventLog(table, runs=runs, quarantine=quarantine)

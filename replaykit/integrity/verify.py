@@ -1,0 +1,387 @@
+""":func:`verify_chain`: the link, sequence, head and manifest checks, one problem row each."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..eventlog.log import EventLog, to_pandas
+from ..schema import run_starts as _run_starts
+from .chain import GENESIS, _as_table, _verify_hashes
+from .content import _plain
+from .derived import _derived_rest, _derived_side, _pleach_rows
+from .manifest import _MANIFEST_KEY, ChainManifest
+from .problems import _PROBLEM_SCHEMA, _problem_frame, _problems
+
+__all__ = ["verify_chain"]
+
+def _as_manifest(expected_heads: Any) -> ChainManifest | None:
+    """``expected_heads`` as a manifest (a ChainManifest or its dict form), else None."""
+    if isinstance(expected_heads, ChainManifest):
+        return expected_heads
+    if isinstance(expected_heads, Mapping) and _MANIFEST_KEY in expected_heads:
+        return ChainManifest.from_dict(expected_heads)
+    return None
+
+
+def _normalise_heads(expected_heads: Any) -> pd.DataFrame:
+    """Anchors as a frame with tenant_id (maybe null), run_id, seq (maybe null), row_hash."""
+    if isinstance(expected_heads, pa.Table):
+        expected_heads = expected_heads.to_pandas()
+    if isinstance(expected_heads, pd.DataFrame):
+        if not {"run_id", "row_hash"} <= set(expected_heads.columns):
+            raise ValueError(
+                "expected_heads needs columns run_id and row_hash (tenant_id and seq optional); "
+                "build it with chain_heads(log)"
+            )
+        df = expected_heads.copy()
+    elif isinstance(expected_heads, Mapping):
+        recs = []
+        for key, value in expected_heads.items():
+            tenant, run = key if isinstance(key, tuple) else (None, key)
+            recs.append({"tenant_id": tenant, "run_id": run, "row_hash": value})
+        df = pd.DataFrame.from_records(recs, columns=["tenant_id", "run_id", "row_hash"])
+    elif isinstance(expected_heads, Iterable) and not isinstance(expected_heads, (str, bytes)):
+        df = pd.DataFrame.from_records(list(expected_heads))
+        if not {"run_id", "row_hash"} <= set(df.columns):
+            raise ValueError("each expected head needs run_id and row_hash")
+    else:
+        raise TypeError(
+            "expected_heads must be a DataFrame (see chain_heads), a mapping "
+            "{run_id or (tenant_id, run_id): row_hash} or a list of records"
+        )
+    for col in ("tenant_id", "seq"):
+        if col not in df.columns:
+            df[col] = None
+    out = pd.DataFrame(
+        {
+            "tenant_id": df["tenant_id"].astype(object).where(df["tenant_id"].notna(), None),
+            "run_id": df["run_id"].astype(str),
+            "seq": pd.array(df["seq"], dtype="Int64"),
+            "row_hash": df["row_hash"].astype(object),
+        }
+    )
+    return out.reset_index(drop=True)
+
+
+def _head_problems(table: pa.Table, starts: np.ndarray, heads: pd.DataFrame) -> pa.Table | None:
+    if heads.empty:
+        return None
+    rows = to_pandas(
+        pa.table(
+            {
+                "tenant_id": _plain(table.column("tenant_id")),
+                "run_id": _plain(table.column("run_id")),
+                "seq": table.column("seq").combine_chunks(),
+                "row_hash": _plain(table.column("row_hash")),
+            }
+        )
+    )
+    last_mask = np.append(starts[1:], True) if len(rows) else np.zeros(0, dtype=bool)
+    lasts = rows[last_mask]
+    out = []
+    for with_seq in (True, False):
+        anchors = heads[heads["seq"].notna() == with_seq]
+        for with_tenant in (True, False):
+            a = anchors[anchors["tenant_id"].notna() == with_tenant]
+            if a.empty:
+                continue
+            keys = (
+                (["tenant_id"] if with_tenant else []) + ["run_id"] + (["seq"] if with_seq else [])
+            )
+            right = rows if with_seq else lasts
+            a = a.drop(columns=[c for c in ("tenant_id", "seq") if c not in keys])
+            merged = a.merge(right, on=keys, how="left", suffixes=("_expected", "_found"))
+            bad = merged[
+                merged["row_hash_found"].isna()
+                | (
+                    merged["row_hash_found"].astype(object)
+                    != merged["row_hash_expected"].astype(object)
+                )
+            ]
+            if bad.empty:
+                continue
+            out.append(
+                pa.table(
+                    {
+                        "tenant_id": pa.array(bad["tenant_id"].astype(object), pa.string()),
+                        "run_id": pa.array(bad["run_id"].astype(object), pa.string()),
+                        "seq": pa.array(bad["seq"].astype(object), pa.int64()),
+                        "kind": pa.array(["head_mismatch"] * len(bad), pa.string()),
+                        "expected": pa.array(bad["row_hash_expected"].astype(object), pa.string()),
+                        "found": pa.array(
+                            bad["row_hash_found"]
+                            .astype(object)
+                            .where(bad["row_hash_found"].notna(), None),
+                            pa.string(),
+                        ),
+                    },
+                    schema=_PROBLEM_SCHEMA,
+                )
+            )
+    return pa.concat_tables(out) if out else None
+
+
+def _manifest_problems(
+    table: pa.Table, starts: np.ndarray, manifest: ChainManifest
+) -> list[pa.Table]:
+    """unexpected_run, missing_run and head_mismatch of a log against its manifest."""
+    n = table.num_rows
+    last = np.flatnonzero(np.append(starts[1:], True)) if n else np.zeros(0, dtype=np.int64)
+    idx = pa.array(last, pa.int64())
+    lasts = to_pandas(
+        pa.table(
+            {
+                "tenant_id": _plain(table.column("tenant_id")).take(idx),
+                "run_id": _plain(table.column("run_id")).take(idx),
+                "seq": table.column("seq").combine_chunks().take(idx),
+                "row_hash": pc.cast(_plain(table.column("row_hash")), pa.string()).take(idx),
+            }
+        )
+    )
+    heads = manifest.heads()
+    merged = lasts.merge(
+        heads, on=["tenant_id", "run_id"], how="outer", suffixes=("_found", "_expected"),
+        indicator=True,
+    )
+
+    def frame(rows: pd.DataFrame, kind: str, seq: str, expected: str | None,
+              found: str | None) -> pa.Table:
+        def strings(col: str | None) -> pa.Array:
+            if col is None:
+                return pa.nulls(len(rows), pa.string())
+            v = rows[col].astype(object)
+            return pa.array(v.where(v.notna(), None), pa.string())
+
+        return pa.table(
+            {
+                "tenant_id": pa.array(rows["tenant_id"].astype(object), pa.string()),
+                "run_id": pa.array(rows["run_id"].astype(object), pa.string()),
+                "seq": pa.array(rows[seq].astype(object), pa.int64()),
+                "kind": pa.array([kind] * len(rows), pa.string()),
+                "expected": strings(expected),
+                "found": strings(found),
+            },
+            schema=_PROBLEM_SCHEMA,
+        )
+
+    out = []
+    extra = merged[merged["_merge"] == "left_only"]
+    if len(extra):  # in the log, not in the manifest: seq/found = the run's head
+        out.append(frame(extra, "unexpected_run", "seq_found", None, "row_hash_found"))
+    gone = merged[merged["_merge"] == "right_only"]
+    if len(gone):  # in the manifest, not in the log
+        out.append(frame(gone, "missing_run", "seq_expected", "row_hash_expected", None))
+    both = manifest.heads().merge(lasts[["tenant_id", "run_id"]], on=["tenant_id", "run_id"])
+    hp = _head_problems(table, starts, both)  # the anchored row must hold the anchored hash
+    if hp is not None:
+        out.append(hp)
+    matched = merged[merged["_merge"] == "both"]
+    grown = matched[matched["seq_found"].astype("Int64") != matched["seq_expected"].astype("Int64")]
+    grown = grown[grown["seq_found"].astype("Int64") > grown["seq_expected"].astype("Int64")]
+    if len(grown):  # rows after the anchored head: the run's head is not the anchored one
+        out.append(frame(grown, "head_mismatch", "seq_found", "row_hash_expected",
+                         "row_hash_found"))
+    return out
+
+
+#: sys.setswitchinterval while verify_chain's threads run (Python's default: 5 ms).
+_SWITCH_INTERVAL_S = 0.0005
+_switch_lock = threading.Lock()
+_switch_users = 0
+_switch_saved = 0.005
+
+
+@contextmanager
+def _short_switches() -> Iterator[None]:
+    """A short GIL switch interval for the block: the hashing loop holds the GIL, and each
+    of the other threads' Arrow calls must win it back to return (up to one interval each,
+    5 ms by default). Process-wide: saved by the first of concurrent users, restored by the
+    last."""
+    global _switch_users, _switch_saved
+    with _switch_lock:
+        if _switch_users == 0:
+            _switch_saved = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switch_saved, _SWITCH_INTERVAL_S))
+        _switch_users += 1
+    try:
+        yield
+    finally:
+        with _switch_lock:
+            _switch_users -= 1
+            if _switch_users == 0:
+                sys.setswitchinterval(_switch_saved)
+
+
+def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
+                 derived: bool = True, engine: str = "local", client: Any = None
+                 ) -> pd.DataFrame:
+    """Check the hash chain of every run; one row per problem, an empty frame when intact.
+
+    Columns: ``tenant_id``, ``run_id``, ``seq``, ``kind``, ``expected``, ``found``. Kinds:
+
+    * ``hash_mismatch`` -- the stored ``row_hash`` (found) is not sha256 of the stored
+      ``prev_hash`` and the row's content (expected): the row was changed.
+    * ``link_mismatch`` -- the stored ``prev_hash`` (found) is not the previous row's
+      ``row_hash`` (or :data:`GENESIS` on a run's first row) (expected): a row before it was
+      deleted, inserted or reordered.
+    * ``seq_gap`` -- ``seq`` jumps by more than one (expected = previous seq + 1).
+    * ``duplicate_seq`` -- more than one row holds this seq (found = how many rows).
+    * ``head_mismatch`` -- an anchored head (``expected_heads``) is not in the log with that
+      hash (found = the stored hash, or null when the row is missing); with a manifest, also
+      a run that goes on past its anchored head (at its last seq, found = its last hash).
+    * ``unexpected_run`` -- (manifest) a run of the log the manifest does not list, e.g. a
+      fabricated run with its own valid chain (seq/found = the run's head).
+    * ``missing_run`` -- (manifest) a run the manifest lists that is not in the log.
+    * ``derived_mismatch`` -- a stored derived column (tool_name, is_error, text, tokens,
+      ...) differs from what the loader derives from the row's hashed type + payload;
+      expected / found are ``"<column>=<value>"``. Checked for rows whose ``source`` is
+      pleach (re-derived by :func:`replaykit.io.pleach.derive_columns`); ``derived=False``
+      skips the check. Rows of every other format hash their derived columns (the
+      ``derived`` member of :func:`row_content`), so an edit there is a ``hash_mismatch``.
+    * ``malformed_value`` -- a stored row held a value not of its column's type (SQLite:
+      text in ``sequence_number``, a real in ``turn``, ...), so the loader quarantined it
+      (``read_sql(..., errors="quarantine")``): tampering (expected = the columns' types,
+      found = the stored values and the rowid). Reported for an :class:`EventLog`'s quarantine.
+
+    ``log`` may be an :class:`EventLog` or a ``pyarrow.Table`` with the content and hash
+    columns in any order (rows are stably sorted by tenant, run, seq; a raw table may hold
+    duplicate seqs, which an EventLog cannot). Without ``expected_heads`` rows cut from the
+    *end* of a run, and whole runs added or removed, cannot be detected. The anchor to use is
+    a :class:`ChainManifest` (:func:`chain_manifest`; or its dict form): every run of every
+    tenant with its head. Older anchors are still accepted: the frame :func:`chain_heads`
+    returns, a mapping ``{run_id or (tenant_id, run_id):
+    row_hash}`` (checked against the run's last row) or records with ``run_id``,
+    ``row_hash`` and optional ``tenant_id`` and ``seq`` (a ``seq`` anchor only requires that
+    row to exist with that hash, so a run may have grown since it was anchored).
+
+    ``engine="dask"`` (optional ``client=``) checks a Parquet dataset path, EventLog or
+    dask.dataframe partition by partition and returns the same frame (docs/scaling.md).
+
+    Raises:
+        TypeError: ``log`` or ``expected_heads`` has the wrong type.
+        ValueError: a table lacks the needed columns; ``expected_heads`` lacks
+            run_id/row_hash; a manifest or ``derived=False`` with ``engine="dask"``.
+        ManifestError: a manifest (dict form) whose digest does not match its content.
+
+    >>> problems = verify_chain(log, expected_heads=chain_manifest(trusted))  # doctest: +SKIP
+    >>> problems.empty  # doctest: +SKIP
+    True
+    """
+    if engine != "local":
+        if not derived:
+            raise ValueError("derived=False is supported by engine='local' only")
+        if _as_manifest(expected_heads) is not None:
+            raise ValueError(
+                "a ChainManifest is checked by engine='local' only; pass "
+                "expected_heads=manifest.heads() to check its heads per partition"
+            )
+        from ..engine import dispatch  # _integrity_dask.py registers the implementation
+
+        return dispatch(engine, verify_chain, log, expected_heads, client=client)
+    manifest = _as_manifest(expected_heads)
+    if manifest is not None:
+        heads = None
+    else:
+        heads = None if expected_heads is None else _normalise_heads(expected_heads)
+    table = _as_table(log)
+    n = table.num_rows
+    parts: list[pa.Table] = []
+    # the derived-column check but the tool calls' arguments (_derived_side: Arrow's parse
+    # of the payloads, which releases the GIL for its whole run, and column steps) runs on
+    # a thread of its own while this one hashes (the content bytes are built on two more,
+    # _blocks_ahead) and then canonicalises the arguments (Python, holding the GIL); short
+    # GIL switches let the other threads' many short Arrow calls through (_short_switches)
+    sub = _pleach_rows(table) if derived else None
+    pool = ThreadPoolExecutor(1) if sub is not None else None
+    derived_parts: list[pa.Table] = []
+    try:
+        with _short_switches():
+            side = None if pool is None else pool.submit(_derived_side, sub)
+            # with the derived side thread on one core, one content builder is enough
+            starts = _chain_problems(table, n, parts, workers=1 if side is not None else 2)
+            if side is not None and sub is not None:
+                from ..io.pleach._derive import table_tool_args
+
+                tool_args = table_tool_args(sub)
+                derived_parts = _derived_rest(sub, side.result(), tool_args)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    if heads is not None:
+        hp = _head_problems(table, starts, heads)
+        if hp is not None:
+            parts.append(hp)
+    if manifest is not None:
+        parts.extend(_manifest_problems(table, starts, manifest))
+    parts.extend(derived_parts)
+    if isinstance(log, EventLog) and log.quarantine.num_rows:
+        from ..sql._fetch import malformed_problems
+
+        parts.append(malformed_problems(log.quarantine))
+    return _problem_frame(parts)
+
+
+def _chain_problems(table: pa.Table, n: int, parts: list[pa.Table], *,
+                    workers: int = 2) -> np.ndarray:
+    """hash_mismatch, link_mismatch, seq_gap and duplicate_seq of a sorted table (added to
+    ``parts``); returns the run-start mask. ``workers``: threads building content bytes
+    ahead of the hashing loop (:func:`_blocks_ahead`)."""
+    if not n:
+        return np.zeros(0, dtype=bool)
+    if n:
+        starts = _run_starts(table)
+        stored_row = pc.cast(_plain(table.column("row_hash")), pa.string())
+        stored_prev = pc.cast(_plain(table.column("prev_hash")), pa.string())
+        computed = _verify_hashes(table, stored_prev, workers=workers)
+        hash_ok = pc.fill_null(pc.equal(computed, stored_row), False)
+        if not pc.all(hash_ok).as_py():
+            parts.append(
+                _problems(table, pc.invert(hash_ok), "hash_mismatch", computed, stored_row)
+            )
+        shifted = pa.concat_arrays([pa.array([GENESIS], pa.string()), stored_row.slice(0, n - 1)])
+        expected_prev = pc.if_else(pa.array(starts), pa.scalar(GENESIS), shifted)
+        link_ok = pc.fill_null(pc.equal(expected_prev, stored_prev), False)
+        if not pc.all(link_ok).as_py():
+            missing = pc.fill_null(expected_prev, "")
+            parts.append(
+                _problems(table, pc.invert(link_ok), "link_mismatch", missing, stored_prev)
+            )
+        seq = table.column("seq").to_numpy()
+        same = np.zeros(n, dtype=bool)
+        same[1:] = ~starts[1:]
+        step = np.zeros(n, dtype=np.int64)
+        step[1:] = seq[1:] - seq[:-1]
+        gap = same & (step > 1)
+        if gap.any():
+            prev_seq = np.zeros(n, dtype=np.int64)
+            prev_seq[1:] = seq[:-1] + 1
+            parts.append(
+                _problems(
+                    table, gap, "seq_gap", pa.array(prev_seq), table.column("seq").combine_chunks()
+                )
+            )
+        dup = same & (step == 0)
+        if dup.any():
+            block = np.cumsum(~dup)  # rows sharing (run, seq) share a block id
+            sizes = np.bincount(block)[block]
+            first_extra = dup & ~np.append(False, dup[:-1])
+            parts.append(
+                _problems(
+                    table,
+                    first_extra,
+                    "duplicate_seq",
+                    pa.array(np.full(n, "1 row", dtype=object), pa.string()),
+                    pa.array([f"{s} rows" for s in sizes.tolist()], pa.string()),
+                )
+            )
+    return starts

@@ -1,0 +1,67 @@
+"""Provenance of a log: reproducibility stamps (:mod:`.stamps`, rules in :mod:`.rules`) and
+content-hash cache keys (:mod:`.cachekey`).
+"""
+
+from __future__ import annotations
+
+import importlib as _importlib
+import typing as _typing
+import warnings as _warnings
+
+from replaykit.errors import ReplayKitDeprecationWarning as _ReplayKitDeprecationWarning
+
+if _typing.TYPE_CHECKING:
+    from .cachekey import KEY_PREFIX, cache_key, derive_keys
+    from .rules import STAMP_FIELDS
+    from .stamps import run_stamps, stamp_diff, stamp_drift, stamps_changed, stamps_df
+
+__all__ = [
+    "KEY_PREFIX",
+    "STAMP_FIELDS",
+    "cache_key",
+    "derive_keys",
+    "run_stamps",
+    "stamp_diff",
+    "stamp_drift",
+    "stamps_changed",
+    "stamps_df",
+]
+
+#: where each public name lives (imported on first use, PEP 562).
+_EXPORTS: dict[str, str] = {
+    "KEY_PREFIX": ".cachekey",
+    "STAMP_FIELDS": ".rules",
+    "cache_key": ".cachekey",
+    "derive_keys": ".cachekey",
+    "run_stamps": ".stamps",
+    "stamp_diff": ".stamps",
+    "stamp_drift": ".stamps",
+    "stamps_changed": ".stamps",
+    "stamps_df": ".stamps",
+}
+#: names the old module had that moved to a module of this package: they still resolve
+#: here, with a ReplayKitDeprecationWarning naming the new path, for one release.
+_OLD = "replaykit.provenance"
+_MOVED: dict[str, str] = {
+
+}
+
+
+def __getattr__(name: str) -> object:
+    """Import the module behind a public name on first use; forward a moved name with a
+    ReplayKitDeprecationWarning that names its new module."""
+    if name in _EXPORTS:
+        value = getattr(_importlib.import_module(_EXPORTS[name], __name__), name)
+        globals()[name] = value
+        return value
+    if name in _MOVED:
+        new = f"{__name__}{_MOVED[name]}"
+        _warnings.warn(f"{_OLD}.{name} moved to {new}.{name}: import it from there "
+                       "(the old path goes in the next release)", _ReplayKitDeprecationWarning,
+                       stacklevel=2)
+        return getattr(_importlib.import_module(new), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,2 +1,0 @@
-#!/bin/sh
-exec /work/main/.venv/bin/ruff check --fix --quiet --select I001,F401 "$@"
