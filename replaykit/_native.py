@@ -210,3 +210,139 @@ def chain_hex(head: list[Any], derived: list[Any], sealed: Any, tail: list[Any],
     offsets = np.arange(0, 64 * (n + 1), 64, dtype=np.int64 if large else np.int32)
     return pa.Array.from_buffers(pa.large_string() if large else pa.string(), n,
                                  [None, pa.py_buffer(offsets), pa.py_buffer(text)])
+
+
+# ----------------------------------------------------------------------------- take
+def _layout(typ: Any) -> str | None:
+    """The core's layout name of an Arrow type for ``take_columns`` (None: not handled)."""
+    import pyarrow as pa
+
+    if pa.types.is_string(typ) or pa.types.is_binary(typ):
+        return "str32"
+    if pa.types.is_large_string(typ) or pa.types.is_large_binary(typ):
+        return "str64"
+    if pa.types.is_boolean(typ):
+        return "bool"
+    if (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_timestamp(typ)
+            or pa.types.is_date(typ) or pa.types.is_duration(typ)):
+        width = typ.bit_width // 8
+        return f"fixed{width}" if width in (1, 2, 4, 8) else None
+    return None
+
+
+def take(columns: list[Any], order: Any, threads: int = 2) -> list[Any]:
+    """``[col.take(order) for col in columns]`` as single arrays (chunked columns joined), by
+    the native core on ``threads`` threads with the GIL released: the same values, types and
+    dictionaries as Arrow's take. ``order``: int64 row numbers (numpy), in range. Columns the
+    core does not handle (nested types, say) are taken by Arrow."""
+    import numpy as np
+    import pyarrow as pa
+
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    n = len(order)
+    out: list[Any] = [None] * len(columns)
+    specs: list[tuple[str, list[tuple[Any, ...]]]] = []
+    where: list[tuple[int, Any, Any]] = []  # (column, type of the values gathered, dictionary)
+    for k, col in enumerate(columns):
+        chunks = list(col.chunks) if isinstance(col, pa.ChunkedArray) else [col]
+        typ, dictionary = col.type, None
+        if not len(col):  # (then order is empty too)
+            taken = col.take(pa.array(order, type=pa.int64()))
+            out[k] = taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken
+            continue
+        chunks = [c for c in chunks if len(c)]
+        if pa.types.is_null(typ) or (len(col) and col.null_count == len(col)):
+            out[k] = pa.nulls(n, typ)
+            continue
+        if pa.types.is_dictionary(typ):
+            if len(chunks) > 1:
+                chunks = list(col.unify_dictionaries().chunks)
+            if not chunks:
+                out[k] = pa.nulls(n, typ)
+                continue
+            dictionary = chunks[0].dictionary
+            chunks = [c.indices for c in chunks]
+            typ = typ.index_type
+        layout = _layout(typ)
+        if layout is None:
+            out[k] = pa.chunked_array(chunks, type=typ).take(pa.array(order)).combine_chunks() \
+                if dictionary is None else col.take(pa.array(order)).combine_chunks()
+            continue
+        specs.append((layout, [(c.offset, len(c), *_bufs(c, layout)) for c in chunks]))
+        where.append((k, typ, dictionary))
+    if specs:
+        got = core().take_columns(specs, order.view(np.uint8), threads)
+        for (k, typ, dictionary), (m, nulls, valid, b1, b2) in zip(where, got, strict=True):
+            bufs = [None if valid is None else pa.py_buffer(valid), pa.py_buffer(b1)]
+            if b2 is not None:
+                bufs.append(pa.py_buffer(b2))
+            arr = pa.Array.from_buffers(typ, m, bufs, null_count=nulls)
+            if dictionary is not None:
+                arr = pa.DictionaryArray.from_arrays(arr, dictionary, safe=False)
+                if arr.type != columns[k].type:  # ordered flag and the like
+                    arr = arr.cast(columns[k].type)
+            out[k] = arr
+    return out
+
+
+def _bufs(chunk: Any, layout: str) -> tuple[Any, Any, Any]:
+    """(validity, buffer1, buffer2) of an Arrow array for ``take_columns`` (None: absent)."""
+    import numpy as np
+
+    def u8(buf: Any) -> Any:
+        return None if buf is None else np.frombuffer(buf, dtype=np.uint8)
+
+    b = chunk.buffers()
+    valid = u8(b[0]) if chunk.null_count else None
+    if layout in ("str32", "str64"):
+        return valid, u8(b[1]), u8(b[2])
+    return valid, u8(b[1]), None
+
+
+def take_freeing(chunks: list[Any], typ: Any, order: Any, threads: int = 2) -> Any:
+    """``pa.chunked_array(chunks).take(order)`` of a string column as one array, copied chunk
+    by chunk into its place: each entry of ``chunks`` is set to None once copied, so with no
+    other reference each source chunk is freed as the copy proceeds (peak memory: about one
+    copy of the column, not two). ``order`` must not repeat a row (a sort's order, or a part
+    of it); ``typ`` is the column's type (string or large_string). The same array as Arrow's
+    take (values, validity)."""
+    import numpy as np
+    import pyarrow as pa
+
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    n = len(order)
+    large = pa.types.is_large_string(typ) or pa.types.is_large_binary(typ)
+    layout = "str64" if large else "str32"
+    sizes = [len(c) for c in chunks]
+    firsts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    # output offsets, each source row's output position and the validity: one native pass
+    specs = [(c.offset, len(c), *_bufs(c, layout)) for c in chunks if len(c)]
+    offs_buf, dest_buf, valid_buf, nulls = core().take_plan(layout, specs, order.view(np.uint8))
+    del specs
+    out_offs = np.frombuffer(offs_buf, dtype=np.int64)
+    dest = np.frombuffer(dest_buf, dtype=np.int64)
+    size = int(out_offs[-1])
+    if not large and size > 2**31 - 1:
+        raise ValueError("take_freeing: string data beyond 2 GB")
+    validity = None if valid_buf is None else pa.py_buffer(valid_buf)
+    t = max(1, min(threads, 16)) if n >= 65536 else 1
+    splits = [int(out_offs[k * n // t]) for k in range(1, t)]
+    out = core().out_buffer(size)
+    for k in range(len(chunks)):
+        c, chunks[k] = chunks[k], None
+        if len(c):
+            core().scatter_rows(out, layout, c.offset, len(c),
+                                np.frombuffer(c.buffers()[1], dtype=np.uint8),
+                                _u8(c.buffers()[2]),
+                                dest[firsts[k]:firsts[k + 1]].view(np.uint8), splits)
+        del c
+    data = core().out_bytes(out)
+    offs = pa.py_buffer(offs_buf) if large else pa.py_buffer(out_offs.astype(np.int32))
+    return pa.Array.from_buffers(typ, n, [validity, offs, pa.py_buffer(data)],
+                                 null_count=nulls)
+
+
+def _u8(buf: Any) -> Any:
+    import numpy as np
+
+    return np.zeros(0, np.uint8) if buf is None else np.frombuffer(buf, dtype=np.uint8)

@@ -178,6 +178,152 @@ def test_several_blocks_and_tenant_filter(generated: dict[str, Path],
     both(rk.read_pleach, [generated["iso_20k"], generated["epoch_20k"]], errors="quarantine")
 
 
+def test_shuffled_rows_duplicates_and_many_blocks(
+        generated: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The native gather into run order (``_finish``, ``_native.take``): rows in random order,
+    repeated keys (quarantined, the first kept), over many blocks; and the order already
+    sorted (no gather)."""
+    import replaykit.io.pleach as pleach
+
+    lines = generated["iso_20k"].read_bytes().splitlines(keepends=True)
+    rng = random.Random(11)
+    shuffled = lines[:]
+    rng.shuffle(shuffled)
+    dups = [lines[i] for i in rng.sample(range(len(lines)), 50)]
+    f = tmp_path / "shuffled.jsonl"
+    f.write_bytes(b"".join(shuffled[:9000] + dups + shuffled[9000:]))
+    s = tmp_path / "sorted.jsonl"
+    s.write_bytes(b"".join(sorted(lines, key=lambda b: (json.loads(b)["tenant_id"],
+                                                        json.loads(b)["chat_id"],
+                                                        json.loads(b)["sequence_number"]))))
+    monkeypatch.setattr(pleach, "_BLOCK", 200 << 10)
+    kind, log, _ = both(rk.read_pleach, f, errors="quarantine")
+    assert kind == "ok" and len(log.quarantine) == 50
+    both(rk.read_pleach, [f, s], errors="quarantine")
+    both(rk.read_pleach, s, errors="quarantine")
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_native_take_freeing_matches_arrow_take(large: bool) -> None:
+    """``_native.take_freeing`` (the large columns' copy, chunk by chunk) gives Arrow's take
+    on chunked, sliced string columns with nulls, for a whole permutation and for a part of
+    one (duplicates dropped), and empties the list of chunks it was given."""
+    rng = np.random.default_rng(5)
+    typ = pa.large_string() if large else pa.string()
+
+    def chunk(k: int) -> pa.Array:
+        vals = [None if rng.random() < 0.1 else "y" * int(rng.integers(0, 30)) + str(i)
+                for i in range(k + 3)]
+        return pa.array(vals, type=typ).slice(3)
+
+    chunks = [chunk(k) for k in (40_000, 0, 35_000, 1)]
+    col = pa.chunked_array(chunks, type=typ)
+    n = len(col)
+    for order in (rng.permutation(n), np.sort(rng.choice(n, n // 2, replace=False))[::-1]):
+        given = list(chunks)
+        with _Path(True):
+            got = _native.take_freeing(given, typ, order)
+        got.validate(full=True)
+        assert given == [None] * len(chunks)
+        want = col.take(pa.array(order)).combine_chunks()
+        assert got.type == want.type and got.equals(want)
+    with pytest.raises(ValueError):
+        _native.take_freeing(list(chunks), typ, np.array([n]))
+
+
+def test_row_checks_of_native_blocks(generated: dict[str, Path], tmp_path: Path) -> None:
+    """Rows the core reads but the row checks refuse (the core then leaves the checks to
+    ``_check_rows``; a block of good rows skips them): both paths quarantine the same rows."""
+    lines = generated["iso_20k"].read_bytes().splitlines(keepends=True)[:400]
+    edits = {
+        "tenant_id": ["", "a\u0085b", "t" * 257, "\u00e9" * 256, None],
+        "chat_id": ["", None],
+        "sequence_number": [-1, None],
+        "event_type": ["", None],
+    }
+    rows = [json.loads(x) for x in lines]
+    k = 3
+    for fld, values in edits.items():
+        for v in values:
+            rows[k][fld] = v
+            k += 7
+    f = tmp_path / "checks.jsonl"
+    f.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                 encoding="utf-8")
+    kind, log, _ = both(rk.read_pleach, f, errors="quarantine")
+    reasons = sorted(log.quarantine.column("reason").to_pylist())
+    assert kind == "ok" and len(reasons) == 10, reasons
+    both(rk.read_pleach, f, errors="quarantine", tenant_id="acme")
+    both(rk.read_pleach, f)
+
+
+def test_pooled_block_buffers(generated: dict[str, Path], tmp_path: Path,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The native path's reused block buffers (``_iter_native_blocks``): a BOM, CRLF line
+    ends, a last line without its line end, lines longer than the buffers' slack, and a bad
+    row (that block is read by the reference, from a copy) give the reference's results."""
+    import replaykit.io.pleach as pleach
+
+    lines = generated["iso_20k"].read_bytes().splitlines(keepends=True)[:3000]
+    long_row = json.loads(lines[5])
+    long_row["payload"]["text"] = "x" * 9000
+    long_row["sequence_number"] = 10**6
+    body = b"".join(lines[:1000]) + json.dumps(long_row).encode() + b"\n"
+    body += b"".join(ln.replace(b"\n", b"\r\n") for ln in lines[1000:2000])
+    body += b"{not json\n" + b"".join(lines[2000:]).rstrip(b"\n")
+    f = tmp_path / "pooled.jsonl"
+    f.write_bytes(b"\xef\xbb\xbf" + body)
+    monkeypatch.setattr(pleach, "_BLOCK", 64 << 10)
+    monkeypatch.setattr(pleach, "_SLACK", 4 << 10)
+    kind, log, _ = both(rk.read_pleach, f, errors="quarantine")
+    assert kind == "ok" and len(log.quarantine) == 1 and len(log) == 3001
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_native_take_matches_arrow_take(seed: int) -> None:
+    """``_native.take`` gives Arrow's ``take`` (values, type, dictionary) on every layout:
+    chunked and sliced columns, nulls, dictionaries, all-null and empty columns."""
+    rng = np.random.default_rng(seed)
+    n = 70_000  # beyond the core's threshold for several threads
+
+    def strings(k: int, large: bool) -> pa.Array:
+        vals = [None if rng.random() < 0.1 else "x" * int(rng.integers(0, 9)) + str(i)
+                for i in range(k)]
+        return pa.array(vals, type=pa.large_string() if large else pa.string())
+
+    cols = [
+        pa.chunked_array([strings(n // 2, False), strings(n - n // 2, False)]),
+        pa.chunked_array([strings(n // 2 + 5, True).slice(5), strings(n - n // 2, True)]),
+        pa.array(np.where(rng.random(n) < 0.2, None, rng.integers(-9, 9, n)).tolist(),
+                 type=pa.int64()),
+        pa.array(rng.integers(0, 9, n), type=pa.int32()),
+        pa.array((rng.random(n) < 0.5).tolist()).slice(0),
+        pa.array([None if i % 7 == 0 else i % 3 == 0 for i in range(n)]),
+        pa.array([f"k{i % 13}" for i in range(n)]).dictionary_encode(),
+        pa.chunked_array([pa.array([f"a{i % 5}" for i in range(n // 2)]).dictionary_encode(),
+                          pa.array([f"b{i % 4}" for i in range(n - n // 2)]).dictionary_encode()]),
+        pa.nulls(n, pa.string()),
+        pa.array(rng.random(n)),
+        pa.array(rng.integers(0, 10**12, n), type=pa.timestamp("us", tz="UTC")),
+        pa.array([[i] for i in range(n)]),  # not a layout of the core: Arrow takes it
+    ]
+    order = rng.integers(0, n, n)
+    order[: n // 2] = np.arange(n // 2)  # long runs, as a sort of a log file gives
+    with _Path(True):
+        got = _native.take(cols, order)
+    for col, arr in zip(cols, got, strict=True):
+        want = col.take(pa.array(order))
+        want = want.combine_chunks() if isinstance(want, pa.ChunkedArray) else want
+        arr.validate(full=True)
+        assert arr.type == want.type and arr.equals(want), col.type
+    with _Path(True):
+        empty = _native.take([pa.array([], pa.string()), pa.array([], pa.int64())],
+                             np.zeros(0, np.int64))
+    assert [len(a) for a in empty] == [0, 0]
+    with pytest.raises(ValueError):
+        _native.take([pa.array([1, 2])], np.array([2]))
+
+
 # ----------------------------------------------------------------------------- mutations
 def _mutations() -> Iterator[tuple[int, bytes]]:
     from test_fuzz_loaders import mutate_jsonl

@@ -89,6 +89,19 @@ impl StrCol {
         self.valid.len
     }
 
+    /// The last value pushed (None: it is null, or nothing was pushed).
+    pub fn last(&self) -> Option<&[u8]> {
+        let n = self.valid.len;
+        if n == 0 || self.valid.bytes[(n - 1) / 8] & (1 << ((n - 1) % 8)) == 0 {
+            return None;
+        }
+        let (lo, hi) = match &self.offsets {
+            Offsets::I32(v) => (v[n - 1] as usize, v[n] as usize),
+            Offsets::I64(v) => (v[n - 1] as usize, v[n] as usize),
+        };
+        self.data.get(lo..hi)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.valid.len == 0
     }
@@ -107,6 +120,18 @@ pub struct I64Col {
 }
 
 impl I64Col {
+    /// With room for `rows` values (and their validity bits).
+    pub fn with_capacity(rows: usize) -> Self {
+        I64Col {
+            values: Vec::with_capacity(rows),
+            valid: Bits {
+                bytes: Vec::with_capacity(rows.div_ceil(8)),
+                len: 0,
+                unset: 0,
+            },
+        }
+    }
+
     #[inline]
     pub fn push(&mut self, v: Option<i64>) {
         self.values.push(v.unwrap_or(0));

@@ -11,6 +11,7 @@
 pub mod canon;
 pub mod chain;
 pub mod cols;
+pub mod gather;
 pub mod hash;
 pub mod json;
 pub mod pleach;

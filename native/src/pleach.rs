@@ -49,6 +49,28 @@ pub struct BlockOut {
     /// rows whose arguments are a JSON string: their hash depends on whether the string
     /// itself parses as JSON, which the reference decides (`args_hash`); null here
     pub py_hash_rows: Vec<i64>,
+    /// every row passes the loader's column-wise row checks but the timestamp's (a tenant id
+    /// by the tenant-id rule, a non-empty chat_id and event_type, a sequence_number >= 0):
+    /// `_checks._check_rows` then skips them
+    pub clean: bool,
+}
+
+/// The tenant-id rule (`replaykit.tenancy`): 1 to 256 characters, none of them a control
+/// character (U+0000-U+001F, U+007F-U+009F) or a line/paragraph separator (U+2028/2029).
+pub fn tenant_ok(t: &[u8]) -> bool {
+    let Ok(s) = std::str::from_utf8(t) else {
+        return false;
+    };
+    let mut n = 0usize;
+    for c in s.chars() {
+        n += 1;
+        if n > 256
+            || matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}')
+        {
+            return false;
+        }
+    }
+    n > 0
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -438,14 +460,14 @@ pub fn scan_block(b: &[u8]) -> Option<BlockOut> {
         line: Vec::with_capacity(est),
         tenant_id: StrCol::new(false, est, est * 8),
         chat_id: StrCol::new(false, est, est * 16),
-        sequence_number: I64Col::default(),
+        sequence_number: I64Col::with_capacity(est),
         event_type: StrCol::new(false, est, est * 14),
         prev_hash: StrCol::new(false, est, est * 64),
         row_hash: StrCol::new(false, est, est * 64),
         created_str: Some(StrCol::new(false, est, est * 24)),
-        created_int: Some(I64Col::default()),
+        created_int: Some(I64Col::with_capacity(est)),
         payload: StrCol::new(true, est, b.len() / 2),
-        turn: I64Col::default(),
+        turn: I64Col::with_capacity(est),
         event_id: StrCol::new(false, est, est * 4),
         ref_id: StrCol::new(false, est, est * 16),
         tool_name: StrCol::new(false, est, est * 4),
@@ -453,12 +475,13 @@ pub fn scan_block(b: &[u8]) -> Option<BlockOut> {
         cache_key: StrCol::new(false, est, est * 8),
         is_error: BoolCol::default(),
         finish: StrCol::new(false, est, est * 2),
-        input_tokens: I64Col::default(),
-        output_tokens: I64Col::default(),
+        input_tokens: I64Col::with_capacity(est),
+        output_tokens: I64Col::with_capacity(est),
         child: StrCol::new(false, est, 0),
         args: StrCol::new(false, est, est * 16),
-        text: StrCol::new(true, est, est * 64),
+        text: StrCol::new(true, est, b.len() / 4), // (the slack is handed back, see py.rs buf)
         py_hash_rows: Vec::new(),
+        clean: true,
     };
     let (mut any_str, mut any_int) = (false, false);
     let mut start = 0usize;
@@ -530,6 +553,12 @@ fn emit(out: &mut BlockOut, line: &[u8], row: &Row, lineno: i64) -> Option<()> {
     push_s(&mut out.chat_id, line, row.chat_id);
     out.sequence_number.push(row.sequence_number);
     push_s(&mut out.event_type, line, row.event_type);
+    if out.clean {
+        out.clean = out.tenant_id.last().is_some_and(tenant_ok)
+            && out.chat_id.last().is_some_and(|c| !c.is_empty())
+            && out.event_type.last().is_some_and(|e| !e.is_empty())
+            && row.sequence_number.is_some_and(|q| q >= 0);
+    }
     push_s(&mut out.prev_hash, line, row.prev_hash);
     push_s(&mut out.row_hash, line, row.row_hash);
     if let Some(c) = out.created_str.as_mut() {
@@ -871,6 +900,27 @@ mod tests {
         d[10] = 0xff;
         assert!(typed_payloads(&o, &d).unwrap().is_none());
         assert!(typed_payloads(&[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], b"").is_err());
+    }
+
+    #[test]
+    fn clean_blocks_and_the_tenant_rule() {
+        assert!(scan_block(format!("{ROW}\n").as_bytes()).unwrap().clean);
+        for bad in [
+            ROW.replace("\"acme\"", "\"\""),
+            ROW.replace("\"acme\"", "null"),
+            ROW.replace("\"acme\"", "\"a\\u0085b\""),
+            ROW.replace("\"acme\"", &format!("\"{}\"", "é".repeat(257))),
+            ROW.replace("\"c1\"", "\"\""),
+            ROW.replace("\"sequence_number\":4", "\"sequence_number\":-1"),
+            ROW.replace("\"sequence_number\":4", "\"sequence_number\":null"),
+            ROW.replace("\"tool.called\"", "\"\""),
+        ] {
+            let out = scan_block(format!("{ROW}\n{bad}\n").as_bytes()).unwrap();
+            assert!(!out.clean, "{bad}");
+        }
+        assert!(tenant_ok("é".repeat(256).as_bytes()));
+        assert!(!tenant_ok(b"a\xe2\x80\xa8"));
+        assert!(tenant_ok(b"a\xe2\x80\xa7"));
     }
 
     #[test]

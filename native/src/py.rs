@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use crate::cols::{Bits, BoolCol, I64Col, Offsets, StrCol};
-use crate::{chain, hash, pleach};
+use crate::{chain, gather, hash, pleach};
 
 static PANICS: AtomicU64 = AtomicU64::new(0);
 
@@ -107,7 +107,15 @@ impl NativeBuf {
     }
 }
 
-fn buf(py: Python<'_>, data: Storage) -> PyResult<Py<NativeBuf>> {
+fn buf(py: Python<'_>, mut data: Storage) -> PyResult<Py<NativeBuf>> {
+    // columns are built with generous capacities: the slack is handed back (in place) so
+    // it does not stay resident for as long as Python holds the column
+    match &mut data {
+        Storage::U8(v) => v.shrink_to_fit(),
+        Storage::I32(v) => v.shrink_to_fit(),
+        Storage::I64(v) => v.shrink_to_fit(),
+        Storage::U64(v) => v.shrink_to_fit(),
+    }
     Py::new(py, NativeBuf { data })
 }
 
@@ -173,7 +181,7 @@ fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> Option<T> {
 }
 
 /// Scan a pleach JSONL block (bytes ending at a line end). Returns None when the block must
-/// be read by the reference path, else `(n_lines, line, py_hash_rows, columns)` where
+/// be read by the reference path, else `(n_lines, line, py_hash_rows, columns, clean)` where
 /// `columns` is a list of `(name, column)` (see `str_col`).
 #[pyfunction]
 fn scan_pleach_block<'py>(
@@ -239,7 +247,7 @@ fn scan_pleach_block<'py>(
     s!("args", out.args);
     s!("text", out.text);
     Ok(Some(
-        (out.n_lines, line, hash_rows, cols).into_pyobject(py)?,
+        (out.n_lines, line, hash_rows, cols, out.clean).into_pyobject(py)?,
     ))
 }
 
@@ -588,6 +596,285 @@ fn chain_digests<'py>(
     }
 }
 
+/// Native-endian int64 values of a byte buffer: viewed in place when aligned (numpy's
+/// arrays are), else copied.
+fn int64s(b: &[u8]) -> std::borrow::Cow<'_, [i64]> {
+    let b = &b[..b.len() / 8 * 8];
+    // SAFETY: every bit pattern is a valid i64
+    let (pre, mid, post) = unsafe { b.align_to::<i64>() };
+    if pre.is_empty() && post.is_empty() {
+        return std::borrow::Cow::Borrowed(mid);
+    }
+    std::borrow::Cow::Owned(
+        b.chunks_exact(8)
+            .map(|c| i64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+            .collect(),
+    )
+}
+
+/// A chunk for `take_columns`: (row offset, rows, validity, buffer1, buffer2), buffers as
+/// raw (address, length) pairs.
+type RawChunk = (usize, usize, (usize, usize), (usize, usize), (usize, usize));
+
+/// A column for `take_columns`, with its buffers as raw (address, length) pairs held by the
+/// caller's `PyBuffer`s while the GIL is released.
+struct RawColumn {
+    layout: gather::Layout,
+    /// (offset, len, validity, b1, b2) per chunk
+    chunks: Vec<RawChunk>,
+}
+
+fn layout_of(name: &str) -> PyResult<gather::Layout> {
+    Ok(match name {
+        "str32" => gather::Layout::Str32,
+        "str64" => gather::Layout::Str64,
+        "fixed1" => gather::Layout::Fixed(1),
+        "fixed2" => gather::Layout::Fixed(2),
+        "fixed4" => gather::Layout::Fixed(4),
+        "fixed8" => gather::Layout::Fixed(8),
+        "bool" => gather::Layout::Bool,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown column layout {other:?}"
+            )))
+        }
+    })
+}
+
+/// Gather (Arrow's `take`) of several chunked columns in one order, on `threads` threads with
+/// the GIL released. `columns`: a list of `(layout, chunks)`, layout one of "str32", "str64",
+/// "fixed1/2/4/8", "bool", each chunk `(offset, length, validity, buffer1, buffer2)` in Arrow's
+/// layout (None for an absent validity or second buffer); `order`: int64 row numbers over each
+/// column's chunks one after the other. Returns one `(length, null_count, validity, buffer1,
+/// buffer2)` per column (buffer2: the string data, else None).
+#[pyfunction]
+fn take_columns<'py>(
+    py: Python<'py>,
+    columns: &Bound<'py, PyList>,
+    order: &Bound<'py, PyAny>,
+    threads: usize,
+) -> PyResult<Bound<'py, PyList>> {
+    let mut held = Held(Vec::new());
+    let mut raw: Vec<RawColumn> = Vec::new();
+    for col in columns.iter() {
+        let t = col.cast::<PyTuple>()?;
+        let layout = layout_of(&t.get_item(0)?.extract::<String>()?)?;
+        let mut chunks = Vec::new();
+        for ch in t.get_item(1)?.cast::<PyList>()?.iter() {
+            let c = ch.cast::<PyTuple>()?;
+            let offset: usize = c.get_item(0)?.extract()?;
+            let len: usize = c.get_item(1)?.extract()?;
+            let v = held.take(&c.get_item(2)?)?;
+            let b1 = held.take(&c.get_item(3)?)?;
+            let b2 = held.take(&c.get_item(4)?)?;
+            chunks.push((offset, len, v, b1, b2));
+        }
+        raw.push(RawColumn { layout, chunks });
+    }
+    let order = held.take(order)?;
+    if order.1 % 8 != 0 {
+        return Err(PyValueError::new_err("order must be int64"));
+    }
+    let got = guarded(py, move || {
+        // SAFETY: every pair comes from a buffer held by `held` until after this call
+        let order_bytes = unsafe { sl(order) };
+        let order = int64s(order_bytes);
+        let cols: Vec<(gather::Layout, Vec<gather::Chunk<'_>>)> = raw
+            .iter()
+            .map(|c| {
+                let chunks = c
+                    .chunks
+                    .iter()
+                    .map(|&(offset, len, v, b1, b2)| unsafe {
+                        gather::Chunk {
+                            offset,
+                            len,
+                            valid: valid(v),
+                            b1: sl(b1),
+                            b2: sl(b2),
+                        }
+                    })
+                    .collect();
+                (c.layout, chunks)
+            })
+            .collect();
+        gather::take_many(&cols, &order, threads)
+    });
+    drop(held);
+    let outs = match got {
+        Some(Ok(v)) => v,
+        Some(Err(msg)) => return Err(PyValueError::new_err(msg)),
+        None => {
+            return Err(PyRuntimeError::new_err(
+                "replaykit native core: internal error (panic) in take_columns",
+            ))
+        }
+    };
+    let list = PyList::empty(py);
+    for g in outs {
+        let v = match g.valid {
+            Some(bits) => Some(buf(py, Storage::U8(bits))?),
+            None => None,
+        };
+        let (b1, b2) = match g.values {
+            gather::Values::Str32(o, d) => {
+                (buf(py, Storage::I32(o))?, Some(buf(py, Storage::U8(d))?))
+            }
+            gather::Values::Str64(o, d) => {
+                (buf(py, Storage::I64(o))?, Some(buf(py, Storage::U8(d))?))
+            }
+            gather::Values::Bytes(b) => (buf(py, Storage::U8(b))?, None),
+        };
+        list.append((g.len, g.nulls, v, b1, b2))?;
+    }
+    Ok(list)
+}
+
+/// An output buffer filled by `scatter_rows` (zeroed pages, resident only once written),
+/// handed to Python by `out_bytes`.
+#[pyclass(frozen, module = "replaykit._core")]
+pub struct OutBuf {
+    data: std::sync::Mutex<Option<Vec<u8>>>,
+}
+
+/// A zeroed output buffer of `size` bytes for `scatter_rows`.
+#[pyfunction]
+fn out_buffer(size: usize) -> OutBuf {
+    OutBuf {
+        data: std::sync::Mutex::new(Some(vec![0u8; size])),
+    }
+}
+
+/// Copy the rows of one string chunk `(layout, offset, length, offsets, data)` into `out`,
+/// row i to byte `dest[i]` (int64; < 0: skipped), on one thread per range cut by `splits`
+/// (see `gather::scatter`), with the GIL released.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn scatter_rows<'py>(
+    py: Python<'py>,
+    out: &Bound<'py, OutBuf>,
+    layout: &str,
+    offset: usize,
+    length: usize,
+    offsets: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
+    dest: &Bound<'py, PyAny>,
+    splits: Vec<usize>,
+) -> PyResult<()> {
+    let layout = layout_of(layout)?;
+    let mut held = Held(Vec::new());
+    let (o, d, t) = (held.take(offsets)?, held.take(data)?, held.take(dest)?);
+    if t.1 % 8 != 0 {
+        return Err(PyValueError::new_err("dest must be int64"));
+    }
+    let cell = out.get();
+    let got = guarded(py, move || {
+        // SAFETY: the buffers are held by `held` until after this call
+        let (ob, db, tb) = unsafe { (sl(o), sl(d), sl(t)) };
+        let dest = int64s(tb);
+        let chunk = gather::Chunk {
+            offset,
+            len: length,
+            valid: None,
+            b1: ob,
+            b2: db,
+        };
+        let mut guard = cell
+            .data
+            .lock()
+            .map_err(|_| "output buffer poisoned".to_string())?;
+        let buf = guard.as_mut().ok_or("output buffer already handed over")?;
+        gather::scatter(layout, &chunk, &dest, buf, &splits)
+    });
+    drop(held);
+    match got {
+        Some(Ok(())) => Ok(()),
+        Some(Err(msg)) => Err(PyValueError::new_err(msg)),
+        None => Err(PyRuntimeError::new_err(
+            "replaykit native core: internal error (panic) in scatter_rows",
+        )),
+    }
+}
+
+/// `gather::plan` of a string column (`layout`, chunks as for `take_columns`) and an int64
+/// `order` with no repeated row: `(offsets, dest, validity, null_count)`, int64 buffers of the
+/// output offsets and of each source row's output byte position (-1: not taken).
+#[pyfunction]
+fn take_plan<'py>(
+    py: Python<'py>,
+    layout: &str,
+    chunks: &Bound<'py, PyList>,
+    order: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let layout = layout_of(layout)?;
+    let mut held = Held(Vec::new());
+    let mut raw: Vec<RawChunk> = Vec::new();
+    for ch in chunks.iter() {
+        let c = ch.cast::<PyTuple>()?;
+        let offset: usize = c.get_item(0)?.extract()?;
+        let len: usize = c.get_item(1)?.extract()?;
+        let v = held.take(&c.get_item(2)?)?;
+        let b1 = held.take(&c.get_item(3)?)?;
+        let b2 = held.take(&c.get_item(4)?)?;
+        raw.push((offset, len, v, b1, b2));
+    }
+    let order = held.take(order)?;
+    if order.1 % 8 != 0 {
+        return Err(PyValueError::new_err("order must be int64"));
+    }
+    let got = guarded(py, move || {
+        // SAFETY: every pair comes from a buffer held by `held` until after this call
+        let order = int64s(unsafe { sl(order) });
+        let chunks: Vec<gather::Chunk<'_>> = raw
+            .iter()
+            .map(|&(offset, len, v, b1, b2)| unsafe {
+                gather::Chunk {
+                    offset,
+                    len,
+                    valid: valid(v),
+                    b1: sl(b1),
+                    b2: sl(b2),
+                }
+            })
+            .collect();
+        gather::plan(layout, &chunks, &order)
+    });
+    drop(held);
+    let p = match got {
+        Some(Ok(p)) => p,
+        Some(Err(msg)) => return Err(PyValueError::new_err(msg)),
+        None => {
+            return Err(PyRuntimeError::new_err(
+                "replaykit native core: internal error (panic) in take_plan",
+            ))
+        }
+    };
+    let v = match p.valid {
+        Some(bits) => Some(buf(py, Storage::U8(bits))?),
+        None => None,
+    };
+    (
+        buf(py, Storage::I64(p.offsets))?,
+        buf(py, Storage::I64(p.dest))?,
+        v,
+        p.nulls,
+    )
+        .into_pyobject(py)
+}
+
+/// The bytes of an output buffer, as a `NativeBuf` (the buffer is empty afterwards).
+#[pyfunction]
+fn out_bytes(py: Python<'_>, out: &Bound<'_, OutBuf>) -> PyResult<Py<NativeBuf>> {
+    let v = out
+        .get()
+        .data
+        .lock()
+        .map_err(|_| PyRuntimeError::new_err("output buffer poisoned"))?
+        .take()
+        .ok_or_else(|| PyValueError::new_err("output buffer already handed over"))?;
+    buf(py, Storage::U8(v))
+}
+
 /// The CPU features the core uses when present.
 #[pyfunction]
 fn cpu_features() -> Vec<&'static str> {
@@ -632,6 +919,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(text_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(typed_payloads, m)?)?;
     m.add_function(wrap_pyfunction!(chain_digests, m)?)?;
+    m.add_function(wrap_pyfunction!(take_columns, m)?)?;
+    m.add_class::<OutBuf>()?;
+    m.add_function(wrap_pyfunction!(out_buffer, m)?)?;
+    m.add_function(wrap_pyfunction!(scatter_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(out_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(take_plan, m)?)?;
     m.add_function(wrap_pyfunction!(cpu_features, m)?)?;
     m.add_function(wrap_pyfunction!(panics, m)?)?;
     Ok(())

@@ -44,7 +44,7 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..._json import JSONDecodeError, loads
+from ... import _native
+from ..._json import JSONDecodeError, gc_paused, loads
 from ...eventlog.log import EventLog
 from ...tenancy import tenant_id_problem
 from .._common import (
@@ -265,7 +266,9 @@ def read_pleach(
     # allocates and frees hundreds of MB per second, and re-faulting those pages cost more
     # kernel time than the parsing itself. The system allocator reuses them. The previous
     # pool is restored on return (buffers remember the pool they came from).
-    with _system_memory_pool():
+    with _system_memory_pool(), (gc_paused() if _native.enabled() else nullcontext()):
+        # native path: the collector paused (the load makes few Python objects, none in
+        # cycles; its collections were ~1% of the load's CPU)
         return _read_pleach(files, policy, tenants, progress)
 
 
@@ -380,6 +383,51 @@ def _iter_blocks(path: Path, bar: Progress) -> Iterator[bytearray]:
             yield chunk
 
 
+_SLACK = 1 << 20  # room after a block's _BLOCK bytes for the rest of its last line
+
+
+def _iter_native_blocks(path: Path, bar: Progress, pool: list[bytearray]
+                        ) -> Iterator[tuple[bytearray, memoryview]]:
+    """_iter_blocks for the native path: the same blocks (a BOM blanked, a final line end
+    added), each a view of a buffer taken from ``pool`` (buffers of _BLOCK + _SLACK bytes the
+    caller hands back once a block is read), so the file is read into the same few buffers:
+    no fresh pages, zero-filling or reallocation per block. A block whose last line does not
+    fit the slack is a fresh bytearray."""
+    with open(path, "rb") as fh:
+        first = True
+        while True:
+            buf = pool.pop() if pool else bytearray(_BLOCK + _SLACK)
+            view = memoryview(buf)
+            got = fh.readinto(view[:_BLOCK])
+            if not got:
+                view.release()
+                pool.append(buf)
+                return
+            if first and buf.startswith(b"\xef\xbb\xbf"):
+                buf[:3] = b"   "  # a UTF-8 byte order mark: JSON whitespace, offsets kept
+            first = False
+            bar.update(got)
+            used = got
+            if buf[used - 1] != 10:
+                tail = fh.readline()  # complete the last line
+                bar.update(len(tail))
+                if len(tail) < _SLACK:
+                    buf[used:used + len(tail)] = tail
+                    used += len(tail)
+                    if buf[used - 1] != 10:
+                        buf[used] = 10
+                        used += 1
+                else:  # a very long line: a block of its own size
+                    big = bytearray(view[:used]) + tail
+                    if not big.endswith(b"\n"):
+                        big += b"\n"
+                    view.release()
+                    pool.append(buf)
+                    yield big, memoryview(big)
+                    continue
+            yield buf, view[:used]
+
+
 @dataclass
 class _Block:
     """One block's lines (line numbers relative to the block) and its fast-path part."""
@@ -392,16 +440,19 @@ class _Block:
     part: _Part | None  # None: the fast path failed (or no rows)
 
 
-def _prepare_block(block: bytes | bytearray) -> _Block:
+def _prepare_block(block: bytes | bytearray | memoryview) -> _Block:
     """Line spans of a block and, when possible, its rows read column-wise (thread-safe).
 
     The native core reads the block when it can (``_nativepath``: the same rows, in one
-    pass); otherwise the column-wise Arrow path below, the reference.
+    pass); otherwise the column-wise Arrow path below, the reference. A memoryview (a pooled
+    buffer, see _iter_native_blocks) is not kept: the reference reads a copy of it.
     """
     native = native_block(block)
     if native is not None:
         n_lines, line, part = native
-        return _Block(block, n_lines, line, line, line, part)
+        return _Block(b"", n_lines, line, line, line, part)
+    if isinstance(block, memoryview):
+        block = bytearray(block)
     b = np.frombuffer(block, dtype=np.uint8)
     nl = _positions(b, 10)
     starts = np.empty(len(nl), dtype=np.int64)
@@ -440,20 +491,36 @@ def _read_jsonl(
     # Blocks are read column-wise on two threads (Arrow and numpy release the GIL); the
     # results are taken in file order, so row checks and quarantine stay sequential.
     first_line = 1
+    # the native path reads the file into a few reused buffers (handed back below, once the
+    # block is read); the reference path reads a new bytearray per block
+    buffers: list[bytearray] | None = [] if _native.enabled() else None
     with ThreadPoolExecutor(_THREADS) as pool:
         pending: deque[Any] = deque()
-        blocks = _iter_blocks(path, bar)
+        blocks: Iterator[Any] = (_iter_blocks(path, bar) if buffers is None
+                                 else _iter_native_blocks(path, bar, buffers))
         done = False
+        # native path: one block more in flight than there are threads, so a thread finding
+        # its block done picks up the next at once while this thread checks rows and reads on
+        depth = _THREADS if buffers is None else _THREADS + 1
         while True:
-            while not done and len(pending) < _THREADS:
+            while not done and len(pending) < depth:
                 block = next(blocks, None)
                 if block is None:
                     done = True
+                elif buffers is None:
+                    pending.append((None, None, pool.submit(_prepare_block, block)))
                 else:
-                    pending.append(pool.submit(_prepare_block, block))
+                    buf, view = block
+                    pending.append((buf, view, pool.submit(_prepare_block, view)))
             if not pending:
                 break
-            blk = pending.popleft().result()
+            buf, view, fut = pending.popleft()
+            blk = fut.result()
+            if buf is not None:
+                view.release()
+                if len(buf) == _BLOCK + _SLACK:
+                    buffers.append(buf)  # type: ignore[union-attr]
+                del buf, view
             lineno = blk.lineno + first_line
             first_line += blk.n_lines
             counts.input_rows += len(blk.starts)

@@ -82,7 +82,9 @@ def _check_rows(
         return None
     tenant = env.column("tenant_id").combine_chunks()
     keep = np.ones(n, dtype=bool)
-    bad_t = bad_tenant_mask(tenant)  # the one tenant-id rule, column-wise
+    # the one tenant-id rule, column-wise (the native core checked it, and the other
+    # checks but the timestamp's, when it marks the part checked)
+    bad_t = np.zeros(n, dtype=bool) if part.checked else bad_tenant_mask(tenant)
     if tenants is not None:
         other = ~bad_t & np.asarray(
             pc.fill_null(pc.invert(pc.is_in(tenant, pa.array(sorted(tenants)))), False))
@@ -91,6 +93,8 @@ def _check_rows(
     problems: list[tuple[np.ndarray, str, str, str]] = []
 
     def empty_or_null(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+        if part.checked:
+            return np.zeros(n, dtype=bool)
         return np.asarray(pc.fill_null(pc.equal(pc.utf8_length(col), 0), True))
 
     missing_t = empty_or_null(tenant)
@@ -105,7 +109,8 @@ def _check_rows(
     )
     seq = env.column("sequence_number")
     problems.append(
-        (np.asarray(pc.fill_null(pc.less(seq, 0), True)), "bad_seq", "sequence_number",
+        (np.zeros(n, dtype=bool) if part.checked
+         else np.asarray(pc.fill_null(pc.less(seq, 0), True)), "bad_seq", "sequence_number",
          "must be an integer >= 0")
     )
     problems.append(
@@ -136,9 +141,10 @@ def _check_rows(
     if keep.all():
         return _Part(env, ts, part.payload, part.typed, part.line, None, *extra)
     idx = pa.array(np.flatnonzero(keep))
+    args, hashes, text = (None if a is None else a.take(idx) for a in extra)
     return _Part(
         env.take(idx), ts.take(idx), part.payload.take(idx), part.typed.take(idx),
-        part.line[keep], None, *(None if a is None else a.take(idx) for a in extra),
+        part.line[keep], None, args, hashes, text,
     )
 
 

@@ -5,11 +5,13 @@ columns copied once into sorted order, and the runs table.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ... import _native
 from ...eventlog.log import RUNS_SCHEMA
 from ...schema import EVENTS_SCHEMA, events_table
 from .._common import (
@@ -79,13 +81,21 @@ def _finish(
         typed = pa.table({c: _take_runs(typed.column(c), kept) for c in typed.column_names})
         tenant, chat = tenant.take(idx), chat.take(idx)
         line, src_idx, seq = line[keep], src_idx[keep], seq[keep]
-    # The big columns are copied into sorted order on two threads (Arrow's concatenation
-    # releases the GIL), starting now; the small columns are built here meanwhile.
     big_columns = {"payload": payload, "text": text, "prev_hash": prev_hash,
                    "row_hash": row_hash}
     del payload, text, prev_hash, row_hash
     identity = bool(len(order)) and np.array_equal(big_idx, np.arange(n))
     big_order = None if identity else big_idx
+    if _native.enabled():
+        # the native core gathers every column into run order (its threads, no GIL); the
+        # inputs are handed over in a dict so each is freed as soon as it is used
+        state: dict[str, Any] = {"env": env, "typed": typed, "tenant": tenant, "chat": chat,
+                                 "seq": seq, "ts": ts, "line": line, "src_idx": src_idx}
+        del env, typed, tenant, chat, seq, ts, line, src_idx
+        table, child = _native_columns(state, source_names, big_columns, order, big_order)
+        return _fill_derived(table, child), dup_by_source
+    # The big columns are copied into sorted order on two threads (Arrow's concatenation
+    # releases the GIL), starting now; the small columns are built here meanwhile.
 
     def copy_big(name: str) -> pa.Array | pa.ChunkedArray:
         typ = EVENTS_SCHEMA.field(name).type
@@ -131,6 +141,72 @@ def _finish(
     for name, big in done.items():
         table = table.set_column(table.schema.get_field_index(name), table.schema.field(name), big)
     return _fill_derived(table, child), dup_by_source
+
+
+def _native_columns(
+    state: dict[str, Any], source_names: list[str], big_columns: dict[str, pa.ChunkedArray],
+    order: np.ndarray, big_order: np.ndarray | None,
+) -> tuple[pa.Table, pa.Array]:
+    """_finish's table, its columns put into run order by the native core (``_native.take``).
+
+    ``state`` (env, typed, tenant, chat, seq, ts, line, src_idx: _finish's inputs, popped
+    here so each is freed once used) gives the small columns, built (dictionaries, casts)
+    first; then each large text column is copied on every thread, source chunk by source
+    chunk, each chunk released once copied (``_native.take_freeing``); then the small
+    columns are gathered in one call, spread over the threads. Peak memory: about the
+    inputs. The same table as the reference's takes.
+    """
+    env, typed = state.pop("env"), state.pop("typed")
+    cols = {**_type_and_kind(env.column("event_type")),
+            **{c: typed.column(c) for c in typed.column_names}}
+    del env, typed
+    child = cols.pop("_child")
+    src_idx = state.pop("src_idx")
+    source = pa.DictionaryArray.from_arrays(
+        pa.array(src_idx, type=pa.int32()), pa.array(source_names, type=_STR)
+    )
+    del src_idx
+    line = state.pop("line")
+    m = len(line)
+    blank = pa.Array.from_buffers(
+        pa.large_string(), m, [None, pa.py_buffer(np.zeros(m + 1, dtype=np.int64)),
+                               pa.py_buffer(b"")]
+    )
+    small = events_table(
+        {"tenant_id": state.pop("tenant"), "run_id": state.pop("chat"),
+         "seq": state.pop("seq"), "ts": state.pop("ts"), "payload": blank,
+         "source": source, "source_line": line, **cols},
+        sort=False, combine=False,
+    )
+    del cols, line, blank, source
+    arrays: dict[str, pa.Array] = {}
+    for name in sorted(big_columns, key=lambda k: -big_columns[k].nbytes):
+        typ = EVENTS_SCHEMA.field(name).type
+        big = big_columns.pop(name)  # the source is freed once copied
+        if big.type != typ:
+            big = big.cast(typ)
+        if big_order is None:
+            arr = big.combine_chunks()
+            del big
+        else:  # each source chunk freed as soon as it is copied
+            chunks = big.chunks
+            del big
+            arr = _native.take_freeing(chunks, typ, big_order)
+            del chunks
+        _release()
+        arrays[name] = arr
+    names = [f.name for f in EVENTS_SCHEMA if f.name not in arrays]
+    if big_order is not None:
+        got = _native.take([small.column(c) for c in names] + [child], order)
+        child = got.pop()
+        arrays.update(zip(names, got, strict=True))
+    else:
+        arrays.update((c, small.column(c).combine_chunks()) for c in names)
+        child = child.combine_chunks() if isinstance(child, pa.ChunkedArray) else child
+    del small
+    table = pa.Table.from_arrays([arrays.pop(f.name) for f in EVENTS_SCHEMA],
+                                 schema=EVENTS_SCHEMA)
+    return table, child
 
 
 def _key_order(

@@ -25,7 +25,8 @@ _TYPED = ("turn", "event_id", "ref_id", "tool_name", "args_hash", "cache_key", "
           "finish", "input_tokens", "output_tokens", "_child")
 
 
-def native_block(block: bytes | bytearray) -> tuple[int, np.ndarray, _Part | None] | None:
+def native_block(block: bytes | bytearray | memoryview
+                 ) -> tuple[int, np.ndarray, _Part | None] | None:
     """``(newline-terminated lines, 0-based line of each row, the rows' _Part)`` of a block,
     read by the native core; None when the reference path must read it (or the core is off).
 
@@ -37,7 +38,7 @@ def native_block(block: bytes | bytearray) -> tuple[int, np.ndarray, _Part | Non
     got = _native.core().scan_pleach_block(block)
     if got is None:
         return None
-    n_lines, line_buf, hash_rows_buf, columns = got
+    n_lines, line_buf, hash_rows_buf, columns, clean = got
     cols = {name: _native.to_arrow(c) for name, c in columns}
     line = np.frombuffer(line_buf, dtype=np.int64)
     if not len(line):
@@ -64,5 +65,6 @@ def native_block(block: bytes | bytearray) -> tuple[int, np.ndarray, _Part | Non
         args=cols["args"],
         hashes=hashes,
         text=cols["text"],
+        checked=bool(clean),
     )
     return n_lines, line, part

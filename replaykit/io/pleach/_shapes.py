@@ -93,6 +93,8 @@ class _Part:
     args: pa.Array | None = None
     hashes: pa.Array | None = None
     text: pa.Array | None = None
+    # the native core found every row passing _check_rows' checks but the timestamp's
+    checked: bool = False
 
 
 @dataclass
