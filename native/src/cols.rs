@@ -126,3 +126,18 @@ impl BoolCol {
         self.values.push(v);
     }
 }
+
+/// A float64 column being built.
+#[derive(Default)]
+pub struct F64Col {
+    pub values: Vec<f64>,
+    pub valid: Bits,
+}
+
+impl F64Col {
+    #[inline]
+    pub fn push(&mut self, v: Option<f64>) {
+        self.values.push(v.unwrap_or(0.0));
+        self.valid.push(v.is_some());
+    }
+}
