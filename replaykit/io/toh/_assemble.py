@@ -23,6 +23,7 @@ from ...schema import EVENTS_SCHEMA
 from .._common import (
     Quarantine,
 )
+from ._nativepath import merge_events, native_events
 from ._packed import _json_strings, _member_payloads
 from ._shapes import (
     _CHUNK_OF_CODE,
@@ -326,7 +327,20 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
               ) -> tuple[pa.Table, pa.Table]:  # fmt: skip
     run_ids, parents = _run_ids(ctxs)
     runs = _runs_table(ctxs, run_ids, parents, tenant)
+    native = acc.n_parts
+    acc.n_parts = []
+    if not native:
+        ev = _reference_events(acc)
+    elif not (acc.rows or acc.p_meta or acc.phantoms or acc.p_cols or acc.r_cols):
+        ev = native_events(native)
+    else:  # some files read by the reference: both parts, merged by file
+        ev = merge_events(_reference_events(acc), native_events(native))
+    return _finish(ctxs, ev, run_ids, parents, tenant, q), runs
 
+
+def _reference_events(acc: _Rows) -> dict[str, Any]:
+    """The events of the files read by the reference path (``acc``), in (file, line, member)
+    order, as the columns :func:`_finish` takes."""
     # ---- non-packed rows -> columns
     k_rows = len(acc.rows)
     cols: list[Any] = list(zip(*acc.rows, strict=True)) if k_rows else [()] * len(_ROW_FIELDS)
@@ -418,19 +432,11 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
                    np.asarray(pc.fill_null(explicit, 0)), implicit).astype(np.int64)  # fmt: skip
     time_ms = combine(r_time, pa.array(m_time.astype(np.float64), mask=~m_has_time), pa.float64())
 
-    type_dict, types, type_idx = _dict_first(
+    type_dict, _, _ = _dict_first(
         ra["type"], np.zeros(m_total, np.int64), ["assistant/chunk"], order)
-    kinds_all = sorted(set(KIND_OF_TYPE.values()) | {"other"})
-    kind_code = np.array([kinds_all.index(KIND_OF_TYPE.get(t_, "other")) for t_ in types],
-                         dtype=np.int64)  # fmt: skip
-    kind_idx = kind_code[type_idx] if n else np.zeros(0, np.int64)
-
     turn = combine(ra["turn"], meta["turn"][rep] if p else [], pa.int32())
     step = combine(ra["step"], meta["step"][rep] if p else [], pa.int32())
-    chunk_dict, chunk_types, chunk_idx = _dict_first(
-        ra["chunk_type"], m_code, list(_CHUNK_OF_CODE), order)
-    is_finish = (chunk_idx == chunk_types.index("finish")) if "finish" in chunk_types \
-        else np.zeros(n, dtype=bool)  # fmt: skip
+    chunk_dict, _, _ = _dict_first(ra["chunk_type"], m_code, list(_CHUNK_OF_CODE), order)
     text = combine(ra["text"], m_texts, pa.large_string())
     m_payload = pa.concat_arrays([m_payload_f.result().cast(pa.large_string()), *m_proven])
     payload = combine(ra["payload"], m_payload, pa.large_string())
@@ -441,9 +447,47 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
     def rows_only(name: str, typ: pa.DataType) -> pa.Array:
         return ra[name].cast(typ).take(row_take)
 
-    ref_id = rows_only("ref_id", pa.string())
-    tool_name = _fill_tool_result_names(kind_idx, kinds_all, fi, ref_id,
-                                        rows_only("tool_name", pa.string()))  # fmt: skip
+    return {
+        "fi": fi, "line": line, "seq": seq, "time_ms": time_ms, "type": type_dict,
+        "turn": turn, "step": step, "chunk_type": chunk_dict, "text": text, "payload": payload,
+        "is_error": combine(ra["is_error"], pa.array(np.zeros(m_total, bool)), pa.bool_()),
+        **{name: rows_only(name, typ) for name, typ in _ROWS_ONLY.items()},
+    }  # fmt: skip
+
+
+#: the columns only non-packed rows have (members' are null), and their types
+_ROWS_ONLY = {
+    "ref_id": pa.string(), "tool_name": pa.string(), "event_id": pa.string(),
+    "args_hash": pa.string(), "cache_key": pa.string(), "finish": pa.string(),
+    "input_tokens": pa.int64(), "output_tokens": pa.int64(),
+}  # fmt: skip
+
+
+def _codes(d: pa.DictionaryArray) -> tuple[list[str], np.ndarray]:
+    """(dictionary values, codes with -1 for null) of a dictionary column."""
+    return (d.dictionary.to_pylist(),
+            pc.fill_null(d.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64))
+
+
+def _finish(ctxs: list[_FileCtx], ev: dict[str, Any], run_ids: list, parents: list,
+            tenant: str, q: Quarantine) -> pa.Table:  # fmt: skip
+    """The canonical table of the events ``ev`` (columns in (file, line, member) order, see
+    :func:`_reference_events`): tool names of results, duplicate seqs quarantined, model-call
+    ids, inheritance, timestamps and the per-file columns."""
+    fi, line, seq, time_ms = ev["fi"], ev["line"], ev["seq"], ev["time_ms"]
+    turn, step, text, payload = ev["turn"], ev["step"], ev["text"], ev["payload"]
+    type_dict, chunk_dict = ev["type"], ev["chunk_type"]
+    types, type_idx = _codes(type_dict)
+    chunk_types, chunk_idx = _codes(chunk_dict)
+    n = len(fi)
+    kinds_all = sorted(set(KIND_OF_TYPE.values()) | {"other"})
+    kind_code = np.array([kinds_all.index(KIND_OF_TYPE.get(t_, "other")) for t_ in types],
+                         dtype=np.int64)  # fmt: skip
+    kind_idx = kind_code[type_idx] if n else np.zeros(0, np.int64)
+    is_finish = (chunk_idx == chunk_types.index("finish")) if "finish" in chunk_types \
+        else np.zeros(n, dtype=bool)  # fmt: skip
+    ref_id = ev["ref_id"]
+    tool_name = _fill_tool_result_names(kind_idx, kinds_all, fi, ref_id, ev["tool_name"])
 
     # ---- duplicate seq within a file: quarantine the later line
     keep = np.ones(n, dtype=bool)
@@ -515,16 +559,15 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
         "ts": ts_us,
         "turn": turn,
         "step": step,
-        "event_id": rows_only("event_id", pa.string()),
+        "event_id": ev["event_id"],
         "ref_id": ref_id,
         "tool_name": dict_col(tool_name),
-        "args_hash": rows_only("args_hash", pa.string()),
-        "cache_key": rows_only("cache_key", pa.string()),
-        "is_error": combine(ra["is_error"],
-                            pa.array(np.zeros(m_total, bool)), pa.bool_()),  # fmt: skip
-        "finish": dict_col(rows_only("finish", pa.string())),
-        "input_tokens": rows_only("input_tokens", pa.int64()),
-        "output_tokens": rows_only("output_tokens", pa.int64()),
+        "args_hash": ev["args_hash"],
+        "cache_key": ev["cache_key"],
+        "is_error": ev["is_error"],
+        "finish": dict_col(ev["finish"]),
+        "input_tokens": ev["input_tokens"],
+        "output_tokens": ev["output_tokens"],
         "chunk_type": chunk_dict,
         "text": text,
         "inherited": pa.array(inherited, pa.bool_()),
@@ -543,4 +586,4 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
     table = pa.Table.from_arrays(arrays, schema=EVENTS_SCHEMA)
     if not keep.all():
         table = table.filter(pa.array(keep))
-    return table, runs
+    return table
