@@ -317,6 +317,7 @@ fn scan_toh_file<'py>(
     i!("input_tokens", out.input_tokens);
     i!("output_tokens", out.output_tokens);
     s!("event_id", out.event_id);
+    s!("call_ids", out.call_id);
     Ok(Some(
         (out.header.0, out.header.1, line, seq, hash_rows, cols).into_pyobject(py)?,
     ))

@@ -16,6 +16,7 @@
 //! session header itself is checked by the caller (`_check_header`) on the span returned.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use crate::canon::{float_text, write_str};
 use crate::cols::{BoolCol, F64Col, I64Col, StrCol};
@@ -186,7 +187,7 @@ pub fn write(v: &V<'_>, out: &mut Vec<u8>) {
             }
         }
         V::Float(x) => float_text(*x, out),
-        V::Str(s) => write_str(s, out),
+        V::Str(s) => json_str(s, out),
         V::Arr(items) => {
             out.push(b'[');
             for (i, it) in items.iter().enumerate() {
@@ -203,12 +204,27 @@ pub fn write(v: &V<'_>, out: &mut Vec<u8>) {
                 if i > 0 {
                     out.push(b',');
                 }
-                write_str(k, out);
+                json_str(k, out);
                 out.push(b':');
                 write(v, out);
             }
             out.push(b'}');
         }
+    }
+}
+
+/// A decoded string as canonical JSON: a string borrowed from the line held no escape, so
+/// (valid JSON: no control character, quote or backslash either) it is written as it was.
+#[inline]
+fn json_str(s: &Cow<'_, [u8]>, out: &mut Vec<u8>) {
+    match s {
+        Cow::Borrowed(b) => {
+            out.reserve(b.len() + 2);
+            out.push(b'"');
+            out.extend_from_slice(b);
+            out.push(b'"');
+        }
+        Cow::Owned(b) => write_str(b, out),
     }
 }
 
@@ -235,6 +251,12 @@ pub struct TohOut {
     pub input_tokens: I64Col,
     pub output_tokens: I64Col,
     pub event_id: StrCol,
+    /// the model-call id `t{turn}.s{step}.c{k}` of `assistant/chunk` and `assistant/message`
+    /// events (`_assemble._call_ids`): the k-th call of that step, a call ending with its
+    /// `finish` chunk; a message gets the id of the call its step's last chunk belongs to
+    pub call_id: StrCol,
+    /// per (turn, step): finish chunks so far and the k of the last chunk
+    calls: HashMap<(i64, i64), (i64, Option<i64>)>,
     /// rows of `tool/call` events whose arguments are a JSON string: their hash depends on
     /// whether the string parses (the reference's `args_hash` decides); null here
     pub py_hash_rows: Vec<i64>,
@@ -248,11 +270,13 @@ impl TohOut {
             seq: Vec::with_capacity(lines),
             time: F64Col::default(),
             typ: StrCol::new(false, lines, lines * 16),
-            payload: StrCol::new(true, lines, bytes + bytes / 2),
+            // reserved generously (pages never written are never mapped): a packed member's
+            // payload is many times its text
+            payload: StrCol::new(true, lines, 4 * bytes + 4096),
             turn: I64Col::default(),
             step: I64Col::default(),
             chunk_type: StrCol::new(false, lines, lines * 4),
-            text: StrCol::new(true, lines, bytes / 2),
+            text: StrCol::new(true, lines, bytes),
             ref_id: StrCol::new(false, lines, 0),
             tool_name: StrCol::new(false, lines, 0),
             args_hash: StrCol::new(false, lines, 0),
@@ -262,6 +286,8 @@ impl TohOut {
             input_tokens: I64Col::default(),
             output_tokens: I64Col::default(),
             event_id: StrCol::new(false, lines, 0),
+            call_id: StrCol::new(false, lines, lines * 64),
+            calls: HashMap::new(),
             py_hash_rows: Vec::new(),
         }
     }
@@ -285,9 +311,85 @@ impl TohOut {
             &self.cache_key,
             &self.finish,
             &self.event_id,
+            &self.call_id,
         ]
         .iter()
         .any(|c| c.overflows())
+    }
+}
+
+/// What an event is to the model-call ids.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Call {
+    Chunk { finish: bool },
+    Message,
+    Other,
+}
+
+impl TohOut {
+    /// The next event's call id (see `call_id`); a null turn or step is written empty, and
+    /// groups with `i32::MIN` (the reference's stand-in for null).
+    fn push_call(&mut self, call: Call, turn: Option<i64>, step: Option<i64>) {
+        self.push_calls(call, turn, step, 1);
+    }
+
+    /// `n` events of one kind and step in a row (a packed row's members share one id).
+    fn push_calls(&mut self, call: Call, turn: Option<i64>, step: Option<i64>, n: usize) {
+        if call == Call::Other {
+            for _ in 0..n {
+                self.call_id.push_null();
+            }
+            return;
+        }
+        let null = i32::MIN as i64;
+        let key = (turn.unwrap_or(null), step.unwrap_or(null));
+        let g = self.calls.entry(key).or_insert((0, None));
+        let k = match call {
+            Call::Chunk { finish } => {
+                let k = g.0;
+                if finish {
+                    g.0 += 1;
+                }
+                g.1 = Some(k);
+                k
+            }
+            _ => match g.1 {
+                Some(k) => k,
+                None => {
+                    for _ in 0..n {
+                        self.call_id.push_null();
+                    }
+                    return;
+                }
+            },
+        };
+        let mut num = itoa::Buffer::new();
+        let d = &mut self.call_id.data;
+        d.push(b't');
+        if key.0 != null {
+            d.extend_from_slice(num.format(key.0).as_bytes());
+        }
+        d.extend_from_slice(b".s");
+        if key.1 != null {
+            d.extend_from_slice(num.format(key.1).as_bytes());
+        }
+        d.extend_from_slice(b".c");
+        d.extend_from_slice(num.format(k).as_bytes());
+        self.call_id.commit();
+        let id_start = last_span(&self.call_id);
+        for _ in 1..n {
+            let (a, b) = id_start;
+            self.call_id.data.extend_from_within(a..b);
+            self.call_id.commit();
+        }
+    }
+}
+
+/// The byte span of a string column's last value.
+fn last_span(c: &StrCol) -> (usize, usize) {
+    match &c.offsets {
+        crate::cols::Offsets::I32(v) => (v[v.len() - 2] as usize, v[v.len() - 1] as usize),
+        crate::cols::Offsets::I64(v) => (v[v.len() - 2] as usize, v[v.len() - 1] as usize),
     }
 }
 
@@ -529,8 +631,13 @@ fn decode_event<'v>(obj: &'v V<'_>, t: &[u8]) -> R<Fields<'v>> {
             match get(b"arguments") {
                 None | Some(V::Null) => {}
                 Some(V::Str(s)) => {
+                    // a string is hashed by the JSON value it holds; when the scanner refuses
+                    // it (not JSON, or not sure), the reference decides
+                    match parse_text(s) {
+                        Ok(v) => f.args_hash = Some(hex32(&Sha256::digest(canonical_of(&v)))),
+                        Err(Bail) => f.py_hash = true,
+                    }
                     f.text = Some(Cow::Borrowed(s.as_ref()));
-                    f.py_hash = true;
                 }
                 Some(args) => {
                     let text = canonical_of(args);
@@ -684,6 +791,14 @@ pub fn scan_file(file: &[u8]) -> Option<TohOut> {
         out.input_tokens.push(f.input_tokens);
         out.output_tokens.push(f.output_tokens);
         push_opt(&mut out.event_id, f.event_id);
+        let call = match t {
+            b"assistant/chunk" => Call::Chunk {
+                finish: f.chunk_type.as_deref() == Some(b"finish"),
+            },
+            b"assistant/message" => Call::Message,
+            _ => Call::Other,
+        };
+        out.push_call(call, turn, step);
     }
     if !header || out.overflows() {
         return None;
@@ -802,7 +917,7 @@ fn packed(
         buf.clear();
         if code == 2 {
             buf.extend_from_slice(b"{\"data\":{\"chunk\":{\"argumentsDelta\":");
-            write_str(text, buf);
+            json_str(text, buf);
             buf.extend_from_slice(b",\"id\":");
             write_str(id, buf);
             buf.extend_from_slice(b",\"index\":");
@@ -814,7 +929,7 @@ fn packed(
             buf.extend_from_slice(b"{\"data\":{\"chunk\":{\"index\":");
             buf.extend_from_slice(&index_s);
             buf.extend_from_slice(b",\"text\":");
-            write_str(text, buf);
+            json_str(text, buf);
             buf.extend_from_slice(b",\"type\":\"");
         }
         buf.extend_from_slice(tname);
@@ -847,6 +962,7 @@ fn packed(
         out.output_tokens.push(None);
         out.event_id.push_null();
     }
+    out.push_calls(Call::Chunk { finish: false }, Some(turn), Some(step), members.len());
     Some(())
 }
 

@@ -333,8 +333,11 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
         ev = _reference_events(acc)
     elif not (acc.rows or acc.p_meta or acc.phantoms or acc.p_cols or acc.r_cols):
         ev = native_events(native)
-    else:  # some files read by the reference: both parts, merged by file
-        ev = merge_events(_reference_events(acc), native_events(native))
+    else:  # some files read by the reference: both parts, merged by file (call ids are
+        # per file: the reference part's are computed before the merge)
+        ref = _reference_events(acc)
+        ref["call_ids"] = _event_call_ids(ref)
+        ev = merge_events(ref, native_events(native))
     return _finish(ctxs, ev, run_ids, parents, tenant, q), runs
 
 
@@ -469,6 +472,15 @@ def _codes(d: pa.DictionaryArray) -> tuple[list[str], np.ndarray]:
             pc.fill_null(d.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64))
 
 
+def _event_call_ids(ev: dict[str, Any]) -> pa.Array:
+    """:func:`_call_ids` of the events ``ev`` (the columns :func:`_finish` takes)."""
+    types, type_idx = _codes(ev["type"])
+    chunk_types, chunk_idx = _codes(ev["chunk_type"])
+    is_finish = (chunk_idx == chunk_types.index("finish")) if "finish" in chunk_types \
+        else np.zeros(len(ev["fi"]), dtype=bool)  # fmt: skip
+    return _call_ids(type_idx, types, ev["fi"], ev["turn"], ev["step"], is_finish)
+
+
 def _finish(ctxs: list[_FileCtx], ev: dict[str, Any], run_ids: list, parents: list,
             tenant: str, q: Quarantine) -> pa.Table:  # fmt: skip
     """The canonical table of the events ``ev`` (columns in (file, line, member) order, see
@@ -476,16 +488,13 @@ def _finish(ctxs: list[_FileCtx], ev: dict[str, Any], run_ids: list, parents: li
     ids, inheritance, timestamps and the per-file columns."""
     fi, line, seq, time_ms = ev["fi"], ev["line"], ev["seq"], ev["time_ms"]
     turn, step, text, payload = ev["turn"], ev["step"], ev["text"], ev["payload"]
-    type_dict, chunk_dict = ev["type"], ev["chunk_type"]
+    type_dict = ev["type"]
     types, type_idx = _codes(type_dict)
-    chunk_types, chunk_idx = _codes(chunk_dict)
     n = len(fi)
     kinds_all = sorted(set(KIND_OF_TYPE.values()) | {"other"})
     kind_code = np.array([kinds_all.index(KIND_OF_TYPE.get(t_, "other")) for t_ in types],
                          dtype=np.int64)  # fmt: skip
     kind_idx = kind_code[type_idx] if n else np.zeros(0, np.int64)
-    is_finish = (chunk_idx == chunk_types.index("finish")) if "finish" in chunk_types \
-        else np.zeros(n, dtype=bool)  # fmt: skip
     ref_id = ev["ref_id"]
     tool_name = _fill_tool_result_names(kind_idx, kinds_all, fi, ref_id, ev["tool_name"])
 
@@ -512,7 +521,7 @@ def _finish(ctxs: list[_FileCtx], ev: dict[str, Any], run_ids: list, parents: li
             keep = ~np.isin(fi * (1 << 32) + line, bad_keys)
 
     # ---- ids, flags, per-file columns
-    call_ids = _call_ids(type_idx, types, fi, turn, step, is_finish)
+    call_ids = ev["call_ids"] if "call_ids" in ev else _event_call_ids(ev)
     ref_id = pc.coalesce(ref_id, call_ids)
     run_arr = np.array(run_ids, dtype=object)
     if "subagent/descriptor" in types:
@@ -568,7 +577,7 @@ def _finish(ctxs: list[_FileCtx], ev: dict[str, Any], run_ids: list, parents: li
         "finish": dict_col(ev["finish"]),
         "input_tokens": ev["input_tokens"],
         "output_tokens": ev["output_tokens"],
-        "chunk_type": chunk_dict,
+        "chunk_type": ev["chunk_type"],
         "text": text,
         "inherited": pa.array(inherited, pa.bool_()),
         "payload": payload,

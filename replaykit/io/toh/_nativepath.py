@@ -33,6 +33,7 @@ _TYPES = {
     "is_error": pa.bool_(), "ref_id": pa.string(), "tool_name": pa.string(),
     "event_id": pa.string(), "args_hash": pa.string(), "cache_key": pa.string(),
     "finish": pa.string(), "input_tokens": pa.int64(), "output_tokens": pa.int64(),
+    "call_ids": pa.string(),
 }  # fmt: skip
 _DICTS = ("type", "chunk_type")
 
