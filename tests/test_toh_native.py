@@ -126,8 +126,9 @@ def test_bundled_samples(errors: str) -> None:
     assert _native.panics() == 0
 
 
-@pytest.mark.parametrize("events,seed", [(0, 1), (50, 2), (3000, 3), (20_000, 4)])
+@pytest.mark.parametrize("events,seed", [(0, 1), (50, 2), (3000, 3), (20_000, 4), (110_000, 5)])
 def test_generated_logs(tmp_path: Path, events: int, seed: int) -> None:
+    """(110,000 events: a file of more than 4 MB, scanned in parallel chunks.)"""
     f = generate_toh(tmp_path / "session.jsonl", events=events, seed=seed)
     assert _native_reads(f.read_bytes())
     got = both(f)

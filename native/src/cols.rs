@@ -10,6 +10,24 @@ pub struct Bits {
 }
 
 impl Bits {
+    /// Append another bitmap's bits.
+    pub fn append(&mut self, o: &Bits) {
+        let sh = self.len % 8;
+        if sh == 0 {
+            self.bytes.truncate(self.len / 8);
+            self.bytes.extend_from_slice(&o.bytes);
+        } else {
+            for &b in &o.bytes {
+                let last = self.bytes.len() - 1;
+                self.bytes[last] |= b << sh;
+                self.bytes.push(b >> (8 - sh));
+            }
+        }
+        self.len += o.len;
+        self.unset += o.unset;
+        self.bytes.truncate(self.len.div_ceil(8));
+    }
+
     #[inline]
     pub fn push(&mut self, v: bool) {
         if self.len.is_multiple_of(8) {
@@ -93,6 +111,32 @@ impl StrCol {
         self.valid.len == 0
     }
 
+    /// Append another column of the same offset width (values copied, offsets shifted).
+    pub fn append(&mut self, o: &StrCol) {
+        let base = self.data.len();
+        self.data.extend_from_slice(&o.data);
+        match (&mut self.offsets, &o.offsets) {
+            (Offsets::I32(a), Offsets::I32(b)) => {
+                a.extend(b[1..].iter().map(|&x| (x as i64 + base as i64) as i32))
+            }
+            (Offsets::I64(a), Offsets::I64(b)) => {
+                a.extend(b[1..].iter().map(|&x| x + base as i64))
+            }
+            _ => unreachable!("columns of one kind have one offset width"),
+        }
+        self.valid.append(&o.valid);
+    }
+
+    /// Push the last value again (a non-empty column).
+    pub fn repeat_last(&mut self) {
+        let (a, b) = match &self.offsets {
+            Offsets::I32(v) => (v[v.len() - 2] as usize, v[v.len() - 1] as usize),
+            Offsets::I64(v) => (v[v.len() - 2] as usize, v[v.len() - 1] as usize),
+        };
+        self.data.extend_from_within(a..b);
+        self.commit();
+    }
+
     /// True when the 32-bit offsets would overflow (the caller then bails).
     pub fn overflows(&self) -> bool {
         matches!(self.offsets, Offsets::I32(_)) && self.data.len() > i32::MAX as usize
@@ -111,6 +155,17 @@ impl I64Col {
     pub fn push(&mut self, v: Option<i64>) {
         self.values.push(v.unwrap_or(0));
         self.valid.push(v.is_some());
+    }
+
+    /// The value at `i` (None: null).
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<i64> {
+        (self.valid.bytes[i / 8] & (1 << (i % 8)) != 0).then(|| self.values[i])
+    }
+
+    pub fn append(&mut self, o: &I64Col) {
+        self.values.extend_from_slice(&o.values);
+        self.valid.append(&o.valid);
     }
 }
 
@@ -139,5 +194,10 @@ impl F64Col {
     pub fn push(&mut self, v: Option<f64>) {
         self.values.push(v.unwrap_or(0.0));
         self.valid.push(v.is_some());
+    }
+
+    pub fn append(&mut self, o: &F64Col) {
+        self.values.extend_from_slice(&o.values);
+        self.valid.append(&o.valid);
     }
 }

@@ -255,8 +255,8 @@ pub struct TohOut {
     /// events (`_assemble._call_ids`): the k-th call of that step, a call ending with its
     /// `finish` chunk; a message gets the id of the call its step's last chunk belongs to
     pub call_id: StrCol,
-    /// per (turn, step): finish chunks so far and the k of the last chunk
-    calls: HashMap<(i64, i64), (i64, Option<i64>)>,
+    /// per event: other, chunk, finish chunk or message (for the call ids)
+    call_kind: Vec<u8>,
     /// rows of `tool/call` events whose arguments are a JSON string: their hash depends on
     /// whether the string parses (the reference's `args_hash` decides); null here
     pub py_hash_rows: Vec<i64>,
@@ -286,8 +286,8 @@ impl TohOut {
             input_tokens: I64Col::default(),
             output_tokens: I64Col::default(),
             event_id: StrCol::new(false, lines, 0),
-            call_id: StrCol::new(false, lines, lines * 64),
-            calls: HashMap::new(),
+            call_id: StrCol::new(false, 0, 0),
+            call_kind: Vec::with_capacity(lines),
             py_hash_rows: Vec::new(),
         }
     }
@@ -315,81 +315,6 @@ impl TohOut {
         ]
         .iter()
         .any(|c| c.overflows())
-    }
-}
-
-/// What an event is to the model-call ids.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Call {
-    Chunk { finish: bool },
-    Message,
-    Other,
-}
-
-impl TohOut {
-    /// The next event's call id (see `call_id`); a null turn or step is written empty, and
-    /// groups with `i32::MIN` (the reference's stand-in for null).
-    fn push_call(&mut self, call: Call, turn: Option<i64>, step: Option<i64>) {
-        self.push_calls(call, turn, step, 1);
-    }
-
-    /// `n` events of one kind and step in a row (a packed row's members share one id).
-    fn push_calls(&mut self, call: Call, turn: Option<i64>, step: Option<i64>, n: usize) {
-        if call == Call::Other {
-            for _ in 0..n {
-                self.call_id.push_null();
-            }
-            return;
-        }
-        let null = i32::MIN as i64;
-        let key = (turn.unwrap_or(null), step.unwrap_or(null));
-        let g = self.calls.entry(key).or_insert((0, None));
-        let k = match call {
-            Call::Chunk { finish } => {
-                let k = g.0;
-                if finish {
-                    g.0 += 1;
-                }
-                g.1 = Some(k);
-                k
-            }
-            _ => match g.1 {
-                Some(k) => k,
-                None => {
-                    for _ in 0..n {
-                        self.call_id.push_null();
-                    }
-                    return;
-                }
-            },
-        };
-        let mut num = itoa::Buffer::new();
-        let d = &mut self.call_id.data;
-        d.push(b't');
-        if key.0 != null {
-            d.extend_from_slice(num.format(key.0).as_bytes());
-        }
-        d.extend_from_slice(b".s");
-        if key.1 != null {
-            d.extend_from_slice(num.format(key.1).as_bytes());
-        }
-        d.extend_from_slice(b".c");
-        d.extend_from_slice(num.format(k).as_bytes());
-        self.call_id.commit();
-        let id_start = last_span(&self.call_id);
-        for _ in 1..n {
-            let (a, b) = id_start;
-            self.call_id.data.extend_from_within(a..b);
-            self.call_id.commit();
-        }
-    }
-}
-
-/// The byte span of a string column's last value.
-fn last_span(c: &StrCol) -> (usize, usize) {
-    match &c.offsets {
-        crate::cols::Offsets::I32(v) => (v[v.len() - 2] as usize, v[v.len() - 1] as usize),
-        crate::cols::Offsets::I64(v) => (v[v.len() - 2] as usize, v[v.len() - 1] as usize),
     }
 }
 
@@ -700,25 +625,206 @@ fn blank(raw: &[u8]) -> bool {
 
 const PACKED_TOP: [&[u8]; 4] = [b"data", b"seq0", b"time0", b"type"];
 
+/// Files from this size on are scanned in parallel chunks (split at line ends).
+const PARALLEL_FROM: usize = 4 << 20;
+
 /// Scan a whole toh file. None: the reference must read it (see the module docs).
 pub fn scan_file(file: &[u8]) -> Option<TohOut> {
-    if std::str::from_utf8(file).is_err() {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(4);
+    scan_file_with(file, threads)
+}
+
+/// [`scan_file`] on at most `threads` threads: the file is cut into that many chunks at line
+/// ends, each scanned on its own, then joined in order (line numbers, implicit seqs and the
+/// envelope mode carried over) and the model-call ids written in one pass over all events.
+pub fn scan_file_with(file: &[u8], threads: usize) -> Option<TohOut> {
+    let threads = if file.len() < PARALLEL_FROM {
+        1
+    } else {
+        threads.max(1)
+    };
+    let mut cuts = vec![0usize];
+    for i in 1..threads {
+        let at = (file.len() * i / threads).max(*cuts.last()?);
+        let next = memchr::memchr(b'\n', &file[at..]).map_or(file.len(), |k| at + k + 1);
+        if next < file.len() && next > *cuts.last()? {
+            cuts.push(next);
+        }
+    }
+    cuts.push(file.len());
+    let mut parts: Vec<Option<Chunk>> = if cuts.len() == 2 {
+        vec![scan_chunk(file, 0, file.len(), true)]
+    } else {
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = cuts
+                .windows(2)
+                .enumerate()
+                .skip(1)
+                .map(|(i, w)| {
+                    let (a, b) = (w[0], w[1]);
+                    sc.spawn(move || scan_chunk(file, a, b, i == 0))
+                })
+                .collect();
+            let mut parts = vec![scan_chunk(file, cuts[0], cuts[1], true)];
+            for h in handles {
+                parts.push(h.join().ok().flatten());
+            }
+            parts
+        })
+    };
+    let mut first = parts.remove(0)?;
+    if !first.header {
+        return None; // (a first chunk of blank lines only: the reference reads the file)
+    }
+    for part in parts {
+        let part = part?;
+        first.append(part)?;
+    }
+    let mut out = first.out;
+    fill_call_ids(&mut out);
+    if out.overflows() {
         return None;
     }
-    let n_lines_est = memchr::memchr_iter(b'\n', file).count() + 1;
-    let mut out = TohOut::new(n_lines_est, file.len());
-    let mut header = false;
-    // the file's envelope mode: None until the first event line, then whether it carries seq
+    Some(out)
+}
+
+/// One chunk of a file scanned: its events (line numbers within the chunk, implicit seqs from
+/// 0), its line count, envelope mode and whether it held the session header.
+struct Chunk {
+    out: TohOut,
+    lines: i64,
+    env_full: Option<bool>,
+    header: bool,
+}
+
+impl Chunk {
+    /// Append the next chunk: None when the two envelope modes differ (the reference
+    /// quarantines the later lines).
+    fn append(&mut self, o: Chunk) -> Option<()> {
+        match (self.env_full, o.env_full) {
+            (Some(a), Some(b)) if a != b => return None,
+            (None, b) => self.env_full = b,
+            _ => {}
+        }
+        let events = self.out.len() as i64;
+        let full = self.env_full == Some(true);
+        let a = &mut self.out;
+        let b = o.out;
+        a.line.extend(b.line.iter().map(|l| l + self.lines));
+        if full {
+            a.seq.extend_from_slice(&b.seq);
+        } else {
+            a.seq.extend(b.seq.iter().map(|s| s + events));
+        }
+        a.time.append(&b.time);
+        a.typ.append(&b.typ);
+        a.payload.append(&b.payload);
+        a.turn.append(&b.turn);
+        a.step.append(&b.step);
+        a.chunk_type.append(&b.chunk_type);
+        a.text.append(&b.text);
+        a.ref_id.append(&b.ref_id);
+        a.tool_name.append(&b.tool_name);
+        a.args_hash.append(&b.args_hash);
+        a.cache_key.append(&b.cache_key);
+        a.is_error.values.append(&b.is_error.values);
+        a.finish.append(&b.finish);
+        a.input_tokens.append(&b.input_tokens);
+        a.output_tokens.append(&b.output_tokens);
+        a.event_id.append(&b.event_id);
+        a.call_kind.extend_from_slice(&b.call_kind);
+        a.py_hash_rows
+            .extend(b.py_hash_rows.iter().map(|r| r + events));
+        self.lines += o.lines;
+        Some(())
+    }
+}
+
+/// The model-call ids of all events (see [`TohOut::call_id`]), from their kinds and steps.
+fn fill_call_ids(out: &mut TohOut) {
+    let n = out.len();
+    let mut col = StrCol::new(false, n, n * 12);
+    let mut groups: HashMap<(i64, i64), (i64, Option<i64>)> = HashMap::new();
+    let null = i32::MIN as i64;
+    let mut num = itoa::Buffer::new();
+    let mut prev: Option<(u8, i64, i64)> = None; // the last event's (kind, turn, step) if it
+                                                 // was a chunk whose id is in `col`
+    for i in 0..n {
+        let kind = out.call_kind[i];
+        if kind == CALL_OTHER {
+            col.push_null();
+            prev = None;
+            continue;
+        }
+        let key = (out.turn.get(i).unwrap_or(null), out.step.get(i).unwrap_or(null));
+        if kind == CALL_CHUNK && prev == Some((CALL_CHUNK, key.0, key.1)) {
+            // a chunk after a (non-finish) chunk of its step: the same call, the same id
+            col.repeat_last();
+            continue;
+        }
+        let g = groups.entry(key).or_insert((0, None));
+        let k = if kind == CALL_MESSAGE {
+            match g.1 {
+                Some(k) => k,
+                None => {
+                    col.push_null();
+                    prev = None;
+                    continue;
+                }
+            }
+        } else {
+            let k = g.0;
+            if kind == CALL_FINISH {
+                g.0 += 1;
+            }
+            g.1 = Some(k);
+            k
+        };
+        let d = &mut col.data;
+        d.push(b't');
+        if key.0 != null {
+            d.extend_from_slice(num.format(key.0).as_bytes());
+        }
+        d.extend_from_slice(b".s");
+        if key.1 != null {
+            d.extend_from_slice(num.format(key.1).as_bytes());
+        }
+        d.extend_from_slice(b".c");
+        d.extend_from_slice(num.format(k).as_bytes());
+        col.commit();
+        prev = (kind == CALL_CHUNK).then_some((CALL_CHUNK, key.0, key.1));
+    }
+    out.call_id = col;
+}
+
+const CALL_OTHER: u8 = 0;
+const CALL_CHUNK: u8 = 1;
+const CALL_FINISH: u8 = 2;
+const CALL_MESSAGE: u8 = 3;
+
+/// Scan the lines of `file[start..end]` (`first`: the file's first chunk, which holds the
+/// header). None: the reference must read the file.
+fn scan_chunk(file: &[u8], start: usize, end_all: usize, first: bool) -> Option<Chunk> {
+    let part = &file[start..end_all];
+    if std::str::from_utf8(part).is_err() {
+        return None;
+    }
+    let n_lines_est = memchr::memchr_iter(b'\n', part).count() + 1;
+    let mut out = TohOut::new(n_lines_est, part.len());
+    let mut header = !first;
+    // the envelope mode: None until the first event line, then whether it carries seq
     let mut env_full: Option<bool> = None;
     let mut implicit: i64 = 0;
-    let mut start = 0usize;
+    let mut start = start;
     let mut lineno: i64 = 0;
     let mut buf: Vec<u8> = Vec::new();
-    while start < file.len() {
-        let end = memchr::memchr(b'\n', &file[start..]).map_or(file.len(), |k| start + k);
+    while start < end_all {
+        let end = memchr::memchr(b'\n', &file[start..end_all]).map_or(end_all, |k| start + k);
         lineno += 1;
         let mut s = start;
-        if lineno == 1 && file[s..end].starts_with(b"\xef\xbb\xbf") {
+        if first && lineno == 1 && file[s..end].starts_with(b"\xef\xbb\xbf") {
             s += 3;
         }
         let raw = &file[s..end];
@@ -791,19 +897,19 @@ pub fn scan_file(file: &[u8]) -> Option<TohOut> {
         out.input_tokens.push(f.input_tokens);
         out.output_tokens.push(f.output_tokens);
         push_opt(&mut out.event_id, f.event_id);
-        let call = match t {
-            b"assistant/chunk" => Call::Chunk {
-                finish: f.chunk_type.as_deref() == Some(b"finish"),
-            },
-            b"assistant/message" => Call::Message,
-            _ => Call::Other,
-        };
-        out.push_call(call, turn, step);
+        out.call_kind.push(match t {
+            b"assistant/chunk" if f.chunk_type.as_deref() == Some(b"finish") => CALL_FINISH,
+            b"assistant/chunk" => CALL_CHUNK,
+            b"assistant/message" => CALL_MESSAGE,
+            _ => CALL_OTHER,
+        });
     }
-    if !header || out.overflows() {
-        return None;
-    }
-    Some(out)
+    Some(Chunk {
+        out,
+        lines: lineno,
+        env_full,
+        header,
+    })
 }
 
 /// A packed row (`code`: 0 text, 1 reasoning, 2 tool-call chunks) validated as
@@ -961,8 +1067,8 @@ fn packed(
         out.input_tokens.push(None);
         out.output_tokens.push(None);
         out.event_id.push_null();
+        out.call_kind.push(CALL_CHUNK);
     }
-    out.push_calls(Call::Chunk { finish: false }, Some(turn), Some(step), members.len());
     Some(())
 }
 
@@ -1050,5 +1156,55 @@ mod tests {
         assert_eq!(strs(&out.ref_id)[1].as_deref(), Some("c1"));
         assert_eq!(strs(&out.text)[1].as_deref(), Some("x\n{\"k\":1}"));
         assert!(strs(&out.args_hash)[0].is_some());
+    }
+
+    fn i64s(c: &I64Col) -> Vec<Option<i64>> {
+        (0..c.values.len()).map(|i| c.get(i)).collect()
+    }
+
+    #[test]
+    fn chunks_join_like_one_pass() {
+        let mut text = String::from("{\"type\":\"session\",\"id\":\"s\"}\n");
+        let lines = [
+            r#"{"type":"step/start","data":{"turn":1,"step":2}}"#,
+            r#"{"type":"text-chunks","data":{"turn":1,"step":2,"index":0,"dt":[5,1],"texts":["a","b\n","c"]}}"#,
+            r#"{"type":"assistant/chunk","data":{"turn":1,"step":2,"chunk":{"type":"finish","reason":"stop"}}}"#,
+            r#"{"type":"assistant/message","data":{"turn":1,"step":2,"message":{"id":"m"}}}"#,
+            r#"{"type":"assistant/chunk","data":{"step":3,"chunk":{"type":"usage","usage":{"inputTokens":1}}}}"#,
+            "",
+            r#"{"type":"tool/call","time":1700000000000.5,"data":{"turn":2,"arguments":"{\"a\": 1}"}}"#,
+        ];
+        let mut i = 0;
+        while text.len() < (PARALLEL_FROM * 5) / 2 {
+            text.push_str(lines[i % lines.len()]);
+            text.push('\n');
+            i += 1;
+        }
+        let one = scan_file_with(text.as_bytes(), 1).unwrap();
+        for threads in [2, 3, 4] {
+            let many = scan_file_with(text.as_bytes(), threads).unwrap();
+            assert_eq!(one.line, many.line);
+            assert_eq!(one.seq, many.seq);
+            assert_eq!(strs(&one.payload), strs(&many.payload));
+            assert_eq!(strs(&one.call_id), strs(&many.call_id));
+            assert_eq!(strs(&one.text), strs(&many.text));
+            assert_eq!(strs(&one.args_hash), strs(&many.args_hash));
+            assert_eq!(i64s(&one.turn), i64s(&many.turn));
+            assert_eq!(i64s(&one.input_tokens), i64s(&many.input_tokens));
+            assert_eq!(one.time.values, many.time.values);
+            assert_eq!(one.time.valid.bytes, many.time.valid.bytes);
+            assert_eq!(one.is_error.values.bytes, many.is_error.values.bytes);
+            assert_eq!(one.py_hash_rows, many.py_hash_rows);
+        }
+        let ids = strs(&one.call_id);
+        assert_eq!(ids[1].as_deref(), Some("t1.s2.c0")); // members of the packed row
+        assert_eq!(ids[4].as_deref(), Some("t1.s2.c0")); // the finish chunk closes call 0
+        assert_eq!(ids[5].as_deref(), Some("t1.s2.c0")); // the message: that call
+        assert_eq!(ids[6].as_deref(), Some("t.s3.c0")); // no turn
+        assert_eq!(ids[9].as_deref(), Some("t1.s2.c1")); // the next call of step 2
+        // a mixed envelope across chunks is refused
+        let mut mixed = text.clone();
+        mixed.push_str("{\"type\":\"x\",\"seq\":5}\n");
+        assert!(scan_file_with(mixed.as_bytes(), 3).is_none());
     }
 }
