@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::canon::{float_text, write_str};
-use crate::cols::{BoolCol, F64Col, I64Col, StrCol};
+use crate::cols::{Bits, BoolCol, F64Col, I64Col, StrCol};
 use crate::json::{decoded, parse_i64, Bail, Kind, Scanner, MAX_DEPTH, R};
 use sha2::{Digest, Sha256};
 
@@ -264,30 +264,39 @@ pub struct TohOut {
 
 impl TohOut {
     fn new(lines: usize, bytes: usize) -> Self {
+        // capacities reserved generously (pages never written are never mapped, so they cost
+        // no memory): a packed row stands for many events, a member's payload is many times
+        // its text
+        let ev = lines.max(bytes / 32);
+        let i64s = || I64Col {
+            values: Vec::with_capacity(ev),
+            valid: Bits::default(),
+        };
         TohOut {
             header: (0, 0),
-            line: Vec::with_capacity(lines),
-            seq: Vec::with_capacity(lines),
-            time: F64Col::default(),
-            typ: StrCol::new(false, lines, lines * 16),
-            // reserved generously (pages never written are never mapped): a packed member's
-            // payload is many times its text
-            payload: StrCol::new(true, lines, 4 * bytes + 4096),
-            turn: I64Col::default(),
-            step: I64Col::default(),
-            chunk_type: StrCol::new(false, lines, lines * 4),
-            text: StrCol::new(true, lines, bytes),
-            ref_id: StrCol::new(false, lines, 0),
-            tool_name: StrCol::new(false, lines, 0),
-            args_hash: StrCol::new(false, lines, 0),
-            cache_key: StrCol::new(false, lines, 0),
+            line: Vec::with_capacity(ev),
+            seq: Vec::with_capacity(ev),
+            time: F64Col {
+                values: Vec::with_capacity(ev),
+                valid: Bits::default(),
+            },
+            typ: StrCol::new(false, ev, ev * 16),
+            payload: StrCol::new(true, ev, 4 * bytes + 4096),
+            turn: i64s(),
+            step: i64s(),
+            chunk_type: StrCol::new(false, ev, ev * 4),
+            text: StrCol::new(true, ev, bytes),
+            ref_id: StrCol::new(false, ev, 0),
+            tool_name: StrCol::new(false, ev, 0),
+            args_hash: StrCol::new(false, ev, 0),
+            cache_key: StrCol::new(false, ev, 0),
             is_error: BoolCol::default(),
-            finish: StrCol::new(false, lines, 0),
-            input_tokens: I64Col::default(),
-            output_tokens: I64Col::default(),
-            event_id: StrCol::new(false, lines, 0),
+            finish: StrCol::new(false, ev, 0),
+            input_tokens: i64s(),
+            output_tokens: i64s(),
+            event_id: StrCol::new(false, ev, 0),
             call_id: StrCol::new(false, 0, 0),
-            call_kind: Vec::with_capacity(lines),
+            call_kind: Vec::with_capacity(ev),
             py_hash_rows: Vec::new(),
         }
     }
@@ -832,6 +841,13 @@ fn scan_chunk(file: &[u8], start: usize, end_all: usize, first: bool) -> Option<
         if blank(raw) {
             continue;
         }
+        if header && raw.starts_with(PACKED_HEAD) {
+            match fast_packed(raw, lineno, &mut env_full, &mut implicit, &mut out, &mut buf) {
+                Ok(true) => continue,
+                Ok(false) => {} // another layout: read below
+                Err(Bail) => return None,
+            }
+        }
         let obj = parse_text(raw).ok()?;
         if !obj.is_obj() {
             return None; // a header that is not an object, or an event that is not one
@@ -997,6 +1013,170 @@ fn packed(
             times.push(t as i64);
         }
     }
+    let texts: Vec<&Cow<'_, [u8]>> = members
+        .iter()
+        .map(|m| match m {
+            V::Str(t) => Some(t),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let row = PackedRow {
+        code,
+        turn,
+        step,
+        index,
+        id,
+        name,
+        seq0,
+        time0: time0.map(|_| times),
+    };
+    emit_packed(&row, &texts, lineno, env_full, implicit, out, buf)
+}
+
+const PACKED_HEAD: &[u8] = b"{\"type\":\"";
+
+/// A packed row in the harness's own layout (`{"type":"text-chunks","data":{"turn":1,"step":1,
+/// "index":0,"dt":[...],"texts":[...]}}`, tool-call rows with `"id"`, `"name"`, `"args"`),
+/// read without building its value: Ok(true) when it was that layout and met the packed rules
+/// (its members are appended), Ok(false) when the general reading must decide, Err when the
+/// file must go to the reference (a mixed envelope).
+fn fast_packed(
+    raw: &[u8],
+    lineno: i64,
+    env_full: &mut Option<bool>,
+    implicit: &mut i64,
+    out: &mut TohOut,
+    buf: &mut Vec<u8>,
+) -> R<bool> {
+    const HEADS: [(&[u8], u8); 3] = [
+        (b"{\"type\":\"text-chunks\",\"data\":{\"turn\":", 0),
+        (b"{\"type\":\"reasoning-chunks\",\"data\":{\"turn\":", 1),
+        (b"{\"type\":\"tool-call-chunks\",\"data\":{\"turn\":", 2),
+    ];
+    let Some(&(head, code)) = HEADS.iter().find(|(h, _)| raw.starts_with(h)) else {
+        return Ok(false);
+    };
+    let mut sc = Scanner::new(raw);
+    sc.pos = head.len();
+    type Got<'r> = (i64, i64, i64, Cow<'r, [u8]>, Cow<'r, [u8]>, Vec<Cow<'r, [u8]>>);
+    let got = (|| -> R<Got<'_>> {
+        fn lit(sc: &mut Scanner<'_>, t: &[u8]) -> R<()> {
+            if sc.s[sc.pos..].starts_with(t) {
+                sc.pos += t.len();
+                Ok(())
+            } else {
+                Err(Bail)
+            }
+        }
+        fn int(sc: &mut Scanner<'_>) -> R<i64> {
+            let n = sc.number()?;
+            if !n.integer {
+                return Err(Bail);
+            }
+            parse_i64(&sc.s[n.start..n.end]).ok_or(Bail)
+        }
+        fn i32v(x: i64) -> R<i64> {
+            if (i32::MIN as i64..=i32::MAX as i64).contains(&x) {
+                Ok(x)
+            } else {
+                Err(Bail)
+            }
+        }
+        let turn = i32v(int(&mut sc)?)?;
+        lit(&mut sc, b",\"step\":")?;
+        let step = i32v(int(&mut sc)?)?;
+        lit(&mut sc, b",\"index\":")?;
+        let index = i32v(int(&mut sc)?)?;
+        lit(&mut sc, b",\"dt\":[")?;
+        let mut gaps = Vec::new();
+        if sc.peek() == Some(b']') {
+            sc.pos += 1;
+        } else {
+            loop {
+                gaps.push(int(&mut sc)?);
+                match sc.peek() {
+                    Some(b',') => sc.pos += 1,
+                    Some(b']') => {
+                        sc.pos += 1;
+                        break;
+                    }
+                    _ => return Err(Bail),
+                }
+            }
+        }
+        let (mut id, mut name) = (Cow::Borrowed(&b""[..]), Cow::Borrowed(&b""[..]));
+        if code == 2 {
+            lit(&mut sc, b",\"id\":")?;
+            id = decoded(raw, sc.string()?);
+            lit(&mut sc, b",\"name\":")?;
+            name = decoded(raw, sc.string()?);
+            lit(&mut sc, b",\"args\":[")?;
+        } else {
+            lit(&mut sc, b",\"texts\":[")?;
+        }
+        let mut texts = Vec::with_capacity(gaps.len() + 1);
+        loop {
+            texts.push(decoded(raw, sc.string()?));
+            match sc.peek() {
+                Some(b',') => sc.pos += 1,
+                Some(b']') => {
+                    sc.pos += 1;
+                    break;
+                }
+                _ => return Err(Bail),
+            }
+        }
+        lit(&mut sc, b"}}")?;
+        if sc.pos != raw.len() || gaps.len() + 1 != texts.len() {
+            return Err(Bail);
+        }
+        Ok((turn, step, index, id, name, texts))
+    })();
+    let Ok((turn, step, index, id, name, texts)) = got else {
+        return Ok(false);
+    };
+    let row = PackedRow {
+        code,
+        turn,
+        step,
+        index,
+        id: &id,
+        name: &name,
+        seq0: None,
+        time0: None,
+    };
+    let texts: Vec<&Cow<'_, [u8]>> = texts.iter().collect();
+    emit_packed(&row, &texts, lineno, env_full, implicit, out, buf).ok_or(Bail)?;
+    Ok(true)
+}
+
+/// A validated packed row (its members apart).
+struct PackedRow<'a> {
+    code: u8,
+    turn: i64,
+    step: i64,
+    index: i64,
+    /// decoded (code 2; else empty)
+    id: &'a [u8],
+    name: &'a [u8],
+    seq0: Option<i64>,
+    /// the members' times (time0 and the running sums of the gaps)
+    time0: Option<Vec<i64>>,
+}
+
+/// The members of a packed row appended as events (their canonical payloads written as
+/// `_packed._member_payloads` does). None: a mixed envelope (the reference quarantines it).
+fn emit_packed(
+    p: &PackedRow<'_>,
+    texts: &[&Cow<'_, [u8]>],
+    lineno: i64,
+    env_full: &mut Option<bool>,
+    implicit: &mut i64,
+    out: &mut TohOut,
+    buf: &mut Vec<u8>,
+) -> Option<()> {
+    let (code, turn, step, index, id, name, seq0) =
+        (p.code, p.turn, p.step, p.index, p.id, p.name, p.seq0);
     match *env_full {
         None => *env_full = Some(seq0.is_some()),
         Some(full) if full != seq0.is_some() => return None,
@@ -1011,13 +1191,12 @@ fn packed(
     let turn_s = num.format(turn).as_bytes().to_vec();
     let step_s = num.format(step).as_bytes().to_vec();
     let index_s = num.format(index).as_bytes().to_vec();
-    for (k, m) in members.iter().enumerate() {
-        let V::Str(text) = m else { return None };
+    for (k, &text) in texts.iter().enumerate() {
         out.line.push(lineno);
         let seq = seq0.map(|s| s + k as i64);
         out.seq.push(seq.unwrap_or(*implicit));
         *implicit += 1;
-        let tm = time0.map(|_| times[k]);
+        let tm = p.time0.as_ref().map(|t| t[k]);
         out.time.push(tm.map(|x| x as f64));
         out.typ.push(b"assistant/chunk");
         buf.clear();
