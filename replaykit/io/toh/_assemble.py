@@ -500,7 +500,8 @@ def _finish(ctxs: list[_FileCtx], ev: dict[str, Any], run_ids: list, parents: li
 
     # ---- duplicate seq within a file: quarantine the later line
     keep = np.ones(n, dtype=bool)
-    if n:
+    # (seqs rising within each file, as implicit ones always do, cannot repeat: no sort)
+    if n > 1 and not bool(np.all((np.diff(fi) > 0) | (np.diff(seq) > 0))):
         o2 = np.lexsort((line, seq, fi))
         dup = np.zeros(n, dtype=bool)
         same = (fi[o2][1:] == fi[o2][:-1]) & (seq[o2][1:] == seq[o2][:-1])
