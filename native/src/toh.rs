@@ -216,6 +216,7 @@ pub fn write(v: &V<'_>, out: &mut Vec<u8>) {
 /// A decoded string as canonical JSON: a string borrowed from the line held no escape, so
 /// (valid JSON: no control character, quote or backslash either) it is written as it was.
 #[inline]
+#[allow(clippy::ptr_arg)] // the variant is the point: Borrowed means "held no escape"
 fn json_str(s: &Cow<'_, [u8]>, out: &mut Vec<u8>) {
     match s {
         Cow::Borrowed(b) => {
@@ -407,7 +408,10 @@ fn text_parts<'v>(content: Option<&'v V<'_>>) -> Option<Cow<'v, [u8]>> {
 }
 
 /// `_tool_result_fields`: (call id, is_error, text) of a `tool/result`'s data.
-fn tool_result<'v>(data: &'v V<'_>) -> (Option<&'v [u8]>, bool, Option<Cow<'v, [u8]>>) {
+/// A tool result's (call id, is_error, text).
+type ResultFields<'v> = (Option<&'v [u8]>, bool, Option<Cow<'v, [u8]>>);
+
+fn tool_result<'v>(data: &'v V<'_>) -> ResultFields<'v> {
     if let Some(call) = data.get(b"callId") {
         let is_err = matches!(data.get(b"isError"), Some(V::True));
         return (call.str(), is_err, text_parts(data.get(b"content")));
@@ -440,10 +444,7 @@ fn tool_result<'v>(data: &'v V<'_>) -> (Option<&'v [u8]>, bool, Option<Cow<'v, [
     tool_result_items(&refs, msg)
 }
 
-fn tool_result_items<'v>(
-    items: &[&'v V<'_>],
-    msg: &'v V<'_>,
-) -> (Option<&'v [u8]>, bool, Option<Cow<'v, [u8]>>) {
+fn tool_result_items<'v>(items: &[&'v V<'_>], msg: &'v V<'_>) -> ResultFields<'v> {
     let mut r: Option<&'v [u8]> = None;
     let mut is_err = false;
     let mut texts: Vec<Cow<'v, [u8]>> = Vec::new();
@@ -516,8 +517,8 @@ fn decode_event<'v>(obj: &'v V<'_>, t: &[u8]) -> R<Fields<'v>> {
     match t {
         b"assistant/chunk" => {
             if let Some(c) = get(b"chunk").filter(|c| c.is_obj()) {
-                match c.get(b"type") {
-                    Some(V::Str(ct)) => match ct.as_ref() {
+                if let Some(V::Str(ct)) = c.get(b"type") {
+                    match ct.as_ref() {
                         b"text-delta" => {
                             f.chunk_type = Some(Cow::Borrowed(b"text"));
                             f.text = str_of(c.get(b"text")).map(Cow::Borrowed);
@@ -556,8 +557,7 @@ fn decode_event<'v>(obj: &'v V<'_>, t: &[u8]) -> R<Fields<'v>> {
                             f.finish = Some(fin);
                         }
                         other => f.chunk_type = Some(Cow::Borrowed(other)),
-                    },
-                    _ => {}
+                    }
                 }
             }
         }
@@ -767,7 +767,10 @@ fn fill_call_ids(out: &mut TohOut) {
             prev = None;
             continue;
         }
-        let key = (out.turn.get(i).unwrap_or(null), out.step.get(i).unwrap_or(null));
+        let key = (
+            out.turn.get(i).unwrap_or(null),
+            out.step.get(i).unwrap_or(null),
+        );
         if kind == CALL_CHUNK && prev == Some((CALL_CHUNK, key.0, key.1)) {
             // a chunk after a (non-finish) chunk of its step: the same call, the same id
             col.repeat_last();
@@ -842,7 +845,14 @@ fn scan_chunk(file: &[u8], start: usize, end_all: usize, first: bool) -> Option<
             continue;
         }
         if header && raw.starts_with(PACKED_HEAD) {
-            match fast_packed(raw, lineno, &mut env_full, &mut implicit, &mut out, &mut buf) {
+            match fast_packed(
+                raw,
+                lineno,
+                &mut env_full,
+                &mut implicit,
+                &mut out,
+                &mut buf,
+            ) {
                 Ok(true) => continue,
                 Ok(false) => {} // another layout: read below
                 Err(Bail) => return None,
@@ -868,7 +878,15 @@ fn scan_chunk(file: &[u8], start: usize, end_all: usize, first: bool) -> Option<
             _ => None,
         };
         if let Some(code) = code {
-            packed(&obj, code, lineno, &mut env_full, &mut implicit, &mut out, &mut buf)?;
+            packed(
+                &obj,
+                code,
+                lineno,
+                &mut env_full,
+                &mut implicit,
+                &mut out,
+                &mut buf,
+            )?;
             continue;
         }
         let seq = match obj.get(b"seq") {
@@ -1058,7 +1076,14 @@ fn fast_packed(
     };
     let mut sc = Scanner::new(raw);
     sc.pos = head.len();
-    type Got<'r> = (i64, i64, i64, Cow<'r, [u8]>, Cow<'r, [u8]>, Vec<Cow<'r, [u8]>>);
+    type Got<'r> = (
+        i64,
+        i64,
+        i64,
+        Cow<'r, [u8]>,
+        Cow<'r, [u8]>,
+        Vec<Cow<'r, [u8]>>,
+    );
     let got = (|| -> R<Got<'_>> {
         fn lit(sc: &mut Scanner<'_>, t: &[u8]) -> R<()> {
             if sc.s[sc.pos..].starts_with(t) {
@@ -1275,8 +1300,14 @@ mod tests {
 
     #[test]
     fn canonical_sorted_last_key_wins() {
-        assert_eq!(canon(r#"{"b":1,"a":{"y":-0,"x":1.50},"b":2}"#), r#"{"a":{"x":1.5,"y":0},"b":2}"#);
-        assert_eq!(canon(r#"["\u00e9\/", 1E2, 12345678901234567890123]"#), "[\"é/\",100.0,12345678901234567890123]");
+        assert_eq!(
+            canon(r#"{"b":1,"a":{"y":-0,"x":1.50},"b":2}"#),
+            r#"{"a":{"x":1.5,"y":0},"b":2}"#
+        );
+        assert_eq!(
+            canon(r#"["\u00e9\/", 1E2, 12345678901234567890123]"#),
+            "[\"é/\",100.0,12345678901234567890123]"
+        );
     }
 
     const HEAD: &str = "{\"type\":\"session\",\"id\":\"s1\"}\n";
@@ -1295,7 +1326,9 @@ mod tests {
         let p = strs(&out.payload);
         assert_eq!(
             p[2].as_deref(),
-            Some(r#"{"data":{"chunk":{"index":0,"text":"b\n","type":"text-delta"},"step":2,"turn":1},"type":"assistant/chunk"}"#)
+            Some(
+                r#"{"data":{"chunk":{"index":0,"text":"b\n","type":"text-delta"},"step":2,"turn":1},"type":"assistant/chunk"}"#
+            )
         );
         assert_eq!(strs(&out.finish)[3].as_deref(), Some("error"));
         assert_eq!(strs(&out.chunk_type)[1].as_deref(), Some("text"));
@@ -1381,9 +1414,35 @@ mod tests {
         assert_eq!(ids[5].as_deref(), Some("t1.s2.c0")); // the message: that call
         assert_eq!(ids[6].as_deref(), Some("t.s3.c0")); // no turn
         assert_eq!(ids[9].as_deref(), Some("t1.s2.c1")); // the next call of step 2
-        // a mixed envelope across chunks is refused
+                                                         // a mixed envelope across chunks is refused
         let mut mixed = text.clone();
         mixed.push_str("{\"type\":\"x\",\"seq\":5}\n");
         assert!(scan_file_with(mixed.as_bytes(), 3).is_none());
+    }
+
+    #[test]
+    fn damaged_samples_never_panic() {
+        // every truncation and a spread of byte flips of a bundled sample, as they are and
+        // scanned in chunks: refused or read, never a panic
+        let sample = include_bytes!("../../data/toh/garden-report/session.jsonl");
+        let base = &sample[..sample.len().min(6000)];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for cut in (0..base.len()).step_by(7) {
+            let _ = scan_file_with(&base[..cut], 1);
+        }
+        for _ in 0..3000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut b = base.to_vec();
+            let at = (x as usize) % b.len();
+            b[at] = [
+                b'"', b'\\', b'{', b'}', b'[', b',', b'\n', 0xff, b'0', b'-', b'e',
+            ][(x >> 40) as usize % 11];
+            if let Some(out) = scan_file_with(&b, 1) {
+                assert_eq!(out.payload.len(), out.len());
+                assert_eq!(out.call_id.len(), out.len());
+            }
+        }
     }
 }
