@@ -119,9 +119,7 @@ impl StrCol {
             (Offsets::I32(a), Offsets::I32(b)) => {
                 a.extend(b[1..].iter().map(|&x| (x as i64 + base as i64) as i32))
             }
-            (Offsets::I64(a), Offsets::I64(b)) => {
-                a.extend(b[1..].iter().map(|&x| x + base as i64))
-            }
+            (Offsets::I64(a), Offsets::I64(b)) => a.extend(b[1..].iter().map(|&x| x + base as i64)),
             _ => unreachable!("columns of one kind have one offset width"),
         }
         self.valid.append(&o.valid);
