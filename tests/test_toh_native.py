@@ -221,9 +221,9 @@ _CASES: dict[str, bytes] = {
                    '"dt":[],"texts":["a"]}}\n'
                    '{"type":"reasoning-chunks","data":{"turn":1,"step":1,"index":0,'
                    '"dt":[true],"texts":["a","b"]}}\n').encode(),
-    "packed_time_out_of_years": ('{"type":"session","id":"s"}\n{"type":"text-chunks",'
-                                 '"time0":253402300799999,"data":{"turn":1,"step":1,'
-                                 '"index":0,"dt":[1],"texts":["a","b"]}}\n').encode(),
+    "packed_time_out_of_years": (b'{"type":"session","id":"s"}\n{"type":"text-chunks",'
+                                 b'"time0":253402300799999,"data":{"turn":1,"step":1,'
+                                 b'"index":0,"dt":[1],"texts":["a","b"]}}\n'),
     "bad_tokens": (f'{_HEAD}\n{{"type":"assistant/chunk","data":{{"chunk":{{"type":"usage",'
                    f'"usage":{{"inputTokens":{2**64},"outputTokens":1}}}}}}}}\n').encode(),
     "tokens_wrong_type": (f'{_HEAD}\n{{"type":"assistant/chunk","data":{{"turn":1,"step":1,'
@@ -269,13 +269,14 @@ def _event_lines() -> list[str]:
         {"type": "tool/call", "data": {"callId": "c2", "name": "ls", "arguments": '{"x": 1}'}},
         {"type": "tool/call", "data": {"callId": "c3", "arguments": "not json"}},
         {"type": "tool/call", "data": {"callId": 4, "arguments": None}},
-        {"type": "tool/result", "data": {"callId": "c1", "isError": True,
-                                         "content": [{"type": "text", "text": "a"}, {"text": "b"}]}},
+        {"type": "tool/result", "data": {"callId": "c1", "isError": True, "content": [
+            {"type": "text", "text": "a"}, {"text": "b"}]}},
         {"type": "tool/result", "data": {"message": {"content": [
             {"toolCallId": "c2", "content": [{"type": "text", "text": "r"}]},
             {"isError": True, "content": "plain"}, {"content": {"k": [1]}}, {"content": 3},
             "skip", {"content": None}]}}},
-        {"type": "tool/result", "data": {"message": {"content": "bare", "source": {"callId": "c3"}}}},
+        {"type": "tool/result", "data": {"message": {"content": "bare",
+                                                     "source": {"callId": "c3"}}}},
         {"type": "tool/result", "data": {"message": {"content": 2.5}}},
         {"type": "tool/result", "data": {"message": {"content": {"toolCallId": "c9"},
                                                      "source": {"callId": "c8"}}}},
@@ -283,8 +284,8 @@ def _event_lines() -> list[str]:
         {"type": "tool/result", "data": {"message": "m"}},
         {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "error"}}},
         {"type": "turn/end", "data": {"turn": 1, "reason": "error"}},
-        {"type": "user/message", "data": {"id": "u1", "content": [{"type": "text", "text": "hi"},
-                                                                   {"type": "image"}, {"type": None, "text": "n"}]}},
+        {"type": "user/message", "data": {"id": "u1", "content": [
+            {"type": "text", "text": "hi"}, {"type": "image"}, {"type": None, "text": "n"}]}},
         {"type": "assistant/message", "data": {"message": {"id": "a1", "content": [
             {"type": "text", "text": "p"}, {"type": "text", "text": "q"}]}}},
         {"type": "assistant/message", "data": {"content": [{"text": "r"}]}},

@@ -417,7 +417,6 @@ def _reference_events(acc: _Rows) -> dict[str, Any]:
     real = order < (k_rows + m_total)
     order = order[real]
     implicit = implicit[real]
-    n = len(order)
 
     def combine(row_vals: Any, mem_vals: Any, typ: pa.DataType) -> pa.Array:
         a = row_vals if isinstance(row_vals, pa.Array) else pa.array(row_vals, typ)
