@@ -268,7 +268,7 @@ impl TohOut {
         // capacities reserved generously (pages never written are never mapped, so they cost
         // no memory): a packed row stands for many events, a member's payload is many times
         // its text
-        let ev = lines.max(bytes / 32);
+        let ev = lines.max(bytes / 48);
         let i64s = || I64Col {
             values: Vec::with_capacity(ev),
             valid: Bits::default(),
@@ -282,7 +282,7 @@ impl TohOut {
                 valid: Bits::default(),
             },
             typ: StrCol::new(false, ev, ev * 16),
-            payload: StrCol::new(true, ev, 4 * bytes + 4096),
+            payload: StrCol::new(true, ev, 3 * bytes + 4096),
             turn: i64s(),
             step: i64s(),
             chunk_type: StrCol::new(false, ev, ev * 4),
@@ -664,7 +664,7 @@ pub fn scan_file_with(file: &[u8], threads: usize) -> Option<TohOut> {
     }
     cuts.push(file.len());
     let mut parts: Vec<Option<Chunk>> = if cuts.len() == 2 {
-        vec![scan_chunk(file, 0, file.len(), true)]
+        vec![scan_chunk(file, 0, file.len(), true, file.len())]
     } else {
         std::thread::scope(|sc| {
             let handles: Vec<_> = cuts
@@ -673,10 +673,12 @@ pub fn scan_file_with(file: &[u8], threads: usize) -> Option<TohOut> {
                 .skip(1)
                 .map(|(i, w)| {
                     let (a, b) = (w[0], w[1]);
-                    sc.spawn(move || scan_chunk(file, a, b, i == 0))
+                    sc.spawn(move || scan_chunk(file, a, b, i == 0, b - a))
                 })
                 .collect();
-            let mut parts = vec![scan_chunk(file, cuts[0], cuts[1], true)];
+            // the first chunk's columns are reserved for the whole file: the others are
+            // appended to them
+            let mut parts = vec![scan_chunk(file, cuts[0], cuts[1], true, file.len())];
             for h in handles {
                 parts.push(h.join().ok().flatten());
             }
@@ -817,14 +819,22 @@ const CALL_FINISH: u8 = 2;
 const CALL_MESSAGE: u8 = 3;
 
 /// Scan the lines of `file[start..end]` (`first`: the file's first chunk, which holds the
-/// header). None: the reference must read the file.
-fn scan_chunk(file: &[u8], start: usize, end_all: usize, first: bool) -> Option<Chunk> {
+/// header; `reserve`: the bytes its columns are reserved for). None: the reference must read
+/// the file.
+fn scan_chunk(
+    file: &[u8],
+    start: usize,
+    end_all: usize,
+    first: bool,
+    reserve: usize,
+) -> Option<Chunk> {
     let part = &file[start..end_all];
     if std::str::from_utf8(part).is_err() {
         return None;
     }
     let n_lines_est = memchr::memchr_iter(b'\n', part).count() + 1;
-    let mut out = TohOut::new(n_lines_est, part.len());
+    let scale = reserve / part.len().max(1);
+    let mut out = TohOut::new(n_lines_est * scale.max(1), reserve);
     let mut header = !first;
     // the envelope mode: None until the first event line, then whether it carries seq
     let mut env_full: Option<bool> = None;
