@@ -265,6 +265,16 @@ pub struct TohOut {
 
 impl TohOut {
     fn new(lines: usize, bytes: usize) -> Self {
+        let out = Self::reserved(lines, bytes);
+        crate::cols::huge_pages(&out.payload.data);
+        crate::cols::huge_pages(&out.text.data);
+        if let crate::cols::Offsets::I64(o) = &out.payload.offsets {
+            crate::cols::huge_pages(o);
+        }
+        out
+    }
+
+    fn reserved(lines: usize, bytes: usize) -> Self {
         // capacities reserved generously (pages never written are never mapped, so they cost
         // no memory): a packed row stands for many events, a member's payload is many times
         // its text
