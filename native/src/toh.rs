@@ -292,7 +292,7 @@ impl TohOut {
                 valid: Bits::default(),
             },
             typ: StrCol::new(false, ev, ev * 16),
-            payload: StrCol::new(true, ev, 3 * bytes + 4096),
+            payload: StrCol::new(true, ev, bytes + (2 * bytes).min(1 << 30) + 4096),
             turn: i64s(),
             step: i64s(),
             chunk_type: StrCol::new(false, ev, ev * 4),
