@@ -151,6 +151,22 @@ def test_several_files_some_refused(tmp_path: Path) -> None:
     both(tmp_path, "raise")
 
 
+@pytest.mark.parametrize("damage", ["truncated", "bad_seq", "not_object"])
+def test_large_file_bad_line_late(tmp_path: Path, damage: str) -> None:
+    """A file of more than 4 MB (scanned in parallel chunks) with a bad line in its last
+    chunk: the core refuses it, the reference reads it and reports the line."""
+    f = generate_toh(tmp_path / "session.jsonl", events=110_000, seed=6)
+    lines = f.read_text(encoding="utf-8").splitlines()
+    i = len(lines) - 10
+    lines[i] = {"truncated": lines[i][:-5], "bad_seq": '{"type":"x","seq":-3}',
+                "not_object": "[]"}[damage]
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert not _native_reads(f.read_bytes())
+    got = both(f)
+    assert got[1].quarantine.num_rows == 1
+    both(f, "raise")
+
+
 # ----------------------------------------------------------------------------- bad inputs
 _HEAD = '{"type":"session","id":"s1","createdAt":1700000000000}'
 _STEP = '{"type":"step/start","data":{"turn":1,"step":1}}'
