@@ -4,6 +4,7 @@ rows and members, implicit sequence numbers, duplicates, model-call ids and the 
 
 from __future__ import annotations
 
+import importlib
 import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +24,6 @@ from ...schema import EVENTS_SCHEMA
 from .._common import (
     Quarantine,
 )
-from ._nativepath import merge_events, native_events
 from ._packed import _json_strings, _member_payloads
 from ._shapes import (
     _CHUNK_OF_CODE,
@@ -332,13 +332,18 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
     if not native:
         ev = _reference_events(acc)
     elif not (acc.rows or acc.p_meta or acc.phantoms or acc.p_cols or acc.r_cols):
-        ev = native_events(native)
+        ev = _nativepath().native_events(native)
     else:  # some files read by the reference: both parts, merged by file (call ids are
         # per file: the reference part's are computed before the merge)
         ref = _reference_events(acc)
         ref["call_ids"] = _event_call_ids(ref)
-        ev = merge_events(ref, native_events(native))
+        ev = _nativepath().merge_events(ref, _nativepath().native_events(native))
     return _finish(ctxs, ev, run_ids, parents, tenant, q), runs
+
+
+def _nativepath() -> Any:
+    """The module ``_nativepath`` (imported by name, see ``_lines._nativepath``)."""
+    return importlib.import_module("replaykit.io.toh._nativepath")
 
 
 def _reference_events(acc: _Rows) -> dict[str, Any]:
