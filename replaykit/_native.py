@@ -134,6 +134,9 @@ def to_arrow(col: tuple[Any, ...]) -> Any:
     if kind == "int64":
         return pa.Array.from_buffers(pa.int64(), n, [validity, pa.py_buffer(b1)],
                                      null_count=nulls)
+    if kind == "float64":
+        return pa.Array.from_buffers(pa.float64(), n, [validity, pa.py_buffer(b1)],
+                                     null_count=nulls)
     if kind == "bool":
         return pa.Array.from_buffers(pa.bool_(), n, [validity, pa.py_buffer(b1)],
                                      null_count=nulls)

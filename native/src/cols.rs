@@ -10,6 +10,24 @@ pub struct Bits {
 }
 
 impl Bits {
+    /// Append another bitmap's bits.
+    pub fn append(&mut self, o: &Bits) {
+        let sh = self.len % 8;
+        if sh == 0 {
+            self.bytes.truncate(self.len / 8);
+            self.bytes.extend_from_slice(&o.bytes);
+        } else {
+            for &b in &o.bytes {
+                let last = self.bytes.len() - 1;
+                self.bytes[last] |= b << sh;
+                self.bytes.push(b >> (8 - sh));
+            }
+        }
+        self.len += o.len;
+        self.unset += o.unset;
+        self.bytes.truncate(self.len.div_ceil(8));
+    }
+
     #[inline]
     pub fn push(&mut self, v: bool) {
         if self.len.is_multiple_of(8) {
@@ -106,6 +124,30 @@ impl StrCol {
         self.valid.len == 0
     }
 
+    /// Append another column of the same offset width (values copied, offsets shifted).
+    pub fn append(&mut self, o: &StrCol) {
+        let base = self.data.len();
+        self.data.extend_from_slice(&o.data);
+        match (&mut self.offsets, &o.offsets) {
+            (Offsets::I32(a), Offsets::I32(b)) => {
+                a.extend(b[1..].iter().map(|&x| (x as i64 + base as i64) as i32))
+            }
+            (Offsets::I64(a), Offsets::I64(b)) => a.extend(b[1..].iter().map(|&x| x + base as i64)),
+            _ => unreachable!("columns of one kind have one offset width"),
+        }
+        self.valid.append(&o.valid);
+    }
+
+    /// Push the last value again (a non-empty column).
+    pub fn repeat_last(&mut self) {
+        let (a, b) = match &self.offsets {
+            Offsets::I32(v) => (v[v.len() - 2] as usize, v[v.len() - 1] as usize),
+            Offsets::I64(v) => (v[v.len() - 2] as usize, v[v.len() - 1] as usize),
+        };
+        self.data.extend_from_within(a..b);
+        self.commit();
+    }
+
     /// True when the 32-bit offsets would overflow (the caller then bails).
     pub fn overflows(&self) -> bool {
         matches!(self.offsets, Offsets::I32(_)) && self.data.len() > i32::MAX as usize
@@ -137,6 +179,17 @@ impl I64Col {
         self.values.push(v.unwrap_or(0));
         self.valid.push(v.is_some());
     }
+
+    /// The value at `i` (None: null).
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<i64> {
+        (self.valid.bytes[i / 8] & (1 << (i % 8)) != 0).then(|| self.values[i])
+    }
+
+    pub fn append(&mut self, o: &I64Col) {
+        self.values.extend_from_slice(&o.values);
+        self.valid.append(&o.valid);
+    }
 }
 
 /// A bool column without nulls.
@@ -150,4 +203,55 @@ impl BoolCol {
     pub fn push(&mut self, v: bool) {
         self.values.push(v);
     }
+}
+
+/// A float64 column being built.
+#[derive(Default)]
+pub struct F64Col {
+    pub values: Vec<f64>,
+    pub valid: Bits,
+}
+
+impl F64Col {
+    #[inline]
+    pub fn push(&mut self, v: Option<f64>) {
+        self.values.push(v.unwrap_or(0.0));
+        self.valid.push(v.is_some());
+    }
+
+    pub fn append(&mut self, o: &F64Col) {
+        self.values.extend_from_slice(&o.values);
+        self.valid.append(&o.valid);
+    }
+}
+
+/// Ask the kernel to back a large buffer's reserved capacity with transparent huge pages
+/// (where THP is in `madvise` mode, fewer page faults while it fills); a hint only, a no-op
+/// off Linux, for small buffers, or when refused.
+pub fn huge_pages<T>(v: &Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        const MIN: usize = 4 << 20;
+        let bytes = v.capacity() * std::mem::size_of::<T>();
+        if bytes < MIN {
+            return;
+        }
+        let start = v.as_ptr() as usize;
+        let aligned = start.div_ceil(PAGE) * PAGE;
+        let end = (start + bytes) / PAGE * PAGE;
+        if end > aligned {
+            // SAFETY: the range lies inside the vector's own allocation; MADV_HUGEPAGE only
+            // changes how the kernel backs it, never its contents
+            unsafe {
+                libc::madvise(
+                    aligned as *mut libc::c_void,
+                    end - aligned,
+                    libc::MADV_HUGEPAGE,
+                );
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
 }

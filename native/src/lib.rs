@@ -15,6 +15,7 @@ pub mod gather;
 pub mod hash;
 pub mod json;
 pub mod pleach;
+pub mod toh;
 
 // The Python binding (feature "python", on by default; the fuzz targets build without it).
 #[cfg(feature = "python")]

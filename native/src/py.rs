@@ -11,8 +11,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use crate::cols::{Bits, BoolCol, I64Col, Offsets, StrCol};
-use crate::{chain, gather, hash, pleach};
+use crate::cols::{Bits, BoolCol, F64Col, I64Col, Offsets, StrCol};
+use crate::{chain, gather, hash, pleach, toh};
 
 static PANICS: AtomicU64 = AtomicU64::new(0);
 
@@ -22,6 +22,7 @@ enum Storage {
     I32(Vec<i32>),
     I64(Vec<i64>),
     U64(Vec<u64>),
+    F64(Vec<f64>),
 }
 
 #[pyclass(frozen, module = "replaykit._core")]
@@ -38,6 +39,7 @@ impl NativeBuf {
                 Storage::I32(v) => std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 4),
                 Storage::I64(v) => std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 8),
                 Storage::U64(v) => std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 8),
+                Storage::F64(v) => std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 8),
             }
         }
     }
@@ -115,6 +117,7 @@ fn buf(py: Python<'_>, mut data: Storage) -> PyResult<Py<NativeBuf>> {
         Storage::I32(v) => v.shrink_to_fit(),
         Storage::I64(v) => v.shrink_to_fit(),
         Storage::U64(v) => v.shrink_to_fit(),
+        Storage::F64(v) => v.shrink_to_fit(),
     }
     Py::new(py, NativeBuf { data })
 }
@@ -146,6 +149,21 @@ fn i64_col<'py>(py: Python<'py>, c: I64Col) -> PyResult<Bound<'py, PyTuple>> {
     let vals = buf(py, Storage::I64(c.values))?;
     (
         "int64",
+        n,
+        nulls,
+        validity(py, c.valid)?,
+        vals,
+        None::<Py<NativeBuf>>,
+    )
+        .into_pyobject(py)
+}
+
+fn f64_col<'py>(py: Python<'py>, c: F64Col) -> PyResult<Bound<'py, PyTuple>> {
+    let n = c.values.len();
+    let nulls = c.valid.unset;
+    let vals = buf(py, Storage::F64(c.values))?;
+    (
+        "float64",
         n,
         nulls,
         validity(py, c.valid)?,
@@ -248,6 +266,69 @@ fn scan_pleach_block<'py>(
     s!("text", out.text);
     Ok(Some(
         (out.n_lines, line, hash_rows, cols, out.clean).into_pyobject(py)?,
+    ))
+}
+
+/// Scan a whole toh session log (the file's bytes). Returns None when the reference path
+/// must read the file, else `(header_start, header_end, line, seq, py_hash_rows, columns)`
+/// where `columns` is a list of `(name, column)` (see `str_col`), one value per event.
+#[pyfunction]
+fn scan_toh_file<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let pb = PyBuffer::<u8>::get(data)?;
+    if !pb.is_c_contiguous() {
+        return Err(PyValueError::new_err(
+            "data must be a contiguous bytes-like object",
+        ));
+    }
+    let ptr = pb.buf_ptr() as usize;
+    let len = pb.len_bytes();
+    let got = guarded(py, move || {
+        // SAFETY: the buffer is held (pb) for the duration of the call, contiguous, and not
+        // resized by Python while the GIL is released (the caller owns the bytes)
+        let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+        toh::scan_file(bytes)
+    });
+    drop(pb);
+    let out = match got {
+        None | Some(None) => return Ok(None),
+        Some(Some(out)) => out,
+    };
+    let line = buf(py, Storage::I64(out.line))?;
+    let seq = buf(py, Storage::I64(out.seq))?;
+    let hash_rows = buf(py, Storage::I64(out.py_hash_rows))?;
+    let cols = PyList::empty(py);
+    macro_rules! s {
+        ($name:expr, $c:expr) => {
+            cols.append(($name, str_col(py, $c)?))?
+        };
+    }
+    macro_rules! i {
+        ($name:expr, $c:expr) => {
+            cols.append(($name, i64_col(py, $c)?))?
+        };
+    }
+    cols.append(("time", f64_col(py, out.time)?))?;
+    s!("type", out.typ);
+    s!("payload", out.payload);
+    i!("turn", out.turn);
+    i!("step", out.step);
+    s!("chunk_type", out.chunk_type);
+    s!("text", out.text);
+    s!("ref_id", out.ref_id);
+    s!("tool_name", out.tool_name);
+    s!("args_hash", out.args_hash);
+    s!("cache_key", out.cache_key);
+    cols.append(("is_error", bool_col(py, out.is_error)?))?;
+    s!("finish", out.finish);
+    i!("input_tokens", out.input_tokens);
+    i!("output_tokens", out.output_tokens);
+    s!("event_id", out.event_id);
+    s!("call_ids", out.call_id);
+    Ok(Some(
+        (out.header.0, out.header.1, line, seq, hash_rows, cols).into_pyobject(py)?,
     ))
 }
 
@@ -914,6 +995,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<NativeBuf>()?;
     m.add_function(wrap_pyfunction!(scan_pleach_block, m)?)?;
+    m.add_function(wrap_pyfunction!(scan_toh_file, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_many, m)?)?;
     m.add_function(wrap_pyfunction!(tool_args_many, m)?)?;
     m.add_function(wrap_pyfunction!(text_hashes, m)?)?;

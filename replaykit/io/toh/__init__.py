@@ -22,11 +22,18 @@ table, runs and quarantine (``tests/io/test_toh_columnwise.py``; ``_lines.COLUMN
 reads every line row-wise). Sequence numbers, packed-row expansion, model-call ids,
 inheritance and joins are numpy/Arrow column operations over all files at once.
 
+With the native core (``replaykit._core``, ``_nativepath``), a file is first scanned whole in
+Rust (the same checks, payloads, fields, packed members, seqs and model-call ids); a file of
+which the reference would quarantine any line is refused there and read as above, so the
+result is the same either way (``tests/test_toh_native.py``; ``REPLAYKIT_NATIVE=0`` reads
+every file as above).
+
 The package, one story per module: ``_shapes`` (constants, the gathered columns, a file's
 context), ``_lines`` (reading a file: candidates, proofs, the line-by-line checks), ``_events``
 (one event line's typed fields), ``_packed`` (packed rows proven and expanded column-wise),
-``_templates`` (simple event lines proven column-wise) and ``_assemble`` (the table of all
-files, column-wise); this module holds the public entry points and re-exports every name.
+``_templates`` (simple event lines proven column-wise), ``_nativepath`` (a file read by the
+native core) and ``_assemble`` (the table of all files, column-wise); this module holds the
+public entry points and re-exports every name.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ rows and members, implicit sequence numbers, duplicates, model-call ids and the 
 
 from __future__ import annotations
 
+import importlib
 import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -326,7 +327,28 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
               ) -> tuple[pa.Table, pa.Table]:  # fmt: skip
     run_ids, parents = _run_ids(ctxs)
     runs = _runs_table(ctxs, run_ids, parents, tenant)
+    native = acc.n_parts
+    acc.n_parts = []
+    if not native:
+        ev = _reference_events(acc)
+    elif not (acc.rows or acc.p_meta or acc.phantoms or acc.p_cols or acc.r_cols):
+        ev = _nativepath().native_events(native)
+    else:  # some files read by the reference: both parts, merged by file (call ids are
+        # per file: the reference part's are computed before the merge)
+        ref = _reference_events(acc)
+        ref["call_ids"] = _event_call_ids(ref)
+        ev = _nativepath().merge_events(ref, _nativepath().native_events(native))
+    return _finish(ctxs, ev, run_ids, parents, tenant, q), runs
 
+
+def _nativepath() -> Any:
+    """The module ``_nativepath`` (imported by name, see ``_lines._nativepath``)."""
+    return importlib.import_module("replaykit.io.toh._nativepath")
+
+
+def _reference_events(acc: _Rows) -> dict[str, Any]:
+    """The events of the files read by the reference path (``acc``), in (file, line, member)
+    order, as the columns :func:`_finish` takes."""
     # ---- non-packed rows -> columns
     k_rows = len(acc.rows)
     cols: list[Any] = list(zip(*acc.rows, strict=True)) if k_rows else [()] * len(_ROW_FIELDS)
@@ -400,7 +422,6 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
     real = order < (k_rows + m_total)
     order = order[real]
     implicit = implicit[real]
-    n = len(order)
 
     def combine(row_vals: Any, mem_vals: Any, typ: pa.DataType) -> pa.Array:
         a = row_vals if isinstance(row_vals, pa.Array) else pa.array(row_vals, typ)
@@ -418,19 +439,11 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
                    np.asarray(pc.fill_null(explicit, 0)), implicit).astype(np.int64)  # fmt: skip
     time_ms = combine(r_time, pa.array(m_time.astype(np.float64), mask=~m_has_time), pa.float64())
 
-    type_dict, types, type_idx = _dict_first(
+    type_dict, _, _ = _dict_first(
         ra["type"], np.zeros(m_total, np.int64), ["assistant/chunk"], order)
-    kinds_all = sorted(set(KIND_OF_TYPE.values()) | {"other"})
-    kind_code = np.array([kinds_all.index(KIND_OF_TYPE.get(t_, "other")) for t_ in types],
-                         dtype=np.int64)  # fmt: skip
-    kind_idx = kind_code[type_idx] if n else np.zeros(0, np.int64)
-
     turn = combine(ra["turn"], meta["turn"][rep] if p else [], pa.int32())
     step = combine(ra["step"], meta["step"][rep] if p else [], pa.int32())
-    chunk_dict, chunk_types, chunk_idx = _dict_first(
-        ra["chunk_type"], m_code, list(_CHUNK_OF_CODE), order)
-    is_finish = (chunk_idx == chunk_types.index("finish")) if "finish" in chunk_types \
-        else np.zeros(n, dtype=bool)  # fmt: skip
+    chunk_dict, _, _ = _dict_first(ra["chunk_type"], m_code, list(_CHUNK_OF_CODE), order)
     text = combine(ra["text"], m_texts, pa.large_string())
     m_payload = pa.concat_arrays([m_payload_f.result().cast(pa.large_string()), *m_proven])
     payload = combine(ra["payload"], m_payload, pa.large_string())
@@ -441,13 +454,58 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
     def rows_only(name: str, typ: pa.DataType) -> pa.Array:
         return ra[name].cast(typ).take(row_take)
 
-    ref_id = rows_only("ref_id", pa.string())
-    tool_name = _fill_tool_result_names(kind_idx, kinds_all, fi, ref_id,
-                                        rows_only("tool_name", pa.string()))  # fmt: skip
+    return {
+        "fi": fi, "line": line, "seq": seq, "time_ms": time_ms, "type": type_dict,
+        "turn": turn, "step": step, "chunk_type": chunk_dict, "text": text, "payload": payload,
+        "is_error": combine(ra["is_error"], pa.array(np.zeros(m_total, bool)), pa.bool_()),
+        **{name: rows_only(name, typ) for name, typ in _ROWS_ONLY.items()},
+    }  # fmt: skip
+
+
+#: the columns only non-packed rows have (members' are null), and their types
+_ROWS_ONLY = {
+    "ref_id": pa.string(), "tool_name": pa.string(), "event_id": pa.string(),
+    "args_hash": pa.string(), "cache_key": pa.string(), "finish": pa.string(),
+    "input_tokens": pa.int64(), "output_tokens": pa.int64(),
+}  # fmt: skip
+
+
+def _codes(d: pa.DictionaryArray) -> tuple[list[str], np.ndarray]:
+    """(dictionary values, codes with -1 for null) of a dictionary column."""
+    return (d.dictionary.to_pylist(),
+            pc.fill_null(d.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64))
+
+
+def _event_call_ids(ev: dict[str, Any]) -> pa.Array:
+    """:func:`_call_ids` of the events ``ev`` (the columns :func:`_finish` takes)."""
+    types, type_idx = _codes(ev["type"])
+    chunk_types, chunk_idx = _codes(ev["chunk_type"])
+    is_finish = (chunk_idx == chunk_types.index("finish")) if "finish" in chunk_types \
+        else np.zeros(len(ev["fi"]), dtype=bool)  # fmt: skip
+    return _call_ids(type_idx, types, ev["fi"], ev["turn"], ev["step"], is_finish)
+
+
+def _finish(ctxs: list[_FileCtx], ev: dict[str, Any], run_ids: list, parents: list,
+            tenant: str, q: Quarantine) -> pa.Table:  # fmt: skip
+    """The canonical table of the events ``ev`` (columns in (file, line, member) order, see
+    :func:`_reference_events`): tool names of results, duplicate seqs quarantined, model-call
+    ids, inheritance, timestamps and the per-file columns."""
+    fi, line, seq, time_ms = ev["fi"], ev["line"], ev["seq"], ev["time_ms"]
+    turn, step, text, payload = ev["turn"], ev["step"], ev["text"], ev["payload"]
+    type_dict = ev["type"]
+    types, type_idx = _codes(type_dict)
+    n = len(fi)
+    kinds_all = sorted(set(KIND_OF_TYPE.values()) | {"other"})
+    kind_code = np.array([kinds_all.index(KIND_OF_TYPE.get(t_, "other")) for t_ in types],
+                         dtype=np.int64)  # fmt: skip
+    kind_idx = kind_code[type_idx] if n else np.zeros(0, np.int64)
+    ref_id = ev["ref_id"]
+    tool_name = _fill_tool_result_names(kind_idx, kinds_all, fi, ref_id, ev["tool_name"])
 
     # ---- duplicate seq within a file: quarantine the later line
     keep = np.ones(n, dtype=bool)
-    if n:
+    # (seqs rising within each file, as implicit ones always do, cannot repeat: no sort)
+    if n > 1 and not bool(np.all((np.diff(fi) > 0) | (np.diff(seq) > 0))):
         o2 = np.lexsort((line, seq, fi))
         dup = np.zeros(n, dtype=bool)
         same = (fi[o2][1:] == fi[o2][:-1]) & (seq[o2][1:] == seq[o2][:-1])
@@ -468,7 +526,7 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
             keep = ~np.isin(fi * (1 << 32) + line, bad_keys)
 
     # ---- ids, flags, per-file columns
-    call_ids = _call_ids(type_idx, types, fi, turn, step, is_finish)
+    call_ids = ev["call_ids"] if "call_ids" in ev else _event_call_ids(ev)
     ref_id = pc.coalesce(ref_id, call_ids)
     run_arr = np.array(run_ids, dtype=object)
     if "subagent/descriptor" in types:
@@ -515,17 +573,16 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
         "ts": ts_us,
         "turn": turn,
         "step": step,
-        "event_id": rows_only("event_id", pa.string()),
+        "event_id": ev["event_id"],
         "ref_id": ref_id,
         "tool_name": dict_col(tool_name),
-        "args_hash": rows_only("args_hash", pa.string()),
-        "cache_key": rows_only("cache_key", pa.string()),
-        "is_error": combine(ra["is_error"],
-                            pa.array(np.zeros(m_total, bool)), pa.bool_()),  # fmt: skip
-        "finish": dict_col(rows_only("finish", pa.string())),
-        "input_tokens": rows_only("input_tokens", pa.int64()),
-        "output_tokens": rows_only("output_tokens", pa.int64()),
-        "chunk_type": chunk_dict,
+        "args_hash": ev["args_hash"],
+        "cache_key": ev["cache_key"],
+        "is_error": ev["is_error"],
+        "finish": dict_col(ev["finish"]),
+        "input_tokens": ev["input_tokens"],
+        "output_tokens": ev["output_tokens"],
+        "chunk_type": ev["chunk_type"],
         "text": text,
         "inherited": pa.array(inherited, pa.bool_()),
         "payload": payload,
@@ -543,4 +600,4 @@ def _assemble(ctxs: list[_FileCtx], acc: _Rows, tenant: str, q: Quarantine
     table = pa.Table.from_arrays(arrays, schema=EVENTS_SCHEMA)
     if not keep.all():
         table = table.filter(pa.array(keep))
-    return table, runs
+    return table

@@ -85,6 +85,7 @@ class _Rows:
         self.phantoms: list[tuple[int, int, int]] = []  # quarantined lines: (fi, lineno, slots)
         self.p_cols: list[tuple[int, Any]] = []  # packed rows proven column-wise: (fi, columns)
         self.r_cols: list[tuple[int, Any]] = []  # event lines proven column-wise: (fi, columns)
+        self.n_parts: list[tuple[int, Any]] = []  # files read by the native core: (fi, columns)
 
 
 _ROW_FIELDS = ("fi", "line", "type", "payload", "turn", "step", "chunk_type", "text")
