@@ -30,7 +30,7 @@ from replaykit.datasets import generate_toh
 from replaykit.errors import ReplayKitError
 from replaykit.io.toh import _nativepath
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
