@@ -69,6 +69,32 @@ def test_version_and_help_import_nothing_heavy():
         assert "native core: not built" in out.stdout
 
 
+@pytest.mark.parametrize("argv", [
+    ["summary", "--help"], ["generate", "--help"], ["branch", "--help"],
+    ["branch", "create", "--help"], ["branch", "intervene", "--help"], ["replay", "--help"],
+    ["diff", "--help"], ["report", "--help"], ["report", "rca", "--help"],
+    ["report", "cohort", "--help"],
+])
+def test_a_command_s_help_imports_nothing_heavy(argv: list[str]) -> None:
+    """A command's help (the policies' help comes from branch.vocab) imports neither pandas,
+    pyarrow nor numpy, nor the loaders or the replay engine (verify-chain's help, which
+    imports its reader at 0.4 s, is left out)."""
+    code = ("import sys, contextlib, io\n"
+            "from replaykit.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            f"    assert main({argv!r}) == 0\n"
+            "assert 'usage: replaykit' in out.getvalue()\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in\n"
+            "               ('pandas', 'pyarrow', 'numpy'))\n"
+            "heavy += sorted(m for m in sys.modules if m.startswith(('replaykit.io',\n"
+            "                'replaykit.eventlog', 'replaykit.branch.replay',\n"
+            "                'replaykit.branch.compare')))\n"
+            "print(heavy)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
+    assert proc.stdout.strip() == "[]", proc.stdout
+
+
 def test_help_lists_exit_codes_and_every_policy_is_explained():
     from replaykit.branch.vocab import MODEL_POLICIES, TOOL_POLICIES
 
