@@ -198,6 +198,32 @@ fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> Option<T> {
     })
 }
 
+/// Run `scan` on the bytes of the contiguous buffer `obj` with the GIL released and panics
+/// caught: None when the scanner declines the input or panicked (counted in `panics()`).
+fn scan_buffer<'py, T: Send>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    what: &str,
+    scan: impl FnOnce(&[u8]) -> Option<T> + Send,
+) -> PyResult<Option<T>> {
+    let pb = PyBuffer::<u8>::get(obj)?;
+    if !pb.is_c_contiguous() {
+        return Err(PyValueError::new_err(format!(
+            "{what} must be a contiguous bytes-like object"
+        )));
+    }
+    let ptr = pb.buf_ptr() as usize;
+    let len = pb.len_bytes();
+    let got = guarded(py, move || {
+        // SAFETY: the buffer is held (pb) for the duration of the call, contiguous, and not
+        // resized by Python while the GIL is released (the caller owns the bytes)
+        let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+        scan(bytes)
+    });
+    drop(pb);
+    Ok(got.flatten())
+}
+
 /// Scan a pleach JSONL block (bytes ending at a line end). Returns None when the block must
 /// be read by the reference path, else `(n_lines, line, py_hash_rows, columns, clean)` where
 /// `columns` is a list of `(name, column)` (see `str_col`).
@@ -206,24 +232,8 @@ fn scan_pleach_block<'py>(
     py: Python<'py>,
     block: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Bound<'py, PyTuple>>> {
-    let pb = PyBuffer::<u8>::get(block)?;
-    if !pb.is_c_contiguous() {
-        return Err(PyValueError::new_err(
-            "block must be a contiguous bytes-like object",
-        ));
-    }
-    let ptr = pb.buf_ptr() as usize;
-    let len = pb.len_bytes();
-    let got = guarded(py, move || {
-        // SAFETY: the buffer is held (pb) for the duration of the call, contiguous, and not
-        // resized by Python while the GIL is released (the caller owns the block)
-        let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-        pleach::scan_block(bytes)
-    });
-    drop(pb);
-    let out = match got {
-        None | Some(None) => return Ok(None),
-        Some(Some(out)) => out,
+    let Some(out) = scan_buffer(py, block, "block", pleach::scan_block)? else {
+        return Ok(None);
     };
     let line = buf(py, Storage::I64(out.line))?;
     let hash_rows = buf(py, Storage::I64(out.py_hash_rows))?;
@@ -277,24 +287,8 @@ fn scan_toh_file<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Bound<'py, PyTuple>>> {
-    let pb = PyBuffer::<u8>::get(data)?;
-    if !pb.is_c_contiguous() {
-        return Err(PyValueError::new_err(
-            "data must be a contiguous bytes-like object",
-        ));
-    }
-    let ptr = pb.buf_ptr() as usize;
-    let len = pb.len_bytes();
-    let got = guarded(py, move || {
-        // SAFETY: the buffer is held (pb) for the duration of the call, contiguous, and not
-        // resized by Python while the GIL is released (the caller owns the bytes)
-        let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-        toh::scan_file(bytes)
-    });
-    drop(pb);
-    let out = match got {
-        None | Some(None) => return Ok(None),
-        Some(Some(out)) => out,
+    let Some(out) = scan_buffer(py, data, "data", toh::scan_file)? else {
+        return Ok(None);
     };
     let line = buf(py, Storage::I64(out.line))?;
     let seq = buf(py, Storage::I64(out.seq))?;

@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from _toh_mutations import _mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -325,39 +326,6 @@ def test_every_event_shape(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- hypothesis
-_VALUES = [0, -1, 1, 2**31 - 1, 2**31, -(2**31) - 1, 2**63 - 1, 2**64, 1.5, 1.0, True, None,
-           "", "x", 'q"uote', "back\\slash", "\u00e9", "\x01", "\ud800", [], {}, [1], ["a"],
-           {"kind": "error"}, {"kind": 3}, "error", "finish", "usage", "text-delta"]
-
-
-def _mutate(obj: object, rng: random.Random) -> object:
-    if isinstance(obj, dict) and obj:
-        obj = dict(obj)
-        key = rng.choice(list(obj))
-        op = rng.random()
-        if op < 0.45:
-            obj[key] = _mutate(obj[key], rng)
-        elif op < 0.6:
-            obj[key] = rng.choice(_VALUES)
-        elif op < 0.7:
-            del obj[key]
-        elif op < 0.8:
-            obj[rng.choice(["extra", "seq", "seq0", "time", "time0", "cacheKey"])] = \
-                rng.choice(_VALUES)  # fmt: skip
-        else:
-            items = list(obj.items())
-            rng.shuffle(items)
-            obj = dict(items)
-        return obj
-    if isinstance(obj, list) and obj:
-        obj = list(obj)
-        i = rng.randrange(len(obj))
-        if rng.random() < 0.7:
-            obj[i] = _mutate(obj[i], rng)
-        else:
-            del obj[i]
-        return obj
-    return rng.choice(_VALUES)
 
 
 _BASE: list[str] = []
