@@ -8,6 +8,7 @@ is a failure, never a skip.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,15 @@ from hypothesis import settings
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data"
+
+# Test modules import helpers from test modules of other package folders by module name
+# (`from test_report_browser import ARGS`): every folder of tests/ is importable, whichever
+# files pytest was asked to run (pytest itself only puts the folders it collects from on
+# sys.path). Test module names are unique across the folders, so none shadows another.
+for _folder in sorted(Path(__file__).resolve().parent.iterdir()):
+    if _folder.is_dir() and _folder.name not in ("data", "__pycache__") \
+            and str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 
 
 def _in_ci() -> bool:

@@ -66,6 +66,7 @@ from ._output import (
 from .branch import _branch_create, _branch_intervene, _replay, _result_view
 from .files import (
     MODEL_POLICY_HELP,
+    OWNER_HELP,
     TOOL_POLICY_HELP,
     CliFileError,
     CliHelpFormatter,
@@ -200,8 +201,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                     help="tenant of the base run (with --log; never guessed when the logs "
                     "hold several)")
     bc.add_argument("--owner", default=None, metavar="ID",
-                    help="owner of --log files that record no tenant (toh, isplay, inspect, "
-                    "otel)")
+                    help=OWNER_HELP.replace("logs", "--log files"))
     bc.add_argument("--format", default="auto", choices=_FORMATS,
                     help="format of the --log files (auto: sniff each file)")
     bc.add_argument("--parent", default=None, metavar="BRANCH_ID", help="parent branch id")
@@ -265,7 +265,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     r.add_argument("--tenant", default=None, metavar="ID",
                    help="tenant of the base run (never guessed when the logs hold several)")
     r.add_argument("--owner", default=None, metavar="ID",
-                   help="owner of logs that record no tenant (toh, isplay, inspect, otel)")
+                   help=OWNER_HELP)
     r.add_argument("--format", default="auto", choices=_FORMATS,
                    help="format of the log files (auto: sniff each file)")
     r.add_argument("--model-policy", default=None, choices=MODEL_POLICIES,

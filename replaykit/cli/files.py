@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 __all__ = [
+    "OWNER_HELP",
     "MAX_OPTION_FILE_BYTES",
     "MODEL_POLICY_HELP",
     "TOOL_POLICY_HELP",
@@ -61,6 +62,9 @@ __all__ = [
 
 #: The largest file an option may name (branch, patch, fixtures, manifest files): 256 MiB.
 MAX_OPTION_FILE_BYTES = 256 * 1024 * 1024
+#: the help of every command's ``--owner``: pleach rows carry their tenant, every other format
+#: is owned by whoever the caller names (tests/io/test_read_events_owner.py)
+OWNER_HELP = "owner of logs that record no tenant (every format but pleach)"
 
 
 class CliFileError(Exception):

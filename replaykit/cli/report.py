@@ -28,6 +28,7 @@ from typing import Any
 
 from .files import (
     MODEL_POLICY_HELP,
+    OWNER_HELP,
     TOOL_POLICY_HELP,
     CliFileError,
     CliParser,
@@ -82,7 +83,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="keep only this tenant's rows; alone, it also names the owner of "
                    "formats without one (never guessed)")
     p.add_argument("--owner", default=None, metavar="ID",
-                   help="owner of logs that record no tenant (toh, isplay, inspect, otel)")
+                   help=OWNER_HELP)
     p.add_argument("--format", default="auto",
                    choices=["auto", "toh", "pleach", "isplay", "inspect", "otel"],
                    help="input format (default: sniff each file; Parquet datasets are read "

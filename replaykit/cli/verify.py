@@ -28,6 +28,7 @@ from ..integrity.verify import verify_chain
 from ..io import is_dataset, read_events
 from ..schema import run_starts as _run_starts
 from .files import (
+    OWNER_HELP,
     CliFileError,
     CliParser,
     check_input_path,
@@ -197,7 +198,7 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--owner", default=None, metavar="ID",
-        help="owner of logs that record no tenant (toh, isplay, inspect, otel)"
+        help=OWNER_HELP
     )
     parser.add_argument("--table", default="harness_event_log",
                         help="table name for DB URIs (default: harness_event_log)")
