@@ -299,8 +299,25 @@ def _read_pleach(
     progress: bool | None,
 ) -> EventLog:
     quarantine = Quarantine(policy)
+    parts, counts_rows = _read_files(files, quarantine, tenants, progress)
+    table, dup_by_source = _finish(parts, quarantine)
+    counts = _counts_table(counts_rows, dup_by_source, _scope_quarantine(quarantine, tenants))
+    runs = _runs_table(table)
+    extras = {"pleach_counts": counts}
+    # the rows are already in (tenant_id, run_id, seq) order: EventLog only validates that
+    return EventLog(table, runs=runs, quarantine=quarantine.table(), extras=extras, sort=False)
+
+
+def _read_files(
+    files: list[Path], quarantine: Quarantine, tenants: frozenset[str] | None,
+    progress: bool | None, *, prepare: Any = None, check: Any = None, reduce: Any = None,
+) -> tuple[list[tuple[str, Any]], list[dict[str, Any]]]:
+    """Every file's checked parts, in file order, with their source, and one row of counts
+    per file (completed by :func:`_counts_table`). ``prepare`` / ``check`` replace
+    :func:`_prepare_block` / :func:`_check_rows` for JSONL blocks and ``reduce`` maps each
+    Parquet part (the summary path, ``_summary``); None: the loader's own."""
     total = sum(f.stat().st_size for f in files)
-    parts: list[tuple[str, _Part]] = []
+    parts: list[tuple[str, Any]] = []
     counts_rows: list[dict[str, Any]] = []
     with Progress(total, desc="pleach", unit="B", enabled=progress) as bar:
         for f in files:
@@ -309,6 +326,8 @@ def _read_pleach(
             before = len(quarantine)
             if f.suffix == ".parquet":
                 file_parts = _read_parquet_file(f, source, quarantine, tenants, counts)
+                if reduce is not None:
+                    file_parts = [reduce(p) for p in file_parts]
                 bar.update(f.stat().st_size)
             else:
                 try:
@@ -316,7 +335,8 @@ def _read_pleach(
                         file_err = compressed(source, fh.read(8))
                     if file_err is None:
                         file_parts = list(
-                            _read_jsonl(f, source, quarantine, tenants, counts, bar))
+                            _read_jsonl(f, source, quarantine, tenants, counts, bar,
+                                        prepare=prepare, check=check))
                 except OSError as exc:
                     file_err = unreadable(source, exc)
                 if file_err is not None:  # the whole file is one bad row; the others load
@@ -335,17 +355,19 @@ def _read_pleach(
                     "quarantined_in_file": counts.quarantined,
                 }
             )
-    table, dup_by_source = _finish(parts, quarantine)
-    not_theirs = _scope_quarantine(quarantine, tenants)
+    return parts, counts_rows
+
+
+def _counts_table(counts_rows: list[dict[str, Any]], dup_by_source: dict[str, int],
+                  not_theirs: dict[str, int]) -> pa.Table:
+    """``extras["pleach_counts"]``: per file, its rows loaded, quarantined (duplicates
+    included) and filtered out (quarantined rows of other tenants included)."""
     for row in counts_rows:
         row["quarantined"] = row.pop("quarantined_in_file") + dup_by_source.get(row["source"], 0)
         row["quarantined"] -= not_theirs.get(row["source"], 0)
         row["filtered_out"] += not_theirs.get(row["source"], 0)
         row["loaded"] = row["input_rows"] - row["filtered_out"] - row["quarantined"]
-    runs = _runs_table(table)
-    extras = {"pleach_counts": pa.Table.from_pylist(counts_rows, schema=_COUNTS_SCHEMA)}
-    # the rows are already in (tenant_id, run_id, seq) order: EventLog only validates that
-    return EventLog(table, runs=runs, quarantine=quarantine.table(), extras=extras, sort=False)
+    return pa.Table.from_pylist(counts_rows, schema=_COUNTS_SCHEMA)
 
 
 _COUNTS_SCHEMA = pa.schema(
@@ -487,6 +509,9 @@ def _read_jsonl(
     tenants: frozenset[str] | None,
     counts: _Counts,
     bar: Progress,
+    *,
+    prepare: Any = None,
+    check: Any = None,
 ) -> Iterator[_Part]:
     # Blocks are read column-wise on two threads (Arrow and numpy release the GIL); the
     # results are taken in file order, so row checks and quarantine stay sequential.
@@ -494,6 +519,8 @@ def _read_jsonl(
     # the native path reads the file into a few reused buffers (handed back below, once the
     # block is read); the reference path reads a new bytearray per block
     buffers: list[bytearray] | None = [] if _native.enabled() else None
+    prepare = _prepare_block if prepare is None else prepare
+    check = _check_rows if check is None else check
     with ThreadPoolExecutor(_THREADS) as pool:
         pending: deque[Any] = deque()
         blocks: Iterator[Any] = (_iter_blocks(path, bar) if buffers is None
@@ -508,10 +535,10 @@ def _read_jsonl(
                 if block is None:
                     done = True
                 elif buffers is None:
-                    pending.append((None, None, pool.submit(_prepare_block, block)))
+                    pending.append((None, None, pool.submit(prepare, block)))
                 else:
                     buf, view = block
-                    pending.append((buf, view, pool.submit(_prepare_block, view)))
+                    pending.append((buf, view, pool.submit(prepare, view)))
             if not pending:
                 break
             buf, view, fut = pending.popleft()
@@ -537,8 +564,7 @@ def _read_jsonl(
             else:
                 part.line = lineno
             del blk
-            part = _check_rows(part, source, quarantine, tenants, counts)
-            pass
+            part = check(part, source, quarantine, tenants, counts)
             if part is not None:
                 yield part
 
