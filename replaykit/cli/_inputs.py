@@ -139,14 +139,13 @@ def _read(paths: Sequence[str | Path], fmt: str, tenant: str | None, *,
     if tenant is not None:
         kwargs["tenant_id"] = tenant
     files = None
+    log: Any
     if summary and owner is None:
-        from ..io.pleach._summary import eligible_files
-
-        files = eligible_files(list(paths), fmt)
+        files = _pleach_only(list(paths), fmt)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if files is not None:
-            from ..io.pleach._summary import read_pleach_runs
+            from ..io.pleach import read_pleach_runs
 
             # (read_events would also warn of files a --tenant filter emptied: the command
             # line does not print that warning)
@@ -174,6 +173,38 @@ def _read(paths: Sequence[str | Path], fmt: str, tenant: str | None, *,
     if dropped is not None:
         dropped.append(n_dropped)
     return log
+
+
+def _pleach_only(paths: list[str | Path], fmt: str) -> list[Path] | None:
+    """The pleach files ``read_events(paths, format=fmt)`` would hand to ``read_pleach`` (in
+    its order) when it would read nothing else, and the native core is on (the summary
+    path's condition); None otherwise, or when unsure (the full read then decides)."""
+    import pyarrow as pa
+
+    from .. import _native
+    from ..io import _PATTERNS as patterns
+    from ..io import FORMATS, detect_format, is_dataset
+    from ..io._common import expand_paths
+    from ..io.pleach import _PATTERNS as pleach_patterns
+    from ..io.pleach import FORMAT
+
+    if not _native.enabled() or fmt not in ("auto", FORMAT):
+        return None
+    try:
+        if fmt == FORMAT:
+            return expand_paths(list(paths), patterns=pleach_patterns)
+        if any(is_dataset(p) for p in paths):
+            return None
+        files = []
+        for f in expand_paths(list(paths), patterns=patterns):
+            if any(getattr(m, "is_side_file", lambda _p: False)(f) for m in FORMATS.values()):
+                continue
+            if detect_format(f) != FORMAT:
+                return None
+            files.append(f)
+        return files or None
+    except (ReplayKitError, OSError, ValueError, pa.ArrowException):
+        return None
 
 
 def _note(text: str, *, kind: str = "note") -> None:

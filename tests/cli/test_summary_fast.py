@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 import replaykit.io.pleach as pleach
 from replaykit import _native
+from replaykit.cli import _inputs as cli_inputs
 from replaykit.cli import main
 from replaykit.datasets import generate_pleach
-from replaykit.io.pleach import _summary
 
 ROOT = Path(__file__).resolve().parents[2]
 NATIVE = _native.enabled()
@@ -31,16 +31,16 @@ def _run(argv: list[str], monkeypatch: pytest.MonkeyPatch, *, fast: bool,
          qout: Path | None = None) -> tuple[Any, ...]:
     """(exit code, stdout, stderr, quarantine file bytes, fast path used) of one command."""
     calls: list[int] = []
-    real = _summary.read_pleach_runs
+    real = pleach.read_pleach_runs
 
     def spy(*a: Any, **k: Any) -> Any:
         calls.append(1)
         return real(*a, **k)
 
     with monkeypatch.context() as m:
-        m.setattr(_summary, "read_pleach_runs", spy)
+        m.setattr(pleach, "read_pleach_runs", spy)
         if not fast:
-            m.setattr(_summary, "eligible_files", lambda *a, **k: None)
+            m.setattr(cli_inputs, "_pleach_only", lambda *a, **k: None)
         if qout is not None and qout.exists():
             qout.unlink()
         out, err = io.StringIO(), io.StringIO()
@@ -235,7 +235,7 @@ def test_the_comparison_can_fail(logs: dict[str, Path], monkeypatch: pytest.Monk
     """A fast path one event short per run is caught."""
     if not NATIVE:
         pytest.skip("the fast path is native-only")
-    real = _summary._per_run
+    real = pleach._per_run
 
     def short(*a: Any, **k: Any) -> Any:
         stats, *rest = real(*a, **k)
@@ -244,7 +244,7 @@ def test_the_comparison_can_fail(logs: dict[str, Path], monkeypatch: pytest.Monk
         i = stats.schema.get_field_index("events")
         return (stats.set_column(i, "events", pc.subtract(stats.column("events"), 1)), *rest)
 
-    monkeypatch.setattr(_summary, "_per_run", short)
+    monkeypatch.setattr(pleach, "_per_run", short)
     with pytest.raises(AssertionError):
         _same(["summary", str(logs["small"]), "--no-progress"], monkeypatch)
 

@@ -46,6 +46,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +155,11 @@ from ._shapes import (  # noqa: F401 (the old module's names, re-exported)
     _FastPathFailed,
     _Part,
 )
+from ._summary import RunSummary
+from ._summary import check as _summary_check
+from ._summary import per_run as _per_run
+from ._summary import prepare as _summary_prepare
+from ._summary import reduce as _summary_reduce
 
 __all__ = [
     "DERIVED_COLUMNS", "EVENT_KINDS", "FORMAT", "derive_columns", "events_from_arrow",
@@ -270,6 +276,32 @@ def read_pleach(
         # native path: the collector paused (the load makes few Python objects, none in
         # cycles; its collections were ~1% of the load's CPU)
         return _read_pleach(files, policy, tenants, progress)
+
+
+def read_pleach_runs(
+    path_or_glob: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    tenant_id: str | Sequence[str] | None = None,
+    errors: ErrorPolicy = "raise",
+    progress: bool | None = None,
+) -> RunSummary:
+    """What ``replaykit summary`` asks of :func:`read_pleach`'s log, without the log: the
+    same arguments, rows, checks, errors, quarantine and counts, but only the per-run numbers
+    (a ``RunSummary``; ``io/pleach/_summary.py`` says how)."""
+    policy = check_errors_arg(errors)
+    tenants = _tenant_filter(tenant_id)
+    files = expand_paths(path_or_glob, patterns=_PATTERNS)
+    with _system_memory_pool(), (gc_paused() if _native.enabled() else nullcontext()):
+        quarantine = Quarantine(policy)
+        prepare = partial(_summary_prepare, fallback=_prepare_block, make_block=_Block)
+        parts, counts_rows = _read_files(files, quarantine, tenants, progress,
+                                         prepare=prepare, check=_summary_check,
+                                         reduce=_summary_reduce)
+        stats, runs, events, span, dup_by_source = _per_run(parts, quarantine)
+        counts = _counts_table(counts_rows, dup_by_source,
+                               _scope_quarantine(quarantine, tenants))
+        return RunSummary(stats, runs, quarantine.table(), {"pleach_counts": counts},
+                                   events, span)
 
 
 _POOL_LOCK = threading.Lock()

@@ -15,9 +15,7 @@ the command's output with the full read's.
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,15 +23,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ... import _native
-from ..._json import gc_paused
 from ...eventlog.log import RUN_STAT_COLUMNS, RUNS_SCHEMA, _as_quarantine, runs_frame
 from ...schema import EVENTS_SCHEMA
-from .._common import Quarantine, check_errors_arg, expand_paths
-from ._checks import _check_rows, _parse_created, _scope_quarantine, _tenant_filter
+from .._common import Quarantine
+from ._checks import _check_rows, _parse_created
 from ._finish import _duplicates, _key_order
-from ._shapes import _PATTERNS, _STR, FORMAT, _Part
+from ._shapes import _STR, FORMAT, _Part
 
-__all__ = ["RunSummary", "read_pleach_runs"]
+__all__ = ["RunSummary", "check", "per_run", "prepare", "reduce"]
 
 _TS = EVENTS_SCHEMA.field("ts").type
 
@@ -87,7 +84,7 @@ def _lean(cols: dict[str, Any], ts: pa.Array, line: np.ndarray) -> _Lean:
         is_error=_flag(_plain(cols["is_error"], pa.bool_())), line=line)
 
 
-def _reduce(part: _Part) -> _Lean:
+def reduce(part: _Part) -> _Lean:
     """A checked part of the loader (its canonical columns) reduced to :class:`_Lean`."""
     env, typed = part.env, part.typed
     cols = {c: env.column(c) for c in ("tenant_id", "chat_id", "sequence_number",
@@ -96,34 +93,33 @@ def _reduce(part: _Part) -> _Lean:
     return _lean(cols, part.created_at, np.asarray(part.line, dtype=np.int64))
 
 
-def _prepare(block: bytes | bytearray | memoryview) -> Any:
-    """_prepare_block of the summary path (on a reading thread): the lean native scan when
-    every row of the block passes the row checks (the core found them clean, and every
-    ``created_at`` parses); otherwise the loader's own reading of the block."""
-    from . import _Block, _prepare_block
-
+def prepare(block: bytes | bytearray | memoryview, *, fallback: Any, make_block: Any) -> Any:
+    """The reader's ``prepare`` for the summary path (on a reading thread): the lean native
+    scan when every row of the block passes the row checks (the core found them clean, and
+    every ``created_at`` parses), as a ``make_block`` (the reader's ``_Block``) holding a
+    :class:`_Lean`; otherwise ``fallback(block)``, the loader's own reading of the block."""
     got = _native.core().scan_pleach_block(block, lean=True) if _native.enabled() else None
     if got is not None:
         n_lines, line_buf, _, columns, clean = got
         line = np.frombuffer(line_buf, dtype=np.int64)
         if not len(line):
-            return _Block(b"", n_lines, line, line, line, None)
+            return make_block(b"", n_lines, line, line, line, None)
         if clean:
             cols = {name: _native.to_arrow(c) for name, c in columns}
             ts, bad = _parse_created(cols["created_at"])
             if not bad.any():
-                return _Block(b"", n_lines, line, line, line, _lean(cols, ts, line.copy()))
-    return _prepare_block(block)
+                return make_block(b"", n_lines, line, line, line, _lean(cols, ts, line.copy()))
+    return fallback(block)
 
 
-def _check(part: Any, source: str, quarantine: Quarantine, tenants: frozenset[str] | None,
+def check(part: Any, source: str, quarantine: Quarantine, tenants: frozenset[str] | None,
            counts: Any) -> _Lean | None:
     """_check_rows of the summary path: a lean part's rows all pass the checks, so only the
     tenant filter applies (as _check_rows applies it); a loader part is checked by
     _check_rows (which reports its bad rows) and reduced."""
     if isinstance(part, _Part):
         checked = _check_rows(part, source, quarantine, tenants, counts)
-        return None if checked is None else _reduce(checked)
+        return None if checked is None else reduce(checked)
     if not len(part.seq):
         return None
     if tenants is not None:
@@ -197,27 +193,7 @@ class RunSummary:
         }
 
 
-def read_pleach_runs(paths: Any, *, tenant_id: Any = None, errors: str = "raise",
-                     progress: bool | None = None) -> RunSummary:
-    """:func:`read_pleach`'s runs of ``paths``, as a :class:`RunSummary` (same arguments, same
-    errors, the same quarantine and counts)."""
-    from . import _counts_table, _read_files, _system_memory_pool
-
-    policy = check_errors_arg(errors)
-    tenants = _tenant_filter(tenant_id)
-    files = expand_paths(paths, patterns=_PATTERNS)
-    with _system_memory_pool(), (gc_paused() if _native.enabled() else nullcontext()):
-        quarantine = Quarantine(policy)
-        parts, counts_rows = _read_files(files, quarantine, tenants, progress,
-                                         prepare=_prepare, check=_check, reduce=_reduce)
-        stats, runs, events, span, dup_by_source = _per_run(parts, quarantine)
-        counts = _counts_table(counts_rows, dup_by_source,
-                               _scope_quarantine(quarantine, tenants))
-        return RunSummary(stats, runs, quarantine.table(), {"pleach_counts": counts},
-                          events, span)
-
-
-def _per_run(parts: list[tuple[str, _Lean]], quarantine: Quarantine
+def per_run(parts: list[tuple[str, _Lean]], quarantine: Quarantine
              ) -> tuple[pa.Table, pa.Table, int, tuple[Any, Any], dict[str, int]]:
     """The per-run numbers (EventLog._run_stats' table), the header table (_runs_table's),
     the number of events and their time span, of the parts' rows once the duplicate keys are
@@ -325,29 +301,3 @@ def _per_run(parts: list[tuple[str, _Lean]], quarantine: Quarantine
     span = pc.min_max(ts) if n else None
     lo_hi = (span["min"].as_py(), span["max"].as_py()) if span is not None else (None, None)
     return stats, runs, n, lo_hi, dup_by_source
-
-
-def eligible_files(paths: list[str | Path], fmt: str) -> list[Path] | None:
-    """The pleach files ``read_events(paths, format=fmt)`` would hand to :func:`read_pleach`
-    (in its order), when it would read nothing else; None otherwise (or when unsure)."""
-    from ...errors import ReplayKitError
-    from .. import _PATTERNS as patterns
-    from .. import FORMATS, detect_format, is_dataset
-
-    if not _native.enabled() or fmt not in ("auto", FORMAT):
-        return None
-    try:
-        if fmt == FORMAT:
-            return expand_paths(list(paths), patterns=_PATTERNS)
-        if any(is_dataset(p) for p in paths):
-            return None
-        files = []
-        for f in expand_paths(list(paths), patterns=patterns):
-            if any(getattr(m, "is_side_file", lambda _p: False)(f) for m in FORMATS.values()):
-                continue
-            if detect_format(f) != FORMAT:
-                return None
-            files.append(f)
-        return files or None
-    except (ReplayKitError, OSError, ValueError, pa.ArrowException):
-        return None
