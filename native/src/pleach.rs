@@ -53,6 +53,13 @@ pub struct BlockOut {
     /// by the tenant-id rule, a non-empty chat_id and event_type, a sequence_number >= 0):
     /// `_checks._check_rows` then skips them
     pub clean: bool,
+    /// lean scan ([`scan_block_lean`]): only the columns `replaykit summary` reads were built
+    /// (tenant_id, chat_id, sequence_number, event_type, created_at, turn, is_error, finish,
+    /// child); the others are empty
+    pub lean: bool,
+    /// bytes of the canonical tool-call arguments (a lean scan builds no `args` column, but
+    /// refuses the block when that column would overflow, as the full scan does)
+    args_bytes: usize,
 }
 
 /// The tenant-id rule (`replaykit.tenancy`): 1 to 256 characters, none of them a control
@@ -451,6 +458,21 @@ fn hex32(digest: &[u8]) -> [u8; 32] {
 /// Scan a block of newline-terminated lines (bytes after the last newline are not read).
 /// None: the reference path must read this block.
 pub fn scan_block(b: &[u8]) -> Option<BlockOut> {
+    scan(b, false)
+}
+
+/// [`scan_block`] for `replaykit summary`: every line validated exactly as the full scan
+/// validates it, and the same blocks refused (and a few more: a block of 2 GiB or more), but
+/// only the per-run columns built (see [`BlockOut::lean`]): no payload, hashes, `text`,
+/// arguments or ids.
+pub fn scan_block_lean(b: &[u8]) -> Option<BlockOut> {
+    if b.len() > i32::MAX as usize {
+        return None; // the full scan decides whether a skipped column would overflow
+    }
+    scan(b, true)
+}
+
+fn scan(b: &[u8], lean: bool) -> Option<BlockOut> {
     if std::str::from_utf8(b).is_err() {
         return None;
     }
@@ -482,7 +504,27 @@ pub fn scan_block(b: &[u8]) -> Option<BlockOut> {
         text: StrCol::new(true, est, b.len() / 4), // (the slack is handed back, see py.rs buf)
         py_hash_rows: Vec::new(),
         clean: true,
+        lean,
+        args_bytes: 0,
     };
+    if lean {
+        for c in [
+            &mut out.prev_hash,
+            &mut out.row_hash,
+            &mut out.payload,
+            &mut out.event_id,
+            &mut out.ref_id,
+            &mut out.tool_name,
+            &mut out.args_hash,
+            &mut out.cache_key,
+            &mut out.args,
+            &mut out.text,
+        ] {
+            *c = StrCol::new(false, 0, 0);
+        }
+        out.input_tokens = I64Col::default();
+        out.output_tokens = I64Col::default();
+    }
     let (mut any_str, mut any_int) = (false, false);
     let mut start = 0usize;
     let mut lineno = 0i64;
@@ -542,12 +584,17 @@ pub fn scan_block(b: &[u8]) -> Option<BlockOut> {
             return None;
         }
     }
+    if out.args_bytes > i32::MAX as usize {
+        return None;
+    }
     Some(out)
 }
 
-/// One row's columns (the reference's `_canonical_columns` and `_tool_args`).
+/// One row's columns (the reference's `_canonical_columns` and `_tool_args`); a lean scan
+/// builds only the per-run ones (and still checks the tool-call arguments canonicalise).
 fn emit(out: &mut BlockOut, line: &[u8], row: &Row, lineno: i64) -> Option<()> {
     let i = out.line.len() as i64;
+    let lean = out.lean;
     out.line.push(lineno);
     push_s(&mut out.tenant_id, line, row.tenant_id);
     push_s(&mut out.chat_id, line, row.chat_id);
@@ -559,8 +606,10 @@ fn emit(out: &mut BlockOut, line: &[u8], row: &Row, lineno: i64) -> Option<()> {
             && out.event_type.last().is_some_and(|e| !e.is_empty())
             && row.sequence_number.is_some_and(|q| q >= 0);
     }
-    push_s(&mut out.prev_hash, line, row.prev_hash);
-    push_s(&mut out.row_hash, line, row.row_hash);
+    if !lean {
+        push_s(&mut out.prev_hash, line, row.prev_hash);
+        push_s(&mut out.row_hash, line, row.row_hash);
+    }
     if let Some(c) = out.created_str.as_mut() {
         push_s(c, line, row.created_str);
     }
@@ -568,7 +617,9 @@ fn emit(out: &mut BlockOut, line: &[u8], row: &Row, lineno: i64) -> Option<()> {
         c.push(row.created_int);
     }
     let (ps, pe) = row.payload?;
-    out.payload.push(&line[ps..pe]);
+    if !lean {
+        out.payload.push(&line[ps..pe]);
+    }
 
     let ev = match row.event_type {
         Some(s) => event_kind(&decoded(line, s)),
@@ -581,36 +632,38 @@ fn emit(out: &mut BlockOut, line: &[u8], row: &Row, lineno: i64) -> Option<()> {
         _ => None,
     };
     out.turn.push(turn);
-    push_s(
-        &mut out.event_id,
-        line,
-        match ev {
-            MessageUser => row.message_id,
-            CheckpointCreated => row.checkpoint_id,
-            ExportCreated => row.export_id,
-            UserCardShown => row.card_id,
-            _ => None,
-        },
-    );
-    push_s(
-        &mut out.ref_id,
-        line,
-        match ev {
-            ModelRequested | ModelCompleted | ToolCalled | ToolCompleted => row.call_id,
-            InterruptRaised | InterruptResolved => row.interrupt_id,
-            SubagentSpawned | SubagentCompleted => row.subagent_id,
-            TurnStarted | TurnCompleted => row.message_id,
-            _ => None,
-        },
-    );
-    push_s(
-        &mut out.tool_name,
-        line,
-        match ev {
-            ToolCalled | ToolCompleted => row.tool,
-            _ => None,
-        },
-    );
+    if !lean {
+        push_s(
+            &mut out.event_id,
+            line,
+            match ev {
+                MessageUser => row.message_id,
+                CheckpointCreated => row.checkpoint_id,
+                ExportCreated => row.export_id,
+                UserCardShown => row.card_id,
+                _ => None,
+            },
+        );
+        push_s(
+            &mut out.ref_id,
+            line,
+            match ev {
+                ModelRequested | ModelCompleted | ToolCalled | ToolCompleted => row.call_id,
+                InterruptRaised | InterruptResolved => row.interrupt_id,
+                SubagentSpawned | SubagentCompleted => row.subagent_id,
+                TurnStarted | TurnCompleted => row.message_id,
+                _ => None,
+            },
+        );
+        push_s(
+            &mut out.tool_name,
+            line,
+            match ev {
+                ToolCalled | ToolCompleted => row.tool,
+                _ => None,
+            },
+        );
+    }
     // tool-call arguments: canonical JSON and its hash
     let mut args_text: Option<Vec<u8>> = None;
     if ev == ToolCalled {
@@ -618,7 +671,9 @@ fn emit(out: &mut BlockOut, line: &[u8], row: &Row, lineno: i64) -> Option<()> {
             let v = &line[s..e];
             if v != b"null" {
                 let text = canon::canonical(v).ok()?;
-                if v[0] == b'"' {
+                if lean {
+                    out.args_bytes += text.len();
+                } else if v[0] == b'"' {
                     out.py_hash_rows.push(i);
                     out.args_hash.push_null();
                 } else {
@@ -629,10 +684,12 @@ fn emit(out: &mut BlockOut, line: &[u8], row: &Row, lineno: i64) -> Option<()> {
             }
         }
     }
-    if args_text.is_none() {
-        out.args_hash.push_null();
+    if !lean {
+        if args_text.is_none() {
+            out.args_hash.push_null();
+        }
+        push_s(&mut out.cache_key, line, row.cache_key);
     }
-    push_s(&mut out.cache_key, line, row.cache_key);
     let finish = if ev == ModelCompleted {
         row.finish
     } else {
@@ -646,10 +703,12 @@ fn emit(out: &mut BlockOut, line: &[u8], row: &Row, lineno: i64) -> Option<()> {
     out.is_error.push(is_error);
     push_s(&mut out.finish, line, finish);
     let model_done = ev == ModelCompleted;
-    out.input_tokens
-        .push(if model_done { row.input_tokens } else { None });
-    out.output_tokens
-        .push(if model_done { row.output_tokens } else { None });
+    if !lean {
+        out.input_tokens
+            .push(if model_done { row.input_tokens } else { None });
+        out.output_tokens
+            .push(if model_done { row.output_tokens } else { None });
+    }
     push_s(
         &mut out.child,
         line,
@@ -659,6 +718,9 @@ fn emit(out: &mut BlockOut, line: &[u8], row: &Row, lineno: i64) -> Option<()> {
             None
         },
     );
+    if lean {
+        return Some(());
+    }
     // text = coalesce(args, text, result, message, reason)
     match &args_text {
         Some(t) => {
@@ -921,6 +983,63 @@ mod tests {
         assert!(tenant_ok("é".repeat(256).as_bytes()));
         assert!(!tenant_ok(b"a\xe2\x80\xa8"));
         assert!(tenant_ok(b"a\xe2\x80\xa7"));
+    }
+
+    #[test]
+    fn lean_scan_keeps_the_per_run_columns_and_the_refusals() {
+        let spawn = ROW
+            .replace("tool.called", "subagent.spawned")
+            .replace("\"tool\":\"grep\"", "\"child_chat_id\":\"c2\"");
+        let done = ROW
+            .replace("tool.called", "model.completed")
+            .replace("\"tool\":\"grep\"", "\"finish\":\"error\"");
+        let turn = ROW
+            .replace("tool.called", "turn.started")
+            .replace("\"tool\":\"grep\"", "\"turn\":7");
+        let block = format!("{ROW}\n\n{spawn}\r\n{done}\n{turn}\n");
+        let full = scan_block(block.as_bytes()).unwrap();
+        let lean = scan_block_lean(block.as_bytes()).unwrap();
+        assert_eq!(
+            (lean.n_lines, &lean.line, lean.clean),
+            (full.n_lines, &full.line, true)
+        );
+        for (a, b) in [
+            (&lean.tenant_id, &full.tenant_id),
+            (&lean.chat_id, &full.chat_id),
+            (&lean.event_type, &full.event_type),
+            (&lean.finish, &full.finish),
+            (&lean.child, &full.child),
+            (
+                lean.created_str.as_ref().unwrap(),
+                full.created_str.as_ref().unwrap(),
+            ),
+        ] {
+            assert_eq!(strs(a), strs(b));
+        }
+        assert_eq!(strs(&lean.child)[1].as_deref(), Some("c2"));
+        assert_eq!(lean.turn.values, full.turn.values);
+        assert_eq!(lean.sequence_number.values, full.sequence_number.values);
+        assert_eq!(lean.is_error.values.bytes, full.is_error.values.bytes);
+        assert_eq!(
+            (lean.payload.len(), lean.text.len(), lean.args.len()),
+            (0, 0, 0)
+        );
+        // a block the full scan refuses, the lean one refuses too (here: arguments that do
+        // not canonicalise, and a bad line)
+        for bad in [
+            ROW.replace("\"b\":1", "\"b\":NaN"),
+            ROW.replace("\"sequence_number\":4", "\"sequence_number\":\"4\""),
+        ] {
+            let b = format!("{ROW}\n{bad}\n");
+            assert!(scan_block(b.as_bytes()).is_none());
+            assert!(scan_block_lean(b.as_bytes()).is_none(), "{bad}");
+        }
+        let unclean = ROW.replace("\"acme\"", "\"\"");
+        assert!(
+            !scan_block_lean(format!("{unclean}\n").as_bytes())
+                .unwrap()
+                .clean
+        );
     }
 
     #[test]

@@ -227,12 +227,23 @@ fn scan_buffer<'py, T: Send>(
 /// Scan a pleach JSONL block (bytes ending at a line end). Returns None when the block must
 /// be read by the reference path, else `(n_lines, line, py_hash_rows, columns, clean)` where
 /// `columns` is a list of `(name, column)` (see `str_col`).
+///
+/// `lean=True` (`replaykit summary`): the same validation and refusals, but only the
+/// per-run columns (tenant_id, chat_id, sequence_number, event_type, created_at, turn,
+/// is_error, finish, _child) are built and returned.
 #[pyfunction]
+#[pyo3(signature = (block, lean = false))]
 fn scan_pleach_block<'py>(
     py: Python<'py>,
     block: &Bound<'py, PyAny>,
+    lean: bool,
 ) -> PyResult<Option<Bound<'py, PyTuple>>> {
-    let Some(out) = scan_buffer(py, block, "block", pleach::scan_block)? else {
+    let scan = if lean {
+        pleach::scan_block_lean
+    } else {
+        pleach::scan_block
+    };
+    let Some(out) = scan_buffer(py, block, "block", scan)? else {
         return Ok(None);
     };
     let line = buf(py, Storage::I64(out.line))?;
@@ -252,14 +263,23 @@ fn scan_pleach_block<'py>(
     s!("chat_id", out.chat_id);
     i!("sequence_number", out.sequence_number);
     s!("event_type", out.event_type);
-    s!("prev_hash", out.prev_hash);
-    s!("row_hash", out.row_hash);
     if let Some(c) = out.created_str {
         s!("created_at", c);
     }
     if let Some(c) = out.created_int {
         i!("created_at", c);
     }
+    if out.lean {
+        i!("turn", out.turn);
+        cols.append(("is_error", bool_col(py, out.is_error)?))?;
+        s!("finish", out.finish);
+        s!("_child", out.child);
+        return Ok(Some(
+            (out.n_lines, line, hash_rows, cols, out.clean).into_pyobject(py)?,
+        ));
+    }
+    s!("prev_hash", out.prev_hash);
+    s!("row_hash", out.row_hash);
     s!("payload", out.payload);
     i!("turn", out.turn);
     s!("event_id", out.event_id);

@@ -114,9 +114,14 @@ _NAMED_OWNER = "naming the owner of"
 
 def _read(paths: Sequence[str | Path], fmt: str, tenant: str | None, *,
           owner: str | None = None, errors: str = "raise", progress: bool | None = None,
-          dropped: list[int] | None = None) -> Any:
+          dropped: list[int] | None = None, summary: bool = False) -> Any:
     """Read ``paths``; ``owner`` names the tenant of logs that record none, ``tenant``
-    filters. The rows the filter leaves out are added to ``dropped`` (one number)."""
+    filters. The rows the filter leaves out are added to ``dropped`` (one number).
+
+    ``summary``: only the runs table and summary line will be asked of the log, so pleach
+    JSONL/Parquet files (only those, with the native core) are read by
+    :func:`~replaykit.io.pleach._summary.read_pleach_runs`: the same rows, checks, quarantine
+    and counts, without building the events table."""
     import re
 
     from ..eventlog.dataset import read_parquet
@@ -133,9 +138,20 @@ def _read(paths: Sequence[str | Path], fmt: str, tenant: str | None, *,
         kwargs["owner"] = owner
     if tenant is not None:
         kwargs["tenant_id"] = tenant
+    files = None
+    log: Any
+    if summary and owner is None:
+        files = _pleach_only(list(paths), fmt)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        log = read_events(one, format=fmt, **kwargs)
+        if files is not None:
+            from ..io.pleach import read_pleach_runs
+
+            # (read_events would also warn of files a --tenant filter emptied: the command
+            # line does not print that warning)
+            log = read_pleach_runs(files, **kwargs)
+        else:
+            log = read_events(one, format=fmt, **kwargs)
     n_dropped = 0
     counts = log.extras.get("pleach_counts")
     if tenant is not None and counts is not None and "filtered_out" in counts.column_names:
@@ -159,15 +175,48 @@ def _read(paths: Sequence[str | Path], fmt: str, tenant: str | None, *,
     return log
 
 
+def _pleach_only(paths: list[str | Path], fmt: str) -> list[Path] | None:
+    """The pleach files ``read_events(paths, format=fmt)`` would hand to ``read_pleach`` (in
+    its order) when it would read nothing else, and the native core is on (the summary
+    path's condition); None otherwise, or when unsure (the full read then decides)."""
+    import pyarrow as pa
+
+    from .. import _native
+    from ..io import _PATTERNS as patterns
+    from ..io import FORMATS, detect_format, is_dataset
+    from ..io._common import expand_paths
+    from ..io.pleach import _PATTERNS as pleach_patterns
+    from ..io.pleach import FORMAT
+
+    if not _native.enabled() or fmt not in ("auto", FORMAT):
+        return None
+    try:
+        if fmt == FORMAT:
+            return expand_paths(list(paths), patterns=pleach_patterns)
+        if any(is_dataset(p) for p in paths):
+            return None
+        files = []
+        for f in expand_paths(list(paths), patterns=patterns):
+            if any(getattr(m, "is_side_file", lambda _p: False)(f) for m in FORMATS.values()):
+                continue
+            if detect_format(f) != FORMAT:
+                return None
+            files.append(f)
+        return files or None
+    except (ReplayKitError, OSError, ValueError, pa.ArrowException):
+        return None
+
+
 def _note(text: str, *, kind: str = "note") -> None:
     """One line on stderr: ``replaykit: warning: ...`` (never Python's file:line form)."""
     print(f"replaykit: {kind}: {terminal_safe(text)}", file=sys.stderr)
 
 
-def _load(args: argparse.Namespace, paths: Sequence[str], *, errors: str = "raise"
-          ) -> tuple[Any, list[dict[str, Any]]]:
+def _load(args: argparse.Namespace, paths: Sequence[str], *, errors: str = "raise",
+          summary: bool = False) -> tuple[Any, list[dict[str, Any]]]:
     """Load ``paths`` the command line's way; a --tenant matching nothing is an empty answer.
-    Sets ``args.dropped_rows``: the rows the --tenant filter left out."""
+    Sets ``args.dropped_rows``: the rows the --tenant filter left out. ``summary``: see
+    :func:`_read` (the log may then be a ``RunSummary``, not an EventLog)."""
     keep, skipped = _expand_inputs(paths, errors)
     if not keep:
         empty = _EmptyAnswer(f"none of the {len(skipped)} input file(s) is a log replaykit "
@@ -177,11 +226,11 @@ def _load(args: argparse.Namespace, paths: Sequence[str], *, errors: str = "rais
     owner = getattr(args, "owner", None)
     dropped: list[int] = []
     log = _read(keep, args.format, args.tenant, owner=owner, errors=errors,
-                progress=_progress(args), dropped=dropped)
+                progress=_progress(args), dropped=dropped, summary=summary)
     args.dropped_rows = sum(dropped)
     if args.tenant is not None and len(log) == 0 and log.num_runs == 0:
         everything = _read(keep, args.format, None, owner=owner,
-                           errors="quarantine", progress=False) \
+                           errors="quarantine", progress=False, summary=summary) \
             if owner is not None or _all_tenanted(keep) else None
         present = everything.tenants if everything is not None else []
         raise _EmptyAnswer(f"no events of tenant {args.tenant!r} in the input; "

@@ -27,7 +27,7 @@ def _summary(args: argparse.Namespace) -> int:
         check_output(args.quarantine_out, "--quarantine-out", overwrite=args.overwrite,
                      inputs=_input_files(args.paths))
     try:
-        log, skipped = _load(args, args.paths, errors=args.errors)
+        log, skipped = _load(args, args.paths, errors=args.errors, summary=True)
     except _EmptyAnswer as exc:
         if args.quarantine_out and getattr(exc, "skipped", None):
             _write_quarantine(quarantine_table(exc.skipped), args.quarantine_out)  # type: ignore[attr-defined]

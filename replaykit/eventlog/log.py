@@ -460,29 +460,7 @@ class EventLog:
         ``errors`` counts events with ``is_error``. Runs known only from headers (no events)
         appear with ``events == 0``.
         """
-        stats = self._run_stats()
-        df = to_pandas(stats)
-        meta = to_pandas(self._runs)
-        if len(meta):
-            meta = meta.drop_duplicates(["tenant_id", "run_id"], keep="first")
-            df = df.merge(
-                meta, on=["tenant_id", "run_id"], how="outer", suffixes=("", "_meta")
-            )
-            df["parent_run_id"] = df["parent_run_id"].fillna(df.pop("parent_run_id_meta"))
-            attrs = _expand_attrs(df.pop("attrs"), df.columns)
-            df = pd.concat([df, attrs], axis=1)
-            # runs whose events carry no time (e.g. toh sessions) start at the header's
-            # createdAt; their end, and so their duration, stays unknown (last_ts NaT)
-            no_ts = df["first_ts"].isna() & df["created_at"].notna()
-            if no_ts.any():
-                df.loc[no_ts, "first_ts"] = df.loc[no_ts, "created_at"]
-        else:
-            df["format"] = self._formats_per_run(df)
-            df["source"] = pd.Series([None] * len(df), dtype="object")
-            df["created_at"] = pd.Series(pd.NaT, index=df.index, dtype="datetime64[us, UTC]")
-        for col in ("events", "turns", "model_calls", "tool_calls", "errors"):
-            df[col] = df[col].fillna(0).astype("int64")
-        return df.sort_values(["tenant_id", "run_id"], ignore_index=True)
+        return runs_frame(self._run_stats(), self._runs, self._formats_per_run)
 
     def _run_stats(self) -> pa.Table:
         """The computed columns of :meth:`runs_df` (:data:`RUN_STAT_COLUMNS`), one row per
@@ -867,6 +845,35 @@ class EventLog:
         if hdr.num_rows:
             runs = hdr.filter(pa.array(header_in([t for t, _ in first], [r for _, r in first])))
         return self._replace(table, runs=runs).runs_df(), total
+
+
+def runs_frame(stats: pa.Table, runs: pa.Table, formats: Any) -> pd.DataFrame:
+    """:meth:`EventLog.runs_df` of a log whose :meth:`EventLog._run_stats` are ``stats`` and
+    whose header table is ``runs``; ``formats(df)`` gives each run's format when there are no
+    header rows (the log's ``_formats_per_run``). Also ``replaykit summary``'s, whose
+    per-run numbers come without a log (``replaykit.io.pleach._summary``)."""
+    df = to_pandas(stats)
+    meta = to_pandas(runs)
+    if len(meta):
+        meta = meta.drop_duplicates(["tenant_id", "run_id"], keep="first")
+        df = df.merge(
+            meta, on=["tenant_id", "run_id"], how="outer", suffixes=("", "_meta")
+        )
+        df["parent_run_id"] = df["parent_run_id"].fillna(df.pop("parent_run_id_meta"))
+        attrs = _expand_attrs(df.pop("attrs"), df.columns)
+        df = pd.concat([df, attrs], axis=1)
+        # runs whose events carry no time (e.g. toh sessions) start at the header's
+        # createdAt; their end, and so their duration, stays unknown (last_ts NaT)
+        no_ts = df["first_ts"].isna() & df["created_at"].notna()
+        if no_ts.any():
+            df.loc[no_ts, "first_ts"] = df.loc[no_ts, "created_at"]
+    else:
+        df["format"] = formats(df)
+        df["source"] = pd.Series([None] * len(df), dtype="object")
+        df["created_at"] = pd.Series(pd.NaT, index=df.index, dtype="datetime64[us, UTC]")
+    for col in ("events", "turns", "model_calls", "tool_calls", "errors"):
+        df[col] = df[col].fillna(0).astype("int64")
+    return df.sort_values(["tenant_id", "run_id"], ignore_index=True)
 
 
 def _warn_absent(col: str, wanted: list[str], column: pa.Array) -> None:

@@ -46,6 +46,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +155,11 @@ from ._shapes import (  # noqa: F401 (the old module's names, re-exported)
     _FastPathFailed,
     _Part,
 )
+from ._summary import RunSummary
+from ._summary import check as _summary_check
+from ._summary import per_run as _per_run
+from ._summary import prepare as _summary_prepare
+from ._summary import reduce as _summary_reduce
 
 __all__ = [
     "DERIVED_COLUMNS", "EVENT_KINDS", "FORMAT", "derive_columns", "events_from_arrow",
@@ -272,6 +278,32 @@ def read_pleach(
         return _read_pleach(files, policy, tenants, progress)
 
 
+def read_pleach_runs(
+    path_or_glob: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    tenant_id: str | Sequence[str] | None = None,
+    errors: ErrorPolicy = "raise",
+    progress: bool | None = None,
+) -> RunSummary:
+    """What ``replaykit summary`` asks of :func:`read_pleach`'s log, without the log: the
+    same arguments, rows, checks, errors, quarantine and counts, but only the per-run numbers
+    (a ``RunSummary``; ``io/pleach/_summary.py`` says how)."""
+    policy = check_errors_arg(errors)
+    tenants = _tenant_filter(tenant_id)
+    files = expand_paths(path_or_glob, patterns=_PATTERNS)
+    with _system_memory_pool(), (gc_paused() if _native.enabled() else nullcontext()):
+        quarantine = Quarantine(policy)
+        prepare = partial(_summary_prepare, fallback=_prepare_block, make_block=_Block)
+        parts, counts_rows = _read_files(files, quarantine, tenants, progress,
+                                         prepare=prepare, check=_summary_check,
+                                         reduce=_summary_reduce)
+        stats, runs, events, span, dup_by_source = _per_run(parts, quarantine)
+        counts = _counts_table(counts_rows, dup_by_source,
+                               _scope_quarantine(quarantine, tenants))
+        return RunSummary(stats, runs, quarantine.table(), {"pleach_counts": counts},
+                                   events, span)
+
+
 _POOL_LOCK = threading.Lock()
 _pool_state: dict[str, Any] = {"users": 0, "saved": None}
 
@@ -299,8 +331,25 @@ def _read_pleach(
     progress: bool | None,
 ) -> EventLog:
     quarantine = Quarantine(policy)
+    parts, counts_rows = _read_files(files, quarantine, tenants, progress)
+    table, dup_by_source = _finish(parts, quarantine)
+    counts = _counts_table(counts_rows, dup_by_source, _scope_quarantine(quarantine, tenants))
+    runs = _runs_table(table)
+    extras = {"pleach_counts": counts}
+    # the rows are already in (tenant_id, run_id, seq) order: EventLog only validates that
+    return EventLog(table, runs=runs, quarantine=quarantine.table(), extras=extras, sort=False)
+
+
+def _read_files(
+    files: list[Path], quarantine: Quarantine, tenants: frozenset[str] | None,
+    progress: bool | None, *, prepare: Any = None, check: Any = None, reduce: Any = None,
+) -> tuple[list[tuple[str, Any]], list[dict[str, Any]]]:
+    """Every file's checked parts, in file order, with their source, and one row of counts
+    per file (completed by :func:`_counts_table`). ``prepare`` / ``check`` replace
+    :func:`_prepare_block` / :func:`_check_rows` for JSONL blocks and ``reduce`` maps each
+    Parquet part (the summary path, ``_summary``); None: the loader's own."""
     total = sum(f.stat().st_size for f in files)
-    parts: list[tuple[str, _Part]] = []
+    parts: list[tuple[str, Any]] = []
     counts_rows: list[dict[str, Any]] = []
     with Progress(total, desc="pleach", unit="B", enabled=progress) as bar:
         for f in files:
@@ -309,6 +358,8 @@ def _read_pleach(
             before = len(quarantine)
             if f.suffix == ".parquet":
                 file_parts = _read_parquet_file(f, source, quarantine, tenants, counts)
+                if reduce is not None:
+                    file_parts = [reduce(p) for p in file_parts]
                 bar.update(f.stat().st_size)
             else:
                 try:
@@ -316,7 +367,8 @@ def _read_pleach(
                         file_err = compressed(source, fh.read(8))
                     if file_err is None:
                         file_parts = list(
-                            _read_jsonl(f, source, quarantine, tenants, counts, bar))
+                            _read_jsonl(f, source, quarantine, tenants, counts, bar,
+                                        prepare=prepare, check=check))
                 except OSError as exc:
                     file_err = unreadable(source, exc)
                 if file_err is not None:  # the whole file is one bad row; the others load
@@ -335,17 +387,19 @@ def _read_pleach(
                     "quarantined_in_file": counts.quarantined,
                 }
             )
-    table, dup_by_source = _finish(parts, quarantine)
-    not_theirs = _scope_quarantine(quarantine, tenants)
+    return parts, counts_rows
+
+
+def _counts_table(counts_rows: list[dict[str, Any]], dup_by_source: dict[str, int],
+                  not_theirs: dict[str, int]) -> pa.Table:
+    """``extras["pleach_counts"]``: per file, its rows loaded, quarantined (duplicates
+    included) and filtered out (quarantined rows of other tenants included)."""
     for row in counts_rows:
         row["quarantined"] = row.pop("quarantined_in_file") + dup_by_source.get(row["source"], 0)
         row["quarantined"] -= not_theirs.get(row["source"], 0)
         row["filtered_out"] += not_theirs.get(row["source"], 0)
         row["loaded"] = row["input_rows"] - row["filtered_out"] - row["quarantined"]
-    runs = _runs_table(table)
-    extras = {"pleach_counts": pa.Table.from_pylist(counts_rows, schema=_COUNTS_SCHEMA)}
-    # the rows are already in (tenant_id, run_id, seq) order: EventLog only validates that
-    return EventLog(table, runs=runs, quarantine=quarantine.table(), extras=extras, sort=False)
+    return pa.Table.from_pylist(counts_rows, schema=_COUNTS_SCHEMA)
 
 
 _COUNTS_SCHEMA = pa.schema(
@@ -487,6 +541,9 @@ def _read_jsonl(
     tenants: frozenset[str] | None,
     counts: _Counts,
     bar: Progress,
+    *,
+    prepare: Any = None,
+    check: Any = None,
 ) -> Iterator[_Part]:
     # Blocks are read column-wise on two threads (Arrow and numpy release the GIL); the
     # results are taken in file order, so row checks and quarantine stay sequential.
@@ -494,6 +551,8 @@ def _read_jsonl(
     # the native path reads the file into a few reused buffers (handed back below, once the
     # block is read); the reference path reads a new bytearray per block
     buffers: list[bytearray] | None = [] if _native.enabled() else None
+    prepare = _prepare_block if prepare is None else prepare
+    check = _check_rows if check is None else check
     with ThreadPoolExecutor(_THREADS) as pool:
         pending: deque[Any] = deque()
         blocks: Iterator[Any] = (_iter_blocks(path, bar) if buffers is None
@@ -508,10 +567,10 @@ def _read_jsonl(
                 if block is None:
                     done = True
                 elif buffers is None:
-                    pending.append((None, None, pool.submit(_prepare_block, block)))
+                    pending.append((None, None, pool.submit(prepare, block)))
                 else:
                     buf, view = block
-                    pending.append((buf, view, pool.submit(_prepare_block, view)))
+                    pending.append((buf, view, pool.submit(prepare, view)))
             if not pending:
                 break
             buf, view, fut = pending.popleft()
@@ -537,8 +596,7 @@ def _read_jsonl(
             else:
                 part.line = lineno
             del blk
-            part = _check_rows(part, source, quarantine, tenants, counts)
-            pass
+            part = check(part, source, quarantine, tenants, counts)
             if part is not None:
                 yield part
 

@@ -57,20 +57,10 @@ def _finish(
     # One stable sort by (tenant_id, chat_id, sequence_number) finds the duplicates (equal
     # neighbours; the first in file order comes first) and gives the final row order.
     order, same = _key_order(tenant, chat, seq)
-    dup_by_source: dict[str, int] = {}
+    dup_rows, dup_by_source = _duplicates(order, same, tenant, chat, seq, line, src_idx,
+                                          source_names, quarantine)
     big_idx = order  # row order for the big columns, in the rows of the parts
-    if same.any():
-        dup_rows = np.sort(order[1:][same])
-        for i in dup_rows.tolist():
-            src = source_names[src_idx[i]]
-            _bad(
-                quarantine, src, int(line[i]),
-                "duplicate_seq",
-                f"(tenant_id, chat_id, sequence_number) = ({tenant[i].as_py()!r}, "
-                f"{chat[i].as_py()!r}, {int(seq[i])}) repeats an earlier row; the first is kept",
-                None, "sequence_number", owner=(tenant[i].as_py(), chat[i].as_py()),
-            )
-            dup_by_source[src] = dup_by_source.get(src, 0) + 1
+    if len(dup_rows):
         keep = np.ones(n, dtype=bool)
         keep[dup_rows] = False
         kept = np.flatnonzero(keep)
@@ -142,6 +132,30 @@ def _finish(
     for name, big in done.items():
         table = table.set_column(table.schema.get_field_index(name), table.schema.field(name), big)
     return _fill_derived(table, child), dup_by_source
+
+
+def _duplicates(
+    order: np.ndarray, same: np.ndarray, tenant: pa.Array, chat: pa.Array, seq: np.ndarray,
+    line: np.ndarray, src_idx: np.ndarray, source_names: list[str], quarantine: Quarantine,
+) -> tuple[np.ndarray, dict[str, int]]:
+    """Report each row whose (tenant_id, chat_id, sequence_number) repeats an earlier row's
+    (``duplicate_seq``, in file order; ``order`` and ``same`` from :func:`_key_order`): the
+    rows (sorted) and how many each source has."""
+    dup_by_source: dict[str, int] = {}
+    if not same.any():
+        return np.zeros(0, dtype=np.int64), dup_by_source
+    dup_rows = np.sort(order[1:][same])
+    for i in dup_rows.tolist():
+        src = source_names[src_idx[i]]
+        _bad(
+            quarantine, src, int(line[i]),
+            "duplicate_seq",
+            f"(tenant_id, chat_id, sequence_number) = ({tenant[i].as_py()!r}, "
+            f"{chat[i].as_py()!r}, {int(seq[i])}) repeats an earlier row; the first is kept",
+            None, "sequence_number", owner=(tenant[i].as_py(), chat[i].as_py()),
+        )
+        dup_by_source[src] = dup_by_source.get(src, 0) + 1
+    return dup_rows, dup_by_source
 
 
 def _native_columns(
