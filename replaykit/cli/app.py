@@ -92,6 +92,16 @@ def version_text() -> str:
     from .. import __version__, _native  # _native loads only the small extension module
 
     return f"replaykit {__version__}, {_native.describe()}"
+class _Version(argparse.Action):
+    """``--version``: :func:`version_text` printed as it is (argparse's own version action
+    wraps it at the terminal's width, splitting the CPU features over two lines)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(version_text())
+        parser.exit()
+
+
 #: commands whose parse needs no branch/replay choices (see _parser).
 _LIGHT_COMMANDS = ("summary", "generate", "diff")
 
@@ -131,7 +141,8 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         "3 replay paused for a fixture, 130 interrupted (Ctrl-C). Run 'replaykit COMMAND "
         "--help' for a command's options.",
     )
-    parser.add_argument("--version", action="version", version=version_text())
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show replaykit's and the native core's versions and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     # ---- summary

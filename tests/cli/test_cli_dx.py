@@ -64,7 +64,8 @@ def test_version_and_help_import_nothing_heavy():
     from replaykit import _native
 
     if _native.available():
-        assert f"native core {_native.version()} (on; CPU features: " in out.stdout
+        state = "off (REPLAYKIT_NATIVE=0)" if _native._switched_off() else "on"
+        assert f"native core {_native.version()} ({state}; CPU features: " in out.stdout
     else:
         assert "native core: not built" in out.stdout
 
