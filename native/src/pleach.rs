@@ -876,11 +876,15 @@ fn derive_range(codes: &[u8], offs: &[u8], data: &[u8], lo: usize, hi: usize) ->
         i64::from_ne_bytes(b) as usize
     };
     let bytes = at(hi) - at(lo);
+    // UTF-8 checked once for the whole range: each span must start with `{` and end with
+    // `}` (ASCII, so char boundaries), so the range is valid exactly when every span is
+    std::str::from_utf8(&data[at(lo)..at(hi)]).ok()?;
     let mut out = Derived::new(est, bytes / 4);
     for i in lo..hi {
         let p = &data[at(i)..at(i + 1)];
         let mut row = Row::default();
-        if !read_payload(p, &mut row) {
+        let mut sc = Scanner::new(p);
+        if payload(&mut sc, &mut row).is_err() || sc.pos != p.len() {
             return None;
         }
         derive(&mut out, p, &row, ev_of_code(codes[i]), (i - lo) as i64)?;
