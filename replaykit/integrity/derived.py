@@ -72,6 +72,13 @@ def _text_mismatch(stored: pa.ChunkedArray | pa.Array, sources: list[Any]
     if not pa.types.is_string(col.type):
         return None
     n = len(col)
+    if len(sources) == 1 and isinstance(sources[0], pa.Array):  # (the native core's text)
+        try:
+            only = sources[0].cast(pa.string())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            only = None
+        if only is not None and col.equals(only):  # the same values and nulls: none differs
+            return np.zeros(n, dtype=bool)
     same = np.zeros(n, dtype=bool)
     todo = np.ones(n, dtype=bool)  # rows whose first non-null source is not yet reached
     for src in sources:
@@ -185,6 +192,8 @@ def _compare_derived(sub: pa.Table, derived: dict[str, pa.Array], text_sources: 
                 stored, want = pc.cast(stored, _LS), pc.cast(want, _LS)
         if text_bad is not None:
             bad = pa.array(text_bad)
+        elif stored.equals(want):
+            continue  # (nulls equal nulls, as below): one Arrow comparison, no masks built
         else:
             same = pc.or_kleene(
                 pc.fill_null(pc.equal(stored, want), False),

@@ -280,3 +280,23 @@ def test_reference_failures():
     payload[types.index("tool.called")] = "[1]"
     with _reference():
         verify_chain(_set(t, "payload", pa.array(payload, pa.string())))
+
+
+def test_type_encodings():
+    # the core reads a dictionary-encoded type as stored (unused and repeated dictionary
+    # values); nulls and plain text take the decoded route: the reference's problems each time
+    t = _forge(_log(500).table, "kind", [3, 40], "near")
+    values = pc.cast(t.column("type"), pa.string()).to_pylist()
+    names = sorted(set(values))
+    extra = ["zzz.unused", *names, names[0]]  # an unused value, and names[0] twice
+    idx = [extra.index(v) if i % 2 else len(extra) - 1 if v == names[0] else extra.index(v)
+           for i, v in enumerate(values)]
+    variants = [
+        pa.DictionaryArray.from_arrays(pa.array(idx, pa.int32()), pa.array(extra)),
+        pa.DictionaryArray.from_arrays(pa.array([None if i == 7 else j for i, j in
+                                                 enumerate(idx)], pa.int32()), pa.array(extra)),
+        pa.array(values, pa.large_string()),
+        pa.array([None if i % 50 == 0 else v for i, v in enumerate(values)], pa.string()),
+    ]
+    for v in variants:
+        assert len(_both(_set(t, "type", v)))

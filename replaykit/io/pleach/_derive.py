@@ -434,10 +434,20 @@ def native_derived(table: pa.Table) -> tuple[dict[str, pa.Array], list[Any]] | N
     ``text`` sources are the one ``text`` column (its coalesce, the same first non-null)."""
     if not _native.enabled() or not table.num_rows:
         return None
-    etype, payload = _derive_inputs(table)
+    typ = table.column("type")
+    typ = typ.combine_chunks() if isinstance(typ, pa.ChunkedArray) else typ
+    if (pa.types.is_dictionary(typ.type) and not typ.null_count
+            and not typ.dictionary.null_count):
+        # the stored encoding as it is (kind follows each value; `type` is not compared)
+        pl = table.column("payload")
+        pl = pl.combine_chunks() if isinstance(pl, pa.ChunkedArray) else pl
+        pl = pl.cast(pl.type.value_type) if pa.types.is_dictionary(pl.type) else pl
+        etype, payload = typ, pl.cast(pa.large_string())  # (as _derive_inputs reads it)
+    else:
+        etype, payload = _derive_inputs(table)
     if payload.null_count:
         return None
-    codes = _type_codes(table.column("type"))
+    codes = _type_codes(typ)
     if codes is None:
         return None
     got = _native.core().derive_pleach(codes, *_native.spans(payload))
