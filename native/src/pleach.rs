@@ -905,6 +905,9 @@ pub fn derive_payloads(codes: &[u8], offs: &[u8], data: &[u8]) -> Result<Option<
         return Err(format!("{} type codes for {n} payloads", codes.len()));
     }
     crate::hash::map_spans(offs, data, |_| ())?; // the offsets, checked once
+    if n == 0 {
+        return Ok(Some(Derived::new(0, 0))); // (also no offsets at all: nothing to read)
+    }
     let threads = std::thread::available_parallelism()
         .map(|t| t.get())
         .unwrap_or(1)
@@ -1130,6 +1133,19 @@ mod tests {
         assert!(derive_payloads(&[0], &o, &d).is_err());
         let bad = [0u8, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0];
         assert!(derive_payloads(&[0], &bad, b"{}").is_err());
+        // no rows, with or without the one offset (found by the chain fuzz target)
+        assert_eq!(
+            derive_payloads(&[], &[], b"").unwrap().unwrap().text.len(),
+            0
+        );
+        assert_eq!(
+            derive_payloads(&[], &[0; 8], b"")
+                .unwrap()
+                .unwrap()
+                .text
+                .len(),
+            0
+        );
     }
 
     #[test]
