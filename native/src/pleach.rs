@@ -33,6 +33,23 @@ pub struct BlockOut {
     pub created_str: Option<StrCol>,
     pub created_int: Option<I64Col>,
     pub payload: StrCol,
+    /// the derived columns of the rows
+    pub d: Derived,
+    /// every row passes the loader's column-wise row checks but the timestamp's (a tenant id
+    /// by the tenant-id rule, a non-empty chat_id and event_type, a sequence_number >= 0):
+    /// `_checks._check_rows` then skips them
+    pub clean: bool,
+    /// lean scan ([`scan_block_lean`]): only the columns `replaykit summary` reads were built
+    /// (tenant_id, chat_id, sequence_number, event_type, created_at, and of [`Derived`] turn,
+    /// is_error, finish, child); the others are empty
+    pub lean: bool,
+}
+
+/// The columns derived from a row's event type and typed payload fields (the reference's
+/// `_derive._canonical_columns` and `_tool_args`, `text`): shared by the block scanner and
+/// [`derive_payloads`] (the verifier's re-derivation).
+pub struct Derived {
+    /// on turn events, null beyond 32 bits (not yet carried forward within the run)
     pub turn: I64Col,
     pub event_id: StrCol,
     pub ref_id: StrCol,
@@ -49,17 +66,77 @@ pub struct BlockOut {
     /// rows whose arguments are a JSON string: their hash depends on whether the string
     /// itself parses as JSON, which the reference decides (`args_hash`); null here
     pub py_hash_rows: Vec<i64>,
-    /// every row passes the loader's column-wise row checks but the timestamp's (a tenant id
-    /// by the tenant-id rule, a non-empty chat_id and event_type, a sequence_number >= 0):
-    /// `_checks._check_rows` then skips them
-    pub clean: bool,
-    /// lean scan ([`scan_block_lean`]): only the columns `replaykit summary` reads were built
-    /// (tenant_id, chat_id, sequence_number, event_type, created_at, turn, is_error, finish,
-    /// child); the others are empty
+    /// lean derivation (a lean block scan, [`scan_block_lean`]): only the per-run columns
+    /// (turn, is_error, finish, child) are built; the others stay empty
     pub lean: bool,
     /// bytes of the canonical tool-call arguments (a lean scan builds no `args` column, but
     /// refuses the block when that column would overflow, as the full scan does)
     args_bytes: usize,
+}
+
+impl Derived {
+    /// Empty columns with room for `est` rows (`text_bytes` of text).
+    fn new(est: usize, text_bytes: usize) -> Self {
+        Derived {
+            turn: I64Col::with_capacity(est),
+            event_id: StrCol::new(false, est, est * 4),
+            ref_id: StrCol::new(false, est, est * 16),
+            tool_name: StrCol::new(false, est, est * 4),
+            args_hash: StrCol::new(false, est, est * 8),
+            cache_key: StrCol::new(false, est, est * 8),
+            is_error: BoolCol::default(),
+            finish: StrCol::new(false, est, est * 2),
+            input_tokens: I64Col::with_capacity(est),
+            output_tokens: I64Col::with_capacity(est),
+            child: StrCol::new(false, est, 0),
+            args: StrCol::new(false, est, est * 16),
+            text: StrCol::new(true, est, text_bytes), // (the slack is handed back, see py.rs buf)
+            py_hash_rows: Vec::new(),
+            lean: false,
+            args_bytes: 0,
+        }
+    }
+
+    /// Rows of `o` after these (row numbers of `py_hash_rows` shifted by `base`).
+    fn append(&mut self, o: &Derived, base: i64) {
+        self.turn.append(&o.turn);
+        for (a, b) in [
+            (&mut self.event_id, &o.event_id),
+            (&mut self.ref_id, &o.ref_id),
+            (&mut self.tool_name, &o.tool_name),
+            (&mut self.args_hash, &o.args_hash),
+            (&mut self.cache_key, &o.cache_key),
+            (&mut self.finish, &o.finish),
+            (&mut self.child, &o.child),
+            (&mut self.args, &o.args),
+            (&mut self.text, &o.text),
+        ] {
+            a.append(b);
+        }
+        self.is_error.values.append(&o.is_error.values);
+        self.input_tokens.append(&o.input_tokens);
+        self.output_tokens.append(&o.output_tokens);
+        self.py_hash_rows
+            .extend(o.py_hash_rows.iter().map(|&r| r + base));
+        self.args_bytes += o.args_bytes;
+    }
+
+    /// True when a 32-bit column's offsets would overflow (the caller then declines).
+    pub fn overflows(&self) -> bool {
+        self.args_bytes > i32::MAX as usize
+            || [
+                &self.args,
+                &self.args_hash,
+                &self.event_id,
+                &self.ref_id,
+                &self.tool_name,
+                &self.cache_key,
+                &self.finish,
+                &self.child,
+            ]
+            .iter()
+            .any(|c| c.overflows())
+    }
 }
 
 /// The tenant-id rule (`replaykit.tenancy`): 1 to 256 characters, none of them a control
@@ -489,41 +566,28 @@ fn scan(b: &[u8], lean: bool) -> Option<BlockOut> {
         created_str: Some(StrCol::new(false, est, est * 24)),
         created_int: Some(I64Col::with_capacity(est)),
         payload: StrCol::new(true, est, b.len() / 2),
-        turn: I64Col::with_capacity(est),
-        event_id: StrCol::new(false, est, est * 4),
-        ref_id: StrCol::new(false, est, est * 16),
-        tool_name: StrCol::new(false, est, est * 4),
-        args_hash: StrCol::new(false, est, est * 8),
-        cache_key: StrCol::new(false, est, est * 8),
-        is_error: BoolCol::default(),
-        finish: StrCol::new(false, est, est * 2),
-        input_tokens: I64Col::with_capacity(est),
-        output_tokens: I64Col::with_capacity(est),
-        child: StrCol::new(false, est, 0),
-        args: StrCol::new(false, est, est * 16),
-        text: StrCol::new(true, est, b.len() / 4), // (the slack is handed back, see py.rs buf)
-        py_hash_rows: Vec::new(),
+        d: Derived::new(est, b.len() / 4),
         clean: true,
         lean,
-        args_bytes: 0,
     };
     if lean {
+        out.d.lean = true;
         for c in [
             &mut out.prev_hash,
             &mut out.row_hash,
             &mut out.payload,
-            &mut out.event_id,
-            &mut out.ref_id,
-            &mut out.tool_name,
-            &mut out.args_hash,
-            &mut out.cache_key,
-            &mut out.args,
-            &mut out.text,
+            &mut out.d.event_id,
+            &mut out.d.ref_id,
+            &mut out.d.tool_name,
+            &mut out.d.args_hash,
+            &mut out.d.cache_key,
+            &mut out.d.args,
+            &mut out.d.text,
         ] {
             *c = StrCol::new(false, 0, 0);
         }
-        out.input_tokens = I64Col::default();
-        out.output_tokens = I64Col::default();
+        out.d.input_tokens = I64Col::default();
+        out.d.output_tokens = I64Col::default();
     }
     let (mut any_str, mut any_int) = (false, false);
     let mut start = 0usize;
@@ -566,14 +630,6 @@ fn scan(b: &[u8], lean: bool) -> Option<BlockOut> {
         &out.event_type,
         &out.prev_hash,
         &out.row_hash,
-        &out.args,
-        &out.args_hash,
-        &out.event_id,
-        &out.ref_id,
-        &out.tool_name,
-        &out.cache_key,
-        &out.finish,
-        &out.child,
     ] {
         if c.overflows() {
             return None;
@@ -584,7 +640,7 @@ fn scan(b: &[u8], lean: bool) -> Option<BlockOut> {
             return None;
         }
     }
-    if out.args_bytes > i32::MAX as usize {
+    if out.d.overflows() {
         return None;
     }
     Some(out)
@@ -620,11 +676,19 @@ fn emit(out: &mut BlockOut, line: &[u8], row: &Row, lineno: i64) -> Option<()> {
     if !lean {
         out.payload.push(&line[ps..pe]);
     }
-
     let ev = match row.event_type {
         Some(s) => event_kind(&decoded(line, s)),
         None => Ev::Other,
     };
+    derive(&mut out.d, line, row, ev, i)
+}
+
+/// The derived columns of one row (the reference's `_canonical_columns` and `_tool_args`, and
+/// `text`): `src` holds the row's spans, `ev` is its event type, `i` its row number. None when
+/// the arguments are not canonical JSON the core is sure of (the caller declines the input).
+fn derive(out: &mut Derived, src: &[u8], row: &Row, ev: Ev, i: i64) -> Option<()> {
+    let line = src;
+    let lean = out.lean;
     use Ev::*;
     // turn: on turn events, null beyond 32 bits
     let turn = match ev {
@@ -796,11 +860,7 @@ pub fn typed_payloads(offs: &[u8], data: &[u8]) -> Result<Option<Typed>, String>
             return;
         }
         let mut row = Row::default();
-        let ok = std::str::from_utf8(p).is_ok() && {
-            let mut sc = Scanner::new(p);
-            payload(&mut sc, &mut row).is_ok() && sc.pos == p.len()
-        };
-        if !ok {
+        if !read_payload(p, &mut row) {
             sure = false;
             return;
         }
@@ -834,6 +894,119 @@ pub fn typed_payloads(offs: &[u8], data: &[u8]) -> Result<Option<Typed>, String>
         return Ok(None);
     }
     Ok(Some(out))
+}
+
+/// The event types [`derive_payloads`] tells apart, by code (the index; any other code is
+/// another type): the caller maps each row's `type` to its code.
+pub const EVENT_TYPES: [&str; 15] = [
+    "turn.started",
+    "turn.completed",
+    "message.user",
+    "model.requested",
+    "model.completed",
+    "tool.called",
+    "tool.completed",
+    "interrupt.raised",
+    "interrupt.resolved",
+    "subagent.spawned",
+    "subagent.completed",
+    "checkpoint.created",
+    "error.raised",
+    "export.created",
+    "user_card.shown",
+];
+
+/// The [`Ev`] of an [`EVENT_TYPES`] code.
+fn ev_of_code(c: u8) -> Ev {
+    match EVENT_TYPES.get(c as usize) {
+        Some(t) => event_kind(t.as_bytes()),
+        None => Ev::Other,
+    }
+}
+
+/// One payload object into `row` (its typed fields): false when the core is not sure of it
+/// (not valid UTF-8, not strict JSON, a typed field of another type or given twice, a key
+/// with escapes, anything around the object), as [`typed_payloads`] decides.
+fn read_payload(p: &[u8], row: &mut Row) -> bool {
+    std::str::from_utf8(p).is_ok() && {
+        let mut sc = Scanner::new(p);
+        payload(&mut sc, row).is_ok() && sc.pos == p.len()
+    }
+}
+
+/// [`Derived`] of rows `lo..hi` (`offs` checked by the caller).
+fn derive_range(codes: &[u8], offs: &[u8], data: &[u8], lo: usize, hi: usize) -> Option<Derived> {
+    let est = hi - lo;
+    let at = |i: usize| -> usize {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&offs[8 * i..8 * i + 8]);
+        i64::from_ne_bytes(b) as usize
+    };
+    let bytes = at(hi) - at(lo);
+    // UTF-8 checked once for the whole range: each span must start with `{` and end with
+    // `}` (ASCII, so char boundaries), so the range is valid exactly when every span is
+    std::str::from_utf8(&data[at(lo)..at(hi)]).ok()?;
+    let mut out = Derived::new(est, bytes / 4);
+    for i in lo..hi {
+        let p = &data[at(i)..at(i + 1)];
+        let mut row = Row::default();
+        let mut sc = Scanner::new(p);
+        if payload(&mut sc, &mut row).is_err() || sc.pos != p.len() {
+            return None;
+        }
+        derive(&mut out, p, &row, ev_of_code(codes[i]), (i - lo) as i64)?;
+    }
+    Some(out)
+}
+
+/// The derived columns of many rows from their event type codes (`codes`, one byte per row,
+/// see [`EVENT_TYPES`]) and payload objects (spans `data[offs[i]..offs[i+1]]`, `offs`: n + 1
+/// int64 offsets): what the pleach loader derives for them (the block scanner's [`derive`]),
+/// `turn` not yet carried forward. Split over the CPU's cores (scoped threads) for large
+/// inputs. `Ok(None)` when any payload is not one the core is sure of ([`typed_payloads`]'
+/// rule) or arguments it cannot make canonical: the caller then runs the reference
+/// derivation. `Err`: bad offsets, or not one code per row.
+pub fn derive_payloads(codes: &[u8], offs: &[u8], data: &[u8]) -> Result<Option<Derived>, String> {
+    let n = (offs.len() / 8).saturating_sub(1);
+    if codes.len() != n {
+        return Err(format!("{} type codes for {n} payloads", codes.len()));
+    }
+    crate::hash::map_spans(offs, data, |_| ())?; // the offsets, checked once
+    if n == 0 {
+        return Ok(Some(Derived::new(0, 0))); // (also no offsets at all: nothing to read)
+    }
+    let threads = std::thread::available_parallelism()
+        .map(|t| t.get())
+        .unwrap_or(1)
+        .min(8);
+    if threads < 2 || n < 8192 {
+        let got = derive_range(codes, offs, data, 0, n);
+        return Ok(got.filter(|d| !d.overflows()));
+    }
+    let per = n.div_ceil(threads);
+    let parts: Vec<Option<Derived>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let (lo, hi) = (t * per, ((t + 1) * per).min(n));
+                s.spawn(move || derive_range(codes, offs, data, lo, hi.max(lo)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    let mut parts = parts.into_iter();
+    let Some(Some(mut out)) = parts.next() else {
+        return Ok(None);
+    };
+    let mut base = out.turn.values.len() as i64;
+    for p in parts {
+        let Some(p) = p else { return Ok(None) };
+        out.append(&p, base);
+        base += p.turn.values.len() as i64;
+    }
+    Ok((!out.overflows()).then_some(out))
 }
 
 /// Whitespace helper for tests and the fuzz target: true when `b` holds only JSON whitespace.
@@ -871,17 +1044,17 @@ mod tests {
         assert_eq!(out.n_lines, 3);
         assert_eq!(out.line, vec![0, 2]);
         assert_eq!(strs(&out.tenant_id), vec![Some("acme".into()); 2]);
-        assert_eq!(strs(&out.args)[0].as_deref(), Some(r#"{"a":"x","b":1}"#));
-        assert_eq!(strs(&out.text)[0].as_deref(), Some(r#"{"a":"x","b":1}"#));
-        assert_eq!(strs(&out.ref_id)[0].as_deref(), Some("tc1"));
-        assert_eq!(strs(&out.tool_name)[0].as_deref(), Some("grep"));
+        assert_eq!(strs(&out.d.args)[0].as_deref(), Some(r#"{"a":"x","b":1}"#));
+        assert_eq!(strs(&out.d.text)[0].as_deref(), Some(r#"{"a":"x","b":1}"#));
+        assert_eq!(strs(&out.d.ref_id)[0].as_deref(), Some("tc1"));
+        assert_eq!(strs(&out.d.tool_name)[0].as_deref(), Some("grep"));
         assert_eq!(strs(&out.prev_hash)[0], None);
         assert_eq!(
             strs(&out.payload)[0].as_deref(),
             Some(r#"{"args":{"b":1,"a":"x"},"call_id":"tc1","tool":"grep"}"#)
         );
         // sha256 of the canonical text, first 32 hex digits
-        let h = strs(&out.args_hash)[0].clone().unwrap();
+        let h = strs(&out.d.args_hash)[0].clone().unwrap();
         assert_eq!(h.len(), 32);
         assert_eq!(out.sequence_number.values, vec![4, 4]);
     }
@@ -922,9 +1095,9 @@ mod tests {
     fn string_arguments_leave_the_hash_to_the_reference() {
         let row = ROW.replace(r#"{"b":1,"a":"x"}"#, r#""{\"b\": 1}""#);
         let out = scan_block(format!("{row}\n").as_bytes()).unwrap();
-        assert_eq!(out.py_hash_rows, vec![0]);
-        assert_eq!(strs(&out.args)[0].as_deref(), Some(r#""{\"b\": 1}""#));
-        assert_eq!(strs(&out.args_hash)[0], None);
+        assert_eq!(out.d.py_hash_rows, vec![0]);
+        assert_eq!(strs(&out.d.args)[0].as_deref(), Some(r#""{\"b\": 1}""#));
+        assert_eq!(strs(&out.d.args_hash)[0], None);
     }
 
     #[test]
@@ -962,6 +1135,84 @@ mod tests {
         d[10] = 0xff;
         assert!(typed_payloads(&o, &d).unwrap().is_none());
         assert!(typed_payloads(&[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], b"").is_err());
+    }
+
+    #[test]
+    fn derive_payloads_is_the_block_scanners_derivation() {
+        let rows = [
+            ROW.to_string(),
+            ROW.replace(r#"{"b":1,"a":"x"}"#, r#""{\"b\": 1}""#),
+            ROW.replace("tool.called", "model.completed").replace(
+                "\"tool\":\"grep\"",
+                "\"finish\":\"error\",\"usage\":{\"input_tokens\":3},\"text\":\"t\"",
+            ),
+            ROW.replace("tool.called", "turn.started").replace(
+                "\"tool\":\"grep\"",
+                "\"turn\":99999999999,\"message_id\":\"m\"",
+            ),
+            ROW.replace("tool.called", "other.type"),
+        ];
+        let block: String = rows.iter().map(|r| format!("{r}\n")).collect();
+        let out = scan_block(block.as_bytes()).expect("clean block");
+        let payloads: Vec<String> = strs(&out.payload).into_iter().map(|p| p.unwrap()).collect();
+        let types = strs(&out.event_type);
+        let code = |t: &str| EVENT_TYPES.iter().position(|e| *e == t).unwrap_or(99) as u8;
+        let mut many = Vec::new();
+        let mut codes = Vec::new();
+        for _ in 0..2000 {
+            // more than one thread's share: the split and the join are exercised
+            for (p, t) in payloads.iter().zip(&types) {
+                many.push(p.as_str());
+                codes.push(code(t.as_deref().unwrap()));
+            }
+        }
+        let (o, d) = spans_of(&many);
+        let got = derive_payloads(&codes, &o, &d).unwrap().unwrap();
+        let k = payloads.len();
+        for (a, b) in [
+            (&got.event_id, &out.d.event_id),
+            (&got.ref_id, &out.d.ref_id),
+            (&got.tool_name, &out.d.tool_name),
+            (&got.args_hash, &out.d.args_hash),
+            (&got.cache_key, &out.d.cache_key),
+            (&got.finish, &out.d.finish),
+            (&got.child, &out.d.child),
+            (&got.args, &out.d.args),
+            (&got.text, &out.d.text),
+        ] {
+            let (a, b) = (strs(a), strs(b));
+            assert_eq!(a.len(), many.len());
+            for (i, v) in a.iter().enumerate() {
+                assert_eq!(v, &b[i % k], "row {i}");
+            }
+        }
+        for i in 0..many.len() {
+            assert_eq!(got.turn.get(i), out.d.turn.get(i % k));
+            assert_eq!(got.input_tokens.get(i), out.d.input_tokens.get(i % k));
+        }
+        assert_eq!(got.turn.get(3), None); // beyond 32 bits
+        assert_eq!(got.input_tokens.get(2), Some(3));
+        let want: Vec<i64> = (0..2000).map(|j| (j * k + 1) as i64).collect();
+        assert_eq!(got.py_hash_rows, want);
+        // declined: a payload it is not sure of; errors: bad offsets, codes not one per row
+        let (o, d) = spans_of(&["{}", r#"{"t\u006fol":"a"}"#]);
+        assert!(derive_payloads(&[0, 5], &o, &d).unwrap().is_none());
+        assert!(derive_payloads(&[0], &o, &d).is_err());
+        let bad = [0u8, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0];
+        assert!(derive_payloads(&[0], &bad, b"{}").is_err());
+        // no rows, with or without the one offset (found by the chain fuzz target)
+        assert_eq!(
+            derive_payloads(&[], &[], b"").unwrap().unwrap().text.len(),
+            0
+        );
+        assert_eq!(
+            derive_payloads(&[], &[0; 8], b"")
+                .unwrap()
+                .unwrap()
+                .text
+                .len(),
+            0
+        );
     }
 
     #[test]
@@ -1007,8 +1258,8 @@ mod tests {
             (&lean.tenant_id, &full.tenant_id),
             (&lean.chat_id, &full.chat_id),
             (&lean.event_type, &full.event_type),
-            (&lean.finish, &full.finish),
-            (&lean.child, &full.child),
+            (&lean.d.finish, &full.d.finish),
+            (&lean.d.child, &full.d.child),
             (
                 lean.created_str.as_ref().unwrap(),
                 full.created_str.as_ref().unwrap(),
@@ -1016,12 +1267,12 @@ mod tests {
         ] {
             assert_eq!(strs(a), strs(b));
         }
-        assert_eq!(strs(&lean.child)[1].as_deref(), Some("c2"));
-        assert_eq!(lean.turn.values, full.turn.values);
+        assert_eq!(strs(&lean.d.child)[1].as_deref(), Some("c2"));
+        assert_eq!(lean.d.turn.values, full.d.turn.values);
         assert_eq!(lean.sequence_number.values, full.sequence_number.values);
-        assert_eq!(lean.is_error.values.bytes, full.is_error.values.bytes);
+        assert_eq!(lean.d.is_error.values.bytes, full.d.is_error.values.bytes);
         assert_eq!(
-            (lean.payload.len(), lean.text.len(), lean.args.len()),
+            (lean.payload.len(), lean.d.text.len(), lean.d.args.len()),
             (0, 0, 0)
         );
         // a block the full scan refuses, the lean one refuses too (here: arguments that do

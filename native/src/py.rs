@@ -243,11 +243,11 @@ fn scan_pleach_block<'py>(
     } else {
         pleach::scan_block
     };
-    let Some(out) = scan_buffer(py, block, "block", scan)? else {
+    let Some(mut out) = scan_buffer(py, block, "block", scan)? else {
         return Ok(None);
     };
     let line = buf(py, Storage::I64(out.line))?;
-    let hash_rows = buf(py, Storage::I64(out.py_hash_rows))?;
+    let hash_rows = buf(py, Storage::I64(std::mem::take(&mut out.d.py_hash_rows)))?;
     let cols = PyList::empty(py);
     macro_rules! s {
         ($name:expr, $c:expr) => {
@@ -270,10 +270,10 @@ fn scan_pleach_block<'py>(
         i!("created_at", c);
     }
     if out.lean {
-        i!("turn", out.turn);
-        cols.append(("is_error", bool_col(py, out.is_error)?))?;
-        s!("finish", out.finish);
-        s!("_child", out.child);
+        i!("turn", out.d.turn);
+        cols.append(("is_error", bool_col(py, out.d.is_error)?))?;
+        s!("finish", out.d.finish);
+        s!("_child", out.d.child);
         return Ok(Some(
             (out.n_lines, line, hash_rows, cols, out.clean).into_pyobject(py)?,
         ));
@@ -281,22 +281,66 @@ fn scan_pleach_block<'py>(
     s!("prev_hash", out.prev_hash);
     s!("row_hash", out.row_hash);
     s!("payload", out.payload);
-    i!("turn", out.turn);
-    s!("event_id", out.event_id);
-    s!("ref_id", out.ref_id);
-    s!("tool_name", out.tool_name);
-    s!("args_hash", out.args_hash);
-    s!("cache_key", out.cache_key);
-    cols.append(("is_error", bool_col(py, out.is_error)?))?;
-    s!("finish", out.finish);
-    i!("input_tokens", out.input_tokens);
-    i!("output_tokens", out.output_tokens);
-    s!("_child", out.child);
-    s!("args", out.args);
-    s!("text", out.text);
+    derived_cols(py, &cols, out.d)?;
     Ok(Some(
         (out.n_lines, line, hash_rows, cols, out.clean).into_pyobject(py)?,
     ))
+}
+
+/// Append the derived columns of `d` to `cols` as `(name, column)` (the block scanner's
+/// names: `_child` is the subagent child, `args` the canonical tool-call arguments).
+fn derived_cols(py: Python<'_>, cols: &Bound<'_, PyList>, d: pleach::Derived) -> PyResult<()> {
+    cols.append(("turn", i64_col(py, d.turn)?))?;
+    for (name, c) in [
+        ("event_id", d.event_id),
+        ("ref_id", d.ref_id),
+        ("tool_name", d.tool_name),
+        ("args_hash", d.args_hash),
+        ("cache_key", d.cache_key),
+    ] {
+        cols.append((name, str_col(py, c)?))?;
+    }
+    cols.append(("is_error", bool_col(py, d.is_error)?))?;
+    cols.append(("finish", str_col(py, d.finish)?))?;
+    cols.append(("input_tokens", i64_col(py, d.input_tokens)?))?;
+    cols.append(("output_tokens", i64_col(py, d.output_tokens)?))?;
+    for (name, c) in [("_child", d.child), ("args", d.args), ("text", d.text)] {
+        cols.append((name, str_col(py, c)?))?;
+    }
+    Ok(())
+}
+
+/// The derived columns of many pleach rows from their event type codes (`codes`: one byte per
+/// row, an index of `EVENT_TYPES`) and payload objects (`offsets`: n + 1 int64 offsets into
+/// `data`), as the loader derives them (`turn` not carried forward): None when the reference
+/// must derive them, else `(py_hash_rows, columns)`, `columns` a list of `(name, column)`
+/// (see `str_col`) and `py_hash_rows` the rows whose arguments are a JSON string (their
+/// `args_hash` is null here: the reference hashes them).
+#[pyfunction]
+fn derive_pleach<'py>(
+    py: Python<'py>,
+    codes: &Bound<'py, PyAny>,
+    offsets: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let cb = PyBuffer::<u8>::get(codes)?;
+    if !cb.is_c_contiguous() {
+        return Err(PyValueError::new_err("codes must be contiguous bytes"));
+    }
+    let (cp, cl) = (cb.buf_ptr() as usize, cb.len_bytes());
+    let got = over_spans(py, offsets, data, "derive_pleach", move |offs, data| {
+        // SAFETY: the codes buffer is held (cb) until after the call, and contiguous
+        let codes = unsafe { std::slice::from_raw_parts(cp as *const u8, cl) };
+        pleach::derive_payloads(codes, offs, data)
+    })?;
+    drop(cb);
+    let Some(mut d) = got else {
+        return Ok(None);
+    };
+    let rows = buf(py, Storage::I64(std::mem::take(&mut d.py_hash_rows)))?;
+    let cols = PyList::empty(py);
+    derived_cols(py, &cols, d)?;
+    Ok(Some((rows, cols).into_pyobject(py)?))
 }
 
 /// Scan a whole toh session log (the file's bytes). Returns None when the reference path
@@ -1014,6 +1058,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tool_args_many, m)?)?;
     m.add_function(wrap_pyfunction!(text_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(typed_payloads, m)?)?;
+    m.add_function(wrap_pyfunction!(derive_pleach, m)?)?;
+    m.add("EVENT_TYPES", pleach::EVENT_TYPES.to_vec())?;
     m.add_function(wrap_pyfunction!(chain_digests, m)?)?;
     m.add_function(wrap_pyfunction!(take_columns, m)?)?;
     m.add_class::<OutBuf>()?;

@@ -72,6 +72,13 @@ def _text_mismatch(stored: pa.ChunkedArray | pa.Array, sources: list[Any]
     if not pa.types.is_string(col.type):
         return None
     n = len(col)
+    if len(sources) == 1 and isinstance(sources[0], pa.Array):  # (the native core's text)
+        try:
+            only = sources[0].cast(pa.string())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            only = None
+        if only is not None and col.equals(only):  # the same values and nulls: none differs
+            return np.zeros(n, dtype=bool)
     same = np.zeros(n, dtype=bool)
     todo = np.ones(n, dtype=bool)  # rows whose first non-null source is not yet reached
     for src in sources:
@@ -92,14 +99,45 @@ def _text_mismatch(stored: pa.ChunkedArray | pa.Array, sources: list[Any]
 _ARGS_COLUMNS = ("args_hash", "text")
 
 
-def _derived_side(sub: pa.Table) -> tuple[dict[str, pa.Array], list[Any],
-                                          list[tuple[str, pa.Table]]]:
+#: What :func:`_derived_side` returns: the derived columns, the ``text`` sources, and the
+#: ``(column, derived_mismatch rows)`` found so far (None: the whole check, in
+#: :data:`DERIVED_COLUMNS` order, when the native core derived every column).
+_Side = tuple[dict[str, pa.Array], list[Any], list[tuple[str, pa.Table]]]
+
+
+def _native_check(sub: pa.Table) -> list[tuple[str, pa.Table]] | None:
+    """The whole derived-column check of ``sub`` with the columns re-derived by the native
+    core (:func:`replaykit.io.pleach._derive.native_derived`: one pass over the payloads,
+    GIL released, every core) and compared column-wise by :func:`_compare_derived` (the
+    reference's comparison, so the same problems); None when the core is off or declines
+    (then the reference derivation runs)."""
+    from ..io.pleach._derive import native_derived
+
+    got = native_derived(sub)
+    if got is None:
+        return None
+    derived, sources = got
+    return _compare_derived(sub, derived, sources, None)
+
+
+def _derived_side(sub: pa.Table, native: Any = None) -> _Side:
     """The part of the derived-column check that needs no tool-call arguments, for a thread
     of its own: the Arrow parse of the payloads (:func:`_parsed_of`), the derived columns,
     and the comparison of all but :data:`_ARGS_COLUMNS` (placeholders stand in for the
-    arguments until :func:`_derived_rest` puts them in)."""
+    arguments until :func:`_derived_rest` puts them in). ``native``: a Future told whether
+    the native core did the whole check first (:func:`_native_check`; then its problems
+    are the third member and the rest is empty), so the caller knows at once whether it
+    must canonicalise the tool calls' arguments itself."""
     from ..io.pleach._derive import _derived
 
+    if native is not None:
+        try:
+            done = _native_check(sub)
+        except Exception:  # (a panic caught at the core's boundary, say): the reference
+            done = None    # decides, and raises what it raises
+        native.set_result(done is not None)
+        if done is not None:
+            return {}, [], done
     typed = _parsed_of(sub)
     n = sub.num_rows
     none = pa.nulls(n, pa.string())
@@ -154,6 +192,8 @@ def _compare_derived(sub: pa.Table, derived: dict[str, pa.Array], text_sources: 
                 stored, want = pc.cast(stored, _LS), pc.cast(want, _LS)
         if text_bad is not None:
             bad = pa.array(text_bad)
+        elif stored.equals(want):
+            continue  # (nulls equal nulls, as below): one Arrow comparison, no masks built
         else:
             same = pc.or_kleene(
                 pc.fill_null(pc.equal(stored, want), False),

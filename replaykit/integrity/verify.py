@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -301,19 +301,26 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     # a thread of its own while this one hashes (the content bytes are built on two more,
     # _blocks_ahead) and then canonicalises the arguments (Python, holding the GIL); short
     # GIL switches let the other threads' many short Arrow calls through (_short_switches)
+    # With the native core, the side thread first tries the whole check natively
+    # (_native_check: one pass over the payloads, GIL released, then the same column-wise
+    # comparison); `native` tells this thread whether it did, before the arguments are needed
     sub = _pleach_rows(table) if derived else None
     pool = ThreadPoolExecutor(1) if sub is not None else None
     derived_parts: list[pa.Table] = []
     try:
         with _short_switches():
-            side = None if pool is None else pool.submit(_derived_side, sub)
+            native: Future[bool] = Future()
+            side = None if pool is None else pool.submit(_derived_side, sub, native)
             # with the derived side thread on one core, one content builder is enough
             starts = _chain_problems(table, n, parts, workers=1 if side is not None else 2)
             if side is not None and sub is not None:
-                from ..io.pleach._derive import table_tool_args
+                if native.result():
+                    derived_parts = [t for _, t in side.result()[2]]
+                else:
+                    from ..io.pleach._derive import table_tool_args
 
-                tool_args = table_tool_args(sub)
-                derived_parts = _derived_rest(sub, side.result(), tool_args)
+                    tool_args = table_tool_args(sub)
+                    derived_parts = _derived_rest(sub, side.result(), tool_args)
     finally:
         if pool is not None:
             pool.shutdown(wait=True)

@@ -13,8 +13,8 @@ fuzz_target!(|data: &[u8]| {
         assert!(rows <= out.n_lines);
         assert_eq!(out.tenant_id.len(), rows);
         assert_eq!(out.payload.len(), rows);
-        assert_eq!(out.text.len(), rows);
-        assert_eq!(out.args_hash.len(), rows);
+        assert_eq!(out.d.text.len(), rows);
+        assert_eq!(out.d.args_hash.len(), rows);
         assert!(out.line.windows(2).all(|w| w[0] < w[1]));
         assert!(out.line.iter().all(|&l| (l as usize) < out.n_lines));
         if let _core::cols::Offsets::I64(offs) = &out.payload.offsets {

@@ -364,6 +364,16 @@ def _derived(table: pa.Table, *, typed: pa.Table | None = None,
     args, hashes = tool_args
     cols = _canonical_columns(env, typed, hashes)  # as _slim makes them for the loader
     sources = [args, *(typed.column(c) for c in _TEXT_FIELDS)]
+    return _derived_from(table, cols, sources)
+
+
+def _derived_from(table: pa.Table, cols: dict[str, Any], sources: list[Any]
+                  ) -> tuple[dict[str, pa.Array], list[Any]]:
+    """:func:`_derived` from the row-wise canonical columns (:func:`_canonical_columns`'
+    names, ``turn`` not yet carried forward) and the ``text`` sources: the per-run columns
+    (``turn``, ``parent_run_id``) and the schema's value types."""
+    n = table.num_rows
+    cols = dict(cols)
     child = cols.pop("_child")
 
     def keys(name: str) -> pa.Array:
@@ -399,6 +409,63 @@ def _derived(table: pa.Table, *, typed: pa.Table | None = None,
             arr = pa.nulls(n, typ.value_type if pa.types.is_dictionary(typ) else typ)
         out[name] = arr
     return out, sources
+
+
+def _type_codes(event_type: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
+    """The native core's event type code of each row (``replaykit._core.EVENT_TYPES``'
+    index; 255: another type, or null), or None when ``event_type`` is not text."""
+    arr = event_type.combine_chunks() if isinstance(event_type, pa.ChunkedArray) else event_type
+    try:
+        if not pa.types.is_dictionary(arr.type):
+            arr = arr.cast(_STR).dictionary_encode()
+        names = arr.dictionary.cast(_STR).to_pylist()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    known = {t: i for i, t in enumerate(_native.core().EVENT_TYPES)}
+    lut = np.array([known.get(t, 255) for t in names] + [255], dtype=np.uint8)
+    idx = pc.fill_null(arr.indices, len(names)).to_numpy(zero_copy_only=False)
+    return lut[idx]
+
+
+def native_derived(table: pa.Table) -> tuple[dict[str, pa.Array], list[Any]] | None:
+    """:func:`_derived` of ``table`` by the native core (``replaykit._core.derive_pleach``:
+    one pass over the payloads, GIL released, every core), or None when the core is off or
+    not sure of some payload (then :func:`_derived` is the answer). The same columns; the
+    ``text`` sources are the one ``text`` column (its coalesce, the same first non-null)."""
+    if not _native.enabled() or not table.num_rows:
+        return None
+    typ = table.column("type")
+    typ = typ.combine_chunks() if isinstance(typ, pa.ChunkedArray) else typ
+    if (pa.types.is_dictionary(typ.type) and not typ.null_count
+            and not typ.dictionary.null_count):
+        # the stored encoding as it is (kind follows each value; `type` is not compared)
+        pl = table.column("payload")
+        pl = pl.combine_chunks() if isinstance(pl, pa.ChunkedArray) else pl
+        pl = pl.cast(pl.type.value_type) if pa.types.is_dictionary(pl.type) else pl
+        etype, payload = typ, pl.cast(pa.large_string())  # (as _derive_inputs reads it)
+    else:
+        etype, payload = _derive_inputs(table)
+    if payload.null_count:
+        return None
+    codes = _type_codes(typ)
+    if codes is None:
+        return None
+    got = _native.core().derive_pleach(codes, *_native.spans(payload))
+    if got is None:
+        return None
+    rows, native_cols = got
+    cols = {name: _native.to_arrow(col) for name, col in native_cols}
+    text, args = cols.pop("text"), cols.pop("args")
+    py_rows = np.frombuffer(rows, dtype=np.int64)
+    if len(py_rows):  # arguments given as a JSON string: hashed as the reference hashes them
+        idx = pa.array(py_rows)
+        hashes = [args_hash(loads(a)) for a in args.take(idx).to_pylist()]
+        where = np.full(table.num_rows, -1, dtype=np.int64)
+        where[py_rows] = np.arange(len(py_rows))
+        patch = pa.array(hashes, _STR).take(pa.array(where, mask=where < 0))
+        cols["args_hash"] = pc.coalesce(cols["args_hash"], patch)
+    cols.update(_type_and_kind(etype))
+    return _derived_from(table, cols, [text])
 
 
 def _segments(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
