@@ -102,13 +102,16 @@ def _tool_args(part: _Part, cache: dict[str, str]) -> tuple[pa.Array, pa.Array]:
             else ((j, texts[j].as_py()) for j in todo))
     with gc_paused():
         for j, ptxt in rows:
+            # (a payload that is not an object, which only a tampered table holds: no args)
             if direct_list[j]:
-                args = decode(ptxt).get("args")  # type: ignore[misc]
+                obj = decode(ptxt)  # type: ignore[misc]
+                args = obj.get("args") if isinstance(obj, dict) else None
                 if args is None:
                     continue
                 a = args_text[j] = encode(args).decode("utf-8")  # type: ignore[misc]
             else:
-                args = loads(ptxt, long_ints=long_list[j]).get("args")
+                obj = loads(ptxt, long_ints=long_list[j])
+                args = obj.get("args") if isinstance(obj, dict) else None
                 if args is None:
                     continue
                 a = args_text[j] = canonical_json(args)
