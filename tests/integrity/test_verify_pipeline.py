@@ -180,9 +180,14 @@ def test_tool_args_routes_long_integers_and_deep_nesting_to_the_row_loop():
     assert hashes.to_pylist()[4] == args_hash("not json")
 
 
-def test_tool_args_of_a_payload_that_is_not_an_object_fails_as_before():
-    with pytest.raises(AttributeError):
-        _tool_args(_part(["tool.called"], ["[1, 2]"]), {})
+@pytest.mark.parametrize("payload", ["[1, 2]", "1", '"args"', "null", "[]"])
+def test_tool_args_of_a_payload_that_is_not_an_object_are_none(payload):
+    # only a tampered table holds such a payload (the loader refuses it): it has no
+    # arguments, so the derived check reports the row instead of raising AttributeError
+    text, hashes = _tool_args(_part(["tool.called", "tool.called"],
+                                    [payload, json.dumps({"args": {"b": 1, "a": 2}})]), {})
+    assert text.to_pylist() == [None, '{"a":2,"b":1}']
+    assert hashes.to_pylist()[0] is None and hashes.to_pylist()[1] is not None
 
 
 @pytest.mark.parametrize("block", [1, 7, 64])
@@ -228,8 +233,9 @@ def test_tool_args_pause_the_collector_and_restore_it(enabled, monkeypatch):
         text, _ = _tool_args(_part(["tool.called"], [json.dumps({"args": [big]})]), {})
         assert text.to_pylist() == [f"[{big}]"]
         assert seen == [False] and gc.isenabled() is enabled
-        with pytest.raises(AttributeError):  # a payload that is not an object, as before
-            _tool_args(_part(["tool.called"], ["[1, 2]"]), {})
+        # a payload that is not an object has no arguments; the collector is restored
+        text, _ = _tool_args(_part(["tool.called"], ["[1, 2]"]), {})
+        assert text.to_pylist() == [None]
         assert gc.isenabled() is enabled
     finally:
         gc.enable() if was else gc.disable()
