@@ -33,6 +33,35 @@ def run(*args: str, cwd: Path | None = None, timeout: float = 120,
                           timeout=timeout, stdin=stdin, check=False)
 
 
+#: run_batch's driver: each command through the console's own entry (``app._main``, as
+#: ``console_main`` calls it, minus the fast exit) in one process, its streams captured apart
+_BATCH = """
+import contextlib, io, json, sys
+from replaykit.cli.app import _main
+got = []
+for argv in json.loads(sys.stdin.read()):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = _main(argv, fast_exit=False)
+    got.append([code, out.getvalue(), err.getvalue()])
+sys.stdout.write(json.dumps(got))
+"""
+
+
+def run_batch(calls: list[list[str]], timeout: float = 120
+              ) -> list[subprocess.CompletedProcess[str]]:
+    """Several commands in one fresh interpreter (one start-up instead of one per command),
+    each captured like :func:`run`; the timeout covers them all, so a command that blocks
+    (a FIFO read) fails the test the same way."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", _BATCH], input=json.dumps(calls),
+                          capture_output=True, text=True, env=env, timeout=timeout,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [subprocess.CompletedProcess(argv, code, out, err)
+            for argv, (code, out, err) in zip(calls, json.loads(proc.stdout), strict=True)]
+
+
 def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
     """The error a command printed: exactly one line, no traceback, no Python warning form."""
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
@@ -307,14 +336,14 @@ def _hostile(tmp_path: Path) -> dict[str, Path]:
             "huge": huge, "folder": folder, "binary": binary}
 
 
-@pytest.mark.slow  # 35 console runs: in `make test`, not `make check`
+@pytest.mark.slow  # 35 commands: in `make test`, not `make check`
 @pytest.mark.parametrize("kind", ["fifo", "device", "deep", "deep-obj", "huge", "folder",
                                   "binary"])
 def test_hostile_option_files_get_one_line_and_exit_2(tmp_path, kind):
     bad = _hostile(tmp_path)[kind]
     branch = tmp_path / "b.json"
     assert run("branch", "create", "--from", "r", "--checkpoint", "c", "--name", "n", "-o",
-               str(branch)).returncode == 0
+               str(branch)).returncode == 0  # the console script itself, once
     calls = [
         ["branch", "intervene", str(branch), "--kind", "prompt_patch", "--target-ref", "x",
          "--patch", str(bad)],
@@ -327,8 +356,8 @@ def test_hostile_option_files_get_one_line_and_exit_2(tmp_path, kind):
          str(tmp_path / "res")],
         ["verify-chain", str(DATA / "pleach"), "--heads", str(bad)],
     ]
-    for argv in calls:
-        proc = run(*argv, timeout=60)  # a FIFO must not block: the timeout would fail here
+    # a FIFO must not block: the timeout would fail here
+    for argv, proc in zip(calls, run_batch(calls, timeout=120), strict=True):
         assert proc.returncode == 2, (argv, proc.stderr)
         line = one_line_error(proc)
         assert str(bad.name) in line or "nest" in line, line
@@ -350,13 +379,16 @@ def test_seeded_fuzz_of_patch_files_never_tracebacks(tmp_path):
                str(branch)).returncode == 0
     pieces = ['{"', '":', "[", "]", "{", "}", '"\\ud800"', "1e999999", "-", "\x00", "\xff",
               "null", ",", '"operations"', "\n", "\u202e", '{"op":"replace"}']
+    calls = []
     for k in range(12):
         f = tmp_path / f"fuzz{k}.json"
         text = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 400)))
         f.write_bytes(text.encode("utf-8", "surrogatepass") if k % 3 else
                       bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300))))
-        proc = run("branch", "intervene", str(branch), "--kind", "json_patch", "--target-ref",
-                   "x", "--patch", str(f), "-o", str(tmp_path / f"out{k}.json"))
+        calls.append(["branch", "intervene", str(branch), "--kind", "json_patch",
+                      "--target-ref", "x", "--patch", str(f), "-o",
+                      str(tmp_path / f"out{k}.json")])
+    for proc in run_batch(calls):
         assert proc.returncode in (0, 2), proc.stderr
         if proc.returncode:
             line = one_line_error(proc)
