@@ -385,14 +385,26 @@ def main(argv: list[str] | None = None) -> None:
                                "quick": args.quick}
     load_before = os.getloadavg()
     print("machine:", json.dumps(results["machine"]), flush=True)
+    seconds: dict[str, float] = {}  # each suite's wall time (progress on a long run)
+
+    def timed(name: str, fn: Any, *fn_args: Any) -> Any:
+        t0 = time.perf_counter()
+        out = fn(*fn_args)
+        seconds[name] = round(time.perf_counter() - t0, 2)
+        print(f"[{time.perf_counter() - started:6.0f} s] {name} done in {seconds[name]:.1f} s",
+              flush=True)
+        return out
+
     if args.only in (None, "pleach"):
-        results["pleach_small"] = bench_pleach(pleach_small, repeat, _PLEACH_SMALL)
-        results["pleach"] = bench_pleach(pleach_n, repeat)
+        results["pleach_small"] = timed("pleach_small", bench_pleach, pleach_small, repeat,
+                                        _PLEACH_SMALL)
+        results["pleach"] = timed("pleach", bench_pleach, pleach_n, repeat)
     if args.only in (None, "toh"):
-        results["toh"] = bench_toh(toh_n, repeat)
+        results["toh"] = timed("toh", bench_toh, toh_n, repeat)
     for name in _SUITES:
         if args.only in (None, name):
-            results[name] = _run_suite(name, args.quick)
+            results[name] = timed(name, _run_suite, name, args.quick)
+    results["suite_seconds"] = seconds
     print()
     for line in report(results):
         print(line)

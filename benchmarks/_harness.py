@@ -224,4 +224,9 @@ def tiny(n: Any) -> Any:
     runs, not what it measures). Works on a number, a tuple or a list of them."""
     if isinstance(n, (tuple, list)):
         return type(n)(tiny(v) for v in n)
-    return max(n // 20, 100) if os.environ.get("REPLAYKIT_BENCH_TINY") == "1" else n
+    return max(n // 20, 100) if is_tiny() else n
+
+
+def is_tiny() -> bool:
+    """True under ``python -m benchmarks --tiny`` (the test suite's smoke run)."""
+    return os.environ.get("REPLAYKIT_BENCH_TINY") == "1"

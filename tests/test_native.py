@@ -279,6 +279,51 @@ def test_pooled_block_buffers(generated: dict[str, Path], tmp_path: Path,
     assert kind == "ok" and len(log.quarantine) == 1 and len(log) == 3001
 
 
+def test_buffers_sized_to_the_file(generated: dict[str, Path], tmp_path: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file shorter than a block is read into a buffer of its own size (no 17 MB buffer
+    zero-filled per small file), on both paths; files of one byte either side of the block
+    size, empty files and a last line without its line end read as the reference does; and
+    a file larger than its size said when it was opened (it grew) reads whole."""
+    import tracemalloc
+
+    import replaykit.io.pleach as pleach
+
+    lines = generated["iso_20k"].read_bytes().splitlines(keepends=True)[:400]
+    small = tmp_path / "small.jsonl"
+    small.write_bytes(b"".join(lines[:3]))
+    for native in (True, False):
+        with _Path(native):
+            rk.read_pleach(small)  # imports and caches outside the measurement
+            tracemalloc.start()
+            log = rk.read_pleach(small)
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+        assert len(log) == 3 and peak < 4 << 20, (native, peak)
+
+    block = 32 << 10
+    monkeypatch.setattr(pleach, "_BLOCK", block)
+    body = b"".join(lines)
+    cut = body[:block + 4096]
+    cut = cut[:cut.rindex(b"\n") + 1]
+    cases = {"empty": b"", "one": lines[0], "no_end": lines[0].rstrip(b"\n")}
+    for delta in (-1, 0, 1):  # the file's size about the block size, on a line end
+        lo = cut[:block + delta]
+        cases[f"block{delta:+d}"] = lo[:lo.rindex(b"\n") + 1] + b" " * (
+            block + delta - (lo.rindex(b"\n") + 1) - 1) + b"\n"
+    for name, data in cases.items():
+        f = tmp_path / f"{name}.jsonl"
+        f.write_bytes(data)
+        both(rk.read_pleach, f, errors="quarantine")
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(body)
+    _, want, _ = both(rk.read_pleach, whole, errors="quarantine")
+    assert len(want) == 400
+    monkeypatch.setattr(pleach, "_file_size", lambda fh: 100)  # "grew" since opened
+    _, got, _ = both(rk.read_pleach, whole, errors="quarantine")
+    assert got.table.equals(want.table)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_native_take_matches_arrow_take(seed: int) -> None:
     """``_native.take`` gives Arrow's ``take`` (values, type, dictionary) on every layout:

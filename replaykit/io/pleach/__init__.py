@@ -418,9 +418,13 @@ def _iter_blocks(path: Path, bar: Progress) -> Iterator[bytearray]:
     """Yield blocks of ~_BLOCK bytes, each ending at a line end (a final one is added)."""
     with open(path, "rb") as fh:
         first = True
+        left = _file_size(fh)
         while True:
-            chunk = bytearray(_BLOCK)
+            # a file smaller than a block gets a buffer of its size (+1 to see the end):
+            # a 16 MB buffer zero-filled per small file was most of reading one
+            chunk = bytearray(min(_BLOCK, max(left, 0) + 1))
             got = fh.readinto(chunk)
+            left = _BLOCK if got == len(chunk) else left - got  # it grew: full blocks again
             if not got:
                 return
             del chunk[got:]
@@ -440,22 +444,42 @@ def _iter_blocks(path: Path, bar: Progress) -> Iterator[bytearray]:
 _SLACK = 1 << 20  # room after a block's _BLOCK bytes for the rest of its last line
 
 
+def _file_size(fh: Any) -> int:
+    """The bytes left to read in ``fh`` (a regular file's size; a pipe or a file that grows
+    as it is read only changes how the blocks are cut, never which lines they hold)."""
+    try:
+        return max(os.fstat(fh.fileno()).st_size - fh.tell(), 0)
+    except (OSError, ValueError):
+        return _BLOCK
+
+
 def _iter_native_blocks(path: Path, bar: Progress, pool: list[bytearray]
                         ) -> Iterator[tuple[bytearray, memoryview]]:
     """_iter_blocks for the native path: the same blocks (a BOM blanked, a final line end
     added), each a view of a buffer taken from ``pool`` (buffers of _BLOCK + _SLACK bytes the
     caller hands back once a block is read), so the file is read into the same few buffers:
     no fresh pages, zero-filling or reallocation per block. A block whose last line does not
-    fit the slack is a fresh bytearray."""
+    fit the slack is a fresh bytearray; so is the rest of a file shorter than a block (its
+    own size: a small file costs no 17 MB buffer). Only full-size buffers go back to the
+    pool."""
     with open(path, "rb") as fh:
         first = True
+        left = _file_size(fh)
         while True:
-            buf = pool.pop() if pool else bytearray(_BLOCK + _SLACK)
+            if pool:
+                buf = pool.pop()
+            elif left < _BLOCK:  # the file's rest fits: a buffer of its size (see above)
+                buf = bytearray(max(left, 0) + 2)
+            else:
+                buf = bytearray(_BLOCK + _SLACK)
             view = memoryview(buf)
-            got = fh.readinto(view[:_BLOCK])
+            want = min(_BLOCK, len(buf) - 1)
+            got = fh.readinto(view[:want])
+            left = _BLOCK if got == want < _BLOCK else left - got  # it grew: full blocks again
             if not got:
                 view.release()
-                pool.append(buf)
+                if len(buf) == _BLOCK + _SLACK:
+                    pool.append(buf)
                 return
             if first and buf.startswith(b"\xef\xbb\xbf"):
                 buf[:3] = b"   "  # a UTF-8 byte order mark: JSON whitespace, offsets kept
@@ -464,8 +488,9 @@ def _iter_native_blocks(path: Path, bar: Progress, pool: list[bytearray]
             used = got
             if buf[used - 1] != 10:
                 tail = fh.readline()  # complete the last line
+                left -= len(tail)
                 bar.update(len(tail))
-                if len(tail) < _SLACK:
+                if len(tail) < len(buf) - used:
                     buf[used:used + len(tail)] = tail
                     used += len(tail)
                     if buf[used - 1] != 10:
@@ -476,7 +501,8 @@ def _iter_native_blocks(path: Path, bar: Progress, pool: list[bytearray]
                     if not big.endswith(b"\n"):
                         big += b"\n"
                     view.release()
-                    pool.append(buf)
+                    if len(buf) == _BLOCK + _SLACK:
+                        pool.append(buf)
                     yield big, memoryview(big)
                     continue
             yield buf, view[:used]

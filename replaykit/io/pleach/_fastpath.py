@@ -42,7 +42,9 @@ def _positions(b: np.ndarray, byte: int) -> np.ndarray:
         return np.flatnonzero(b == byte)  # (robust path) keep no buffer after the load
     mask = getattr(_scratch, "mask", None)
     if mask is None or len(mask) < len(b):
-        mask = _scratch.mask = np.empty(max(len(b), _BLOCK + (1 << 20)), dtype=bool)
+        # block-sized for files of many blocks; a small file's own size (its only block)
+        size = len(b) if len(b) < 1 << 20 else max(len(b), _BLOCK + (1 << 20))
+        mask = _scratch.mask = np.empty(size, dtype=bool)
     m = mask[: len(b)]
     np.equal(b, byte, out=m)
     return np.flatnonzero(m)
