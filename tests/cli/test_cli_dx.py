@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _cli_batch import run_batch
 
 import replaykit as rk
 from replaykit.cli import _output as cli
@@ -31,35 +32,6 @@ def run(*args: str, cwd: Path | None = None, timeout: float = 120,
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([EXE, *args], capture_output=True, text=True, cwd=cwd, env=env,
                           timeout=timeout, stdin=stdin, check=False)
-
-
-#: run_batch's driver: each command through the console's own entry (``app._main``, as
-#: ``console_main`` calls it, minus the fast exit) in one process, its streams captured apart
-_BATCH = """
-import contextlib, io, json, sys
-from replaykit.cli.app import _main
-got = []
-for argv in json.loads(sys.stdin.read()):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = _main(argv, fast_exit=False)
-    got.append([code, out.getvalue(), err.getvalue()])
-sys.stdout.write(json.dumps(got))
-"""
-
-
-def run_batch(calls: list[list[str]], timeout: float = 120
-              ) -> list[subprocess.CompletedProcess[str]]:
-    """Several commands in one fresh interpreter (one start-up instead of one per command),
-    each captured like :func:`run`; the timeout covers them all, so a command that blocks
-    (a FIFO read) fails the test the same way."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", _BATCH], input=json.dumps(calls),
-                          capture_output=True, text=True, env=env, timeout=timeout,
-                          check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return [subprocess.CompletedProcess(argv, code, out, err)
-            for argv, (code, out, err) in zip(calls, json.loads(proc.stdout), strict=True)]
 
 
 def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:

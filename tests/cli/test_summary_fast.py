@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import random
 import shutil
 from pathlib import Path
 from typing import Any
@@ -250,6 +251,45 @@ def test_the_comparison_can_fail(logs: dict[str, Path], monkeypatch: pytest.Monk
     monkeypatch.setattr(pleach, "_per_run", short)
     with pytest.raises(AssertionError):
         _same(["summary", str(logs["small"]), "--no-progress"], monkeypatch)
+
+
+@pytest.mark.parametrize("shape", ["rising", "repeats", "going_back", "nulls_between"])
+def test_distinct_turns_per_run(shape: str, tmp_path: Path,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runs table's turns (distinct turn numbers of a run's turn events) on the fast
+    path's two ways to count them: turn numbers that never go back within a run (counted
+    where they change) and ones that do (counted through a sort), as the full read counts."""
+    rng = random.Random(shape)
+    rows = []
+    for r in range(6):
+        seq = 0
+        turn = 1
+        for _ in range(rng.randint(1, 25)):
+            seq += 1
+            if shape == "rising":
+                turn += 1
+            elif shape == "repeats":
+                turn += rng.choice([0, 0, 1])
+            elif shape == "going_back":
+                turn = rng.choice([1, 2, 3, 2, 1, 7])
+            payload = {"turn": None if shape == "nulls_between" and rng.random() < 0.4
+                       else turn} if rng.random() < 0.8 else {}
+            if shape == "nulls_between":
+                turn += rng.choice([0, 1])
+            rows.append({"tenant_id": "acme", "chat_id": f"c{r}", "sequence_number": seq,
+                         "event_type": "turn.started", "payload": payload,
+                         "created_at": "2026-01-01T00:00:00Z"})
+    rng.shuffle(rows)  # runs interleaved, rows out of order: the summary sorts them
+    f = tmp_path / f"{shape}.jsonl"
+    f.write_text("".join(json.dumps(x) + "\n" for x in rows), encoding="utf-8")
+    fast = _same(["summary", str(f), "--no-progress", "--json"], monkeypatch)
+    got = {r["run_id"]: r["turns"] for r in json.loads(fast[1])}
+    want: dict[str, set[int]] = {}
+    for x in rows:
+        want.setdefault(x["chat_id"], set())
+        if x["payload"].get("turn") is not None:
+            want[x["chat_id"]].add(x["payload"]["turn"])
+    assert got == {k: len(v) for k, v in want.items()}
 
 
 # ------------------------------------------------------------------------------ hypothesis

@@ -260,9 +260,20 @@ def per_run(parts: list[tuple[str, _Lean]], quarantine: Quarantine
     turns = np.zeros(k, dtype=np.int64)
     if t_valid.any():
         tv = turn.fill_null(0).to_numpy(zero_copy_only=False)[rows][t_valid].astype(np.int64)
-        pairs = np.unique(seg[t_valid].astype(np.int64) * (np.int64(1) << np.int64(33))
-                          + (tv + 2**31))
-        turns = np.bincount(pairs >> np.int64(33), minlength=k).astype(np.int64)
+        ts_seg = seg[t_valid]
+        new_run = np.ones(len(tv), dtype=bool)
+        new_run[1:] = ts_seg[1:] != ts_seg[:-1]
+        step = np.diff(tv)
+        if (new_run[1:] | (step >= 0)).all():
+            # turns never go back within a run (the usual log, in sequence order): a value
+            # is new where the run starts or the number changes -- no sort, no hash table
+            first = new_run.copy()
+            first[1:] |= step != 0
+            turns = np.bincount(ts_seg[first], minlength=k).astype(np.int64)
+        else:
+            pairs = np.unique(ts_seg.astype(np.int64) * (np.int64(1) << np.int64(33))
+                              + (tv + 2**31))
+            turns = np.bincount(pairs >> np.int64(33), minlength=k).astype(np.int64)
     # parent_run_id: the run naming the chat as child_chat_id in a subagent.spawned row of
     # the same tenant, the first such row in run order (as _fill_derived sets it)
     child = pa.concat_arrays([p.child for p in lean])
