@@ -731,9 +731,17 @@ impl Chunk {
         }
         let events = self.out.len() as i64;
         let full = self.env_full == Some(true);
+        let lines = self.lines;
         let a = &mut self.out;
         let b = o.out;
-        a.line.extend(b.line.iter().map(|l| l + self.lines));
+        // the payload column (most of the bytes) is joined on a second thread while this one
+        // joins the rest: the copy into fresh pages is bound by page faults, not bandwidth
+        let (payload, b_payload) = (&mut a.payload, &b.payload);
+        std::thread::scope(|sc| {
+            sc.spawn(move || payload.append(b_payload));
+            a.text.append(&b.text);
+        });
+        a.line.extend(b.line.iter().map(|l| l + lines));
         if full {
             a.seq.extend_from_slice(&b.seq);
         } else {
@@ -741,11 +749,9 @@ impl Chunk {
         }
         a.time.append(&b.time);
         a.typ.append(&b.typ);
-        a.payload.append(&b.payload);
         a.turn.append(&b.turn);
         a.step.append(&b.step);
         a.chunk_type.append(&b.chunk_type);
-        a.text.append(&b.text);
         a.ref_id.append(&b.ref_id);
         a.tool_name.append(&b.tool_name);
         a.args_hash.append(&b.args_hash);
