@@ -99,7 +99,10 @@ def json_changes(before: Any, after: Any) -> list[dict[str, Any]]:
         elif kind == "copy":
             rows.append({"path": path, "op": "added", "before": None,
                          "after": _none(_pointer_get(doc, op["from"]))})
-        doc = jsonpatch.apply_patch(doc, [op])
+        # in place on this call's own copy (apply_patch would copy the whole document per
+        # operation: quadratic in a payload's changes); the operation is copied so a later
+        # one never edits a value an earlier row holds
+        doc = jsonpatch.apply_patch(doc, [copy.deepcopy(op)], in_place=True)
     return rows
 
 
@@ -584,10 +587,17 @@ def unsupported_df(result: Any, *, changes: pd.DataFrame | None = None) -> pd.Da
     mp = result.model_policy
     rows: list[dict[str, Any]] = []
 
+    # each step's distinct labels of key changes, in order: one pass over the changes (a
+    # mask over all of them per step made the report quadratic in the changed steps)
+    labels_of: dict[int, dict[Any, None]] = {}
+    if len(ch):
+        key_rows = ch.loc[ch["key"], ["step", "label"]]
+        for s_, lab_ in zip(key_rows["step"].tolist(), key_rows["label"].tolist(),
+                            strict=True):
+            labels_of.setdefault(s_, {})[lab_] = None
+
     def labels(step: int) -> str:
-        if not len(ch):
-            return ""
-        lab = ch.loc[(ch["step"] == step) & ch["key"], "label"].drop_duplicates().tolist()
+        lab = list(labels_of.get(step, ()))
         more = f", +{len(lab) - 3} more" if len(lab) > 3 else ""
         return ", ".join(lab[:3]) + more
 
