@@ -42,7 +42,9 @@ def _shared_sources(t: pa.Table) -> pa.Table:
 
 
 def _content_status(status: np.ndarray, b: pa.Table, r: pa.Table, i: np.ndarray,
-                    j: np.ndarray) -> np.ndarray:
+                    j: np.ndarray, *,
+                    changes: dict[tuple[int, int], list[dict[str, Any]]] | None = None
+                    ) -> np.ndarray:
     """``status`` with every ``same`` pair whose events differ in any field turned
     ``changed``: the signature alignment sees kind, tool, arguments and text only, so a
     request whose parameters were patched (temperature, tools, system prompt, any payload
@@ -51,9 +53,11 @@ def _content_status(status: np.ndarray, b: pa.Table, r: pa.Table, i: np.ndarray,
     Column-wise: the payload texts and the other compared columns of the aligned pairs are
     compared in Arrow; only pairs whose payload texts differ are decoded, and a difference
     under a bookkeeping key only (:data:`replaykit.branch.findings.BOOKKEEPING_KEYS`: the
-    patch record, ids, times) does not count.
+    patch record, ids, times) does not count. ``changes``, when given, receives each decoded
+    pair's :func:`~replaykit.branch.findings.json_changes` rows by ``(base_seq, replay_seq)``
+    (``changes_df`` reuses them).
     """
-    from .findings import content_changed
+    from .findings import _decode, _is_bookkeeping, json_changes
 
     out = status.copy()
     pair = np.flatnonzero((status == "same") & (i >= 0) & (j >= 0))
@@ -74,8 +78,17 @@ def _content_status(status: np.ndarray, b: pa.Table, r: pa.Table, i: np.ndarray,
     bp = _str(b.column("payload").take(bi))
     rp = _str(r.column("payload").take(rj))
     text_ne = np.asarray(pc.fill_null(pc.not_equal(bp, rp), True), dtype=bool) & ~differs
-    for k in np.flatnonzero(text_ne):  # payload texts differ: decode those pairs only
-        differs[k] = content_changed(bp[int(k)].as_py(), rp[int(k)].as_py())
+    todo = np.flatnonzero(text_ne)  # payload texts differ: decode those pairs only
+    b_seq = b.column("seq").take(bi).to_pylist() if len(todo) else []
+    r_seq = r.column("seq").take(rj).to_pylist() if len(todo) else []
+    for k in todo.tolist():  # (as content_changed decides, keeping the rows)
+        before, after = _decode(bp[k].as_py()), _decode(rp[k].as_py())
+        if before == after:
+            continue
+        rows = json_changes(before, after)
+        differs[k] = any(not _is_bookkeeping(c["path"]) for c in rows)
+        if changes is not None and b_seq[k] is not None and r_seq[k] is not None:
+            changes[(int(b_seq[k]), int(r_seq[k]))] = rows
     out[pair[differs]] = "changed"
     return out
 

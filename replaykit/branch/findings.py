@@ -233,6 +233,8 @@ def changes_df(result: Any) -> pd.DataFrame:
     b_rows = {r["seq"]: r for r in base_t.take(want_b).select(cols_ev).to_pylist()}
     r_rows = {r["seq"]: r for r in rep_t.take(want_r).select(cols_ev).to_pylist()}
     out: list[dict[str, Any]] = []
+    # pairs the diff already decoded and diffed (ReplayResult._pair_changes): not again
+    pair_changes = getattr(result, "_pair_changes", None) or {}
     for k, d in diff.iterrows():  # changed events only (bounded by the divergence)
         bs = None if pd.isna(d["base_seq"]) else int(d["base_seq"])
         rs = None if pd.isna(d["replay_seq"]) else int(d["replay_seq"])
@@ -257,7 +259,9 @@ def changes_df(result: Any) -> pd.DataFrame:
                                "after": _json(whole) if r is not None else None,
                                "key": True})
             continue
-        for c in sorted(json_changes(bp, rp), key=lambda c: c["path"]):  # reading order
+        known = pair_changes.get((bs, rs)) if bs is not None and rs is not None else None
+        found = known if known is not None else json_changes(bp, rp)
+        for c in sorted(found, key=lambda c: c["path"]):  # reading order
             out.append(base | {"path": c["path"], "label": _label(c["path"]), "op": c["op"],
                                "before": None if c["op"] == "added" else _json(c["before"]),
                                "after": None if c["op"] == "removed" else _json(c["after"]),

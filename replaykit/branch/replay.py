@@ -111,6 +111,9 @@ class ReplayResult:
         self.cache_lookups = list(cache_lookups or [])
         self._metrics: dict[str, Any] | None = None
         self._diff: pd.DataFrame | None = None
+        # the JSON changes of the aligned pairs the diff had to decode, by (base_seq,
+        # replay_seq): changes_df reuses them instead of diffing those payloads again
+        self._pair_changes: dict[tuple[int, int], list[dict[str, Any]]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         # a pickled result carries the replayed tenant's part of the base only (issue 30)
@@ -233,7 +236,8 @@ class ReplayResult:
             cols[f"replay_{name}"] = side(r, j, col)
         order = ["status", "base_seq", "replay_seq", "base_kind", "replay_kind",
                  "base_tool", "replay_tool"]
-        cols["status"] = pa.array(_content_status(np.asarray(status, dtype=object), b, r, i, j),
+        cols["status"] = pa.array(_content_status(np.asarray(status, dtype=object), b, r, i, j,
+                                                  changes=self._pair_changes),
                                   type=pa.string())
         df = pa.table({k: cols[k] for k in order}).to_pandas()
         return df.astype({"base_seq": "Int64", "replay_seq": "Int64", "status": "string",

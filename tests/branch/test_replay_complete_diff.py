@@ -69,6 +69,12 @@ def test_any_payload_edit_shows_in_every_view(log: Any, data: Any) -> None:
     row = diff[diff["replay_seq"] == pos]
     assert row["status"].tolist() == ["changed"], (key, value)
     ch = res.changes_df()
+    # the changes the diff kept for the pairs it decoded are the ones computed afresh
+    saved, res._pair_changes = res._pair_changes, {}
+    try:
+        assert ch.equals(res.changes_df())
+    finally:
+        res._pair_changes = saved
     at_key = (ch["path"] == f"/{key}") | ch["path"].str.startswith(f"/{key}/")
     mine = ch[(ch["replay_seq"] == pos) & at_key]  # (not "/reason" for the key "r")
     assert len(mine) >= 1 and mine["key"].all()
@@ -133,3 +139,32 @@ def test_unsupported_findings_name_each_rule(log: Any) -> None:
                                 checkpoint="cp-intake", name="plain"))
     assert plain.summary().unsupported.empty and plain.summary().counts["unsupported"] == 0
     assert plain.summary().answer.startswith("Unchanged: the replay reproduces")
+
+
+def test_changes_df_reuses_the_diffs_decoded_pairs(log: Any) -> None:
+    """The JSON changes the diff computed for the pairs it had to decode (payload texts
+    differ, signatures equal) are what changes_df shows for them, without diffing again."""
+    from replaykit.branch import findings
+
+    demo = rk.replay(rk.Branch.load(DATA / "branch-drop-fraud-clause.json", base=log,
+                                    tenant_id="demo"), fixtures=DATA / "fixtures.json")
+    demo.diff_df()
+    assert demo._pair_changes  # the patched request: same signature, other payload
+    calls = []
+    real = findings.json_changes
+
+    def counted(before: Any, after: Any) -> Any:
+        calls.append(1)
+        return real(before, after)
+
+    findings.json_changes = counted
+    try:
+        cached = demo.changes_df()
+        n_cached = len(calls)
+        saved, demo._pair_changes = demo._pair_changes, {}
+        fresh = demo.changes_df()
+    finally:
+        findings.json_changes = real
+        demo._pair_changes = saved
+    assert cached.equals(fresh)
+    assert len(calls) - n_cached == n_cached + len(saved)  # each kept pair not diffed again
