@@ -69,12 +69,6 @@ def test_any_payload_edit_shows_in_every_view(log: Any, data: Any) -> None:
     row = diff[diff["replay_seq"] == pos]
     assert row["status"].tolist() == ["changed"], (key, value)
     ch = res.changes_df()
-    # the changes the diff kept for the pairs it decoded are the ones computed afresh
-    saved, res._pair_changes = res._pair_changes, {}
-    try:
-        assert ch.equals(res.changes_df())
-    finally:
-        res._pair_changes = saved
     at_key = (ch["path"] == f"/{key}") | ch["path"].str.startswith(f"/{key}/")
     mine = ch[(ch["replay_seq"] == pos) & at_key]  # (not "/reason" for the key "r")
     assert len(mine) >= 1 and mine["key"].all()
