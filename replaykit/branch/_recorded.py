@@ -57,7 +57,7 @@ def _content_status(status: np.ndarray, b: pa.Table, r: pa.Table, i: np.ndarray,
     pair's :func:`~replaykit.branch.findings.json_changes` rows by ``(base_seq, replay_seq)``
     (``changes_df`` reuses them).
     """
-    from .findings import _decode, _is_bookkeeping, json_changes
+    from .findings import _content_changes
 
     out = status.copy()
     pair = np.flatnonzero((status == "same") & (i >= 0) & (j >= 0))
@@ -81,13 +81,9 @@ def _content_status(status: np.ndarray, b: pa.Table, r: pa.Table, i: np.ndarray,
     todo = np.flatnonzero(text_ne)  # payload texts differ: decode those pairs only
     b_seq = b.column("seq").take(bi).to_pylist() if len(todo) else []
     r_seq = r.column("seq").take(rj).to_pylist() if len(todo) else []
-    for k in todo.tolist():  # (as content_changed decides, keeping the rows)
-        before, after = _decode(bp[k].as_py()), _decode(rp[k].as_py())
-        if before == after:
-            continue
-        rows = json_changes(before, after)
-        differs[k] = any(not _is_bookkeeping(c["path"]) for c in rows)
-        if changes is not None and b_seq[k] is not None and r_seq[k] is not None:
+    for k in todo.tolist():  # (content_changed's answer, keeping the rows it read)
+        differs[k], rows = _content_changes(bp[k].as_py(), rp[k].as_py())
+        if rows and changes is not None and b_seq[k] is not None and r_seq[k] is not None:
             changes[(int(b_seq[k]), int(r_seq[k]))] = rows
     out[pair[differs]] = "changed"
     return out

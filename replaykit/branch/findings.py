@@ -148,10 +148,17 @@ def content_changed(before: Any, after: Any) -> bool:
     >>> content_changed('{"settings": {"temperature": 0.2}}', '{"settings": {"temperature": 0}}')
     True
     """
+    return _content_changes(before, after)[0]
+
+
+def _content_changes(before: Any, after: Any) -> tuple[bool, list[dict[str, Any]]]:
+    """:func:`content_changed`'s answer and the :func:`json_changes` rows it read (none
+    when the decoded payloads are equal)."""
     b, a = _decode(before), _decode(after)
     if b == a:
-        return False
-    return any(not _is_bookkeeping(c["path"]) for c in json_changes(b, a))
+        return False, []
+    rows = json_changes(b, a)
+    return any(not _is_bookkeeping(c["path"]) for c in rows), rows
 
 
 def _short(v: Any, limit: int = 60) -> str:

@@ -453,6 +453,13 @@ def _file_size(fh: Any) -> int:
         return _BLOCK
 
 
+def _give_back(pool: list[bytearray], buf: bytearray) -> None:
+    """Return a block buffer to ``pool`` when it is a full-size one (a small file's own
+    buffer or a long line's block is not reused)."""
+    if len(buf) == _BLOCK + _SLACK:
+        pool.append(buf)
+
+
 def _iter_native_blocks(path: Path, bar: Progress, pool: list[bytearray]
                         ) -> Iterator[tuple[bytearray, memoryview]]:
     """_iter_blocks for the native path: the same blocks (a BOM blanked, a final line end
@@ -478,8 +485,7 @@ def _iter_native_blocks(path: Path, bar: Progress, pool: list[bytearray]
             left = _BLOCK if got == want < _BLOCK else left - got  # it grew: full blocks again
             if not got:
                 view.release()
-                if len(buf) == _BLOCK + _SLACK:
-                    pool.append(buf)
+                _give_back(pool, buf)
                 return
             if first and buf.startswith(b"\xef\xbb\xbf"):
                 buf[:3] = b"   "  # a UTF-8 byte order mark: JSON whitespace, offsets kept
@@ -501,8 +507,7 @@ def _iter_native_blocks(path: Path, bar: Progress, pool: list[bytearray]
                     if not big.endswith(b"\n"):
                         big += b"\n"
                     view.release()
-                    if len(buf) == _BLOCK + _SLACK:
-                        pool.append(buf)
+                    _give_back(pool, buf)
                     yield big, memoryview(big)
                     continue
             yield buf, view[:used]
@@ -603,8 +608,7 @@ def _read_jsonl(
             blk = fut.result()
             if buf is not None:
                 view.release()
-                if len(buf) == _BLOCK + _SLACK:
-                    buffers.append(buf)  # type: ignore[union-attr]
+                _give_back(buffers, buf)  # type: ignore[arg-type]
                 del buf, view
             lineno = blk.lineno + first_line
             first_line += blk.n_lines
