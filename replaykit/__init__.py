@@ -33,7 +33,9 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time __geta
         Fixture,
         FixtureRegistry,
         ReplayResult,
+        RunComparison,
         compare,
+        compare_runs,
         replay,
         tool_distance_matrix,
     )
@@ -177,7 +179,9 @@ __all__ = [
     "Fixture",
     "FixtureRegistry",
     "ReplayResult",
+    "RunComparison",
     "compare",
+    "compare_runs",
     "replay",
     "tool_distance_matrix",
     # reproducibility stamps
@@ -198,7 +202,7 @@ __all__ = [
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "._display": ("for_people",),
     ".branch": ("COMPARABILITY", "Branch", "Fixture", "FixtureRegistry", "ReplayResult",
-                "compare", "replay", "tool_distance_matrix"),
+                "RunComparison", "compare", "compare_runs", "replay", "tool_distance_matrix"),
     ".branch.fixtures": ("read_isplay_fixtures",),
     ".branch.types": ("IsplayBranch", "read_isplay_branch"),
     ".provenance.cachekey": ("cache_key",),

@@ -236,7 +236,8 @@ class Scrubber(_View):
     """
 
     def __init__(self, log: Any, run_id: str, *, tenant_id: str, projections: Any = None,
-                 states: Any = None, base: Any = None, base_run_id: str | None = None) -> None:
+                 states: Any = None, base: Any = None, base_run_id: str | None = None,
+                 labels: tuple[str, str] = ("base (recording)", "replay")) -> None:
         from .fold import agent, fold
         from .fold.frame import _require_tenant
 
@@ -273,16 +274,18 @@ class Scrubber(_View):
             self._base_start = self.base_states.run_bounds(self.base_run_id,
                                                            tenant_id=tenant_id)[0]
             half = W.Layout(width="50%")
+            la, lb = html.escape(labels[0]), html.escape(labels[1])
+            la_short = la.replace(" (recording)", "")
             panes = W.VBox([
-                W.HBox([W.VBox([W.HTML("<b>base (recording): event at this step</b>"),
+                W.HBox([W.VBox([W.HTML(f"<b>{la}: event at this step</b>"),
                                 self.base_event_view], layout=half),
-                        W.VBox([W.HTML("<b>replay: event at this step</b>"),
+                        W.VBox([W.HTML(f"<b>{lb}: event at this step</b>"),
                                 self.event_view], layout=half)]),
-                W.HBox([W.VBox([W.HTML("<b>base: state after it</b>"),
+                W.HBox([W.VBox([W.HTML(f"<b>{la_short}: state after it</b>"),
                                 self.base_state_view], layout=half),
-                        W.VBox([W.HTML("<b>replay: state after it (differences from the base "
-                                       "marked)</b>"), self.state_view,
-                                W.HTML("<b>replay: changed at this step</b>"),
+                        W.VBox([W.HTML(f"<b>{lb}: state after it (differences from the "
+                                       f"{la_short} marked)</b>"), self.state_view,
+                                W.HTML(f"<b>{lb}: changed at this step</b>"),
                                 self.changes_view], layout=half)])])
         else:
             box = W.Layout(width="33%")
@@ -367,7 +370,8 @@ class Scrubber(_View):
 
     @classmethod
     def for_replay(cls, result: Any) -> Scrubber:
-        """A scrubber over a replay's run with its base run beside it at the same step.
+        """A scrubber over a replay's run with its base run beside it at the same step (or
+        over run B of a :class:`~replaykit.branch.runs.RunComparison`, run A beside it).
 
         Example:
             >>> s = rk.widgets.Scrubber.for_replay(done)  # doctest: +SKIP
@@ -375,8 +379,11 @@ class Scrubber(_View):
         """
         base = (result.base.run(result.branch.run_id, tenant_id=result.branch.tenant_id)
                 if result.branch is not None else result.base)
+        # a replay or two recorded runs (the Comparison protocol: replaykit.branch.runs)
+        labels = ("base (recording)", "replay") if getattr(result, "intervened", True) \
+            else tuple(result.labels)
         s = cls(result.events, result.run_id, tenant_id=result.events.tenants[0],
-                base=base)
+                base=base, labels=labels)
         uns = result.summary().unsupported
         s.flags = {int(k): "; ".join(g["sentence"]) for k, g in uns.groupby("step")} \
             if len(uns) else {}
@@ -404,7 +411,8 @@ DIFF_STATUSES = ("all", "changed", "added", "removed", "same", "not same")
 
 
 class DiffExplorer(_View):
-    """A replay's base and replay events side by side, aligned as in ``result.diff_df()``.
+    """A replay's base and replay events side by side, aligned as in ``result.diff_df()``
+    (or run A and run B of a :class:`~replaykit.branch.runs.RunComparison`).
 
     ``status`` filters the aligned rows (all / changed / added / removed / same / not same);
     ``position`` walks the filtered rows; :meth:`jump_to_first_divergence` goes to the first
@@ -418,6 +426,8 @@ class DiffExplorer(_View):
 
     def __init__(self, result: Any) -> None:
         self.result = result
+        # the two sides' names: a replay's, or two recorded runs' (run A / run B)
+        self.labels: tuple[str, str] = tuple(getattr(result, "labels", ("base", "replay")))
         self.diff = result.diff_df()
         if result.branch is not None:
             base = result.base.run(result.branch.run_id, tenant_id=result.branch.tenant_id)
@@ -454,8 +464,10 @@ class DiffExplorer(_View):
             W.HBox([self.status, self.position]),
             W.HBox([self.prev_change, self.next_change, self.jump]), self.header,
             self.legend, self.values_view,
-            W.HBox([W.VBox([W.HTML("<b>base</b>"), self.base_view], layout=half),
-                    W.VBox([W.HTML("<b>replay</b>"), self.replay_view], layout=half)]),
+            W.HBox([W.VBox([W.HTML(f"<b>{html.escape(self.labels[0])}</b>"), self.base_view],
+                           layout=half),
+                    W.VBox([W.HTML(f"<b>{html.escape(self.labels[1])}</b>"), self.replay_view],
+                           layout=half)]),
             self.table_view,
         ])
         self.status.observe(lambda c: self._filter(c["new"]), names="value")
@@ -494,10 +506,12 @@ class DiffExplorer(_View):
         # the event dicts hold the decoded payload under "payload": mark paths below it
         marks = ["/payload" + p for p in ch["path"]] if len(ch) else []
         bs, rs = row["base_seq"], row["replay_seq"]
-        self.base_view.value = ("<i>only in the replay</i>" if pd.isna(bs) else
+        self.base_view.value = (f"<i>only in the {html.escape(self.labels[1])}</i>"
+                                if pd.isna(bs) else
                                 marked_json(_event_dict(self._base, self._base_pos[int(bs)]),
                                             marks))
-        self.replay_view.value = ("<i>only in the base</i>" if pd.isna(rs) else
+        self.replay_view.value = (f"<i>only in the {html.escape(self.labels[0])}</i>"
+                                  if pd.isna(rs) else
                                   marked_json(_event_dict(self._rep, self._rep_pos[int(rs)]),
                                               marks))
         self.values_view.value = _values_html(ch)

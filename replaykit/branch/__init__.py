@@ -23,6 +23,7 @@ if _typing.TYPE_CHECKING:
     from .fixtures import Fixture, FixtureRegistry
     from .metrics import COMPARABILITY, NON_COMPARABLE_DISTANCE
     from .replay import ReplayResult, replay
+    from .runs import RunComparison, RunComparisons, compare_runs
 
 __all__ = [
     "COMPARABILITY",
@@ -31,7 +32,10 @@ __all__ = [
     "Fixture",
     "FixtureRegistry",
     "ReplayResult",
+    "RunComparison",
+    "RunComparisons",
     "compare",
+    "compare_runs",
     "dask_compare",
     "event_signatures",
     "replay",
@@ -46,7 +50,10 @@ _EXPORTS: dict[str, str] = {
     "Fixture": ".fixtures",
     "FixtureRegistry": ".fixtures",
     "ReplayResult": ".replay",
+    "RunComparison": ".runs",
+    "RunComparisons": ".runs",
     "compare": ".compare",
+    "compare_runs": ".runs",
     "dask_compare": "._dask",
     "event_signatures": ".compare",
     "replay": ".replay",

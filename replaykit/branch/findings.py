@@ -738,13 +738,20 @@ def _answer(result: Any, *, stopped: bool, first: int, n_changed: int, same: boo
 
 
 def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
-    """The findings of one replay (see :class:`Summary` and docs/report.md for each rule).
+    """The findings of one replay (see :class:`Summary` and docs/report.md for each rule);
+    of two recorded runs (``result.intervened`` False, a
+    :class:`~replaykit.branch.runs.RunComparison`), :func:`~replaykit.branch.runs.summarize_runs`.
 
     ``changes``: ``changes_df(result)`` when the caller already has it (it is not recomputed).
 
     Raises:
         MissingExtraError: jsonpatch is missing (the ``replay`` extra).
     """
+    if not getattr(result, "intervened", True):  # two recorded runs (branch/runs.py)
+        from .runs import summarize_runs
+
+        out: Summary = summarize_runs(result, changes=changes)
+        return out
     from .metrics import COMPARABILITY
 
     m = result.metrics

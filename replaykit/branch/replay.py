@@ -84,6 +84,12 @@ class ReplayResult:
         ('completed', 3)
     """
 
+    #: the :class:`~replaykit.branch.runs.Comparison` protocol: the replayed run follows from
+    #: interventions (its differences are the interventions' effect under the policies), and
+    #: the names a reader sees for the two sides.
+    intervened = True
+    labels = ("base", "replay")
+
     def __init__(self, *, branch: Branch | None, status: str, events: EventLog,
                  model_policy: str, tool_policy: str, fixtures: FixtureRegistry,
                  requirements: list[dict[str, Any]], effects: list[dict[str, Any]],

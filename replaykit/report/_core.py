@@ -253,6 +253,20 @@ def _claim(result: Any, m: Mapping[str, Any], branch: Mapping[str, Any] | None) 
             "behaviour may differ.")
 
 
+def _recorded_claim(result: Any, m: Mapping[str, Any]) -> str:
+    """The bounded claim of a comparison of two recorded runs (no intervention)."""
+    from ..branch.runs import RECORDED_CAVEAT
+
+    a, b = getattr(result, "labels", ("run A", "run B"))
+    step = int(m.get("first_divergence_step", -1))
+    where = (f"the runs first differ at step {step} and {m.get('changed_descendants')} later "
+             "position(s) differ" if step >= 0 else "the runs match event for event")
+    return (f"Comparing {b} ({result.b_run_id}) with {a} ({result.a_run_id}), both "
+            f"recordings, {where}; their tool sequences are "
+            f"{m.get('tool_sequence_distance')} edit(s) apart (comparability "
+            f"{m.get('comparability')}). {RECORDED_CAVEAT}")
+
+
 def _first_divergence(base_t: pa.Table, rep_t: pa.Table, step: int) -> dict[str, Any]:
     if step < 0:
         return {"step": -1, "rows": [], "args_diff": [], "kind": None}
@@ -398,6 +412,15 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     """
     bd = result.branch.to_dict() if result.branch is not None else \
         (getattr(result, "branch_dict", None) or {})
+    # the Comparison protocol (replaykit.branch.runs): a replay, or two recorded runs
+    intervened = bool(getattr(result, "intervened", True))
+    side_a, side_b = getattr(result, "labels", ("base", "replay"))
+    if not intervened:  # the same defaults as ``replaykit diff --runs``
+        title = title if title is not None else (
+            f"Run {result.b_run_id} compared with run {result.a_run_id}")
+        question = question if question is not None else (
+            f"Where does run {result.b_run_id} ({side_b}) part from run {result.a_run_id} "
+            f"({side_a}), and what differs?")
     if title is None:  # the same defaults as the command line's
         title = f"Replay of {bd.get('baseRunId')}: {bd.get('name')}"
     if question is None:
@@ -444,12 +467,16 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
               for k in summary.KINDS[1:] if any(r["kind"] == k for r in summary.rows)]
     status_line = (f"Replay {result.status} \u00b7 comparability {cls} \u00b7 model policy "
                    f"{result.model_policy} \u00b7 tool policy {result.tool_policy}")
+    if not intervened:
+        status_line = (f"Two recorded runs \u00b7 {side_a} {result.a_run_id} \u00b7 {side_b} "
+                       f"{result.b_run_id} \u00b7 comparability {cls} \u00b7 no intervention: "
+                       "differences are associations, not causes")
     sections.append(("findings", "Findings", str(render(
         "findings.html", answer=summary.answer, verdict=summary.verdict,
         headline=status_line, groups=groups))))
 
     # 1. question and claim
-    claim = _claim(result, m, bdict)
+    claim = _claim(result, m, bdict) if intervened else _recorded_claim(result, m)
     body = (f"<p class='question'><b>Question.</b> {esc(question)}</p>"
             f"<p class='claim'><b>Bounded claim.</b> {esc(claim)}</p>")
     if notes:
@@ -472,8 +499,9 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
                      "table": Markup(_table(tbl, limit=400)),
                      "spec_json": json.dumps(spec, indent=2, ensure_ascii=False),
                      "cli": cli})
-    sections.append(("requirements", "Open requirements", str(render(
-        "requirements.html", reqs=reqs, status=result.status))))
+    if intervened:  # two recorded runs have nothing to supply
+        sections.append(("requirements", "Open requirements", str(render(
+            "requirements.html", reqs=reqs, status=result.status))))
 
     # 3. interventions and policies
     ivs = (bdict or {}).get("interventions") or []
@@ -492,10 +520,27 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
            "fixtures available": len(result.fixtures), "replay status": result.status}
     body = _kv(pol) + (_table(iv_df, limit=400) if len(iv_df)
                        else "<p>No interventions: the replay re-drives the recording.</p>")
-    sections.append(("interventions", "Interventions and policies", body))
+    if not intervened:
+        body = _kv({side_a: result.a_run_id, side_b: result.b_run_id, "tenant": tenant,
+                    "paired by": getattr(result, "rule", ""),
+                    "key": getattr(result, "key", None) or "",
+                    f"{side_a} events / tool calls": f"{m.get('base_events')} / "
+                                                     f"{m.get('base_tool_calls')}",
+                    f"{side_b} events / tool calls": f"{m.get('replay_events')} / "
+                                                     f"{m.get('replay_tool_calls')}"}) + (
+            "<p id='rk-no-intervention'>No intervention: both runs are recordings, so the "
+            "differences below are associations between them, not causes.</p>")
+    sections.append(("interventions", "Interventions and policies" if intervened
+                     else "Runs compared", body))
 
     # 4. comparability
     adv = COMPARABILITY.get(cls, {"meaning": "unknown class", "advice": ""})
+    if not intervened:
+        from ..branch.runs import RECORDED_COMPARABILITY
+
+        adv = {"meaning": RECORDED_COMPARABILITY.get(cls, adv["meaning"]),
+               "advice": "Cite the first divergence and the tool-sequence distance; claim no "
+                         "cause (no intervention)."}
     body = (f"<p><span class='badge {esc(cls)}' id='rk-class'>{esc(cls)}</span></p>"
             f"<p><b>Meaning.</b> {esc(adv['meaning'])}</p>"
             f"<p><b>Report advice.</b> {esc(adv['advice'])}</p>")
@@ -570,7 +615,8 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     uns = summary.unsupported
     flags = {int(k): "; ".join(g["sentence"]) for k, g in uns.groupby("step")} \
         if len(uns) else {}
-    body = ("<h3>Replayed run</h3>" + transcript_html(
+    body = (("<h3>Replayed run</h3>" if intervened else
+             f"<h3>{esc(side_b)}: {esc(result.b_run_id)}</h3>") + transcript_html(
         rep_t, origins=_seq_map(annotations, "provenance", rep_t, steps), steps=steps,
         payload_chars=TRANSCRIPT_CHARS, flags=flags)
         + "<h3>Run tree</h3>" + run_tree_html([base_t, rep_t], max_nodes=TREE_CALLS))
@@ -595,7 +641,8 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
                  + "<p><a href='#requirements'>what would satisfy the open ones &rarr;</a></p>")
     if len(fx_all):
         body += "<h3>Fixture set</h3>" + _table(fx_all)
-    sections.append(("fixtures", "Fixture provenance", body))
+    if intervened:  # no fixture serves a recorded run
+        sections.append(("fixtures", "Fixture provenance", body))
 
     # 11. integrity
     integ = _integrity(base_t)
@@ -678,8 +725,10 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
                                    max_events=MAX_SCRUB_EVENTS,
                                    statuses=_seq_map(sb, "status", base_t, window),
                                    like=(scrub, rep_hashes))
-    body = _scrubber_html(scrub, base_scrub, step)
-    sections.append(("scrubber", "Step scrubber (base and replay)", body))
+    body = _scrubber_html(scrub, base_scrub, step, labels=(side_a, side_b) if not intervened
+                          else None)
+    sections.append(("scrubber", "Step scrubber (base and replay)" if intervened else
+                     f"Step scrubber ({side_a} and {side_b})", body))
 
     data = {"metrics": m, "first_divergence": fd, "comparability": cls,
             "advice": adv["advice"], "integrity": integ["status"],
@@ -858,7 +907,7 @@ def _changes_html(changes: pd.DataFrame, *, max_rows: int | None = None) -> str:
 
 
 def _scrubber_html(scrub: Mapping[str, Any], base: Mapping[str, Any] | None,
-                   step: int) -> str:
+                   step: int, labels: tuple[str, str] | None = None) -> str:
     n = max(int(scrub["shown"]), int(base["shown"]) if base else 0)
     off = int(scrub.get("offset", 0))
     note = ""
@@ -875,8 +924,11 @@ def _scrubber_html(scrub: Mapping[str, Any], base: Mapping[str, Any] | None,
         note += (f"{who} steps {lo:,}\u2013{hi:,} of {int(d['total']):,} events "
                  f"({int(d['shown']):,} steps{where}); the rest are not embedded. ")
     start = max(0, min(step - off, n - 1)) if step >= 0 else 0
+    # two recorded runs: the sides named as the reader knows them (labels)
+    side_a, side_b = labels if labels is not None else (None, None)
     return str(render("scrubber.html", note=note, max=max(n - 1, 0), start=start,
-                      data=json_script({"replay": scrub, "base": base})))
+                      data=json_script({"replay": scrub, "base": base}), side_a=side_a,
+                      side_b=side_b))
 
 
 #: names that moved out of this module (found here for one release, with a warning).

@@ -376,13 +376,16 @@ the buttons or the <kbd>n</kbd> / <kbd>p</kbd> keys.</p>
  aria-label="step">
 <button type="button" id="rk-scrub-next" aria-label="next step">&rarr;</button>
 <span id="rk-scrub-label"></span></div>
-<div class="panes"><div><h4>base (recording): event at this step</h4>
+<div class="panes"><div><h4>{{ side_a or "base (recording)" }}: event at this step</h4>
 <pre id="rk-scrub-base-event"></pre></div>
-<div><h4>replay: event at this step</h4><pre id="rk-scrub-event"></pre></div>
-<div><h4>base: state after it</h4><div class="state" id="rk-scrub-base-state"></div></div>
-<div><h4>replay: state after it (fields that differ from the base are marked)</h4>
+<div><h4>{{ side_b or "replay" }}: event at this step</h4><pre id="rk-scrub-event"></pre></div>
+<div><h4>{{ side_a or "base" }}: state after it</h4><div class="state"
+ id="rk-scrub-base-state"></div></div>
+<div><h4>{{ side_b or "replay" }}: state after it (fields that differ from the {{ side_a or
+ "base" }} are marked)</h4>
 <div class="state" id="rk-scrub-state"></div>
-<h4>replay: changed at this step</h4><pre id="rk-scrub-changes"></pre></div></div></div>
+<h4>{{ side_b or "replay" }}: changed at this step</h4><pre id="rk-scrub-changes"></pre></div>
+</div></div>
 <script type="application/json" id="rk-scrub-data">{{ data }}</script>""",
 }
 
