@@ -153,6 +153,32 @@ def _first_diff(pairs_n: int, left: pd.DataFrame, right: pd.DataFrame, key: str
     return first, np.zeros(pairs_n, dtype=np.int64)
 
 
+def _recorded_pairs(B: pd.DataFrame, R: pd.DataFrame) -> pd.DataFrame:
+    """Pairs for :func:`compare` without ``pairs`` when no run of the second log is a replay
+    of a run of the first (no ``parent_run_id`` found there): two recorded runs, one on each
+    side, are paired with each other; otherwise none are, and a warning names the call that
+    pairs them."""
+    import warnings
+
+    b_runs = B[["tenant_id", "run_id"]].drop_duplicates()
+    r_runs = R[["tenant_id", "run_id"]].drop_duplicates()
+    if len(b_runs) == 1 and len(r_runs) == 1 \
+            and b_runs["tenant_id"].iloc[0] == r_runs["tenant_id"].iloc[0]:
+        return pd.DataFrame({"tenant_id": b_runs["tenant_id"].to_numpy(),
+                             "replay_run_id": r_runs["run_id"].to_numpy(),
+                             "base_run_id": b_runs["run_id"].to_numpy()})
+    ex_b = str(b_runs["run_id"].iloc[0]) if len(b_runs) else "A"
+    ex_r = str(r_runs["run_id"].iloc[0])
+    warnings.warn(
+        f"rk.compare: no run of the second log ({len(r_runs)} run(s)) is a replay of a run of "
+        f"the first ({len(b_runs)} run(s)): no parent_run_id pairs them, so nothing is "
+        "compared. For recorded runs, pair them: rk.compare_runs(first, second, by='prompt') "
+        "(or by='task' / a runs_df column), or name the pairs: rk.compare(first, second, "
+        f"pairs=pd.DataFrame({{'base_run_id': [{ex_b!r}], 'replay_run_id': [{ex_r!r}]}}))",
+        UserWarning, stacklevel=3)
+    return pd.DataFrame(columns=["tenant_id", "replay_run_id", "base_run_id"])
+
+
 def compare(base_log: EventLog, replay_log: EventLog, pairs: pd.DataFrame | None = None,
             *, engine: str = "local", client: Any = None) -> pd.DataFrame:
     """One row per (base run, replay run) pair with every replay metric, computed column-wise.
@@ -160,7 +186,10 @@ def compare(base_log: EventLog, replay_log: EventLog, pairs: pd.DataFrame | None
     ``pairs`` has columns ``base_run_id`` and ``replay_run_id`` (optional ``tenant_id``,
     ``status`` -- default ``"completed"`` -- and ``exact_policies`` -- default True, i.e. the
     logs alone are trusted to carry no live execution). Without ``pairs`` every replay run
-    with a ``parent_run_id`` present in ``base_log`` (same tenant) is paired with it.
+    with a ``parent_run_id`` present in ``base_log`` (same tenant) is paired with it; when
+    none is (recorded runs, not replays), a log of one run on each side (same tenant) is
+    paired as that one pair, and otherwise nothing is compared and a warning names the call
+    that pairs them (:func:`replaykit.compare_runs` with ``by=``, or ``pairs=``).
 
     Columns (:data:`COMPARE_COLUMNS`; definitions in docs/metrics.md): first_divergence_step,
     changed_descendants, tool_sequence_distance (+ ``_norm``), tool_signature_distance (over
@@ -197,6 +226,8 @@ def compare(base_log: EventLog, replay_log: EventLog, pairs: pd.DataFrame | None
         have = B[["tenant_id", "run_id"]].drop_duplicates().rename(columns={"run_id":
                                                                             "base_run_id"})
         pairs = keys.merge(have, on=["tenant_id", "base_run_id"])
+        if pairs.empty and len(R):
+            pairs = _recorded_pairs(B, R)
     else:
         missing = {"base_run_id", "replay_run_id"} - set(pairs.columns)
         if missing:

@@ -670,7 +670,7 @@ def summarize_runs(result: Any, *, changes: pd.DataFrame | None = None) -> Any:
                   f"tool calls "
                   f"{A} {len(a_seq):,} ({_counts_text(a_counts, 4)}) vs {B} {len(b_seq):,} "
                   f"({_counts_text(b_counts, 4)}), {dist:,} edit(s) apart; "
-                  + ("both end the same way" if same_end else
+                  + (f"both end with {a_end}" if same_end else
                      f"{A} ends {a_end}, {B} ends {b_end}")
                   + ". Recorded runs, no intervention: these are associations, not causes.")
     rows.insert(0, {"kind": "answer", "sentence": answer, "section": "findings",

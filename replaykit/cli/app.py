@@ -17,6 +17,8 @@ Usage::
                             -o RESULT_DIR
     replaykit replay get|events|diff|metrics|effects|requirements RESULT_DIR [--json|--csv]
     replaykit diff RESULT_DIR
+    replaykit diff LOG... --runs A B [-o report.html] [--owner ID] [--tenant ID] [--title T]
+                          [--question Q] [--notes TEXT] [--overwrite]
     replaykit verify-chain PATH... [--format F] [--tenant ID] [--heads FILE] [--digest HEX]
                            [--json]
     replaykit report rca|cohort ...
@@ -292,10 +294,36 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                    help="replace the result in a folder that holds one")
     r.add_argument("--no-progress", action="store_true", help="do not show progress bars")
 
-    # ---- diff shortcut
-    d = sub.add_parser("diff", help="the event diff of a replay result (= replay diff)",
-                       formatter_class=_help_formatter)
-    _view_options(d)
+    # ---- diff: a replay result's event diff, or two recorded runs (--runs A B)
+    d = sub.add_parser(
+        "diff", help="the event diff of a replay result (= replay diff), or of two recorded "
+        "runs (--runs A B)", formatter_class=_help_formatter,
+        description="Without --runs: print the event diff of a result folder written by "
+        "'replaykit replay'. With --runs A B: compare two recorded runs of the LOG files "
+        "(no replay, no intervention: their differences are associations, not causes); print "
+        "the findings, and with -o write the run-vs-run report (the RCA report's sections).",
+        epilog="Exit codes: 0 printed or written, 1 unreadable input, 2 bad usage (a run "
+        "that is not in the logs: the message lists the runs they hold), 130 interrupted.")
+    d.add_argument("result", nargs="+", metavar="RESULT_DIR | LOG",
+                   help="folder written by 'replaykit replay'; with --runs, the log file(s), "
+                   "folder(s) or glob(s) holding both runs")
+    _table_options(d)
+    d.add_argument("--runs", nargs=2, metavar=("A", "B"), default=None,
+                   help="compare recorded run B with recorded run A (run ids of the logs)")
+    d.add_argument("-o", "--output", default=None, metavar="FILE",
+                   help="with --runs: write the run-vs-run HTML report here")
+    d.add_argument("--overwrite", action="store_true", help="replace an existing -o file")
+    d.add_argument("--format", default="auto", choices=_FORMATS,
+                   help="with --runs: format of the log files (auto: sniff each file)")
+    d.add_argument("--owner", default=None, metavar="ID", help=OWNER_HELP)
+    d.add_argument("--tenant", default=None, metavar="ID",
+                   help="with --runs: tenant of both runs (never guessed when the logs hold "
+                   "several)")
+    d.add_argument("--title", default=None, help="with -o: page title (default: 'Run B "
+                   "compared with run A')")
+    d.add_argument("--question", default=None, help="with -o: the question the report answers")
+    d.add_argument("--notes", default=None, help="with -o: free text shown under the question")
+    d.add_argument("--no-progress", action="store_true", help="do not show progress bars")
 
     sub.add_parser("verify-chain", add_help=False,
                    help="verify the per-run hash chains (exit 0 intact, 1 broken or nothing "
@@ -492,6 +520,15 @@ def _dispatch(argv: Sequence[str] | None, *, fast_exit: bool) -> int:
     if args.command == "replay":
         return _run("replay", _replay, args)
     if args.command == "diff":
+        if args.runs is not None:
+            from .report import diff_runs
+
+            return _run("diff", diff_runs, args)
+        if len(args.result) != 1 or args.output is not None:
+            _say("diff", "give one RESULT_DIR (or --runs A B with the log files; -o only "
+                 "with --runs)")
+            return EXIT_USAGE
+        args.result = args.result[0]
         return _run("diff", _result_view, "diff", args)
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover
     return EXIT_USAGE  # pragma: no cover

@@ -38,7 +38,7 @@ from .files import (
     policy_help,
 )
 
-__all__ = ["EXIT_FAILED", "EXIT_PAUSED", "report_command"]
+__all__ = ["EXIT_FAILED", "EXIT_PAUSED", "diff_runs", "report_command"]
 
 #: exit code of ``replaykit report rca`` when the replay paused (the report is written).
 EXIT_PAUSED = 3
@@ -153,6 +153,56 @@ def _rca(args: argparse.Namespace) -> int:
         print("fixture that would satisfy it: " + json.dumps(r["fixture"], ensure_ascii=False),
               file=sys.stderr)
     return EXIT_PAUSED if res.status == "paused" else EXIT_FAILED
+
+
+def diff_runs(args: argparse.Namespace) -> int:
+    """``replaykit diff LOG... --runs A B [-o report.html]``: compare two recorded runs
+    (:func:`replaykit.compare_runs`); print the answer line and the findings, and with
+    ``-o`` write the run-vs-run report (:func:`replaykit.report.rca` of the comparison)
+    with the checks and messages of ``report rca``. Returns 0.
+
+    Raises:
+        KeyError: a run of ``--runs`` is not in the logs (the message lists their runs).
+        CliFileError: ``-o`` may not be written (exists without ``--overwrite``, a link, an
+            input).
+    """
+    from ..branch.runs import compare_runs
+    from ..io._common import Progress
+
+    args.log = args.result
+    if args.output is not None:
+        check_output(args.output, "-o", overwrite=args.overwrite, inputs=args.log)
+    with Progress(3 if args.output else 2, desc="diff --runs", unit="step",
+                  enabled=False if args.no_progress else None) as bar:
+        log = _load(args)
+        bar.update(1)
+        tenant = args.tenant or args.owner
+        a, b = args.runs
+        ids = log.run_ids  # type: ignore[attr-defined]
+        missing = [r for r in (a, b) if r not in ids]
+        if missing:
+            shown = ", ".join(ids[:20]) + (f" and {len(ids) - 20} more" if len(ids) > 20
+                                            else "")
+            raise KeyError(f"--runs: {', '.join(missing)} not in the logs; the runs they "
+                           f"hold: {shown}")
+        cmp = compare_runs(log, runs=(a, b), tenant_id=tenant)  # type: ignore[arg-type]
+        summary = cmp.summary()
+        bar.update(1)
+        if args.output is not None:
+            from ..report import rca
+
+            rep = rca(cmp, title=args.title, question=args.question, notes=args.notes,
+                      inputs=list(args.log), tenant_id=tenant)
+            out = atomic_write(args.output, rep.save_html)
+            bar.update(1)
+    m = cmp.metrics
+    print(summary.text)
+    if args.output is not None:
+        size = Path(str(out)).stat().st_size
+        print(f"wrote {out} ({size / 1e6:.1f} MB): two recorded runs, {m['comparability']}, "
+              f"first divergence step {m['first_divergence_step']}, tool-sequence distance "
+              f"{m['tool_sequence_distance']}", file=sys.stderr)
+    return 0
 
 
 def _cohort(args: argparse.Namespace) -> int:
