@@ -43,10 +43,13 @@ def want_str(obj: Mapping[str, Any], key: str, where: str, *, required: bool = T
             raise Invalid(f"{where}{key}", "missing_field", "is required",
                           f"Add {key!r} (a string).")
         return None
-    if not isinstance(v, str) or (not v and not empty_ok):
+    if not isinstance(v, str):
         raise Invalid(f"{where}{key}", "bad_type",
                       f"must be a non-empty string, got {json_type(v)}",
                       f"Give {key!r} as a string.")
+    if not v and not empty_ok:  # a string, but empty: say that, not "give a string"
+        raise Invalid(f"{where}{key}", "empty_value", "is an empty string; it must name "
+                      "something", f"Give {key!r} a non-empty value.")
     return v
 
 
@@ -131,6 +134,16 @@ def check_patch(kind: str, patch: dict[str, Any], where: str) -> None:
                           "Give the complete new arguments as an object.")
         if patch.get("toolName") is not None:
             want_str(patch, "toolName", f"{where}.")
+        mode = patch.get("mode", "replace")
+        if mode not in ("replace", "merge"):
+            raise Invalid(f"{where}.mode", "bad_value",
+                          f"must be 'replace' or 'merge', got {json_type(mode)}",
+                          "Use 'replace' (args are the complete new arguments, the default) "
+                          "or 'merge' (only the members named change; null removes one).")
+        if mode == "merge" and args is None:
+            raise Invalid(f"{where}.args", "missing_field",
+                          "is required with mode 'merge' (the members to change)",
+                          'Write {"mode": "merge", "args": {"member": value}}.')
         if ops is None:
             return
     elif ops is None:

@@ -22,8 +22,14 @@ from typing import Any
 from .._json import args_hash
 from ..errors import MissingExtraError
 
-__all__ = ["apply_operations", "apply_tool_args_patch", "PATCH_RECORD_KEY", "PATCH_RECORD_KEYS",
-           "patch_records", "patch_records_df"]
+__all__ = ["ARGS_MODES", "apply_operations", "apply_tool_args_patch", "merge_patch",
+           "PATCH_RECORD_KEY", "PATCH_RECORD_KEYS", "patch_records", "patch_records_df"]
+
+#: How a ``tool_args_patch``'s ``args`` apply (``patch["mode"]``): ``replace`` (the default,
+#: as the isplay reference: ``args`` is the complete new arguments, members it does not name
+#: are dropped, with a warning) or ``merge`` (RFC 7396 JSON Merge Patch: only the members
+#: named change, ``null`` removes one, nested objects merge member by member).
+ARGS_MODES = ("replace", "merge")
 
 #: Payload key under which a replay records what an intervention did to an event (replaykit
 #: writes this name).
@@ -158,29 +164,83 @@ def apply_operations(
     return cur, failures
 
 
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7396 JSON Merge Patch: ``target`` with the members ``patch`` names changed
+    (``null`` removes a member; an object merges into an object member by member; any other
+    value replaces). ``target`` is not modified.
+
+    >>> merge_patch({"model": "opus", "prompt": "hi", "opts": {"a": 1, "b": 2}},
+    ...             {"model": "haiku", "opts": {"b": None}})
+    {'model': 'haiku', 'prompt': 'hi', 'opts': {'a': 1}}
+    """
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
 def apply_tool_args_patch(
-    event: dict[str, Any], patch: dict[str, Any]
+    event: dict[str, Any], patch: dict[str, Any], *, where: str | None = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A tool-call event with new arguments: ``patch["args"]`` replaces them and/or
+    """A tool-call event with new arguments: ``patch["args"]`` replaces them (``"mode":
+    "replace"``, the default) or is merged into them (``"mode": "merge"``: RFC 7396, only the
+    members named change, ``null`` removes one: :func:`merge_patch`), and/or
     ``patch["operations"]`` (RFC 6902) edit them; ``patch["toolName"]`` renames the tool.
+    Nothing else of the event changes.
 
     The result has ``args``, a recomputed ``argsHash`` and no ``argsArtifactId`` (it named the
-    old arguments). Returns (new event, failures); ``event`` is not modified.
+    old arguments). Returns (new event, failures); ``event`` is not modified. A replacing
+    patch that drops members the call had warns (``UserWarning``, naming them and ``where``:
+    the intervention and call), since a patch meant to change one member would lose the rest.
 
     Example:
         >>> ev, bad = apply_tool_args_patch({"toolName": "t", "args": {"a": 1},
         ...     "argsHash": "x", "argsArtifactId": "art"}, {"args": {"a": 2}})
         >>> ev["args"], "argsArtifactId" in ev, bad
         ({'a': 2}, False, [])
+        >>> apply_tool_args_patch({"toolName": "Task", "args": {"model": "opus", "prompt": "p"}},
+        ...     {"args": {"model": "haiku"}, "mode": "merge"})[0]["args"]
+        {'model': 'haiku', 'prompt': 'p'}
     """
     out = copy.deepcopy(event)
     failures: list[dict[str, Any]] = []
-    args = patch["args"] if patch.get("args") is not None else out.get("args", {})
+    mode = patch.get("mode", "replace")
+    old = event.get("args")
+    if patch.get("args") is None:
+        args = out.get("args", {})
+    elif mode == "merge":
+        if isinstance(old, dict) or old is None:
+            args = merge_patch(old or {}, patch["args"])
+        else:
+            args = old
+            failures.append({"index": None, "op": "merge", "path": "",
+                             "error": f"the call's arguments are {type(old).__name__}, not an "
+                                      "object: a merge patch names members of an object"})
+    else:
+        args = patch["args"]
+        dropped = sorted(set(old) - set(args)) if isinstance(old, dict) \
+            and isinstance(args, dict) else []
+        if dropped:
+            import warnings
+
+            shown = ", ".join(map(str, dropped[:8])) + (
+                f" and {len(dropped) - 8} more" if len(dropped) > 8 else "")
+            warnings.warn(
+                f"tool_args_patch{' (' + where + ')' if where else ''} replaces the whole "
+                f"arguments: the call had {shown}, which the patch's args do not name, so "
+                f"they are dropped. To change only the members named, give \"mode\": "
+                f"\"merge\" (command line: branch intervene --merge).", UserWarning,
+                stacklevel=2)
     if patch.get("operations"):
         args, failures = apply_operations(args, patch["operations"])
     if patch.get("toolName"):
         out["toolName"] = patch["toolName"]
-    if args != event.get("args") or patch.get("args") is not None:
+    if args != old or (patch.get("args") is not None and mode != "merge"):
         out["args"] = args
         out["argsHash"] = args_hash(args)
         out.pop("argsArtifactId", None)

@@ -636,14 +636,22 @@ def replay(
                             "toolName": tool,
                             "argsHash": payload.get("argsHash"),
                             "argsArtifactId": payload.get("argsArtifactId")}
-                    new, fails = apply_tool_args_patch(view, iv.patch)
+                    new, fails = apply_tool_args_patch(
+                        view, iv.patch,
+                        where=f"intervention {iv.intervention_id}, call {r['ref_id']}")
                     if not fails:
                         # Write back where the format keeps them, in the format's own shape
                         # (a JSON string stays a JSON string).
                         a_box[ak or "args"] = (
                             canonical_json(new["args"]) if as_text else new["args"]
                         )
-                        t_box[tk or "toolName"] = new["toolName"]
+                        if iv.patch.get("toolName") and new["toolName"] != tool:
+                            # only a rename writes the tool's name, where the format keeps
+                            # it (a Langfuse observation: ``name`` beside its ``input``);
+                            # nothing outside the arguments is touched otherwise
+                            if tk is None and "name" in a_box:
+                                t_box, tk = a_box, "name"
+                            t_box[tk or "toolName"] = new["toolName"]
                         if "argsHash" in payload or (ak == "args" and a_box is payload):
                             payload["argsHash"] = new.get("argsHash", args_hash(new["args"]))
                         payload.pop("argsArtifactId", None)
@@ -750,7 +758,8 @@ def replay(
                     args_value, as_text = _decoded_args(args)
                     new_call, fails = apply_tool_args_patch(
                         {"args": args_value, "toolName": tool, "argsHash": None,
-                         "argsArtifactId": None}, iv.patch)
+                         "argsArtifactId": None}, iv.patch,
+                        where=f"intervention {iv.intervention_id}, call {call_id}")
                     if not fails:
                         args = (canonical_json(new_call["args"]) if as_text
                                 else new_call["args"])

@@ -250,9 +250,16 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         bi.add_argument(flag, default=None, metavar="VALUE", help=what)
     patch = bi.add_mutually_exclusive_group(required=True)
     patch.add_argument("--patch", metavar="FILE", default=None,
-                       help="JSON file with the patch (operations, or toolName/args)")
+                       help="JSON file with the patch (operations, or toolName/args). For "
+                       "tool_args_patch, 'args' REPLACES the call's whole arguments (as the "
+                       "isplay reference does): members it does not name are dropped, with a "
+                       "warning; pass --merge to change only the members it names")
     patch.add_argument("--patch-json", metavar="JSON", default=None,
                        help="the patch as JSON text instead of a file")
+    bi.add_argument("--merge", action="store_true",
+                    help="tool_args_patch: merge 'args' into the call's arguments (RFC 7396: "
+                    "only the members named change, null removes one; writes \"mode\": "
+                    "\"merge\" into the patch) instead of replacing them all")
     bi.add_argument("--description", default="", help="why this intervention")
     bi.add_argument("--id", dest="intervention_id", default=None,
                     help="intervention id (default: iv-N)")

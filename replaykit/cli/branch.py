@@ -113,6 +113,11 @@ def _branch_intervene(args: argparse.Namespace) -> int:
         patch = parse_json_text(args.patch_json, "--patch-json")
     if not isinstance(patch, dict):
         raise _UsageError("the patch must be a JSON object (operations, or toolName/args)")
+    if getattr(args, "merge", False):
+        if args.kind != "tool_args_patch" or not isinstance(patch.get("args"), dict):
+            raise _UsageError("--merge applies to --kind tool_args_patch with an 'args' object "
+                              "(the members to change; null removes one)")
+        patch = {**patch, "mode": "merge"}
     doc = ib.to_dict()
     ids = {iv.intervention_id for iv in ib.interventions}
     iid = args.intervention_id or next(f"iv-{k}" for k in range(len(ids) + 1, len(ids) + 999)
