@@ -237,8 +237,13 @@ def changes_df(result: Any) -> pd.DataFrame:
     want_b = [pb[int(s)] for s in diff["base_seq"].dropna()]
     want_r = [pr[int(s)] for s in diff["replay_seq"].dropna()]
     cols_ev = ["seq", "kind", "tool_name", "ref_id", "payload"]
-    b_rows = {r["seq"]: r for r in base_t.take(want_b).select(cols_ev).to_pylist()}
-    r_rows = {r["seq"]: r for r in rep_t.take(want_r).select(cols_ev).to_pylist()}
+    import pyarrow as pa
+
+    # typed positions: an empty list (only added, or only removed events) takes no rows
+    b_rows = {r["seq"]: r for r in base_t.take(pa.array(want_b, pa.int64())).select(
+        cols_ev).to_pylist()}
+    r_rows = {r["seq"]: r for r in rep_t.take(pa.array(want_r, pa.int64())).select(
+        cols_ev).to_pylist()}
     out: list[dict[str, Any]] = []
     # pairs the diff already decoded and diffed (ReplayResult._pair_changes): not again
     pair_changes = getattr(result, "_pair_changes", None) or {}

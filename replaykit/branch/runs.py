@@ -458,9 +458,10 @@ def _tool_counts(t: pa.Table) -> tuple[list[str], dict[str, int]]:
     m = pc.fill_null(pc.equal(pc.cast(t.column("kind"), pa.string()), "tool_call"), False)
     names = pc.fill_null(pc.cast(t.filter(m).column("tool_name"), pa.string()), "?")
     seq = names.to_pylist()
-    vc = pc.value_counts(names).to_pylist() if len(names) else []
+    vc = pc.value_counts(names).to_pylist() if len(names) else []  # first-seen order
     counts = {d["values"]: int(d["counts"]) for d in vc}
-    return seq, dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    # most called first; equal counts in the order the run first called them
+    return seq, dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def _counts_text(counts: Mapping[str, int], limit: int = 6) -> str:
