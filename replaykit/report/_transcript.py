@@ -210,6 +210,8 @@ def _run_node(t: pa.Table, run_id: str, max_nodes: int = MAX_TREE_NODES) -> dict
                          "ref": ref.take(pa.array(end_rows, pa.int64())).to_pylist(),
                          "end_pos": end_rows})
     starts = pd.DataFrame({"type": ctype, "ref": refs, "pos": start_pos})
+    # no end event at all (a replay paused at its only call): keep the join keys one dtype
+    ends = ends.astype({"ref": starts["ref"].dtype})
     # a call's end: the first end event of its (type, ref) after the call (an as-of join:
     # O(n log n) even when many events share a ref)
     j = pd.merge_asof(starts.sort_values("pos"), ends.sort_values("end_pos"),
