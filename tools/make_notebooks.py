@@ -775,6 +775,221 @@ def coding_agent_and_otel() -> nbf.NotebookNode:
     return nb
 
 
+FIND_TESTS_DATA = '''from pathlib import Path
+import tempfile
+
+import replaykit as rk
+
+# The real sample files other projects publish live in tests/data/ at the repository root.
+ROOT = next(p for p in [Path.cwd(), *Path.cwd().parents] if (p / "tests" / "data" / "claude_code").is_dir())
+SAMPLES = ROOT / "tests" / "data"
+OUT = Path(tempfile.mkdtemp(prefix="rk-recorded-"))  # where this notebook writes
+SAMPLES'''
+
+
+def recorded_runs() -> nbf.NotebookNode:
+    md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
+    cells = [
+        md(
+            "# 12 · Compare the runs you recorded\n\n"
+            "The runs people have are recordings: two coding-agent sessions of one task, two "
+            "traces of an agent. `rk.compare_runs` compares two recorded runs directly (or two "
+            "sets, paired by prompt, task or a column you name) and returns what a replay "
+            "returns: the first divergence, the tool-sequence distance, the changed values, the "
+            "findings with an answer line, and the same report and explorers.\n\n"
+            "**What it can and cannot show.** Nothing is intervened on and nothing is re-run, "
+            "so a difference between two recordings is an *association*, not a cause. The "
+            "findings, the answer line and the report say so; to test a cause, branch a run "
+            "and replay it (notebooks 03 and 10)."
+        ),
+        code(FIND_TESTS_DATA),
+        md(
+            "## Two real Claude Code sessions\n\n"
+            "`tests/data/claude_code/spotter/` holds real Claude Code sessions that the "
+            "author of [marot/spotter](https://github.com/marot/spotter) (MIT) published as "
+            "test fixtures. Two of them are the same errand in the same project, asked two "
+            "ways: *\"mix phx.server doesnt seem to start\"* and *\"start phoenix in "
+            "background\"* (get the project's Phoenix server running). They are not the same "
+            "prompt: no public MIT/Apache repository we found ships two sessions of one "
+            "identical prompt, so this pair of closely related tasks stands in, and part of "
+            "what differs below is the wording of the task itself."
+        ),
+        code(
+            'CC = SAMPLES / "claude_code" / "spotter"\n'
+            'sessions = rk.read_events([CC / "short.jsonl", CC / "tool_heavy.jsonl"], owner="demo", progress=False)\n'
+            "A, B = sessions.run_ids  # short.jsonl, tool_heavy.jsonl\n"
+            'sessions.runs_df()[["run_id", "events", "model_calls", "tool_calls"]]'
+        ),
+        check(
+            "import json\n"
+            "\n"
+            "\n"
+            "def tool_uses(path):\n"
+            '    """tool_use names of a transcript, read with json.loads (not replaykit)."""\n'
+            "    out = []\n"
+            "    for line in path.read_text().splitlines():\n"
+            "        d = json.loads(line)\n"
+            '        if d.get("type") == "assistant":\n'
+            '            out += [b["name"] for b in d["message"]["content"] if b.get("type") == "tool_use"]\n'
+            "    return out\n"
+            "\n"
+            "\n"
+            'A_TOOLS, B_TOOLS = tool_uses(CC / "short.jsonl"), tool_uses(CC / "tool_heavy.jsonl")\n'
+            "assert (len(A_TOOLS), len(B_TOOLS)) == (2, 6)\n"
+            'runs = sessions.runs_df().set_index("run_id")\n'
+            'assert runs.loc[A, "tool_calls"] == len(A_TOOLS) and runs.loc[B, "tool_calls"] == len(B_TOOLS)'
+        ),
+        md(
+            "`rk.compare_runs(log, runs=(A, B))` aligns run B with run A event by event. "
+            "`first_divergence` (a position in both runs) and `tool_sequence_distance` (edits "
+            "between the two tool-name sequences) are numbers; `comparability` says how far "
+            "apart the runs are (rules in docs/metrics.md)."
+        ),
+        code(
+            "cmp = rk.compare_runs(sessions, runs=(A, B))\n"
+            "cmp.first_divergence, cmp.tool_sequence_distance, cmp.comparability"
+        ),
+        check(
+            "def lev(a, b):\n"
+            '    """Edit distance, written here as the reference."""\n'
+            "    prev = list(range(len(b) + 1))\n"
+            "    for i, x in enumerate(a, 1):\n"
+            "        cur = [i]\n"
+            "        for j, y in enumerate(b, 1):\n"
+            "            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))\n"
+            "        prev = cur\n"
+            "    return prev[-1]\n"
+            "\n"
+            "\n"
+            "assert cmp.tool_sequence_distance == lev(A_TOOLS, B_TOOLS) == 4\n"
+            "k = cmp.first_divergence\n"
+            'assert cmp.base.events_df().loc[k, "kind"] == cmp.events.events_df().loc[k, "kind"] == "user_message"'
+        ),
+        md(
+            "The answer line leads with what the agents did: where the runs part, the tool "
+            "calls of each, how each ends, and that this is an association."
+        ),
+        code("summary = cmp.summary()\nprint(summary.answer)"),
+        check(
+            'assert summary.answer.startswith(f"Different: the runs part at step {k}")\n'
+            'assert "tool calls run A 2" in summary.answer and "run B 6" in summary.answer\n'
+            'assert "associations, not causes" in summary.answer\n'
+            'assert any("Nothing was intervened on" in s for s in summary.sentences("caveat"))'
+        ),
+        code('summary.to_frame()[["kind", "sentence"]]'),
+        check(
+            'kinds = summary.to_frame()["kind"].tolist()\n'
+            'assert kinds[0] == "answer" and "caveat" in kinds\n'
+            'assert any(s.startswith("Tool activity: run A made 2 tool call(s)") for s in summary.sentences("outcome"))'
+        ),
+        md(
+            "`tools_df()` puts the two runs' tool calls side by side, aligned by tool and "
+            "arguments; `changes_df()` has every changed value (the JSON path, run A's value, "
+            "run B's value)."
+        ),
+        code("cmp.tools_df()"),
+        check(
+            "tdf = cmp.tools_df()\n"
+            "assert sorted(tdf.base_tool.dropna()) == sorted(A_TOOLS)\n"
+            "assert sorted(tdf.replay_tool.dropna()) == sorted(B_TOOLS)"
+        ),
+        code(
+            "changes = cmp.changes_df()\n"
+            'changes[changes.key & (changes.kind == "tool_call")][["step", "tool_name", "status", "label", "before", "after"]].head(8)'
+        ),
+        check(
+            'assert set(changes[changes.kind == "tool_call"].tool_name) <= set(A_TOOLS) | set(B_TOOLS)\n'
+            'assert len(changes) > 0 and set(changes.status) <= {"changed", "added", "removed"}'
+        ),
+        md(
+            "`rk.compare`, the bulk metric frame, pairs one recorded run on each side the same "
+            "way; given several runs and no pairs, it warns with the call to make "
+            "(`rk.compare_runs(a, b, by=\"prompt\")` or `pairs=`) instead of returning an "
+            "empty frame."
+        ),
+        code(
+            "bulk = rk.compare(sessions.filter(run_ids=[A]), sessions.filter(run_ids=[B]))\n"
+            'rk.for_people(bulk[["base_run_id", "replay_run_id", "first_divergence_step", '
+            '"tool_sequence_distance", "comparability"]])'
+        ),
+        check('assert bulk.loc[0, "first_divergence_step"] == k and bulk.loc[0, "tool_sequence_distance"] == 4'),
+        md(
+            "## Two real framework traces\n\n"
+            "`tests/data/langfuse/framework-traces/` holds traces that framework "
+            "instrumentations sent to Langfuse, published by "
+            "[langfuse/langfuse](https://github.com/langfuse/langfuse) (MIT): an OpenAI "
+            "Agents SDK weather agent and a Pydantic AI joke agent. They are different agents, "
+            "so the comparison shows how far apart two recorded runs are, not variants of one "
+            "task."
+        ),
+        code(
+            'LF = SAMPLES / "langfuse" / "framework-traces"\n'
+            'weather = rk.read_events(LF / "openai-agents-2025-09-30.json", owner="demo", progress=False)\n'
+            'jokes = rk.read_events(LF / "pydantic-ai-tools-2025-12-04.json", owner="demo", progress=False)\n'
+            "traces = rk.compare_runs(weather, jokes)  # the one run of each log\n"
+            "print(traces.summary().answer)"
+        ),
+        check(
+            'assert traces.metrics["base_tool_calls"] == 1 and traces.metrics["replay_tool_calls"] == 4\n'
+            'assert traces.tool_sequence_distance == 4 and traces.comparability == "non_comparable"\n'
+            'for tool in ("get_weather", "get_pun_suggestion", "final_result"):\n'
+            "    assert tool in traces.summary().answer"
+        ),
+        md("A trace compared with itself has no divergence: the comparison sees only what differs."),
+        code("same = rk.compare_runs(jokes, jokes)\n"
+             "same.first_divergence, same.tool_sequence_distance, same.summary().verdict"),
+        check('assert (same.first_divergence, same.tool_sequence_distance, same.summary().verdict) '
+              '== (-1, 0, "identical")'),
+        md(
+            "## The run-vs-run report\n\n"
+            "`rk.report.rca` takes the comparison as it takes a replay: one offline HTML page "
+            "that opens with the answer line and the findings, then the runs compared, the "
+            "first divergence, the changed values, the tool-sequence diff, run B's "
+            "transcript, the figures and a step scrubber with both runs. From the shell: "
+            "`replaykit diff LOG... --runs A B -o report.html`."
+        ),
+        code(
+            "report = rk.report.rca(cmp)\n"
+            'report.save_html(OUT / "runs-claude-code.html")\n'
+            "report"
+        ),
+        check(
+            'page = (OUT / "runs-claude-code.html").read_text()\n'
+            'assert "Runs compared" in page and "Open requirements" not in page\n'
+            'assert "associations, not causes" in page\n'
+            'assert "Tool activity: run A made 2 tool call(s)" in page\n'
+            'assert report.sections[0] == "findings"'
+        ),
+        md(
+            "## The explorers\n\n"
+            "`DiffExplorer` and `Scrubber.for_replay` take the comparison too: run A and run "
+            "B side by side, aligned as in `diff_df()`."
+        ),
+        code(
+            "explorer = rk.widgets.DiffExplorer(cmp)\n"
+            "explorer.jump_to_first_divergence()\n"
+            "explorer"
+        ),
+        check(
+            'assert explorer.labels == ("run A", "run B")\n'
+            'assert explorer.jump_to_first_divergence() == int((cmp.diff_df().status != "same").to_numpy().argmax())'
+        ),
+        code(
+            "scrub = rk.widgets.Scrubber.for_replay(cmp)\n"
+            "scrub.slider.value = k\n"
+            "scrub"
+        ),
+        check(
+            'assert scrub.event["kind"] == "user_message" and scrub.base_event["kind"] == "user_message"\n'
+            "assert len(scrub) == len(cmp.events)"
+        ),
+    ]
+    nb = nbf.v4.new_notebook()
+    nb.cells = cells
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
 if __name__ == "__main__":
     out = ROOT / "notebooks" / "01_quickstart.ipynb"
     nbf.write(quickstart(), out)
@@ -787,4 +1002,7 @@ if __name__ == "__main__":
     print(f"wrote {out}")
     out = ROOT / "notebooks" / "06_visual_tour.ipynb"
     nbf.write(visual_tour(), out)
+    print(f"wrote {out}")
+    out = ROOT / "notebooks" / "12_recorded_runs.ipynb"
+    nbf.write(recorded_runs(), out)
     print(f"wrote {out}")
