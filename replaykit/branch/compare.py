@@ -14,7 +14,8 @@ from ..errors import MissingExtraError
 from ..eventlog.log import EventLog
 from .metrics import NON_COMPARABLE_DISTANCE, levenshtein
 
-__all__ = ["COMPARE_COLUMNS", "compare", "event_signatures", "tool_distance_matrix"]
+__all__ = ["COMPARE_COLUMNS", "compare", "event_signatures", "tool_distance_matrix",
+           "tool_seq_diff"]
 
 #: Columns of :func:`compare`, in order.
 COMPARE_COLUMNS = (
@@ -435,3 +436,36 @@ def tool_distance_matrix(log: EventLog, runs: Sequence[str] | None = None, *,
     else:
         mat = cdist(strs, strs, scorer=Levenshtein.distance, workers=-1, dtype=np.int32)
     return pd.DataFrame(mat, index=pd.Index(ids, name="run_id"), columns=pd.Index(ids))
+
+
+def tool_seq_diff(base_t: pa.Table, rep_t: pa.Table) -> pd.DataFrame:
+    """The tool calls of two runs (one-run tables) side by side, aligned by (tool, arguments
+    hash) (near-linear, :mod:`replaykit._align`): one row per aligned call with ``status``
+    (same / changed / added / removed), ``base_seq``, ``base_tool``, ``replay_seq``,
+    ``replay_tool`` and ``note`` (``arguments changed`` / ``tool changed``). The RCA report's
+    tool-sequence diff and :meth:`replaykit.branch.runs.RunComparison.tools_df`."""
+    def calls(t: pa.Table) -> tuple[list[Any], list[Any], list[Any]]:
+        m = pc.fill_null(pc.equal(pc.cast(t.column("kind"), pa.string()), "tool_call"), False)
+        s = t.filter(m)
+        return (pc.cast(s.column("tool_name"), pa.string()).to_pylist(),
+                pc.cast(s.column("args_hash"), pa.string()).to_pylist(),
+                s.column("seq").to_pylist())
+
+    from .._align import align, expand
+
+    bt, bh, bs = calls(base_t)
+    rt, rh, rs = calls(rep_t)
+    # near-linear alignment of the (tool, args hash) keys, then column-wise rows
+    status, i, j = expand(align([f"{t}\x1f{h}" for t, h in zip(bt, bh, strict=True)],
+                                [f"{t}\x1f{h}" for t, h in zip(rt, rh, strict=True)]))
+
+    def take(vals: list[Any], idx: np.ndarray) -> list[Any]:
+        arr = np.asarray(vals + [None], dtype=object)
+        return arr[np.where(idx >= 0, idx, len(vals))].tolist()
+
+    b_tool, r_tool = take(bt, i), take(rt, j)
+    note = np.where(status == "changed",
+                    np.where(np.asarray(b_tool, dtype=object) == np.asarray(r_tool, dtype=object),
+                             "arguments changed", "tool changed"), "")
+    return pd.DataFrame({"status": status, "base_seq": take(bs, i), "base_tool": b_tool,
+                         "replay_seq": take(rs, j), "replay_tool": r_tool, "note": note})

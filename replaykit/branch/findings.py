@@ -752,10 +752,10 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
     Raises:
         MissingExtraError: jsonpatch is missing (the ``replay`` extra).
     """
-    if not getattr(result, "intervened", True):  # two recorded runs (branch/runs.py)
-        from .runs import summarize_runs
-
-        out: Summary = summarize_runs(result, changes=changes)
+    if not getattr(result, "intervened", True):
+        # two recorded runs (the Comparison protocol): their own findings
+        # (replaykit.branch.runs.summarize_runs), asked of the result, not imported here
+        out: Summary = result.summary(changes=changes)
         return out
     from .metrics import COMPARABILITY
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeAlias, overload, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -229,9 +229,9 @@ class RunComparison:
         """The tool calls of both runs side by side, aligned by (tool, arguments hash): one
         row per aligned call with ``status`` (same / changed / added / removed), the seqs
         and tool names of both sides (A = ``base_*``, B = ``replay_*``) and ``note``."""
-        from ..report._core import _tool_seq_diff
+        from .compare import tool_seq_diff
 
-        return _tool_seq_diff(self.base.table, self.events.table)
+        return tool_seq_diff(self.base.table, self.events.table)
 
     def summary(self, *, changes: pd.DataFrame | None = None) -> Any:
         """The findings (a :class:`~replaykit.branch.findings.Summary`): the answer line,
@@ -371,8 +371,30 @@ def pair_runs(log_a: EventLog, log_b: EventLog, *, by: str = "prompt") -> pd.Dat
     return out
 
 
+#: ``pairs=`` of :func:`compare_runs`: a frame with a_run_id / b_run_id, or (a, b) tuples.
+PairsArg: TypeAlias = "pd.DataFrame | Sequence[tuple[str, str]]"
+
+
+@overload
 def compare_runs(log_a: EventLog, log_b: EventLog | None = None, *,
-                 runs: tuple[str, str] | None = None, pairs: Any = None,
+                 runs: tuple[str, str] | None = None, pairs: None = None, by: None = None,
+                 tenant_id: str | None = None) -> RunComparison: ...
+
+
+@overload
+def compare_runs(log_a: EventLog, log_b: EventLog | None = None, *, runs: None = None,
+                 pairs: None = None, by: str, tenant_id: str | None = None
+                 ) -> RunComparisons: ...
+
+
+@overload
+def compare_runs(log_a: EventLog, log_b: EventLog | None = None, *, runs: None = None,
+                 pairs: PairsArg, by: None = None, tenant_id: str | None = None
+                 ) -> RunComparisons: ...
+
+
+def compare_runs(log_a: EventLog, log_b: EventLog | None = None, *,
+                 runs: tuple[str, str] | None = None, pairs: PairsArg | None = None,
                  by: str | None = None,
                  tenant_id: str | None = None) -> RunComparison | RunComparisons:
     """Compare recorded runs directly: one run with another, or two sets paired by a key.

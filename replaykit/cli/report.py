@@ -185,7 +185,7 @@ def diff_runs(args: argparse.Namespace) -> int:
                                             else "")
             raise KeyError(f"--runs: {', '.join(missing)} not in the logs; the runs they "
                            f"hold: {shown}")
-        cmp = compare_runs(log, runs=(a, b), tenant_id=tenant)  # type: ignore[arg-type]
+        cmp = compare_runs(log, runs=(a, b), tenant_id=tenant)  # type: ignore[call-overload]
         summary = cmp.summary()
         bar.update(1)
         if args.output is not None:

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from replaykit.errors import ReplayKitDeprecationWarning as _ReplayKitDeprecationWarning
 
+from ..branch.compare import tool_seq_diff as _tool_seq_diff  # both sides' tool calls, aligned
 from ._embed import esc, plain
 from ._fmt import _isna, cut_words, fmt_number
 from ._parts import (
@@ -291,34 +292,6 @@ def _first_divergence(base_t: pa.Table, rep_t: pa.Table, step: int) -> dict[str,
     kind = (r or b or {}).get("kind")
     return {"step": step, "rows": rows, "args_diff": diff[:400], "kind": kind,
             "base_seq": b and b["seq"], "replay_seq": r and r["seq"]}
-
-
-def _tool_seq_diff(base_t: pa.Table, rep_t: pa.Table) -> pd.DataFrame:
-    def calls(t: pa.Table) -> tuple[list[Any], list[Any], list[Any]]:
-        m = pc.fill_null(pc.equal(pc.cast(t.column("kind"), pa.string()), "tool_call"), False)
-        s = t.filter(m)
-        return (pc.cast(s.column("tool_name"), pa.string()).to_pylist(),
-                pc.cast(s.column("args_hash"), pa.string()).to_pylist(),
-                s.column("seq").to_pylist())
-
-    from .._align import align, expand
-
-    bt, bh, bs = calls(base_t)
-    rt, rh, rs = calls(rep_t)
-    # near-linear alignment of the (tool, args hash) keys, then column-wise rows
-    status, i, j = expand(align([f"{t}\x1f{h}" for t, h in zip(bt, bh, strict=True)],
-                                [f"{t}\x1f{h}" for t, h in zip(rt, rh, strict=True)]))
-
-    def take(vals: list[Any], idx: np.ndarray) -> list[Any]:
-        arr = np.asarray(vals + [None], dtype=object)
-        return arr[np.where(idx >= 0, idx, len(vals))].tolist()
-
-    b_tool, r_tool = take(bt, i), take(rt, j)
-    note = np.where(status == "changed",
-                    np.where(np.asarray(b_tool, dtype=object) == np.asarray(r_tool, dtype=object),
-                             "arguments changed", "tool changed"), "")
-    return pd.DataFrame({"status": status, "base_seq": take(bs, i), "base_tool": b_tool,
-                         "replay_seq": take(rs, j), "replay_tool": r_tool, "note": note})
 
 
 def _integrity(base_t: pa.Table) -> dict[str, Any]:

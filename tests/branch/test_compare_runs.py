@@ -243,8 +243,9 @@ def test_sets_paired_by_prompt_and_column() -> None:
     with pytest.warns(UserWarning, match="1 run.s. of the first log and 0 of the second"):
         cs = rk.compare_runs(a, b, by="prompt")
     assert isinstance(cs, rk.branch.RunComparisons) and len(cs) == 2
-    assert sorted(zip(cs.pairs["a_run_id"], cs.pairs["b_run_id"])) == [("a1", "b1"),
-                                                                       ("a2", "b2")]
+    assert sorted(zip(cs.pairs["a_run_id"], cs.pairs["b_run_id"], strict=True)) == [
+        ("a1", "b1"),
+        ("a2", "b2")]
     mdf = cs.metrics_df().set_index("base_run_id")
     assert mdf.loc["a1", "tool_sequence_distance"] == 1
     # paired although the texts differ in whitespace; the comparison still sees the text
