@@ -185,7 +185,8 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 def apply_tool_args_patch(
-    event: dict[str, Any], patch: dict[str, Any], *, where: str | None = None
+    event: dict[str, Any], patch: dict[str, Any], *, where: str | None = None,
+    stacklevel: int = 2,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A tool-call event with new arguments: ``patch["args"]`` replaces them (``"mode":
     "replace"``, the default) or is merged into them (``"mode": "merge"``: RFC 7396, only the
@@ -196,7 +197,8 @@ def apply_tool_args_patch(
     The result has ``args``, a recomputed ``argsHash`` and no ``argsArtifactId`` (it named the
     old arguments). Returns (new event, failures); ``event`` is not modified. A replacing
     patch that drops members the call had warns (``UserWarning``, naming them and ``where``:
-    the intervention and call), since a patch meant to change one member would lose the rest.
+    the intervention and call; attributed ``stacklevel`` frames up, the caller by default),
+    since a patch meant to change one member would lose the rest.
 
     Example:
         >>> ev, bad = apply_tool_args_patch({"toolName": "t", "args": {"a": 1},
@@ -235,7 +237,7 @@ def apply_tool_args_patch(
                 f"arguments: the call had {shown}, which the patch's args do not name, so "
                 f"they are dropped. To change only the members named, give \"mode\": "
                 f"\"merge\" (command line: branch intervene --merge).", UserWarning,
-                stacklevel=2)
+                stacklevel=stacklevel)
     if patch.get("operations"):
         args, failures = apply_operations(args, patch["operations"])
     if patch.get("toolName"):

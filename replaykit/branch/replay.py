@@ -638,7 +638,8 @@ def replay(
                             "argsArtifactId": payload.get("argsArtifactId")}
                     new, fails = apply_tool_args_patch(
                         view, iv.patch,
-                        where=f"intervention {iv.intervention_id}, call {r['ref_id']}")
+                        where=f"intervention {iv.intervention_id}, call {r['ref_id']}",
+                        stacklevel=3)  # the warning names the line that called replay()
                     if not fails:
                         # Write back where the format keeps them, in the format's own shape
                         # (a JSON string stays a JSON string).
@@ -759,7 +760,8 @@ def replay(
                     new_call, fails = apply_tool_args_patch(
                         {"args": args_value, "toolName": tool, "argsHash": None,
                          "argsArtifactId": None}, iv.patch,
-                        where=f"intervention {iv.intervention_id}, call {call_id}")
+                        where=f"intervention {iv.intervention_id}, call {call_id}",
+                        stacklevel=3)
                     if not fails:
                         args = (canonical_json(new_call["args"]) if as_text
                                 else new_call["args"])

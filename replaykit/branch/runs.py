@@ -512,6 +512,8 @@ def _event_name(t: pa.Table, pos: int, other: pa.Table | None = None) -> str:
             from .findings import _short
 
             name += " " + _short(" ".join(text.split()), 50)
+        elif t.column("args_hash")[pos].as_py() != other.column("args_hash")[pos].as_py():
+            name += " (other arguments)"
     return name
 
 
@@ -619,19 +621,33 @@ def summarize_runs(result: Any, *, changes: pd.DataFrame | None = None) -> Any:
             "tool names present in one run's tool calls only")
     if len(key):
         events = key.drop_duplicates("row")
-        # an event on one side only is named when it is a tool call (its result, and other
+        # tool calls on one side only: one sentence per side (their results, and other
         # events, are counted by the sentences above)
-        events = events[~events["status"].isin(["added", "removed"])
-                        | (events["kind"] == "tool_call")]
+        for status, side, other in (("removed", A, B), ("added", B, A)):
+            one = events[(events["status"] == status) & (events["kind"] == "tool_call")]
+            if len(one):
+                calls = [f"{t} at step {int(st):,}" for t, st in
+                         zip(one["tool_name"].fillna("?"), one["step"], strict=True)]
+                add("outcome", f"Tool calls only in {side} (nothing aligns with them in "
+                    f"{other}): " + ", ".join(calls[:8])
+                    + (f" and {len(calls) - 8:,} more" if len(calls) > 8 else "") + ".",
+                    "changes", "changes_df() whole-event rows of tool calls",
+                    at=int(one["step"].iloc[0]))
+        events = events[~events["status"].isin(["added", "removed"])]
         tools = events[events["kind"].isin(["tool_call", "tool_result"])]
         named = tools if len(tools) else events
         for ev in named.head(EVENTS_NAMED).itertuples(index=False):
             vals = key[key["row"] == ev.row]
             who = ev.tool_name if isinstance(ev.tool_name, str) and ev.tool_name else ev.kind
-            if ev.status in ("added", "removed"):
-                side = B if ev.status == "added" else A
-                add("outcome", f"{who} ({ev.kind}) at step {int(ev.step):,} is only in {side}.",
-                    "changes", "changes_df() rows with key=True", at=int(ev.step))
+            d = diff.loc[ev.row]
+            a_kind, a_tool = d["base_kind"], d["base_tool"]
+            a_what = (f"{a_kind} {a_tool}" if isinstance(a_tool, str) else str(a_kind))
+            if a_kind != ev.kind or (isinstance(a_tool, str) and a_tool != ev.tool_name):
+                # aligned, but not the same action: say what each run did there
+                did = {"tool_call": f"calls {who}", "tool_result": f"gets {who}'s result"}.get(
+                    str(ev.kind), f"has {ev.kind}")
+                add("outcome", f"At step {int(ev.step):,} {B} {did} where {A} has {a_what}.",
+                    "changes", "diff_df() kinds and tools of an aligned pair", at=int(ev.step))
                 continue
             what = {"tool_call": "was called with", "tool_result": "returned"}.get(
                 str(ev.kind), "differs:")
