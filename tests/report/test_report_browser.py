@@ -652,3 +652,31 @@ def test_long_report_scrubber_opens_at_the_divergence(long_page: Any) -> None:
         / "long-figures.png"
     page.locator("#figures").screenshot(path=str(shot))
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_run_vs_run_report_leads_with_the_agents_actions(browser: Any, tmp_path: Path) -> None:
+    """Two real Claude Code sessions compared (rk.compare_runs): the page renders offline
+    without errors, its first screen is the answer line naming where the runs part and each
+    run's tool calls, then the findings; the scrubber names run A and run B."""
+    cc = Path(__file__).resolve().parents[1] / "data" / "claude_code" / "spotter"
+    log = rk.read_events([cc / "short.jsonl", cc / "tool_heavy.jsonl"], owner="t",
+                         progress=False)
+    a, b = log.run_ids
+    cmp = rk.compare_runs(log, runs=(a, b))
+    path = tmp_path / "runs.html"
+    rca(cmp).save_html(path)
+    o = _open(browser, path)
+    assert [c for c in o.console if c[0] in ("error", "pageerror")] == []
+    assert o.requests == [path.resolve().as_uri()]
+    answer = o.page.inner_text("#rk-answer")
+    assert answer.startswith(f"Different: the runs part at step {cmp.first_divergence}")
+    assert "tool calls run A 2 (Bash, Glob) vs run B 6" in answer
+    assert "associations, not causes" in answer
+    box = o.page.locator("#rk-answer").bounding_box()
+    assert box is not None and box["y"] + box["height"] < 900  # on the first screen
+    assert o.page.locator("a[href='#interventions']").first.inner_text() == "Runs compared"
+    assert o.page.locator("#rk-no-intervention").count() == 1
+    heads = o.page.locator(".scrubber h4").all_inner_texts()
+    assert heads[:2] == ["run A: event at this step", "run B: event at this step"]
+    o.page.screenshot(path=str(tmp_path / "runs-first-screen.png"))
+    assert (tmp_path / "runs-first-screen.png").stat().st_size > 10_000
