@@ -275,9 +275,12 @@ class RunComparisons(Sequence[RunComparison]):
         i = range(len(self))[i]
         if i not in self._items:
             r = self.pairs.iloc[i]
+            # the pair's own tenant when the pairing recorded one (by=: same tenant)
+            tenant = r["tenant_id"] if "tenant_id" in r.index and isinstance(
+                r["tenant_id"], str) else self.tenant_id
             self._items[i] = RunComparison(
-                _one_run(self.a, str(r["a_run_id"]), self.tenant_id, "the first log"),
-                _one_run(self.b, str(r["b_run_id"]), self.tenant_id, "the second log"),
+                _one_run(self.a, str(r["a_run_id"]), tenant, "the first log"),
+                _one_run(self.b, str(r["b_run_id"]), tenant, "the second log"),
                 key=r["key"], rule=f"paired by {self.by}")
         return self._items[i]
 
@@ -293,7 +296,9 @@ class RunComparisons(Sequence[RunComparison]):
         from .compare import compare
 
         p = self.pairs.rename(columns={"a_run_id": "base_run_id", "b_run_id": "replay_run_id"})
-        out = compare(self.a, self.b, p[["base_run_id", "replay_run_id"]])
+        cols = ["tenant_id", "base_run_id", "replay_run_id"] if "tenant_id" in p \
+            else ["base_run_id", "replay_run_id"]
+        out = compare(self.a, self.b, p[cols])
         out.insert(0, "key", self.pairs["key"].to_numpy())
         return out
 
@@ -452,8 +457,8 @@ def compare_runs(log_a: EventLog, log_b: EventLog | None = None, *,
                     raise KeyError(f"pairs name run(s) not in {what}: {bad[:5]}; its runs: "
                                    + ", ".join(map(repr, lg.run_ids[:20])))
             rule = "pairs given"
-        return RunComparisons(log_a, other, frame[["key", "a_run_id", "b_run_id"]],
-                              by=rule, tenant_id=tenant_id)
+        keep = [c for c in ("key", "tenant_id", "a_run_id", "b_run_id") if c in frame]
+        return RunComparisons(log_a, other, frame[keep], by=rule, tenant_id=tenant_id)
     if runs is not None:
         if isinstance(runs, str) or len(runs) != 2:
             raise ValueError(f"runs= names two runs (A, B), got {runs!r}")

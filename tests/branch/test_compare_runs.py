@@ -247,6 +247,7 @@ def test_sets_paired_by_prompt_and_column() -> None:
         ("a1", "b1"),
         ("a2", "b2")]
     mdf = cs.metrics_df().set_index("base_run_id")
+    assert (mdf["tenant_id"] == "t").all() and mdf.loc["a2", "key"] == "write docs"
     assert mdf.loc["a1", "tool_sequence_distance"] == 1
     # paired although the texts differ in whitespace; the comparison still sees the text
     assert mdf.loc["a2", "first_divergence_step"] == 0
