@@ -158,10 +158,27 @@ def _input_tokens(usage: dict[str, Any]) -> Any:
     return inp + extra
 
 
+def _answer_text(content: Any) -> str:
+    """The text parts of a message's content (not its reasoning, tool calls or images)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text") or "" for p in content
+                       if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
 def _completion(out: dict[str, Any]) -> str | None:
-    """The model's answer text (``output.completion``); null, not ``""``, when it gave none."""
-    text = out.get("completion")
-    return text if isinstance(text, str) and text else None
+    """The model's answer text: the text parts of the first choice's message (attachments
+    resolved; ``output.completion`` can still hold an ``attachment://`` reference), else
+    ``output.completion``; null, not ``""``, when it gave none."""
+    choices = out.get("choices")
+    msg = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(
+        choices[0], dict) else None
+    text = _answer_text(msg.get("content")) if isinstance(msg, dict) else ""
+    if not text:
+        text = out.get("completion") if isinstance(out.get("completion"), str) else ""
+    return text or None
 
 
 def _reasoning_of(part: dict[str, Any]) -> str | None:
@@ -215,14 +232,22 @@ def _message_rows(messages: list[dict[str, Any]], run_id: str, src: str
                      "ts": None, "event_id": msg.get("id"), "payload": canonical_json(payload),
                      "source": src, "is_error": False, **cols})
 
-    for msg in messages:
+    for k, msg in enumerate(messages):
         role = msg.get("role")
         payload = {"event": "message", **msg}
         text = _text_of(msg.get("content"))
         if role == "user":
             add(msg, "user_message", payload, text=text)
-        elif role == "assistant":
-            add(msg, "model_response", payload, text=text)
+        elif role == "assistant":  # one model call (the log records no finish reason)
+            add(msg, "model_response", payload, ref_id=msg.get("id") or f"message{k}",
+                finish="unknown", text=_answer_text(msg.get("content")) or None)
+            parts = msg.get("content")
+            for part in parts if isinstance(parts, list) else []:
+                if isinstance(part, dict) and part.get("type") == "reasoning":
+                    add(msg, "model_chunk", {"event": "message", "part": "reasoning",
+                                             "id": msg.get("id"), "content": part},
+                        event_id=None, ref_id=msg.get("id") or f"message{k}",
+                        chunk_type="reasoning", text=_reasoning_of(part))
             for call in msg.get("tool_calls") or []:
                 if not isinstance(call, dict):
                     continue
