@@ -212,8 +212,14 @@ def _file_rows(path: Path, quarantine: Quarantine) -> tuple[list[Row], dict[str,
     written = list(json_lines(path, FORMAT, quarantine))
     legacy = bool(written) and _legacy_meta(written[0][2])
     originals = {lineno: doc for lineno, _, doc in written} if legacy else {}
-    lines = [(lineno, raw, _envelope(doc, k == 0) if legacy else doc)
-             for k, (lineno, raw, doc) in enumerate(written)]
+    # a mid-2025 file's lines, and the {"record_type": "state"} markers some files of the
+    # September 2025 change-over hold among enveloped lines, in the current envelope
+    lines = [(lineno, raw, _envelope(doc, k == 0 and legacy) if legacy or (
+        "record_type" in doc and "type" not in doc) else doc)
+        for k, (lineno, raw, doc) in enumerate(written)]
+    if not legacy:
+        originals = {lineno: doc for lineno, _, doc in written
+                     if "record_type" in doc and "type" not in doc}
     meta = next((d.get("payload") for _, _, d in lines if d.get("type") == "session_meta"
                  and isinstance(d.get("payload"), dict)), None)
     sid = meta.get("id") if isinstance(meta, dict) else None
