@@ -354,8 +354,8 @@ def calls_df(log: Any) -> pd.DataFrame:
         "seq_min": "first_seq", "seq_max": "last_seq", "turn_first": "turn",
         "step_first": "step", "chunk_sum": "chunks", "finish_first": "finish",
         "input_tokens_sum": "input_tokens", "output_tokens_sum": "output_tokens",
-        "cache_read_tokens_sum": "cache_read_tokens", "cache_write_tokens_sum": "cache_write_tokens",
-        "reasoning_tokens_sum": "reasoning_tokens",
+        "cache_read_tokens_sum": "cache_read_tokens",
+        "cache_write_tokens_sum": "cache_write_tokens", "reasoning_tokens_sum": "reasoning_tokens",
         "error_code_first": "error_code",
     })  # fmt: skip
     df["text"] = df["text"].where(df["text"].notna(), df.pop("response_text"))

@@ -166,7 +166,7 @@ def _reasoning_text(pl: dict[str, Any]) -> str | None:
     for key in ("summary", "content"):
         parts = pl.get(key)
         if isinstance(parts, list) and parts:
-            texts = [p.get("text") for p in parts if isinstance(p, dict)
+            texts = [str(p["text"]) for p in parts if isinstance(p, dict)
                      and isinstance(p.get("text"), str)]
             if texts:
                 return "\n\n".join(texts)

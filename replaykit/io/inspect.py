@@ -147,15 +147,17 @@ def _input_tokens(usage: dict[str, Any]) -> Any:
     older Inspect versions whose ``total_tokens`` is ``input_tokens + output_tokens`` already
     counted the cached tokens in ``input_tokens`` and are taken as written. Null when
     ``input_tokens`` is not recorded."""
-    inp = usage.get("input_tokens")
+    inp: Any = usage.get("input_tokens")
     if not is_int64(inp):
         return inp  # None, or a bad value the row check reports
-    cache = [usage.get(k) for k in ("input_tokens_cache_read", "input_tokens_cache_write")]
-    extra = sum(c for c in cache if is_int64(c))
-    out, total = usage.get("output_tokens"), usage.get("total_tokens")
+    cache: list[Any] = [usage.get(k) for k in ("input_tokens_cache_read",
+                                                "input_tokens_cache_write")]
+    extra = sum(int(c) for c in cache if is_int64(c))
+    out: Any = usage.get("output_tokens")
+    total: Any = usage.get("total_tokens")
     if extra == 0 or (is_int64(out) and is_int64(total) and total == inp + out):
         return inp
-    return inp + extra
+    return int(inp) + extra
 
 
 def _answer_text(content: Any) -> str:
@@ -176,8 +178,9 @@ def _completion(out: dict[str, Any]) -> str | None:
     msg = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(
         choices[0], dict) else None
     text = _answer_text(msg.get("content")) if isinstance(msg, dict) else ""
-    if not text:
-        text = out.get("completion") if isinstance(out.get("completion"), str) else ""
+    completion = out.get("completion")
+    if not text and isinstance(completion, str):
+        text = completion
     return text or None
 
 

@@ -390,7 +390,7 @@ def _claude_lines(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "id": f"msg_{i}", "role": "assistant", "content": [b],
                 "usage": {"input_tokens": 3, "cache_read_input_tokens": 100 * i,
                           "cache_creation_input_tokens": 7, "output_tokens": 1 + k}}})
-        for k, (_, a) in enumerate(c["tools"]):
+        for k in range(len(c["tools"])):
             lines.append({"type": "user", "message": {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": f"toolu_{i}_{k}",
                  "content": [{"type": "text", "text": f"result {k}"}]}]}})
