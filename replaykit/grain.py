@@ -130,10 +130,10 @@ def _parse_paths(payloads: pa.Array, paths: list[str], typ: pa.DataType) -> pa.A
     return pc.coalesce(*cols) if len(cols) > 1 else cols[0]
 
 
-def _kind_is(table: pa.Table, *kinds: str) -> pa.Array:
-    """Rows whose ``kind`` is one of ``kinds``: compared on the dictionary entries, not on
-    every row's string."""
-    col = table.column("kind")
+def _kind_is(table: pa.Table, *kinds: str, column: str = "kind") -> pa.Array:
+    """Rows whose ``kind`` (or ``column``) is one of ``kinds``: compared on the dictionary
+    entries, not on every row's string."""
+    col = table.column(column)
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     values = pa.array(list(kinds), pa.string())
     if not pa.types.is_dictionary(arr.type):
@@ -294,8 +294,7 @@ def calls_df(log: Any) -> pd.DataFrame:
     # whose chunk_type is "usage" (a loader that moved a usage event's tokens onto the call's
     # first row keeps that event, whose payload holds the cache and reasoning figures)
     u_mask = pc.and_(pc.and_(pc.is_valid(table.column("ref_id")),
-                             pc.equal(pc.fill_null(_str(table.column("chunk_type")), ""),
-                                      "usage")),
+                             _kind_is(table, "usage", column="chunk_type")),
                      pc.invert(mask))
     u_rows = np.flatnonzero(np.asarray(u_mask, dtype=bool))
     ub = _base(table.select(["tenant_id", "run_id", "ref_id"]).filter(u_mask),
