@@ -232,7 +232,7 @@ def _file_rows(path: Path, quarantine: Quarantine) -> tuple[list[Row], dict[str,
                       and d["payload"].get("type") == "user_message" for _, _, d in lines)
     rows: list[Row] = []
     st: dict[str, Any] = {"turn": 0, "step": 0, "in_call": False, "call": None,
-                          "total": None, "tools": {}}
+                          "total": None, "tools": {}, "leading": _counts_lead(lines)}
 
     for lineno, raw, doc in lines:
         saved = {k: st[k] for k in ("turn", "step", "in_call", "call", "total")}
@@ -245,6 +245,8 @@ def _file_rows(path: Path, quarantine: Quarantine) -> tuple[list[Row], dict[str,
         except UNEXPECTED as exc:  # a last-resort guard, per line; specific checks come first
             st.update(saved)
             quarantine.bad(line_error(exc, FORMAT, path, lineno), raw)
+    if st["leading"]:
+        _counts_to_next_call(rows)
     _move_usage(rows)
     header = None
     if rows:
@@ -260,6 +262,53 @@ def _file_rows(path: Path, quarantine: Quarantine) -> tuple[list[Row], dict[str,
             "created_at": meta.get("timestamp") if isinstance(meta, dict) else rows[0]["ts"],
             "attrs": attrs}
     return rows, header
+
+
+def _is_output(doc: dict[str, Any]) -> bool:
+    pl = doc.get("payload") if isinstance(doc.get("payload"), dict) else {}
+    return doc.get("type") == "response_item" and (
+        pl.get("type") in _MODEL_OUT or (pl.get("type") == "message"
+                                         and pl.get("role") == "assistant"))
+
+
+def _is_count(doc: dict[str, Any]) -> bool:
+    pl = doc.get("payload") if isinstance(doc.get("payload"), dict) else {}
+    info = pl.get("info")
+    return doc.get("type") == "event_msg" and pl.get("type") == "token_count" and \
+        isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict)
+
+
+def _counts_lead(lines: list[tuple[int, bytes, dict[str, Any]]]) -> bool:
+    """True for the rollouts (Codex CLI of about September 2025) that write each response's
+    ``token_count`` *before* its items (reasoning, tool calls), after the previous call's tool
+    output; later versions write it right after the items. Told by the file's first count
+    with figures: it comes before any model output item."""
+    for _, _, doc in lines:
+        if _is_output(doc):
+            return False
+        if _is_count(doc):
+            return True
+    return False
+
+
+def _counts_to_next_call(rows: list[Row]) -> None:
+    """In a file whose counts lead their call (:func:`_counts_lead`), a count read while no
+    call was open names the call that opens next: its ``ref_id`` becomes that call and its
+    tokens go on that call's first row (the count row stays an ``other`` row naming it)."""
+    pending: list[Row] = []
+    for r in rows:
+        if r.get("_next_call"):
+            pending.append(r)
+        elif pending and r["kind"] in ("model_response", "model_chunk") and r.get("ref_id"):
+            for c in pending:
+                c["ref_id"] = r["ref_id"]
+                for k in ("input_tokens", "output_tokens"):
+                    if c.get(k) is not None:
+                        r[k] = (r.get(k) or 0) + c[k]
+                    c[k] = None
+            pending = []
+    for r in rows:
+        r.pop("_next_call", None)
 
 
 def _move_usage(rows: list[Row]) -> None:
@@ -343,8 +392,12 @@ def _line_rows(path: Path, src: str, sid: str, lineno: int, doc: dict[str, Any],
                 if key is None or key != st["total"]:
                     st["total"] = key
                     last = info["last_token_usage"]
-                    cols = {"kind": "model_chunk" if st["call"] else "other",
-                            "chunk_type": "usage", "ref_id": st["call"],
+                    # the call it reports: the open one; in a file whose counts lead their
+                    # call, with no call open, the next one (_counts_to_next_call)
+                    ahead = st["leading"] and not st["in_call"]
+                    cols = {"kind": "model_chunk" if st["call"] and not ahead else "other",
+                            "chunk_type": "usage", "ref_id": None if ahead else st["call"],
+                            "_next_call": ahead,
                             "input_tokens": tokens(last.get("input_tokens"), FORMAT, path,
                                                    lineno, "payload.info.last_token_usage"
                                                    ".input_tokens"),

@@ -125,7 +125,22 @@ def codex_reading(path: Path) -> Reading:
         docs = [{"type": "response_item", "payload": d} for d in items]
     else:
         run = next(d["payload"]["id"] for d in docs if d["type"] == "session_meta")
-    call, open_, last_total, n = None, False, None, 0
+    def is_output(d: dict[str, Any]) -> bool:
+        pl = d.get("payload") or {}
+        return d["type"] == "response_item" and (pl.get("type") in _OUTPUT_ITEMS or (
+            pl.get("type") == "message" and pl.get("role") == "assistant"))
+
+    def is_count(d: dict[str, Any]) -> bool:
+        pl = d.get("payload") or {}
+        return pl.get("type") == "token_count" and bool((pl.get("info") or {}).get(
+            "last_token_usage"))
+
+    # Codex of about September 2025 writes a response's count before its items (after the
+    # previous tool output); later versions right after the items
+    first_out = next((k for k, d in enumerate(docs) if is_output(d)), len(docs))
+    first_count = next((k for k, d in enumerate(docs) if is_count(d)), len(docs))
+    leading = first_count < first_out
+    call, open_, last_total, n, pending = None, False, None, 0, []
     for d in docs:
         pl = d.get("payload") or {}
         kind = pl.get("type")
@@ -133,12 +148,17 @@ def codex_reading(path: Path) -> Reading:
                                                  "turn_aborted"):
             open_ = False
         if d["type"] == "event_msg" and kind == "token_count":
-            open_ = False
+            was_open, open_ = open_, False
             info = pl.get("info") or {}
             last = info.get("last_token_usage")
-            if last is None or info.get("total_token_usage") == last_total or call is None:
+            if last is None or info.get("total_token_usage") == last_total:
                 continue
             last_total = info.get("total_token_usage")
+            if leading and not was_open:
+                pending.append(last)  # the next call's
+                continue
+            if call is None:
+                continue
             t = r.calls[run][call]["tokens"]
             _add(t, "input_tokens", last.get("input_tokens"))
             _add(t, "output_tokens", last.get("output_tokens"))
@@ -156,6 +176,14 @@ def codex_reading(path: Path) -> Reading:
             n += 1
             call, open_ = f"c{n}", True
         c = r.call(run, call)
+        for last in pending:
+            t = c["tokens"]
+            _add(t, "input_tokens", last.get("input_tokens"))
+            _add(t, "output_tokens", last.get("output_tokens"))
+            _add(t, "cache_read_tokens", last.get("cached_input_tokens"))
+            _add(t, "cache_write_tokens", last.get("cache_write_input_tokens"))
+            _add(t, "reasoning_tokens", last.get("reasoning_output_tokens"))
+        pending = []
         if kind == "message":
             c["text"] += "".join(p["text"] for p in pl["content"] if "text" in p)
         elif kind == "reasoning":
@@ -274,6 +302,8 @@ def _check(log: rk.EventLog, want: Reading, runs: list[str] | None = None,
         for col in TOKENS:  # null when the file records no such figure, never 0
             total = got[col].sum(min_count=1)
             assert _na(total) == sums[col], f"{run}: {col}"
+            assert [_na(v) for v in got[col]] == [c["tokens"].get(col) for c in exp], \
+                f"{run}: {col} per call"
         assert [_na(t) or "" for t in got.text] == [c["text"] for c in exp], f"{run}: text"
         assert [_na(t) or "" for t in got.reasoning] == [c["reasoning"] for c in exp], \
             f"{run}: reasoning"
