@@ -265,14 +265,14 @@ def _file_rows(path: Path, quarantine: Quarantine) -> tuple[list[Row], dict[str,
 
 
 def _is_output(doc: dict[str, Any]) -> bool:
-    pl = doc.get("payload") if isinstance(doc.get("payload"), dict) else {}
+    pl: dict[str, Any] = doc["payload"] if isinstance(doc.get("payload"), dict) else {}
     return doc.get("type") == "response_item" and (
         pl.get("type") in _MODEL_OUT or (pl.get("type") == "message"
                                          and pl.get("role") == "assistant"))
 
 
 def _is_count(doc: dict[str, Any]) -> bool:
-    pl = doc.get("payload") if isinstance(doc.get("payload"), dict) else {}
+    pl: dict[str, Any] = doc["payload"] if isinstance(doc.get("payload"), dict) else {}
     info = pl.get("info")
     return doc.get("type") == "event_msg" and pl.get("type") == "token_count" and \
         isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict)
