@@ -38,11 +38,28 @@ FIELD_PATHS: dict[str, list[str]] = {
         "usage.cacheReadTokens",
         "usage.cache_read_tokens",
         "usage.cache_read_input_tokens",
+        # claude_code (the assistant line), codex (token_count event), inspect (model event)
+        "message.usage.cache_read_input_tokens",
+        "payload.info.last_token_usage.cached_input_tokens",
+        "output.usage.input_tokens_cache_read",
+    ],
+    "cache_write_tokens": [
+        "data.chunk.usage.cacheWriteTokens",
+        "usage.cacheWriteTokens",
+        "usage.cache_write_tokens",
+        "usage.cache_creation_input_tokens",
+        # claude_code (the assistant line), codex (token_count event), inspect (model event)
+        "message.usage.cache_creation_input_tokens",
+        "payload.info.last_token_usage.cache_write_input_tokens",
+        "output.usage.input_tokens_cache_write",
     ],
     "reasoning_tokens": [
         "data.chunk.usage.reasoningTokens",
         "usage.reasoningTokens",
         "usage.reasoning_tokens",
+        # codex (token_count event), inspect (model event)
+        "payload.info.last_token_usage.reasoning_output_tokens",
+        "output.usage.reasoning_tokens",
     ],
     "call_error_code": [
         "data.chunk.reason.failure.code",
@@ -113,10 +130,10 @@ def _parse_paths(payloads: pa.Array, paths: list[str], typ: pa.DataType) -> pa.A
     return pc.coalesce(*cols) if len(cols) > 1 else cols[0]
 
 
-def _kind_is(table: pa.Table, *kinds: str) -> pa.Array:
-    """Rows whose ``kind`` is one of ``kinds``: compared on the dictionary entries, not on
-    every row's string."""
-    col = table.column("kind")
+def _kind_is(table: pa.Table, *kinds: str, column: str = "kind") -> pa.Array:
+    """Rows whose ``kind`` (or ``column``) is one of ``kinds``: compared on the dictionary
+    entries, not on every row's string."""
+    col = table.column(column)
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     values = pa.array(list(kinds), pa.string())
     if not pa.types.is_dictionary(arr.type):
@@ -214,7 +231,8 @@ _CALL_COLUMNS = {
     "call_index": "int64", "ref_id": "str", "first_seq": "int64", "last_seq": "int64",
     "chunks": "int64", "text": "str", "reasoning": "str", "tool_calls": "int64",
     "input_tokens": "Int64", "output_tokens": "Int64", "cache_read_tokens": "Int64",
-    "reasoning_tokens": "Int64", "finish": "str", "error_code": "str", "finished": "bool",
+    "cache_write_tokens": "Int64", "reasoning_tokens": "Int64", "finish": "str",
+    "error_code": "str", "finished": "bool",
 }  # fmt: skip
 
 
@@ -241,8 +259,13 @@ def calls_df(log: Any) -> pd.DataFrame:
     rows), ``chunks`` (number of ``model_chunk`` rows), ``text`` (text deltas joined; a
     chunkless call's response text), ``reasoning`` (reasoning deltas joined), ``tool_calls``
     (``tool_call`` events of the run after the call's last row and before the next call's
-    last row: the calls it asked for), ``input_tokens``/``output_tokens`` (summed),
-    ``cache_read_tokens``/``reasoning_tokens`` (from usage payloads), ``finish`` (finish
+    last row: the calls it asked for), ``input_tokens`` (every prompt token the model read,
+    cached or not) / ``output_tokens`` (every generated token, reasoning included), summed;
+    ``cache_read_tokens`` / ``cache_write_tokens`` (how many of the input tokens were read
+    from / written to the provider's prompt cache) and ``reasoning_tokens`` (the part of the
+    output that was reasoning), from the usage payloads (:data:`FIELD_PATHS`; null where the
+    source records no such figure, never 0); the convention per format: docs/formats.md,
+    "Token figures"), ``finish`` (finish
     kind), ``error_code`` (of an error finish), ``finished`` (False for a stream that ended
     without a finish: cancelled or cut off).
 
@@ -267,9 +290,18 @@ def calls_df(log: Any) -> pd.DataFrame:
     if sub.num_rows == 0:
         return _empty(_CALL_COLUMNS)
     b = _base(sub, used)
+    # usage rows: the call's rows that carry tokens, and rows of any kind naming the call
+    # whose chunk_type is "usage" (a loader that moved a usage event's tokens onto the call's
+    # first row keeps that event, whose payload holds the cache and reasoning figures)
+    u_mask = pc.and_(pc.and_(pc.is_valid(table.column("ref_id")),
+                             _kind_is(table, "usage", column="chunk_type")),
+                     pc.invert(mask))
+    u_rows = np.flatnonzero(np.asarray(u_mask, dtype=bool))
+    ub = _base(table.select(["tenant_id", "run_id", "ref_id"]).filter(u_mask),
+               ["tenant_id", "run_id", "ref_id"])
     # one int64 per (tenant_id, run_id, ref_id): every grouping and join below uses it
-    key, _ = _joint_keys([b["tenant_id"], b["run_id"], b["ref_id"]],
-                         [pa.array([], pa.string())] * 3)
+    key, ukey = _joint_keys([b["tenant_id"], b["run_id"], b["ref_id"]],
+                            [ub["tenant_id"], ub["run_id"], ub["ref_id"]])
     keys = ["_key"]
     is_chunk = pc.equal(b["kind"], "model_chunk")
     t = pa.table({
@@ -293,13 +325,16 @@ def calls_df(log: Any) -> pd.DataFrame:
     ]
     # usage details and finish error codes from homogeneous payload subsets
     usage_mask = pc.or_(pc.is_valid(b["input_tokens"]), pc.is_valid(b["output_tokens"]))
-    usage = t.filter(usage_mask).select(keys)
-    upay = _payloads_at(table, rows, usage_mask)
-    usage = usage.append_column("cache_read_tokens", _field(upay, "cache_read_tokens",
-                                                            pa.int64()))  # fmt: skip
-    usage = usage.append_column("reasoning_tokens", _field(upay, "reasoning_tokens", pa.int64()))
+    usage = pa.concat_tables([t.filter(usage_mask).select(keys),
+                              pa.table({"_key": ukey})])
+    upay = pa.concat_arrays([_payloads_at(table, rows, usage_mask).cast(pa.large_string()),
+                             _str(table.column("payload").take(pa.array(u_rows, pa.int64())))
+                             .cast(pa.large_string())])
+    details = ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+    for name in details:
+        usage = usage.append_column(name, _field(upay, name, pa.int64()))
     parts.append(usage.group_by(keys, use_threads=False).aggregate(
-        [("cache_read_tokens", "sum"), ("reasoning_tokens", "sum")]))  # fmt: skip
+        [(name, "sum") for name in details]))  # fmt: skip
     err_mask = pc.and_(pc.is_valid(b["finish"]), b["is_error"])
     errs = t.filter(err_mask).select(keys)
     errs = errs.append_column("error_code", _field(_payloads_at(table, rows, err_mask),
@@ -318,7 +353,8 @@ def calls_df(log: Any) -> pd.DataFrame:
         "seq_min": "first_seq", "seq_max": "last_seq", "turn_first": "turn",
         "step_first": "step", "chunk_sum": "chunks", "finish_first": "finish",
         "input_tokens_sum": "input_tokens", "output_tokens_sum": "output_tokens",
-        "cache_read_tokens_sum": "cache_read_tokens", "reasoning_tokens_sum": "reasoning_tokens",
+        "cache_read_tokens_sum": "cache_read_tokens",
+        "cache_write_tokens_sum": "cache_write_tokens", "reasoning_tokens_sum": "reasoning_tokens",
         "error_code_first": "error_code",
     })  # fmt: skip
     df["text"] = df["text"].where(df["text"].notna(), df.pop("response_text"))

@@ -221,6 +221,8 @@ def _spans_of_run(run: str, trace: str, parent_run: str | None, fmt: str | None,
             else None,
             "gen_ai.usage.cache_read.input_tokens": _py(c.cache_read_tokens)
             if _present(c.cache_read_tokens) else None,
+            "gen_ai.usage.cache_creation.input_tokens": _py(c.cache_write_tokens)
+            if _present(c.cache_write_tokens) else None,
             "gen_ai.response.finish_reasons": [_FINISH.get(finish, finish)]
             if finish not in (None, "unknown") else None,
             "replaykit.ref_id": c.ref_id if _present(c.ref_id) else None,

@@ -81,7 +81,8 @@ def test_calls_df_generic(generic: rk.EventLog) -> None:
     assert df.columns.tolist() == [
         "tenant_id", "run_id", "turn", "step", "call_index", "ref_id", "first_seq", "last_seq",
         "chunks", "text", "reasoning", "tool_calls", "input_tokens", "output_tokens",
-        "cache_read_tokens", "reasoning_tokens", "finish", "error_code", "finished",
+        "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "finish", "error_code",
+        "finished",
     ]  # fmt: skip
     assert df["ref_id"].tolist() == ["m1", "s2a", "s2b", "u1"]
     assert df["call_index"].tolist() == [0, 0, 1, 0]

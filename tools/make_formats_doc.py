@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ["toh", "pleach", "isplay", "inspect", "otel", "claude_code", "codex", "langsmith",
+SECTIONS = ["token_figures", "toh", "pleach", "isplay", "inspect", "otel", "claude_code", "codex", "langsmith",
             "langfuse", "phoenix", "stamps"]
 
 

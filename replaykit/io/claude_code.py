@@ -13,8 +13,13 @@ Mapping (field by field: ``docs/formats/claude_code.md``):
   ``"<sessionId>/agent-<agentId>"`` whose ``parent_run_id`` is the session;
 * one row per line, except an assistant or user line with several content blocks: one row per
   block (``payload`` keeps the line with only that block, and ``contentIndex``);
-* a model call is one assistant ``message.id``: its rows share ``ref_id``, its usage (the last
-  line's, as Claude Code rewrites it while streaming) is on its first row;
+* a model call is one assistant ``message.id`` (Claude Code writes one line per content block
+  of a message, each repeating the message's ``usage``): its rows share ``ref_id`` and its
+  tokens are counted once, on its first row, from the last line's usage (earlier lines'
+  ``output_tokens`` can be partial); ``input_tokens`` is every prompt token read
+  (``input_tokens + cache_read_input_tokens + cache_creation_input_tokens``), the cache
+  figures are read from the payload by ``calls_df`` (Claude Code writes them the same on
+  every line of a message);
 * a turn starts at each prompt the user typed (not a tool result, not ``isMeta``, not a
   compaction summary, not an interrupt marker); a step is one model call within the turn.
 
@@ -291,8 +296,7 @@ def _line_rows(f: _File, lineno: int, doc: dict[str, Any], last_usage: dict[str,
         st["used"].add(ref)
         toks: dict[str, Any] = {}
         if first and isinstance(usage, dict):
-            toks = {"input_tokens": tokens(usage.get("input_tokens"), FORMAT, f.path, lineno,
-                                           "message.usage.input_tokens"),
+            toks = {"input_tokens": _input_tokens(usage, f.path, lineno),
                     "output_tokens": tokens(usage.get("output_tokens"), FORMAT, f.path, lineno,
                                             "message.usage.output_tokens")}
         err = doc.get("isApiErrorMessage") is True or doc.get("error") is not None
@@ -334,6 +338,17 @@ def _line_rows(f: _File, lineno: int, doc: dict[str, Any], last_usage: dict[str,
             text=doc.get("content") if isinstance(doc.get("content"), str) else None)
         return
     add(doc, LINE_TYPES.get(typ, "other"))
+
+
+def _input_tokens(usage: dict[str, Any], path: Path, lineno: int) -> int | None:
+    """Every prompt token the call read: Anthropic's ``input_tokens`` is only the uncached
+    remainder, so the cache reads and writes are added (each when recorded); null when
+    ``input_tokens`` itself is not recorded (never a partial sum)."""
+    parts = [tokens(usage.get(k), FORMAT, path, lineno, f"message.usage.{k}")
+             for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
+    if parts[0] is None:
+        return None
+    return sum(p for p in parts if p is not None)
 
 
 def read_claude_code(

@@ -7,7 +7,12 @@ conversation, OpenAI Responses items: ``message``, ``reasoning``, ``function_cal
 ``function_call_output``, ``custom_tool_call``, ``local_shell_call``, ``web_search_call``,
 ...), ``event_msg`` (UI events: ``task_started``, ``task_complete``, ``turn_aborted``,
 ``token_count``, ``user_message``, ``agent_message``, ``agent_reasoning``, ...) and
-``compacted`` (a compaction summary).
+``compacted`` (a compaction summary). Rollouts of the mid-2025 layout (Codex CLI before
+about September 2025) have no envelope: line 1 is the session header itself (``{"id",
+"timestamp", "instructions", "git"}``), then bare Responses items (``{"type": "message",
+...}``) and ``{"record_type": "state"}`` markers; they are read as the same session_meta /
+response_item lines (the markers are ``state`` rows of kind ``other``), their payloads as
+written.
 
 Mapping (field by field: ``docs/formats/codex.md``): one run per session id (the
 ``session_meta`` id; a file without one uses the file name's id), one row per line. The
@@ -15,7 +20,10 @@ Mapping (field by field: ``docs/formats/codex.md``): one run per session id (the
 ``agent_message`` / ``agent_reasoning`` mirror them for the UI and are kept as ``other``, so
 nothing is counted twice). A model call is the run of model output items (reasoning,
 assistant message, tool calls) between inputs; its tokens are the ``token_count`` event that
-follows it (``last_token_usage``; a repeated total is not counted again). A turn is
+follows it (``last_token_usage``; a repeated total is not counted again): ``input_tokens``
+(which already counts the cached ones) and ``output_tokens`` (reasoning included) on the
+call's first row; ``calls_df`` reads ``cached_input_tokens``, ``cache_write_input_tokens``
+(when recorded) and ``reasoning_output_tokens`` from the ``token_count`` row. A turn is
 ``task_started`` .. ``task_complete`` / ``turn_aborted`` (files without those: each user
 message starts a turn).
 
@@ -93,27 +101,76 @@ def sniff(path: Path) -> str | None:
         try:
             doc = json.loads(raw)
         except (ValueError, RecursionError):
-            if re.match(rb'\s*\{"timestamp":"[^"]*","type":"session_meta"', raw):
+            if re.match(rb'\s*\{"timestamp":"[^"]*","type":"session_meta"', raw) or \
+                    re.match(rb'\s*\{"id":"[^"]*","timestamp":"[^"]*","instructions":', raw):
                 return None  # a long first line cut by the head read
             return "line 1 is not a JSON object"
         if not isinstance(doc, dict):
             return "line 1 is not a JSON object"
         if doc.get("type") in LINE_TYPES and "payload" in doc:
             return None
+        if _legacy_meta(doc):
+            return None  # the mid-2025 layout: a bare session header, then bare items
         return (f"line 1 is not a rollout line (type={doc.get('type')!r}; expected "
                 "session_meta, response_item, event_msg, turn_context or compacted with a "
-                "payload)")
+                "payload, or the mid-2025 layout's session header {id, timestamp, "
+                "instructions})")
     return "the file is empty"
 
 
-def _args(raw: Any) -> Any:
-    """Tool-call arguments: Codex writes them as JSON text; parsed when they are."""
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except (ValueError, RecursionError):
-            return raw
+_LEGACY_META_KEYS = {"id", "timestamp", "instructions", "git"}
+
+
+def _legacy_meta(doc: dict[str, Any]) -> bool:
+    """The first line of a mid-2025 rollout: the session header written bare
+    (``{"id", "timestamp", "instructions", "git"}``), no ``type`` and no ``payload``."""
+    return ("type" not in doc and "payload" not in doc and isinstance(doc.get("id"), str)
+            and "timestamp" in doc
+            and ("instructions" in doc or "git" in doc or set(doc) <= _LEGACY_META_KEYS))
+
+
+def _envelope(doc: dict[str, Any], first: bool) -> dict[str, Any]:
+    """A mid-2025 rollout line in the current ``{timestamp, type, payload}`` shape (read
+    only; the row's payload stays the line as written): the header is the session_meta,
+    ``{"record_type": ...}`` markers are ``state`` lines, the rest are bare Responses items."""
+    if first:
+        return {"timestamp": doc.get("timestamp"), "type": "session_meta", "payload": doc}
+    if "record_type" in doc and "type" not in doc:
+        return {"type": "state", "payload": {}}
+    return {"type": "response_item", "payload": doc}
+
+
+def _args(ptype: str | None, pl: dict[str, Any]) -> Any:
+    """A tool call's arguments as the model produced them: ``function_call`` arguments are
+    JSON text (decoded once; text that is not JSON stays text); a ``custom_tool_call``
+    input is free-form text and stays a string; ``local_shell_call`` / ``web_search_call``
+    arguments are their ``action`` object."""
+    if ptype == "custom_tool_call":
+        raw = pl.get("input")
+        return raw if raw is not None else ""
+    if ptype == "function_call":
+        raw = pl.get("arguments")
+        if isinstance(raw, str):
+            try:
+                return json.loads(raw)
+            except (ValueError, RecursionError):
+                return raw
+        return raw if raw is not None else {}
+    raw = pl.get("action", pl.get("arguments", pl.get("input")))
     return raw if raw is not None else {}
+
+
+def _reasoning_text(pl: dict[str, Any]) -> str | None:
+    """A reasoning item's readable text: its summary parts, else its raw ``content``
+    (``reasoning_text`` parts); null when it holds only encrypted content."""
+    for key in ("summary", "content"):
+        parts = pl.get(key)
+        if isinstance(parts, list) and parts:
+            texts = [str(p["text"]) for p in parts if isinstance(p, dict)
+                     and isinstance(p.get("text"), str)]
+            if texts:
+                return "\n\n".join(texts)
+    return None
 
 
 def _output_error(out: Any) -> bool:
@@ -152,7 +209,17 @@ def _output_text(out: Any) -> str | None:
 
 def _file_rows(path: Path, quarantine: Quarantine) -> tuple[list[Row], dict[str, Any] | None]:
     src = f"{FORMAT}:{path}"
-    lines = list(json_lines(path, FORMAT, quarantine))
+    written = list(json_lines(path, FORMAT, quarantine))
+    legacy = bool(written) and _legacy_meta(written[0][2])
+    originals = {lineno: doc for lineno, _, doc in written} if legacy else {}
+    # a mid-2025 file's lines, and the {"record_type": "state"} markers some files of the
+    # September 2025 change-over hold among enveloped lines, in the current envelope
+    lines = [(lineno, raw, _envelope(doc, k == 0 and legacy) if legacy or (
+        "record_type" in doc and "type" not in doc) else doc)
+        for k, (lineno, raw, doc) in enumerate(written)]
+    if not legacy:
+        originals = {lineno: doc for lineno, _, doc in written
+                     if "record_type" in doc and "type" not in doc}
     meta = next((d.get("payload") for _, _, d in lines if d.get("type") == "session_meta"
                  and isinstance(d.get("payload"), dict)), None)
     sid = meta.get("id") if isinstance(meta, dict) else None
@@ -165,19 +232,21 @@ def _file_rows(path: Path, quarantine: Quarantine) -> tuple[list[Row], dict[str,
                       and d["payload"].get("type") == "user_message" for _, _, d in lines)
     rows: list[Row] = []
     st: dict[str, Any] = {"turn": 0, "step": 0, "in_call": False, "call": None,
-                          "total": None, "tools": {}}
+                          "total": None, "tools": {}, "leading": _counts_lead(lines)}
 
     for lineno, raw, doc in lines:
         saved = {k: st[k] for k in ("turn", "step", "in_call", "call", "total")}
         try:
             rows.extend(_line_rows(path, src, sid, lineno, doc, st, has_tasks, has_ui_user,
-                                   len(rows)))
+                                   len(rows), originals.get(lineno, doc)))
         except LoadError as exc:
             st.update(saved)  # a quarantined line changes no turn, call or token total
             quarantine.bad(exc, raw)
         except UNEXPECTED as exc:  # a last-resort guard, per line; specific checks come first
             st.update(saved)
             quarantine.bad(line_error(exc, FORMAT, path, lineno), raw)
+    if st["leading"]:
+        _counts_to_next_call(rows)
     _move_usage(rows)
     header = None
     if rows:
@@ -193,6 +262,53 @@ def _file_rows(path: Path, quarantine: Quarantine) -> tuple[list[Row], dict[str,
             "created_at": meta.get("timestamp") if isinstance(meta, dict) else rows[0]["ts"],
             "attrs": attrs}
     return rows, header
+
+
+def _is_output(doc: dict[str, Any]) -> bool:
+    pl: dict[str, Any] = doc["payload"] if isinstance(doc.get("payload"), dict) else {}
+    return doc.get("type") == "response_item" and (
+        pl.get("type") in _MODEL_OUT or (pl.get("type") == "message"
+                                         and pl.get("role") == "assistant"))
+
+
+def _is_count(doc: dict[str, Any]) -> bool:
+    pl: dict[str, Any] = doc["payload"] if isinstance(doc.get("payload"), dict) else {}
+    info = pl.get("info")
+    return doc.get("type") == "event_msg" and pl.get("type") == "token_count" and \
+        isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict)
+
+
+def _counts_lead(lines: list[tuple[int, bytes, dict[str, Any]]]) -> bool:
+    """True for the rollouts (Codex CLI of about September 2025) that write each response's
+    ``token_count`` *before* its items (reasoning, tool calls), after the previous call's tool
+    output; later versions write it right after the items. Told by the file's first count
+    with figures: it comes before any model output item."""
+    for _, _, doc in lines:
+        if _is_output(doc):
+            return False
+        if _is_count(doc):
+            return True
+    return False
+
+
+def _counts_to_next_call(rows: list[Row]) -> None:
+    """In a file whose counts lead their call (:func:`_counts_lead`), a count read while no
+    call was open names the call that opens next: its ``ref_id`` becomes that call and its
+    tokens go on that call's first row (the count row stays an ``other`` row naming it)."""
+    pending: list[Row] = []
+    for r in rows:
+        if r.get("_next_call"):
+            pending.append(r)
+        elif pending and r["kind"] in ("model_response", "model_chunk") and r.get("ref_id"):
+            for c in pending:
+                c["ref_id"] = r["ref_id"]
+                for k in ("input_tokens", "output_tokens"):
+                    if c.get(k) is not None:
+                        r[k] = (r.get(k) or 0) + c[k]
+                    c[k] = None
+            pending = []
+    for r in rows:
+        r.pop("_next_call", None)
 
 
 def _move_usage(rows: list[Row]) -> None:
@@ -222,8 +338,11 @@ def _move_usage(rows: list[Row]) -> None:
 
 
 def _line_rows(path: Path, src: str, sid: str, lineno: int, doc: dict[str, Any],
-               st: dict[str, Any], has_tasks: bool, has_ui_user: bool, seq0: int
-               ) -> list[Row]:
+               st: dict[str, Any], has_tasks: bool, has_ui_user: bool, seq0: int,
+               written: dict[str, Any] | None = None) -> list[Row]:
+    """The rows of one line (``doc`` in the current envelope; ``written``: the line as the
+    file holds it, the rows' payload, when that differs)."""
+    written = doc if written is None else written
     typ = doc.get("type")
     if not isinstance(typ, str) or not typ:
         raise bad(FORMAT, path, lineno, "missing_type",
@@ -273,8 +392,12 @@ def _line_rows(path: Path, src: str, sid: str, lineno: int, doc: dict[str, Any],
                 if key is None or key != st["total"]:
                     st["total"] = key
                     last = info["last_token_usage"]
-                    cols = {"kind": "model_chunk" if st["call"] else "other",
-                            "chunk_type": "usage", "ref_id": st["call"],
+                    # the call it reports: the open one; in a file whose counts lead their
+                    # call, with no call open, the next one (_counts_to_next_call)
+                    ahead = st["leading"] and not st["in_call"]
+                    cols = {"kind": "model_chunk" if st["call"] and not ahead else "other",
+                            "chunk_type": "usage", "ref_id": None if ahead else st["call"],
+                            "_next_call": ahead,
                             "input_tokens": tokens(last.get("input_tokens"), FORMAT, path,
                                                    lineno, "payload.info.last_token_usage"
                                                    ".input_tokens"),
@@ -315,12 +438,12 @@ def _line_rows(path: Path, src: str, sid: str, lineno: int, doc: dict[str, Any],
                 cols = {"kind": "other", "text": text}
         elif ptype == "reasoning":
             cols = {"kind": "model_chunk", "chunk_type": "reasoning", "ref_id": st["call"],
-                    "text": text_of(pl.get("summary"))}
+                    "text": _reasoning_text(pl)}
         elif ptype in _TOOL_CALLS:
             call_id = pl.get("call_id") or pl.get("id")
             call_id = call_id if isinstance(call_id, str) else None
             name = pl.get("name") if isinstance(pl.get("name"), str) else ptype
-            args = _args(pl.get("arguments", pl.get("input", pl.get("action"))))
+            args = _args(ptype, pl)
             st["tools"][call_id] = name
             cols = {"kind": "tool_call", "ref_id": call_id, "tool_name": name,
                     "args_hash": args_hash(args), "text": canonical_json(args)}
@@ -332,7 +455,7 @@ def _line_rows(path: Path, src: str, sid: str, lineno: int, doc: dict[str, Any],
                     "text": _output_text(out)}
     row = {"run_id": sid, "seq": seq0, "type": full_type, "ts": ts,
            "turn": st["turn"] or None, "step": st["step"] or None,
-           "payload": payload_of(doc, FORMAT, path, lineno), "source": src,
+           "payload": payload_of(written, FORMAT, path, lineno), "source": src,
            "source_line": lineno, "is_error": False}
     row.update(cols)
     if row["kind"] in ("turn_start", "session") or (typ == "event_msg" and ptype ==
@@ -341,7 +464,8 @@ def _line_rows(path: Path, src: str, sid: str, lineno: int, doc: dict[str, Any],
     if opened:  # the model call's own row, before the tool call it asked for
         call = {**row, "kind": "model_response", "ref_id": st["call"], "tool_name": None,
                 "args_hash": None, "text": None,
-                "payload": payload_of({**doc, "contentPart": "call"}, FORMAT, path, lineno)}
+                "payload": payload_of({**written, "contentPart": "call"}, FORMAT, path,
+                                      lineno)}
         row["seq"] = seq0 + 1
         return [call, row]
     return [row]

@@ -140,6 +140,60 @@ def _text_of(value: Any) -> str | None:
     return canonical_json(value)
 
 
+def _input_tokens(usage: dict[str, Any]) -> Any:
+    """Every prompt token the call read. Inspect's ``input_tokens`` is the uncached
+    remainder (its providers subtract ``input_tokens_cache_read`` / ``_write``, and
+    ``total_tokens`` is their sum with the output), so the cache figures are added; logs of
+    older Inspect versions whose ``total_tokens`` is ``input_tokens + output_tokens`` already
+    counted the cached tokens in ``input_tokens`` and are taken as written. Null when
+    ``input_tokens`` is not recorded."""
+    inp: Any = usage.get("input_tokens")
+    if not is_int64(inp):
+        return inp  # None, or a bad value the row check reports
+    cache: list[Any] = [usage.get(k) for k in ("input_tokens_cache_read",
+                                                "input_tokens_cache_write")]
+    extra = sum(int(c) for c in cache if is_int64(c))
+    out: Any = usage.get("output_tokens")
+    total: Any = usage.get("total_tokens")
+    if extra == 0 or (is_int64(out) and is_int64(total) and total == inp + out):
+        return inp
+    return int(inp) + extra
+
+
+def _answer_text(content: Any) -> str:
+    """The text parts of a message's content (not its reasoning, tool calls or images)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text") or "" for p in content
+                       if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def _completion(out: dict[str, Any]) -> str | None:
+    """The model's answer text: the text parts of the first choice's message (attachments
+    resolved; ``output.completion`` can still hold an ``attachment://`` reference), else
+    ``output.completion``; null, not ``""``, when it gave none."""
+    choices = out.get("choices")
+    msg = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(
+        choices[0], dict) else None
+    text = _answer_text(msg.get("content")) if isinstance(msg, dict) else ""
+    completion = out.get("completion")
+    if not text and isinstance(completion, str):
+        text = completion
+    return text or None
+
+
+def _reasoning_of(part: dict[str, Any]) -> str | None:
+    """A reasoning content part's readable text (``reasoning``, else its ``summary``); null
+    when it is redacted (encrypted)."""
+    if part.get("redacted"):
+        summary = part.get("summary")
+        return summary if isinstance(summary, str) and summary else None
+    text = part.get("reasoning")
+    return text if isinstance(text, str) else None
+
+
 def _tool_span_end(events: list[dict[str, Any]], i: int) -> int:
     """Index after which the result of the tool event ``events[i]`` goes.
 
@@ -181,14 +235,22 @@ def _message_rows(messages: list[dict[str, Any]], run_id: str, src: str
                      "ts": None, "event_id": msg.get("id"), "payload": canonical_json(payload),
                      "source": src, "is_error": False, **cols})
 
-    for msg in messages:
+    for k, msg in enumerate(messages):
         role = msg.get("role")
         payload = {"event": "message", **msg}
         text = _text_of(msg.get("content"))
         if role == "user":
             add(msg, "user_message", payload, text=text)
-        elif role == "assistant":
-            add(msg, "model_response", payload, text=text)
+        elif role == "assistant":  # one model call (the log records no finish reason)
+            add(msg, "model_response", payload, ref_id=msg.get("id") or f"message{k}",
+                finish="unknown", text=_answer_text(msg.get("content")) or None)
+            parts = msg.get("content")
+            for part in parts if isinstance(parts, list) else []:
+                if isinstance(part, dict) and part.get("type") == "reasoning":
+                    add(msg, "model_chunk", {"event": "message", "part": "reasoning",
+                                             "id": msg.get("id"), "content": part},
+                        event_id=None, ref_id=msg.get("id") or f"message{k}",
+                        chunk_type="reasoning", text=_reasoning_of(part))
             for call in msg.get("tool_calls") or []:
                 if not isinstance(call, dict):
                     continue
@@ -256,9 +318,20 @@ def _sample_rows(sample: Any, run_id: str, src: str) -> tuple[list[dict[str, Any
             err = ev.get("error")
             finish = "error" if err else FINISH.get(stop or "", stop)
             usage = out.get("usage") or {}
-            add(ev, kind, ev, ref_id=ev.get("uuid") or f"m{model_k}", finish=finish,
-                is_error=bool(err), input_tokens=usage.get("input_tokens"),
-                output_tokens=usage.get("output_tokens"), text=out.get("completion"))
+            ref = ev.get("uuid") or f"m{model_k}"
+            add(ev, kind, ev, ref_id=ref, finish=finish,
+                is_error=bool(err), input_tokens=_input_tokens(usage),
+                output_tokens=usage.get("output_tokens"), text=_completion(out))
+            msg = choices[0].get("message") if choices and isinstance(choices[0], dict) \
+                else None
+            parts = msg.get("content") if isinstance(msg, dict) else None
+            for k, part in enumerate(parts if isinstance(parts, list) else []):
+                if isinstance(part, dict) and part.get("type") == "reasoning":
+                    add(ev, "model_chunk", {"event": "model", "part": "reasoning",
+                                            "uuid": ev.get("uuid"), "content_index": k,
+                                            "content": part},
+                        event_id=None, ref_id=ref, chunk_type="reasoning",
+                        text=_reasoning_of(part))
         elif typ == "tool":
             args = ev.get("arguments") or {}
             add(ev, "tool_call", ev, ref_id=ev.get("id"), tool_name=ev.get("function"),
@@ -393,8 +466,7 @@ def read_inspect(
                 try:
                     srows, attrs = _sample_rows(sample, run_id, src)
                     attrs_json = canonical_json(attrs)
-                    rows_json = canonical_json([{k: v for k, v in r.items() if k != "source"}
-                                                for r in srows])
+                    rows_json = canonical_json([_stable(r) for r in srows])
                 except JSONTooDeep as exc:
                     quarantine.bad(_bad_sample(src, run_id, "too_deep", "sample", str(exc)))
                     continue
@@ -433,11 +505,39 @@ def read_inspect(
         return EventLog(empty_events(), runs=runs_table, quarantine=quarantine.table(runs_table))
     cols = {name: [r.get(name) for r in rows] for name in (
         "run_id", "seq", "type", "kind", "event_id", "ref_id", "tool_name", "args_hash",
-        "is_error", "finish", "input_tokens", "output_tokens", "text", "payload", "source")}
+        "is_error", "finish", "input_tokens", "output_tokens", "chunk_type", "text", "payload",
+        "source")}
     cols["tenant_id"] = [tenant] * len(rows)
     cols["ts"] = _timestamps([r.get("ts") for r in rows])
     table = events_table(cols)
     return EventLog(table, runs=runs_table, quarantine=quarantine.table(runs_table))
+
+
+#: row fields and payload members the Inspect reader (or the writer of one format but not
+#: the other) fills with new values: event uuids, message ids, the clock-relative
+#: ``working_start``; the content fingerprint of a log leaves them out, so an ``.eval`` and
+#: its ``.json`` (or one eval written twice) are recognised as one log
+_VOLATILE_ROW = ("source", "event_id", "ref_id")
+_VOLATILE_KEYS = ("uuid", "working_start")
+
+
+def _stable(row: dict[str, Any]) -> Any:
+    """A row as the content fingerprint sees it: without the fields the reader or writer
+    fills anew (:data:`_VOLATILE_ROW`, :data:`_VOLATILE_KEYS`, a message's ``id``)."""
+    import json
+
+    def strip(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items() if k not in _VOLATILE_KEYS
+                    and not (k == "id" and "role" in v)}
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+
+    out = {k: v for k, v in row.items() if k not in _VOLATILE_ROW}
+    if isinstance(out.get("payload"), str):
+        out["payload"] = strip(json.loads(out["payload"]))
+    return out
 
 
 def _file_digest(f: Path) -> str | None:

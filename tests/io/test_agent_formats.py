@@ -64,7 +64,9 @@ def _claude_reading(folder: Path) -> dict[str, Any]:
     out["runs"] = runs
     out["calls"] = len(usage)
     out["output_tokens"] = sum(u["output_tokens"] for u in usage.values())
-    out["input_tokens"] = sum(u["input_tokens"] for u in usage.values())
+    # every prompt token read: Anthropic's uncached remainder plus the cache reads and writes
+    out["input_tokens"] = sum(u["input_tokens"] + u.get("cache_read_input_tokens", 0)
+                              + u.get("cache_creation_input_tokens", 0) for u in usage.values())
     out["tool_errors"] = errors
     return out
 
