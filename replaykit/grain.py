@@ -38,11 +38,19 @@ FIELD_PATHS: dict[str, list[str]] = {
         "usage.cacheReadTokens",
         "usage.cache_read_tokens",
         "usage.cache_read_input_tokens",
+        # platform formats (Langfuse, LangSmith, Phoenix): the figures the loader read
+        "replaykitUsage.cache_read_tokens",
+    ],
+    "cache_write_tokens": [
+        # platform formats (Langfuse, LangSmith, Phoenix; OTel's usage summary)
+        "replaykitUsage.cache_write_tokens",
+        "usage.cache_creation_input_tokens",
     ],
     "reasoning_tokens": [
         "data.chunk.usage.reasoningTokens",
         "usage.reasoningTokens",
         "usage.reasoning_tokens",
+        "replaykitUsage.reasoning_tokens",
     ],
     "call_error_code": [
         "data.chunk.reason.failure.code",
