@@ -53,6 +53,7 @@ from .._common import (
     unexpected_input,
     unreadable,
 )
+from .._messages import read_reply, tool_name
 from ._decode import (
     _log_record,
     _logs_of,
@@ -181,6 +182,8 @@ def _view(rec: dict[str, Any]) -> dict[str, Any]:
             # llm.finish_reason: newer OpenInference instrumentations (the OpenAI one)
             reasons=None if a.get("llm.finish_reason") is None else [a["llm.finish_reason"]],
             out=msgs["output"] or None, inp=msgs["input"] or None,
+            raw_out=a.get("output.value") if a.get("output.mime_type") != "text/plain"
+            or not msgs["output"] else None,
             has_out=bool(msgs["output"]) or a.get("output.value") is not None,
             has_in=bool(msgs["input"]) or a.get("input.value") is not None,
             names=("llm.output_messages", "llm.input_messages", "input.value", "output.value"),
@@ -194,9 +197,9 @@ def _view(rec: dict[str, Any]) -> dict[str, Any]:
     if v["op"] is None:  # older OpenLLMetry / Traceloop spans name the operation otherwise
         v["op"] = _legacy_op(a)
     v.update(
-        tool_name=_scalar_text(a.get("gen_ai.tool.name", a.get("traceloop.entity.name")
-                                     if v["op"] == "execute_tool" else None),
-                               "gen_ai.tool.name"),
+        tool_name=tool_name(_scalar_text(a.get("gen_ai.tool.name", a.get(
+            "traceloop.entity.name") if v["op"] == "execute_tool" else None),
+            "gen_ai.tool.name")),
         call_id=_scalar_text(a.get("gen_ai.tool.call.id"), "gen_ai.tool.call.id"),
         # pydantic-ai's format versions 1 and 2 keep them as tool_arguments / tool_response
         args=args if args is not None else a.get("tool_arguments", a.get(
@@ -304,7 +307,8 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
             missing.append(v["names"][1])
         finish: str | None = "error" if err else _finish(v["reasons"])
         out = v["out"]
-        text = out if isinstance(out, str) else _output_text(out)
+        reply = read_reply(out if out is not None else v.get("raw_out"))
+        text = reply.text if reply.known else (out if isinstance(out, str) else None)
         # tool calls in the history the model was given, when nothing before recorded them
         # (the span that asked for them was not captured, or sits in an unread trace)
         for part in _parts(v["inp"], "tool_call"):
@@ -333,6 +337,10 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
         ref = _scalar_text(a.get("replaykit.ref_id"), "replaykit.ref_id") or rec["spanId"]
         if a.get("replaykit.call.finished") is False and not err:
             finish = None
+        if reply.reasoning is not None and not err:
+            extra.append(({**base, "type": "gen_ai.reasoning", "kind": "model_chunk",
+                           "chunk_type": "reasoning", "_t": end, "_reasoning": True,
+                           "ref_id": ref, "text": reply.reasoning}, {"type": "reasoning"}))
         rows.append({**base, "kind": "model_response", "_t": end, "ref_id": ref,
                      "finish": finish, "is_error": err, "input_tokens": v["input_tokens"],
                      "output_tokens": v["output_tokens"], "text": text})
@@ -400,8 +408,9 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
     # input (history) rows first: the calls, then their results; the output calls after
     inputs = [r for r, _ in extra if r.get("_input")]
     results = [r for r, _ in extra if r["kind"] == "tool_result"]
+    thoughts = [r for r, _ in extra if r.pop("_reasoning", False)]
     outputs = [r for r, _ in extra if r["kind"] == "tool_call" and not r.get("_input")]
-    rows = inputs + results + rows + outputs
+    rows = inputs + results + thoughts + rows + outputs
     for r in inputs:
         del r["_input"]
     for r in rows:
@@ -414,10 +423,14 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
 #: subagent (start and end rows)
 _AGENT_OPERATIONS = ("invoke_agent", "create_agent", "invoke_workflow")
 _CACHE_READ = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
-               "gen_ai.usage.cache_read_tokens")
+               "gen_ai.usage.cache_read_tokens", "llm.token_count.prompt_details.cache_read")
 _CACHE_WRITE = ("gen_ai.usage.cache_creation.input_tokens",
                 "gen_ai.usage.cache_creation_input_tokens",
-                "gen_ai.usage.cache_write.input_tokens", "gen_ai.usage.cache_write_input_tokens")
+                "gen_ai.usage.cache_write.input_tokens", "gen_ai.usage.cache_write_input_tokens",
+                "llm.token_count.prompt_details.cache_write")
+_REASONING = ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens",
+              "gen_ai.usage.output_tokens_details.reasoning_tokens",
+              "llm.usage.reasoning_tokens", "llm.token_count.completion_details.reasoning")
 
 
 def _genai_summary(a: dict[str, Any], v: dict[str, Any]) -> dict[str, Any]:
@@ -438,7 +451,8 @@ def _genai_summary(a: dict[str, Any], v: dict[str, Any]) -> dict[str, Any]:
         out["provider"] = provider
     usage = {}
     for name, keys in (("cache_read_input_tokens", _CACHE_READ),
-                       ("cache_creation_input_tokens", _CACHE_WRITE)):
+                       ("cache_creation_input_tokens", _CACHE_WRITE),
+                       ("reasoning_tokens", _REASONING)):
         key, value = _first(a, keys)
         if value is not None:
             usage[name] = _token_count(value, key)
@@ -753,7 +767,8 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
     seq[order] = np.arange(len(order)) - group_start
     cols: dict[str, Any] = {name: [r.get(name) for r in rows] for name in (
         "run_id", "type", "kind", "event_id", "ref_id", "tool_name", "args_hash", "is_error",
-        "finish", "input_tokens", "output_tokens", "text", "payload", "source", "source_line")}
+        "finish", "input_tokens", "output_tokens", "text", "payload", "source", "source_line",
+        "chunk_type")}
     cols["seq"] = seq
     cols["tenant_id"] = [tenant] * len(rows)
     cols["ts"] = pa.array(t // 1000, type=pa.int64()).cast(pa.timestamp("us", tz="UTC"))
@@ -832,6 +847,31 @@ def _link_tool_spans(recs: list[tuple[dict[str, Any], str, int]],
             if q and q[0][0] <= rec["startTimeUnixNano"]:
                 v["call_id"] = q.popleft()[1]
                 claimed.add(v["call_id"])
+        # a tool span still without a call id executes the call of its name that a later
+        # request's history hands back (openai-agents: the span names no call, the next
+        # request's input has the call with its id): one execution, one call row
+        later: list[tuple[int, str | None, str, Any]] = []
+        for rec in spans:
+            v = rec["_view"]
+            if v["op"] in MODEL_OPERATIONS:
+                for part in _parts(v["inp"], "tool_call"):
+                    cid = part.get("id")
+                    if isinstance(cid, str) and cid and cid not in claimed \
+                            and cid not in {c for _, _, c, _ in later}:
+                        later.append((rec["startTimeUnixNano"], _loose_text(part.get("name")),
+                                      cid, part.get("arguments")))
+        later.sort(key=lambda x: x[0])
+        for rec in tools:
+            v = rec["_view"]
+            if v["call_id"]:
+                continue
+            fits = [c for c in later if c[1] == v["tool_name"] and c[2] not in claimed
+                    and c[0] >= rec["startTimeUnixNano"]]
+            same = [c for c in fits if _maybe_json(c[3])[0] == _maybe_json(v["args"])[0]]
+            pick = (same or fits)[:1]
+            if pick:
+                v["call_id"] = pick[0][2]
+                claimed.add(pick[0][2])
         covered[trace] = {r["_view"]["call_id"] for r in tools if r["_view"]["call_id"]}
     return covered
 

@@ -10,8 +10,9 @@ producers) keep the same facts as:
   assistant's tool calls as OpenAI ``{"id", "type": "function", "function"}`` objects in
   ``content``);
 * numbered attributes ``gen_ai.prompt.{i}.role`` / ``.content`` / ``.tool_call_id`` /
-  ``.tool_calls.{j}.{id,name,arguments}`` and ``gen_ai.completion.{i}.*`` with
-  ``.finish_reason`` (OpenLLMetry);
+  ``.tool_calls.{j}.{id,name,arguments}`` (or ``.tool_calls.{j}.function.{name,arguments}``)
+  and ``gen_ai.completion.{i}.*`` with ``.finish_reason`` (OpenLLMetry), LiteLLM's
+  ``gen_ai.completion.{i}.function_call.{name,arguments}``;
 * one event per message, as span events or OTLP log records: ``gen_ai.system.message``,
   ``gen_ai.user.message``, ``gen_ai.assistant.message``, ``gen_ai.tool.message`` (body
   ``{"content", "tool_calls", "id"}``) and ``gen_ai.choice`` (body ``{"index",
@@ -116,9 +117,15 @@ def to_parts(msg: Any, role: str | None = None) -> dict[str, Any] | None:
         if not isinstance(c, dict):
             continue
         fn: dict[str, Any] = c["function"] if isinstance(c.get("function"), dict) else {}
-        parts.append({"type": "tool_call", "id": _text(c.get("id")),
-                      "name": _text(c.get("name", fn.get("name"))),
-                      "arguments": _json(c.get("arguments", fn.get("arguments")))})
+        # numbered attributes spell the nested function as ``function.name`` keys (LiteLLM)
+        name = c.get("name", fn.get("name", c.get("function.name")))
+        args = c.get("arguments", fn.get("arguments", c.get("function.arguments")))
+        parts.append({"type": "tool_call", "id": _text(c.get("id")), "name": _text(name),
+                      "arguments": _json(args)})
+    fc = msg.get("function_call")
+    if isinstance(fc, dict) and fc.get("name") is not None:  # OpenAI's legacy function call
+        parts.append({"type": "tool_call", "id": _text(fc.get("id")),
+                      "name": _text(fc.get("name")), "arguments": _json(fc.get("arguments"))})
     return {"role": r, "parts": parts}
 
 
@@ -197,6 +204,8 @@ def _numbered(attrs: dict[str, Any]) -> dict[str, dict[int, dict[str, Any]]]:
         tc = _NUMBERED_CALL.match(rest)
         if tc is not None:
             msg.setdefault("tool_calls", {}).setdefault(int(tc.group(1)), {})[tc.group(2)] = value
+        elif rest.startswith("function_call."):  # LiteLLM: gen_ai.completion.{i}.function_call.*
+            msg.setdefault("function_call", {})[rest[len("function_call."):]] = value
         else:
             msg[rest] = value
     return found
