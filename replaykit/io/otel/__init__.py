@@ -189,6 +189,10 @@ def _view(rec: dict[str, Any]) -> dict[str, Any]:
             names=("llm.output_messages", "llm.input_messages", "input.value", "output.value"),
             agent_id=None)
         return v
+    if op is None and isinstance(a.get("ai.operationId"), str):
+        vercel = _vercel_view(a)
+        if vercel is not None:
+            return vercel
     found = _content(a, rec["events"] + rec.get("logs", []))
     args = a.get("gen_ai.tool.call.arguments")
     result = a.get("gen_ai.tool.call.result")
@@ -215,6 +219,62 @@ def _view(rec: dict[str, Any]) -> dict[str, Any]:
                "gen_ai.tool.call.result"),
         agent_id=_scalar_text(a.get("gen_ai.agent.id"), "gen_ai.agent.id"))
     return v
+
+
+#: Vercel AI SDK ``ai.operationId`` values that are one model call (the provider request)
+_VERCEL_CALLS = ("ai.generateText.doGenerate", "ai.streamText.doStream",
+                 "ai.generateObject.doGenerate", "ai.streamObject.doStream")
+#: the SDK call around them (a unit of agent work: a session at a trace's root)
+_VERCEL_RUNS = ("ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject")
+
+
+def _vercel_view(a: dict[str, Any]) -> dict[str, Any] | None:
+    """A Vercel AI SDK span (``ai.operationId``; no ``gen_ai.operation.name``) in GenAI terms:
+    ``ai.*.doGenerate`` / ``doStream`` is a model call (``ai.response.text`` /
+    ``.toolCalls`` / ``.reasoning``, ``ai.usage.*`` or ``gen_ai.usage.*``), ``ai.toolCall`` a
+    tool execution (``ai.toolCall.name`` / ``.id`` / ``.args`` or ``.input`` / ``.result``
+    or ``.output``), ``ai.generateText`` & co. the call around them; None for other spans."""
+    op_id = a["ai.operationId"]
+    names = ("ai.response.text", "ai.prompt.messages", "ai.toolCall.args",
+             "ai.toolCall.result")
+    base: dict[str, Any] = {"tool_name": None, "call_id": None, "args": None, "result": None,
+                            "input_tokens": None, "output_tokens": None, "reasons": None,
+                            "out": None, "inp": None, "has_out": False, "has_in": False,
+                            "names": names, "agent_id": None}
+    if op_id == "ai.toolCall":
+        args = a.get("ai.toolCall.args", a.get("ai.toolCall.input"))
+        return {**base, "op": "execute_tool",
+                "tool_name": _scalar_text(a.get("ai.toolCall.name"), "ai.toolCall.name"),
+                "call_id": _scalar_text(a.get("ai.toolCall.id"), "ai.toolCall.id"),
+                "args": args, "result": a.get("ai.toolCall.result", a.get(
+                    "ai.toolCall.output"))}
+    if op_id in _VERCEL_RUNS:
+        return {**base, "op": "invoke_workflow"}
+    if op_id not in _VERCEL_CALLS:
+        return None
+    reply = read_reply({k: v for k, v in a.items() if k.startswith("ai.response.")})
+    parts: list[dict[str, Any]] = []
+    if reply.reasoning is not None:
+        parts.append({"type": "reasoning", "content": reply.reasoning})
+    if reply.text:
+        parts.append({"type": "text", "content": reply.text})
+    parts.extend({"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments}
+                 for c in reply.calls)
+    has_out = any(k in a for k in ("ai.response.text", "ai.response.toolCalls",
+                                   "ai.response.object"))
+    prompt = a.get("ai.prompt.messages")
+    inp = _content({"gen_ai.prompt": prompt}, [])["inp"] if prompt is not None else None
+    tin = _first(a, ("gen_ai.usage.input_tokens", "ai.usage.inputTokens",
+                     "ai.usage.promptTokens"))
+    tout = _first(a, ("gen_ai.usage.output_tokens", "ai.usage.outputTokens",
+                      "ai.usage.completionTokens"))
+    reasons = a.get("gen_ai.response.finish_reasons", a.get("ai.response.finishReason"))
+    return {**base, "op": "chat", "out": [{"role": "assistant", "parts": parts}] if has_out
+            else None, "inp": inp, "has_out": has_out, "has_in": inp is not None,
+            "input_tokens": _token_count(tin[1], tin[0]),
+            "output_tokens": _token_count(tout[1], tout[0]),
+            "reasons": reasons if isinstance(reasons, list) else [reasons]
+            if reasons is not None else None, "forms": ["vercel"]}
 
 
 #: token counts under each generation's name (first present wins)
@@ -423,14 +483,16 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
 #: subagent (start and end rows)
 _AGENT_OPERATIONS = ("invoke_agent", "create_agent", "invoke_workflow")
 _CACHE_READ = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
-               "gen_ai.usage.cache_read_tokens", "llm.token_count.prompt_details.cache_read")
+               "gen_ai.usage.cache_read_tokens", "llm.token_count.prompt_details.cache_read",
+               "ai.usage.cachedInputTokens")
 _CACHE_WRITE = ("gen_ai.usage.cache_creation.input_tokens",
                 "gen_ai.usage.cache_creation_input_tokens",
                 "gen_ai.usage.cache_write.input_tokens", "gen_ai.usage.cache_write_input_tokens",
                 "llm.token_count.prompt_details.cache_write")
 _REASONING = ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens",
               "gen_ai.usage.output_tokens_details.reasoning_tokens",
-              "llm.usage.reasoning_tokens", "llm.token_count.completion_details.reasoning")
+              "llm.usage.reasoning_tokens", "llm.token_count.completion_details.reasoning",
+              "ai.usage.reasoningTokens")
 
 
 def _genai_summary(a: dict[str, Any], v: dict[str, Any]) -> dict[str, Any]:
@@ -462,7 +524,10 @@ def _genai_summary(a: dict[str, Any], v: dict[str, Any]) -> dict[str, Any]:
 
 
 def _finish(reasons: Any) -> str:
-    """replaykit ``finish`` of ``gen_ai.response.finish_reasons`` (its first value)."""
+    """replaykit ``finish`` of ``gen_ai.response.finish_reasons`` (its first value; LiteLLM
+    writes the list as JSON text)."""
+    if isinstance(reasons, str) and reasons.startswith("["):
+        reasons = _maybe_json(reasons)[0]
     first = reasons[0] if isinstance(reasons, list) and reasons else reasons
     if first is None or first == "" or first == []:
         return "unknown"

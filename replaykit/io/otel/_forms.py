@@ -256,6 +256,19 @@ def content(attrs: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, An
             reasons = reasons if reasons is not None else a.get(
                 "gen_ai.response.finish_reasons")
             forms.append(OPERATION_DETAILS)
+    if out is not None and not any(p.get("type") == "tool_call" for m in out
+                                   for p in m.get("parts") or []):
+        # LiteLLM writes the current attributes with empty parts and the call it made as
+        # numbered gen_ai.completion.{i}.function_call.* / .tool_calls.{j}.* attributes
+        num = _numbered(attrs)
+        extra = [p for _, v in sorted(num["completion"].items())
+                 if (m := to_parts({k: x for k, x in v.items() if k != "content"},
+                                   "assistant")) is not None
+                 for p in m["parts"] if p.get("type") == "tool_call"]
+        if extra:
+            out = [*out[:-1], {**out[-1], "parts": [*out[-1].get("parts", []), *extra]}] \
+                if out else [{"role": "assistant", "parts": extra}]
+            forms.append("numbered")
     if inp is None and out is None:
         prompt, completion = attrs.get("gen_ai.prompt"), attrs.get("gen_ai.completion")
         for e in events:
@@ -308,6 +321,10 @@ def content(attrs: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, An
             reasons = reasons if reasons is not None else (got_reasons or None)
             forms.append("message events")
     _fill_tool_ids(inp)
+    if out:  # output calls without an id: the id the same call gets in a later history
+        whole = [*(inp or []), *out]
+        for i in range(len(inp or []), len(whole)):
+            _name_calls(whole, i, whole[i].get("parts") or [])
     if system is None and inp:
         sys_msgs = [m for m in inp if m.get("role") == "system"]
         if sys_msgs and "attributes" not in forms:
