@@ -518,9 +518,39 @@ def _genai_summary(a: dict[str, Any], v: dict[str, Any]) -> dict[str, Any]:
         key, value = _first(a, keys)
         if value is not None:
             usage[name] = _token_count(value, key)
+    for name, value in _litellm_usage(a).items():
+        usage.setdefault(name, value)
     if usage:
         out["usage"] = usage
     return out
+
+
+def _litellm_usage(a: dict[str, Any]) -> dict[str, int]:
+    """Cache-read, cache-write and reasoning tokens LiteLLM keeps only in
+    ``metadata.usage_object``: the provider's usage as a Python ``repr`` (read with
+    :func:`ast.literal_eval`, which evaluates literals only; none when it is not one)."""
+    import ast
+
+    text = a.get("metadata.usage_object")
+    if not isinstance(text, str) or not text.startswith("{") or len(text) > 20000:
+        return {}
+    try:
+        u = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return {}
+    if not isinstance(u, dict):
+        return {}
+    pd_ = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"),
+                                                       dict) else {}
+    cd = u.get("completion_tokens_details") if isinstance(
+        u.get("completion_tokens_details"), dict) else {}
+    got = {"cache_read_input_tokens": pd_.get("cached_tokens",
+                                              u.get("cache_read_input_tokens")),
+           "cache_creation_input_tokens": pd_.get("cache_creation_tokens",
+                                                  u.get("cache_creation_input_tokens")),
+           "reasoning_tokens": cd.get("reasoning_tokens")}
+    return {k: v for k, v in got.items()
+            if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
 
 
 def _finish(reasons: Any) -> str:
