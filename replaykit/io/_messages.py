@@ -232,11 +232,9 @@ def _part(p: Any, out: Reply, depth: int) -> None:
     elif t in ("reasoning", "thinking", "text_reasoning", "summary_text"):
         got = p.get("thinking", p.get("text", p.get("content")))
         if isinstance(got, list):  # Responses reasoning: content / summary parts
-            got = "\n".join(x.get("text") for x in got
-                            if isinstance(x, dict) and isinstance(x.get("text"), str)) or None
+            got = _texts(got)
         if got is None and isinstance(p.get("summary"), list):
-            got = "\n".join(x.get("text") for x in p["summary"]
-                            if isinstance(x, dict) and isinstance(x.get("text"), str)) or None
+            got = _texts(p["summary"])
         out._add_reasoning(got)
     elif t == "redacted_thinking":
         out.known = True
@@ -262,6 +260,12 @@ def _part(p: Any, out: Reply, depth: int) -> None:
                 out._add_reasoning(p["text"])
             else:
                 out._add_text(p["text"])
+
+
+def _texts(items: list[Any]) -> str | None:
+    """The ``text`` of a list of parts joined by newlines (None when none has text)."""
+    return "\n".join(str(x["text"]) for x in items
+                     if isinstance(x, dict) and isinstance(x.get("text"), str)) or None
 
 
 def _message(m: dict[str, Any], out: Reply, depth: int) -> None:
@@ -367,7 +371,8 @@ def _message(m: dict[str, Any], out: Reply, depth: int) -> None:
         if isinstance(r, str):
             seen = True
             out._add_reasoning(r)
-    kw = m.get("additional_kwargs") if isinstance(m.get("additional_kwargs"), dict) else {}
+    kw: dict[str, Any] = m["additional_kwargs"] if isinstance(m.get("additional_kwargs"),
+                                                              dict) else {}
     if isinstance(kw.get("reasoning_content"), str):
         out._add_reasoning(kw["reasoning_content"])
     calls = m.get("tool_calls")
@@ -377,7 +382,7 @@ def _message(m: dict[str, Any], out: Reply, depth: int) -> None:
         if not isinstance(c, dict):
             continue
         seen = True
-        fn = c.get("function") if isinstance(c.get("function"), dict) else {}
+        fn: dict[str, Any] = c["function"] if isinstance(c.get("function"), dict) else {}
         out._add_call(c.get("id"), c.get("name", fn.get("name")),
                       c["args"] if "args" in c else c.get("arguments", fn.get("arguments")))
     fc = m.get("function_call")

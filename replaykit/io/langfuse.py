@@ -304,9 +304,9 @@ def _figures(o: dict[str, Any], i: Any, out: Any) -> tuple[Any, Any, dict[str, A
     out_doc = o.get("output")
     um = out_doc.get("usage_metadata") if isinstance(out_doc, dict) else None
     if u is None and isinstance(um, dict):  # LangChain's usage_metadata (totals + details)
-        ind = um.get("input_token_details") if isinstance(
+        ind: dict[str, Any] = um["input_token_details"] if isinstance(
             um.get("input_token_details"), dict) else {}
-        outd = um.get("output_token_details") if isinstance(
+        outd: dict[str, Any] = um["output_token_details"] if isinstance(
             um.get("output_token_details"), dict) else {}
         figs = {"cache_read_tokens": _num(ind.get("cache_read")),
                 "cache_write_tokens": _num(ind.get("cache_creation")),
@@ -321,11 +321,12 @@ def _figures(o: dict[str, Any], i: Any, out: Any) -> tuple[Any, Any, dict[str, A
             if _num(u.get(k)) is not None:
                 figs[name] = _num(u[k])
                 break
-    if _num(i) is not None:
-        i = _num(i) + sum(_num(v) or 0 for k, v in u.items() if (
+    ni, no = _num(i), _num(out)
+    if ni is not None:
+        i = ni + sum(_num(v) or 0 for k, v in u.items() if (
             k.startswith("input_") and not k.startswith("input_modality")) or k in _SEPARATE)
-    if _num(out) is not None:
-        out = _num(out) + sum(_num(v) or 0 for k, v in u.items() if k.startswith("output_")
+    if no is not None:
+        out = no + sum(_num(v) or 0 for k, v in u.items() if k.startswith("output_")
                               and not k.startswith("output_modality"))
     return i, out, figs
 

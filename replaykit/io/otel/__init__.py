@@ -540,9 +540,9 @@ def _litellm_usage(a: dict[str, Any]) -> dict[str, int]:
         return {}
     if not isinstance(u, dict):
         return {}
-    pd_ = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"),
-                                                       dict) else {}
-    cd = u.get("completion_tokens_details") if isinstance(
+    pd_: dict[str, Any] = u["prompt_tokens_details"] if isinstance(
+        u.get("prompt_tokens_details"), dict) else {}
+    cd: dict[str, Any] = u["completion_tokens_details"] if isinstance(
         u.get("completion_tokens_details"), dict) else {}
     got = {"cache_read_input_tokens": pd_.get("cached_tokens",
                                               u.get("cache_read_input_tokens")),
