@@ -580,3 +580,52 @@ def test_arguments_decode_once_and_names_lose_operation_prefixes() -> None:
                        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c4",
                                                    "response": {"v": 1}}]}]) == [
         ("c1", None, "ok"), ("c2", None, "x"), ("c3", None, "y"), ("c4", None, {"v": 1})]
+
+
+def _span(sid: str, name: str, start: int, end: int, attrs: dict[str, Any],
+          parent: str | None = "0000000000000001") -> dict[str, Any]:
+    return {"traceId": "ab" * 16, "spanId": sid, "name": name,
+            **({"parentSpanId": parent} if parent else {}),
+            "startTimeUnixNano": str(start), "endTimeUnixNano": str(end),
+            "attributes": [{"key": k, "value": {"stringValue": v} if isinstance(v, str)
+                            else {"intValue": str(v)}} for k, v in attrs.items()],
+            "status": {}}
+
+
+def test_otel_tool_span_without_call_id_is_the_call_a_later_history_gives(
+        tmp_path: Path) -> None:
+    """openai-agents' shape: the execute_tool span names the tool but no call id, the first
+    response's output records no parts, the next request's history holds the call and its
+    result with the id: one execution is one call row and one result row."""
+    call = {"type": "tool_call", "id": "call_1", "name": "get_weather",
+            "arguments": {"city": "Tokyo"}}
+    history = [{"role": "user", "parts": [{"type": "text", "content": "weather?"}]},
+               {"role": "assistant", "parts": [call]},
+               {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1",
+                                           "response": "sunny"}]}]
+    spans = [
+        _span("0000000000000001", "invoke_agent a", 0, 100,
+              {"gen_ai.operation.name": "invoke_agent"}, parent=None),
+        _span("0000000000000002", "chat", 10, 20,
+              {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 5,
+               "gen_ai.input.messages": json.dumps(history[:1])}),
+        _span("0000000000000003", "execute_tool get_weather", 21, 30,
+              {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
+               "gen_ai.tool.call.arguments": '{"city": "Tokyo"}',
+               "gen_ai.tool.call.result": "sunny"}),
+        _span("0000000000000004", "chat", 31, 40,
+              {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 9,
+               "gen_ai.input.messages": json.dumps(history),
+               "gen_ai.output.messages": json.dumps(
+                   [{"role": "assistant", "parts": [{"type": "text", "content": "Sunny."}]}])}),
+    ]
+    path = tmp_path / "agents.json"
+    path.write_text(json.dumps({"resourceSpans": [{"resource": {"attributes": []},
+                                                   "scopeSpans": [{"spans": spans}]}]}))
+    log = rk.read_otel(path, tenant_id="acme")
+    tools = log.tools_df()
+    assert tools[["call_id", "tool_name", "result_text"]].values.tolist() == [
+        ["call_1", "get_weather", "sunny"]]
+    assert json.loads(tools.arguments.iloc[0]) == {"city": "Tokyo"}
+    kinds = log.table.column("kind").to_pylist()
+    assert kinds.count("tool_call") == 1 and kinds.count("tool_result") == 1
