@@ -24,6 +24,7 @@ One replaykit run per Langfuse trace (``run_id`` = ``traceId``); observations ar
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -120,14 +121,23 @@ def _is_trace(rec: dict[str, Any]) -> bool:
 
 
 def _usage(o: dict[str, Any]) -> tuple[Any, Any, str]:
+    """(input, output, field) as recorded: ``usageDetails`` (or ``usage``), else the legacy
+    ``promptTokens`` / ``completionTokens``. Langfuse's ``inputUsage`` / ``outputUsage`` are
+    derived from ``usageDetails`` (0 when it is empty): read only when no usage object is
+    exported, so a generation that recorded no usage has null tokens, not 0."""
+    details = False
     for key in ("usageDetails", "usage_details", "usage"):
         u = o.get(key)
         if isinstance(u, dict):
+            details = True
             for i, out in (("input", "output"), ("promptTokens", "completionTokens"),
                            ("input_tokens", "output_tokens"),
                            ("prompt_tokens", "completion_tokens")):
                 if u.get(i) is not None or u.get(out) is not None:
                     return u.get(i), u.get(out), f"{key}.{i}"
+    if details:
+        return first_of(o, "promptTokens", "prompt_tokens"), first_of(
+            o, "completionTokens", "completion_tokens"), "promptTokens"
     i = first_of(o, "promptTokens", "inputUsage", "prompt_tokens", "input_usage")
     out = first_of(o, "completionTokens", "outputUsage", "completion_tokens", "output_usage")
     return i, out, "promptTokens"
@@ -354,6 +364,8 @@ def _trace_rows(trace_id: str, recs: list[Item], quarantine: Quarantine) -> list
     nested = {k for k, it in enumerate(ordered)
               if str(it[3].get("type") or "").upper() == "GENERATION"
               and _inside_generation(it[3], by_id)}
+    events, streamed = _emitter_events([it[3] for it in ordered])
+    nested |= events
     links, aliases = _tool_links([it[3] for it in ordered], nested)
     covered = set(links.values()) | aliases  # calls a tool execution records
     asked: dict[str, tuple[str | None, Any]] = {}  # calls generations ask for -> (name, args)
@@ -404,6 +416,8 @@ def _trace_rows(trace_id: str, recs: list[Item], quarantine: Quarantine) -> list
                                  "text": reply.reasoning,
                                  "payload": payload_of({"part": "reasoning", "generation": oid},
                                                        FORMAT, path, line)})
+                if not reply.known and k in streamed:  # BeeAI: the text is in .success-N
+                    reply.text, reply.known = streamed[k], True
                 rows.append({**base, "kind": "model_response", "ref_id": oid, "step": step,
                              "turn": 1, "finish": _finish(rec, failed) or "unknown",
                              "input_tokens": tokens(i, FORMAT, path, line, fld or "usage"),
@@ -459,6 +473,38 @@ def _trace_rows(trace_id: str, recs: list[Item], quarantine: Quarantine) -> list
         except UNEXPECTED as exc:  # a last-resort guard, per record
             quarantine.bad(line_error(exc, FORMAT, path, line), raw_of(raw, rec))
     return rows
+
+
+_EMITTER = re.compile(r"^(?P<base>.+)\.(?P<event>start|success|finish|error)-(?P<n>\d+)$")
+_OI_OUT = re.compile(r"^llm\.output_messages\.(\d+)\.message\.content$")
+
+
+def _emitter_events(recs: list[dict[str, Any]]) -> tuple[set[int], dict[int, str]]:
+    """BeeAI's OpenInference instrumentation exports its emitter's events as observations:
+    one model call is ``<name>.start-<n>`` plus ``<name>.success-<n>`` / ``.finish-<n>`` /
+    ``.error-<n>`` GENERATIONs. Returns the positions of those follow-up events (not calls of
+    their own) and, per ``start`` position, the text its ``success`` event streamed
+    (``llm.output_messages.<i>.message.content`` attributes, one per delta, joined in order)."""
+    starts: dict[tuple[str, str], int] = {}
+    for k, r in enumerate(recs):
+        m = _EMITTER.match(str(r.get("name") or "")) \
+            if str(r.get("type") or "").upper() == "GENERATION" else None
+        if m and m["event"] == "start":
+            starts[(m["base"], m["n"])] = k
+    events: set[int] = set()
+    streamed: dict[int, str] = {}
+    for k, r in enumerate(recs):
+        m = _EMITTER.match(str(r.get("name") or "")) \
+            if str(r.get("type") or "").upper() == "GENERATION" else None
+        if not m or m["event"] == "start" or (m["base"], m["n"]) not in starts:
+            continue
+        events.add(k)
+        if m["event"] == "success":
+            parts = sorted((int(hit.group(1)), v) for key, v in _attributes(r).items()
+                           if (hit := _OI_OUT.match(key)) is not None and isinstance(v, str))
+            if parts:
+                streamed[starts[(m["base"], m["n"])]] = "".join(v for _, v in parts)
+    return events, streamed
 
 
 def _inside_generation(rec: dict[str, Any], by_id: dict[Any, dict[str, Any]]) -> bool:
