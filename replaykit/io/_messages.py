@@ -28,7 +28,8 @@ from typing import Any, NamedTuple
 
 from .._json import JSONDecodeError, canonical_json, loads
 
-__all__ = ["Call", "Reply", "decode_arguments", "read_reply", "results_in", "tool_name"]
+__all__ = ["Call", "Reply", "decode_arguments", "message_text", "read_reply", "result_text",
+           "results_in", "text_or_json", "tool_name"]
 
 _BAD_JSON: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError, RecursionError)
 
@@ -147,14 +148,15 @@ def read_reply(value: Any) -> Reply:
     return out
 
 
-def _read(v: Any, out: Reply, depth: int) -> None:
+def _read(v: Any, out: Reply, depth: int, skip: frozenset[str] = _NOT_MODEL) -> None:
+    """Read ``v`` into ``out``; messages of the roles in ``skip`` are left out of a list."""
     if depth > 12 or v is None:
         return
     if isinstance(v, str):
         decoded = _json(v)
         if decoded is not v and isinstance(decoded, (dict, list)):
             probe = Reply()
-            _read(decoded, probe, depth + 1)
+            _read(decoded, probe, depth + 1, skip)
             if probe.known:
                 _merge(out, probe)
                 return
@@ -162,10 +164,11 @@ def _read(v: Any, out: Reply, depth: int) -> None:
         return
     if isinstance(v, list):
         for item in v:
-            if isinstance(item, dict) and str(item.get("role", "")).lower() in _NOT_MODEL \
-                    and not _is_part(item):
-                continue
-            _read(item, out, depth + 1) if not _is_part(item) else _part(item, out, depth)
+            if _is_part(item):
+                _part(item, out, depth)
+            elif not (isinstance(item, dict)
+                      and str(item.get("role", "")).lower() in skip):
+                _read(item, out, depth + 1, skip)
         return
     if not isinstance(v, dict):
         return
@@ -460,6 +463,56 @@ def _results(v: Any, found: list[tuple[str, str | None, Any]], depth: int) -> No
     for key in ("parts", "contents", "content", "messages", "input"):
         if isinstance(v.get(key), list):
             _results(v[key], found, depth + 1)
+
+
+def message_text(value: Any) -> str | None:
+    """The text of any message value, whoever wrote it (a trace's input, a tool's output):
+    JSON text decoded once (a JSON string literal gives its string), the text of messages of
+    any role in any supported shape, else the value as text (:func:`text_or_json`).
+
+    >>> message_text('"What is the weather?"')
+    'What is the weather?'
+    >>> message_text([{"role": "user", "content": "hi"}])
+    'hi'
+    """
+    v = value
+    if isinstance(v, str):
+        s = v.strip()
+        if len(s) >= 2 and s[0] == '"' and s[-1] == '"':
+            try:
+                inner = loads(s)
+            except _BAD_JSON:
+                inner = None
+            if isinstance(inner, str):
+                v = inner  # a string encoded once more; its JSON (if any) is read below
+        v = _json(v)
+        if isinstance(v, str):
+            return v
+    out = Reply()
+    _read(v, out, 0, frozenset())
+    if out.known and out.text:
+        return out.text
+    return text_or_json(v)
+
+
+def result_text(value: Any) -> str | None:
+    """A tool result as the model was handed it: a string as it is (a JSON string literal,
+    text encoded once more, gives its string), content blocks' text joined, any other value
+    as canonical JSON.
+
+    >>> result_text('"sunny"'), result_text({"temp": 14})
+    ('sunny', '{"temp":14}')
+    """
+    if isinstance(value, str):
+        s = value.strip()
+        if len(s) >= 2 and s[0] == '"' and s[-1] == '"':
+            try:
+                inner = loads(s)
+            except _BAD_JSON:
+                return value
+            return inner if isinstance(inner, str) else value
+        return value
+    return text_or_json(value)
 
 
 def text_or_json(value: Any) -> str | None:

@@ -41,7 +41,15 @@ from ._common import (
     require_tenant,
     unexpected_input,
 )
-from ._messages import decode_arguments, read_reply, results_in, text_or_json, tool_name
+from ._messages import (
+    decode_arguments,
+    message_text,
+    read_reply,
+    result_text,
+    results_in,
+    text_or_json,
+    tool_name,
+)
 from ._platform import Item, dedupe, first_of, raw_of, records, sniff_records, trace_runs
 from ._records import (
     Row,
@@ -266,13 +274,9 @@ def _tool_name(r: dict[str, Any]) -> str | None:
 
 
 def _text(v: Any) -> str | None:
-    """Text of a trace's input or a tool's output: a reply's text, else the value as text."""
-    if v is None:
-        return None
-    r = read_reply(v)
-    if r.known and (r.text is not None or r.calls or r.reasoning is not None):
-        return r.text
-    return text_or_json(v)
+    """Text of a trace's input or a tool's output (:func:`~replaykit.io._messages.message_text`:
+    JSON text decoded once, messages of any role, else the value as text)."""
+    return message_text(v)
 
 
 #: usage detail keys (Langfuse ``usageDetails``) -> the figure they hold. Langfuse's SDKs
@@ -405,7 +409,7 @@ def _trace_rows(trace_id: str, recs: list[Item], quarantine: Quarantine) -> list
                                      "tool_name": asked[cid][0], "turn": 1,
                                      "step": step - 1 or None,
                                      "event_id": None, "is_error": False,
-                                     "text": text_or_json(res),
+                                     "text": result_text(res),
                                      "payload": payload_of({"part": "input_result", "id": cid,
                                                             "generation": oid, "output": res},
                                                            FORMAT, path, line)})
@@ -462,7 +466,7 @@ def _trace_rows(trace_id: str, recs: list[Item], quarantine: Quarantine) -> list
                              "turn": 1, "step": step or None, "event_id": None,
                              "ts": _ts(end) or base["ts"],
                              "text": result["statusMessage"] if failed else
-                             text_or_json(rec.get("output")),
+                             result_text(rec.get("output")),
                              "payload": payload_of(result, FORMAT, path, line)})
             else:
                 kind = "error" if failed and otype == "EVENT" else "other"

@@ -33,7 +33,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit.io._messages import decode_arguments, read_reply, results_in, tool_name
+from replaykit.io._messages import (
+    decode_arguments,
+    message_text,
+    read_reply,
+    result_text,
+    results_in,
+    tool_name,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FRAMEWORKS = DATA / "langfuse" / "framework-traces"
@@ -593,6 +600,14 @@ def test_arguments_decode_once_and_names_lose_operation_prefixes() -> None:
     assert tool_name("running tool: get_pun") == "get_pun"
     assert tool_name("execute_tool") == "execute_tool"
     assert read_reply("None").text is None
+    # a trace's input / a tool's result: JSON text decoded once, any role's text
+    assert message_text('"[{\\"role\\": \\"user\\", \\"content\\": \\"hi\\"}]"') == "hi"
+    assert message_text([{"role": "user", "parts": [{"type": "text", "content": "q"}]}]) == "q"
+    assert message_text({"user_id": "u", "x": 1}) == '{"user_id":"u","x":1}'
+    assert result_text('"sunny"') == "sunny"
+    assert result_text('{"a": 1}') == '{"a": 1}'  # the string the tool returned, as is
+    assert result_text({"a": 1}) == '{"a":1}'
+    assert result_text([{"type": "text", "text": "x"}, {"type": "text", "text": "y"}]) == "xy"
     assert results_in([{"role": "tool", "tool_call_id": "c1", "content": "ok"},
                        {"type": "function_call_output", "call_id": "c2", "output": "x"},
                        {"role": "user", "content": [{"type": "tool_result",
