@@ -302,7 +302,7 @@ def _otlp_attrs(path: Path) -> list[tuple[str, dict[str, Any]]]:
         for ss in rs["scopeSpans"]:
             for sp in ss["spans"]:
                 a = {}
-                for kv in sp["attributes"]:
+                for kv in sp.get("attributes", []):
                     v = kv["value"]
                     a[kv["key"]] = next(iter(v.values())) if v else None
                 out.append((sp["name"], a))
@@ -412,6 +412,20 @@ def test_recorded_platform_exports_text_and_arguments(fmt: str, path: Path) -> N
         assert isinstance(json.loads(r.arguments), dict)
         assert r.tool_name == "get_weather"
     assert tools.call_id.is_unique
+    if fmt == "otel":  # cache figures of the model spans (counts and input/output tokens:
+        # tests/io/test_otel_recorded_samples.py reads them the same way)
+        chats = [a for _, a in _otlp_attrs(path) if "gen_ai.usage.input_tokens" in a]
+        read = [_int(a.get("gen_ai.usage.cache_read.input_tokens",
+                           a.get("gen_ai.usage.cached_tokens"))) for a in chats]  # Langtrace
+        used = calls[calls.input_tokens.notna()]  # the failed call recorded no usage
+
+        def figures(col: str) -> list[str]:
+            return sorted(str(_na(v)) for v in used[col])
+
+        assert figures("cache_read_tokens") == sorted(map(str, read))
+        if "cache_write_tokens" in calls:  # the column grain adds (another branch)
+            write = [_int(a.get("gen_ai.usage.cache_creation.input_tokens")) for a in chats]
+            assert figures("cache_write_tokens") == sorted(map(str, write))
     if fmt == "langsmith":  # the run batches: every llm run's text and usage, read here
         doc = json.loads(path.read_text())
         runs = {r["dotted_order"]: dict(r) for r in doc.get("post", [])}

@@ -483,7 +483,8 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
 #: subagent (start and end rows)
 _AGENT_OPERATIONS = ("invoke_agent", "create_agent", "invoke_workflow")
 _CACHE_READ = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
-               "gen_ai.usage.cache_read_tokens", "llm.token_count.prompt_details.cache_read",
+               "gen_ai.usage.cache_read_tokens", "gen_ai.usage.cached_tokens",
+               "llm.token_count.prompt_details.cache_read",
                "ai.usage.cachedInputTokens")
 _CACHE_WRITE = ("gen_ai.usage.cache_creation.input_tokens",
                 "gen_ai.usage.cache_creation_input_tokens",
