@@ -42,16 +42,21 @@ FIELD_PATHS: dict[str, list[str]] = {
         "message.usage.cache_read_input_tokens",
         "payload.info.last_token_usage.cached_input_tokens",
         "output.usage.input_tokens_cache_read",
+        # platform formats (Langfuse, LangSmith, Phoenix): the figures the loader read
+        "replaykitUsage.cache_read_tokens",
     ],
     "cache_write_tokens": [
         "data.chunk.usage.cacheWriteTokens",
         "usage.cacheWriteTokens",
         "usage.cache_write_tokens",
+        # OTel's usage summary
         "usage.cache_creation_input_tokens",
         # claude_code (the assistant line), codex (token_count event), inspect (model event)
         "message.usage.cache_creation_input_tokens",
         "payload.info.last_token_usage.cache_write_input_tokens",
         "output.usage.input_tokens_cache_write",
+        # platform formats (Langfuse, LangSmith, Phoenix)
+        "replaykitUsage.cache_write_tokens",
     ],
     "reasoning_tokens": [
         "data.chunk.usage.reasoningTokens",
@@ -60,6 +65,8 @@ FIELD_PATHS: dict[str, list[str]] = {
         # codex (token_count event), inspect (model event)
         "payload.info.last_token_usage.reasoning_output_tokens",
         "output.usage.reasoning_tokens",
+        # platform formats
+        "replaykitUsage.reasoning_tokens",
     ],
     "call_error_code": [
         "data.chunk.reason.failure.code",

@@ -24,11 +24,12 @@ One replaykit run per Langfuse trace (``run_id`` = ``traceId``); observations ar
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .._json import JSONDecodeError, args_hash, canonical_json, loads
+from .._json import args_hash, canonical_json
 from ..errors import LoadError
 from ..eventlog.log import EventLog
 from ._common import (
@@ -40,6 +41,15 @@ from ._common import (
     require_tenant,
     unexpected_input,
 )
+from ._messages import (
+    decode_arguments,
+    message_text,
+    read_reply,
+    result_text,
+    results_in,
+    text_or_json,
+    tool_name,
+)
 from ._platform import Item, dedupe, first_of, raw_of, records, sniff_records, trace_runs
 from ._records import (
     Row,
@@ -48,7 +58,6 @@ from ._records import (
     line_error,
     payload_of,
     rows_to_log,
-    text_of,
     tokens,
 )
 
@@ -64,8 +73,6 @@ OBSERVATION_TYPES: dict[str, str] = {"GENERATION": "model_response", "TOOL": "to
                                      "CHAIN": "other", "RETRIEVER": "other",
                                      "EMBEDDING": "other", "EVALUATOR": "other",
                                      "GUARDRAIL": "other"}
-
-_BAD_JSON: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError)
 
 _FINISH = {"stop": "stop", "end_turn": "stop", "tool_calls": "tool-calls",
            "tool_call": "tool-calls", "tool_use": "tool-calls", "function_call": "tool-calls",
@@ -122,14 +129,23 @@ def _is_trace(rec: dict[str, Any]) -> bool:
 
 
 def _usage(o: dict[str, Any]) -> tuple[Any, Any, str]:
+    """(input, output, field) as recorded: ``usageDetails`` (or ``usage``), else the legacy
+    ``promptTokens`` / ``completionTokens``. Langfuse's ``inputUsage`` / ``outputUsage`` are
+    derived from ``usageDetails`` (0 when it is empty): read only when no usage object is
+    exported, so a generation that recorded no usage has null tokens, not 0."""
+    details = False
     for key in ("usageDetails", "usage_details", "usage"):
         u = o.get(key)
         if isinstance(u, dict):
+            details = True
             for i, out in (("input", "output"), ("promptTokens", "completionTokens"),
                            ("input_tokens", "output_tokens"),
                            ("prompt_tokens", "completion_tokens")):
                 if u.get(i) is not None or u.get(out) is not None:
                     return u.get(i), u.get(out), f"{key}.{i}"
+    if details:
+        return first_of(o, "promptTokens", "prompt_tokens"), first_of(
+            o, "completionTokens", "completion_tokens"), "promptTokens"
     i = first_of(o, "promptTokens", "inputUsage", "prompt_tokens", "input_usage")
     out = first_of(o, "completionTokens", "outputUsage", "completion_tokens", "output_usage")
     return i, out, "promptTokens"
@@ -161,6 +177,10 @@ def _finish(o: dict[str, Any], failed: bool) -> str | None:
             fr = out["choices"][0].get("finish_reason")
         if not fr and isinstance(out.get("response_metadata"), dict):
             fr = out["response_metadata"].get("finish_reason")
+        if not fr and isinstance(out.get("candidates"), list) and out["candidates"] and \
+                isinstance(out["candidates"][0], dict):  # Gemini
+            fr = out["candidates"][0].get("finish_reason", out["candidates"][0].get(
+                "finishReason"))
     if not isinstance(fr, str) or not fr:
         frs = _attributes(o).get("gen_ai.response.finish_reasons")
         fr = frs[0] if isinstance(frs, list) and frs else frs
@@ -169,163 +189,160 @@ def _finish(o: dict[str, Any], failed: bool) -> str | None:
     return None
 
 
-def _call_of(c: Any) -> tuple[str, str | None, Any] | None:
-    """(id, name, arguments) of one tool call in any of the shapes generations record:
-    GenAI parts (``type: tool_call``), OpenAI chat ``tool_calls`` (``function.name`` /
-    ``.arguments``), LangChain (``name``, ``args``), the Responses API's ``function_call``
-    items (``call_id``)."""
-    if not isinstance(c, dict):
-        return None
-    f = c.get("function")
-    fn: dict[str, Any] = f if isinstance(f, dict) else {}
-    cid = c.get("call_id") if c.get("type") == "function_call" else c.get("id")
-    if not isinstance(cid, str) or not cid:
-        return None
-    name = c.get("name", fn.get("name"))
-    args = c.get("arguments", c.get("args", fn.get("arguments")))
-    if isinstance(args, str) and args[:1] in "[{":
-        try:
-            args = loads(args)
-        except _BAD_JSON:
-            pass
-    return cid, name if isinstance(name, str) else None, args
+#: prefix of the id given to a tool call its generation recorded without one
+_NO_ID = "noid:"
 
 
-def _asked(value: Any) -> list[tuple[str, str | None, Any]]:
-    """The tool calls a generation's output asks for (see :func:`_call_of`)."""
-    found: list[Any] = []
-    items = value if isinstance(value, list) else [value]
-    for m in items:
-        if not isinstance(m, dict):
-            continue
-        if m.get("type") == "function_call":
-            found.append(m)
-        for key in ("output", "parts", "tool_calls", "choices"):
-            v = m.get(key)
-            if key == "output" and isinstance(v, list):
-                found.extend(i for i in v if isinstance(i, dict)
-                             and i.get("type") == "function_call")
-            elif key == "parts" and isinstance(v, list):
-                found.extend(i for i in v if isinstance(i, dict) and i.get("type") == "tool_call")
-            elif key == "tool_calls" and isinstance(v, list):
-                found.extend(v)
-            elif key == "choices" and isinstance(v, list):
-                for ch in v:
-                    msg = ch.get("message") if isinstance(ch, dict) else None
-                    if isinstance(msg, dict) and isinstance(msg.get("tool_calls"), list):
-                        found.extend(msg["tool_calls"])
-        kw = m.get("additional_kwargs")
-        if isinstance(kw, dict) and isinstance(kw.get("tool_calls"), list) \
-                and not isinstance(m.get("tool_calls"), list):
-            found.extend(kw["tool_calls"])
+def _asked(value: Any, oid: str | None) -> list[tuple[str, str | None, Any]]:
+    """``(call id, tool name, arguments)`` of the tool calls a generation's output asks for,
+    in any message shape (:func:`replaykit.io._messages.read_reply`); a call recorded without
+    an id (Gemini ``function_call``) gets ``noid:<observation id>:<index>``."""
     out: list[tuple[str, str | None, Any]] = []
-    for c in found:
-        got = _call_of(c)
-        if got is not None and got[0] not in {x[0] for x in out}:
-            out.append(got)
+    for i, c in enumerate(read_reply(value).calls):
+        cid = c.id if c.id is not None else f"{_NO_ID}{oid}:{i}"
+        if cid not in {x[0] for x in out}:
+            out.append((cid, c.name, c.arguments))
     return out
 
 
-def _answered(value: Any) -> list[tuple[str, Any]]:
-    """(call id, result) of the tool results in a generation's input history: OpenAI
-    ``role: tool`` messages (``tool_call_id``), GenAI ``tool_call_response`` parts, the
-    Responses API's ``function_call_output`` items."""
-    out: list[tuple[str, Any]] = []
-    for m in value if isinstance(value, list) else []:
-        if not isinstance(m, dict):
-            continue
-        if m.get("type") == "function_call_output" and isinstance(m.get("call_id"), str):
-            out.append((m["call_id"], m.get("output")))
-        elif m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str):
-            out.append((m["tool_call_id"], m.get("content")))
-        parts = m.get("parts")
-        for p in parts if isinstance(parts, list) else []:
-            if isinstance(p, dict) and p.get("type") == "tool_call_response" \
-                    and isinstance(p.get("id"), str):
-                out.append((p["id"], p.get("response", p.get("result"))))
-    return out
+def _call_id_attr(r: dict[str, Any]) -> str | None:
+    v = _attributes(r).get("gen_ai.tool.call.id")
+    if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+        return str(v[-1])  # Agent Framework: [run id, call id]
+    return v if isinstance(v, str) and v else None
 
 
-def _tool_links(recs: list[dict[str, Any]]) -> dict[int, str]:
-    """The model call id each ``TOOL`` observation (by position in ``recs``, in time order)
+def _is_tool(r: dict[str, Any]) -> bool:
+    """A tool execution: a ``TOOL`` observation, or a ``SPAN`` whose attributes name a tool
+    (``gen_ai.tool.name`` / ``tool.name`` / ``gen_ai.tool.call.id``: Koog's ``tool.<name>``
+    and Agno's tool spans are ingested as spans)."""
+    otype = str(r.get("type") or "").upper()
+    if otype == "TOOL":
+        return True
+    a = _attributes(r)
+    return otype == "SPAN" and any(isinstance(a.get(k), (str, list)) and a.get(k)
+                                   for k in ("gen_ai.tool.name", "tool.name",
+                                             "gen_ai.tool.call.id"))
+
+
+def _tool_links(recs: list[dict[str, Any]], nested: set[int]
+                ) -> tuple[dict[int, str], set[str]]:
+    """The model call id each tool execution (by position in ``recs``, in time order)
     executes: its ``gen_ai.tool.call.id`` attribute, else the first call of its name that an
-    earlier generation asked for and no other tool observation claimed (OpenInference tool
-    spans carry no call id). Tools without either keep their observation id."""
+    earlier generation asked for and no other tool execution claimed (OpenInference tool
+    spans carry no call id). Tools without either keep their observation id. Also returns
+    the id-less calls (:data:`_NO_ID` ids) that a tool execution with its own id records."""
     asked: list[tuple[str, str | None]] = []
     links: dict[int, str] = {}
-    explicit = {str(_attributes(r).get("gen_ai.tool.call.id")) for r in recs
-                if str(r.get("type") or "").upper() == "TOOL"
-                and isinstance(_attributes(r).get("gen_ai.tool.call.id"), str)}
+    aliases: set[str] = set()
+    explicit = {c for r in recs if _is_tool(r) and (c := _call_id_attr(r)) is not None}
     claimed: set[str] = set(explicit)
     for k, r in enumerate(recs):
         otype = str(r.get("type") or "").upper()
-        if otype == "GENERATION":
-            asked.extend((cid, name) for cid, name, _ in _asked(r.get("output")))
-        elif otype == "TOOL":
-            cid = _attributes(r).get("gen_ai.tool.call.id")
-            if isinstance(cid, str) and cid:
-                links[k] = cid
-                continue
+        if otype == "GENERATION" and k not in nested:
+            asked.extend((cid, name) for cid, name, _ in _asked(r.get("output"), r.get("id")))
+        elif _is_tool(r):
+            cid = _call_id_attr(r)
             name = _tool_name(r)
+            if cid is not None:
+                links[k] = cid
+                # a call the generation recorded without an id (Gemini function_call) is
+                # this execution when the tool span names the id: one call, not two
+                for c, n in asked:
+                    if c not in claimed and n == name and c.startswith(f"{_NO_ID}"):
+                        claimed.add(c)
+                        aliases.add(c)
+                        break
+                continue
             for c, n in asked:
                 if c not in claimed and n == name:
                     links[k] = c
                     claimed.add(c)
                     break
-    return links
+    return links, aliases
 
 
 def _tool_name(r: dict[str, Any]) -> str | None:
-    """A tool observation's tool: the span's ``gen_ai.tool.name`` / ``tool.name`` attribute
-    (pydantic-ai names the observation ``running tool: <name>``), else its name."""
+    """A tool observation's tool: the span's ``gen_ai.tool.name`` / ``tool.name`` attribute,
+    else its name without an operation prefix (``execute_tool say_hello``, pydantic-ai's
+    ``running tool: <name>``)."""
     a = _attributes(r)
     for key in ("gen_ai.tool.name", "tool.name"):
         if isinstance(a.get(key), str) and a[key]:
             return str(a[key])
-    return r.get("name") if isinstance(r.get("name"), str) else None
-
-
-def _parts_text(msgs: list[Any]) -> str | None:
-    """The text of GenAI ``{"role", "parts"}`` messages (``text`` parts' ``content``), or of
-    Responses API output items (``message`` items' ``output_text`` content); None for a list
-    of neither."""
-    texts: list[str] = []
-    seen = False
-    for m in msgs:
-        if not isinstance(m, dict):
-            return None
-        if isinstance(m.get("parts"), list):
-            seen = True
-            texts.extend(p["content"] for p in m["parts"] if isinstance(p, dict)
-                         and p.get("type") == "text" and isinstance(p.get("content"), str))
-        elif m.get("type") in ("message", "function_call", "reasoning") and "role" in m \
-                or m.get("type") in ("function_call", "reasoning"):
-            seen = True
-            content = m.get("content")
-            for c in content if isinstance(content, list) else []:
-                if isinstance(c, dict) and c.get("type") in ("output_text", "text") \
-                        and isinstance(c.get("text"), str):
-                    texts.append(c["text"])
-        else:
-            return None
-    return "\n".join(texts) if seen else None
+    return tool_name(r.get("name"))
 
 
 def _text(v: Any) -> str | None:
-    if isinstance(v, list) and (t := _parts_text(v)) is not None:
-        return t
-    if isinstance(v, dict) and v.get("object") == "response" and isinstance(v.get("output"),
-                                                                             list):
-        return _parts_text(v["output"])  # an OpenAI Responses API object
-    if isinstance(v, dict):
-        for key in ("content", "text", "output", "completion"):
-            if key in v:
-                return text_of(v[key])
-        ch = v.get("choices")
-        if isinstance(ch, list) and ch and isinstance(ch[0], dict) and isinstance(
-                ch[0].get("message"), dict):
-            return text_of(ch[0]["message"].get("content"))
-    return text_of(v)
+    """Text of a trace's input or a tool's output (:func:`~replaykit.io._messages.message_text`:
+    JSON text decoded once, messages of any role, else the value as text)."""
+    return message_text(v)
+
+
+#: usage detail keys (Langfuse ``usageDetails``) -> the figure they hold. Langfuse's SDKs
+#: split provider details out of ``input`` / ``output`` as ``input_<detail>`` /
+#: ``output_<detail>`` keys and subtract them (LangChain handler, OpenAI integration);
+#: Anthropic-style ``cache_*_input_tokens`` are recorded beside an uncached ``input``.
+_CACHE_READ_KEYS = ("input_cache_read", "input_cached_tokens", "input_cached",
+                    "cache_read_input_tokens", "prompt_details.cache_read",
+                    "input_cache_read_tokens")
+_CACHE_WRITE_KEYS = ("input_cache_creation", "input_cache_write", "input_cache_creation_tokens",
+                     "cache_creation_input_tokens", "prompt_details.cache_write",
+                     "prompt_details.cache_creation")
+_REASONING_KEYS = ("output_reasoning", "output_reasoning_tokens", "completion_details.reasoning",
+                   "reasoning_tokens")
+_SEPARATE = ("cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def _num(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v if isinstance(v, int) and v >= 0 else None
+
+
+def _figures(o: dict[str, Any], i: Any, out: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """(input tokens, output tokens, figures) under replaykit's convention: ``input`` counts
+    every prompt token (Langfuse's ``input`` plus the ``input_*`` details its SDKs subtracted
+    and Anthropic's separate cache counts), ``output`` every generated token (plus the
+    ``output_*`` details); the cache-read, cache-write and reasoning figures (null when not
+    recorded)."""
+    u = None
+    for key in ("usageDetails", "usage_details", "usage"):
+        if isinstance(o.get(key), dict):
+            u = o[key]
+            break
+    figs: dict[str, Any] = {"cache_read_tokens": None, "cache_write_tokens": None,
+                            "reasoning_tokens": None}
+    out_doc = o.get("output")
+    um = out_doc.get("usage_metadata") if isinstance(out_doc, dict) else None
+    if u is None and isinstance(um, dict):  # LangChain's usage_metadata (totals + details)
+        ind: dict[str, Any] = um["input_token_details"] if isinstance(
+            um.get("input_token_details"), dict) else {}
+        outd: dict[str, Any] = um["output_token_details"] if isinstance(
+            um.get("output_token_details"), dict) else {}
+        figs = {"cache_read_tokens": _num(ind.get("cache_read")),
+                "cache_write_tokens": _num(ind.get("cache_creation")),
+                "reasoning_tokens": _num(outd.get("reasoning"))}
+        return i, out, figs
+    if u is None or not isinstance(u.get("input", u.get("output")), int):
+        return i, out, figs
+    for name, keys in (("cache_read_tokens", _CACHE_READ_KEYS),
+                       ("cache_write_tokens", _CACHE_WRITE_KEYS),
+                       ("reasoning_tokens", _REASONING_KEYS)):
+        for k in keys:
+            if _num(u.get(k)) is not None:
+                figs[name] = _num(u[k])
+                break
+    ni, no = _num(i), _num(out)
+    if ni is not None:
+        i = ni + sum(_num(v) or 0 for k, v in u.items() if (
+            k.startswith("input_") and not k.startswith("input_modality")) or k in _SEPARATE)
+    if no is not None:
+        out = no + sum(_num(v) or 0 for k, v in u.items() if k.startswith("output_")
+                              and not k.startswith("output_modality"))
+    return i, out, figs
 
 
 def _ts(v: Any) -> str | None:
@@ -345,16 +362,31 @@ def _trace_rows(trace_id: str, recs: list[Item], quarantine: Quarantine) -> list
     rows: list[Row] = []
     step = 0
     ordered = sorted(recs, key=when)
-    links = _tool_links([it[3] for it in ordered])
-    covered = set(links.values())  # calls a TOOL observation records
-    asked: dict[str, str | None] = {}  # calls given only in generation outputs -> tool name
+    by_id = {it[3].get("id"): it[3] for it in ordered if isinstance(it[3].get("id"), str)}
+    # a generation inside a generation is the same model call instrumented twice (Agno's
+    # OpenAIChat.invoke around the OpenAI instrumentation's chat): the outer one is the call
+    nested = {k for k, it in enumerate(ordered)
+              if str(it[3].get("type") or "").upper() == "GENERATION"
+              and _inside_generation(it[3], by_id)}
+    events, streamed = _emitter_events([it[3] for it in ordered])
+    nested |= events
+    links, aliases = _tool_links([it[3] for it in ordered], nested)
+    covered = set(links.values()) | aliases  # calls a tool execution records
+    asked: dict[str, tuple[str | None, Any]] = {}  # calls generations ask for -> (name, args)
     answered: set[str] = set()
     for k, (_, line, raw, rec, path) in enumerate(ordered):
         src = f"{FORMAT}:{path}"
         try:
-            payload = payload_of({k: v for k, v in rec.items() if k != "_record"}, FORMAT,
-                                 path, line)
             oid = rec.get("id") if isinstance(rec.get("id"), str) else None
+            otype = str(rec.get("type") or "SPAN").upper()
+            doc = {key: v for key, v in rec.items() if key != "_record"}
+            i = o = fld = None
+            if otype == "GENERATION" and k not in nested and not _is_trace(rec):
+                i, o, fld = _usage(rec)
+                i, o, figs = _figures(rec, i, o)
+                if any(v is not None for v in figs.values()):
+                    doc["replaykitUsage"] = figs  # what calls_df reads (FIELD_PATHS)
+            payload = payload_of(doc, FORMAT, path, line)
             if _is_trace(rec):
                 rows.append({"run_id": trace_id, "type": "trace", "kind": "session",
                              "ts": _ts(first_of(rec, "timestamp", "createdAt", "created_at")),
@@ -362,39 +394,49 @@ def _trace_rows(trace_id: str, recs: list[Item], quarantine: Quarantine) -> list
                              "payload": payload, "source": src, "source_line": line,
                              "is_error": False})
                 continue
-            otype = str(rec.get("type") or "SPAN").upper()
             name = rec.get("name") if isinstance(rec.get("name"), str) else None
             failed = str(rec.get("level") or "").upper() == "ERROR"
             base = {"run_id": trace_id, "ts": _ts(first_of(rec, "startTime", "start_time")),
                     "event_id": oid, "source": src, "source_line": line,
                     "is_error": failed, "type": otype}
-            if otype == "GENERATION":
+            if otype == "GENERATION" and k not in nested:
                 step += 1
-                i, o, fld = _usage(rec)
                 # results, in this generation's input, of calls only generations record
-                for cid, res in _answered(rec.get("input")) if not failed else []:
-                    if cid in asked and cid not in answered:
+                for cid, _, res in results_in(rec.get("input")) if not failed else []:
+                    if cid in asked and cid not in covered and cid not in answered:
                         answered.add(cid)
                         rows.append({**base, "kind": "tool_result", "ref_id": cid,
-                                     "tool_name": asked[cid], "turn": 1, "step": step - 1 or None,
+                                     "tool_name": asked[cid][0], "turn": 1,
+                                     "step": step - 1 or None,
                                      "event_id": None, "is_error": False,
-                                     "text": _text(res) or (None if res is None or isinstance(
-                                         res, str) else canonical_json(res)),
+                                     "text": result_text(res),
                                      "payload": payload_of({"part": "input_result", "id": cid,
                                                             "generation": oid, "output": res},
                                                            FORMAT, path, line)})
+                reply = read_reply(rec.get("output"))
+                if reply.reasoning is not None and not failed:
+                    rows.append({**base, "kind": "model_chunk", "chunk_type": "reasoning",
+                                 "ref_id": oid, "step": step, "turn": 1, "event_id": None,
+                                 "text": reply.reasoning,
+                                 "payload": payload_of({"part": "reasoning", "generation": oid},
+                                                       FORMAT, path, line)})
+                if not reply.known and k in streamed:  # BeeAI: the text is in .success-N
+                    reply.text, reply.known = streamed[k], True
                 rows.append({**base, "kind": "model_response", "ref_id": oid, "step": step,
                              "turn": 1, "finish": _finish(rec, failed) or "unknown",
-                             "input_tokens": tokens(i, FORMAT, path, line, fld),
-                             "output_tokens": tokens(o, FORMAT, path, line, fld),
-                             "text": _text(rec.get("output")) if not failed else
+                             "input_tokens": tokens(i, FORMAT, path, line, fld or "usage"),
+                             "output_tokens": tokens(o, FORMAT, path, line, fld or "usage"),
+                             "text": (reply.text if reply.known else text_or_json(
+                                 rec.get("output"))) if not failed else
                              first_of(rec, "statusMessage", "status_message"),
                              "payload": payload})
-                # calls this generation asks for that no TOOL observation records
-                for cid, tname, args in _asked(rec.get("output")) if not failed else []:
-                    if cid in covered or cid in asked:
+                # calls this generation asks for that no tool execution records
+                for cid, tname, args in _asked(rec.get("output"), oid) if not failed else []:
+                    if cid in asked:
                         continue
-                    asked[cid] = tname
+                    asked[cid] = (tname, args)
+                    if cid in covered:
+                        continue
                     args = args if args is not None else {}
                     rows.append({**base, "kind": "tool_call", "ref_id": cid,
                                  "tool_name": tname, "turn": 1, "step": step,
@@ -405,10 +447,13 @@ def _trace_rows(trace_id: str, recs: list[Item], quarantine: Quarantine) -> list
                                                         "generation": oid, "name": tname,
                                                         "arguments": args},
                                                        FORMAT, path, line)})
-            elif otype == "TOOL":
-                args = rec.get("input") if rec.get("input") is not None else {}
-                name = _tool_name(rec)
+            elif k in links or otype == "TOOL":
                 oid = links.get(k, oid)
+                args = decode_arguments(rec.get("input"))
+                if args is None and oid in asked:  # the span keeps no input: the call's
+                    args = asked[oid][1]
+                args = args if args is not None else {}
+                name = _tool_name(rec)
                 rows.append({**base, "kind": "tool_call", "ref_id": oid, "tool_name": name,
                              "turn": 1, "step": step or None, "is_error": False,
                              "args_hash": args_hash(args), "text": canonical_json(args),
@@ -421,7 +466,7 @@ def _trace_rows(trace_id: str, recs: list[Item], quarantine: Quarantine) -> list
                              "turn": 1, "step": step or None, "event_id": None,
                              "ts": _ts(end) or base["ts"],
                              "text": result["statusMessage"] if failed else
-                             _text(rec.get("output")),
+                             result_text(rec.get("output")),
                              "payload": payload_of(result, FORMAT, path, line)})
             else:
                 kind = "error" if failed and otype == "EVENT" else "other"
@@ -432,6 +477,51 @@ def _trace_rows(trace_id: str, recs: list[Item], quarantine: Quarantine) -> list
         except UNEXPECTED as exc:  # a last-resort guard, per record
             quarantine.bad(line_error(exc, FORMAT, path, line), raw_of(raw, rec))
     return rows
+
+
+_EMITTER = re.compile(r"^(?P<base>.+)\.(?P<event>start|success|finish|error)-(?P<n>\d+)$")
+_OI_OUT = re.compile(r"^llm\.output_messages\.(\d+)\.message\.content$")
+
+
+def _emitter_events(recs: list[dict[str, Any]]) -> tuple[set[int], dict[int, str]]:
+    """BeeAI's OpenInference instrumentation exports its emitter's events as observations:
+    one model call is ``<name>.start-<n>`` plus ``<name>.success-<n>`` / ``.finish-<n>`` /
+    ``.error-<n>`` GENERATIONs. Returns the positions of those follow-up events (not calls of
+    their own) and, per ``start`` position, the text its ``success`` event streamed
+    (``llm.output_messages.<i>.message.content`` attributes, one per delta, joined in order)."""
+    starts: dict[tuple[str, str], int] = {}
+    for k, r in enumerate(recs):
+        m = _EMITTER.match(str(r.get("name") or "")) \
+            if str(r.get("type") or "").upper() == "GENERATION" else None
+        if m and m["event"] == "start":
+            starts[(m["base"], m["n"])] = k
+    events: set[int] = set()
+    streamed: dict[int, str] = {}
+    for k, r in enumerate(recs):
+        m = _EMITTER.match(str(r.get("name") or "")) \
+            if str(r.get("type") or "").upper() == "GENERATION" else None
+        if not m or m["event"] == "start" or (m["base"], m["n"]) not in starts:
+            continue
+        events.add(k)
+        if m["event"] == "success":
+            parts = sorted((int(hit.group(1)), v) for key, v in _attributes(r).items()
+                           if (hit := _OI_OUT.match(key)) is not None and isinstance(v, str))
+            if parts:
+                streamed[starts[(m["base"], m["n"])]] = "".join(v for _, v in parts)
+    return events, streamed
+
+
+def _inside_generation(rec: dict[str, Any], by_id: dict[Any, dict[str, Any]]) -> bool:
+    """Whether an ancestor of ``rec`` (by ``parentObservationId``) is a GENERATION."""
+    seen: set[Any] = set()
+    pid = first_of(rec, "parentObservationId", "parent_observation_id")
+    while isinstance(pid, str) and pid in by_id and pid not in seen:
+        seen.add(pid)
+        parent = by_id[pid]
+        if str(parent.get("type") or "").upper() == "GENERATION":
+            return True
+        pid = first_of(parent, "parentObservationId", "parent_observation_id")
+    return False
 
 
 def read_langfuse(

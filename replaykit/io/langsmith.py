@@ -39,6 +39,7 @@ from ._common import (
     require_tenant,
     unexpected_input,
 )
+from ._messages import decode_arguments, read_reply, text_or_json
 from ._platform import Item, canonical, dedupe, first_of, raw_of, records, sniff_records, trace_runs
 from ._records import (
     Row,
@@ -47,7 +48,6 @@ from ._records import (
     line_error,
     payload_of,
     rows_to_log,
-    text_of,
     tokens,
 )
 
@@ -110,34 +110,45 @@ def _merge_batches(posts: list[Any], patches: list[Any]) -> list[Any]:
 
 
 def _output_text(outputs: Any) -> str | None:
-    """The text an llm / tool run produced (chat completions, LangChain generations, plain)."""
-    if not isinstance(outputs, dict):
-        return text_of(outputs)
-    ch = outputs.get("choices")
-    if isinstance(ch, list) and ch and isinstance(ch[0], dict):
-        msg = ch[0].get("message")
-        if isinstance(msg, dict):
-            return text_of(msg.get("content"))
-        if isinstance(ch[0].get("text"), str):
-            return ch[0]["text"]
-    gens = outputs.get("generations")
-    if isinstance(gens, list) and gens:
-        g = gens[0][0] if isinstance(gens[0], list) and gens[0] else gens[0]
-        if isinstance(g, dict):
-            if isinstance(g.get("text"), str):
-                return g["text"]
-            msg = g.get("message")
-            if isinstance(msg, dict):
-                kw = msg.get("kwargs", msg)
-                if isinstance(kw, dict):
-                    return text_of(kw.get("content"))
-    for key in ("output", "content", "text", "answer"):
-        v = outputs.get(key)
-        if isinstance(v, str):
-            return v
-        if isinstance(v, dict) and "content" in v:
-            return text_of(v.get("content"))
-    return text_of(outputs)
+    """The text an llm / tool run produced, in any message shape
+    (:func:`replaykit.io._messages.read_reply`: chat completions, LangChain generations and
+    messages, ...); a value of no known shape as text (strings as they are, else JSON)."""
+    reply = read_reply(outputs)
+    if reply.known:
+        return reply.text
+    if isinstance(outputs, dict):
+        for key in ("output", "answer"):
+            if isinstance(outputs.get(key), str):
+                return str(outputs[key])
+    return text_or_json(outputs)
+
+
+def _figures(run: dict[str, Any]) -> dict[str, Any]:
+    """Cache-read, cache-write and reasoning tokens from the outputs' usage: LangChain's
+    ``usage_metadata`` (``input_token_details.cache_read`` / ``.cache_creation``,
+    ``output_token_details.reasoning``) or OpenAI's ``usage``
+    (``prompt_tokens_details.cached_tokens``, ``completion_tokens_details.reasoning_tokens``);
+    null where not recorded."""
+    figs: dict[str, Any] = {"cache_read_tokens": None, "cache_write_tokens": None,
+                            "reasoning_tokens": None}
+    out = run.get("outputs")
+    if not isinstance(out, dict):
+        return figs
+
+    def sub(d: Any, *path: str) -> Any:
+        for k in path:
+            d = d.get(k) if isinstance(d, dict) else None
+        return d if isinstance(d, int) and not isinstance(d, bool) else None
+
+    um, u = out.get("usage_metadata"), out.get("usage")
+    figs["cache_read_tokens"] = sub(um, "input_token_details", "cache_read") if sub(
+        um, "input_token_details", "cache_read") is not None else sub(
+        u, "prompt_tokens_details", "cached_tokens")
+    figs["cache_write_tokens"] = sub(um, "input_token_details", "cache_creation")
+    figs["reasoning_tokens"] = sub(um, "output_token_details", "reasoning") if sub(
+        um, "output_token_details", "reasoning") is not None else sub(
+        u, "completion_tokens_details", "reasoning_tokens")
+    return figs
 
 
 def _usage(run: dict[str, Any]) -> tuple[Any, Any, str]:
@@ -205,7 +216,12 @@ def _trace_rows(trace_id: str, runs: list[Item], quarantine: Quarantine) -> list
             base = {"run_id": trace_id, "ts": _ts(run.get("start_time")), "event_id": rid,
                     "source": src, "source_line": line, "is_error": bool(err),
                     "turn": 1}
-            payload = payload_of(run, FORMAT, path, line)
+            doc = run
+            if rtype == "llm":
+                figs = _figures(run)
+                if any(v is not None for v in figs.values()):
+                    doc = {**run, "replaykitUsage": figs}  # what calls_df reads
+            payload = payload_of(doc, FORMAT, path, line)
             if rtype == "llm":
                 step += 1
                 i, o, fld = _usage(run)
@@ -216,7 +232,8 @@ def _trace_rows(trace_id: str, runs: list[Item], quarantine: Quarantine) -> list
                              "text": _output_text(run.get("outputs")) if not err else
                              str(err)[:2000], "payload": payload})
             elif rtype == "tool":
-                args = run.get("inputs") if run.get("inputs") is not None else {}
+                args = decode_arguments(run.get("inputs"))
+                args = args if args is not None else {}
                 rows.append({**base, "type": "tool", "kind": "tool_call", "ref_id": rid,
                              "step": step or None, "tool_name": name, "is_error": False,
                              "args_hash": args_hash(args), "text": canonical_json(args),

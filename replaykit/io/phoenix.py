@@ -38,6 +38,7 @@ from ._common import (
     require_tenant,
     unexpected_input,
 )
+from ._messages import decode_arguments, read_reply
 from ._platform import Item, dedupe, raw_of, records, sniff_records, trace_runs
 from ._records import (
     Row,
@@ -216,6 +217,19 @@ def _value(v: Any) -> Any:
     return v
 
 
+#: OpenInference token-detail attributes -> replaykit's figures (``llm.token_count.prompt``
+#: counts every prompt token, cached or not; the details are parts of it)
+_FIGURES = (("cache_read_tokens", "llm.token_count.prompt_details.cache_read"),
+            ("cache_write_tokens", "llm.token_count.prompt_details.cache_write"),
+            ("reasoning_tokens", "llm.token_count.completion_details.reasoning"))
+
+
+def _count(v: Any) -> int | None:
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
 def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> list[Row]:
     """The rows of one trace from its spans (read from one file or several)."""
     spans = sorted(spans, key=lambda s: (_ts(s[3].get("start_time")) or "~", s[0]))
@@ -232,7 +246,12 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
             kind = _kind(span)
             name = span.get("name") if isinstance(span.get("name"), str) else None
             failed = str(span.get("status_code") or "").upper() == "ERROR"
-            payload = payload_of(span, FORMAT, path, line)
+            doc = span
+            if kind == "LLM":
+                figs = {name_: _count(attr(span, key)) for name_, key in _FIGURES}
+                if any(v is not None for v in figs.values()):
+                    doc = {**span, "replaykitUsage": figs}  # what calls_df reads
+            payload = payload_of(doc, FORMAT, path, line)
             base = {"run_id": trace_id, "ts": _ts(span.get("start_time")), "event_id": sid,
                     "source": src, "source_line": line, "is_error": failed, "type": kind,
                     "turn": 1}
@@ -241,8 +260,10 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
                 out = listed(span, "llm.output_messages")
                 # the output messages when recorded (a tool-call-only answer has no text),
                 # else output.value (the provider's raw response, JSON text)
+                raw_out = _value(attr(span, "output.value"))
+                reply = read_reply(raw_out)
                 text = (_messages_text(out) if out
-                        else text_of(_value(attr(span, "output.value"))))
+                        else reply.text if reply.known else text_of(raw_out))
                 pending.extend(_asked(out))
                 reason = attr(span, "llm.finish_reason")  # newer OpenInference (OpenAI)
                 finish = ("error" if failed else
@@ -262,7 +283,8 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
                 tname = attr(span, "tool.name") or name
                 # OpenInference: input.value holds the call's arguments; tool.parameters is
                 # the tool's parameter schema, read only when there is no input.value
-                args = _value(attr(span, "input.value") or attr(span, "tool.parameters"))
+                args = decode_arguments(attr(span, "input.value") or attr(
+                    span, "tool.parameters"))
                 args = args if args is not None else {}
                 cid = attr(span, "tool_call.id")
                 if not isinstance(cid, str) or not cid:

@@ -53,6 +53,7 @@ from .._common import (
     unexpected_input,
     unreadable,
 )
+from .._messages import read_reply, tool_name
 from ._decode import (
     _log_record,
     _logs_of,
@@ -181,11 +182,17 @@ def _view(rec: dict[str, Any]) -> dict[str, Any]:
             # llm.finish_reason: newer OpenInference instrumentations (the OpenAI one)
             reasons=None if a.get("llm.finish_reason") is None else [a["llm.finish_reason"]],
             out=msgs["output"] or None, inp=msgs["input"] or None,
+            raw_out=a.get("output.value") if a.get("output.mime_type") != "text/plain"
+            or not msgs["output"] else None,
             has_out=bool(msgs["output"]) or a.get("output.value") is not None,
             has_in=bool(msgs["input"]) or a.get("input.value") is not None,
             names=("llm.output_messages", "llm.input_messages", "input.value", "output.value"),
             agent_id=None)
         return v
+    if op is None and isinstance(a.get("ai.operationId"), str):
+        vercel = _vercel_view(a)
+        if vercel is not None:
+            return vercel
     found = _content(a, rec["events"] + rec.get("logs", []))
     args = a.get("gen_ai.tool.call.arguments")
     result = a.get("gen_ai.tool.call.result")
@@ -194,9 +201,9 @@ def _view(rec: dict[str, Any]) -> dict[str, Any]:
     if v["op"] is None:  # older OpenLLMetry / Traceloop spans name the operation otherwise
         v["op"] = _legacy_op(a)
     v.update(
-        tool_name=_scalar_text(a.get("gen_ai.tool.name", a.get("traceloop.entity.name")
-                                     if v["op"] == "execute_tool" else None),
-                               "gen_ai.tool.name"),
+        tool_name=tool_name(_scalar_text(a.get("gen_ai.tool.name", a.get(
+            "traceloop.entity.name") if v["op"] == "execute_tool" else None),
+            "gen_ai.tool.name")),
         call_id=_scalar_text(a.get("gen_ai.tool.call.id"), "gen_ai.tool.call.id"),
         # pydantic-ai's format versions 1 and 2 keep them as tool_arguments / tool_response
         args=args if args is not None else a.get("tool_arguments", a.get(
@@ -212,6 +219,62 @@ def _view(rec: dict[str, Any]) -> dict[str, Any]:
                "gen_ai.tool.call.result"),
         agent_id=_scalar_text(a.get("gen_ai.agent.id"), "gen_ai.agent.id"))
     return v
+
+
+#: Vercel AI SDK ``ai.operationId`` values that are one model call (the provider request)
+_VERCEL_CALLS = ("ai.generateText.doGenerate", "ai.streamText.doStream",
+                 "ai.generateObject.doGenerate", "ai.streamObject.doStream")
+#: the SDK call around them (a unit of agent work: a session at a trace's root)
+_VERCEL_RUNS = ("ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject")
+
+
+def _vercel_view(a: dict[str, Any]) -> dict[str, Any] | None:
+    """A Vercel AI SDK span (``ai.operationId``; no ``gen_ai.operation.name``) in GenAI terms:
+    ``ai.*.doGenerate`` / ``doStream`` is a model call (``ai.response.text`` /
+    ``.toolCalls`` / ``.reasoning``, ``ai.usage.*`` or ``gen_ai.usage.*``), ``ai.toolCall`` a
+    tool execution (``ai.toolCall.name`` / ``.id`` / ``.args`` or ``.input`` / ``.result``
+    or ``.output``), ``ai.generateText`` & co. the call around them; None for other spans."""
+    op_id = a["ai.operationId"]
+    names = ("ai.response.text", "ai.prompt.messages", "ai.toolCall.args",
+             "ai.toolCall.result")
+    base: dict[str, Any] = {"tool_name": None, "call_id": None, "args": None, "result": None,
+                            "input_tokens": None, "output_tokens": None, "reasons": None,
+                            "out": None, "inp": None, "has_out": False, "has_in": False,
+                            "names": names, "agent_id": None}
+    if op_id == "ai.toolCall":
+        args = a.get("ai.toolCall.args", a.get("ai.toolCall.input"))
+        return {**base, "op": "execute_tool",
+                "tool_name": _scalar_text(a.get("ai.toolCall.name"), "ai.toolCall.name"),
+                "call_id": _scalar_text(a.get("ai.toolCall.id"), "ai.toolCall.id"),
+                "args": args, "result": a.get("ai.toolCall.result", a.get(
+                    "ai.toolCall.output"))}
+    if op_id in _VERCEL_RUNS:
+        return {**base, "op": "invoke_workflow"}
+    if op_id not in _VERCEL_CALLS:
+        return None
+    reply = read_reply({k: v for k, v in a.items() if k.startswith("ai.response.")})
+    parts: list[dict[str, Any]] = []
+    if reply.reasoning is not None:
+        parts.append({"type": "reasoning", "content": reply.reasoning})
+    if reply.text:
+        parts.append({"type": "text", "content": reply.text})
+    parts.extend({"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments}
+                 for c in reply.calls)
+    has_out = any(k in a for k in ("ai.response.text", "ai.response.toolCalls",
+                                   "ai.response.object"))
+    prompt = a.get("ai.prompt.messages")
+    inp = _content({"gen_ai.prompt": prompt}, [])["inp"] if prompt is not None else None
+    tin = _first(a, ("gen_ai.usage.input_tokens", "ai.usage.inputTokens",
+                     "ai.usage.promptTokens"))
+    tout = _first(a, ("gen_ai.usage.output_tokens", "ai.usage.outputTokens",
+                      "ai.usage.completionTokens"))
+    reasons = a.get("gen_ai.response.finish_reasons", a.get("ai.response.finishReason"))
+    return {**base, "op": "chat", "out": [{"role": "assistant", "parts": parts}] if has_out
+            else None, "inp": inp, "has_out": has_out, "has_in": inp is not None,
+            "input_tokens": _token_count(tin[1], tin[0]),
+            "output_tokens": _token_count(tout[1], tout[0]),
+            "reasons": reasons if isinstance(reasons, list) else [reasons]
+            if reasons is not None else None, "forms": ["vercel"]}
 
 
 #: token counts under each generation's name (first present wins)
@@ -304,7 +367,8 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
             missing.append(v["names"][1])
         finish: str | None = "error" if err else _finish(v["reasons"])
         out = v["out"]
-        text = out if isinstance(out, str) else _output_text(out)
+        reply = read_reply(out if out is not None else v.get("raw_out"))
+        text = reply.text if reply.known else (out if isinstance(out, str) else None)
         # tool calls in the history the model was given, when nothing before recorded them
         # (the span that asked for them was not captured, or sits in an unread trace)
         for part in _parts(v["inp"], "tool_call"):
@@ -333,6 +397,10 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
         ref = _scalar_text(a.get("replaykit.ref_id"), "replaykit.ref_id") or rec["spanId"]
         if a.get("replaykit.call.finished") is False and not err:
             finish = None
+        if reply.reasoning is not None and not err:
+            extra.append(({**base, "type": "gen_ai.reasoning", "kind": "model_chunk",
+                           "chunk_type": "reasoning", "_t": end, "_reasoning": True,
+                           "ref_id": ref, "text": reply.reasoning}, {"type": "reasoning"}))
         rows.append({**base, "kind": "model_response", "_t": end, "ref_id": ref,
                      "finish": finish, "is_error": err, "input_tokens": v["input_tokens"],
                      "output_tokens": v["output_tokens"], "text": text})
@@ -400,8 +468,9 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
     # input (history) rows first: the calls, then their results; the output calls after
     inputs = [r for r, _ in extra if r.get("_input")]
     results = [r for r, _ in extra if r["kind"] == "tool_result"]
+    thoughts = [r for r, _ in extra if r.pop("_reasoning", False)]
     outputs = [r for r, _ in extra if r["kind"] == "tool_call" and not r.get("_input")]
-    rows = inputs + results + rows + outputs
+    rows = inputs + results + thoughts + rows + outputs
     for r in inputs:
         del r["_input"]
     for r in rows:
@@ -414,10 +483,17 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
 #: subagent (start and end rows)
 _AGENT_OPERATIONS = ("invoke_agent", "create_agent", "invoke_workflow")
 _CACHE_READ = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
-               "gen_ai.usage.cache_read_tokens")
+               "gen_ai.usage.cache_read_tokens", "gen_ai.usage.cached_tokens",
+               "llm.token_count.prompt_details.cache_read",
+               "ai.usage.cachedInputTokens")
 _CACHE_WRITE = ("gen_ai.usage.cache_creation.input_tokens",
                 "gen_ai.usage.cache_creation_input_tokens",
-                "gen_ai.usage.cache_write.input_tokens", "gen_ai.usage.cache_write_input_tokens")
+                "gen_ai.usage.cache_write.input_tokens", "gen_ai.usage.cache_write_input_tokens",
+                "llm.token_count.prompt_details.cache_write")
+_REASONING = ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens",
+              "gen_ai.usage.output_tokens_details.reasoning_tokens",
+              "llm.usage.reasoning_tokens", "llm.token_count.completion_details.reasoning",
+              "ai.usage.reasoningTokens")
 
 
 def _genai_summary(a: dict[str, Any], v: dict[str, Any]) -> dict[str, Any]:
@@ -438,17 +514,51 @@ def _genai_summary(a: dict[str, Any], v: dict[str, Any]) -> dict[str, Any]:
         out["provider"] = provider
     usage = {}
     for name, keys in (("cache_read_input_tokens", _CACHE_READ),
-                       ("cache_creation_input_tokens", _CACHE_WRITE)):
+                       ("cache_creation_input_tokens", _CACHE_WRITE),
+                       ("reasoning_tokens", _REASONING)):
         key, value = _first(a, keys)
         if value is not None:
             usage[name] = _token_count(value, key)
+    for name, value in _litellm_usage(a).items():
+        usage.setdefault(name, value)
     if usage:
         out["usage"] = usage
     return out
 
 
+def _litellm_usage(a: dict[str, Any]) -> dict[str, int]:
+    """Cache-read, cache-write and reasoning tokens LiteLLM keeps only in
+    ``metadata.usage_object``: the provider's usage as a Python ``repr`` (read with
+    :func:`ast.literal_eval`, which evaluates literals only; none when it is not one)."""
+    import ast
+
+    text = a.get("metadata.usage_object")
+    if not isinstance(text, str) or not text.startswith("{") or len(text) > 20000:
+        return {}
+    try:
+        u = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return {}
+    if not isinstance(u, dict):
+        return {}
+    pd_: dict[str, Any] = u["prompt_tokens_details"] if isinstance(
+        u.get("prompt_tokens_details"), dict) else {}
+    cd: dict[str, Any] = u["completion_tokens_details"] if isinstance(
+        u.get("completion_tokens_details"), dict) else {}
+    got = {"cache_read_input_tokens": pd_.get("cached_tokens",
+                                              u.get("cache_read_input_tokens")),
+           "cache_creation_input_tokens": pd_.get("cache_creation_tokens",
+                                                  u.get("cache_creation_input_tokens")),
+           "reasoning_tokens": cd.get("reasoning_tokens")}
+    return {k: v for k, v in got.items()
+            if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+
+
 def _finish(reasons: Any) -> str:
-    """replaykit ``finish`` of ``gen_ai.response.finish_reasons`` (its first value)."""
+    """replaykit ``finish`` of ``gen_ai.response.finish_reasons`` (its first value; LiteLLM
+    writes the list as JSON text)."""
+    if isinstance(reasons, str) and reasons.startswith("["):
+        reasons = _maybe_json(reasons)[0]
     first = reasons[0] if isinstance(reasons, list) and reasons else reasons
     if first is None or first == "" or first == []:
         return "unknown"
@@ -753,7 +863,8 @@ def _build(recs: list[tuple[dict[str, Any], str, int]], tenant: str,
     seq[order] = np.arange(len(order)) - group_start
     cols: dict[str, Any] = {name: [r.get(name) for r in rows] for name in (
         "run_id", "type", "kind", "event_id", "ref_id", "tool_name", "args_hash", "is_error",
-        "finish", "input_tokens", "output_tokens", "text", "payload", "source", "source_line")}
+        "finish", "input_tokens", "output_tokens", "text", "payload", "source", "source_line",
+        "chunk_type")}
     cols["seq"] = seq
     cols["tenant_id"] = [tenant] * len(rows)
     cols["ts"] = pa.array(t // 1000, type=pa.int64()).cast(pa.timestamp("us", tz="UTC"))
@@ -832,6 +943,31 @@ def _link_tool_spans(recs: list[tuple[dict[str, Any], str, int]],
             if q and q[0][0] <= rec["startTimeUnixNano"]:
                 v["call_id"] = q.popleft()[1]
                 claimed.add(v["call_id"])
+        # a tool span still without a call id executes the call of its name that a later
+        # request's history hands back (openai-agents: the span names no call, the next
+        # request's input has the call with its id): one execution, one call row
+        later: list[tuple[int, str | None, str, Any]] = []
+        for rec in spans:
+            v = rec["_view"]
+            if v["op"] in MODEL_OPERATIONS:
+                for part in _parts(v["inp"], "tool_call"):
+                    cid = part.get("id")
+                    if isinstance(cid, str) and cid and cid not in claimed \
+                            and cid not in {c for _, _, c, _ in later}:
+                        later.append((rec["startTimeUnixNano"], _loose_text(part.get("name")),
+                                      cid, part.get("arguments")))
+        later.sort(key=lambda x: x[0])
+        for rec in tools:
+            v = rec["_view"]
+            if v["call_id"]:
+                continue
+            fits = [c for c in later if c[1] == v["tool_name"] and c[2] not in claimed
+                    and c[0] >= rec["startTimeUnixNano"]]
+            same = [c for c in fits if _maybe_json(c[3])[0] == _maybe_json(v["args"])[0]]
+            pick = (same or fits)[:1]
+            if pick:
+                v["call_id"] = pick[0][2]
+                claimed.add(pick[0][2])
         covered[trace] = {r["_view"]["call_id"] for r in tools if r["_view"]["call_id"]}
     return covered
 

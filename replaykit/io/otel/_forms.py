@@ -10,8 +10,9 @@ producers) keep the same facts as:
   assistant's tool calls as OpenAI ``{"id", "type": "function", "function"}`` objects in
   ``content``);
 * numbered attributes ``gen_ai.prompt.{i}.role`` / ``.content`` / ``.tool_call_id`` /
-  ``.tool_calls.{j}.{id,name,arguments}`` and ``gen_ai.completion.{i}.*`` with
-  ``.finish_reason`` (OpenLLMetry);
+  ``.tool_calls.{j}.{id,name,arguments}`` (or ``.tool_calls.{j}.function.{name,arguments}``)
+  and ``gen_ai.completion.{i}.*`` with ``.finish_reason`` (OpenLLMetry), LiteLLM's
+  ``gen_ai.completion.{i}.function_call.{name,arguments}``;
 * one event per message, as span events or OTLP log records: ``gen_ai.system.message``,
   ``gen_ai.user.message``, ``gen_ai.assistant.message``, ``gen_ai.tool.message`` (body
   ``{"content", "tool_calls", "id"}``) and ``gen_ai.choice`` (body ``{"index",
@@ -116,9 +117,15 @@ def to_parts(msg: Any, role: str | None = None) -> dict[str, Any] | None:
         if not isinstance(c, dict):
             continue
         fn: dict[str, Any] = c["function"] if isinstance(c.get("function"), dict) else {}
-        parts.append({"type": "tool_call", "id": _text(c.get("id")),
-                      "name": _text(c.get("name", fn.get("name"))),
-                      "arguments": _json(c.get("arguments", fn.get("arguments")))})
+        # numbered attributes spell the nested function as ``function.name`` keys (LiteLLM)
+        name = c.get("name", fn.get("name", c.get("function.name")))
+        args = c.get("arguments", fn.get("arguments", c.get("function.arguments")))
+        parts.append({"type": "tool_call", "id": _text(c.get("id")), "name": _text(name),
+                      "arguments": _json(args)})
+    fc = msg.get("function_call")
+    if isinstance(fc, dict) and fc.get("name") is not None:  # OpenAI's legacy function call
+        parts.append({"type": "tool_call", "id": _text(fc.get("id")),
+                      "name": _text(fc.get("name")), "arguments": _json(fc.get("arguments"))})
     return {"role": r, "parts": parts}
 
 
@@ -197,6 +204,8 @@ def _numbered(attrs: dict[str, Any]) -> dict[str, dict[int, dict[str, Any]]]:
         tc = _NUMBERED_CALL.match(rest)
         if tc is not None:
             msg.setdefault("tool_calls", {}).setdefault(int(tc.group(1)), {})[tc.group(2)] = value
+        elif rest.startswith("function_call."):  # LiteLLM: gen_ai.completion.{i}.function_call.*
+            msg.setdefault("function_call", {})[rest[len("function_call."):]] = value
         else:
             msg[rest] = value
     return found
@@ -247,6 +256,19 @@ def content(attrs: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, An
             reasons = reasons if reasons is not None else a.get(
                 "gen_ai.response.finish_reasons")
             forms.append(OPERATION_DETAILS)
+    if out is not None and not any(p.get("type") == "tool_call" for m in out
+                                   for p in m.get("parts") or []):
+        # LiteLLM writes the current attributes with empty parts and the call it made as
+        # numbered gen_ai.completion.{i}.function_call.* / .tool_calls.{j}.* attributes
+        num = _numbered(attrs)
+        extra = [p for _, v in sorted(num["completion"].items())
+                 if (m := to_parts({k: x for k, x in v.items() if k != "content"},
+                                   "assistant")) is not None
+                 for p in m["parts"] if p.get("type") == "tool_call"]
+        if extra:
+            out = [*out[:-1], {**out[-1], "parts": [*out[-1].get("parts", []), *extra]}] \
+                if out else [{"role": "assistant", "parts": extra}]
+            forms.append("numbered")
     if inp is None and out is None:
         prompt, completion = attrs.get("gen_ai.prompt"), attrs.get("gen_ai.completion")
         for e in events:
@@ -299,6 +321,10 @@ def content(attrs: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, An
             reasons = reasons if reasons is not None else (got_reasons or None)
             forms.append("message events")
     _fill_tool_ids(inp)
+    if out:  # output calls without an id: the id the same call gets in a later history
+        whole = [*(inp or []), *out]
+        for i in range(len(inp or []), len(whole)):
+            _name_calls(whole, i, whole[i].get("parts") or [])
     if system is None and inp:
         sys_msgs = [m for m in inp if m.get("role") == "system"]
         if sys_msgs and "attributes" not in forms:
