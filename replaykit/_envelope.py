@@ -292,7 +292,8 @@ def _reason_text(v: Any) -> str | None:
 def _error_text(doc: Any) -> str | None:
     if not isinstance(doc, Mapping):
         return None
-    box = doc.get("data") if isinstance(doc.get("data"), Mapping) else doc
+    data = doc.get("data")
+    box: Mapping[str, Any] = data if isinstance(data, Mapping) else doc
     for k in ("error", "statusMessage", "status_message", "message"):
         v = box.get(k)
         if isinstance(v, str) and v:
@@ -328,8 +329,9 @@ def terminal_state(kind: str | None, *, finish: str | None = None,
     >>> terminal_state("turn_end", text="[Request interrupted by user]")
     'interrupted by the user'
     """
-    doc = payload if isinstance(payload, Mapping) else {}
-    box = doc.get("data") if isinstance(doc.get("data"), Mapping) else doc
+    doc: Mapping[str, Any] = payload if isinstance(payload, Mapping) else {}
+    data = doc.get("data")
+    box: Mapping[str, Any] = data if isinstance(data, Mapping) else doc
     low = (text or "").lower()
     if kind in ("model_response", "model_chunk"):
         word = _FINISH_WORDS.get(str(raw_finish)) or _FINISH_WORDS.get(str(finish))

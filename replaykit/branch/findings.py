@@ -17,8 +17,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._envelope import (bookkeeping_group, bookkeeping_phrase, content_first, format_of,
-                         terminal_state)
+from .._envelope import (
+    bookkeeping_group,
+    bookkeeping_phrase,
+    content_first,
+    format_of,
+    terminal_state,
+)
 from .._json import _has_long_int
 
 __all__ = ["BOOKKEEPING_KEYS", "Summary", "UNSUPPORTED_COLUMNS", "changes_df",
@@ -909,7 +914,9 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
 
     ch = changes_df(result) if changes is None else changes
     key = ch[ch["key"]] if len(ch) else ch
-    envelope = ch[~ch["key"]] if len(ch) else ch  # counted after the content, never named
+    # the envelope: counted after the content, never named; the replay's own record (patch
+    # record, argument hashes, fixture ids) is what the source phrase already says
+    envelope = ch[~ch["key"] & (ch["bookkeeping"] != "replay")] if len(ch) else ch
     patched_by = _patched_by(result)
     effects = result.effects_df()
     ann = result.annotations_df()
@@ -981,9 +988,9 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
                 lead = (f"{who} {what} {_content_phrase(result, ev, vals, 40, 1, False)} "
                         f"at step {int(ev.step):,}")
             bk = envelope[envelope["row"] == ev.row] if len(envelope) else envelope
-            tail = f", and {bookkeeping_phrase(bk['bookkeeping'])}" if len(bk) else ""
-            add("outcome", f"{who} {what} {said}{tail} at step {int(ev.step):,} "
-                f"({_source_phrase(result, ev, patched_by)}).", "changes",
+            tail = f"; besides, {bookkeeping_phrase(bk['bookkeeping'])}" if len(bk) else ""
+            add("outcome", f"{who} {what} {said} at step {int(ev.step):,} "
+                f"({_source_phrase(result, ev, patched_by)}){tail}.", "changes",
                 "changes_df() rows with key=True, origin, fixture_id/provenance; the "
                 "bookkeeping rows (key=False) counted by group")
         rest = events[~events["row"].isin(named.head(EVENTS_NAMED)["row"])]
@@ -994,9 +1001,9 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
             where = ", ".join(f"{x:,}" for x in steps[:8]) + (
                 f" and {len(steps) - 8:,} more" if len(steps) > 8 else "")
             bk = envelope[envelope["row"].isin(group["row"])] if len(envelope) else envelope
-            tail = f", and {bookkeeping_phrase(bk['bookkeeping'])}" if len(bk) else ""
+            tail = f"; besides, {bookkeeping_phrase(bk['bookkeeping'])}" if len(bk) else ""
             add("outcome", f"{len(steps):,} {kind_} event(s) changed (step(s) {where}): "
-                f"{_values_phrase(vals, 32, 5)}{tail} (see the changed-values table).",
+                f"{_values_phrase(vals, 32, 5)} (see the changed-values table){tail}.",
                 "changes", "changes_df() rows with key=True not named above, by kind")
     # events whose content did not change but whose envelope did (a changed finish or error
     # flag beside new ids and times): counted, after the content
