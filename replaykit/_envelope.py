@@ -357,7 +357,7 @@ def terminal_state(kind: str | None, *, finish: str | None = None,
         return "a user message, not answered"
     if kind == "error":
         err = _error_text(doc) or text
-        return f"error: {_short(err)}" if err else "error"
+        return f"error: {_short(err)}" if err else "error: no message recorded"
     if kind in ("turn_end", "session", "subagent_end", "step_end"):
         what = {"turn_end": "turn ended", "session": "run ended",
                 "subagent_end": "subagent ended", "step_end": "step ended"}[kind]

@@ -558,6 +558,22 @@ def _content_phrase(result: Any, ev: Any, vals: pd.DataFrame, limit: int = 60,
     return f"{_cut_raw(r['after'] if r['op'] == 'added' else r['before'], limit)}{tail}"
 
 
+def _lead_value(result: Any, ev: Any, vals: pd.DataFrame, limit: int = 40) -> str:
+    """The one value an answer line names: the event's first change of what the agent
+    sent or got, its new value only (``output.score \u2192 0.34``)."""
+    said = _said_first(vals)
+    if not len(said) or said["path"].iloc[0] == "":
+        return _content_phrase(result, ev, vals, limit, 1, where=False)
+    r = said.iloc[0]
+    if r["op"] == "changed":
+        was = _phrase_value(r["before"], limit)  # a short old value is named too
+        return (f"{r['label']} {was + ' ' if len(was) <= 20 else ''}\u2192 "
+                f"{_phrase_value(r['after'], limit)}")
+    if r["op"] == "added":
+        return f"{r['label']} {_phrase_value(r['after'], limit)} added"
+    return f"{r['label']} {_phrase_value(r['before'], limit)} removed"
+
+
 def _cut_raw(text: Any, limit: int) -> str:
     """JSON text cut to ``limit`` characters as it is (its members keep their order: a whole
     event's JSON lists its content first)."""
@@ -985,8 +1001,7 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
             who = ev.tool_name if isinstance(ev.tool_name, str) and ev.tool_name else ev.kind
             said = _content_phrase(result, ev, vals)
             if not lead:
-                lead = (f"{who} {what} {_content_phrase(result, ev, vals, 40, 1, False)} "
-                        f"at step {int(ev.step):,}")
+                lead = f"{who} {what} {_lead_value(result, ev, vals)} at step {int(ev.step):,}"
             bk = envelope[envelope["row"] == ev.row] if len(envelope) else envelope
             tail = f"; besides, {bookkeeping_phrase(bk['bookkeeping'])}" if len(bk) else ""
             add("outcome", f"{who} {what} {said} at step {int(ev.step):,} "
