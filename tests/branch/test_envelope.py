@@ -23,8 +23,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit._envelope import (BOOKKEEPING, BOOKKEEPING_GROUPS, bookkeeping_group,
-                                 content_first, is_bookkeeping, terminal_state)
+from replaykit._envelope import (
+    BOOKKEEPING,
+    BOOKKEEPING_GROUPS,
+    bookkeeping_group,
+    content_first,
+    is_bookkeeping,
+    terminal_state,
+)
 from replaykit.branch.findings import _terminal, json_changes
 
 DATA = Path(__file__).resolve().parents[1] / "data"
