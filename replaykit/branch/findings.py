@@ -528,11 +528,15 @@ _SAID = frozenset({"output", "outputs", "result", "args", "arguments", "input", 
 
 
 def _said_first(vals: pd.DataFrame) -> pd.DataFrame:
-    """``vals`` with the changes under :data:`_SAID` members first (stable otherwise)."""
+    """``vals`` with the changes under :data:`_SAID` members first, within each part the
+    changed and added values before the removed ones (stable otherwise)."""
     if len(vals) < 2:
         return vals
     top = vals["path"].astype(str).str.split("/").str[1].fillna("")
-    return vals.iloc[np.argsort(~top.isin(_SAID).to_numpy(), kind="stable")]
+    # what the event now says (changed, added) before what it no longer says (removed)
+    rank = (~top.isin(_SAID).to_numpy()) * 3 + vals["op"].map(
+        {"changed": 0, "added": 1}).fillna(2).to_numpy(dtype=int)
+    return vals.iloc[np.argsort(rank, kind="stable")]
 
 
 def _content_phrase(result: Any, ev: Any, vals: pd.DataFrame, limit: int = 60,
