@@ -440,3 +440,20 @@ def test_random_edits_content_first_and_nothing_lost(tiny_session: rk.EventLog,
         assert said.index(mine.loc[mine.key, "label"].iloc[0]) < said.index("; besides,")
     else:
         assert "bookkeeping" not in said
+
+
+def test_the_report_doc_lists_every_declared_member() -> None:
+    """docs/report.md, "Envelope and content": one row per format, every pattern named."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "report.md").read_text()
+    section = doc.split("### Envelope and content", 1)[1].split("\n### ", 1)[0]
+    rows = {line.split("|")[1].strip(): line for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| format")}
+    from replaykit._envelope import REPLAY_BOOKKEEPING
+
+    for fmt, groups in [("every format (the replay)", REPLAY_BOOKKEEPING),
+                        *BOOKKEEPING.items()]:
+        assert fmt in rows, fmt
+        for g, pats in groups.items():
+            assert f"**{g}**" in rows[fmt]
+            for p in pats:
+                assert f"`{p}`" in rows[fmt], (fmt, p)
