@@ -260,6 +260,7 @@ def content_first(doc: Any, fmt: str | None = None, path: str = "") -> Any:
 # ------------------------------------------------------------------------- terminal states
 #: normalised ``finish`` values (and raw stop reasons) -> what a reader calls them.
 _FINISH_WORDS = {
+    "stop": "stopped: finished", "STOP": "stopped: finished",
     "tool-calls": "stopped: tool calls", "tool_calls": "stopped: tool calls",
     "tool_use": "stopped: tool calls", "function_call": "stopped: tool calls",
     "max-tokens": "max tokens", "max_tokens": "max tokens", "length": "max tokens",
@@ -289,24 +290,30 @@ def _reason_text(v: Any) -> str | None:
     return None
 
 
+def _message(v: Any) -> str | None:
+    """An error value as text: a string, or a mapping's ``message`` / ``name`` / ``code``."""
+    if isinstance(v, str) and v:
+        return v
+    if isinstance(v, Mapping):
+        for k in ("message", "name", "code"):
+            if isinstance(v.get(k), str) and v[k]:
+                return str(v[k])
+    return None
+
+
 def _error_text(doc: Any) -> str | None:
+    """The error message an event records (``error``, a status message, a turn end's
+    ``reason.error``), or None."""
     if not isinstance(doc, Mapping):
         return None
     data = doc.get("data")
     box: Mapping[str, Any] = data if isinstance(data, Mapping) else doc
     for k in ("error", "statusMessage", "status_message", "message"):
-        v = box.get(k)
-        if isinstance(v, str) and v:
-            return v
-        if isinstance(v, Mapping):
-            for kk in ("message", "name", "code"):
-                if isinstance(v.get(kk), str) and v[kk]:
-                    return str(v[kk])
+        got = _message(box.get(k))
+        if got:
+            return got
     reason = box.get("reason")
-    if isinstance(reason, Mapping) and isinstance(reason.get("error"), (str, Mapping)):
-        e = reason["error"]
-        return e if isinstance(e, str) else _reason_text(e)
-    return None
+    return _message(reason.get("error")) if isinstance(reason, Mapping) else None
 
 
 def terminal_state(kind: str | None, *, finish: str | None = None,
@@ -334,9 +341,14 @@ def terminal_state(kind: str | None, *, finish: str | None = None,
     box: Mapping[str, Any] = data if isinstance(data, Mapping) else doc
     low = (text or "").lower()
     if kind in ("model_response", "model_chunk"):
-        word = _FINISH_WORDS.get(str(raw_finish)) or _FINISH_WORDS.get(str(finish))
-        if is_error and not word:
+        # the source's own stop reason reads as it is spelled (end_turn), unless it names
+        # one of the states above (tool calls, max tokens ...)
+        word = _FINISH_WORDS.get(str(raw_finish)) if raw_finish else None
+        if not word and (is_error or finish == "error"):
             word = "error: model call failed"
+        if not word and raw_finish and str(raw_finish) not in ("stop", "STOP"):
+            return f"stopped: {raw_finish}"
+        word = word or _FINISH_WORDS.get(str(finish))
         if word:
             return word
         stop = raw_finish or finish
@@ -344,6 +356,8 @@ def terminal_state(kind: str | None, *, finish: str | None = None,
     if kind == "tool_result":
         who = f" ({tool_name})" if tool_name else ""
         return f"error: tool failed{who}" if is_error else f"a tool returned{who}"
+    if kind == "model_request":
+        return "a model request, not answered"
     if kind == "tool_call":
         return f"stopped at a tool call{' (' + tool_name + ')' if tool_name else ''}"
     if kind == "approval_request":

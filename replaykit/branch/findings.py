@@ -648,12 +648,22 @@ def _terminal(t: Any) -> tuple[str | None, Any]:
                    pc.fill_null(t.column("is_error"), False))
     hits = np.flatnonzero(np.asarray(agent, dtype=bool))
     at = int(hits[-1]) if len(hits) else t.num_rows - 1
-    cols = [c for c in ("kind", "payload", "finish", "is_error", "tool_name", "text", "type")
-            if c in t.column_names]
+    cols = [c for c in ("kind", "payload", "finish", "is_error", "tool_name", "text", "type",
+                        "ref_id") if c in t.column_names]
     last = t.slice(at, 1).select(cols).to_pylist()[0]
     doc = _decode(last["payload"])
+    raw = _raw_finish(doc)
+    if raw is None and last.get("finish") and last.get("ref_id") is not None:
+        # a streamed message records its stop reason on one of its lines (Claude Code):
+        # the call's other rows, latest first
+        same = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(
+            pc.cast(t.column("ref_id"), "string"), last["ref_id"]), False), dtype=bool))
+        for p in same[::-1][:16].tolist():
+            raw = _raw_finish(_decode(t.column("payload")[p].as_py()))
+            if raw is not None:
+                break
     return terminal_state(last.get("kind"), finish=last.get("finish"),
-                          raw_finish=_raw_finish(doc), is_error=bool(last.get("is_error")),
+                          raw_finish=raw, is_error=bool(last.get("is_error")),
                           tool_name=last.get("tool_name"), text=last.get("text"),
                           type_=last.get("type"), payload=doc), doc
 

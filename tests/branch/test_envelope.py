@@ -252,7 +252,12 @@ def test_codex_terminal_state_skips_the_trailing_token_count() -> None:
 # ----------------------------------------------------------------------- terminal words
 @pytest.mark.parametrize(("event", "words"), [
     ({"kind": "model_response", "finish": "stop", "raw_finish": "end_turn"}, "stopped: end_turn"),
-    ({"kind": "model_response", "finish": "stop"}, "stopped: stop"),
+    ({"kind": "model_response", "finish": "stop"}, "stopped: finished"),
+    ({"kind": "model_response", "finish": "stop", "raw_finish": "STOP"}, "stopped: finished"),
+    ({"kind": "model_request"}, "a model request, not answered"),
+    ({"kind": "turn_end", "payload": {"data": {"reason": {"kind": "error", "error": {
+        "code": "SERVER", "message": "provider unavailable (HTTP 503)"}}}}},
+     "error: provider unavailable (HTTP 503)"),
     ({"kind": "model_response", "finish": "tool-calls", "raw_finish": "tool_use"},
      "stopped: tool calls"),
     ({"kind": "model_response", "finish": "max-tokens", "raw_finish": "length"}, "max tokens"),
@@ -317,6 +322,34 @@ def test_terminal_states_of_real_files() -> None:
     words, _ = _terminal(ls.run(last_run, tenant_id="acme").table)
     assert words.startswith("error: ") and words[len("error: "):].rstrip("\u2026") in \
         " ".join(errors)
+
+
+def test_claude_code_and_codex_stop_reasons_read_as_the_source_spells_them() -> None:
+    """The bundled Claude Code session ends (before its trailing compact summary, a
+    checkpoint row) on an assistant message whose stop_reason the file records; a Codex
+    rollout (before its token count) on a function call."""
+    folder = Path(__file__).resolve().parents[2] / "data" / "claude_code"
+    files = sorted(folder.rglob("*.jsonl"))
+    log = rk.read_claude_code(folder, tenant_id="acme")
+    checked = 0
+    for f in files:
+        lines = _lines(f)
+        stops = [d["message"]["stop_reason"] for d in lines if d.get("type") == "assistant"
+                 and (d.get("message") or {}).get("stop_reason")]
+        run = next(r for r in log.run_ids if r == lines[-1].get("sessionId")) \
+            if any(r == lines[-1].get("sessionId") for r in log.run_ids) else None
+        if run is None or not stops:
+            continue
+        words, _ = _terminal(log.run(run, tenant_id="acme").table)
+        assert words == f"stopped: {stops[-1]}" or stops[-1] == "tool_use"
+        assert stops[-1] != "end_turn" or words == "stopped: end_turn"
+        checked += 1
+    assert checked >= 1
+    path = CODEX[0]
+    calls = [d["payload"]["name"] for d in _lines(path) if d.get("type") == "response_item"
+             and d["payload"].get("type") == "function_call"]
+    words, _ = _terminal(rk.read_codex(path, tenant_id="acme").table)
+    assert words == f"stopped at a tool call ({calls[-1]})"
 
 
 # ------------------------------------------------------------------------ the declaration
