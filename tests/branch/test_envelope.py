@@ -490,3 +490,44 @@ def test_the_report_doc_lists_every_declared_member() -> None:
             assert f"**{g}**" in rows[fmt]
             for p in pats:
                 assert f"`{p}`" in rows[fmt], (fmt, p)
+
+
+def test_langfuse_live_result_and_the_scrubber_lead_with_the_output() -> None:
+    """The issue's Langfuse case: a live result has none of the observation's endTime and
+    id; the finding names the output and counts those after it, and the Scrubber's event
+    pane shows the output before the envelope."""
+    from replaykit import widgets
+
+    path = DATA / "langfuse" / "framework-traces" / "pydantic-ai-tools-2025-12-04.json"
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    obs = raw.get("observations") or []
+    tool_obs = [o for o in obs if o.get("name") == "get_pun_suggestion"
+                or (o.get("metadata") or {}).get("attributes", {}).get("gen_ai.tool.name")
+                == "get_pun_suggestion"]
+    assert tool_obs and all("endTime" in o and "id" in o for o in tool_obs)
+    log = rk.read_langfuse(path, tenant_id="acme")
+    t = log.table.to_pandas()
+    call = t[(t.kind == "tool_call") & (t.tool_name == "get_pun_suggestion")].iloc[0]
+    br = rk.Branch(base=log, run_id=str(call.run_id), tenant_id="acme",
+                   checkpoint=int(call.seq) - 1, name="live").intervene(
+        kind="tool_args_patch", target=str(call.ref_id), patch={"args": {"topic": "cats"}})
+    res = rk.replay(br, model_policy="recorded-only", tool_policy="live-explicit",
+                    tool_executor=lambda tool, a, **kw: {"output": "Pun idea: cat-astrophe"})
+    said = next(x for x in res.summary().sentences("outcome")
+                if x.startswith("get_pun_suggestion returned"))
+    assert said.startswith("get_pun_suggestion returned output ")
+    assert said.index('"Pun idea: cat-astrophe"') < said.index("; besides, ")
+    head, tail = said.split("; besides, ")
+    assert "endTime" not in head and " id " not in head
+    assert "bookkeeping changes (ids, times)" in tail
+    ch = res.changes_df()
+    live = ch[(ch.kind == "tool_result") & (ch.origin == "executor")]
+    assert {"endTime": "times", "id": "ids"}.items() <= dict(zip(
+        live.label, live.bookkeeping, strict=True)).items()
+    s = widgets.Scrubber.for_replay(res)
+    step = int(live.step.iloc[0])
+    s.show(step)
+    pane = s.event_view.value
+    assert pane.index("&quot;output&quot;") < pane.index("&quot;refId&quot;")
+    assert pane.index("&quot;kind&quot;") < pane.index("&quot;payload&quot;") < \
+        pane.index("&quot;run_id&quot;")
