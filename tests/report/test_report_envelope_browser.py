@@ -112,3 +112,19 @@ def test_changed_values_list_content_rows_then_envelope_rows(page: Any) -> None:
     n_bk = int((~ch["key"]).sum())
     assert f"{int(ch['key'].sum())} in what the agent asked" in intro
     assert f"then {n_bk} bookkeeping changes (" in intro
+
+
+def test_transcript_step_of_the_change_shows_the_call_then_its_envelope(page: Any) -> None:
+    pg, res, _ = page
+    ch = res.changes_df()
+    step = int(ch.loc[ch.kind == "tool_call", "step"].iloc[0])
+    item = pg.locator(f"#rk-step-{step}")
+    assert "WebSearch" in item.locator(".who").text_content()  # (CSS upper-cases it)
+    assert QUERY in item.inner_text()
+    payload = item.locator("details pre").last.text_content()
+    doc = json.loads(payload)
+    keys = list(doc)
+    # the transcript line's message first; cwd, uuid, timestamp ... after it
+    assert keys[0] == "message"
+    assert keys.index("message") < keys.index("cwd") < len(keys)
+    assert keys.index("message") < keys.index("uuid")
