@@ -290,7 +290,9 @@ def changes_df(result: Any) -> pd.DataFrame:
                 "provenance": rp.get("provenance") if isinstance(rp, Mapping) else None}
         if b is None or r is None:
             whole = rp if r is not None else bp
-            shown = _json(content_first(whole, fmt), sort=False)
+            # (two levels: the event's members and a message's; a paused replay has a whole
+            # removed event per step it did not reach)
+            shown = _json(content_first(whole, fmt, depth=2), sort=False)
             out.append(base | {"path": "", "label": "(whole event)",
                                "op": "added" if r is not None else "removed",
                                "before": None if r is not None else shown,
