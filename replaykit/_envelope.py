@@ -33,9 +33,9 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["BOOKKEEPING", "BOOKKEEPING_GROUPS", "REPLAY_BOOKKEEPING", "bookkeeping_group",
-           "bookkeeping_phrase", "content_first", "format_of", "is_bookkeeping",
-           "terminal_state"]
+__all__ = ["BOOKKEEPING", "BOOKKEEPING_GROUPS", "REPLAY_BOOKKEEPING", "SAID",
+           "bookkeeping_group", "bookkeeping_phrase", "content_first", "format_of",
+           "is_bookkeeping", "said_first", "terminal_state"]
 
 #: What a replay writes into the events it produces (every format): how it produced the
 #: event, not what the event says.
@@ -268,6 +268,29 @@ def content_first(doc: Any, fmt: str | None = None, path: str = "",
 
 def _esc(k: Any) -> str:
     return str(k).replace("~", "~0").replace("/", "~1")
+
+
+#: Payload members that hold what the agent sent or got (arguments, outputs, text): a
+#: sentence names their changes before an event's other content changes.
+SAID = frozenset({"output", "outputs", "result", "args", "arguments", "input", "inputs",
+                  "text", "content", "message", "messages", "prompt", "toolUseResult",
+                  "error", "data", "attributes", "payload"})
+_OP_RANK = {"changed": 0, "added": 1}
+
+
+def said_first(paths: Iterable[str], ops: Iterable[str]) -> list[int]:
+    """The order in which to name an event's content changes (positions into ``paths``):
+    changes under :data:`SAID` members first, within each part what the event now says
+    (changed, added) before what it no longer says (removed); stable otherwise.
+
+    >>> said_first(["/isError", "/message", "/output"], ["added", "removed", "added"])
+    [2, 1, 0]
+    """
+    keyed = []
+    for i, (p, op) in enumerate(zip(paths, ops, strict=True)):
+        top = p.split("/")[1] if p.count("/") else ""
+        keyed.append(((top not in SAID) * 3 + _OP_RANK.get(op, 2), i))
+    return [i for _, i in sorted(keyed)]
 
 
 # ------------------------------------------------------------------------- terminal states

@@ -14,7 +14,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from .._envelope import (
@@ -22,6 +21,7 @@ from .._envelope import (
     bookkeeping_phrase,
     content_first,
     format_of,
+    said_first,
     terminal_state,
 )
 from .._json import _has_long_int
@@ -522,23 +522,13 @@ def _values_phrase(rows: pd.DataFrame, limit: int = 60, n: int = VALUES_PER_EVEN
     return ", ".join(parts)
 
 
-#: Payload members that hold what the agent sent or got (arguments, outputs, text): a
-#: sentence names their changes before the event's other content changes.
-_SAID = frozenset({"output", "outputs", "result", "args", "arguments", "input", "inputs",
-                   "text", "content", "message", "messages", "prompt", "toolUseResult",
-                   "error", "data", "attributes"})
-
-
 def _said_first(vals: pd.DataFrame) -> pd.DataFrame:
-    """``vals`` with the changes under :data:`_SAID` members first, within each part the
-    changed and added values before the removed ones (stable otherwise)."""
+    """``vals`` in :func:`replaykit._envelope.said_first` order (arguments, outputs and
+    text first; new values before removed ones)."""
     if len(vals) < 2:
         return vals
-    top = vals["path"].astype(str).str.split("/").str[1].fillna("")
-    # what the event now says (changed, added) before what it no longer says (removed)
-    rank = (~top.isin(_SAID).to_numpy()) * 3 + vals["op"].map(
-        {"changed": 0, "added": 1}).fillna(2).to_numpy(dtype=int)
-    return vals.iloc[np.argsort(rank, kind="stable")]
+    return vals.iloc[said_first(vals["path"].astype(str).tolist(),
+                                vals["op"].astype(str).tolist())]
 
 
 def _content_phrase(result: Any, ev: Any, vals: pd.DataFrame, limit: int = 60,

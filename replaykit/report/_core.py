@@ -764,17 +764,26 @@ def _value_text(r: Any) -> str:
     return f"{r.label}: removed {_cut(r.before, 60)}"
 
 
+#: changed values a row of the changed-descendants table names (the rest are counted).
+VALUES_PER_ROW = 3
+
+
 def _values_by_row(changes: pd.DataFrame, rows: Any) -> list[str]:
     """Per diff_df row: its key value changes as ``path: before -> after; ...``."""
     if not len(changes):
         return ["" for _ in rows]
-    from .._envelope import bookkeeping_phrase
+    from .._envelope import bookkeeping_phrase, said_first
 
     want = [int(r) for r in rows]
     mine = changes[changes["row"].isin(want)]  # only the rows asked for
     key = mine[mine["key"]]
-    text = {int(k): "; ".join(_value_text(r) for r in g.itertuples())
-            for k, g in key.groupby("row")}
+    text = {}
+    for k, g in key.groupby("row"):  # what the agent sent or got first; three, then a count
+        g = g.iloc[said_first(g["path"].astype(str).tolist(), g["op"].astype(str).tolist())]
+        parts = [_value_text(r) for r in g.head(VALUES_PER_ROW).itertuples()]
+        if len(g) > VALUES_PER_ROW:
+            parts.append(f"{len(g) - VALUES_PER_ROW:,} more")
+        text[int(k)] = "; ".join(parts)
     # then the envelope, counted (not the replay's own record: the source column says it)
     if "bookkeeping" in mine.columns:
         bk = mine[~mine["key"] & (mine["bookkeeping"] != "replay")]

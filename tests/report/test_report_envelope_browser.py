@@ -128,3 +128,12 @@ def test_transcript_step_of_the_change_shows_the_call_then_its_envelope(page: An
     assert keys[0] == "message"
     assert keys.index("message") < keys.index("cwd") < len(keys)
     assert keys.index("message") < keys.index("uuid")
+
+
+def test_changed_descendants_name_the_output_then_count_the_envelope(page: Any) -> None:
+    pg, res, _ = page
+    text = pg.locator("#descendants").inner_text()
+    line = next(x for x in text.splitlines() if "output: added" in x)
+    assert LIVE[:30] in line
+    assert line.index("output: added") < line.index("bookkeeping changes (ids, times, cwd")
+    assert "gitBranch" not in line and "/home/marco" not in line
