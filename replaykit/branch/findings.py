@@ -558,8 +558,8 @@ def _lead_value(result: Any, ev: Any, vals: pd.DataFrame, limit: int = 40) -> st
     """The one value an answer line names: the event's first change of what the agent
     sent or got, its new value only (``output.score \u2192 0.34``)."""
     said = _said_first(vals)
-    if not len(said) or said["path"].iloc[0] == "":
-        return _content_phrase(result, ev, vals, limit, 1, where=False)
+    if not len(said) or said["path"].iloc[0] == "":  # a whole event: what it says, in full
+        return _content_phrase(result, ev, vals, limit + 20, 1, where=False)
     r = said.iloc[0]
     if r["op"] == "changed":
         was = _phrase_value(r["before"], limit)  # a short old value is named too
