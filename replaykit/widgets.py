@@ -73,17 +73,20 @@ def _shorten(obj: Any, limit: int) -> tuple[Any, int]:
     return obj, 0
 
 
-def _pre(obj: Any, max_chars: int = MAX_CHARS, text_chars: int = TEXT_CHARS) -> str:
+def _pre(obj: Any, max_chars: int = MAX_CHARS, text_chars: int = TEXT_CHARS, *,
+         sort_keys: bool = True) -> str:
     """Pretty JSON of ``obj`` in an escaped <pre> block (log content is untrusted). Long
     strings are cut at a word boundary; the whole value is one click away (a <details>
-    block below it)."""
+    block below it). ``sort_keys=False`` keeps the members' order (content first, see
+    :func:`_content_first_event`)."""
     short, cut = _shorten(obj, text_chars)
-    text = json.dumps(short, indent=2, sort_keys=True, default=str, ensure_ascii=False)
+    text = json.dumps(short, indent=2, sort_keys=sort_keys, default=str, ensure_ascii=False)
     if len(text) > max_chars:
         text = cut_words(text, max_chars)
     out = f"<pre style='{_PRE_STYLE}'>{html.escape(text)}</pre>"
     if cut:
-        whole = json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False)
+        whole = json.dumps(obj, indent=2, sort_keys=sort_keys, default=str,
+                           ensure_ascii=False)
         out += (f"<details class='rk-whole'><summary>{cut:,} long text(s) cut at a word "
                 f"boundary: show the whole value ({len(whole):,} characters)</summary>"
                 f"<pre style='{_PRE_STYLE};white-space:pre-wrap'>"
@@ -95,17 +98,19 @@ _MARK = "background:#ffe0b2;display:block"
 
 
 def _json_lines(obj: Any, path: str, indent: int, key: str | None,
-                out: list[tuple[str, str]]) -> None:
-    """(json pointer, text) per line of ``obj`` pretty-printed (sorted keys, 2 spaces)."""
+                out: list[tuple[str, str]], sort_keys: bool = True) -> None:
+    """(json pointer, text) per line of ``obj`` pretty-printed (sorted keys unless
+    ``sort_keys`` is False, 2 spaces)."""
     pad = "  " * indent
     head = pad + (json.dumps(key, ensure_ascii=False) + ": " if key is not None else "")
     if isinstance(obj, dict) and obj:
         out.append((path, head + "{"))
-        items = sorted(obj.items(), key=lambda kv: str(kv[0]))
+        items = sorted(obj.items(), key=lambda kv: str(kv[0])) if sort_keys \
+            else list(obj.items())
         for k, (kk, v) in enumerate(items):
             start = len(out)
             esc_k = str(kk).replace("~", "~0").replace("/", "~1")
-            _json_lines(v, f"{path}/{esc_k}", indent + 1, str(kk), out)
+            _json_lines(v, f"{path}/{esc_k}", indent + 1, str(kk), out, sort_keys)
             if k < len(items) - 1:
                 p, t = out[-1]
                 out[-1] = (p, t + ",")
@@ -114,7 +119,7 @@ def _json_lines(obj: Any, path: str, indent: int, key: str | None,
     elif isinstance(obj, list) and obj:
         out.append((path, head + "["))
         for k, v in enumerate(obj):
-            _json_lines(v, f"{path}/{k}", indent + 1, None, out)
+            _json_lines(v, f"{path}/{k}", indent + 1, None, out, sort_keys)
             if k < len(obj) - 1:
                 p, t = out[-1]
                 out[-1] = (p, t + ",")
@@ -123,15 +128,17 @@ def _json_lines(obj: Any, path: str, indent: int, key: str | None,
         out.append((path, head + json.dumps(obj, ensure_ascii=False, default=str)))
 
 
-def marked_json(obj: Any, paths: Any, max_chars: int = MAX_CHARS) -> str:
+def marked_json(obj: Any, paths: Any, max_chars: int = MAX_CHARS, *,
+                sort_keys: bool = True) -> str:
     """Pretty JSON of ``obj`` in an escaped <pre> block, every line at or under one of
-    ``paths`` (JSON pointers) highlighted.
+    ``paths`` (JSON pointers) highlighted. ``sort_keys=False`` keeps the members' order
+    (an event from :func:`_content_first_event` leads with what it says).
 
     >>> "background" in marked_json({"a": 1, "b": 2}, ["/b"])
     True
     """
     lines: list[tuple[str, str]] = []
-    _json_lines(obj, "", 0, None, lines)
+    _json_lines(obj, "", 0, None, lines, sort_keys)
     marks = [p for p in paths if p]
     html_lines = []
     used = 0
@@ -165,6 +172,34 @@ def _event_dict(table: Any, i: int) -> dict[str, Any]:
         except ValueError:
             pass
     return row
+
+
+#: event columns a pane shows first: what the event is and says.
+_LEAD_COLUMNS = ("kind", "tool_name", "text", "payload", "finish", "is_error")
+
+
+def _content_first_event(event: Mapping[str, Any]) -> dict[str, Any]:
+    """An event dict (:func:`_event_dict`) ordered for reading: kind, tool, text and the
+    payload first, the payload's own content members before its envelope (the format's
+    bookkeeping: ids, times, working directory ..., :mod:`replaykit._envelope`), the other
+    columns (ids, hashes, source) last. Values are unchanged.
+
+    >>> list(_content_first_event({"seq": 1, "kind": "tool_call", "payload": {"cwd": "/r",
+    ...     "args": {}}, "source": "claude_code:x"})["payload"])
+    ['args', 'cwd']
+    """
+    from ._envelope import content_first, format_of
+
+    out: dict[str, Any] = {}
+    for k in _LEAD_COLUMNS:
+        if k in event:
+            out[k] = event[k]
+    if "payload" in out:
+        out["payload"] = content_first(out["payload"], format_of(event.get("source")))
+    for k in sorted(event, key=str):
+        if k not in out:
+            out[k] = event[k]
+    return out
 
 
 def state_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
@@ -329,7 +364,7 @@ class Scrubber(_View):
                              + (f" &middot; from: {_badge(prov)}" if prov else "")
                              + (f" {_flag(self.flags[self.seq])}"
                                 if self.seq in self.flags else ""))
-        self.event_view.value = _pre(self.event)
+        self.event_view.value = _pre(_content_first_event(self.event), sort_keys=False)
         self.changes_view.value = _pre(self.changes) if self.changes else "<i>no change</i>"
         if self._base_table is None:
             self.state_view.value = _pre(self._shown_state(self.state, i))
@@ -341,7 +376,8 @@ class Scrubber(_View):
             self.base_event = _event_dict(self._base_table, i)
             self.base_state = self.base_states.state_at_row(self._base_start + i,
                                                             self._base_start)
-            self.base_event_view.value = _pre(self.base_event)
+            self.base_event_view.value = _pre(_content_first_event(self.base_event),
+                                              sort_keys=False)
             self.base_state_view.value = _pre(self._shown_state(self.base_state, i))
         else:
             self.base_event, self.base_state = None, None
@@ -506,14 +542,17 @@ class DiffExplorer(_View):
         # the event dicts hold the decoded payload under "payload": mark paths below it
         marks = ["/payload" + p for p in ch["path"]] if len(ch) else []
         bs, rs = row["base_seq"], row["replay_seq"]
+        # each side leads with what the event says, its envelope after
         self.base_view.value = (f"<i>only in the {html.escape(self.labels[1])}</i>"
                                 if pd.isna(bs) else
-                                marked_json(_event_dict(self._base, self._base_pos[int(bs)]),
-                                            marks))
+                                marked_json(_content_first_event(_event_dict(
+                                    self._base, self._base_pos[int(bs)])), marks,
+                                    sort_keys=False))
         self.replay_view.value = (f"<i>only in the {html.escape(self.labels[0])}</i>"
                                   if pd.isna(rs) else
-                                  marked_json(_event_dict(self._rep, self._rep_pos[int(rs)]),
-                                              marks))
+                                  marked_json(_content_first_event(_event_dict(
+                                      self._rep, self._rep_pos[int(rs)])), marks,
+                                      sort_keys=False))
         self.values_view.value = _values_html(ch)
         status = html.escape(str(row["status"]))
         prov = None if pd.isna(rs) else self._prov.get(int(rs))
@@ -596,11 +635,24 @@ def _legend_html(present: list[str]) -> str:
 
 
 def _values_html(ch: pd.DataFrame) -> str:
-    """The changed values of one aligned row: path, before, after (key values marked)."""
+    """The changed values of one aligned row: path, before, after (key values marked); the
+    agent's content first, the bookkeeping rows after it, under a line that counts them
+    ("13 bookkeeping changes (ids, times, cwd ...)")."""
     if not len(ch):
         return "<i>no value changed in this row</i>"
+    from ._envelope import bookkeeping_phrase
+
+    if "bookkeeping" in ch.columns:
+        ch = ch.iloc[np.argsort(~ch["key"].to_numpy(dtype=bool), kind="stable")]
     rows = []
+    first_bk = True
     for r in ch.itertuples(index=False):
+        if not r.key and first_bk and "bookkeeping" in ch.columns:
+            first_bk = False
+            bk = ch.loc[~ch["key"].to_numpy(dtype=bool), "bookkeeping"]
+            rows.append("<tr class='rk-envelope'><td colspan='4' style='color:#555;"
+                        f"font-style:italic'>{html.escape(bookkeeping_phrase(bk))}, after "
+                        "the content:</td></tr>")
         style = " style='background:#fff8e1;font-weight:600'" if r.key else ""
         rows.append(f"<tr{style}><td><code>{html.escape(str(r.label))}</code></td>"
                     f"<td>{html.escape(str(r.op))}</td>"

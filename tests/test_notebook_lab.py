@@ -269,7 +269,9 @@ def test_answer_line_badges_and_unsupported_findings_on_the_page(lab_page: Any) 
     and the explorers show each step's provenance badge, the legend and the flags."""
     page = lab_page
     text = page.locator(".jp-Notebook").inner_text()
-    assert "Undetermined: the run ends as recorded" in text
+    # the answer leads with the agent's changed call (issue 41), then the outcome
+    assert "Undetermined: after risk-signals was called with args.claimedAmount 1800" in text
+    assert "the run ends as recorded" in text
     assert "Unsupported by the replay (5):" in text
     assert "no longer offers" in text
     # the transcript widget: a badge on every step, the legend, five flags

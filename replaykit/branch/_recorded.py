@@ -53,10 +53,13 @@ def _content_status(status: np.ndarray, b: pa.Table, r: pa.Table, i: np.ndarray,
     Column-wise: the payload texts and the other compared columns of the aligned pairs are
     compared in Arrow; only pairs whose payload texts differ are decoded, and a difference
     under a bookkeeping key only (:data:`replaykit.branch.findings.BOOKKEEPING_KEYS`: the
-    patch record, ids, times) does not count. ``changes``, when given, receives each decoded
+    patch record, ids, times; and the envelope the recording's format declares,
+    :data:`replaykit._envelope.BOOKKEEPING`: working directory, uuids, timestamps ...) does
+    not count. ``changes``, when given, receives each decoded
     pair's :func:`~replaykit.branch.findings.json_changes` rows by ``(base_seq, replay_seq)``
     (``changes_df`` reuses them).
     """
+    from .._envelope import format_of
     from .findings import _content_changes
 
     out = status.copy()
@@ -81,8 +84,12 @@ def _content_status(status: np.ndarray, b: pa.Table, r: pa.Table, i: np.ndarray,
     todo = np.flatnonzero(text_ne)  # payload texts differ: decode those pairs only
     b_seq = b.column("seq").take(bi).to_pylist() if len(todo) else []
     r_seq = r.column("seq").take(rj).to_pylist() if len(todo) else []
+    # each pair's format (the recording's source prefix) says which members are its envelope
+    b_src = _str(b.column("source").take(bi)).to_pylist() \
+        if len(todo) and "source" in b.column_names else []
     for k in todo.tolist():  # (content_changed's answer, keeping the rows it read)
-        differs[k], rows = _content_changes(bp[k].as_py(), rp[k].as_py())
+        differs[k], rows = _content_changes(bp[k].as_py(), rp[k].as_py(),
+                                            format_of(b_src[k]) if b_src else None)
         if rows and changes is not None and b_seq[k] is not None and r_seq[k] is not None:
             changes[(int(b_seq[k]), int(r_seq[k]))] = rows
     out[pair[differs]] = "changed"

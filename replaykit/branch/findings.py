@@ -16,13 +16,23 @@ from typing import Any
 
 import pandas as pd
 
+from .._envelope import (
+    bookkeeping_group,
+    bookkeeping_phrase,
+    content_first,
+    format_of,
+    said_first,
+    terminal_state,
+)
 from .._json import _has_long_int
 
 __all__ = ["BOOKKEEPING_KEYS", "Summary", "UNSUPPORTED_COLUMNS", "changes_df",
            "content_changed", "fixture_spec", "json_changes", "summarize", "unsupported_df"]
 
 #: Payload keys that record how the replay produced an event (not what the event says); a
-#: change under them is shown in diffs but never named as a "key changed value".
+#: change under them is shown in diffs but never named as a "key changed value". Each
+#: format's own bookkeeping (working directory, ids, times, versions ...) is declared in
+#: :data:`replaykit._envelope.BOOKKEEPING`, which these are part of.
 BOOKKEEPING_KEYS = frozenset({"replayPatch", "argsHash", "argsArtifactId", "fixtureId",
                               "provenance", "executedBy", "blocked", "eventId", "ts"})
 
@@ -135,30 +145,41 @@ def _decode(payload: Any) -> Any:
         return payload
 
 
-def _is_bookkeeping(path: str) -> bool:
+def _is_bookkeeping(path: str, fmt: str | None = None) -> bool:
+    """Whether a changed path is bookkeeping in format ``fmt``'s payloads (the replay's own
+    keys, :data:`BOOKKEEPING_KEYS`, in every format; see :mod:`replaykit._envelope`)."""
     parts = [p for p in path.split("/") if p]
-    return bool(parts) and (parts[0] in BOOKKEEPING_KEYS or parts[-1] in BOOKKEEPING_KEYS)
+    if parts and (parts[0] in BOOKKEEPING_KEYS or parts[-1] in BOOKKEEPING_KEYS):
+        return True
+    return bookkeeping_group(path, fmt) is not None
 
 
-def content_changed(before: Any, after: Any) -> bool:
-    """Whether two event payloads (JSON text or values) differ outside bookkeeping keys.
+def content_changed(before: Any, after: Any, fmt: str | None = None) -> bool:
+    """Whether two event payloads (JSON text or values) differ outside bookkeeping members:
+    the replay's keys (:data:`BOOKKEEPING_KEYS`) and, given the format ``fmt`` (the
+    ``source`` column's prefix, e.g. ``"claude_code"``), that format's envelope (working
+    directory, ids, times, versions ...: :data:`replaykit._envelope.BOOKKEEPING`).
 
     >>> content_changed('{"a": 1, "eventId": "x"}', '{"a": 1, "eventId": "y"}')
     False
     >>> content_changed('{"settings": {"temperature": 0.2}}', '{"settings": {"temperature": 0}}')
     True
+    >>> content_changed({"cwd": "/a", "message": "hi"}, {"cwd": "/b", "message": "hi"},
+    ...                 "claude_code")
+    False
     """
-    return _content_changes(before, after)[0]
+    return _content_changes(before, after, fmt)[0]
 
 
-def _content_changes(before: Any, after: Any) -> tuple[bool, list[dict[str, Any]]]:
+def _content_changes(before: Any, after: Any, fmt: str | None = None
+                     ) -> tuple[bool, list[dict[str, Any]]]:
     """:func:`content_changed`'s answer and the :func:`json_changes` rows it read (none
     when the decoded payloads are equal)."""
     b, a = _decode(before), _decode(after)
     if b == a:
         return False, []
     rows = json_changes(b, a)
-    return any(not _is_bookkeeping(c["path"]) for c in rows), rows
+    return any(not _is_bookkeeping(c["path"], fmt) for c in rows), rows
 
 
 def _short(v: Any, limit: int = 60) -> str:
@@ -214,16 +235,24 @@ def changes_df(result: Any) -> pd.DataFrame:
     replayed run; for a removed event, in the base run), ``base_seq``, ``replay_seq``,
     ``kind``, ``tool_name``, ``ref_id``, ``origin`` (where the replayed event came from),
     ``status``, ``path``, ``label`` (``output.score``), ``op``, ``before``, ``after`` (JSON
-    text), ``key`` (False for bookkeeping paths such as ``/argsHash``, see
-    :data:`BOOKKEEPING_KEYS`), ``fixture_id`` and ``provenance`` (fixture-served events).
+    text), ``key`` (False for bookkeeping paths: the replay's own such as ``/argsHash``, see
+    :data:`BOOKKEEPING_KEYS`, and the envelope the event's format declares, such as Claude
+    Code's ``/cwd`` or Langfuse's ``/endTime``, see :data:`replaykit._envelope.BOOKKEEPING`),
+    ``bookkeeping`` (the group of a bookkeeping path: ``ids``, ``times``, ``cwd`` ...; None
+    for the agent's content), ``fixture_id`` and ``provenance`` (fixture-served events).
+
+    Rows are in step order with the agent's content first: every content row (``key``), then
+    every bookkeeping row, each part in step and path order. A whole event (added or
+    removed) is one content row whose JSON lists the event's content members before its
+    bookkeeping ones.
 
     Example:
         >>> ch = changes_df(done)  # doctest: +SKIP
         >>> ch.loc[ch.key, ["tool_name", "label", "before", "after"]]  # doctest: +SKIP
     """
     cols = ["row", "step", "base_seq", "replay_seq", "kind", "tool_name", "ref_id", "origin",
-            "status", "path", "label", "op", "before", "after", "key", "fixture_id",
-            "provenance"]
+            "status", "path", "label", "op", "before", "after", "key", "bookkeeping",
+            "fixture_id", "provenance"]
     diff = result.diff_df()
     diff = diff[diff["status"] != "same"]
     if diff.empty:
@@ -236,7 +265,7 @@ def changes_df(result: Any) -> pd.DataFrame:
     origin = dict(zip(ann["seq"].astype("int64"), ann["origin"].astype(str), strict=True))
     want_b = [pb[int(s)] for s in diff["base_seq"].dropna()]
     want_r = [pr[int(s)] for s in diff["replay_seq"].dropna()]
-    cols_ev = ["seq", "kind", "tool_name", "ref_id", "payload"]
+    cols_ev = ["seq", "kind", "tool_name", "ref_id", "payload", "source"]
     import pyarrow as pa
 
     # typed positions: an empty list (only added, or only removed events) takes no rows
@@ -256,6 +285,7 @@ def changes_df(result: Any) -> pd.DataFrame:
         bp = _decode(b["payload"]) if b else None
         rp = _decode(r["payload"]) if r else None
         step = pr[rs] if rs is not None else pb[bs] if bs is not None else -1
+        fmt = format_of((b or r or {}).get("source"))  # the recording's format
         base = {"row": int(k), "step": step,
                 "base_seq": bs, "replay_seq": rs, "kind": ev.get("kind"),
                 "tool_name": ev.get("tool_name"), "ref_id": ev.get("ref_id"),
@@ -265,26 +295,50 @@ def changes_df(result: Any) -> pd.DataFrame:
                 "provenance": rp.get("provenance") if isinstance(rp, Mapping) else None}
         if b is None or r is None:
             whole = rp if r is not None else bp
+            # (two levels: the event's members and a message's; a paused replay has a whole
+            # removed event per step it did not reach)
+            shown = _json(content_first(whole, fmt, depth=2), sort=False)
             out.append(base | {"path": "", "label": "(whole event)",
                                "op": "added" if r is not None else "removed",
-                               "before": None if r is not None else _json(whole),
-                               "after": _json(whole) if r is not None else None,
-                               "key": True})
+                               "before": None if r is not None else shown,
+                               "after": shown if r is not None else None,
+                               "key": True, "bookkeeping": None})
             continue
         known = pair_changes.get((bs, rs)) if bs is not None and rs is not None else None
         found = known if known is not None else json_changes(bp, rp)
         for c in sorted(found, key=lambda c: c["path"]):  # reading order
+            group = _group(c["path"], fmt)
             out.append(base | {"path": c["path"], "label": _label(c["path"]), "op": c["op"],
-                               "before": None if c["op"] == "added" else _json(c["before"]),
-                               "after": None if c["op"] == "removed" else _json(c["after"]),
-                               "key": not _is_bookkeeping(c["path"])})
+                               "before": None if c["op"] == "added"
+                               else _value_json(c["before"], fmt, c["path"]),
+                               "after": None if c["op"] == "removed"
+                               else _value_json(c["after"], fmt, c["path"]),
+                               "key": group is None, "bookkeeping": group})
     df = pd.DataFrame(out, columns=cols)
+    # the agent's content first, then the envelope (a stable sort: step order within each)
+    df = df.sort_values("key", ascending=False, kind="stable").reset_index(drop=True)
     return df.astype({"row": "int64", "step": "int64", "base_seq": "Int64",
-                      "replay_seq": "Int64", "key": "bool"})
+                      "replay_seq": "Int64", "key": "bool", "bookkeeping": "object"})
 
 
-def _json(v: Any) -> str:
-    return json.dumps(v, ensure_ascii=False, sort_keys=True)
+def _group(path: str, fmt: str | None) -> str | None:
+    """The bookkeeping group of a changed path (None: the agent's content)."""
+    parts = [p for p in path.split("/") if p]
+    if parts and (parts[0] in BOOKKEEPING_KEYS or parts[-1] in BOOKKEEPING_KEYS):
+        return bookkeeping_group(path, fmt) or "replay"
+    return bookkeeping_group(path, fmt)
+
+
+def _value_json(v: Any, fmt: str | None, path: str) -> str:
+    """A changed value's JSON text: an object lists its content members first (sorted),
+    its bookkeeping members after (see :func:`replaykit._envelope.content_first`)."""
+    if isinstance(v, (dict, list)):
+        return _json(content_first(v, fmt, path), sort=False)
+    return _json(v)
+
+
+def _json(v: Any, sort: bool = True) -> str:
+    return json.dumps(v, ensure_ascii=False, sort_keys=sort)
 
 
 def _base_table(result: Any) -> Any:
@@ -443,23 +497,89 @@ def _named(v: Any) -> Any:
     return v
 
 
+def _phrase_value(raw: str, limit: int) -> str:
+    """One value of a changes_df row for a sentence: a named object by its name, another
+    object or list as its JSON text cut (members in changes_df's order: content first),
+    a scalar as JSON."""
+    v = _named(json.loads(raw))
+    return _cut_raw(raw, limit) if isinstance(v, (dict, list)) else _short(v, limit)
+
+
 def _values_phrase(rows: pd.DataFrame, limit: int = 60, n: int = VALUES_PER_EVENT) -> str:
     parts = []
     for r in rows.head(n).itertuples(index=False):
         long_ = max(len(str(r.before or "")), len(str(r.after or ""))) > limit
         if long_ and limit < 60:  # a long text reads better named than cut
             parts.append(f"{r.label} ({'text ' if r.op == 'changed' else ''}{r.op})")
+        elif r.path == "":  # a whole event: its JSON as changes_df orders it (content first)
+            parts.append(f"{r.label} {_cut_raw(r.after if r.op == 'added' else r.before, limit)}"
+                         f" {r.op}")
         elif r.op == "changed":
-            parts.append(f"{r.label} {_short(_named(json.loads(r.before)), limit)} \u2192 "
-                         f"{_short(_named(json.loads(r.after)), limit)}")
+            parts.append(f"{r.label} {_phrase_value(r.before, limit)} \u2192 "
+                         f"{_phrase_value(r.after, limit)}")
         elif r.op == "added":
-            parts.append(f"{r.label} {_short(_named(json.loads(r.after)), limit)} added")
+            parts.append(f"{r.label} {_phrase_value(r.after, limit)} added")
         else:
-            parts.append(f"{r.label} {_short(_named(json.loads(r.before)), limit)} removed")
+            parts.append(f"{r.label} {_phrase_value(r.before, limit)} removed")
     more = len(rows) - n
     if more > 0:
         parts.append(f"{more} more")
     return ", ".join(parts)
+
+
+def _said_first(vals: pd.DataFrame) -> pd.DataFrame:
+    """``vals`` in :func:`replaykit._envelope.said_first` order (arguments, outputs and
+    text first; new values before removed ones)."""
+    if len(vals) < 2:
+        return vals
+    return vals.iloc[said_first(vals["path"].astype(str).tolist(),
+                                vals["op"].astype(str).tolist())]
+
+
+def _content_phrase(result: Any, ev: Any, vals: pd.DataFrame, limit: int = 60,
+                    n: int = VALUES_PER_EVENT, where: bool = True) -> str:
+    """What changed in one event, as the agent's content: its changed values (arguments,
+    outputs and text first), or for a whole event only one side has, what it says (a call's
+    arguments, a message's text), not its envelope."""
+    whole = vals[vals["path"] == ""] if len(vals) else vals
+    if not len(whole) or len(whole) < len(vals):
+        return _values_phrase(_said_first(vals), limit, n)
+    r = whole.iloc[0]
+    seq = r["replay_seq"] if r["op"] == "added" else r["base_seq"]
+    t = result.events.table if r["op"] == "added" else _base_table(result)
+    text = None
+    if not pd.isna(seq):
+        pos = _positions_of(t, [int(seq)])
+        if int(seq) in pos:
+            text = t.column("text")[pos[int(seq)]].as_py()
+    # a removed event's source phrase says "in the recording only" already
+    tail = " (an event the recording does not have)" if where and r["op"] == "added" else ""
+    if isinstance(text, str) and text.strip():
+        return f"{_short(_decode(text), limit)}{tail}"
+    return f"{_cut_raw(r['after'] if r['op'] == 'added' else r['before'], limit)}{tail}"
+
+
+def _lead_value(result: Any, ev: Any, vals: pd.DataFrame, limit: int = 40) -> str:
+    """The one value an answer line names: the event's first change of what the agent
+    sent or got, its new value only (``output.score \u2192 0.34``)."""
+    said = _said_first(vals)
+    if not len(said) or said["path"].iloc[0] == "":  # a whole event: what it says, in full
+        return _content_phrase(result, ev, vals, limit + 20, 1, where=False)
+    r = said.iloc[0]
+    if r["op"] == "changed":
+        was = _phrase_value(r["before"], limit)  # a short old value is named too
+        return (f"{r['label']} {was + ' ' if len(was) <= 20 else ''}\u2192 "
+                f"{_phrase_value(r['after'], limit)}")
+    if r["op"] == "added":
+        return f"{r['label']} {_phrase_value(r['after'], limit)} added"
+    return f"{r['label']} {_phrase_value(r['before'], limit)} removed"
+
+
+def _cut_raw(text: Any, limit: int) -> str:
+    """JSON text cut to ``limit`` characters as it is (its members keep their order: a whole
+    event's JSON lists its content first)."""
+    text = "" if text is None else str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 def _source_phrase(result: Any, ev: Any, patched_by: Mapping[int, list[str]]) -> str:
@@ -504,12 +624,66 @@ def _patched_by(result: Any) -> dict[int, list[str]]:
     return out
 
 
+#: Event kinds a run's terminal state is not read from when they trail its last agent event
+#: (a Claude Code file-history snapshot, a Codex token count, a checkpoint): the format's
+#: envelope, not how the agent ended. An error among them still counts.
+ENVELOPE_KINDS = ("other", "checkpoint", "intervention", "step_end", "turn_start",
+                  "step_start")
+
+
 def _terminal(t: Any) -> tuple[str | None, Any]:
-    """(kind, payload) of a run's last event."""
+    """(how the run ended, in words; payload) from a run's last agent event: trailing
+    envelope events (:data:`ENVELOPE_KINDS`, unless they record an error) are passed over;
+    see :func:`replaykit._envelope.terminal_state`."""
+    import numpy as np
+    import pyarrow.compute as pc
+
     if not t.num_rows:
         return None, None
-    last = t.slice(t.num_rows - 1, 1).select(["kind", "payload"]).to_pylist()[0]
-    return last["kind"], _decode(last["payload"])
+    kinds = pc.cast(t.column("kind"), "string")
+    agent = pc.or_(pc.invert(pc.fill_null(pc.is_in(kinds, value_set=_ENV_SET), False)),
+                   pc.fill_null(t.column("is_error"), False))
+    hits = np.flatnonzero(np.asarray(agent, dtype=bool))
+    at = int(hits[-1]) if len(hits) else t.num_rows - 1
+    cols = [c for c in ("kind", "payload", "finish", "is_error", "tool_name", "text", "type",
+                        "ref_id") if c in t.column_names]
+    last = t.slice(at, 1).select(cols).to_pylist()[0]
+    doc = _decode(last["payload"])
+    raw = _raw_finish(doc)
+    if raw is None and last.get("finish") and last.get("ref_id") is not None:
+        # a streamed message records its stop reason on one of its lines (Claude Code):
+        # the call's other rows, latest first
+        same = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(
+            pc.cast(t.column("ref_id"), "string"), last["ref_id"]), False), dtype=bool))
+        for p in same[::-1][:16].tolist():
+            raw = _raw_finish(_decode(t.column("payload")[p].as_py()))
+            if raw is not None:
+                break
+    return terminal_state(last.get("kind"), finish=last.get("finish"),
+                          raw_finish=raw, is_error=bool(last.get("is_error")),
+                          tool_name=last.get("tool_name"), text=last.get("text"),
+                          type_=last.get("type"), payload=doc), doc
+
+
+def _raw_finish(doc: Any) -> str | None:
+    """The stop reason as the source spells it (``end_turn``), where the payload has one."""
+    if not isinstance(doc, Mapping):
+        return None
+    for box in (doc, doc.get("message"), doc.get("output"), doc.get("data")):
+        if isinstance(box, Mapping):
+            for k in ("stop_reason", "finish_reason", "finishReason", "stopReason", "finish"):
+                if isinstance(box.get(k), str) and box[k]:
+                    return str(box[k])
+    return None
+
+
+def _envelope_set() -> Any:
+    import pyarrow as pa
+
+    return pa.array(list(ENVELOPE_KINDS), pa.string())
+
+
+_ENV_SET = _envelope_set()
 
 
 def _outcome_value(doc: Any) -> str | None:
@@ -707,8 +881,11 @@ def unsupported_df(result: Any, *, changes: pd.DataFrame | None = None) -> pd.Da
 
 
 def _answer(result: Any, *, stopped: bool, first: int, n_changed: int, same: bool | None,
-            base_end: str, rep_end: str, uns: pd.DataFrame) -> str:
-    """The one-sentence answer (see docs/report.md, "The answer line")."""
+            base_end: str, rep_end: str, uns: pd.DataFrame, lead: str = "") -> str:
+    """The one-sentence answer (see docs/report.md, "The answer line"). ``lead``: the
+    first change of the agent's content the findings name (a tool called with other
+    arguments, a result, a message); the answer opens with it."""
+    after = f"after {lead}, " if lead else ""
     if stopped:
         return (f"Undetermined: the replay {result.status} before the run ended, so it does "
                 "not say whether the outcome changes (see the open requirements).")
@@ -720,8 +897,8 @@ def _answer(result: Any, *, stopped: bool, first: int, n_changed: int, same: boo
         if len(uns):
             tail = (f", though {len(uns):,} step(s) after the change are not supported by "
                     "the replay (see below)")
-        return (f"Changed: the run ends differently ({rep_end} instead of {base_end} in the "
-                f"recording){tail}.")
+        return (f"Changed: {after}the run ends differently ({rep_end} instead of {base_end} "
+                f"in the recording){tail}.")
     if len(uns):
         tc = uns[uns["reason"] == "tool_not_offered"]
         cp = uns[uns["reason"] == "copied_output"]
@@ -736,10 +913,11 @@ def _answer(result: Any, *, stopped: bool, first: int, n_changed: int, same: boo
                    "decide the same")
         else:
             why = f"{uns.iloc[0]['sentence'][0].lower()}{uns.iloc[0]['sentence'][1:-1]}"
-        return (f"Undetermined: the run ends as recorded ({rep_end}), but {why} "
+        return (f"Undetermined: {after}the run ends as recorded ({rep_end}), but {why} "
                 f"({len(uns):,} unsupported step(s)).")
-    return (f"Unchanged outcome: the run ends as recorded ({rep_end}), with {n_changed:,} "
-            f"changed step(s) from step {first:,} on, all supported by the replay.")
+    return (f"Unchanged outcome: {after}the run ends as recorded ({rep_end}), with "
+            f"{n_changed:,} changed step(s) from step {first:,} on, all supported by the "
+            "replay.")
 
 
 def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
@@ -770,6 +948,9 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
 
     ch = changes_df(result) if changes is None else changes
     key = ch[ch["key"]] if len(ch) else ch
+    # the envelope: counted after the content, never named; the replay's own record (patch
+    # record, argument hashes, fixture ids) is what the source phrase already says
+    envelope = ch[~ch["key"] & (ch["bookkeeping"] != "replay")] if len(ch) else ch
     patched_by = _patched_by(result)
     effects = result.effects_df()
     ann = result.annotations_df()
@@ -801,6 +982,9 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
         div = ann[ann["seq"] == first]
         org = str(div["origin"].iloc[0]) if len(div) else "?"
         kind = rep_t.column("kind")[first].as_py() if 0 <= first < rep_t.num_rows else None
+        tool = rep_t.column("tool_name")[first].as_py() if 0 <= first < rep_t.num_rows \
+            else None
+        kind = f"{kind} {tool}" if tool else kind  # the tool the agent called
         ivs = patched_by.get(first, [])
         how = (f"patched by {', '.join(ivs)}" if ivs else org)
         sig = ("" if step == first else
@@ -823,6 +1007,7 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
             add("outcome", f"{unreached['row'].nunique():,} recorded event(s) after step {last:,} "
                 "were not replayed: the replay stopped there.", "descendants",
                 "diff_df() rows 'removed' past the replay's last event")
+    lead = ""  # the first change the agent made or met, for the answer line
     if len(key):
         events = key.drop_duplicates("row")
         tools = events[events["kind"].isin(["tool_call", "tool_result"])]
@@ -832,9 +1017,15 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
             what = {"tool_call": "was called with", "tool_result": "returned"}.get(
                 str(ev.kind), "changed")
             who = ev.tool_name if isinstance(ev.tool_name, str) and ev.tool_name else ev.kind
-            add("outcome", f"{who} {what} {_values_phrase(vals)} at step {int(ev.step):,} "
-                f"({_source_phrase(result, ev, patched_by)}).", "changes",
-                "changes_df() rows with key=True, origin, fixture_id/provenance")
+            said = _content_phrase(result, ev, vals)
+            if not lead:
+                lead = f"{who} {what} {_lead_value(result, ev, vals)} at step {int(ev.step):,}"
+            bk = envelope[envelope["row"] == ev.row] if len(envelope) else envelope
+            tail = f"; besides, {bookkeeping_phrase(bk['bookkeeping'])}" if len(bk) else ""
+            add("outcome", f"{who} {what} {said} at step {int(ev.step):,} "
+                f"({_source_phrase(result, ev, patched_by)}){tail}.", "changes",
+                "changes_df() rows with key=True, origin, fixture_id/provenance; the "
+                "bookkeeping rows (key=False) counted by group")
         rest = events[~events["row"].isin(named.head(EVENTS_NAMED)["row"])]
         for kind_, group in rest.groupby("kind", sort=False):
             vals = key[key["row"].isin(group["row"])].drop_duplicates(
@@ -842,9 +1033,19 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
             steps = group["step"].astype("int64").tolist()
             where = ", ".join(f"{x:,}" for x in steps[:8]) + (
                 f" and {len(steps) - 8:,} more" if len(steps) > 8 else "")
+            bk = envelope[envelope["row"].isin(group["row"])] if len(envelope) else envelope
+            tail = f"; besides, {bookkeeping_phrase(bk['bookkeeping'])}" if len(bk) else ""
             add("outcome", f"{len(steps):,} {kind_} event(s) changed (step(s) {where}): "
-                f"{_values_phrase(vals, 32, 5)} (see the changed-values table).", "changes",
-                "changes_df() rows with key=True not named above, by kind")
+                f"{_values_phrase(vals, 32, 5)} (see the changed-values table){tail}.",
+                "changes", "changes_df() rows with key=True not named above, by kind")
+    # events whose content did not change but whose envelope did (a changed finish or error
+    # flag beside new ids and times): counted, after the content
+    only_bk = envelope[~envelope["row"].isin(key["row"])] if len(envelope) else envelope
+    if len(only_bk):
+        add("outcome", f"{only_bk['row'].nunique():,} other changed event(s) differ in "
+            f"bookkeeping only: {bookkeeping_phrase(only_bk['bookkeeping'])} (see the "
+            "changed-values table).", "changes",
+            "changes_df() rows with key=False of events without a key=True row")
     bk, bdoc = _terminal(base_t)
     rk_, rdoc = _terminal(rep_t)
     same = bk == rk_ and _outcome_value(bdoc) == _outcome_value(rdoc)
@@ -876,7 +1077,8 @@ def summarize(result: Any, *, changes: pd.DataFrame | None = None) -> Summary:
             "unsupported_df() rows not named above")
     rows.insert(0, {"kind": "answer", "sentence": _answer(
         result, stopped=result.status != "completed", first=first, n_changed=n_changed,
-        same=same, base_end=base_end, rep_end=rep_end, uns=uns), "section": "findings",
+        same=same, base_end=base_end, rep_end=rep_end, uns=uns, lead=lead),
+        "section": "findings",
         "derived_from": "status, diff_df(), the terminal events, unsupported_df()"})
 
     # ---- evidence

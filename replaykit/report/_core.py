@@ -286,8 +286,9 @@ def _first_divergence(base_t: pa.Table, rep_t: pa.Table, step: int) -> dict[str,
                          "tool_name": None if r is None else r["tool_name"],
                          "text": None if r is None else r["text"]})
     b, r = b_rows.get(step), r_rows.get(step)
-    diff = list(difflib.unified_diff(_pretty(b["payload"] if b else None),
-                                     _pretty(r["payload"] if r else None),
+    fmt_src = (b or r or {}).get("source")  # the recording's format orders both sides
+    diff = list(difflib.unified_diff(_pretty(b["payload"] if b else None, fmt_src),
+                                     _pretty(r["payload"] if r else None, fmt_src),
                                      "base", "replay", lineterm="", n=2))
     kind = (r or b or {}).get("kind")
     return {"step": step, "rows": rows, "args_diff": diff[:400], "kind": kind,
@@ -785,14 +786,32 @@ def _value_text(r: Any) -> str:
     return f"{r.label}: removed {_cut(r.before, 60)}"
 
 
+#: changed values a row of the changed-descendants table names (the rest are counted).
+VALUES_PER_ROW = 3
+
+
 def _values_by_row(changes: pd.DataFrame, rows: Any) -> list[str]:
     """Per diff_df row: its key value changes as ``path: before -> after; ...``."""
     if not len(changes):
         return ["" for _ in rows]
+    from .._envelope import bookkeeping_phrase, said_first
+
     want = [int(r) for r in rows]
-    key = changes[changes["key"] & changes["row"].isin(want)]  # only the rows asked for
-    text = {int(k): "; ".join(_value_text(r) for r in g.itertuples())
-            for k, g in key.groupby("row")}
+    mine = changes[changes["row"].isin(want)]  # only the rows asked for
+    key = mine[mine["key"]]
+    text = {}
+    for k, g in key.groupby("row"):  # what the agent sent or got first; three, then a count
+        g = g.iloc[said_first(g["path"].astype(str).tolist(), g["op"].astype(str).tolist())]
+        parts = [_value_text(r) for r in g.head(VALUES_PER_ROW).itertuples()]
+        if len(g) > VALUES_PER_ROW:
+            parts.append(f"{len(g) - VALUES_PER_ROW:,} more")
+        text[int(k)] = "; ".join(parts)
+    # then the envelope, counted (not the replay's own record: the source column says it)
+    if "bookkeeping" in mine.columns:
+        bk = mine[~mine["key"] & (mine["bookkeeping"] != "replay")]
+        for k, g in bk.groupby("row"):
+            head = text.get(int(k), "")
+            text[int(k)] = (head + "; " if head else "") + bookkeeping_phrase(g["bookkeeping"])
     return [text.get(r, "") for r in want]
 
 
@@ -862,10 +881,11 @@ def _changes_html(changes: pd.DataFrame, *, max_rows: int | None = None) -> str:
     if not len(changes):
         return str(render("changes.html", n=0, events=0, table=""))
     n, events = len(changes), changes["row"].nunique()
+    all_changes = changes
     if max_rows is not None and n > max_rows:  # only the embedded rows are rendered
         changes = changes.head(max_rows)
     view = _change_rows(changes)
-    rows = ["hit" if k else "" for k in changes["key"]]
+    rows = ["hit" if k else "envelope" for k in changes["key"]]
     cells = pd.DataFrame("", index=view.index, columns=view.columns)
     cells["change"] = ["op-" + str(o) for o in changes["op"]]
     cells["before"] = ["before" if o != "added" else "" for o in changes["op"]]
@@ -876,7 +896,13 @@ def _changes_html(changes: pd.DataFrame, *, max_rows: int | None = None) -> str:
         table += (f"<p class='note rows-cut'>Showing the first {len(changes):,} of {n:,} "
                   "changed values (in step order); the rest are not embedded "
                   "(<code>result.changes_df()</code> has them all).</p>")
-    return str(render("changes.html", n=n, events=events, table=Markup(table)))
+    from .._envelope import bookkeeping_phrase
+
+    content = int(all_changes["key"].sum())
+    bk = bookkeeping_phrase(all_changes.loc[~all_changes["key"], "bookkeeping"]) \
+        if "bookkeeping" in all_changes.columns else ""
+    return str(render("changes.html", n=n, events=events, table=Markup(table),
+                      content=content, bookkeeping=bk))
 
 
 def _scrubber_html(scrub: Mapping[str, Any], base: Mapping[str, Any] | None,

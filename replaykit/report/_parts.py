@@ -272,18 +272,22 @@ def _event_rows(t: pa.Table, positions: Sequence[int]) -> list[dict[str, Any]]:
     if not keep:
         return []
     sub = t.take(pa.array(keep, pa.int64())).select(
-        ["seq", "kind", "type", "tool_name", "ref_id", "text", "payload"])
+        ["seq", "kind", "type", "tool_name", "ref_id", "text", "payload", "source"])
     rows = sub.to_pylist()
     for pos, r in zip(keep, rows, strict=True):
         r["pos"] = pos
     return rows
 
 
-def _pretty(payload: str | None) -> list[str]:
+def _pretty(payload: str | None, source: str | None = None) -> list[str]:
+    """The payload's lines as pretty JSON: content members first, the envelope of the format
+    named by ``source`` (ids, times, working directory ...) after them."""
     if not payload:
         return []
+    from .._envelope import content_first, format_of
+
     try:
-        return json.dumps(json.loads(payload), indent=2, sort_keys=True,
+        return json.dumps(content_first(json.loads(payload), format_of(source)), indent=2,
                           ensure_ascii=False).splitlines()
     except ValueError:
         return payload.splitlines()

@@ -107,6 +107,7 @@ pre{background:#f6f8fa;padding:8px;font-size:11.5px;overflow:auto;max-height:420
 .fixture-spec pre{max-height:260px}
 td.hit{background:#fff8e1}
 td.hit.col0{border-left:4px solid #ef6c00}
+td.envelope{color:#78909c}
 tr.current td{outline:2px solid #1565c0;outline-offset:-2px}
 .op-changed{background:#fff3e0}.op-added{background:#e8f5e9}.op-removed{background:#ffebee}
 span.before{color:#b71c1c;text-decoration:line-through}
@@ -362,9 +363,11 @@ file (<code>{"format": "isplay.fixtures/v1", "fixtures": [ ... ]}</code>) and re
 <code>rk.Fixture</code>.</p></div></div>{% endfor %}{% endif %}""",
 
     "changes.html": """{% if not n %}<p>No event changed: nothing to show.</p>{% else %}
-<p>{{ n }} changed value(s) in {{ events }} event(s). Key values are highlighted; bookkeeping
-paths (argument hashes, patch records) are listed but not highlighted. Step through them with
-the buttons or the <kbd>n</kbd> / <kbd>p</kbd> keys.</p>
+<p>{{ n }} changed value(s) in {{ events }} event(s): {{ content }} in what the agent asked,
+called, received or said, listed first and highlighted{% if bookkeeping %}; then {{ bookkeeping
+}}: the envelope (ids, times, working directory, versions, the replay's patch records), listed
+but not highlighted{% endif %}. Step through them with the buttons or the <kbd>n</kbd> /
+<kbd>p</kbd> keys.</p>
 <div class="changes-nav"><button type="button" id="rk-change-prev">&larr; previous change
 </button><button type="button" id="rk-change-next">next change &rarr;</button>
 <span id="rk-change-label"></span></div>{{ table }}{% endif %}""",

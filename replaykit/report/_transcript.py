@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._envelope import content_first, format_of
 from ..branch.vocab import PROVENANCE_BADGES, PROVENANCES
 from ._template import render
 
@@ -32,9 +33,12 @@ _WHO = {"user_message": "user", "model_request": "model request",
         "tool_call": "tool call", "tool_result": "tool result"}
 
 
-def _pretty(payload: Any, limit: int = PAYLOAD_CHARS) -> str:
+def _pretty(payload: Any, limit: int = PAYLOAD_CHARS, fmt: str | None = None) -> str:
+    """The payload as pretty JSON: every object's content members first (sorted), the
+    format's bookkeeping members (ids, times, working directory ...) after them."""
     try:
-        text = json.dumps(json.loads(payload), indent=2, sort_keys=True, ensure_ascii=False)
+        text = json.dumps(content_first(json.loads(payload), fmt), indent=2,
+                          ensure_ascii=False)
     except (TypeError, ValueError):
         text = "" if payload is None else str(payload)
     if len(text) > limit:
@@ -84,7 +88,7 @@ def transcript_items(table: pa.Table, *, origins: Mapping[int, str] | None = Non
     ``flags``: seq -> the sentence of an unsupported finding on that step (a flag badge).
     ``steps``: the positions to show (ascending; default the first ``max_events``); a jump
     between two shown positions gives an item ``{"gap": k, "step": first skipped}`` first."""
-    cols = ["seq", "kind", "tool_name", "ref_id", "text", "payload", "is_error"]
+    cols = ["seq", "kind", "tool_name", "ref_id", "text", "payload", "is_error", "source"]
     if steps is None:
         pos = list(range(min(table.num_rows, max_events)))
         t = table.slice(0, max_events).select(cols)
@@ -103,7 +107,7 @@ def transcript_items(table: pa.Table, *, origins: Mapping[int, str] | None = Non
                     "text": (r["text"] or "")[:payload_chars],
                     "detail": _args(r["payload"], payload_chars)
                     if kind in ("tool_call", "tool_result") else None,
-                    "payload": _pretty(r["payload"], payload_chars),
+                    "payload": _pretty(r["payload"], payload_chars, format_of(r["source"])),
                     "error": bool(r["is_error"]),
                     "origin": _badge_key((origins or {}).get(int(r["seq"]))),
                     "unsupported": (flags or {}).get(int(r["seq"])),

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import replaykit as rk
 from replaykit import plots
+from replaykit._envelope import is_bookkeeping
 from replaykit.branch.findings import BOOKKEEPING_KEYS, content_changed
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "isplay"
@@ -30,8 +31,12 @@ def log() -> Any:
     return rk.read_isplay(DATA, tenant_id="demo", progress=False)
 
 
-_KEY = st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8).filter(
-    lambda k: k not in BOOKKEEPING_KEYS and k not in ("type",))
+def _content_key(k: str) -> bool:
+    """Not bookkeeping in isplay payloads (the replay's keys, the format's ids)."""
+    return k not in BOOKKEEPING_KEYS and not is_bookkeeping(f"/{k}", "isplay") and k != "type"
+
+
+_KEY = st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8).filter(_content_key)
 _VALUE = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6)
                       | st.text(max_size=12),
                       lambda inner: st.lists(inner, max_size=3)
@@ -51,7 +56,7 @@ def test_any_payload_edit_shows_in_every_view(log: Any, data: Any) -> None:
     pos = data.draw(st.sampled_from([i for i in range(3, len(ids) - 1)
                                      if kinds[i] not in ("tool_call", "tool_result")]))
     doc = payloads[pos]
-    members = [k for k in doc if k not in BOOKKEEPING_KEYS and k != "type"]
+    members = [k for k in doc if _content_key(k)]
     how = data.draw(st.sampled_from(["replace", "add"] if members else ["add"]))
     if how == "replace":
         key = data.draw(st.sampled_from(members))
