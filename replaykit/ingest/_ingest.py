@@ -163,7 +163,10 @@ def ingest(
     root.mkdir(parents=True, exist_ok=True)
     _check_ours(root)
     report = IngestReport(dataset=str(root))
-    with Lock(root, wait=wait):
+    from ..io.pleach import _system_memory_pool
+
+    # the system allocator returns freed memory to the OS (as read_pleach does while loading)
+    with Lock(root, wait=wait), _system_memory_pool():
         _store.apply_pending(root)  # a commit a killed ingest left half-done
         manifest = _store.read_manifest(root)
         _store.collect_garbage(root, manifest)

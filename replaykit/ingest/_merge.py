@@ -242,7 +242,7 @@ def _read_range(staged: list[tuple[Path, str, str]], tenant: str, lo: str,
     d = ds.dataset(files, format="parquet")
     expr = (ds.field("tenant_id") == tenant) & (ds.field("run_id") >= lo) & \
         (ds.field("run_id") <= hi)
-    t = d.to_table(filter=expr, use_threads=False)
+    t = d.to_table(filter=expr, use_threads=False, batch_readahead=1, fragment_readahead=1)
     cols = [t.column(f.name).cast(f.type) if t.column(f.name).type != f.type
             else t.column(f.name) for f in EVENTS_SCHEMA]
     return pa.Table.from_arrays(cols, schema=EVENTS_SCHEMA)
@@ -275,7 +275,7 @@ def settle(table: pa.Table, parents: dict[str, str],
         for i in np.sort(drop).tolist():
             t_id = table.column("tenant_id")[i].as_py()
             r_id = table.column("run_id")[i].as_py()
-            s = _path_of(src_vals[src.indices[i].as_py()])
+            s = src_vals[src.indices[i].as_py()]  # as read_pleach names it: "pleach:<path>"
             _bad(q, s, int(line[i]), "duplicate_seq",
                  f"(tenant_id, chat_id, sequence_number) = ({t_id!r}, {r_id!r}, {int(seq[i])}) "
                  "repeats an earlier row; the first is kept", None, "sequence_number",
@@ -330,8 +330,6 @@ def _pleach_columns(table: pa.Table, parents: dict[str, str]) -> pa.Table:
                          pa.string()).to_pylist()
     per_run = [parents.get(r) if p else o for r, p, o in zip(run_ids, seg_pl, old_parent,
                                                              strict=True)]
-    if per_run == old_parent:
-        return table
     lengths = np.diff(np.r_[first, n])
     parent = pa.array(per_run, pa.string()).take(pa.array(np.repeat(np.arange(len(first)),
                                                                     lengths)))

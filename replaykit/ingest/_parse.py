@@ -236,13 +236,14 @@ def _read_chunk(s: Source, tmp: Path, data: bytes, line_off: int, errors: str) -
     li = t.schema.get_field_index("source_line")
     t = t.set_column(li, t.schema.field(li), pc.add(t.column(li), line_off))
     rows = log.quarantine.to_pylist()
-    for r in rows:
-        old_where = f"{tmp_name}:{r['line']}" if r["line"] is not None else tmp_name
+    for r in rows:  # the chunk's few bad rows: their file and line in the source's terms
+        src_old = r["source"] or ""
+        src_new = src_old.replace(tmp_name, name)
+        old_where = f"{src_old}:{r['line']}" if r["line"] is not None else src_old
         if r["line"] is not None:
             r["line"] += line_off
-        new_where = f"{name}:{r['line']}" if r["line"] is not None else name
-        if r["source"] == tmp_name:
-            r["source"] = name
+        new_where = f"{src_new}:{r['line']}" if r["line"] is not None else src_new
+        r["source"] = src_new if r["source"] is not None else None
         if r["message"] and r["message"].startswith(old_where):
             r["message"] = new_where + r["message"][len(old_where):]
         if r["message"]:

@@ -30,6 +30,18 @@ if TYPE_CHECKING:
 __all__ = ["Dataset", "open_dataset"]
 
 
+def _utc(v: Any) -> Any:
+    """A time bound as a UTC ``pandas.Timestamp`` (naive times are UTC; aware ones converted).
+
+    Raises:
+        ValueError: not a time pandas can read.
+    """
+    import pandas as pd
+
+    ts = pd.Timestamp(v)
+    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+
+
 def _values(v: str | Sequence[str] | None) -> list[str] | None:
     return None if v is None else ([v] if isinstance(v, str) else list(v))
 
@@ -77,15 +89,12 @@ class Dataset:
 
         tenants = None if tenant_id is None else check_tenant_ids(
             tenant_id, source="Dataset.filter(tenant_id=...)")
+        since = None if since is None else _utc(since)  # a bad bound raises here
+        until = None if until is None else _utc(until)
         s = since if self._since is None else (
-            self._since if since is None else max(pd.Timestamp(since, tz="UTC"),
-                                                  pd.Timestamp(self._since, tz="UTC")))
+            self._since if since is None else max(since, self._since))
         u = until if self._until is None else (
-            self._until if until is None else min(pd.Timestamp(until, tz="UTC"),
-                                                  pd.Timestamp(self._until, tz="UTC")))
-        for bound in (s, u):
-            if bound is not None:
-                pd.Timestamp(bound, tz="UTC")  # a bad bound is the caller's error, here
+            self._until if until is None else min(until, self._until))
         return Dataset(self.path, tenant_id=both(self._tenants, tenants),
                        runs=both(self._runs, _values(runs)), since=s, until=u,
                        types=both(self._types, _values(types)))
@@ -102,11 +111,9 @@ class Dataset:
             parts.append(ds.field("type").isin(self._types))
         ts = pa.timestamp("us", tz="UTC")
         if self._since is not None:
-            parts.append(ds.field("ts") >= pa.scalar(
-                pd.Timestamp(self._since, tz="UTC").as_unit("us"), type=ts))
+            parts.append(ds.field("ts") >= pa.scalar(self._since.as_unit("us"), type=ts))
         if self._until is not None:
-            parts.append(ds.field("ts") <= pa.scalar(
-                pd.Timestamp(self._until, tz="UTC").as_unit("us"), type=ts))
+            parts.append(ds.field("ts") <= pa.scalar(self._until.as_unit("us"), type=ts))
         for p in parts:
             expr = p if expr is None else expr & p
         return expr
@@ -169,16 +176,17 @@ class Dataset:
         return runs_frame(stat.select(list(RUN_STAT_COLUMNS)), run, lambda _df: formats)
 
     def _runs_df_by_part(self) -> pd.DataFrame:
-        import pandas as pd
+        """runs_df over the view's rows, one part file at a time: each part's per-run numbers
+        (runs are whole in a file), then the header rows, as EventLog.runs_df joins them."""
+        stats, formats = [], []
+        for p in self.partitions():
+            stats.append(p._run_stats())
+            formats.append(p._formats_per_run(None))
+        import numpy as np
 
-        frames = [p.runs_df() for p in self.partitions()]
-        header = self.load_runs()
-        if not frames:
-            return self.load().runs_df()
-        df = pd.concat(frames, ignore_index=True)
-        if len(header):  # header-only rows are not in any partition
-            df = df.drop_duplicates(["tenant_id", "run_id"], keep="first")
-        return df.sort_values(["tenant_id", "run_id"], ignore_index=True)
+        stat = pa.concat_tables(stats) if stats else EventLog(_empty())._run_stats()
+        fmt = np.concatenate(formats) if formats else np.zeros(0, dtype=object)
+        return runs_frame(stat, self.load_runs(), lambda _df: fmt)
 
     def load_runs(self) -> pa.Table:
         """The view's ``_runs.parquet`` rows (run headers)."""
@@ -221,8 +229,11 @@ class Dataset:
         Raises:
             LoadError: as :func:`replaykit.read_parquet`.
         """
+        # read_parquet takes the bounds as text (pd.Timestamp(aware, tz=...) would refuse them)
         return read_parquet(self.path, tenant_id=self._tenants, run_ids=self._runs,
-                            types=self._types, since=self._since, until=self._until)
+                            types=self._types,
+                            since=None if self._since is None else self._since.isoformat(),
+                            until=None if self._until is None else self._until.isoformat())
 
     def run(self, run_id: str, *, tenant_id: str | None = None) -> EventLog:
         """One run as an EventLog (only its tenant's folder is scanned, and Parquet statistics
