@@ -178,6 +178,8 @@ def merge_tenant(job: TenantJob) -> dict[str, Any]:
                 _write_part(table.slice(a, b - a), job.tenant, job.out / f"part-{job.next_part}.parquet")
                 job.written.append(f"part-{job.next_part}.parquet")
                 job.next_part += 1
+        del table, parts
+        pa.default_memory_pool().release_unused()  # freed range buffers back to the OS
     for i, (_, _, f) in enumerate(files):
         if i not in dirty:
             os.link(f, job.out / f.name)

@@ -309,6 +309,7 @@ def _stage(out: Staged, staging: Path, log: EventLog, batch: list[Source], fmt: 
             span.column("run_id_max").to_pylist(), strict=True)})
         if fmt == PLEACH:
             out.spawns.append(spawns_of(t))
+    pa.default_memory_pool().release_unused()  # the unit's buffers back to the OS
     if fmt != PLEACH and log.runs.num_rows:
         owners = [_owner_of(names, v, batch[0]).key for v in log.runs.column("source").to_pylist()]
         out.headers.append(log.runs.append_column("ingest_source", pa.array(owners, pa.string())))
