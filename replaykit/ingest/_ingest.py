@@ -318,13 +318,12 @@ def _run(root: Path, manifest: Manifest, todo: list[Source], *, owner: str | Non
     for k in nt.column("ingest_source").to_pylist():
         nt_counts[k] = nt_counts.get(k, 0) + 1
     # the manifest: per source, its counts per tenant (tenants not rebuilt keep theirs)
-    from .. import __version__
-
+    version = _version()
     for s in todo:
         new_manifest.sources[s.key] = {
             "size": s.size, "mtime_ns": s.mtime_ns, "digest": s.digest, "format": s.format,
             "names": sorted(s.names), "input_rows": s.input_rows, "tenants": {},
-            "replaykit": __version__, "ingested_at": time.strftime(
+            "replaykit": version, "ingested_at": time.strftime(
                 "%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     for s in touched_meta:
         new_manifest.sources[s.key]["mtime_ns"] = s.mtime_ns
@@ -347,3 +346,13 @@ def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
     if not tables:
         return schema.empty_table()
     return pa.concat_tables([t.cast(schema) if t.schema != schema else t for t in tables])
+
+
+def _version() -> str:
+    """replaykit's version (its package metadata; the package itself is above this layer)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("replaykit")
+    except PackageNotFoundError:  # pragma: no cover - a source tree without metadata
+        return "unknown"

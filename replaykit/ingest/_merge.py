@@ -118,8 +118,8 @@ def merge_tenant(job: TenantJob) -> dict[str, Any]:
     files: list[tuple[str, str, Path]] = []
     if job.prev is not None:
         for f in sorted(job.prev.glob("part-*.parquet")):
-            r = _run_range(str(f))
-            files.append((r[0], r[1], f) if r else ("", "", f))
+            span = _run_range(str(f))
+            files.append((span[0], span[1], f) if span else ("", "", f))
     files.sort(key=lambda x: x[0])
     lows = np.asarray([f[0] for f in files], dtype=object)
     highs = np.asarray([f[1] for f in files], dtype=object)
@@ -175,8 +175,9 @@ def merge_tenant(job: TenantJob) -> dict[str, Any]:
             stats_new.append(_stats(table))
             keys_new.append(_keys(table))
             for a, b in _cuts(table, job.partition_events):
-                _write_part(table.slice(a, b - a), job.tenant, job.out / f"part-{job.next_part}.parquet")
-                job.written.append(f"part-{job.next_part}.parquet")
+                name = f"part-{job.next_part}.parquet"
+                _write_part(table.slice(a, b - a), job.tenant, job.out / name)
+                job.written.append(name)
                 job.next_part += 1
         del table, parts
         pa.default_memory_pool().release_unused()  # freed range buffers back to the OS

@@ -31,8 +31,8 @@ import pyarrow.parquet as pq
 
 from ..errors import FormatDetectionError, LoadError
 from ..eventlog.log import EventLog
-from ..io import FORMATS, detect_format, read_events
 from ..io import _PATTERNS as PATTERNS
+from ..io import FORMATS, detect_format, read_events
 from ..io._common import compressed, expand_paths, unreadable
 from ..schema import QUARANTINE_SCHEMA, quarantine_table
 
@@ -125,7 +125,8 @@ class Staged:
     """What the first pass produced (the events are in the staging files)."""
 
     files: list[Path] = field(default_factory=list)
-    spans: list[dict[str, tuple[str, str]]] = field(default_factory=list)  # per file: tenant -> runs
+    #: per staging file: tenant -> (first, last) run id it holds
+    spans: list[dict[str, tuple[str, str]]] = field(default_factory=list)
     keys: list[pa.Table] = field(default_factory=list)  # tenant_id, run_id, rows
     quarantine: list[pa.Table] = field(default_factory=list)  # + ingest_source
     headers: list[pa.Table] = field(default_factory=list)  # non-pleach runs rows + ingest_source

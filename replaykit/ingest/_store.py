@@ -47,7 +47,8 @@ class Manifest:
     """The manifest: ``sources`` (relative path -> entry) and each tenant's generation."""
 
     sources: dict[str, dict[str, Any]] = field(default_factory=dict)
-    tenants: dict[str, dict[str, Any]] = field(default_factory=dict)  # enc -> {gen, next_part, prev}
+    #: folder name -> {"tenant", "gen", "next_part", "prev"}
+    tenants: dict[str, dict[str, Any]] = field(default_factory=dict)
     generation: int = 0
 
     def to_json(self) -> dict[str, Any]:

@@ -54,9 +54,9 @@ class Dataset:
     Example:
         >>> ds = rk.open_dataset("semester/")  # doctest: +SKIP
         >>> ds.runs_df()  # from the side files: no event is read  # doctest: +SKIP
-        >>> week = ds.filter(since="2026-03-02", until="2026-03-08", types="tool/call")  # doctest: +SKIP
+        >>> week = ds.filter(since="2026-03-02", until="2026-03-08")  # doctest: +SKIP
         >>> week.tools_df()  # one part file at a time  # doctest: +SKIP
-        >>> ds.run("chat_42", tenant_id="acme").calls_df()  # an ordinary EventLog  # doctest: +SKIP
+        >>> ds.run("chat_42", tenant_id="acme").calls_df()  # doctest: +SKIP
     """
 
     def __init__(self, path: str | os.PathLike[str], *, tenant_id: list[str] | None = None,
@@ -80,7 +80,6 @@ class Dataset:
         Raises:
             LoadError: ``reason="bad_tenant"``: a tenant id breaks the tenant-id rule.
         """
-        import pandas as pd
 
         def both(old: list[str] | None, new: list[str] | None) -> list[str] | None:
             if new is None:
@@ -100,7 +99,6 @@ class Dataset:
                        types=both(self._types, _values(types)))
 
     def _expr(self) -> ds.Expression | None:
-        import pandas as pd
         import pyarrow.dataset as ds
 
         expr = None

@@ -13,7 +13,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
 from _helpers import same_log
 
 import replaykit as rk
