@@ -176,9 +176,15 @@ def ingest(
         touched_meta = [s for s in found if s.status == "unchanged"
                         and manifest.sources[s.key]["mtime_ns"] != s.mtime_ns]
         if todo:
-            _run(root, manifest, todo, owner=owner, errors=errors, limit=limit,
-                 partition_events=partition_events, progress=progress, report=report,
-                 touched_meta=touched_meta)
+            try:
+                _run(root, manifest, todo, owner=owner, errors=errors, limit=limit,
+                     partition_events=partition_events, progress=progress, report=report,
+                     touched_meta=touched_meta)
+            except BaseException:
+                # nothing committed (or a journal the next run finishes): drop what this run
+                # staged and wrote beside the dataset
+                _store.collect_garbage(root, manifest)
+                raise
         elif touched_meta:  # same bytes, new mtime: remember it so the next run skips faster
             for s in touched_meta:
                 manifest.sources[s.key]["mtime_ns"] = s.mtime_ns

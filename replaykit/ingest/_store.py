@@ -177,6 +177,8 @@ def collect_garbage(root: Path, manifest: Manifest) -> None:
     state = root / STATE
     for d in state.glob("staging-*"):
         shutil.rmtree(d, ignore_errors=True)
+    if (state / PENDING).exists():  # a commit to finish: its generations are not garbage
+        return
     for enc_dir in (state / "t").glob("*") if (state / "t").exists() else []:
         info = manifest.tenants.get(enc_dir.name, {})
         keep = {f"g{info.get('gen')}", f"g{info.get('prev')}"}

@@ -16,6 +16,7 @@ from ..eventlog.dataset import (
     RUNS_FILE,
     _partition_dirs,
     partition_files,
+    pin_folders,
     read_parquet,
     read_partition_files,
 )
@@ -131,7 +132,9 @@ class Dataset:
         """(tenant, part file) of the view, in dataset order."""
         if not self.path.exists():
             raise FileNotFoundError(f"{self.path}: no such Parquet dataset")
-        return partition_files(self.path, self._tenants)
+        # each tenant folder resolved once: one call sees one generation of each tenant
+        return partition_files(self.path, self._tenants,
+                               pins=pin_folders(self.path, self._tenants))
 
     def __len__(self) -> int:
         """Events in the dataset's files (from the footers; filters other than tenants are
@@ -155,8 +158,10 @@ class Dataset:
         dataset without those side files) computed part file by part file."""
         exact = self._since is None and self._until is None and self._types is None
         stats, runs = [], []
+        pins = pin_folders(self.path, self._tenants)
         for tenant in self.tenants:
-            d = self.path / _dir_of(self.path, tenant)
+            name = _dir_of(self.path, tenant)
+            d = pins.get(name, self.path / name)
             st = d / STATS_FILE
             if not (exact and st.exists()):
                 return self._runs_df_by_part()

@@ -384,3 +384,4 @@ def test_bad_arguments_are_named(tmp_path: Path) -> None:
     with pytest.raises(rk.LoadError, match=rf"bad\.jsonl:{n + 1}: .*reason=bad_json"):
         rk.ingest(f, tmp_path / "z", errors="raise", memory_limit="8MB", progress=False)
     assert not list((tmp_path / "z").glob("tenant_id=*"))  # nothing written
+    assert not list((tmp_path / "z" / "_ingest").glob("*"))  # and nothing left beside it
