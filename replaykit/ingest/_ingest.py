@@ -170,7 +170,7 @@ def ingest(
         _store.apply_pending(root)  # a commit a killed ingest left half-done
         manifest = _store.read_manifest(root)
         _store.collect_garbage(root, manifest)
-        found = discover(args)
+        found = discover(args, into=root)
         classify(found, manifest.sources)
         todo = [s for s in found if s.status in ("new", "changed")]
         touched_meta = [s for s in found if s.status == "unchanged"

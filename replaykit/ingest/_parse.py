@@ -63,18 +63,28 @@ class Source:
     quarantined: int = 0
 
 
-def discover(sources: list[str | os.PathLike[str]]) -> list[Source]:
+def discover(sources: list[str | os.PathLike[str]], into: Path | None = None) -> list[Source]:
     """The files of ``sources`` (files, directories searched recursively, globs), as
     :func:`replaykit.read_events` finds them, minus the formats' side files.
 
     Raises:
         FileNotFoundError: a path or glob matches nothing.
-        ValueError: two inputs give the same relative path (name them from one folder).
+        ValueError: two inputs give the same relative path (name them from one folder), or
+            a source is a Parquet dataset.
     """
+    from ..io import is_dataset
+
     found: dict[str, Source] = {}
+    inside = None if into is None else into.resolve()
     for arg in sources:
         base = Path(arg)
+        if is_dataset(base) or (inside is not None and base.resolve() == inside):
+            raise ValueError(
+                f"{base} is a Parquet dataset, not logs: ingest reads log files (read a "
+                "dataset with rk.read_parquet or rk.open_dataset)")
         for f in expand_paths(arg, patterns=PATTERNS):
+            if inside is not None and f.resolve().is_relative_to(inside):
+                continue  # the dataset's own files, when it lies inside a source folder
             if any(getattr(m, "is_side_file", lambda _p: False)(f) for m in FORMATS.values()):
                 continue
             key = f.relative_to(base).as_posix() if base.is_dir() else f.name

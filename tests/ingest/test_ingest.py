@@ -372,6 +372,16 @@ def test_bad_arguments_are_named(tmp_path: Path) -> None:
     rk.read_pleach(DATA / "pleach" / "harness_event_log.jsonl").to_parquet(plain_ds)
     with pytest.raises(IngestError, match="not written by ingest"):
         rk.ingest(DATA / "pleach", plain_ds)
+    with pytest.raises(ValueError, match="is a Parquet dataset, not logs"):
+        rk.ingest(plain_ds, tmp_path / "w")
+    # a dataset inside the folder being ingested: its own files are not read as logs
+    nested = tmp_path / "logs"
+    shutil.copytree(DATA / "pleach", nested)
+    rk.ingest(nested, nested / "ds", progress=False)
+    again = rk.ingest(nested, nested / "ds", progress=False)
+    assert {s["path"] for s in again.sources} == {"harness_event_log.jsonl",
+                                                   "harness_event_log_hashed.parquet"}
+    assert {s["status"] for s in again.sources} == {"unchanged"}
     with pytest.raises(rk.MissingTenantError):
         rk.ingest(DATA / "toh", tmp_path / "y", progress=False)
     assert not list((tmp_path / "y").glob("tenant_id=*"))
