@@ -183,7 +183,12 @@ def merge_tenant(job: TenantJob) -> dict[str, Any]:
         pa.default_memory_pool().release_unused()  # freed range buffers back to the OS
     for i, (_, _, f) in enumerate(files):
         if i not in dirty:
-            os.link(f, job.out / f.name)
+            try:
+                os.link(f, job.out / f.name)  # the same file: same inode, same mtime
+            except OSError:  # a file system without hard links: a copy, mtime kept
+                import shutil
+
+                shutil.copy2(f, job.out / f.name)
             job.linked.append(f.name)
     # side tables
     touched_a = pa.array(sorted(touched), pa.string())
