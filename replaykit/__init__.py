@@ -75,6 +75,7 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time __geta
     )
     from .fold.inspect import inspect_state
     from .grain import calls_df, tools_df, turns_df
+    from .ingest import Dataset, IngestError, IngestReport, ingest, open_dataset
     from .integrity import (
         ChainManifest,
         chain_heads,
@@ -139,6 +140,12 @@ __all__ = [
     "IsplayBranch",
     "read_parquet",
     "read_pleach",
+    # ingest: logs of any size into the run-aligned dataset, and a lazy handle on it
+    "Dataset",
+    "IngestError",
+    "IngestReport",
+    "ingest",
+    "open_dataset",
     "read_toh",
     "schema",
     "toh",
@@ -217,6 +224,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
               "open_replay", "projection"),
     ".fold.inspect": ("inspect_state",),
     ".grain": ("calls_df", "tools_df", "turns_df"),
+    ".ingest": ("Dataset", "IngestError", "IngestReport", "ingest", "open_dataset"),
     ".integrity": ("ChainManifest", "chain_heads", "chain_manifest", "chain_proof",
                    "stamp_chain", "verify_chain", "verify_proof"),
     ".io": ("detect_format", "read_events", "read_isplay", "read_pleach", "read_toh"),
@@ -277,7 +285,7 @@ class _Package(_types.ModuleType):
 
 
 #: public functions named like the subpackage that defines them.
-_SHADOWED = frozenset({"fold", "cohorts"})
+_SHADOWED = frozenset({"fold", "cohorts", "ingest"})
 _sys.modules[__name__].__class__ = _Package
 
 

@@ -337,6 +337,9 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                    "verified, 2 usage)")
     sub.add_parser("report", add_help=False,
                    help="write a self-contained HTML report (rca | cohort)")
+    sub.add_parser("ingest", add_help=False,
+                   help="stream logs of any size into a run-aligned Parquet dataset, "
+                   "incrementally (--into DIR)")
     return parser
 
 
@@ -502,6 +505,10 @@ def _dispatch(argv: Sequence[str] | None, *, fast_exit: bool) -> int:
         from .report import report_command
 
         return report_command(argv[1:])
+    if argv[:1] == ["ingest"]:
+        from .ingest import ingest_command
+
+        return ingest_command(argv[1:])
     if argv[:1] == ["replay"] and len(argv) > 1 and argv[1] in _RESULT_VIEWS:
         view = argv[1]
         try:

@@ -73,7 +73,8 @@ def _partition_error(errors: str, bad: list[dict[str, Any]], *, owner: str | Non
 
 
 def partition_files(root: Path, tenants: Sequence[str] | None = None, *, errors: str = "raise",
-                    bad: list[dict[str, Any]] | None = None) -> list[tuple[str, Path]]:
+                    bad: list[dict[str, Any]] | None = None,
+                    pins: dict[str, Path] | None = None) -> list[tuple[str, Path]]:
     """(tenant id, file) for every ``*.parquet`` file under the ``tenant_id=<id>/`` folders of
     a dataset (``tenants``: only those tenants' folders), in (tenant, path) order.
 
@@ -83,6 +84,10 @@ def partition_files(root: Path, tenants: Sequence[str] | None = None, *, errors:
     name is not canonical or not UTF-8); under ``"quarantine"`` its files are skipped and
     one row per folder is appended to ``bad``. With ``tenants``, other tenants' folders are
     not opened, and a bad folder matters only when it decodes to a requested tenant.
+
+    ``pins`` (folder name -> the folder to list, :func:`pin_folders`): the files are listed
+    in, and named by, the pinned folder (a dataset written by :func:`replaykit.ingest`, whose
+    tenant folders are links that a commit swaps: one read then sees one generation).
     """
     wanted = None if tenants is None else set(tenants)
     found: list[tuple[str, Path]] = []
@@ -102,11 +107,21 @@ def partition_files(root: Path, tenants: Sequence[str] | None = None, *, errors:
             continue
         if wanted is not None and tenant not in wanted:
             continue
-        for f in sorted(d.rglob("*.parquet")):
+        base = d if pins is None else pins.get(d.name, d)
+        for f in sorted(base.rglob("*.parquet")):
             if f.is_file() and not any(part.startswith(("_", "."))
-                                       for part in f.relative_to(d).parts):
+                                       for part in f.relative_to(base).parts):
                 found.append((tenant, f))  # type: ignore[arg-type]
     return found
+
+
+def pin_folders(root: Path, tenants: Sequence[str] | None = None) -> dict[str, Path]:
+    """Folder name -> the folder itself, or for a tenant folder that is a symbolic link (a
+    dataset written by :func:`replaykit.ingest`) the generation it points to now, resolved
+    once: a read that lists and opens files through these sees one generation of each tenant,
+    whatever commit happens meanwhile."""
+    return {d.name: Path(os.path.realpath(d)) if d.is_symlink() else d
+            for d in _partition_dirs(root, tenants)}
 
 
 def _partition_dirs(root: Path, tenants: Sequence[str] | None) -> list[Path]:
@@ -415,7 +430,8 @@ def _read_dataset(root: Path, tenant_id: str | Sequence[str] | None,
         _and(ds.field("ts") <= pa.scalar(pd.Timestamp(until, tz="UTC").as_unit("us"),
                                           type=pa.timestamp("us", tz="UTC")))
     bad: list[dict[str, Any]] = []
-    files = partition_files(root, tenants, errors=errors, bad=bad)
+    pins = pin_folders(root, tenants)  # side files and parts of the same generation
+    files = partition_files(root, tenants, errors=errors, bad=bad, pins=pins)
     table = read_partition_files(files, filter=expr, errors=errors, bad=bad)
     import pyarrow.parquet as pq
 
@@ -434,14 +450,15 @@ def _read_dataset(root: Path, tenant_id: str | Sequence[str] | None,
             quarantine = _as_quarantine(pq.read_table(root / QUARANTINE_FILE))
     else:
         runs_parts, quar_parts = [], []
-        for d in _partition_dirs(root, tenants):
+        for d in (root / name for name in pins):  # the folders the parts were listed from
             tenant, problem = partition_dir_tenant(d.name)
             if problem is not None or (tenants is not None and tenant not in tenants):
                 continue  # (a bad folder was reported by partition_files)
-            r = _side_file(d / RUNS_FILE, tenant, errors, bad)
+            here = pins.get(d.name, d)
+            r = _side_file(here / RUNS_FILE, tenant, errors, bad)
             if r is not None:
                 runs_parts.append(r.cast(RUNS_SCHEMA))
-            q = _side_file(d / QUARANTINE_FILE, tenant, errors, bad)
+            q = _side_file(here / QUARANTINE_FILE, tenant, errors, bad)
             if q is not None:
                 quar_parts.append(_as_quarantine(q))
         if tenants is None and (root / NO_TENANT_QUARANTINE_FILE).is_file():

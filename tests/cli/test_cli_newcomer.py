@@ -42,7 +42,7 @@ def test_top_level_help_lists_every_command():
     sub = next(a for a in cli_app._parser()._actions if isinstance(a, argparse._SubParsersAction))
     commands = set(sub.choices)
     assert commands == {"summary", "generate", "branch", "replay", "diff", "verify-chain",
-                        "report"}
+                        "report", "ingest"}
     for name in commands:
         assert f"\n    {name}" in proc.stdout, name
 

@@ -1,0 +1,355 @@
+"""First pass of an ingest: find the sources, decide which changed, parse those into staging.
+
+Every source is parsed by the format's own reader (``read_events(..., format=name)``), so rows,
+checks and quarantine are the readers'. A pleach JSONL file larger than the chunk size is cut
+at line boundaries and each chunk read on its own (the source and line numbers are then put
+back), so the memory of the pass follows the chunk size, not the file; the per-run columns a
+chunk cannot see whole (``turn`` carried forward, ``parent_run_id`` from
+``subagent.spawned``, duplicate keys) are settled by the merge (:mod:`._merge`), over whole
+runs. Files of the other formats are read in batches of at most the chunk size (a batch is at
+least one file).
+
+Each parsed unit's events go to ``staging/ev-<k>.parquet``, sorted by (tenant, run, seq) with
+small row groups, so the merge reads any run range back from every chunk with Parquet's
+statistics (an external range-partitioned merge; nothing holds more than one range).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..errors import FormatDetectionError, LoadError
+from ..eventlog.log import EventLog
+from ..io import _PATTERNS as PATTERNS
+from ..io import FORMATS, detect_format, read_events
+from ..io._common import compressed, expand_paths, unreadable
+from ..schema import QUARANTINE_SCHEMA, quarantine_table
+
+#: staging row group: small, so a range read skips most of every chunk by its statistics
+STAGING_ROW_GROUP = 4_096
+PLEACH = "pleach"
+SPAWN_TYPE = "subagent.spawned"
+
+
+class CopyWarning(UserWarning):
+    """A source holds the same bytes as one already ingested under another path: skipped."""
+
+
+@dataclass
+class Source:
+    """One input file: where it is, what the manifest knows, what this ingest does to it."""
+
+    key: str  # the path relative to what the user passed (the manifest key)
+    path: Path  # as expanded (what the readers name in ``source``)
+    size: int
+    mtime_ns: int
+    status: str = "new"  # new | changed | unchanged | copy
+    digest: str | None = None
+    format: str | None = None
+    names: set[str] = field(default_factory=set)  # ``source`` strings of its rows
+    input_rows: int = 0
+    loaded: int = 0
+    quarantined: int = 0
+
+
+def discover(sources: list[str | os.PathLike[str]], into: Path | None = None) -> list[Source]:
+    """The files of ``sources`` (files, directories searched recursively, globs), as
+    :func:`replaykit.read_events` finds them, minus the formats' side files.
+
+    Raises:
+        FileNotFoundError: a path or glob matches nothing.
+        ValueError: two inputs give the same relative path (name them from one folder), or
+            a source is a Parquet dataset.
+    """
+    from ..io import is_dataset
+
+    found: dict[str, Source] = {}
+    inside = None if into is None else into.resolve()
+    for arg in sources:
+        base = Path(arg)
+        if is_dataset(base) or (inside is not None and base.resolve() == inside):
+            raise ValueError(
+                f"{base} is a Parquet dataset, not logs: ingest reads log files (read a "
+                "dataset with rk.read_parquet or rk.open_dataset)")
+        for f in expand_paths(arg, patterns=PATTERNS):
+            if inside is not None and f.resolve().is_relative_to(inside):
+                continue  # the dataset's own files, when it lies inside a source folder
+            if any(getattr(m, "is_side_file", lambda _p: False)(f) for m in FORMATS.values()):
+                continue
+            key = f.relative_to(base).as_posix() if base.is_dir() else f.name
+            st = f.stat()
+            if key in found and found[key].path.resolve() != f.resolve():
+                raise ValueError(
+                    f"{f} and {found[key].path} are both {key!r} relative to the paths given; "
+                    "pass their common folder instead (the manifest keys sources by the path "
+                    "relative to what was passed)")
+            found[key] = Source(key=key, path=f, size=st.st_size, mtime_ns=st.st_mtime_ns)
+    return list(found.values())
+
+
+def digest(path: Path) -> str:
+    """blake2b (128 bits) of the file's bytes, read in 1 MB blocks."""
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def classify(found: list[Source], known: dict[str, dict[str, Any]]) -> None:
+    """Set each source's status against the manifest: unchanged (same size and mtime, or the
+    same digest), changed, new, or a copy of another source (same digest elsewhere)."""
+    by_digest = {e["digest"]: k for k, e in known.items() if e.get("digest")}
+    for s in found:
+        old = known.get(s.key)
+        if old is not None and old["size"] == s.size and old["mtime_ns"] == s.mtime_ns:
+            s.status, s.digest = "unchanged", old["digest"]
+            continue
+        s.digest = digest(s.path)
+        if old is not None and old.get("digest") == s.digest:
+            s.status = "unchanged"
+            continue
+        other = by_digest.get(s.digest)
+        if other is not None and other != s.key:
+            s.status = "copy"
+            warnings.warn(f"{s.path} holds the same bytes as {other!r}, already ingested: "
+                          "skipped (a copy is not read twice)", CopyWarning, stacklevel=4)
+            continue
+        s.status = "changed" if old is not None else "new"
+        by_digest[s.digest] = s.key
+
+
+@dataclass
+class Staged:
+    """What the first pass produced (the events are in the staging files)."""
+
+    files: list[Path] = field(default_factory=list)
+    #: per staging file: tenant -> (first, last) run id it holds
+    spans: list[dict[str, tuple[str, str]]] = field(default_factory=list)
+    keys: list[pa.Table] = field(default_factory=list)  # tenant_id, run_id, rows
+    quarantine: list[pa.Table] = field(default_factory=list)  # + ingest_source
+    headers: list[pa.Table] = field(default_factory=list)  # non-pleach runs rows + ingest_source
+    spawns: list[pa.Table] = field(default_factory=list)  # tenant_id, run_id, seq, child, source
+
+
+def parse(todo: list[Source], staging: Path, *, owner: str | None, errors: str,
+          chunk_bytes: int, on_bytes: Callable[[int, int], None]) -> Staged:
+    """Parse ``todo`` into ``staging``; ``on_bytes(bytes, rows)`` reports progress."""
+    out = Staged()
+    by_format: dict[str, list[Source]] = {}
+    for s in todo:
+        try:
+            s.format = detect_format(s.path)
+        except FormatDetectionError as exc:
+            try:
+                with open(s.path, "rb") as fh:
+                    err: LoadError = compressed(str(s.path), fh.read(8)) or exc
+            except OSError as os_exc:
+                err = unreadable(str(s.path), os_exc)
+            if errors == "raise":
+                raise err from None
+            rec = err.as_record()
+            rec.update(raw=None, tenant_id=None, run_id=None)
+            _add_quarantine(out, quarantine_table([rec]), {str(s.path): s}, s)
+            s.input_rows = s.quarantined = 1
+            on_bytes(s.size, 0)
+            continue
+        by_format.setdefault(s.format, []).append(s)
+    for fmt, group in by_format.items():
+        if fmt == PLEACH:
+            for s in group:
+                if s.size > chunk_bytes and s.path.suffix != ".parquet":
+                    for log in _pleach_chunks(s, staging, chunk_bytes, errors):
+                        _stage(out, staging, log, [s], fmt)
+                        on_bytes(0, len(log))
+                    on_bytes(s.size, 0)
+                else:
+                    log = read_events([s.path], format=fmt, errors=errors, progress=False)
+                    _stage(out, staging, log, [s], fmt)
+                    on_bytes(s.size, len(log))
+            continue
+        for batch in _batches(group, chunk_bytes):
+            log = read_events([s.path for s in batch], format=fmt, owner=owner, errors=errors,
+                              progress=False)
+            _stage(out, staging, log, batch, fmt)
+            on_bytes(sum(s.size for s in batch), len(log))
+    for s in todo:
+        s.input_rows = s.loaded + s.quarantined
+    return out
+
+
+def _batches(group: list[Source], budget: int) -> Iterator[list[Source]]:
+    batch: list[Source] = []
+    size = 0
+    for s in sorted(group, key=lambda s: str(s.path)):
+        if batch and size + s.size > budget:
+            yield batch
+            batch, size = [], 0
+        batch.append(s)
+        size += s.size
+    if batch:
+        yield batch
+
+
+def _pleach_chunks(s: Source, staging: Path, chunk_bytes: int,
+                   errors: str) -> Iterator[EventLog]:
+    """A large pleach JSONL file read chunk by chunk (line-aligned), each chunk's sources and
+    line numbers put back to the file's."""
+    tmp = staging / "chunk.jsonl"
+    line_off = 0
+    carry = b""
+    with open(s.path, "rb") as fh:
+        while True:
+            block = fh.read(chunk_bytes)
+            data = carry + block
+            if not block:
+                if data:
+                    yield _read_chunk(s, tmp, data, line_off, errors)
+                return
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                carry = data
+                continue
+            piece, carry = data[:cut + 1], data[cut + 1:]
+            yield _read_chunk(s, tmp, piece, line_off, errors)
+            line_off += piece.count(b"\n")
+
+
+def _read_chunk(s: Source, tmp: Path, data: bytes, line_off: int, errors: str) -> EventLog:
+    tmp.write_bytes(data)
+    tmp_name, name = str(tmp), str(s.path)
+    try:
+        log = read_events([tmp], format=PLEACH, errors=errors, progress=False)
+    except LoadError as err:
+        line = None if err.line is None else err.line + line_off
+        raise LoadError(source=name, line=line, field=err.field, reason=err.reason,
+                        detail=err.detail.replace(tmp_name, name), fix=err.fix) from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    t = log.table
+    src_i = t.schema.get_field_index("source")
+    src = t.column("source").combine_chunks()
+    values = [name if v == tmp_name else v.replace(tmp_name, name)
+              for v in src.dictionary.to_pylist()]
+    src = pa.DictionaryArray.from_arrays(src.indices, pa.array(values, pa.string()))
+    t = t.set_column(src_i, t.schema.field(src_i), src)
+    li = t.schema.get_field_index("source_line")
+    t = t.set_column(li, t.schema.field(li), pc.add(t.column(li), line_off))
+    rows = log.quarantine.to_pylist()
+    for r in rows:  # the chunk's few bad rows: their file and line in the source's terms
+        src_old = r["source"] or ""
+        src_new = src_old.replace(tmp_name, name)
+        old_where = f"{src_old}:{r['line']}" if r["line"] is not None else src_old
+        if r["line"] is not None:
+            r["line"] += line_off
+        new_where = f"{src_new}:{r['line']}" if r["line"] is not None else src_new
+        r["source"] = src_new if r["source"] is not None else None
+        if r["message"] and r["message"].startswith(old_where):
+            r["message"] = new_where + r["message"][len(old_where):]
+        if r["message"]:
+            r["message"] = r["message"].replace(tmp_name, name)
+    quarantine = pa.Table.from_pylist(rows, schema=QUARANTINE_SCHEMA)
+    runs = log.runs
+    if runs.num_rows:
+        runs = runs.set_column(runs.schema.get_field_index("source"), "source",
+                               pc.replace_substring(runs.column("source"), tmp_name, name))
+    return EventLog(t, runs=runs, quarantine=quarantine, sort=False)
+
+
+def _owner_of(names: dict[str, Source], value: str | None, first: Source) -> Source:
+    if value is None:
+        return first
+    hit = names.get(value)
+    if hit is None and ":" in value:
+        hit = names.get(value.split(":", 1)[1])
+    return hit if hit is not None else first
+
+
+def _add_quarantine(out: Staged, q: pa.Table, names: dict[str, Source], first: Source) -> None:
+    if not q.num_rows:
+        return
+    owners = [_owner_of(names, v, first) for v in q.column("source").to_pylist()]
+    for o in owners:
+        o.quarantined += 1
+    out.quarantine.append(q.append_column("ingest_source",
+                                          pa.array([o.key for o in owners], pa.string())))
+
+
+def _stage(out: Staged, staging: Path, log: EventLog, batch: list[Source], fmt: str) -> None:
+    """One parsed unit into staging: events file, key counts, quarantine, headers, spawns."""
+    names: dict[str, Source] = {}
+    for s in batch:
+        names[str(s.path)] = s
+        names[f"{fmt}:{s.path}"] = s
+    _add_quarantine(out, log.quarantine, names, batch[0])
+    t = log.table
+    if t.num_rows:
+        src = t.column("source").combine_chunks()
+        values = src.dictionary.to_pylist()
+        counts = np.bincount(src.indices.to_numpy(zero_copy_only=False),
+                             minlength=len(values))
+        for v, c in zip(values, counts.tolist(), strict=True):
+            if c:
+                o = _owner_of(names, v, batch[0])
+                o.loaded += c
+                o.names.add(v)
+        k = len(out.files)
+        f = staging / f"ev-{k}.parquet"
+        st = t.set_column(0, "tenant_id", t.column("tenant_id").cast(pa.string())) \
+              .set_column(1, "run_id", t.column("run_id").cast(pa.string()))
+        pq.write_table(st, f, row_group_size=STAGING_ROW_GROUP)
+        out.files.append(f)
+        keys = st.select(["tenant_id", "run_id"]).group_by(
+            ["tenant_id", "run_id"], use_threads=False).aggregate([([], "count_all")])
+        out.keys.append(keys.rename_columns(["tenant_id", "run_id", "rows"]))
+        span = keys.group_by("tenant_id", use_threads=False).aggregate(
+            [("run_id", "min"), ("run_id", "max")])
+        out.spans.append({t: (lo, hi) for t, lo, hi in zip(
+            span.column("tenant_id").to_pylist(), span.column("run_id_min").to_pylist(),
+            span.column("run_id_max").to_pylist(), strict=True)})
+        if fmt == PLEACH:
+            out.spawns.append(spawns_of(t))
+    pa.default_memory_pool().release_unused()  # the unit's buffers back to the OS
+    if fmt != PLEACH and log.runs.num_rows:
+        owners = [_owner_of(names, v, batch[0]).key for v in log.runs.column("source").to_pylist()]
+        out.headers.append(log.runs.append_column("ingest_source", pa.array(owners, pa.string())))
+
+
+SPAWNS_SCHEMA = pa.schema([("tenant_id", pa.string()), ("run_id", pa.string()),
+                           ("seq", pa.int64()), ("child", pa.string()), ("source", pa.string())])
+
+
+def spawns_of(t: pa.Table) -> pa.Table:
+    """The ``subagent.spawned`` rows of pleach events: (tenant, run, seq, child chat, source).
+    Only those few rows' payloads are decoded."""
+    typ = t.column("type")
+    mask = pc.equal(pc.cast(typ, pa.string()), SPAWN_TYPE)
+    rows = t.filter(mask)
+    if not rows.num_rows:
+        return SPAWNS_SCHEMA.empty_table()
+    import json
+
+    children = []
+    for p in rows.column("payload").to_pylist():
+        try:
+            v = json.loads(p).get("child_chat_id") if p else None
+        except (ValueError, AttributeError):
+            v = None
+        children.append(v if isinstance(v, str) and v else None)
+    return pa.table({"tenant_id": rows.column("tenant_id").cast(pa.string()),
+                     "run_id": rows.column("run_id").cast(pa.string()),
+                     "seq": rows.column("seq"),
+                     "child": pa.array(children, pa.string()),
+                     "source": rows.column("source").cast(pa.string())},
+                    schema=SPAWNS_SCHEMA)
