@@ -101,7 +101,15 @@ def _one_path(payloads: pa.Array, path: str, typ: pa.DataType) -> pa.Array:
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             continue
         return col if col.type == typ else pc.cast(col, typ)
-    return pa.nulls(len(payloads), typ)
+    if len(payloads) <= 1:
+        return pa.nulls(len(payloads), typ)
+    # The payloads disagree on the path's JSON type (a log mixing formats: ``error`` is an
+    # object in one, a string in another). Each half is parsed on its own, down to the
+    # single payloads that hold another type (null), so one format's rows never blank out
+    # another's: the rows are in run order, so the halves are soon of one format each.
+    half = len(payloads) // 2
+    return pa.concat_arrays([_one_path(payloads.slice(0, half), path, typ),
+                             _one_path(payloads.slice(half), path, typ)])
 
 
 def _field(payloads: pa.Array, name: str, typ: pa.DataType) -> pa.Array:
