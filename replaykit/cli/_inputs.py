@@ -109,7 +109,6 @@ def _expand_inputs(paths: Sequence[str], errors: str = "raise"
 
 #: Python warnings of the loaders that the command line says in its own words (or counts).
 _DROPPED_ALL = "dropped all"
-_NAMED_OWNER = "naming the owner of"
 
 
 def _read(paths: Sequence[str | Path], fmt: str, tenant: str | None, *,
@@ -162,12 +161,6 @@ def _read(paths: Sequence[str | Path], fmt: str, tenant: str | None, *,
             m = re.search(r"dropped all ([\d,]+) rows of the \w+ logs owned by", text)
             if m:  # a whole untenanted log of another owner (pleach files are counted above)
                 n_dropped += int(m.group(1).replace(",", ""))
-            continue
-        if _NAMED_OWNER in text and tenant is not None:
-            m = re.search(r"owner of (\w+) logs", text)
-            kind = m.group(1) if m else "these"
-            _note(f"--tenant {tenant} named the owner of the {kind} logs, which record no "
-                  f"tenant; pass --owner {tenant} for that (--tenant is a filter)")
             continue
         _note(cli_error_text(Exception(text)), kind="warning")
     if dropped is not None:

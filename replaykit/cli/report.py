@@ -80,8 +80,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tenant", default=None, metavar="ID",
-                   help="keep only this tenant's rows; alone, it also names the owner of "
-                   "formats without one (never guessed)")
+                   help="keep only this tenant's rows (logs that record no tenant take "
+                   "their owner from --owner; never guessed)")
     p.add_argument("--owner", default=None, metavar="ID",
                    help=OWNER_HELP)
     p.add_argument("--format", default="auto",
@@ -183,7 +183,7 @@ def report_command(argv: Sequence[str]) -> int:
     3 written but the replay paused, 4 written but the replay failed).
 
     Example:
-        >>> report_command(["rca", "--log", "data/isplay", "--tenant", "demo", "--branch",
+        >>> report_command(["rca", "--log", "data/isplay", "--owner", "demo", "--branch",
         ...     "data/isplay/branch-drop-fraud-clause.json", "--fixtures",
         ...     "data/isplay/fixtures.json", "-o", "rca.html"])  # doctest: +SKIP
         0

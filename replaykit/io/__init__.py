@@ -15,7 +15,6 @@ from typing import Any
 from ..errors import (
     FormatDetectionError,
     MissingTenantError,
-    ReplayKitDeprecationWarning,
     ReplayKitError,
 )
 from ..eventlog.log import EventLog, concat
@@ -118,9 +117,6 @@ def read_events(
       every format. A filter that drops every row of a file warns with the file, its row
       count and the tenants it does hold.
 
-    Deprecated: ``tenant_id="x"`` without ``owner=`` on files that record no tenant still
-    names their owner (a ``DeprecationWarning`` says to pass ``owner="x"``).
-
     A directory written by :meth:`EventLog.to_parquet` (``tenant_id=<id>/`` folders or a
     ``_runs.parquet``) is read back with :func:`~replaykit.read_parquet` (``tenant_id=``
     filters it and scopes its quarantine, ``errors=`` applies to its partition checks;
@@ -197,24 +193,15 @@ def _read_format(name: str, paths: list[Any], owner: str | None,
         _warn_emptied_files(log, tenant_id)
         return log
     if owner is None:
-        if tenant_id is None:
-            first = expand_paths(paths, patterns=_PATTERNS)[0] if paths else "<no files>"
-            raise MissingTenantError(
-                source=str(first), line=None, reason="missing_tenant",
-                detail=f"is a {name} log, which records no tenant, and no owner was named",
-                fix=f"Name the owner: read_events(path, owner='ID') or "
-                    f"read_{name}(path, tenant_id='ID'); a tenant id is never guessed.")
-        if not isinstance(tenant_id, (str, list, tuple)):
-            require_tenant(tenant_id, fmt=name)  # bad_tenant, naming the rule
-        if not isinstance(tenant_id, str):
-            raise TypeError(f"{name} logs record no tenant: name their owner with owner='ID' "
-                            f"(tenant_id= is a filter), got tenant_id={tenant_id!r}")
-        warnings.warn(
-            f"read_events(tenant_id={tenant_id!r}) naming the owner of {name} logs (which "
-            f"record no tenant) is deprecated: pass owner={tenant_id!r}; tenant_id= is a "
-            "filter", ReplayKitDeprecationWarning, stacklevel=3)
-        return loader(paths, tenant_id=tenant_id, **kwargs)
-    log = loader(paths, tenant_id=owner, **kwargs)
+        first = expand_paths(paths, patterns=_PATTERNS)[0] if paths else "<no files>"
+        given = "" if tenant_id is None else (
+            f" (tenant_id={tenant_id!r} filters rows by tenant; it never names an owner)")
+        raise MissingTenantError(
+            source=str(first), line=None, reason="missing_tenant",
+            detail=f"is a {name} log, which records no tenant, and no owner was named{given}",
+            fix=f"Name the owner: read_events(path, owner='ID') or "
+                f"read_{name}(path, owner='ID'); a tenant id is never guessed.")
+    log = loader(paths, owner=owner, **kwargs)
     if tenant_id is not None:
         wanted = [tenant_id] if isinstance(tenant_id, str) else list(tenant_id)
         if owner not in wanted:

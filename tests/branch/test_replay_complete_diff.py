@@ -27,7 +27,7 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "isplay"
 
 @pytest.fixture(scope="module")
 def log() -> Any:
-    return rk.read_isplay(DATA, tenant_id="demo", progress=False)
+    return rk.read_isplay(DATA, owner="demo", progress=False)
 
 
 _KEY = st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8).filter(

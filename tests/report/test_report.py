@@ -72,13 +72,13 @@ def hostile_log_files(tmp: Path) -> tuple[Path, Path]:
 
 def hostile_result(tmp: Path) -> Any:
     run, bfile = hostile_log_files(tmp)
-    log = rk.read_isplay(run, tenant_id=f"t{XSS_IMG}", progress=False)
+    log = rk.read_isplay(run, owner=f"t{XSS_IMG}", progress=False)
     branch = rk.Branch.load(bfile, base=log, tenant_id=f"t{XSS_IMG}")
     return rk.replay(branch, model_policy="recorded-only", tool_policy="blocked")
 
 
 def demo_result(tenant: str = "acme") -> Any:
-    log = rk.read_isplay(DATA, tenant_id=tenant, progress=False)
+    log = rk.read_isplay(DATA, owner=tenant, progress=False)
     branch = rk.Branch.load(BRANCH, base=log, tenant_id=tenant)
     return rk.replay(branch, model_policy="recorded-only", tool_policy="pause-for-fixture",
                      fixtures=FIXTURES)
