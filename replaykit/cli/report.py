@@ -37,6 +37,7 @@ from .files import (
     check_output,
     policy_help,
 )
+from .messages import cli_error_text
 
 __all__ = ["EXIT_FAILED", "EXIT_PAUSED", "report_command"]
 
@@ -101,8 +102,8 @@ def _load(args: argparse.Namespace) -> object:
     kwargs: dict[str, Any] = {"progress": False if args.no_progress else None}  # bars: tty only
     if args.owner is not None:  # owner of logs that record none
         kwargs["owner"] = args.owner
-    if args.tenant is not None:  # a filter (alone: also the owner of logs that record none)
-        kwargs.update(owner=args.owner or args.tenant, tenant_id=args.tenant)
+    if args.tenant is not None:  # a filter, as everywhere
+        kwargs["tenant_id"] = args.tenant
     paths = args.log if len(args.log) > 1 else args.log[0]
     return read_events(paths, format=args.format, **kwargs)
 
@@ -207,8 +208,7 @@ def report_command(argv: Sequence[str]) -> int:
         print(f"replaykit report {args.kind}: {exc}", file=sys.stderr)
         return 2
     except (TypeError, FileNotFoundError, ValueError, KeyError) as exc:
-        hint = " (on the command line: --tenant ID)" if "tenant_id" in str(exc) else ""
-        print(f"replaykit report {args.kind}: {exc}{hint}", file=sys.stderr)
+        print(f"replaykit report {args.kind}: {cli_error_text(exc)}", file=sys.stderr)
         return 2
     except ReplayKitError as exc:
         print(f"replaykit report {args.kind}: {exc}", file=sys.stderr)

@@ -361,24 +361,34 @@ def test_pleach_text_mentioning_nan_still_loads_byte_for_byte(tmp_path: Path) ->
 
 # ----------------------------------------------------------------------------- mixed folders
 @pytest.mark.parametrize("odd", [b"", b"\x00\x01\xff\xfe binary \x00", b'{"hello": "world"}\n'])
-def test_mixed_folder_quarantines_unknown_files(tmp_path: Path, odd: bytes) -> None:
+def test_mixed_folder_skips_unknown_files_and_names_them(tmp_path: Path, odd: bytes) -> None:
+    """The command line's rule in Python: a folder's file of no known format is skipped,
+    counted and named in one SkippedFilesWarning (under both error modes); named
+    explicitly, it still raises."""
+    from replaykit.io import SkippedFilesWarning
+
     (tmp_path / "toh").mkdir()
     for f in (DATA / "toh" / "shed-fork").glob("*.jsonl"):
         (tmp_path / "toh" / f.name).write_bytes(f.read_bytes())
     (tmp_path / "run.json").write_bytes(
         DATA.joinpath("isplay", "claims-triage-C-231.json").read_bytes())
     (tmp_path / "odd.jsonl").write_bytes(odd)
-    with pytest.raises(FormatDetectionError) as info:
-        rk.read_events(tmp_path, owner="t")
-    assert info.value.source == str(tmp_path / "odd.jsonl")
-    log = rk.read_events(tmp_path, owner="t", errors="quarantine")
     expected = len(rk.read_toh(tmp_path / "toh", owner="t")) + len(
         rk.read_isplay(tmp_path / "run.json", owner="t"))
-    assert len(log) == expected
-    q = log.quarantine.to_pylist()
-    assert [(r["source"], r["reason"], r["line"]) for r in q] == [
-        (str(tmp_path / "odd.jsonl"), "unknown_format", None)]
-    assert "toh:" in q[0]["message"] and "pleach:" in q[0]["message"]
+    for errors in ("raise", "quarantine"):
+        with pytest.warns(SkippedFilesWarning) as rec:
+            log = rk.read_events(tmp_path, owner="t", errors=errors)
+        assert len(log) == expected and len(log.quarantine) == 0
+        (w,) = [r for r in rec if r.category is SkippedFilesWarning]
+        assert Path(w.filename).name == "test_messy_input.py"  # the caller's line
+        assert [(e.source, e.reason) for e in w.message.files] == [
+            (str(tmp_path / "odd.jsonl"), "unknown_format")]
+        assert str(w.message).startswith("1 file(s) of no known format skipped: ")
+        assert str(tmp_path / "odd.jsonl") in str(w.message)
+        assert "toh:" in str(w.message.files[0]) and "pleach:" in str(w.message.files[0])
+    with pytest.raises(FormatDetectionError) as info:
+        rk.read_events(tmp_path / "odd.jsonl", owner="t")
+    assert info.value.source == str(tmp_path / "odd.jsonl")
 
 
 def test_canonical_json_depth_error_is_typed() -> None:
@@ -539,6 +549,19 @@ def _unreadable(path: Path, how: str) -> None:
 _UNREADABLE_HOW = ["eio"] if os.geteuid() == 0 else ["chmod", "eio"]
 
 
+def _skipped_in_folder(d: Path, bad: Path, reason: str, **kw: Any) -> None:
+    """read_events(folder) skips ``bad`` (one SkippedFilesWarning naming it and ``reason``)
+    under both error modes and loads the rest of ``d``."""
+    from replaykit.io import SkippedFilesWarning
+
+    for errors in ("raise", "quarantine"):
+        with pytest.warns(SkippedFilesWarning) as rec:
+            log = rk.read_events(d, errors=errors, **kw)
+        files = [e for r in rec if r.category is SkippedFilesWarning for e in r.message.files]
+        assert [(e.source, e.reason) for e in files] == [(str(bad), reason)]
+        assert len(log) > 0 and len(log.quarantine) == 0
+
+
 @pytest.mark.parametrize("how", _UNREADABLE_HOW)
 @pytest.mark.parametrize("fmt", ["toh", "pleach", "isplay", "otel", "auto"])
 def test_unreadable_file_is_one_quarantine_row(tmp_path: Path, fmt: str, how: str) -> None:
@@ -562,6 +585,9 @@ def test_unreadable_file_is_one_quarantine_row(tmp_path: Path, fmt: str, how: st
     try:
         err = _load_error(load, bad, **kw)
         assert (err.reason, err.line) == ("unreadable", None) and str(bad) in str(err)
+        if fmt == "auto":  # in a folder: skipped and named, as on the command line
+            _skipped_in_folder(d, bad, "unreadable", **kw)
+            return
         log = load(d, errors="quarantine", **kw)
         q = log.quarantine.to_pylist()
         assert [(r["reason"], r["line"]) for r in q] == [("unreadable", None)]
@@ -733,6 +759,9 @@ def test_compressed_file_with_a_text_name(tmp_path: Path, fmt: str, kind: str) -
     err = _load_error(load, bad, **kw)
     assert (err.reason, err.line) == ("compressed", None) and str(bad) in str(err)
     assert "Decompress" in str(err)
+    if fmt == "auto":  # in a folder: skipped and named, as on the command line
+        _skipped_in_folder(d, bad, "compressed", **kw)
+        return
     log = load(d, errors="quarantine", **kw)
     q = log.quarantine.to_pylist()
     assert [(r["reason"], r["line"]) for r in q] == [("compressed", None)]
