@@ -163,3 +163,27 @@ def test_the_notebook_run_fails_as_make_demo_did_without_an_extra(tmp_path: Path
         client.execute()
     assert "MissingExtraError" in str(info.value)
     assert 'pip install "replaykit[sql]"' in str(info.value)
+
+
+@pytest.mark.slow
+def test_every_readme_python_block_runs_with_only_what_make_demo_installs(tmp_path: Path):
+    """The README's Python blocks, in order, in one fresh interpreter that sees only the
+    demo environment (its polars, DuckDB and Dask examples raised MissingExtraError there)."""
+    import subprocess
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert any("to_polars" in b for b in blocks) and any("dask" in b for b in blocks)
+    (tmp_path / "data").symlink_to(ROOT / "data")
+    script = tmp_path / "readme.py"
+    script.write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'tools')!r})\nimport demo_env\n"
+        "assert 'pytest' in demo_env.block()\n"
+        f"blocks = {blocks!r}\nns = {{}}\n"
+        "for i, code in enumerate(blocks):\n"
+        "    exec(compile(code, f'README.md python block {i + 1}', 'exec'), ns)\n"
+        "print('ran', len(blocks))\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                          text=True, check=False, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == f"ran {len(blocks)}"
