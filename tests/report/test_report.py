@@ -315,7 +315,7 @@ def test_cohort_report_from_cohorts_compare() -> None:
 # ------------------------------------------------------------------------------ CLI, demo
 def test_cli_rca(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "rca.html"
-    rc = report_command(["rca", "--log", str(DATA), "--tenant", "demo", "--branch", str(BRANCH),
+    rc = report_command(["rca", "--log", str(DATA), "--owner", "demo", "--branch", str(BRANCH),
                          "--fixtures", str(FIXTURES), "--no-progress", "-o", str(out)])
     assert rc == 0
     line = capsys.readouterr().out.strip().splitlines()
@@ -533,7 +533,7 @@ def test_cli_rca_paused_exits_3_and_names_the_requirement(
     from replaykit.cli.report import EXIT_FAILED, EXIT_PAUSED
 
     out = tmp_path / "paused.html"
-    rc = report_command(["rca", "--log", str(DATA), "--tenant", "demo", "--branch", str(BRANCH),
+    rc = report_command(["rca", "--log", str(DATA), "--owner", "demo", "--branch", str(BRANCH),
                          "--no-progress", "-o", str(out)])
     assert rc == EXIT_PAUSED == 3
     err = capsys.readouterr().err
@@ -543,7 +543,7 @@ def test_cli_rca_paused_exits_3_and_names_the_requirement(
     assert spec["matcher"] == {"argsHash": "87529baee44bed63b2c011e2e53c3540"}
     assert out.exists() and "rk-req-0" in out.read_text(encoding="utf-8")
     # recorded-only tool policy fails instead of pausing: a different code
-    rc = report_command(["rca", "--log", str(DATA), "--tenant", "demo", "--branch", str(BRANCH),
+    rc = report_command(["rca", "--log", str(DATA), "--owner", "demo", "--branch", str(BRANCH),
                          "--tool-policy", "recorded-only", "--no-progress", "-o",
                          str(tmp_path / "failed.html")])
     assert rc == EXIT_FAILED == 4
