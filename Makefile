@@ -1,5 +1,6 @@
 # Two commands do everything on a fresh machine with Python 3.11+:
-#   make demo   -- create .venv, install, run the main job on the bundled samples and
+#   make demo   -- create .venv, install (with every extra the notebooks and README use, and
+#                  the nbstripout git filter), run the main job on the bundled samples and
 #                  write the self-contained HTML report reports/demo-rca.html
 #   make test   -- create .venv, install with dev extras (and the nbstripout git filter),
 #                  install the system packages the tests need (Chromium, PostgreSQL) where it
@@ -32,9 +33,13 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
-# Re-install whenever pyproject.toml changes.
+# Re-install whenever pyproject.toml changes. The extras every notebook and README example
+# uses (frames, sql, dask, inspect: about 23 s more on a cold cache, measured), so that
+# `make demo` alone runs them all (tests/test_demo_env.py); and the git filter that keeps
+# notebook outputs out of git, so that a notebook saved in `make lab` changes nothing git sees.
 $(VENV)/.installed-base: pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet -e ".[fast,replay,viz,lab]"
+	$(PIP) install --quiet -e ".[fast,replay,viz,lab,frames,sql,dask,inspect]"
+	bash tools/setup_git_filters.sh $(BIN)/nbstripout
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python

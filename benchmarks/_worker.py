@@ -132,7 +132,7 @@ def pleach_duckdb_same_work(path: str) -> int:
 def toh_replaykit(path: str) -> int:
     from replaykit.io.toh import read_toh
 
-    return len(read_toh(path, tenant_id="bench", progress=False))
+    return len(read_toh(path, owner="bench", progress=False))
 
 
 def toh_naive(path: str) -> int:

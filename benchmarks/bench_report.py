@@ -77,7 +77,7 @@ def _child(folder: Path) -> dict[str, Any]:
     import replaykit as rk
 
     t0 = time.perf_counter()
-    log = rk.read_isplay(folder / "log", tenant_id="bench", progress=False)
+    log = rk.read_isplay(folder / "log", owner="bench", progress=False)
     branch = rk.Branch.load(folder / "branch.json", base=log, tenant_id="bench")
     res = rk.replay(branch, model_policy="recorded-only", tool_policy="pause-for-fixture",
                     fixtures=folder / "fixtures.json")

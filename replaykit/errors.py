@@ -41,7 +41,6 @@ __all__ = [
     "ReplayCacheMissError",
     "ReplayDivergenceError",
     "ReplayError",
-    "ReplayKitDeprecationWarning",
     "ReplayKitError",
     "ReplayUnknownEventError",
     "SQLError",
@@ -296,13 +295,3 @@ class ReplayUnknownEventError(ReplayError):
             run_id=run_id,
             tenant_id=tenant_id,
         )
-
-
-class ReplayKitDeprecationWarning(DeprecationWarning):
-    """A replaykit API that still works but will go: the message names what to use instead.
-
-    A :class:`DeprecationWarning`, so Python shows it where code calls replaykit (the
-    ``__main__`` module, a notebook) and hides it elsewhere by default; replaykit's own test
-    suite turns it into an error (``filterwarnings`` in pyproject.toml), so no test and no
-    notebook calls a deprecated form unnoticed.
-    """

@@ -282,7 +282,7 @@ def to_otel(log: Any, path: str | os.PathLike[str], *, overwrite: bool = False,
 
     Example:
         >>> log.to_otel("replay.otel.json")  # doctest: +SKIP
-        >>> rk.read_otel("replay.otel.json", tenant_id="acme").run_ids  # doctest: +SKIP
+        >>> rk.read_otel("replay.otel.json", owner="acme").run_ids  # doctest: +SKIP
 
     Raises:
         ValueError: the log holds more than one tenant (write one per tenant).

@@ -12,7 +12,7 @@ from replaykit.fold import Verdict
 
 @pytest.fixture(scope="module")
 def isplay(data_dir):
-    return rk.read_isplay(data_dir / "isplay", tenant_id="acme")
+    return rk.read_isplay(data_dir / "isplay", owner="acme")
 
 
 @pytest.fixture(scope="module")

@@ -117,10 +117,10 @@ def test_readme_quickstart_runs(tmp_path, monkeypatch):
         assert sorted(p.name for p in d.iterdir()) == ["data", "scratch"], d
 
 
-def _deprecated_read_events(source: str) -> list[str]:
+def _owner_as_tenant_id(source: str) -> list[str]:
     """The ``read_events(...)`` calls of ``source`` that pass ``tenant_id=`` without
-    ``owner=``: the deprecated way to name the owner of logs that record no tenant (and, on
-    tenant-carrying files, a filter a reader could take for it)."""
+    ``owner=``: the old way to name the owner of logs that record no tenant, now a TypeError
+    (and, on tenant-carrying files, a filter a reader could take for it)."""
     import ast
 
     hits = []
@@ -135,8 +135,8 @@ def _deprecated_read_events(source: str) -> list[str]:
 
 
 def test_notebooks_and_docs_name_owners_with_owner_not_tenant_id():
-    """ReplayKitDeprecationWarning is an error in the suite, but a notebook's kernel and the
-    docs' code blocks are outside pytest's warning filters: their code is checked here."""
+    """The docs' code blocks and the notebooks name owners with ``owner=`` (tenant_id= alone
+    on logs that record no tenant is a TypeError; on pleach files it filters)."""
     import ast
 
     import nbformat
@@ -151,7 +151,7 @@ def test_notebooks_and_docs_name_owners_with_owner_not_tenant_id():
                 continue  # a fragment (a signature, an elided block), not runnable code
             sources.append((doc.name, block))
     assert len(sources) > 100
-    hits = [(name, call) for name, src in sources for call in _deprecated_read_events(src)]
+    hits = [(name, call) for name, src in sources for call in _owner_as_tenant_id(src)]
     assert hits == []
-    assert _deprecated_read_events('rk.read_events("data/toh", tenant_id="x")')  # it can fail
-    assert not _deprecated_read_events('rk.read_events(p, owner="x", tenant_id="x")')
+    assert _owner_as_tenant_id('rk.read_events("data/toh", tenant_id="x")')  # it can fail
+    assert not _owner_as_tenant_id('rk.read_events(p, owner="x", tenant_id="x")')

@@ -15,7 +15,6 @@ import pkgutil
 import threading
 import types
 import typing
-import warnings
 from concurrent.futures import ProcessPoolExecutor
 
 import pandas as pd
@@ -25,7 +24,6 @@ import replaykit
 from replaykit.errors import (
     LoadError,
     ReplayCacheMissError,
-    ReplayKitDeprecationWarning,
     ReplayKitError,
 )
 
@@ -33,9 +31,7 @@ from replaykit.errors import (
 def _all_subclasses() -> list[type[ReplayKitError]]:
     for mod in pkgutil.walk_packages(replaykit.__path__, "replaykit."):
         try:
-            with warnings.catch_warnings():  # the old paths' shims (tests/test_deprecated_paths.py)
-                warnings.simplefilter("ignore", ReplayKitDeprecationWarning)
-                importlib.import_module(mod.name)
+            importlib.import_module(mod.name)
         except ImportError:  # an optional extra that is not installed
             continue
     seen: list[type[ReplayKitError]] = []

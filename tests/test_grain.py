@@ -160,7 +160,7 @@ def test_grain_accepts_a_plain_table(generic: rk.EventLog) -> None:
 # --------------------------------------------------------------------------- toh sample
 @pytest.fixture(scope="module")
 def sample() -> rk.EventLog:
-    return rk.read_toh(DATA, tenant_id="demo")
+    return rk.read_toh(DATA, owner="demo")
 
 
 def test_toh_sample_calls(sample: rk.EventLog) -> None:

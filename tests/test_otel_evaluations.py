@@ -83,7 +83,7 @@ def test_compare_verdicts_join_the_replay_traces(tmp_path: Path) -> None:
     assert {r["traceId"] for r in recs} == {trace_id_of("t", "r1")}
     assert all(r["eventName"] == "gen_ai.evaluation.result" for r in recs)
     # read back together: every verdict sits on the run's root span, none is an orphan
-    back = rk.read_otel(tmp_path, tenant_id="t")
+    back = rk.read_otel(tmp_path, owner="t")
     assert len(back.quarantine) == 0
     root = json.loads(back.table.column("payload")[0].as_py())
     assert root["name"] == "invoke_agent r1"
@@ -146,7 +146,7 @@ def test_read_otel_lists_the_verdicts_it_reads(tmp_path: Path) -> None:
     df = rk.compare(base, rep)
     rep.to_otel(tmp_path / "replay.otel.json")
     rk.to_otel_evaluations(df, tmp_path / "verdicts.otel.json", log=rep)
-    back = rk.read_otel(tmp_path, tenant_id="t")
+    back = rk.read_otel(tmp_path, owner="t")
     ev = back.extras_df("otel_evaluations")
     first = ev[ev["name"] == "replaykit.first_divergence_step"]
     assert first["score_value"].tolist() == [2.0]

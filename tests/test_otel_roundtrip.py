@@ -89,7 +89,7 @@ def check_roundtrip(log: rk.EventLog, path: Path) -> rk.EventLog:
     valid_otlp(doc)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing dropped, no duplicate spans
-        back = rk.read_otel(path, tenant_id=TENANT)
+        back = rk.read_otel(path, owner=TENANT)
     assert len(back.quarantine) == 0
     assert back.run_ids == log.run_ids
     assert back.tenants == [TENANT]
@@ -122,7 +122,7 @@ def test_pleach_roundtrip(tmp_path: Path, seed: int, events: int, runs: int) -> 
 def test_toh_roundtrip(tmp_path: Path, seed: int, events: int) -> None:
     p = datasets.generate_toh(tmp_path / f"t{seed}-{events}" / "session.jsonl", events=events,
                               seed=seed)
-    log = rk.read_toh(p, tenant_id=TENANT)
+    log = rk.read_toh(p, owner=TENANT)
     check_roundtrip(log, tmp_path / f"t{seed}.otel.json")
 
 
@@ -132,7 +132,7 @@ def test_toh_roundtrip(tmp_path: Path, seed: int, events: int) -> None:
 def test_isplay_roundtrip(tmp_path: Path, seed: int, events: int, runs: int) -> None:
     p = datasets.generate_isplay(tmp_path / f"i{seed}-{events}-{runs}", runs=runs,
                                  events_per_run=events, seed=seed)
-    log = rk.read_isplay(p, tenant_id=TENANT)
+    log = rk.read_isplay(p, owner=TENANT)
     check_roundtrip(log, tmp_path / f"i{seed}.otel.json")
 
 
@@ -165,7 +165,7 @@ def _sibling(name: str) -> Any:
 def test_inspect_roundtrip(tmp_path: Path) -> None:
     _need("inspect_ai")
     path = _sibling("test_inspect")._run_task(tmp_path / "logs", "eval")
-    log = rk.read_inspect(path, tenant_id=TENANT)
+    log = rk.read_inspect(path, owner=TENANT)
     assert len(log.calls_df()) == 5 and len(log.tools_df()) == 3
     check_roundtrip(log, tmp_path / "inspect.otel.json")
 
@@ -175,7 +175,7 @@ def test_otel_roundtrip_keeps_trace_ids(tmp_path: Path) -> None:
     _need("opentelemetry.sdk")
     mod = _sibling("test_otel")
     src = mod._write(mod._record(True), tmp_path / "src.json")
-    log = rk.read_otel(src, tenant_id=TENANT)
+    log = rk.read_otel(src, owner=TENANT)
     back = check_roundtrip(log, tmp_path / "again.otel.json")
     ids = [json.loads(a)["trace_ids"] for a in back.runs.column("attrs").to_pylist()]
     assert ids == [json.loads(a)["trace_ids"] for a in log.runs.column("attrs").to_pylist()]
@@ -188,7 +188,7 @@ def test_to_otel_refuses_two_tenants_and_existing_files(tmp_path: Path) -> None:
         log.to_otel(tmp_path / "x.json")
     one = _one_tenant(log)
     empty = one.filter(run_ids=["no-such-run"])
-    assert len(rk.read_otel(empty.to_otel(tmp_path / "empty.json"), tenant_id=TENANT)) == 0
+    assert len(rk.read_otel(empty.to_otel(tmp_path / "empty.json"), owner=TENANT)) == 0
     one.to_otel(tmp_path / "x.json")
     with pytest.raises(FileExistsError):
         one.to_otel(tmp_path / "x.json")

@@ -22,7 +22,7 @@ FIVE_MB = 5 * 1024 * 1024
 
 @pytest.fixture(scope="module")
 def isplay(data_dir):
-    return rk.read_isplay(data_dir / "isplay", tenant_id="acme")
+    return rk.read_isplay(data_dir / "isplay", owner="acme")
 
 
 @pytest.fixture(scope="module")

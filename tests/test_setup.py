@@ -310,3 +310,29 @@ def test_make_lab_passes_lab_args_through():
                           text=True, check=True)
     assert proc.stdout.strip().splitlines()[-1].endswith(
         "tools/lab.py /nonexistent-venv/bin/jupyter --no-browser --port 8899")
+
+
+def test_make_demo_and_make_lab_register_the_notebook_filter_too(tmp_path):
+    """Not only `make test`: the base install (`make demo`, `make lab`) registers the filter,
+    and tools/lab.py registers it at start in a checkout that has none (issue 42, item 2)."""
+    assert "tools/setup_git_filters.sh /nonexistent-venv/bin/nbstripout" in _make_n(
+        "/nonexistent-venv/.installed-base")
+    nbstripout = shutil.which("nbstripout", path=str(Path(os.sys.executable).parent))
+    if nbstripout is None or shutil.which("git") is None:
+        pytest.skip("nbstripout or git not installed")
+    import importlib.util
+
+    repo = _repo_with_filter_script(tmp_path / "repo")
+    for name in ("lab.py", "setup_git_filters.sh"):
+        shutil.copy(ROOT / "tools" / name, repo / "tools" / name)
+    spec = importlib.util.spec_from_file_location("lab_copy", repo / "tools" / "lab.py")
+    assert spec is not None and spec.loader is not None
+    lab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lab)
+    env_git = ["git", "-C", str(repo), "config", "filter.nbstripout.clean"]
+    assert subprocess.run(env_git, capture_output=True, text=True).stdout == ""
+    jupyter = str(Path(nbstripout).with_name("jupyter"))
+    assert lab.ensure_git_filter(jupyter) is True
+    assert "tools/nbclean.py" in subprocess.run(env_git, capture_output=True, text=True).stdout
+    assert lab.ensure_git_filter(jupyter) is False  # already there: nothing to do
+    assert (repo / ".gitattributes").read_text() == (ROOT / ".gitattributes").read_text()

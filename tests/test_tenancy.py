@@ -180,8 +180,8 @@ def test_read_parquet_and_read_events_views_scope_quarantine(tmp_path: Path) -> 
 def test_isplay_checkpoints_and_quarantine_are_scoped(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not json\n")
-    both = rk.concat([rk.read_isplay(ISPLAY, tenant_id="acme"),
-                      rk.read_isplay([ISPLAY, bad], tenant_id="globex", errors="quarantine")])
+    both = rk.concat([rk.read_isplay(ISPLAY, owner="acme"),
+                      rk.read_isplay([ISPLAY, bad], owner="globex", errors="quarantine")])
     cps = both.extras["checkpoints"]
     assert set(cps.column("tenant_id").to_pylist()) == {"acme", "globex"}
     assert both.quarantine.column("tenant_id").to_pylist() == ["globex"]
@@ -196,7 +196,7 @@ def test_caller_tenant_quarantine_rows_name_their_tenant_and_run(tmp_path: Path)
     f = tmp_path / "session.jsonl"
     f.write_text('{"type":"session","version":0,"id":"s1","createdAt":0,"cwd":"/"}\n'
                  '{"type":"turn/start","data":{"turn":1}}\nnot json\n')
-    log = rk.read_toh(f, tenant_id="acme", errors="quarantine")
+    log = rk.read_toh(f, owner="acme", errors="quarantine")
     assert _pairs(log.quarantine) == [("acme", log.run_ids[0])]
     assert log.run(log.run_ids[0], tenant_id="acme").quarantine.num_rows == 1
 
@@ -259,10 +259,10 @@ def _loaders(tmp_path: Path) -> dict[str, Any]:
     otel = tmp_path / "t.json"
     otel.write_text('{"resourceSpans": []}')
     return {
-        "toh": lambda t: rk.read_toh(DATA / "toh", tenant_id=t),
-        "isplay": lambda t: rk.read_isplay(ISPLAY, tenant_id=t),
-        "otel": lambda t: rk.read_otel(otel, tenant_id=t),
-        "inspect": lambda t: rk.read_inspect(tmp_path / "none.eval", tenant_id=t),
+        "toh": lambda t: rk.read_toh(DATA / "toh", owner=t),
+        "isplay": lambda t: rk.read_isplay(ISPLAY, owner=t),
+        "otel": lambda t: rk.read_otel(otel, owner=t),
+        "inspect": lambda t: rk.read_inspect(tmp_path / "none.eval", owner=t),
         "pleach": lambda t: rk.read_pleach(DATA / "pleach", tenant_id=t),
         "read_events": lambda t: rk.read_events(DATA / "toh", owner=t),
         "read_parquet": lambda t: rk.read_parquet(ds_root, tenant_id=t),
@@ -490,11 +490,11 @@ def test_bad_tenant_error_is_a_load_error_that_old_handlers_still_catch() -> Non
     from replaykit.tenancy import BadTenantError
 
     with pytest.raises(BadTenantError) as e:
-        rk.read_toh(DATA / "toh", tenant_id=None)  # type: ignore[arg-type]
+        rk.read_toh(DATA / "toh", owner=None)  # type: ignore[arg-type]
     err = e.value
     assert isinstance(err, LoadError) and isinstance(err, rk.ReplayKitError)
     assert isinstance(err, TypeError)  # what a missing tenant raised before the rule
-    assert err.reason == "bad_tenant" and err.field == "tenant_id"
+    assert err.reason == "bad_tenant" and err.field == "owner"
 
 
 def test_a_dataset_file_of_the_wrong_shape_is_a_load_error(tmp_path: Path) -> None:

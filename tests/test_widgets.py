@@ -35,7 +35,7 @@ def scrubber(pleach):
 
 @pytest.fixture(scope="module")
 def done(data_dir):
-    log = rk.read_isplay(data_dir / "isplay", tenant_id="acme")
+    log = rk.read_isplay(data_dir / "isplay", owner="acme")
     branch = rk.Branch.load(data_dir / "isplay" / "branch-drop-fraud-clause.json", base=log,
                             tenant_id="acme")
     return rk.replay(branch).resume(data_dir / "isplay" / "fixtures.json")
@@ -346,7 +346,7 @@ def test_event_panes_name_sources_without_machine_paths(data_dir):
     """The Scrubber's and DiffExplorer's event panes (``_event_dict``) show ``source`` by
     file name: a saved notebook keeps what they show, so no absolute path of this machine
     (issue 28 item 5)."""
-    log = rk.read_isplay(data_dir / "isplay", tenant_id="acme")
+    log = rk.read_isplay(data_dir / "isplay", owner="acme")
     table = log.table
     raw = table.column("source")[0].as_py()
     assert str(data_dir.resolve()) in raw  # the loaded log keeps the full path

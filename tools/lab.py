@@ -12,12 +12,18 @@ takes seconds to start (20 s on a loaded 2-core machine), and a URL printed at l
 refused ("connection refused") by anything that opened it at once, a script or a test. The
 server runs as a child: Ctrl-C reaches it from the terminal as before (it asks to confirm),
 SIGTERM or SIGHUP to this process is passed on to it, and its exit code is this one's.
+
+Before it starts, the checkout's git clean filter for notebooks (tools/setup_git_filters.sh:
+outputs and kernel metadata never reach git) is registered when it is not yet, so that saving
+a notebook in Lab changes nothing git sees whether or not `make test` ever ran; Lab's
+post-save hook (tools/jupyter_lab_config.py) relies on it.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -54,6 +60,23 @@ def lab_command(jupyter: str, args: list[str], *, is_root: bool) -> tuple[list[s
            "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
            *(["--allow-root"] if is_root else []), *args, str(ROOT / "notebooks")]
     return cmd, f"http://{host}:{port}/lab?token={token}"
+
+
+def ensure_git_filter(jupyter: str) -> bool:
+    """Register the notebooks' clean filter (tools/setup_git_filters.sh, with the nbstripout
+    beside ``jupyter``) in this checkout when its git config names another or none; True when
+    it was registered now. Outside a git checkout, or without git or nbstripout: nothing."""
+    nbstripout = Path(jupyter).with_name("nbstripout")
+    if shutil.which("git") is None or not nbstripout.exists():
+        return False
+    current = subprocess.run(["git", "-C", str(ROOT), "config", "filter.nbstripout.clean"],
+                             capture_output=True, text=True, check=False)
+    if "tools/nbclean.py" in current.stdout:
+        return False
+    done = subprocess.run(["bash", str(ROOT / "tools" / "setup_git_filters.sh"),
+                           str(nbstripout)], cwd=ROOT, capture_output=True, text=True,
+                          check=False)
+    return done.returncode == 0 and "nbstripout" in done.stderr
 
 
 def answers(url: str, timeout: float = 2.0) -> bool:
@@ -94,6 +117,9 @@ def serve(cmd: list[str], url: str, *, poll: float = 0.25) -> int:
 
 def main() -> None:
     jupyter, *args = sys.argv[1:]
+    if ensure_git_filter(jupyter):
+        print("registered the git filter that keeps notebook outputs out of git "
+              "(tools/setup_git_filters.sh)", flush=True)
     is_root = hasattr(os, "geteuid") and os.geteuid() == 0
     cmd, url = lab_command(jupyter, args, is_root=is_root)
     code = serve(cmd, url)

@@ -46,7 +46,13 @@ MESSY_INPUT = [
     "| a text log (`.jsonl`, `.json`, `.ndjson`) that is gzip, zstd, bzip2, xz or zip "
     "compressed (found by its first bytes) | no: the file, with the tool to decompress it; "
     "quarantine: one row (`line` null), the other files load | `compressed` |",
-    "| `read_events` on a folder: a file of no known format (empty, binary, other) | "
+    "| `read_events` on a folder or glob (as on the command line): a file found there of no "
+    "known format (empty, binary, other), compressed or unreadable | yes, under both error "
+    "modes: skipped and counted, one `SkippedFilesWarning` names them (its `files`: one "
+    "`LoadError` each); replaykit's own side files (`cache.parquet`, `_runs.parquet`, "
+    "`_quarantine.parquet`, chain and replay manifests) are not logs and are not counted | "
+    "`unknown_format` / `compressed` / `unreadable` |",
+    "| `read_events` on a file named explicitly that is of no known format | "
     "`errors=\"raise\"`: `FormatDetectionError`; quarantine: one row (`line` null), the "
     "other files load | `unknown_format` |",
     "| `read_parquet` / `read_events` on an `EventLog.to_parquet` dataset with a damaged "

@@ -146,11 +146,11 @@ def quickstart() -> nbf.NotebookNode:
             "good = (DATA / \"toh\").rglob(\"session.jsonl\").__next__().read_text().splitlines()\n"
             "tmp.write_text(\"\\n\".join(good[:3] + ['{\"type\": \"turn/start\", \"data\": '] + good[3:]) + \"\\n\")\n"
             "try:\n"
-            '    rk.read_toh(tmp, tenant_id="demo", progress=False)\n'
+            '    rk.read_toh(tmp, owner="demo", progress=False)\n'
             "except rk.LoadError as err:\n"
             "    error = err\n"
             "    print(err)\n"
-            'damaged = rk.read_toh(tmp, tenant_id="demo", errors="quarantine", progress=False)\n'
+            'damaged = rk.read_toh(tmp, owner="demo", errors="quarantine", progress=False)\n'
             'damaged.quarantine_df()[["source", "line", "reason", "message"]]'
         ),
         check(
@@ -187,7 +187,7 @@ def attributable_divergence() -> nbf.NotebookNode:
         code(
             "import json\n"
             "\n"
-            'log = rk.read_isplay(DATA / "isplay", tenant_id="acme", progress=False)\n'
+            'log = rk.read_isplay(DATA / "isplay", owner="acme", progress=False)\n'
             'RUN = "run-claims-C-104"\n'
             'base = log.run(RUN, tenant_id="acme")\n'
             "stamps = base.stamps_df()\n"
@@ -317,7 +317,7 @@ def visual_tour() -> nbf.NotebookNode:
             "import replaykit as rk\nfrom replaykit import plots, widgets\n\n"
             'DATA = next(p / "data" for p in [Path.cwd(), *Path.cwd().parents] '
             'if (p / "data" / "isplay").is_dir())\n'
-            'log = rk.read_isplay(DATA / "isplay", tenant_id="acme")\n'
+            'log = rk.read_isplay(DATA / "isplay", owner="acme")\n'
             'branch = rk.Branch.load(DATA / "isplay" / "branch-drop-fraud-clause.json", '
             'base=log, tenant_id="acme")\n'
             "paused = rk.replay(branch)\n"
@@ -571,7 +571,7 @@ otlp = {"resourceSpans": [{"resource": {"attributes": [attr("service.name", "wea
                                                        attr("service.version", "1.4.0")]},
                            "scopeSpans": [{"scope": {"name": "demo"}, "spans": spans}]}]}
 (OUT / "weather-traces.json").write_text(json.dumps(otlp))
-otel = rk.read_otel(OUT / "weather-traces.json", tenant_id="demo")
+otel = rk.read_otel(OUT / "weather-traces.json", owner="demo")
 otel"""
 
 
@@ -600,7 +600,7 @@ def coding_agent_and_otel() -> nbf.NotebookNode:
             "import tempfile\n"
             "\n"
             'OUT = Path(tempfile.mkdtemp(prefix="rk-agents-"))  # where this notebook writes\n'
-            'log = rk.read_claude_code(DATA / "claude_code", tenant_id="demo", progress=False)\n'
+            'log = rk.read_claude_code(DATA / "claude_code", owner="demo", progress=False)\n'
             'SID = "7f3c2a10-5b8e-4d21-9c4e-2f6a8b1d0e55"\n'
             'log.runs_df()[["run_id", "parent_run_id", "events", "turns", "model_calls", '
             '"tool_calls", "errors"]]'

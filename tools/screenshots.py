@@ -33,7 +33,7 @@ def build_reports(out: Path) -> dict[str, Path]:
     from replaykit.report import cohort, rca
 
     data = ROOT / "data" / "isplay"
-    log = rk.read_isplay(data, tenant_id="demo", progress=False)
+    log = rk.read_isplay(data, owner="demo", progress=False)
     branch = rk.Branch.load(data / "branch-drop-fraud-clause.json", base=log, tenant_id="demo")
     done = rk.replay(branch, fixtures=data / "fixtures.json")
     paused = rk.replay(branch)

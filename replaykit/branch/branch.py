@@ -37,7 +37,7 @@ class Branch:
 
     Example:
         >>> import replaykit as rk
-        >>> log = rk.read_isplay("data/isplay", tenant_id="acme")  # doctest: +SKIP
+        >>> log = rk.read_isplay("data/isplay", owner="acme")  # doctest: +SKIP
         >>> b = rk.Branch(base=log, run_id="run-claims-C-104", tenant_id="acme",
         ...               checkpoint="cp-intake", name="drop clause")  # doctest: +SKIP
         >>> b2 = b.intervene(kind="tool_args_patch", target="tc-104-2",

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib as _importlib
 import json
 import os
-import warnings as _warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,8 +13,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-
-from replaykit.errors import ReplayKitDeprecationWarning as _ReplayKitDeprecationWarning
 
 from .._json import args_hash, canonical_json
 from ..errors import ReplayCacheMissError, ReplayError
@@ -854,37 +850,3 @@ def replay(
 
 _ = to_pandas  # re-exported helpers stay importable from one place
 
-
-#: names that moved out of this module (found here for one release, with a warning).
-_MOVED_OUT: dict[str, str] = {
-    "_ARGS_KEYS": "replaykit.branch._selectors",
-    "_CODEX_CALLS": "replaykit.branch._selectors",
-    "_CONTENT_COLUMNS": "replaykit.branch._recorded",
-    "_CONVO_ROLES": "replaykit.branch._recorded",
-    "_MODEL_KINDS": "replaykit.branch._selectors",
-    "_REF_SELECTORS": "replaykit.branch._selectors",
-    "_Recorded": "replaykit.branch._recorded",
-    "_TOOL_KEYS": "replaykit.branch._selectors",
-    "_call_block": "replaykit.branch._selectors",
-    "_chunk_row": "replaykit.branch._recorded",
-    "_content_status": "replaykit.branch._recorded",
-    "_decoded_args": "replaykit.branch._selectors",
-    "_find": "replaykit.branch._selectors",
-    "_live_tool_calls": "replaykit.branch._recorded",
-    "_refs_match": "replaykit.branch._selectors",
-    "_selector_mask": "replaykit.branch._selectors",
-    "_shared_sources": "replaykit.branch._recorded",
-    "_slot": "replaykit.branch._selectors",
-    "_str": "replaykit.branch._selectors",
-    "_text_of": "replaykit.branch._recorded",
-    "_tool_output": "replaykit.branch._recorded",
-}
-
-
-def __getattr__(name: str) -> object:
-    if name in _MOVED_OUT:
-        _warnings.warn(f"{__name__}.{name} moved to {_MOVED_OUT[name]}.{name}: "
-                       "import it from there (the old path goes in the next release)",
-                       _ReplayKitDeprecationWarning, stacklevel=2)
-        return getattr(_importlib.import_module(_MOVED_OUT[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LoadError, ReplayKitError
+from ..errors import ReplayKitError
 from .files import atomic_write, check_input_path, terminal_safe
 from .messages import cli_error_text
 
@@ -37,79 +37,26 @@ def _expand_inputs(paths: Sequence[str], errors: str = "raise"
     """Paths to read, plus one quarantine row per file found in a folder or by a glob that is
     of no known format or cannot be read, which is skipped (and counted), whatever ``errors``.
 
-    One rule for every way of naming inputs: a file named on the command line must be a log
-    (the loaders say what is wrong with it, or quarantine it); a folder is walked, and so is
-    every folder a glob matches; a Parquet dataset (``EventLog.to_parquet``) is read whole.
+    The rule is :func:`replaykit.io.find_inputs`, the one ``read_events`` follows: a file
+    named on the command line must be a log (the loaders say what is wrong with it, or
+    quarantine it); a folder is walked, and so is every folder a glob matches; a Parquet
+    dataset (``EventLog.to_parquet``) is read whole; side files (a format's, replaykit's own)
+    are not logs.
     """
-    import glob as _glob
-
-    import pyarrow as pa
-
-    from ..errors import FormatDetectionError
-    from ..io import FORMATS, detect_format, is_dataset
+    from ..io import find_inputs
 
     del errors  # walked files of no known format are skipped under both error modes
-    keep: list[str | Path] = []
-    skipped: list[dict[str, Any]] = []
-    seen: set[Path] = set()
-
-    def add(f: Path | str) -> None:
-        key = Path(f).resolve()
-        if key not in seen:
-            seen.add(key)
-            keep.append(f)
-
     for item in paths:
         check_input_path(item)
-        p = Path(item)
-        if is_dataset(p) or p.is_file():
-            add(item)
-            continue
-        if p.is_dir():
-            roots, files = [p], []
-        else:
-            matches = sorted(Path(m) for m in _glob.glob(str(item), recursive=True))
-            if not matches:
-                raise FileNotFoundError(f"{item}: no such file, directory or glob match")
-            roots = [m for m in matches if m.is_dir()]
-            files = [m for m in matches if m.is_file()]
-        for root in roots:
-            if is_dataset(root):
-                add(root)
-                continue
-            inner = sorted(d for d in root.rglob("*") if d.is_dir() and is_dataset(d))
-            inner = [d for d in inner if not any(o in d.parents for o in inner)]  # top-most
-            for d in inner:
-                add(d)
-            files += sorted(f for f in root.rglob("*") if f.is_file()
-                            and not any(o in f.parents for o in inner))
-        before = (len(keep), len(skipped))
-        for f in files:
-            if Path(f).resolve() in seen:
-                continue
-            if any(getattr(m, "is_side_file", lambda _p: False)(f) for m in FORMATS.values()):
-                continue  # read by its format's loader with the log beside it
-            try:
-                detect_format(f)
-            except FormatDetectionError as exc:
-                skipped.append({**exc.as_record(), "raw": None})
-                continue
-            except (OSError, ValueError, pa.ArrowException) as exc:  # a file sniffing cannot open
-                why = getattr(exc, "strerror", None) or str(exc)
-                err = LoadError(source=str(f), line=None, reason="unreadable",
-                                detail=f"cannot be read ({why})",
-                                fix="Check the file's permissions and that it is complete.")
-                skipped.append({**err.as_record(), "raw": None})
-                continue
-            add(f)
-        if (len(keep), len(skipped)) == before and not files:
-            raise FileNotFoundError(f"{item}: holds no files")
+    found = find_inputs(list(paths))
+    named = {Path(item): item for item in paths}  # a named path as the user wrote it
+    keep: list[str | Path] = [named.get(f, f) for f in found.paths]
+    skipped = [{**err.as_record(), "raw": None} for err in found.skipped]
     return keep, skipped
 
 
 #: Python warnings of the loaders that the command line says in its own words (or counts).
 _DROPPED_ALL = "dropped all"
-_NAMED_OWNER = "naming the owner of"
 
 
 def _read(paths: Sequence[str | Path], fmt: str, tenant: str | None, *,
@@ -162,12 +109,6 @@ def _read(paths: Sequence[str | Path], fmt: str, tenant: str | None, *,
             m = re.search(r"dropped all ([\d,]+) rows of the \w+ logs owned by", text)
             if m:  # a whole untenanted log of another owner (pleach files are counted above)
                 n_dropped += int(m.group(1).replace(",", ""))
-            continue
-        if _NAMED_OWNER in text and tenant is not None:
-            m = re.search(r"owner of (\w+) logs", text)
-            kind = m.group(1) if m else "these"
-            _note(f"--tenant {tenant} named the owner of the {kind} logs, which record no "
-                  f"tenant; pass --owner {tenant} for that (--tenant is a filter)")
             continue
         _note(cli_error_text(Exception(text)), kind="warning")
     if dropped is not None:

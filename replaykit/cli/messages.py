@@ -29,7 +29,7 @@ def cli_error_text(exc: BaseException) -> str:
     """
     if isinstance(exc, LoadError) and exc.reason == "missing_tenant":
         return (f"{exc.source}: this format records no tenant, so its owner must be named: "
-                "pass --owner ID (a tenant id is never guessed)")
+                "pass --owner ID (a tenant id is never guessed; --tenant only filters)")
     if isinstance(exc, TypeError) and "tenant_id" in str(exc) and "required" in str(exc):
         return "a tenant is required here and none was given: pass --tenant ID"
     text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)

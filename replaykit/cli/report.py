@@ -37,6 +37,7 @@ from .files import (
     check_output,
     policy_help,
 )
+from .messages import cli_error_text
 
 __all__ = ["EXIT_FAILED", "EXIT_PAUSED", "diff_runs", "report_command"]
 
@@ -80,8 +81,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tenant", default=None, metavar="ID",
-                   help="keep only this tenant's rows; alone, it also names the owner of "
-                   "formats without one (never guessed)")
+                   help="keep only this tenant's rows (logs that record no tenant take "
+                   "their owner from --owner; never guessed)")
     p.add_argument("--owner", default=None, metavar="ID",
                    help=OWNER_HELP)
     p.add_argument("--format", default="auto",
@@ -101,8 +102,8 @@ def _load(args: argparse.Namespace) -> object:
     kwargs: dict[str, Any] = {"progress": False if args.no_progress else None}  # bars: tty only
     if args.owner is not None:  # owner of logs that record none
         kwargs["owner"] = args.owner
-    if args.tenant is not None:  # a filter (alone: also the owner of logs that record none)
-        kwargs.update(owner=args.owner or args.tenant, tenant_id=args.tenant)
+    if args.tenant is not None:  # a filter, as everywhere
+        kwargs["tenant_id"] = args.tenant
     paths = args.log if len(args.log) > 1 else args.log[0]
     return read_events(paths, format=args.format, **kwargs)
 
@@ -233,7 +234,7 @@ def report_command(argv: Sequence[str]) -> int:
     3 written but the replay paused, 4 written but the replay failed).
 
     Example:
-        >>> report_command(["rca", "--log", "data/isplay", "--tenant", "demo", "--branch",
+        >>> report_command(["rca", "--log", "data/isplay", "--owner", "demo", "--branch",
         ...     "data/isplay/branch-drop-fraud-clause.json", "--fixtures",
         ...     "data/isplay/fixtures.json", "-o", "rca.html"])  # doctest: +SKIP
         0
@@ -257,8 +258,7 @@ def report_command(argv: Sequence[str]) -> int:
         print(f"replaykit report {args.kind}: {exc}", file=sys.stderr)
         return 2
     except (TypeError, FileNotFoundError, ValueError, KeyError) as exc:
-        hint = " (on the command line: --tenant ID)" if "tenant_id" in str(exc) else ""
-        print(f"replaykit report {args.kind}: {exc}{hint}", file=sys.stderr)
+        print(f"replaykit report {args.kind}: {cli_error_text(exc)}", file=sys.stderr)
         return 2
     except ReplayKitError as exc:
         print(f"replaykit report {args.kind}: {exc}", file=sys.stderr)

@@ -76,8 +76,6 @@ def _load_for_cli(args: argparse.Namespace, malformed: list[pa.Table] | None = N
                     kwargs["owner"] = owner
                 if tenants:
                     kwargs["tenant_id"] = tenants[0] if len(tenants) == 1 else tenants
-                    if len(tenants) == 1 and owner is None:  # also the owner of logs that
-                        kwargs["owner"] = tenants[0]  # record no tenant
                 with warnings.catch_warnings(record=True) as caught:  # said in CLI words
                     warnings.simplefilter("always")
                     log = read_events(p, format=args.format, **kwargs)
@@ -193,8 +191,8 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--tenant", action="append", metavar="ID",
-        help="tenant to verify (repeatable); one --tenant also names the owner of logs that "
-        "record no tenant, unless --owner does"
+        help="tenant to verify (repeatable): a filter; logs that record no tenant take "
+        "their owner from --owner"
     )
     parser.add_argument(
         "--owner", default=None, metavar="ID",

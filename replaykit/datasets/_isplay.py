@@ -167,7 +167,7 @@ def generate_isplay(
 
     Example:
         >>> p = generate_isplay("/tmp/claims.jsonl", runs=3, events_per_run=20)  # doctest: +SKIP
-        >>> len(rk.read_isplay(p, tenant_id="demo"))  # doctest: +SKIP
+        >>> len(rk.read_isplay(p, owner="demo"))  # doctest: +SKIP
         60
     """
     if runs < 0:

@@ -325,7 +325,7 @@ class EventLog:
     def extras_df(self, name: str) -> pd.DataFrame:
         """One format-specific side table (see :attr:`extras`) as a DataFrame.
 
-        >>> log = rk.read_isplay("data/isplay", tenant_id="demo")  # doctest: +SKIP
+        >>> log = rk.read_isplay("data/isplay", owner="demo")  # doctest: +SKIP
         >>> log.extras_df("checkpoints")  # doctest: +SKIP
 
         Raises:

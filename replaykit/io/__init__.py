@@ -10,12 +10,14 @@ import os
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import pyarrow as pa
 
 from ..errors import (
     FormatDetectionError,
+    LoadError,
     MissingTenantError,
-    ReplayKitDeprecationWarning,
     ReplayKitError,
 )
 from ..eventlog.log import EventLog, concat
@@ -37,9 +39,13 @@ from .toh import read_toh
 __all__ = [
     "FORMATS",
     "DuplicateRecordWarning",
+    "Inputs",
+    "SkippedFilesWarning",
     "UNTENANTED",
     "detect_format",
+    "find_inputs",
     "is_dataset",
+    "is_own_side_file",
     "read_claude_code",
     "read_codex",
     "read_events",
@@ -87,6 +93,166 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     raise FormatDetectionError(source=str(p), attempts=attempts)
 
 
+#: side files replaykit itself writes beside or inside logs: never logs, never "unknown".
+#: By name: a Parquet dataset's run index and quarantine (EventLog.to_parquet).
+OWN_SIDE_FILES = ("_runs.parquet", "_quarantine.parquet", "_quarantine_no_tenant.parquet")
+#: By content: a chain manifest (ChainManifest.to_json) or a replay result's manifest.json.
+_OWN_JSON_MARKERS = (b'"replaykit_chain_manifest"', b'"format": "replaykit.',
+                     b'"format":"replaykit.')
+
+
+def is_own_side_file(path: str | os.PathLike[str]) -> bool:
+    """True for a file replaykit writes that is not a log: a dataset's ``_runs.parquet`` /
+    ``_quarantine*.parquet``, a provider cache (``ParquetCache``: Parquet with exactly the
+    columns ``key`` and ``value``, e.g. the ``cache.parquet`` of ``generate cohorts``), a chain
+    manifest, or a replay result folder's files (``manifest.json`` of format
+    ``replaykit.replay/v1`` and what is written beside it).
+
+    >>> is_own_side_file("ds/tenant_id=acme/_runs.parquet")
+    True
+    """
+    p = Path(path)
+    if p.name in OWN_SIDE_FILES:
+        return True
+    try:
+        manifest = p.parent / "manifest.json"
+        if p.name != manifest.name and manifest.is_file() and _own_json(manifest):
+            return True  # events.parquet, metrics.json, ... of a replay result folder
+        if p.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            return sorted(pq.read_schema(p).names) == ["key", "value"]
+        return p.suffix == ".json" and _own_json(p)
+    except (OSError, ValueError, pa.ArrowException):
+        return False
+
+
+def _own_json(p: Path) -> bool:
+    """A JSON file replaykit wrote: its marker sits in the first or last 4 KiB (a chain
+    manifest's canonical JSON sorts its key last; a replay manifest starts with its format)."""
+    with open(p, "rb") as fh:
+        head = fh.read(4096)
+        fh.seek(max(0, p.stat().st_size - 4096))
+        tail = fh.read(4096)
+    return any(m in head or m in tail for m in _OWN_JSON_MARKERS)
+
+
+class SkippedFilesWarning(UserWarning):
+    """Files found in a folder (or by a glob) that are of no known format, or unreadable,
+    were skipped: ``files`` holds one :class:`LoadError` per file (its ``source``,
+    ``reason`` -- ``unknown_format``, ``compressed`` or ``unreadable`` -- and why)."""
+
+    def __init__(self, message: str, files: list[LoadError]) -> None:
+        super().__init__(message)
+        self.files = files
+
+
+class Inputs(NamedTuple):
+    """What :func:`find_inputs` found: ``paths`` to read (files and datasets, in order),
+    the format of each file found by walking (named files are left to the reader), and the
+    files skipped."""
+
+    paths: list[Path]
+    formats: dict[Path, str]
+    skipped: list[LoadError]
+
+
+def find_inputs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> Inputs:
+    """The one rule for naming inputs, in :func:`read_events` and the command line.
+
+    * A file named explicitly is read as a log: its reader (or ``detect_format``) says what is
+      wrong with it.
+    * A folder is walked (every file under it), and so is every folder a glob matches; a
+      Parquet dataset (:meth:`EventLog.to_parquet`) found on the way is read whole.
+    * A walked file (or one a glob matched) is skipped when it is a side file: of a format
+      (isplay branch / fixture files, toh override sidecars; read with the log beside them)
+      or replaykit's own (:func:`is_own_side_file`). One of no known format, compressed or
+      unreadable is skipped too, and is returned in ``skipped`` (one ``LoadError`` each) for
+      the caller to count and name.
+
+    >>> found = find_inputs("data/toh")  # doctest: +SKIP
+    >>> len(found.paths), found.skipped  # doctest: +SKIP
+    (3, [])
+
+    Raises:
+        FileNotFoundError: a path or glob matches nothing, or a folder holds no files.
+    """
+    import glob as _glob
+
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    keep: list[Path] = []
+    formats: dict[Path, str] = {}
+    skipped: list[LoadError] = []
+    seen: set[Path] = set()
+
+    def add(f: Path) -> bool:
+        key = f.resolve()
+        if key in seen:
+            return False
+        seen.add(key)
+        keep.append(f)
+        return True
+
+    for item in items:
+        p = Path(item)
+        if is_dataset(p) or p.is_file():
+            add(p)
+            continue
+        if p.is_dir():
+            roots, files = [p], []
+        else:
+            matches = sorted(Path(m) for m in _glob.glob(str(item), recursive=True))
+            if not matches:
+                raise FileNotFoundError(f"{item}: no such file, directory or glob match")
+            roots = [m for m in matches if m.is_dir()]
+            files = [m for m in matches if m.is_file()]
+        for root in roots:
+            if is_dataset(root):
+                add(root)
+                continue
+            inner = sorted(d for d in root.rglob("*") if d.is_dir() and is_dataset(d))
+            inner = [d for d in inner if not any(o in d.parents for o in inner)]  # top-most
+            for d in inner:
+                add(d)
+            files += sorted(f for f in root.rglob("*") if f.is_file()
+                            and not any(o in f.parents for o in inner))
+        before = (len(keep), len(skipped))
+        for f in files:
+            if f.resolve() in seen:
+                continue
+            if is_own_side_file(f) or any(
+                    getattr(m, "is_side_file", lambda _p: False)(f) for m in FORMATS.values()):
+                continue  # not a log: read with the log beside it, or replaykit's own
+            try:
+                name = detect_format(f)
+            except FormatDetectionError as exc:
+                try:
+                    with open(f, "rb") as fh:
+                        packed = compressed(str(f), fh.read(8))
+                except OSError as os_exc:
+                    skipped.append(unreadable(str(f), os_exc))
+                    continue
+                skipped.append(packed or exc)
+                continue
+            except (OSError, ValueError, pa.ArrowException) as exc:  # sniffing cannot open it
+                skipped.append(unreadable(str(f), exc if isinstance(exc, OSError)
+                                          else OSError(str(exc))))
+                continue
+            if add(f):
+                formats[f] = name
+        if (len(keep), len(skipped)) == before and not files:
+            raise FileNotFoundError(f"{item}: holds no files")
+    return Inputs(keep, formats, skipped)
+
+
+def skipped_message(skipped: list[LoadError], *, shown: int = 10) -> str:
+    """One line naming the skipped files (the first ``shown``) and why."""
+    names = [f"{e.source} ({e.reason})" for e in skipped[:shown]]
+    more = f" and {len(skipped) - shown} more" if len(skipped) > shown else ""
+    return (f"{len(skipped)} file(s) of no known format skipped: {', '.join(names)}{more}; "
+            "name a file explicitly to see why it is not read")
+
+
 #: formats whose logs record no tenant: their rows get the owner the caller names.
 UNTENANTED = ("toh", "isplay", "inspect", "otel", "claude_code", "codex", "langsmith",
               "langfuse", "phoenix")
@@ -103,10 +269,14 @@ def read_events(
     """Load logs of any supported format; with ``format="auto"`` each file's format is sniffed.
 
     ``path`` may be a file, a directory (searched recursively), a glob or a list of those.
-    Files of different formats are loaded with their own loaders and concatenated. Files that
-    are side files of a format (isplay branch or fixture files, toh override sidecars) are
-    picked up by that format's loader, not read as logs. Other keyword arguments go to the
-    loaders (``errors=...``, ``progress=...``).
+    Files of different formats are loaded with their own loaders and concatenated. Which
+    files are read follows the command line's rule (:func:`find_inputs`): a file named
+    explicitly must be a log; in a folder (or a glob's matches), side files of a format
+    (isplay branch or fixture files, toh override sidecars: picked up by that format's
+    loader) and replaykit's own (a dataset's ``_runs.parquet``, a ``cache.parquet``, chain
+    and replay manifests) are not logs, and files of no known format are skipped and
+    counted: one :class:`SkippedFilesWarning` names them (its ``files``: one ``LoadError``
+    each). Other keyword arguments go to the loaders (``errors=...``, ``progress=...``).
 
     Two tenant arguments, two meanings:
 
@@ -118,9 +288,6 @@ def read_events(
       every format. A filter that drops every row of a file warns with the file, its row
       count and the tenants it does hold.
 
-    Deprecated: ``tenant_id="x"`` without ``owner=`` on files that record no tenant still
-    names their owner (a ``DeprecationWarning`` says to pass ``owner="x"``).
-
     A directory written by :meth:`EventLog.to_parquet` (``tenant_id=<id>/`` folders or a
     ``_runs.parquet``) is read back with :func:`~replaykit.read_parquet` (``tenant_id=``
     filters it and scopes its quarantine, ``errors=`` applies to its partition checks;
@@ -129,7 +296,7 @@ def read_events(
     >>> log = read_events("data/", owner="demo")  # doctest: +SKIP
     >>> acme = read_events("data/pleach", tenant_id="acme")  # doctest: +SKIP
 
-    With ``errors="quarantine"``, a file that matches no format (empty, binary, another
+    With ``errors="quarantine"``, a named file that matches no format (empty, binary, another
     format) becomes one quarantine row (reason ``unknown_format``, the formats tried and why
     each rejected it) and the other files load.
 
@@ -138,8 +305,9 @@ def read_events(
             such file; also a ``TypeError``) when files that record no tenant are read
             without ``owner=``.
         LoadError: a bad row under ``errors="raise"``.
-        FormatDetectionError: (``errors="raise"``) a file matches no format (says which
-            formats were tried and why each was rejected).
+        FormatDetectionError: (``errors="raise"``) a file named explicitly matches no format
+            (says which formats were tried and why each was rejected).
+        FileNotFoundError: a path or glob matches nothing, or a folder holds no files.
         ValueError: ``format`` is not ``"auto"`` or a name in :data:`FORMATS`.
         LoadError: ``reason="bad_tenant"``: a format without tenants and no (or a bad)
             ``tenant_id``; the loaders' and read_parquet's own errors.
@@ -151,27 +319,26 @@ def read_events(
             raise ValueError(f"format must be 'auto' or one of {sorted(FORMATS)}, got {format!r}")
         named = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         return _read_format(format, named, owner, tenant_id, kwargs)
-    given = [path] if isinstance(path, (str, os.PathLike)) else list(path)
-    flags = [is_dataset(p) for p in given]
-    datasets = [p for p, f in zip(given, flags, strict=True) if f]
-    if datasets:
-        from ..eventlog.dataset import read_parquet
-
-        rest = [p for p, f in zip(given, flags, strict=True) if not f]
-        errors = kwargs.get("errors", "raise")
-        logs = [read_parquet(p, tenant_id=tenant_id, errors=errors) for p in datasets]
-        if rest:
-            logs.append(read_events(rest, owner=owner, tenant_id=tenant_id, **kwargs))
-        return concat(logs)
-    files = expand_paths(path, patterns=_PATTERNS)
+    found = find_inputs(path)
+    if found.skipped:
+        warnings.warn(SkippedFilesWarning(skipped_message(found.skipped), found.skipped),
+                      stacklevel=2)
     quarantine = Quarantine(kwargs.get("errors", "raise"))
+    logs = []
     by_format: dict[str, list[Path]] = {}
-    for f in files:
-        if any(getattr(m, "is_side_file", lambda _p: False)(f) for m in FORMATS.values()):
+    for f in found.paths:
+        if is_dataset(f):
+            from ..eventlog.dataset import read_parquet
+
+            logs.append(read_parquet(f, tenant_id=tenant_id,
+                                     errors=kwargs.get("errors", "raise")))
             continue
+        if f not in found.formats and any(
+                getattr(m, "is_side_file", lambda _p: False)(f) for m in FORMATS.values()):
+            continue  # a format's side file named with its log: that loader reads it
         try:
-            by_format.setdefault(detect_format(f), []).append(f)
-        except FormatDetectionError as exc:  # raised under "raise"; one row under quarantine
+            name = found.formats.get(f) or detect_format(f)
+        except FormatDetectionError as exc:  # a named file: raised, or one quarantine row
             try:  # a file the OS will not read, or a compressed one: say so
                 with open(f, "rb") as fh:
                     packed_err = compressed(str(f), fh.read(8))
@@ -179,7 +346,8 @@ def read_events(
                 quarantine.bad(unreadable(str(f), os_exc))
                 continue
             quarantine.bad(packed_err or exc)
-    logs = []
+            continue
+        by_format.setdefault(name, []).append(f)
     for name, paths in by_format.items():  # a loop, not a comprehension: warnings' stacklevel
         logs.append(_read_format(name, paths, owner, tenant_id, kwargs))
     if len(quarantine):
@@ -197,24 +365,15 @@ def _read_format(name: str, paths: list[Any], owner: str | None,
         _warn_emptied_files(log, tenant_id)
         return log
     if owner is None:
-        if tenant_id is None:
-            first = expand_paths(paths, patterns=_PATTERNS)[0] if paths else "<no files>"
-            raise MissingTenantError(
-                source=str(first), line=None, reason="missing_tenant",
-                detail=f"is a {name} log, which records no tenant, and no owner was named",
-                fix=f"Name the owner: read_events(path, owner='ID') or "
-                    f"read_{name}(path, tenant_id='ID'); a tenant id is never guessed.")
-        if not isinstance(tenant_id, (str, list, tuple)):
-            require_tenant(tenant_id, fmt=name)  # bad_tenant, naming the rule
-        if not isinstance(tenant_id, str):
-            raise TypeError(f"{name} logs record no tenant: name their owner with owner='ID' "
-                            f"(tenant_id= is a filter), got tenant_id={tenant_id!r}")
-        warnings.warn(
-            f"read_events(tenant_id={tenant_id!r}) naming the owner of {name} logs (which "
-            f"record no tenant) is deprecated: pass owner={tenant_id!r}; tenant_id= is a "
-            "filter", ReplayKitDeprecationWarning, stacklevel=3)
-        return loader(paths, tenant_id=tenant_id, **kwargs)
-    log = loader(paths, tenant_id=owner, **kwargs)
+        first = expand_paths(paths, patterns=_PATTERNS)[0] if paths else "<no files>"
+        given = "" if tenant_id is None else (
+            f" (tenant_id={tenant_id!r} filters rows by tenant; it never names an owner)")
+        raise MissingTenantError(
+            source=str(first), line=None, reason="missing_tenant",
+            detail=f"is a {name} log, which records no tenant, and no owner was named{given}",
+            fix=f"Name the owner: read_events(path, owner='ID') or "
+                f"read_{name}(path, owner='ID'); a tenant id is never guessed.")
+    log = loader(paths, owner=owner, **kwargs)
     if tenant_id is not None:
         wanted = [tenant_id] if isinstance(tenant_id, str) else list(tenant_id)
         if owner not in wanted:

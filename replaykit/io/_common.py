@@ -7,13 +7,16 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
 from ..errors import LoadError
 from ..schema import quarantine_table
-from ..tenancy import BadTenantError, check_tenant_id
+from ..tenancy import BadTenantError, check_tenant_id, check_tenant_ids
+
+if TYPE_CHECKING:
+    from ..eventlog.log import EventLog
 
 __all__ = [
     "EPOCH_MS_MAX",
@@ -25,6 +28,8 @@ __all__ = [
     "Quarantine",
     "expand_paths",
     "iter_lines",
+    "keep_tenants",
+    "owner_and_filter",
     "require_tenant",
     "unexpected_input",
     "compressed",
@@ -64,23 +69,58 @@ def times_in_years(ts: Any) -> tuple[Any, Any]:
     return ts, out
 
 
-def require_tenant(tenant_id: object, *, fmt: str) -> str:
-    """Check a caller-supplied tenant id; formats without tenants never invent one.
+def require_tenant(owner: object, *, fmt: str) -> str:
+    """Check the owner a caller names for logs that record no tenant (never invented).
 
     The id must follow the one tenant-id rule (:mod:`replaykit.tenancy`).
 
     Raises:
         BadTenantError: (a ``LoadError``, ``reason="bad_tenant"``; also a ``TypeError``)
-            ``tenant_id`` is None, empty, not a string, too long or holds control characters.
+            ``owner`` is None, empty, not a string, too long or holds control characters.
     """
-    if tenant_id is None:
+    if owner is None:
         raise BadTenantError(
-            source=f"read_{fmt}(tenant_id=...)", line=None, field="tenant_id",
+            source=f"read_{fmt}(owner=...)", line=None, field="owner",
             reason="bad_tenant",
-            detail=f"is required: {fmt} logs carry no tenant, so pass the owner explicitly",
-            fix=f"e.g. read_{fmt}(path, tenant_id='acme')",
+            detail=f"is required: {fmt} logs carry no tenant, so name their owner",
+            fix=f"e.g. read_{fmt}(path, owner='acme')",
         )
-    return check_tenant_id(tenant_id, source=f"read_{fmt}(tenant_id=...)")
+    return check_tenant_id(owner, source=f"read_{fmt}(owner=...)")
+
+
+def owner_and_filter(owner: object, tenant_id: object, *,
+                     fmt: str) -> tuple[str, list[str] | None]:
+    """The two tenant arguments of every reader of logs that record no tenant, with one
+    meaning each (as in :func:`replaykit.read_events` and :func:`replaykit.read_pleach`):
+    ``owner=`` names whose logs they are (every row gets it), ``tenant_id=`` filters.
+
+    Returns:
+        The checked owner, and the checked filter (None: no filter).
+
+    Raises:
+        BadTenantError: (a ``LoadError``, ``reason="bad_tenant"``; also a ``TypeError``) no
+            ``owner`` -- naming ``owner=`` also when only ``tenant_id=`` was given (that
+            argument filters; it never names the owner) -- or an id breaking the rule.
+    """
+    if owner is None and tenant_id is not None:
+        raise BadTenantError(
+            source=f"read_{fmt}(tenant_id=...)", line=None, field="owner",
+            reason="bad_tenant",
+            detail=(f"names no owner: {fmt} logs record no tenant, so their owner is named "
+                    "with owner=; tenant_id= only filters rows by tenant"),
+            fix=(f"read_{fmt}(path, owner={tenant_id!r})" if isinstance(tenant_id, str)
+                 else f"e.g. read_{fmt}(path, owner='acme')"),
+        )
+    tenant = require_tenant(owner, fmt=fmt)
+    if tenant_id is None:
+        return tenant, None
+    return tenant, check_tenant_ids(tenant_id, source=f"read_{fmt}(tenant_id=...)")
+
+
+def keep_tenants(log: EventLog, owner: str, wanted: list[str] | None) -> EventLog:
+    """``log`` (every row ``owner``'s) with only the rows of the tenants ``wanted`` (None: all):
+    all of them or none."""
+    return log if wanted is None or owner in wanted else log.filter(tenant_id=wanted)
 
 
 #: what a last-resort guard converts: errors of Python and Arrow that bad input can still cause

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,8 @@ from ._common import (
     Progress,
     Quarantine,
     expand_paths,
-    require_tenant,
+    keep_tenants,
+    owner_and_filter,
     unexpected_input,
 )
 from ._records import (
@@ -354,7 +355,8 @@ def _input_tokens(usage: dict[str, Any], path: Path, lineno: int) -> int | None:
 def read_claude_code(
     path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
-    tenant_id: str,
+    owner: str | None = None,
+    tenant_id: str | Sequence[str] | None = None,
     errors: ErrorPolicy = "raise",
     progress: bool | None = None,
 ) -> EventLog:
@@ -365,24 +367,27 @@ def read_claude_code(
     sidechain (``"<sessionId>/agent-<agentId>"``, ``parent_run_id`` = the session).
 
     Args:
-        tenant_id: owner of the sessions (transcripts record none); required, never guessed.
+        owner: owner of the sessions (transcripts record none); required, never guessed.
+        tenant_id: keep only these tenants' rows (one id or a list; None: all), as
+            in every reader: the rows are all ``owner``'s, so all of them or none.
         errors: ``"raise"`` (default) or ``"quarantine"`` (bad lines become quarantine rows
             with their reason; the other lines load).
         progress: progress bar over files (None: when interactive).
 
     Raises:
-        LoadError: ``bad_tenant`` (``tenant_id`` missing or invalid); under ``"raise"`` a bad
-            line: ``bad_json``, ``not_object``, ``bad_encoding``, ``missing_type``,
-            ``bad_message``, ``bad_content``, ``bad_tokens``, ``too_deep``; ``unreadable`` /
-            ``compressed`` files.
+        LoadError: ``bad_tenant`` (``owner`` missing or invalid, also when only
+            ``tenant_id=`` is given); under ``"raise"`` a bad line: ``bad_json``,
+            ``not_object``, ``bad_encoding``, ``missing_type``, ``bad_message``,
+            ``bad_content``, ``bad_tokens``, ``too_deep``; ``unreadable`` / ``compressed``
+            files.
         FileNotFoundError: nothing matches ``path``.
 
     Example:
-        >>> log = rk.read_claude_code("tests/data/claude_code/spotter", tenant_id="me")
+        >>> log = rk.read_claude_code("tests/data/claude_code/spotter", owner="me")
         >>> sorted(log.tools_df().tool_name.unique())[:2]
         ['Bash', 'Glob']
     """
-    tenant = require_tenant(tenant_id, fmt=FORMAT)
+    tenant, wanted = owner_and_filter(owner, tenant_id, fmt=FORMAT)
     quarantine = Quarantine(errors, tenant_id=tenant)
     files = expand_paths(path, patterns=_PATTERNS)
     rows: list[Row] = []
@@ -405,4 +410,4 @@ def read_claude_code(
             rows.extend(f.rows)
             runs.extend(f.runs.values())
             bar.update(1)
-    return rows_to_log(rows, runs, tenant, quarantine)
+    return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,8 @@ from ._common import (
     Progress,
     Quarantine,
     expand_paths,
-    require_tenant,
+    keep_tenants,
+    owner_and_filter,
     unexpected_input,
 )
 from ._records import (
@@ -474,7 +475,8 @@ def _line_rows(path: Path, src: str, sid: str, lineno: int, doc: dict[str, Any],
 def read_codex(
     path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
-    tenant_id: str,
+    owner: str | None = None,
+    tenant_id: str | Sequence[str] | None = None,
     errors: ErrorPolicy = "raise",
     progress: bool | None = None,
 ) -> EventLog:
@@ -484,7 +486,9 @@ def read_codex(
     session (``session_meta`` id).
 
     Args:
-        tenant_id: owner of the sessions (rollouts record none); required, never guessed.
+        owner: owner of the sessions (rollouts record none); required, never guessed.
+        tenant_id: keep only these tenants' rows (one id or a list; None: all), as
+            in every reader: the rows are all ``owner``'s, so all of them or none.
         errors: ``"raise"`` (default) or ``"quarantine"`` (bad lines become quarantine rows
             with their reason; the other lines load).
         progress: progress bar over files (None: when interactive).
@@ -497,11 +501,11 @@ def read_codex(
         FileNotFoundError: nothing matches ``path``.
 
     Example:
-        >>> log = rk.read_codex("tests/data/codex/localpush", tenant_id="me")
+        >>> log = rk.read_codex("tests/data/codex/localpush", owner="me")
         >>> log.num_runs
         2
     """
-    tenant = require_tenant(tenant_id, fmt=FORMAT)
+    tenant, wanted = owner_and_filter(owner, tenant_id, fmt=FORMAT)
     quarantine = Quarantine(errors, tenant_id=tenant)
     files = expand_paths(path, patterns=_PATTERNS)
     rows: list[Row] = []
@@ -530,4 +534,4 @@ def read_codex(
                 rows.extend(frows)
                 runs.append(header)
             bar.update(1)
-    return rows_to_log(rows, runs, tenant, quarantine)
+    return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)

@@ -26,7 +26,7 @@ import os
 import re
 import warnings
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,15 @@ from .._json import JSONTooDeep, args_hash, canonical_json
 from ..errors import LoadError, MissingExtraError
 from ..eventlog.log import RUNS_SCHEMA, EventLog
 from ..schema import empty_events, events_table
-from ._common import ErrorPolicy, Progress, Quarantine, expand_paths, is_int64, require_tenant
+from ._common import (
+    ErrorPolicy,
+    Progress,
+    Quarantine,
+    expand_paths,
+    is_int64,
+    keep_tenants,
+    owner_and_filter,
+)
 
 __all__ = ["FORMAT", "TYPE_KINDS", "DuplicateLogWarning", "read_inspect", "sniff"]
 
@@ -377,7 +385,8 @@ def _sample_rows(sample: Any, run_id: str, src: str) -> tuple[list[dict[str, Any
 def read_inspect(
     path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
-    tenant_id: str,
+    owner: str | None = None,
+    tenant_id: str | Sequence[str] | None = None,
     errors: ErrorPolicy = "raise",
     progress: bool | None = None,
 ) -> EventLog:
@@ -394,25 +403,28 @@ def read_inspect(
     one file can differ), and a ``.eval`` and its ``.json`` export by their content.
 
     Args:
-        tenant_id: owner of the runs (Inspect logs carry no tenant); required.
+        owner: owner of the runs (Inspect logs carry no tenant); required.
+        tenant_id: keep only these tenants' rows (one id or a list; None: all), as
+            in every reader: the rows are all ``owner``'s, so all of them or none.
         errors: ``"raise"`` (default) or ``"quarantine"``: a log Inspect cannot read becomes
             one quarantine row (reason ``bad_log``).
         progress: show a progress bar over files (None: when interactive).
 
     Raises:
-        LoadError: ``reason="bad_tenant"``: ``tenant_id`` is missing or breaks the tenant-id
-            rule (:mod:`replaykit.tenancy`).
+        LoadError: ``reason="bad_tenant"``: ``owner`` is missing (also when only
+            ``tenant_id=`` is given) or an id breaks the tenant-id rule
+            (:mod:`replaykit.tenancy`).
         MissingExtraError: ``inspect_ai`` is not installed (``pip install "replaykit[inspect]"``).
         LoadError: a file Inspect cannot read (reason ``bad_log``) or that has no samples
             (reason ``no_samples``, e.g. a header-only log).
         FileNotFoundError: nothing matches ``path``.
 
     Example:
-        >>> log = rk.read_inspect("logs/", tenant_id="acme")  # doctest: +SKIP
+        >>> log = rk.read_inspect("logs/", owner="acme")  # doctest: +SKIP
         >>> log.tools_df().tool_name.value_counts().to_dict()  # doctest: +SKIP
         {'add': 4}
     """
-    tenant = require_tenant(tenant_id, fmt=FORMAT)
+    tenant, wanted = owner_and_filter(owner, tenant_id, fmt=FORMAT)
     quarantine = Quarantine(errors, tenant_id=tenant)
     api = _inspect_log_api()
     files = expand_paths(path, patterns=_PATTERNS)
@@ -502,7 +514,9 @@ def read_inspect(
                          "attrs": canonical_json({**head, "log": str(f), **attrs})})
     runs_table = _runs_table(runs)
     if not rows:
-        return EventLog(empty_events(), runs=runs_table, quarantine=quarantine.table(runs_table))
+        log = EventLog(empty_events(), runs=runs_table,
+                       quarantine=quarantine.table(runs_table))
+        return keep_tenants(log, tenant, wanted)
     cols = {name: [r.get(name) for r in rows] for name in (
         "run_id", "seq", "type", "kind", "event_id", "ref_id", "tool_name", "args_hash",
         "is_error", "finish", "input_tokens", "output_tokens", "chunk_type", "text", "payload",
@@ -510,7 +524,8 @@ def read_inspect(
     cols["tenant_id"] = [tenant] * len(rows)
     cols["ts"] = _timestamps([r.get("ts") for r in rows])
     table = events_table(cols)
-    return EventLog(table, runs=runs_table, quarantine=quarantine.table(runs_table))
+    log = EventLog(table, runs=runs_table, quarantine=quarantine.table(runs_table))
+    return keep_tenants(log, tenant, wanted)
 
 
 #: row fields and payload members the Inspect reader (or the writer of one format but not

@@ -23,7 +23,7 @@ the caller names the owner.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,8 @@ from ._common import (
     Progress,
     Quarantine,
     expand_paths,
-    require_tenant,
+    keep_tenants,
+    owner_and_filter,
     unexpected_input,
 )
 from ._messages import decode_arguments, read_reply, text_or_json
@@ -272,14 +273,17 @@ def _trace_rows(trace_id: str, runs: list[Item], quarantine: Quarantine) -> list
 def read_langsmith(
     path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
-    tenant_id: str,
+    owner: str | None = None,
+    tenant_id: str | Sequence[str] | None = None,
     errors: ErrorPolicy = "raise",
     progress: bool | None = None,
 ) -> EventLog:
     """Load LangSmith run exports: one replaykit run per LangSmith trace.
 
     Args:
-        tenant_id: owner of the traces (the export records no replaykit tenant); required.
+        owner: owner of the traces (the export records no replaykit tenant); required.
+        tenant_id: keep only these tenants' rows (one id or a list; None: all), as
+            in every reader: the rows are all ``owner``'s, so all of them or none.
         errors: ``"raise"`` (default) or ``"quarantine"``.
         progress: progress bar over files (None: when interactive).
 
@@ -291,9 +295,9 @@ def read_langsmith(
         FileNotFoundError: nothing matches ``path``.
 
     Example:
-        >>> log = rk.read_langsmith("tests/data/langsmith", tenant_id="me")  # doctest: +SKIP
+        >>> log = rk.read_langsmith("tests/data/langsmith", owner="me")  # doctest: +SKIP
     """
-    tenant = require_tenant(tenant_id, fmt=FORMAT)
+    tenant, wanted = owner_and_filter(owner, tenant_id, fmt=FORMAT)
     quarantine = Quarantine(errors, tenant_id=tenant)
     files = expand_paths(path, patterns=_PATTERNS)
     rows: list[Row] = []
@@ -335,7 +339,7 @@ def read_langsmith(
     more, more_runs = trace_runs(traces, _trace_rows, meta, FORMAT, quarantine, number=False)
     rows.extend(more)
     runs.extend(more_runs)
-    return rows_to_log(rows, runs, tenant, quarantine)
+    return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)
 
 
 def _run_key(run: dict[str, Any]) -> Any:

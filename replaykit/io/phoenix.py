@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,8 @@ from ._common import (
     Progress,
     Quarantine,
     expand_paths,
-    require_tenant,
+    keep_tenants,
+    owner_and_filter,
     unexpected_input,
 )
 from ._messages import decode_arguments, read_reply
@@ -319,14 +320,17 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
 def read_phoenix(
     path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
-    tenant_id: str,
+    owner: str | None = None,
+    tenant_id: str | Sequence[str] | None = None,
     errors: ErrorPolicy = "raise",
     progress: bool | None = None,
 ) -> EventLog:
     """Load Arize Phoenix span exports: one replaykit run per trace.
 
     Args:
-        tenant_id: owner of the traces (the export records no tenant); required.
+        owner: owner of the traces (the export records no tenant); required.
+        tenant_id: keep only these tenants' rows (one id or a list; None: all), as
+            in every reader: the rows are all ``owner``'s, so all of them or none.
         errors: ``"raise"`` (default) or ``"quarantine"``.
         progress: progress bar over files (None: when interactive).
 
@@ -338,9 +342,9 @@ def read_phoenix(
         FileNotFoundError: nothing matches ``path``.
 
     Example:
-        >>> log = rk.read_phoenix("data/phoenix", tenant_id="me")  # doctest: +SKIP
+        >>> log = rk.read_phoenix("data/phoenix", owner="me")  # doctest: +SKIP
     """
-    tenant = require_tenant(tenant_id, fmt=FORMAT)
+    tenant, wanted = owner_and_filter(owner, tenant_id, fmt=FORMAT)
     quarantine = Quarantine(errors, tenant_id=tenant)
     files = expand_paths(path, patterns=_PATTERNS)
     rows: list[Row] = []
@@ -377,7 +381,7 @@ def read_phoenix(
     more, more_runs = trace_runs(traces, _trace_rows, meta, FORMAT, quarantine)
     rows.extend(more)
     runs.extend(more_runs)
-    return rows_to_log(rows, runs, tenant, quarantine)
+    return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)
 
 
 def _span_key(span: dict[str, Any]) -> Any:

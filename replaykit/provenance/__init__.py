@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import importlib as _importlib
 import typing as _typing
-import warnings as _warnings
-
-from replaykit.errors import ReplayKitDeprecationWarning as _ReplayKitDeprecationWarning
 
 if _typing.TYPE_CHECKING:
     from .cachekey import KEY_PREFIX, cache_key, derive_keys
@@ -39,27 +36,14 @@ _EXPORTS: dict[str, str] = {
     "stamps_changed": ".stamps",
     "stamps_df": ".stamps",
 }
-#: names the old module had that moved to a module of this package: they still resolve
-#: here, with a ReplayKitDeprecationWarning naming the new path, for one release.
-_OLD = "replaykit.provenance"
-_MOVED: dict[str, str] = {
-
-}
 
 
 def __getattr__(name: str) -> object:
-    """Import the module behind a public name on first use; forward a moved name with a
-    ReplayKitDeprecationWarning that names its new module."""
+    """Import the module behind a public name on first use (PEP 562)."""
     if name in _EXPORTS:
         value = getattr(_importlib.import_module(_EXPORTS[name], __name__), name)
         globals()[name] = value
         return value
-    if name in _MOVED:
-        new = f"{__name__}{_MOVED[name]}"
-        _warnings.warn(f"{_OLD}.{name} moved to {new}.{name}: import it from there "
-                       "(the old path goes in the next release)", _ReplayKitDeprecationWarning,
-                       stacklevel=2)
-        return getattr(_importlib.import_module(new), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

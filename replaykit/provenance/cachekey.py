@@ -156,7 +156,7 @@ def derive_keys(log: Any, *, unkeyed_only: bool = False) -> pd.DataFrame:
     ``unkeyed_only=True``, requests that already carry a ``cache_key``). The requests are selected
     column-wise; each distinct payload is decoded and hashed once.
 
-    >>> keys = derive_keys(rk.read_isplay("data/isplay", tenant_id="t"))  # doctest: +SKIP
+    >>> keys = derive_keys(rk.read_isplay("data/isplay", owner="t"))  # doctest: +SKIP
     """
     t = log.table
     cols = ["tenant_id", "run_id", "seq", "type", "kind", "cache_key"]

@@ -480,7 +480,7 @@ def stamps_df(log: Any) -> pd.DataFrame:
 
     Example:
         >>> st = rk.read_isplay("data/isplay/claims-triage-C-104.json",
-        ...                     tenant_id="demo").stamps_df()  # doctest: +SKIP
+        ...                     owner="demo").stamps_df()  # doctest: +SKIP
         >>> st.loc[0, ["model", "provider", "temperature"]].tolist()  # doctest: +SKIP
         ['gpt-4.1-mini', 'openai', 0.2]
     """

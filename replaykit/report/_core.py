@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import difflib
 import html
-import importlib as _importlib
 import json
 import os
 import platform
-import warnings as _warnings
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,8 +16,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from replaykit.errors import ReplayKitDeprecationWarning as _ReplayKitDeprecationWarning
 
 from ..branch.compare import tool_seq_diff as _tool_seq_diff  # both sides' tool calls, aligned
 from ._embed import esc, plain
@@ -929,41 +925,3 @@ def _scrubber_html(scrub: Mapping[str, Any], base: Mapping[str, Any] | None,
                       data=json_script({"replay": scrub, "base": base}), side_a=side_a,
                       side_b=side_b))
 
-
-#: names that moved out of this module (found here for one release, with a warning).
-_MOVED_OUT: dict[str, str] = {
-    "Report": "replaykit.report._parts",
-    "TEXT_CHARS": "replaykit.report._parts",
-    "TREND_MIN_SPAN": "replaykit.report._cohort_page",
-    "_CATEGORY_KEYS": "replaykit.report._parts",
-    "_DEPENDENCIES": "replaykit.report._parts",
-    "_cohort_table": "replaykit.report._cohort_page",
-    "_cut": "replaykit.report._parts",
-    "_escape_categories": "replaykit.report._parts",
-    "_event_rows": "replaykit.report._parts",
-    "_figure_json": "replaykit.report._parts",
-    "_forest": "replaykit.report._cohort_page",
-    "_go_scatter": "replaykit.report._cohort_page",
-    "_inputs": "replaykit.report._parts",
-    "_kv": "replaykit.report._parts",
-    "_model_ids": "replaykit.report._parts",
-    "_panel_title": "replaykit.report._cohort_page",
-    "_pretty": "replaykit.report._parts",
-    "_sha256": "replaykit.report._parts",
-    "_source_paths": "replaykit.report._parts",
-    "_table": "replaykit.report._parts",
-    "_trends": "replaykit.report._cohort_page",
-    "_version": "replaykit.report._parts",
-    "_versions": "replaykit.report._parts",
-    "cohort": "replaykit.report._cohort_page",
-    "trend_range": "replaykit.report._cohort_page",
-}
-
-
-def __getattr__(name: str) -> object:
-    if name in _MOVED_OUT:
-        _warnings.warn(f"{__name__}.{name} moved to {_MOVED_OUT[name]}.{name}: "
-                       "import it from there (the old path goes in the next release)",
-                       _ReplayKitDeprecationWarning, stacklevel=2)
-        return getattr(_importlib.import_module(_MOVED_OUT[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     out = Path(argv[0]) if argv else Path("reports") / "demo-rca.html"
     branch_file, fixtures = DATA / "branch-drop-fraud-clause.json", DATA / "fixtures.json"
-    log = rk.read_isplay(DATA, tenant_id=TENANT, progress=False)
+    log = rk.read_isplay(DATA, owner=TENANT, progress=False)
     branch = rk.Branch.load(branch_file, base=log, tenant_id=TENANT)
     res = rk.replay(branch, model_policy="recorded-only", tool_policy="pause-for-fixture",
                     fixtures=fixtures)

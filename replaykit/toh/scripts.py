@@ -260,7 +260,7 @@ def _derive_files(paths: Sequence[Path], seeded: Sequence[Path] | None = None
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OrphanRunWarning)
-        log = read_toh([str(p) for p in paths], tenant_id=_TENANT, progress=False)
+        log = read_toh([str(p) for p in paths], owner=_TENANT, progress=False)
     out: dict[str, _Derived] = {}
     runs = log.runs
     # header facts per run id (runs has one row per loaded file)

@@ -19,7 +19,7 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "isplay"
 
 @pytest.fixture(scope="module")
 def log() -> rk.EventLog:
-    return rk.read_isplay(DATA, tenant_id="acme")
+    return rk.read_isplay(DATA, owner="acme")
 
 
 @pytest.fixture(scope="module")

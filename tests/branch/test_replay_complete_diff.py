@@ -28,7 +28,7 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "isplay"
 
 @pytest.fixture(scope="module")
 def log() -> Any:
-    return rk.read_isplay(DATA, tenant_id="demo", progress=False)
+    return rk.read_isplay(DATA, owner="demo", progress=False)
 
 
 def _content_key(k: str) -> bool:

@@ -21,7 +21,7 @@ RUN = "run-claims-C-104"
 
 @pytest.fixture(scope="module")
 def log() -> rk.EventLog:
-    return rk.read_isplay(DATA, tenant_id="acme")
+    return rk.read_isplay(DATA, owner="acme")
 
 
 @pytest.fixture(scope="module")
@@ -339,7 +339,7 @@ def test_saved_result_with_a_bad_tenant_id_does_not_load(branch: Branch, tmp_pat
 
 
 def test_toh_format_by_seq() -> None:
-    log = rk.read_toh(Path(__file__).resolve().parents[2] / "data" / "toh", tenant_id="acme")
+    log = rk.read_toh(Path(__file__).resolve().parents[2] / "data" / "toh", owner="acme")
     run = log.run_ids[0]
     t = log.run(run, tenant_id="acme").table
     kinds = t.column("kind").to_pylist()

@@ -50,7 +50,7 @@ def _replay(log: rk.EventLog, call: dict[str, Any], new_args: Any) -> Any:
 
 
 def test_claude_code_tool_args_patch_reaches_the_tool_use_block() -> None:
-    log = rk.read_claude_code(CLAUDE, tenant_id="acme")
+    log = rk.read_claude_code(CLAUDE, owner="acme")
     call = _first_call(log)
     old = json.loads(call["text"])
     key = next(k for k, v in old.items() if isinstance(v, str))
@@ -93,7 +93,7 @@ def test_claude_code_patch_on_a_multi_block_line_changes_only_its_block(tmp_path
                    {"type": "tool_result", "tool_use_id": "toolu_b", "content": "B"}]}}
     p = tmp_path / "s1.jsonl"
     p.write_text("\n".join(json.dumps(x) for x in (user, line, results)) + "\n")
-    log = rk.read_claude_code(p, tenant_id="acme")
+    log = rk.read_claude_code(p, owner="acme")
     t = log.table.to_pandas()
     call = dict(t[(t.kind == "tool_call") & (t.ref_id == "toolu_b")].iloc[0])
     res, seen = _replay(log, call, {"file_path": "c.py"})
@@ -111,7 +111,7 @@ def test_claude_code_patch_on_a_multi_block_line_changes_only_its_block(tmp_path
 
 @pytest.mark.parametrize("path", CODEX[:1], ids=lambda p: p.name[:30])
 def test_codex_tool_args_patch_reaches_the_payload(path: Path) -> None:
-    log = rk.read_codex(path, tenant_id="acme")
+    log = rk.read_codex(path, owner="acme")
     t = log.table.to_pandas()
     call = dict(t[t.kind == "tool_call"].iloc[0])
     new = {"query": "patched"}

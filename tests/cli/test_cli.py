@@ -11,12 +11,12 @@ from replaykit.cli.app import main
 
 
 def test_summary_prints_one_row_per_run(data_dir, capsys):
-    code = main(["summary", str(data_dir / "toh"), "--tenant", "demo", "--no-progress"])
+    code = main(["summary", str(data_dir / "toh"), "--owner", "demo", "--no-progress"])
     out = capsys.readouterr().out
     assert code == 0
     import replaykit as rk
 
-    runs = rk.read_toh(data_dir / "toh", tenant_id="demo", progress=False).runs_df()
+    runs = rk.read_toh(data_dir / "toh", owner="demo", progress=False).runs_df()
     for run_id in runs["run_id"]:
         assert run_id in out
     assert f"{runs['events'].sum():,} events in {len(runs)} runs of 1 tenant(s)" in out
@@ -38,19 +38,19 @@ def test_summary_bad_input_exits_1_and_quarantine_continues(tmp_path, capsys):
         '{"type":"turn/start","data":{"turn":1}}\n'
         '{"type":"turn/end","data":\n'
     )
-    assert main(["summary", str(bad), "--tenant", "t", "--no-progress"]) == 1
+    assert main(["summary", str(bad), "--owner", "t", "--no-progress"]) == 1
     err = capsys.readouterr().err
     assert f"{bad}:3" in err
     # the fix is said in the CLI's words, without the stray quotes of a Python repr
     assert "pass --errors quarantine" in err and 'errors="quarantine"' not in err
     assert not err.startswith(("'", '"', "replaykit summary: '", 'replaykit summary: "'))
-    assert main(["summary", str(bad), "--tenant", "t", "--no-progress", "--errors",
+    assert main(["summary", str(bad), "--owner", "t", "--no-progress", "--errors",
                  "quarantine"]) == 0
     assert "1 row(s) quarantined" in capsys.readouterr().out
 
 
 def test_missing_path_is_a_usage_error(tmp_path, capsys):
-    assert main(["summary", str(tmp_path / "nope.jsonl"), "--tenant", "t"]) == 2
+    assert main(["summary", str(tmp_path / "nope.jsonl"), "--owner", "t"]) == 2
     assert "nope.jsonl" in capsys.readouterr().err
 
 
@@ -67,8 +67,8 @@ def test_console_script_is_installed(data_dir):
 def test_progress_bar_names_files_and_counts_bytes(data_dir, capsys):
     import replaykit as rk
 
-    rk.read_toh(data_dir / "toh", tenant_id="demo", progress=True)
+    rk.read_toh(data_dir / "toh", owner="demo", progress=True)
     err = capsys.readouterr().err
     assert "toh [1/4]" in err and "[4/4]" in err
-    rk.read_toh(data_dir / "toh", tenant_id="demo", progress=False)
+    rk.read_toh(data_dir / "toh", owner="demo", progress=False)
     assert capsys.readouterr().err == ""

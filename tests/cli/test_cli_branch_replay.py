@@ -45,7 +45,7 @@ def test_the_shell_workflow_through_the_console_script(data_dir, tmp_path):
               "-o", b).returncode == 0
     assert sh("branch", "intervene", b, "--kind", "tool_args_patch", "--target-ref",
               "tc-104-2", "--patch-json", json.dumps({"args": ARGS})).returncode == 0
-    rep = sh("replay", data_dir / "isplay", "--tenant", "demo", "--branch", b, "-o",
+    rep = sh("replay", data_dir / "isplay", "--owner", "demo", "--branch", b, "-o",
              tmp_path / "r")
     assert rep.returncode == 3, rep.stderr
     diff = sh("diff", tmp_path / "r", "--csv")
@@ -56,7 +56,7 @@ def test_the_shell_workflow_through_the_console_script(data_dir, tmp_path):
 def branch_file(data_dir: Path, tmp_path: Path) -> Path:
     out = tmp_path / "branch.json"
     proc = run("branch", "create", "--from", RUN, "--checkpoint", "cp-intake", "--name",
-               "real amount", "--log", data_dir / "isplay", "--tenant", "demo", "-o", out)
+               "real amount", "--log", data_dir / "isplay", "--owner", "demo", "-o", out)
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -67,22 +67,22 @@ def test_branch_create_writes_a_branch_file_the_library_reads(branch_file, data_
     assert (doc["baseRunId"], doc["checkpointId"], doc["name"]) == (RUN, "cp-intake",
                                                                     "real amount")
     assert doc["interventions"] == []
-    log = rk.read_isplay(data_dir / "isplay", tenant_id="demo", progress=False)
+    log = rk.read_isplay(data_dir / "isplay", owner="demo", progress=False)
     b = rk.Branch.load(branch_file, base=log, tenant_id="demo")
     assert b.checkpoint_seq() == 2  # cp-intake in the bundled run's checkpoint table
 
 
 def test_branch_create_checks_run_and_checkpoint_against_the_log(data_dir, tmp_path):
     bad_cp = run("branch", "create", "--from", RUN, "--checkpoint", "cp-nope", "--name", "x",
-                 "--log", data_dir / "isplay", "--tenant", "demo", "-o", tmp_path / "b.json")
+                 "--log", data_dir / "isplay", "--owner", "demo", "-o", tmp_path / "b.json")
     assert bad_cp.returncode == 1 and "cp-nope" in bad_cp.stderr
     bad_run = run("branch", "create", "--from", "run-x", "--checkpoint", "cp-intake", "--name",
-                  "x", "--log", data_dir / "isplay", "--tenant", "demo", "-o", tmp_path / "b.json")
+                  "x", "--log", data_dir / "isplay", "--owner", "demo", "-o", tmp_path / "b.json")
     assert bad_run.returncode == 1 and "run-x" in bad_run.stderr
     assert not (tmp_path / "b.json").exists()
     # a seq checkpoint on a log: accepted and recorded as a seq
     seq = run("branch", "create", "--from", RUN, "--checkpoint", "5", "--name", "x",
-              "--log", data_dir / "isplay", "--tenant", "demo", "-o", tmp_path / "s.json")
+              "--log", data_dir / "isplay", "--owner", "demo", "-o", tmp_path / "s.json")
     assert seq.returncode == 0, seq.stderr
     assert json.loads((tmp_path / "s.json").read_text())["checkpointSeq"] == 5
     again = run("branch", "create", "--from", RUN, "--checkpoint", "5", "--name", "x",
@@ -149,7 +149,7 @@ def _intervened(branch_file: Path) -> Path:
 def test_replay_pauses_with_its_own_exit_code_and_lists_requirements(branch_file, data_dir,
                                                                      tmp_path):
     out = tmp_path / "paused"
-    proc = run("replay", data_dir / "isplay", "--tenant", "demo", "--branch",
+    proc = run("replay", data_dir / "isplay", "--owner", "demo", "--branch",
                _intervened(branch_file), "--model-policy", "recorded-only", "--tool-policy",
                "pause-for-fixture", "-o", out)
     assert proc.returncode == EXIT_PAUSED == 3, proc.stderr
@@ -162,7 +162,7 @@ def test_replay_pauses_with_its_own_exit_code_and_lists_requirements(branch_file
     get = run("replay", "get", out, "--json")
     assert json.loads(get.stdout)["status"] == "paused"
     # recorded-only fails instead of pausing: exit 1, not 0 and not 3
-    failed = run("replay", data_dir / "isplay", "--tenant", "demo", "--branch", branch_file,
+    failed = run("replay", data_dir / "isplay", "--owner", "demo", "--branch", branch_file,
                  "--tool-policy", "recorded-only", "-o", tmp_path / "failed")
     assert failed.returncode == 1, failed.stdout
     assert json.loads((tmp_path / "failed" / "manifest.json").read_text())["status"] == "failed"
@@ -172,11 +172,11 @@ def test_replay_writes_the_result_folder_matching_the_library(data_dir, tmp_path
     branch = data_dir / "isplay" / "branch-drop-fraud-clause.json"
     fixtures = data_dir / "isplay" / "fixtures.json"
     out = tmp_path / "result"
-    proc = run("replay", data_dir / "isplay", "--tenant", "demo", "--branch", branch,
+    proc = run("replay", data_dir / "isplay", "--owner", "demo", "--branch", branch,
                "--fixtures", fixtures, "-o", out)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("replay completed")
-    log = rk.read_isplay(data_dir / "isplay", tenant_id="demo", progress=False)
+    log = rk.read_isplay(data_dir / "isplay", owner="demo", progress=False)
     res = rk.replay(rk.Branch.load(branch, base=log, tenant_id="demo"), fixtures=fixtures)
     got = pq.read_table(out / "events.parquet")
     keep = [c for c in got.column_names if c != "source"]
@@ -207,7 +207,7 @@ def test_replay_writes_the_result_folder_matching_the_library(data_dir, tmp_path
     text = run("diff", out, "--limit", "3")
     assert "more rows" in text.stdout and "changed" in res.diff_df()["status"].tolist()
     # a second replay into the same folder needs --overwrite
-    again = run("replay", data_dir / "isplay", "--tenant", "demo", "--branch", branch,
+    again = run("replay", data_dir / "isplay", "--owner", "demo", "--branch", branch,
                 "-o", out)
     assert again.returncode == 2 and "--overwrite" in again.stderr
 

@@ -169,11 +169,17 @@ def test_owner_and_tenant_are_separate_and_dropped_rows_are_counted():
     assert proc.returncode == 2 and "pass --owner ID" in one_line_error(proc)
 
 
-def test_tenant_alone_still_names_the_owner_with_a_note():
+def test_tenant_alone_never_names_the_owner():
+    """--tenant filters, in every command and format; logs that record no tenant need
+    --owner, and the usage error says so (the old meaning of --tenant is gone)."""
     proc = run("summary", str(DATA / "toh"), "--tenant", "demo", "--no-progress")
-    assert proc.returncode == 0
-    assert one_line_error(proc).startswith("replaykit: note: --tenant demo named the owner")
-    assert "pass --owner demo" in proc.stderr
+    assert proc.returncode == 2 and proc.stdout == ""
+    err = one_line_error(proc)
+    assert "pass --owner ID" in err and "--tenant only filters" in err
+    assert "note:" not in proc.stderr and "tenant_id" not in proc.stderr
+    ok = run("summary", str(DATA / "toh"), "--owner", "demo", "--tenant", "demo",
+             "--no-progress")
+    assert ok.returncode == 0 and "of 1 tenant(s)" in ok.stdout
 
 
 # ------------------------------------------------------------------ paths (5)
@@ -466,7 +472,7 @@ def test_generate_shows_no_progress_off_a_terminal(tmp_path):
 
 # ------------------------------------------------------------------ unknown duration (13)
 def test_a_run_without_event_times_has_an_unknown_duration():
-    log = rk.read_toh(DATA / "toh", tenant_id="demo", progress=False)
+    log = rk.read_toh(DATA / "toh", owner="demo", progress=False)
     assert log.table.column("ts").null_count == len(log)  # toh events carry no time
     runs = log.runs_df()
     assert runs["first_ts"].notna().all()  # the header's createdAt: when the run started

@@ -138,7 +138,7 @@ def test_text_summary_is_limited_by_default(tmp_path, capsys):
 
 
 def test_no_progress_frames_when_stderr_is_not_a_terminal(data_dir):
-    proc = run("summary", str(data_dir / "toh"), str(data_dir / "pleach"), "--tenant", "demo",
+    proc = run("summary", str(data_dir / "toh"), str(data_dir / "pleach"), "--owner", "demo",
                "--errors", "quarantine")
     assert "\r" not in proc.stderr
     assert "it/s" not in proc.stderr and "B/s" not in proc.stderr
@@ -157,7 +157,7 @@ def test_errors_quarantine_skips_unknown_files_and_writes_them_out(data_dir, tmp
     assert main(["summary", str(mixed), "--owner", "demo", "--no-progress"]) == 0
     assert "2 file(s) skipped" in capsys.readouterr().out
     for out in ("q.parquet", "q.csv"):
-        code = main(["summary", str(mixed), "--tenant", "demo", "--errors", "quarantine",
+        code = main(["summary", str(mixed), "--owner", "demo", "--errors", "quarantine",
                      "--quarantine-out", str(tmp_path / out)])
         text = capsys.readouterr().out
         assert code == 0
@@ -166,12 +166,12 @@ def test_errors_quarantine_skips_unknown_files_and_writes_them_out(data_dir, tmp
                  else pd.read_csv(tmp_path / out))
         assert sorted(Path(s).name for s in table["source"]) == ["notes.json", "table.parquet"]
         assert set(table["reason"]) == {"unknown_format"}  # a cut Parquet file sniffs as none
-    expected = rk.read_toh(mixed / "toh", tenant_id="demo", progress=False)
-    assert main(["summary", str(mixed), "--tenant", "demo", "--errors", "quarantine",
+    expected = rk.read_toh(mixed / "toh", owner="demo", progress=False)
+    assert main(["summary", str(mixed), "--owner", "demo", "--errors", "quarantine",
                  "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert sum(r["events"] for r in rows) == len(expected)
-    assert main(["summary", str(mixed), "--tenant", "demo", "--errors", "quarantine",
+    assert main(["summary", str(mixed), "--owner", "demo", "--errors", "quarantine",
                  "--quarantine-out", str(tmp_path / "q.txt")]) == 2
 
 
@@ -288,11 +288,11 @@ def test_rca_and_the_cli_agree_on_what_is_required(data_dir, tmp_path):
     assert cli_required == {"log", "branch", "output"}
     branch = data_dir / "isplay" / "branch-drop-fraud-clause.json"
     fixtures = data_dir / "isplay" / "fixtures.json"
-    log = rk.read_isplay(data_dir / "isplay", tenant_id="demo", progress=False)
+    log = rk.read_isplay(data_dir / "isplay", owner="demo", progress=False)
     res = rk.replay(rk.Branch.load(branch, base=log, tenant_id="demo"), fixtures=fixtures)
     page = rca(res).html
     out = tmp_path / "rca.html"
-    assert report_command(["rca", "--log", str(data_dir / "isplay"), "--tenant", "demo",
+    assert report_command(["rca", "--log", str(data_dir / "isplay"), "--owner", "demo",
                            "--branch", str(branch), "--fixtures", str(fixtures), "-o", str(out),
                            "--no-progress"]) == 0
     cli_page = out.read_text(encoding="utf-8")

@@ -71,9 +71,9 @@ def _check(log: Any) -> None:
 def test_sample_logs_print_as_through_pandas(data_dir):
     _check(rk.read_pleach(data_dir / "pleach", progress=False))
     _check(rk.read_pleach(data_dir / "pleach", tenant_id="acme", progress=False))
-    _check(cli_inputs._read([data_dir / "toh", data_dir / "isplay"], "auto", "demo"))
+    _check(cli_inputs._read([data_dir / "toh", data_dir / "isplay"], "auto", None, owner="demo"))
     mixed = rk.concat([rk.read_pleach(data_dir / "pleach", progress=False),
-                       rk.read_toh(data_dir / "toh", tenant_id="acme", progress=False)])
+                       rk.read_toh(data_dir / "toh", owner="acme", progress=False)])
     _check(mixed)
 
 

@@ -298,7 +298,7 @@ def test_replay_of_one_cohort_with_an_intervention():
 
 
 def test_replay_on_a_loaded_isplay_log_with_branch_file_and_fixtures(data_dir):
-    log = rk.read_isplay(data_dir / "isplay", tenant_id="acme")
+    log = rk.read_isplay(data_dir / "isplay", owner="acme")
     cs = rk.cohorts(log, by="run_id")
     branch_file = data_dir / "isplay" / "branch-drop-fraud-clause.json"
 

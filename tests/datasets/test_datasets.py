@@ -138,7 +138,7 @@ def test_toh_loads_with_read_toh(tmp_path: Path) -> None:
     from replaykit.io.toh import read_toh
 
     f = generate_toh(tmp_path / "s" / "session.jsonl", events=1500, seed=4)
-    log = read_toh(f, tenant_id="demo")
+    log = read_toh(f, owner="demo")
     assert len(log) == _toh_events(f)
     assert log.quarantine.num_rows == 0
     n_calls = sum(1 for x in f.read_text(encoding="utf-8").splitlines()

@@ -24,7 +24,7 @@ def pleach(data_dir: Path) -> rk.EventLog:
 
 @pytest.fixture(scope="module")
 def toh(data_dir: Path) -> rk.EventLog:
-    return rk.read_toh(data_dir / "toh", tenant_id="demo", progress=False)
+    return rk.read_toh(data_dir / "toh", owner="demo", progress=False)
 
 
 # ------------------------------------------------------------------------------ positions
@@ -77,7 +77,7 @@ def test_quarantine_df_is_a_frame_of_the_quarantine(tmp_path):
     bad = tmp_path / "session.jsonl"
     bad.write_text('{"type":"session","version":0,"id":"s1","createdAt":0,"cwd":"/"}\n'
                    '{"type":"turn/start","data":{"turn":1}}\n{"type":\n')
-    log = rk.read_toh(bad, tenant_id="t", errors="quarantine", progress=False)
+    log = rk.read_toh(bad, owner="t", errors="quarantine", progress=False)
     q = log.quarantine_df()
     assert isinstance(q, pd.DataFrame)
     assert q.columns.tolist() == log.quarantine.schema.names
@@ -86,7 +86,7 @@ def test_quarantine_df_is_a_frame_of_the_quarantine(tmp_path):
 
 
 def test_extras_df_views_each_side_table(data_dir, pleach):
-    isplay = rk.read_isplay(data_dir / "isplay", tenant_id="demo", progress=False)
+    isplay = rk.read_isplay(data_dir / "isplay", owner="demo", progress=False)
     cps = isplay.extras_df("checkpoints")
     assert isinstance(cps, pd.DataFrame)
     side = isplay.extras["checkpoints"]

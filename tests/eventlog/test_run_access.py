@@ -228,7 +228,7 @@ def pleach(data_dir: Path) -> rk.EventLog:
 
 @pytest.fixture(scope="module")
 def toh(data_dir: Path) -> rk.EventLog:
-    return rk.read_toh(data_dir / "toh", tenant_id="demo", progress=False)
+    return rk.read_toh(data_dir / "toh", owner="demo", progress=False)
 
 
 @pytest.mark.parametrize("name", ["pleach", "toh"])

@@ -20,7 +20,7 @@ def _load(fmt: str, data_dir: Path) -> rk.EventLog:
         pytest.fail(f"bundled sample {path} is missing")
     if fmt == "pleach":
         return rk.read_pleach(path)
-    return getattr(rk, f"read_{fmt}")(path, tenant_id="demo")
+    return getattr(rk, f"read_{fmt}")(path, owner="demo")
 
 
 @pytest.mark.parametrize("fmt", ["pleach", "toh", "isplay"])

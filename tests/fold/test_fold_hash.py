@@ -117,7 +117,7 @@ _STRING_COLUMNS = ["text", "payload", "tool_name", "ref_id", "type", "kind", "ru
 def _toh_log() -> rk.EventLog:
     from pathlib import Path
 
-    return rk.read_toh(Path(__file__).resolve().parents[2] / "data" / "toh", tenant_id="demo")
+    return rk.read_toh(Path(__file__).resolve().parents[2] / "data" / "toh", owner="demo")
 
 
 @pytest.mark.parametrize("column", _STRING_COLUMNS)

@@ -45,7 +45,7 @@ def test_rooted_walk_equals_the_full_fold_at_every_later_step(log, cut, as_json,
 
 
 def test_from_state_takes_a_state_frame_row():
-    log = rk.read_isplay(DATA / "isplay", tenant_id="acme")
+    log = rk.read_isplay(DATA / "isplay", owner="acme")
     sf = rk.fold(log, rk.agent())
     steps = sf.steps_df()
     run = "run-claims-C-104"
@@ -63,7 +63,7 @@ def test_from_state_takes_a_state_frame_row():
 
 
 def test_from_state_errors():
-    log = rk.read_isplay(DATA / "isplay", tenant_id="acme")
+    log = rk.read_isplay(DATA / "isplay", owner="acme")
     run = "run-claims-C-104"
     st0 = rk.fold(log, rk.agent()).at(run, 3, tenant_id="acme")
     with pytest.raises(ValueError, match="needs from_seq"):
@@ -81,7 +81,7 @@ def test_from_state_errors():
 
 
 def test_cache_mode_is_locked_and_part_of_the_identity():
-    log = rk.read_isplay(DATA / "isplay", tenant_id="acme")
+    log = rk.read_isplay(DATA / "isplay", owner="acme")
     run = "run-claims-C-104"
     h = rk.open_replay(log, run, tenant_id="acme", cache=InMemoryCache({}),
                        cache_mode="strict-mode")
@@ -189,7 +189,7 @@ def test_cache_key_canonical_form():
 def test_cache_coverage_derives_keys_for_unkeyed_requests():
     from replaykit.provenance.cachekey import derive_keys
 
-    log = rk.read_isplay(DATA / "isplay", tenant_id="acme")
+    log = rk.read_isplay(DATA / "isplay", owner="acme")
     keys = derive_keys(log)
     calls = log.events_df()
     calls = calls[calls["type"] == "model.call"]
@@ -223,7 +223,7 @@ def test_cache_coverage_derives_keys_for_unkeyed_requests():
 def test_patch_records_are_read_under_both_names():
     from replaykit.branch.patches import PATCH_RECORD_KEY, patch_records_df
 
-    log = rk.read_isplay(DATA / "isplay", tenant_id="acme")
+    log = rk.read_isplay(DATA / "isplay", owner="acme")
     br = rk.Branch.load(DATA / "isplay" / "branch-drop-fraud-clause.json", base=log,
                         tenant_id="acme")
     br = br.intervene(kind="json_patch", target_type="model.call", intervention_id="iv-bad",
@@ -254,7 +254,7 @@ def test_patch_records_are_read_under_both_names():
 
 # ----------------------------------------------------------------------------- origin column
 def test_replay_origin_travels_with_the_events(tmp_path: Path):
-    log = rk.read_isplay(DATA / "isplay", tenant_id="acme")
+    log = rk.read_isplay(DATA / "isplay", owner="acme")
     br = rk.Branch.load(DATA / "isplay" / "branch-drop-fraud-clause.json", base=log,
                         tenant_id="acme")
     res = rk.replay(br, fixtures=DATA / "isplay" / "fixtures.json")
@@ -292,7 +292,7 @@ def test_from_state_takes_every_documented_input():
     (StateFrame.at, h.state), its JSON text (str or bytes), a final() row (dict or pandas
     row) and a steps_df() row (dict or pandas row), and each gives the full fold's states
     from there on (issue 30 item 11)."""
-    log = rk.read_isplay(DATA / "isplay", tenant_id="acme")
+    log = rk.read_isplay(DATA / "isplay", owner="acme")
     sf = rk.fold(log, rk.agent())
     run = "run-claims-C-104"
     steps = sf.steps_df()

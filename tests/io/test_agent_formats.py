@@ -75,7 +75,7 @@ def _claude_reading(folder: Path) -> dict[str, Any]:
                                     DATA / "claude_code"], ids=["spotter", "data"])
 def test_claude_code_counts_agree_with_a_reading_of_the_lines(folder):
     want = _claude_reading(folder)
-    log = rk.read_claude_code(folder, tenant_id="me", progress=False)
+    log = rk.read_claude_code(folder, owner="me", progress=False)
     assert set(log.run_ids) == want["runs"]
     ev = log.events_df()
     assert len(set(zip(ev.source, ev.source_line, strict=True))) == want["lines"]
@@ -94,7 +94,7 @@ def test_claude_code_counts_agree_with_a_reading_of_the_lines(folder):
 
 
 def test_claude_code_sample_turns_sidechain_and_compaction():
-    log = rk.read_claude_code(DATA / "claude_code", tenant_id="demo", progress=False)
+    log = rk.read_claude_code(DATA / "claude_code", owner="demo", progress=False)
     sid = "7f3c2a10-5b8e-4d21-9c4e-2f6a8b1d0e55"
     runs = log.runs_df().set_index("run_id")
     assert runs.loc[f"{sid}/agent-a3f09c1", "parent_run_id"] == sid
@@ -128,7 +128,7 @@ def test_claude_code_multi_block_line_is_one_row_per_block(tmp_path):
                          "input": {"command": "pwd"}}]}}
     p = tmp_path / "s1.jsonl"
     p.write_text(json.dumps(line) + "\n")
-    log = rk.read_claude_code(p, tenant_id="me")
+    log = rk.read_claude_code(p, owner="me")
     ev = log.events_df()
     assert ev.kind.tolist() == ["model_response", "tool_call", "tool_call"]
     assert [json.loads(x)["contentIndex"] for x in ev.payload] == [0, 1, 2]
@@ -174,7 +174,7 @@ def _codex_reading(folder: Path) -> dict[str, Any]:
                          ids=["localpush", "data"])
 def test_codex_counts_agree_with_a_reading_of_the_lines(folder):
     want = _codex_reading(folder)
-    log = rk.read_codex(folder, tenant_id="me", progress=False)
+    log = rk.read_codex(folder, owner="me", progress=False)
     ev = log.events_df()
     # one row per line, and a call row before a call's tool call when that opens the call
     assert len(ev) == want["lines"] + want["calls_by_tool"]
@@ -189,7 +189,7 @@ def test_codex_counts_agree_with_a_reading_of_the_lines(folder):
 
 
 def test_codex_sample_errors_aborts_and_stamps():
-    log = rk.read_codex(DATA / "codex", tenant_id="demo", progress=False)
+    log = rk.read_codex(DATA / "codex", owner="demo", progress=False)
     tools = log.tools_df()
     assert tools.tool_name.tolist() == ["shell", "apply_patch", "shell", "shell"]
     assert tools.is_error.fillna(False).tolist() == [False, False, True, False]  # exit_code 1
@@ -207,8 +207,8 @@ def test_codex_same_session_in_two_files_is_reported(tmp_path):
     for name in ("a.jsonl", "b.jsonl"):
         (tmp_path / name).write_bytes(src.read_bytes())
     with pytest.raises(LoadError, match="duplicate_session"):
-        rk.read_codex(tmp_path, tenant_id="me")
-    log = rk.read_codex(tmp_path, tenant_id="me", errors="quarantine")
+        rk.read_codex(tmp_path, owner="me")
+    log = rk.read_codex(tmp_path, owner="me", errors="quarantine")
     assert log.num_runs == 1 and log.quarantine_df().reason.tolist() == ["duplicate_session"]
 
 
@@ -225,7 +225,7 @@ def _langsmith_runs(path: Path) -> list[dict[str, Any]]:
 def test_langsmith_sdk_batches_agree_with_merging_posts_and_patches():
     files = sorted((REAL / "langsmith" / "sdk").glob("*.json"))
     runs = [r for f in files for r in _langsmith_runs(f)]
-    log = rk.read_langsmith(REAL / "langsmith" / "sdk", tenant_id="me", progress=False)
+    log = rk.read_langsmith(REAL / "langsmith" / "sdk", owner="me", progress=False)
     assert sorted(log.run_ids) == sorted({r["trace_id"] for r in runs})
     calls = log.calls_df()
     assert len(calls) == sum(r["run_type"] == "llm" for r in runs)
@@ -243,7 +243,7 @@ def test_langsmith_sdk_batches_agree_with_merging_posts_and_patches():
 def test_langsmith_sample_tree_in_dotted_order():
     path = DATA / "langsmith" / "support-bot-runs.jsonl"
     runs = _lines(path)
-    log = rk.read_langsmith(path, tenant_id="demo", progress=False)
+    log = rk.read_langsmith(path, owner="demo", progress=False)
     tid = "5f1d3c2a-8e7b-4a69-b0c1-d2e3f4a5b6c7"
     one = log.run(tid, tenant_id="demo").events_df()
     want = [r["run_type"] for r in sorted((r for r in runs if r["trace_id"] == tid),
@@ -266,7 +266,7 @@ def test_langfuse_json_csv_and_parquet_agree_with_their_readings():
     with open(DATA / "langfuse" / "observations.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     table = pq.read_table(DATA / "langfuse" / "observations.parquet").to_pylist()
-    log = rk.read_langfuse(DATA / "langfuse", tenant_id="demo", progress=False)
+    log = rk.read_langfuse(DATA / "langfuse", owner="demo", progress=False)
     assert sorted(log.run_ids) == sorted({doc["trace"]["id"]} | {r["trace_id"] for r in rows}
                                          | {r["trace_id"] for r in table})
     obs = doc["observations"] + rows + table
@@ -296,7 +296,7 @@ def test_langfuse_api_pages_and_jsonl_traces_with_nested_observations(tmp_path):
     nested = {**doc["trace"], "id": "t-nested", "observations": [
         {k: v for k, v in o.items() if k != "traceId"} for o in doc["observations"]]}
     (tmp_path / "traces.jsonl").write_text(json.dumps(nested) + "\n")
-    log = rk.read_langfuse(tmp_path, tenant_id="me")
+    log = rk.read_langfuse(tmp_path, owner="me")
     assert sorted(log.run_ids) == sorted([doc["trace"]["id"], "t-nested"])
     per = log.events_df().groupby("run_id").kind.apply(list).to_dict()
     assert per["t-nested"][0] == "session"  # the trace record itself
@@ -308,7 +308,7 @@ def test_langfuse_api_pages_and_jsonl_traces_with_nested_observations(tmp_path):
 def test_phoenix_span_dataframe_agrees_with_its_reading(name):
     path = DATA / "phoenix" / name
     spans = _lines(path) if name.endswith(".jsonl") else pq.read_table(path).to_pylist()
-    log = rk.read_phoenix(path, tenant_id="demo", progress=False)
+    log = rk.read_phoenix(path, owner="demo", progress=False)
     assert log.run_ids == sorted({s["context.trace_id"] for s in spans})
     calls = log.calls_df()
     llm = [s for s in spans if s["span_kind"] == "LLM"]
@@ -333,7 +333,7 @@ def test_phoenix_nested_rest_shape(tmp_path):
               "status_code": "OK", "attributes": {"llm": {"model_name": "m-1",
                                                           "token_count": {"prompt": 3}}}}]
     (tmp_path / "spans.json").write_text(json.dumps({"data": spans}))
-    log = rk.read_phoenix(tmp_path, tenant_id="me")
+    log = rk.read_phoenix(tmp_path, owner="me")
     assert log.calls_df().input_tokens.tolist() == [3]
     assert log.stamps_df().model.tolist() == ["m-1"]
 
@@ -373,7 +373,7 @@ def test_other_formats_are_not_claimed_by_the_new_sniffers():
 @pytest.mark.parametrize("bad", [None, "", 7])
 def test_the_owner_is_never_invented(reader, bad):
     with pytest.raises(LoadError, match="bad_tenant"):
-        getattr(rk, reader)(DATA / "codex", tenant_id=bad)
+        getattr(rk, reader)(DATA / "codex", owner=bad)
 
 
 # --------------------------------------------------------------------- bad input
@@ -424,11 +424,11 @@ def test_a_bad_line_names_file_line_and_reason_and_the_rest_loads(tmp_path, fmt,
     before = p.read_bytes()
     reader = getattr(rk, f"read_{fmt}")
     with pytest.raises(LoadError) as info:
-        reader(p, tenant_id="me")
+        reader(p, owner="me")
     err = info.value
     assert err.reason == reason and err.line == n_good + 1 and str(p) in str(err)
     assert "fix" in str(err).lower() or "errors=" in str(err)
-    log = reader(p, tenant_id="me", errors="quarantine")
+    log = reader(p, owner="me", errors="quarantine")
     q = log.quarantine_df()
     assert q.reason.tolist() == [reason] and q.line.tolist() == [n_good + 1]
     assert q.tenant_id.tolist() == ["me"]
@@ -450,9 +450,9 @@ def test_whole_file_problems_have_their_reasons(tmp_path, reader):
         d.mkdir()
         (d / name).write_bytes(data)
         with pytest.raises(LoadError) as info:
-            fn(d, tenant_id="me")
+            fn(d, owner="me")
         assert info.value.reason == reason, name
-        assert fn(d, tenant_id="me", errors="quarantine").quarantine_df().reason.tolist() == [
+        assert fn(d, owner="me", errors="quarantine").quarantine_df().reason.tolist() == [
             reason]
 
 
@@ -460,7 +460,7 @@ def test_langfuse_csv_cells_hold_json_and_a_bad_csv_is_reported(tmp_path):
     p = tmp_path / "obs.csv"
     p.write_text('id,trace_id,type,start_time\n"o1,t1,GENERATION\n')
     with pytest.raises(LoadError, match="bad_csv"):
-        rk.read_langfuse(p, tenant_id="me")
+        rk.read_langfuse(p, owner="me")
 
 
 def test_parquet_with_wrong_column_types_still_loads_or_names_the_field(tmp_path):
@@ -470,7 +470,7 @@ def test_parquet_with_wrong_column_types_still_loads_or_names_the_field(tmp_path
                      pa.array(["many"] * t.num_rows))
     pq.write_table(t, tmp_path / "spans.parquet")
     with pytest.raises(LoadError) as info:
-        rk.read_phoenix(tmp_path, tenant_id="me")
+        rk.read_phoenix(tmp_path, owner="me")
     assert info.value.reason == "bad_tokens"
     assert info.value.field == "attributes.llm.token_count.prompt"
 
@@ -522,7 +522,7 @@ def _sessions(draw: Any) -> list[dict[str, Any]]:
 def test_any_session_keeps_every_block_and_counts_each_message_once(tmp_path, lines):
     p = tmp_path / "s-prop.jsonl"
     p.write_text("".join(json.dumps(d) + "\n" for d in lines))
-    log = rk.read_claude_code(p, tenant_id="me")
+    log = rk.read_claude_code(p, owner="me")
     ev = log.events_df()
     blocks = [b for d in lines for b in _blocks(d)]
     assert (ev.kind == "tool_call").sum() == sum(b.get("type") == "tool_use" for b in blocks
@@ -560,7 +560,7 @@ def test_a_first_line_longer_than_the_sniffers_head_is_still_recognised(tmp_path
                              "payload": {"id": "c1", "instructions": big}},
                             separators=(",", ":")) + "\n")
     assert codex.sniff(q) is None and rk.detect_format(q) == "codex"
-    assert rk.read_claude_code(p, tenant_id="me").events_df().text.str.len().tolist() == [
+    assert rk.read_claude_code(p, owner="me").events_df().text.str.len().tolist() == [
         len(big)]
 
 
@@ -581,8 +581,8 @@ def test_langsmith_runs_read_the_same_from_csv_parquet_and_json(tmp_path, ext):
     else:
         p.write_text(json.dumps({"runs": runs}))
     assert rk.detect_format(p) == "langsmith"
-    got = rk.read_langsmith(p, tenant_id="me").events_df()
-    want = rk.read_langsmith(DATA / "langsmith", tenant_id="me").events_df()
+    got = rk.read_langsmith(p, owner="me").events_df()
+    want = rk.read_langsmith(DATA / "langsmith", owner="me").events_df()
     cols = ["run_id", "seq", "kind", "ref_id", "tool_name", "input_tokens", "output_tokens",
             "finish", "is_error", "text"]
     pd_got, pd_want = got[cols].reset_index(drop=True), want[cols].reset_index(drop=True)
@@ -604,7 +604,7 @@ def test_a_line_whose_second_block_fails_is_quarantined_whole(tmp_path, monkeypa
           "message": {"role": "user", "content": "next"}}
     p = tmp_path / "s1.jsonl"
     p.write_text(json.dumps(line) + "\n" + json.dumps(ok) + "\n")
-    log = rk.read_claude_code(p, tenant_id="me", errors="quarantine")
+    log = rk.read_claude_code(p, owner="me", errors="quarantine")
     q = log.quarantine_df()
     assert q.line.tolist() == [1] and q.reason.tolist() == ["unexpected_input"]
     ev = log.events_df()
@@ -626,6 +626,6 @@ def test_a_quarantined_codex_line_changes_no_token_total(tmp_path):
              count(7, 10)]
     p = tmp_path / "rollout-c1.jsonl"
     p.write_text("".join(json.dumps(d) + "\n" for d in lines))
-    log = rk.read_codex(p, tenant_id="me", errors="quarantine")
+    log = rk.read_codex(p, owner="me", errors="quarantine")
     assert log.quarantine_df().line.tolist() == [3]
     assert log.calls_df().output_tokens.tolist() == [7]

@@ -41,7 +41,7 @@ def _n_events(obj: dict) -> int:
 def corpus(toh_corpus: Path) -> tuple[rk.EventLog, list[warnings.WarningMessage]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        log = rk.read_toh(toh_corpus, tenant_id="corpus")
+        log = rk.read_toh(toh_corpus, owner="corpus")
     return log, list(caught)
 
 
@@ -65,7 +65,7 @@ def test_each_file_alone_loads_with_its_header_id(toh_corpus: Path, raw_lines) -
     for f in _files(toh_corpus):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OrphanRunWarning)
-            log = rk.read_toh(f, tenant_id="corpus")
+            log = rk.read_toh(f, owner="corpus")
         header, body = raw_lines[f"toh:{f}"]
         assert len(log.quarantine) == 0, f
         assert log.run_ids == [header["id"]], f

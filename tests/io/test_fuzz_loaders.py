@@ -336,7 +336,7 @@ def _otel_proto(doc: bytes) -> bytes:
 def _written_otel(gen: Path) -> bytes:
     """A toh sample written back by ``EventLog.to_otel``."""
     out = gen / "written.otel.json"
-    rk.read_toh(DATA / "toh" / "shed-fork", tenant_id=TENANT).to_otel(out, overwrite=True)
+    rk.read_toh(DATA / "toh" / "shed-fork", owner=TENANT).to_otel(out, overwrite=True)
     return out.read_bytes()
 
 
@@ -351,7 +351,7 @@ class Sample:
 
 
 def _toh(root: Path, errors: str) -> rk.EventLog:
-    return rk.read_toh(root, tenant_id=TENANT, errors=errors)  # type: ignore[arg-type]
+    return rk.read_toh(root, owner=TENANT, errors=errors)  # type: ignore[arg-type]
 
 
 def _pleach(root: Path, errors: str) -> rk.EventLog:
@@ -359,35 +359,35 @@ def _pleach(root: Path, errors: str) -> rk.EventLog:
 
 
 def _isplay(root: Path, errors: str) -> rk.EventLog:
-    return rk.read_isplay(root, tenant_id=TENANT, errors=errors)  # type: ignore[arg-type]
+    return rk.read_isplay(root, owner=TENANT, errors=errors)  # type: ignore[arg-type]
 
 
 def _otel(root: Path, errors: str) -> rk.EventLog:
-    return rk.read_otel(root, tenant_id=TENANT, errors=errors)  # type: ignore[arg-type]
+    return rk.read_otel(root, owner=TENANT, errors=errors)  # type: ignore[arg-type]
 
 
 def _inspect(root: Path, errors: str) -> rk.EventLog:
-    return rk.read_inspect(root, tenant_id=TENANT, errors=errors)  # type: ignore[arg-type]
+    return rk.read_inspect(root, owner=TENANT, errors=errors)  # type: ignore[arg-type]
 
 
 def _claude_code(root: Path, errors: str) -> rk.EventLog:
-    return rk.read_claude_code(root, tenant_id=TENANT, errors=errors)  # type: ignore[arg-type]
+    return rk.read_claude_code(root, owner=TENANT, errors=errors)  # type: ignore[arg-type]
 
 
 def _codex(root: Path, errors: str) -> rk.EventLog:
-    return rk.read_codex(root, tenant_id=TENANT, errors=errors)  # type: ignore[arg-type]
+    return rk.read_codex(root, owner=TENANT, errors=errors)  # type: ignore[arg-type]
 
 
 def _langsmith(root: Path, errors: str) -> rk.EventLog:
-    return rk.read_langsmith(root, tenant_id=TENANT, errors=errors)  # type: ignore[arg-type]
+    return rk.read_langsmith(root, owner=TENANT, errors=errors)  # type: ignore[arg-type]
 
 
 def _langfuse(root: Path, errors: str) -> rk.EventLog:
-    return rk.read_langfuse(root, tenant_id=TENANT, errors=errors)  # type: ignore[arg-type]
+    return rk.read_langfuse(root, owner=TENANT, errors=errors)  # type: ignore[arg-type]
 
 
 def _phoenix(root: Path, errors: str) -> rk.EventLog:
-    return rk.read_phoenix(root, tenant_id=TENANT, errors=errors)  # type: ignore[arg-type]
+    return rk.read_phoenix(root, owner=TENANT, errors=errors)  # type: ignore[arg-type]
 
 
 def _auto(root: Path, errors: str) -> rk.EventLog:
@@ -519,7 +519,7 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Sample]]
     out["platforms"] = platforms
     # a Parquet dataset written by EventLog.to_parquet
     ds_root = gen / "dsw"
-    rk.read_toh(DATA / "toh" / "shed-fork", tenant_id=TENANT).to_parquet(ds_root / "ds")
+    rk.read_toh(DATA / "toh" / "shed-fork", owner=TENANT).to_parquet(ds_root / "ds")
     ds_files = {str(p.relative_to(ds_root)): p.read_bytes()
                 for p in sorted(ds_root.rglob("*.parquet"))}
     out["dataset"] = [Sample(f"to_parquet dataset: {t}", ds_files, t, "parquet", _dataset)

@@ -135,7 +135,7 @@ def test_sniff_rejects_other_files(tmp_path: Path) -> None:
 @pytest.mark.parametrize("fmt", ["eval", "json"])
 def test_event_counts_match_inspect_events_df(logs: dict[str, Path], fmt: str) -> None:
     path = logs[fmt]
-    log = read_inspect(path, tenant_id="acme")
+    log = read_inspect(path, owner="acme")
     ev = analysis.events_df(str(path))
     ids = _run_ids(path)
     t = log.table
@@ -159,7 +159,7 @@ def test_event_counts_match_inspect_events_df(logs: dict[str, Path], fmt: str) -
 @pytest.mark.parametrize("fmt", ["eval", "json"])
 def test_tool_calls_match_inspect_messages_df(logs: dict[str, Path], fmt: str) -> None:
     path = logs[fmt]
-    log = read_inspect(path, tenant_id="acme")
+    log = read_inspect(path, owner="acme")
     msgs = analysis.messages_df(str(path))
     ids = _run_ids(path)
     tools = log.tools_df()
@@ -181,7 +181,7 @@ def test_tool_calls_match_inspect_messages_df(logs: dict[str, Path], fmt: str) -
 
 def test_model_rows_and_runs_attrs(logs: dict[str, Path]) -> None:
     path = logs["eval"]
-    log = read_inspect(path, tenant_id="acme")
+    log = read_inspect(path, owner="acme")
     t = log.table
     model = t.filter(pc.equal(pc.cast(t.column("kind"), "string"), "model_response"))
     assert pc.cast(model.column("finish"), "string").to_pylist() == [
@@ -208,7 +208,7 @@ def test_model_rows_and_runs_attrs(logs: dict[str, Path]) -> None:
 @pytest.mark.parametrize("fmt", ["eval", "json"])
 def test_inspect_state_fold_matches_recorded_state(logs: dict[str, Path], fmt: str) -> None:
     path = logs[fmt]
-    log = read_inspect(path, tenant_id="acme")
+    log = read_inspect(path, owner="acme")
     frame = rk.fold(log, inspect_state())
     el = read_eval_log(str(path), resolve_attachments=True)
     for sample in el.samples:
@@ -241,18 +241,18 @@ def test_read_events_sniffs_inspect_in_a_folder(logs: dict[str, Path]) -> None:
 
 def test_tenant_required(logs: dict[str, Path]) -> None:
     with pytest.raises(LoadError, match="reason=bad_tenant"):
-        read_inspect(logs["eval"], tenant_id=None)  # type: ignore[arg-type]
+        read_inspect(logs["eval"], owner=None)  # type: ignore[arg-type]
     with pytest.raises(LoadError, match="reason=bad_tenant"):
-        read_inspect(logs["eval"], tenant_id="")
+        read_inspect(logs["eval"], owner="")
 
 
 def test_bad_log_raises_or_quarantines(tmp_path: Path) -> None:
     bad = tmp_path / "broken.eval"
     bad.write_bytes(b"PK\x03\x04 truncated")
     with pytest.raises(LoadError) as info:
-        read_inspect(bad, tenant_id="acme")
+        read_inspect(bad, owner="acme")
     assert info.value.reason == "bad_log" and str(bad) in str(info.value)
-    log = read_inspect(bad, tenant_id="acme", errors="quarantine")
+    log = read_inspect(bad, owner="acme", errors="quarantine")
     assert log.table.num_rows == 0
     assert log.quarantine.column("reason").to_pylist() == ["bad_log"]
 
@@ -260,11 +260,11 @@ def test_bad_log_raises_or_quarantines(tmp_path: Path) -> None:
 def test_missing_extra(monkeypatch: pytest.MonkeyPatch, logs: dict[str, Path]) -> None:
     monkeypatch.setitem(sys.modules, "inspect_ai", None)
     with pytest.raises(MissingExtraError, match=r"replaykit\[inspect\]"):
-        read_inspect(logs["eval"], tenant_id="acme")
+        read_inspect(logs["eval"], owner="acme")
 
 
 def test_branch_replay_and_distance(logs: dict[str, Path]) -> None:
-    log = read_inspect(logs["eval"], tenant_id="acme")
+    log = read_inspect(logs["eval"], owner="acme")
     runs = sorted(set(pc.cast(log.table.column("run_id"), "string").to_pylist()))
     mat = rk.tool_distance_matrix(log)
     assert mat.loc[runs[0], runs[0]] == 0
@@ -308,9 +308,9 @@ def test_same_eval_twice_is_loaded_once(logs: dict[str, Path], tmp_path: Path,
     _rewrite(logs["eval"], folder / "b.json", "json")
     shutil.copy(a, folder / "c.eval")
     with pytest.warns(DuplicateLogWarning) as rec:
-        both = read_inspect(folder, tenant_id="acme", errors=errors)  # type: ignore[arg-type]
+        both = read_inspect(folder, owner="acme", errors=errors)  # type: ignore[arg-type]
     assert len(rec) == 2 and all("a.eval" in str(w.message) for w in rec)
-    one = read_inspect(a, tenant_id="acme")
+    one = read_inspect(a, owner="acme")
     assert both.run_ids == one.run_ids and both.num_runs == 2
     assert both.table.num_rows == one.table.num_rows
     assert both.table.column("payload").to_pylist() == one.table.column("payload").to_pylist()
@@ -326,12 +326,12 @@ def test_distinct_logs_sharing_an_eval_id_get_distinct_runs(logs: dict[str, Path
     (folder / "retry").mkdir(parents=True)
     _rewrite(logs["eval"], folder / "first.eval", "eval")
     _rewrite(logs["eval"], folder / "retry" / "second.eval", "eval", rescore)
-    log = read_inspect(folder, tenant_id="acme")
+    log = read_inspect(folder, owner="acme")
     eval_id = read_eval_log(str(logs["eval"])).eval.eval_id
     assert log.run_ids == sorted(f"{eval_id}:{s}:1@{p}" for s in ("s1", "s2")
                                  for p in ("first.eval", "retry/second.eval"))
     again = read_inspect([folder / "retry" / "second.eval", folder / "first.eval"],
-                         tenant_id="acme")
+                         owner="acme")
     assert again.run_ids == log.run_ids  # deterministic, whatever the order of the paths
     stores = {r["run_id"]: json.loads(r["attrs"])["store"] for r in log.runs.to_pylist()}
     assert stores[f"{eval_id}:s1:1@retry/second.eval"]["total"] == 99
@@ -345,7 +345,7 @@ def test_sample_with_messages_but_no_events_is_a_run(logs: dict[str, Path],
             sample.events = []
 
     path = _rewrite(logs["eval"], tmp_path / "no_events.eval", "eval", strip)
-    log = read_inspect(path, tenant_id="acme")
+    log = read_inspect(path, owner="acme")
     el = read_eval_log(str(path))
     run = f"{el.eval.eval_id}:s1:1"
     assert log.num_runs == 2 == len(log.runs_df()) == log.summary()["runs"]
@@ -369,9 +369,9 @@ def test_sample_with_nothing_is_quarantined(logs: dict[str, Path], tmp_path: Pat
 
     path = _rewrite(logs["eval"], tmp_path / "empty.eval", "eval", empty)
     with pytest.raises(LoadError) as info:
-        read_inspect(path, tenant_id="acme")
+        read_inspect(path, owner="acme")
     assert info.value.reason == "empty_sample" and "s1" in str(info.value)
-    log = read_inspect(path, tenant_id="acme", errors="quarantine")
+    log = read_inspect(path, owner="acme", errors="quarantine")
     assert log.quarantine.column("reason").to_pylist() == ["empty_sample"]
     assert log.num_runs == 1 == len(log.runs_df())
 
@@ -402,9 +402,9 @@ def test_byte_identical_copies_load_once_even_with_read_time_fields(logs: dict[s
     shutil.copy(logs["eval"], folder / "x.eval")
     shutil.copy(logs["eval"], folder / "y.eval")
     with pytest.warns(DuplicateLogWarning) as rec:
-        log = read_inspect(folder, tenant_id="acme")
-    one_json = read_inspect(folder / "a.json", tenant_id="acme")
-    one_eval = read_inspect(folder / "x.eval", tenant_id="acme")
+        log = read_inspect(folder, owner="acme")
+    one_json = read_inspect(folder / "a.json", owner="acme")
+    one_eval = read_inspect(folder / "x.eval", owner="acme")
     assert log.num_runs == one_json.num_runs + one_eval.num_runs == 4
     assert len(log) == len(one_json) + len(one_eval)
     dup = sorted(str(w.message).split(" holds")[0] for w in rec

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,7 @@ def _input_rows(log: Any) -> int:
 
 @pytest.fixture(scope="module")
 def sample():
-    return read_isplay(DATA, tenant_id="acme")
+    return read_isplay(DATA, owner="acme")
 
 
 def test_samples_load_both_runs_and_skip_side_files(sample):
@@ -170,7 +171,7 @@ def test_samples_runs_table_and_checkpoints(sample):
 
 def test_sample_files_are_small_and_untouched():
     before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in DATA.iterdir()}
-    read_isplay(DATA, tenant_id="acme")
+    read_isplay(DATA, owner="acme")
     read_isplay_branch(BRANCH)
     read_isplay_fixtures(FIXTURES)
     assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in DATA.iterdir()} == before
@@ -199,7 +200,7 @@ def test_read_events_auto_picks_isplay_and_skips_side_files():
 @pytest.mark.parametrize("bad", [None, "", 7])
 def test_tenant_is_required(bad):
     with pytest.raises(LoadError, match="reason=bad_tenant"):
-        read_isplay(C104, tenant_id=bad)
+        read_isplay(C104, owner=bad)
 
 
 # ------------------------------------------------------------------------ variants
@@ -209,13 +210,13 @@ def test_jsonl_variant_one_run_per_line(tmp_path):
     d1, d2 = _doc("r1"), _doc("r2")
     p = tmp_path / "runs.jsonl"
     p.write_text(json.dumps(d1) + "\n\n" + json.dumps(d2) + "\n")
-    log = read_isplay(p, tenant_id="t")
+    log = read_isplay(p, owner="t")
     df = log.events_df()
     assert log.run_ids == ["r1", "r2"]
     assert df.groupby("run_id", observed=True)["source_line"].unique().map(list).to_dict() == {
         "r1": [1], "r2": [3]}
     assert log.extras["checkpoints"].column("run_id").to_pylist() == ["r1", "r2"]
-    single = read_isplay(_write(tmp_path, d1), tenant_id="t")
+    single = read_isplay(_write(tmp_path, d1), owner="t")
     assert single.table.column("payload").to_pylist() == log.filter(
         run_ids="r1").table.column("payload").to_pylist()
 
@@ -227,7 +228,7 @@ def test_explicit_seq_and_parent_run(tmp_path):
     ])
     doc["checkpoints"] = []
     doc["run"]["parentRunId"] = "base-run"
-    log = read_isplay(_write(tmp_path, doc), tenant_id="t")
+    log = read_isplay(_write(tmp_path, doc), owner="t")
     df = log.events_df()
     assert df["seq"].tolist() == [4, 10]
     assert df["event_id"].tolist() == ["b", "a"]
@@ -238,7 +239,7 @@ def test_explicit_seq_and_parent_run(tmp_path):
 def test_unknown_event_type_is_kept_as_other(tmp_path):
     doc = _doc(events=[{"eventId": "a", "type": "widget.shown", "ts": None, "x": {"y": 1}}])
     doc["checkpoints"] = []
-    log = read_isplay(_write(tmp_path, doc), tenant_id="t")
+    log = read_isplay(_write(tmp_path, doc), owner="t")
     row = log.events_df().iloc[0]
     assert (row["type"], row["kind"]) == ("widget.shown", "other")
     assert json.loads(row["payload"]) == {"eventId": "a", "type": "widget.shown", "ts": None,
@@ -246,7 +247,7 @@ def test_unknown_event_type_is_kept_as_other(tmp_path):
 
 
 def test_unknown_document_fields_go_to_attrs(tmp_path):
-    log = read_isplay(_write(tmp_path, _doc(exportedBy="isplay 1.9")), tenant_id="t")
+    log = read_isplay(_write(tmp_path, _doc(exportedBy="isplay 1.9")), owner="t")
     attrs = json.loads(log.runs.column("attrs")[0].as_py())
     assert attrs == {"projectId": "p1", "documentFields": {"exportedBy": "isplay 1.9"}}
 
@@ -286,14 +287,14 @@ def test_bad_event_raises_then_quarantines(tmp_path, events, reason, field):
     doc = _doc(events=events)
     p = _write(tmp_path, doc)
     with pytest.raises(LoadError) as err:
-        read_isplay(p, tenant_id="t")
+        read_isplay(p, owner="t")
     e = err.value
     assert (e.reason, e.field, e.source) == (reason, field, str(p))
     text_lines = p.read_text().splitlines()
     assert text_lines[e.line - 1].strip() == "{"  # the line where events[2] opens
     assert '"e' in text_lines[e.line] or '"' in text_lines[e.line]
     assert f"{p}:{e.line}" in str(e) and "reason=" + reason in str(e)
-    log = read_isplay(p, tenant_id="t", errors="quarantine")
+    log = read_isplay(p, owner="t", errors="quarantine")
     q = log.quarantine.to_pylist()
     assert [(r["reason"], r["field"]) for r in q] == [(reason, field)]
     assert len(log) == 3
@@ -303,8 +304,8 @@ def test_bad_event_raises_then_quarantines(tmp_path, events, reason, field):
 def test_non_object_event(tmp_path):
     p = _write(tmp_path, _doc(events=[*_doc()["events"], "oops"]))
     with pytest.raises(LoadError, match=r"events\[4\].*not_object"):
-        read_isplay(p, tenant_id="t")
-    log = read_isplay(p, tenant_id="t", errors="quarantine")
+        read_isplay(p, owner="t")
+    log = read_isplay(p, owner="t", errors="quarantine")
     assert log.quarantine.column("raw").to_pylist() == ['"oops"']
     assert len(log) == 4
 
@@ -315,23 +316,23 @@ def test_checkpoint_pointing_at_unknown_event(tmp_path):
     doc["checkpoints"].append({"checkpointId": "cp-1", "eventId": "e0"})
     p = _write(tmp_path, doc)
     with pytest.raises(LoadError) as err:
-        read_isplay(p, tenant_id="t")
+        read_isplay(p, owner="t")
     assert (err.value.reason, err.value.field) == ("duplicate_checkpoint_id",
                                                    "checkpoints[2].checkpointId")
-    log = read_isplay(p, tenant_id="t", errors="quarantine")
+    log = read_isplay(p, owner="t", errors="quarantine")
     assert sorted(log.quarantine.column("reason").to_pylist()) == [
         "duplicate_checkpoint_id", "unknown_checkpoint_event"]
     assert log.extras["checkpoints"].column("checkpoint_id").to_pylist() == ["cp-1"]
     assert _input_rows(log) == 4 + 3
     del doc["checkpoints"][2]
     with pytest.raises(LoadError, match="unknown_checkpoint_event") as err:
-        read_isplay(_write(tmp_path, doc), tenant_id="t")
+        read_isplay(_write(tmp_path, doc), owner="t")
     assert err.value.field == "checkpoints[1].eventId"
 
 
 def test_checkpoint_on_quarantined_event_is_quarantined_too(tmp_path):
     doc = _doc(events=_events_with({"ts": "bad"}, at=1))
-    log = read_isplay(_write(tmp_path, doc), tenant_id="t", errors="quarantine")
+    log = read_isplay(_write(tmp_path, doc), owner="t", errors="quarantine")
     assert log.quarantine.column("reason").to_pylist() == ["bad_ts", "unknown_checkpoint_event"]
     assert _input_rows(log) == 5
 
@@ -356,9 +357,9 @@ DOC_CASES = [
 def test_bad_document(tmp_path, text, reason, line):
     p = _write(tmp_path, text)
     with pytest.raises(LoadError) as err:
-        read_isplay(p, tenant_id="t")
+        read_isplay(p, owner="t")
     assert (err.value.reason, err.value.line) == (reason, line)
-    log = read_isplay(p, tenant_id="t", errors="quarantine")
+    log = read_isplay(p, owner="t", errors="quarantine")
     assert log.quarantine.column("reason").to_pylist() == [reason]
     assert len(log) == 0 and log.runs.num_rows == 0
 
@@ -367,7 +368,7 @@ def test_invalid_utf8(tmp_path):
     p = tmp_path / "bad.json"
     p.write_bytes(b'{"format": "isplay.run/v1",\n"run": {"runId": "r\xff"}}')
     with pytest.raises(LoadError) as err:
-        read_isplay(p, tenant_id="t")
+        read_isplay(p, owner="t")
     assert (err.value.reason, err.value.line) == ("bad_utf8", 2)
 
 
@@ -376,9 +377,9 @@ def test_jsonl_bad_lines_are_quarantined_one_by_one(tmp_path):
     p.write_text("\n".join([json.dumps(_doc("r1")), "{broken", "[]", json.dumps(_doc("r1")),
                             json.dumps(_doc("r2"))]) + "\n")
     with pytest.raises(LoadError) as err:
-        read_isplay(p, tenant_id="t")
+        read_isplay(p, owner="t")
     assert (err.value.reason, err.value.line) == ("bad_json", 2)
-    log = read_isplay(p, tenant_id="t", errors="quarantine")
+    log = read_isplay(p, owner="t", errors="quarantine")
     assert [(r["line"], r["reason"]) for r in log.quarantine.to_pylist()] == [
         (2, "bad_json"), (3, "not_object"), (4, "duplicate_run_id")]
     assert log.run_ids == ["r1", "r2"] and len(log) == 8
@@ -386,7 +387,7 @@ def test_jsonl_bad_lines_are_quarantined_one_by_one(tmp_path):
 
 def test_side_file_passed_as_run_export():
     with pytest.raises(LoadError) as err:
-        read_isplay(BRANCH, tenant_id="t")
+        read_isplay(BRANCH, owner="t")
     assert err.value.reason == "side_file"
     assert "read_isplay_branch" in str(err.value)
 
@@ -395,7 +396,7 @@ def test_duplicate_run_across_files(tmp_path):
     a = _write(tmp_path, _doc("same"), "a.json")
     _write(tmp_path, _doc("same"), "b.json")
     with pytest.raises(LoadError, match="duplicate_run_id") as err:
-        read_isplay(tmp_path, tenant_id="t")
+        read_isplay(tmp_path, owner="t")
     assert str(a) in str(err.value)
 
 
@@ -404,7 +405,7 @@ def test_argshash_without_args_is_taken_as_given(tmp_path):
     doc = _doc(events=[{"eventId": "x", "type": "tool.call", "refId": "t1", "toolName": "big",
                         "argsArtifactId": "art-1", "argsHash": h}])
     doc["checkpoints"] = []
-    log = read_isplay(_write(tmp_path, doc), tenant_id="t")
+    log = read_isplay(_write(tmp_path, doc), owner="t")
     row = log.events_df().iloc[0]
     assert row["args_hash"] == h
     assert pd.isna(row["text"])
@@ -447,7 +448,7 @@ def test_property_loaded_plus_quarantined_is_input_rows(tmp_path, n_events, corr
     doc = _doc(events=events)
     doc["checkpoints"] = cps
     p = _write(tmp_path, doc, indent=None)
-    log = read_isplay(p, tenant_id="t", errors="quarantine")
+    log = read_isplay(p, owner="t", errors="quarantine")
     assert _input_rows(log) == n_events + len(cps)
     validate(log.table)
     ids = log.table.column("event_id").to_pylist()
@@ -673,7 +674,7 @@ def test_generator_is_deterministic_and_loads_cleanly(tmp_path):
     c = generate_isplay(tmp_path / "c.jsonl", runs=5, events_per_run=23, seed=4)
     assert a.read_bytes() == b.read_bytes()
     assert a.read_bytes() != c.read_bytes()
-    log = read_isplay(a, tenant_id="t")
+    log = read_isplay(a, owner="t")
     assert log.quarantine.num_rows == 0
     counts = log.runs_df().set_index("run_id")["events"]
     assert counts.tolist() == [23] * 5
@@ -695,7 +696,7 @@ def test_generator_folder_variant_has_event_lines(tmp_path):
     out = generate_isplay(tmp_path / "runs", runs=3, events_per_run=10, seed=0)
     files = sorted(out.glob("*.json"))
     assert [f.name for f in files] == ["run-000000.json", "run-000001.json", "run-000002.json"]
-    log = read_isplay(out, tenant_id="t")
+    log = read_isplay(out, owner="t")
     first = log.filter(run_ids=log.run_ids[0]).table.column("source_line").to_pylist()
     assert first == list(range(2, 12))
     assert log.quarantine.num_rows == 0
@@ -709,7 +710,7 @@ def test_generator_rejects_too_few_events(tmp_path):
 
 def test_empty_load_has_typed_extras(tmp_path):
     p = _write(tmp_path, _doc(events=[]) | {"checkpoints": []})
-    log = read_isplay(p, tenant_id="t")
+    log = read_isplay(p, owner="t")
     assert len(log) == 0 and log.runs.num_rows == 1
     assert log.extras["checkpoints"].schema == CHECKPOINTS_SCHEMA
     assert isinstance(log.extras["checkpoints"], pa.Table)
@@ -740,7 +741,7 @@ def test_branch_takes_only_format_tags_and_parsed_documents_from_the_loader():
     assert seen == allowed
 
 
-def test_moved_branch_names_say_where_they_went():
+def test_the_branch_names_live_only_in_the_branch_layer():
     import replaykit as rk
     import replaykit.io.isplay as isplay_loader
     from replaykit.branch import types as branch_types
@@ -753,7 +754,8 @@ def test_moved_branch_names_say_where_they_went():
     for name, where in (("IsplayBranch", "replaykit.branch.types"),
                         ("MODEL_POLICIES", "replaykit.branch.vocab"),
                         ("read_isplay_fixtures", "replaykit.branch.fixtures")):
-        with pytest.raises(AttributeError, match=f"moved to {where}.{name}"):
+        with pytest.raises(AttributeError, match=f"has no attribute '{name}'"):
             getattr(isplay_loader, name)
+        assert hasattr(importlib.import_module(where), name)
     with pytest.raises(AttributeError, match="has no attribute 'nothing_here'"):
         isplay_loader.nothing_here  # noqa: B018

@@ -122,7 +122,7 @@ def test_sniff(recorded: dict[str, list[Any]], tmp_path: Path) -> None:
 @pytest.mark.parametrize("hex_ids", [False, True])
 def test_spans_to_events(recorded: dict[str, list[Any]], tmp_path: Path, hex_ids: bool) -> None:
     spans = recorded["content"]
-    log = read_otel(_write(spans, tmp_path / "t.json", hex_ids=hex_ids), tenant_id="acme")
+    log = read_otel(_write(spans, tmp_path / "t.json", hex_ids=hex_ids), owner="acme")
     t = log.table
     trace_ids = {format(s.context.trace_id, "032x") for s in spans}
     runs = set(pc.cast(t.column("run_id"), "string").to_pylist())
@@ -165,7 +165,7 @@ def test_spans_to_events(recorded: dict[str, list[Any]], tmp_path: Path, hex_ids
 
 def test_without_content_capture_not_replayable(recorded: dict[str, list[Any]],
                                                tmp_path: Path) -> None:
-    log = read_otel(_write(recorded["bare"], tmp_path / "b.json"), tenant_id="acme")
+    log = read_otel(_write(recorded["bare"], tmp_path / "b.json"), owner="acme")
     conv = log.run("conv-1", tenant_id="acme").table
     payloads = [json.loads(p) for p in conv.column("payload").to_pylist()]
     flags = [p["replayable"] for p in payloads]
@@ -198,10 +198,10 @@ def test_bad_input(tmp_path: Path) -> None:
     bad.write_text('{"resourceSpans": [{"scopeSpans": [{"spans": [' + json.dumps(span)
                    + "]}]}]}\n{not json\n")
     with pytest.raises(LoadError) as info:
-        read_otel(bad, tenant_id="acme")
+        read_otel(bad, owner="acme")
     assert info.value.reason == "bad_span" and info.value.line == 1
-    log = read_otel(bad, tenant_id="acme", errors="quarantine")
+    log = read_otel(bad, owner="acme", errors="quarantine")
     assert log.table.num_rows == 0
     assert log.quarantine.column("reason").to_pylist() == ["bad_span", "bad_json"]
     with pytest.raises(LoadError, match="reason=bad_tenant"):
-        read_otel(bad, tenant_id="")
+        read_otel(bad, owner="")

@@ -164,7 +164,7 @@ def _forms(tmp: Path) -> dict[str, list[Path]]:
                                   "log records", "operation details"])
 def test_every_form_reads_to_the_same_rows(tmp_path: Path, form: str) -> None:
     files = _forms(tmp_path)[form]
-    log = read_otel(files, tenant_id="acme")
+    log = read_otel(files, owner="acme")
     assert _col(log, "kind") == ["session", "model_response", "tool_call"]
     assert _col(log, "finish")[1] == "tool-calls"
     assert _col(log, "text")[1] == "Let me look."
@@ -181,7 +181,7 @@ def test_every_form_reads_to_the_same_rows(tmp_path: Path, form: str) -> None:
 
 def test_missing_content_in_every_form_is_flagged(tmp_path: Path) -> None:
     log = read_otel(_write(tmp_path, "x.json", _chat({"llm.request.type": "chat"})),
-                    tenant_id="acme")
+                    owner="acme")
     payload = json.loads(_col(log, "payload")[1])
     assert payload["replayable"] is False
     assert payload["missingContent"] == ["gen_ai.output.messages", "gen_ai.input.messages"]
@@ -198,7 +198,7 @@ def test_renames_both_ways(tmp_path: Path) -> None:
            "gen_ai.usage.cache_write.input_tokens": 2}
     got = []
     for name, attrs in (("old", old), ("new", new)):
-        log = read_otel(_write(tmp_path, f"{name}.json", _chat(attrs)), tenant_id="acme")
+        log = read_otel(_write(tmp_path, f"{name}.json", _chat(attrs)), owner="acme")
         calls = log.calls_df()
         payload = json.loads(_col(log, "payload")[1])
         got.append((calls.input_tokens.tolist(), calls.output_tokens.tolist(),
@@ -220,7 +220,7 @@ def test_renames_both_ways(tmp_path: Path) -> None:
 def test_operation_names(tmp_path: Path, op: str, root_kind: str, nested: list[str]) -> None:
     doc = traces(span(ROOT, op, {"gen_ai.operation.name": op}, start=1, end=50),
                  span(CHAT, op, {"gen_ai.operation.name": op}, start=2, end=3, parent=ROOT))
-    log = read_otel(_write(tmp_path, "ops.json", doc), tenant_id="acme")
+    log = read_otel(_write(tmp_path, "ops.json", doc), owner="acme")
     kinds = _col(log, "kind")
     assert kinds[0] == root_kind
     assert [k for k, e in zip(kinds, _col(log, "event_id"), strict=True) if e == CHAT] == nested
@@ -254,20 +254,20 @@ def _proto_bytes(doc: dict[str, Any]) -> bytes:
 
 def test_protobuf_files_read_like_json(tmp_path: Path) -> None:
     files = _forms(tmp_path)["log records"]
-    want = read_otel(files, tenant_id="acme")
+    want = read_otel(files, owner="acme")
     single = tmp_path / "traces.pb"
     single.write_bytes(_proto_bytes(json.loads(files[0].read_text())))
     logs = tmp_path / "logs.binpb"
     msg = _proto_bytes(json.loads(files[1].read_text()))
     logs.write_bytes(len(msg).to_bytes(4, "big") + msg)  # the collector file exporter's framing
     assert detect_format(single) == "otel" and detect_format(logs) == "otel"
-    got = read_otel([single, logs], tenant_id="acme")
+    got = read_otel([single, logs], owner="acme")
     for c in ("kind", "ref_id", "tool_name", "finish", "text", "input_tokens", "args_hash"):
         assert _col(got, c) == _col(want, c), c
     framed = tmp_path / "both.otlp"
     t = _proto_bytes(json.loads(files[0].read_text()))
     framed.write_bytes(len(t).to_bytes(4, "big") + t + len(msg).to_bytes(4, "big") + msg)
-    assert _col(read_otel(framed, tenant_id="acme"), "kind") == _col(want, "kind")
+    assert _col(read_otel(framed, owner="acme"), "kind") == _col(want, "kind")
 
 
 @pytest.mark.parametrize("data", [b"\x0a\xff\xff\xff\xff\x0f", b"\x00\x00\x00\x09\x0a\x01",
@@ -276,9 +276,9 @@ def test_bad_protobuf_is_a_reason(tmp_path: Path, data: bytes) -> None:
     p = tmp_path / "bad.pb"
     p.write_bytes(data)
     with pytest.raises(LoadError) as info:
-        read_otel(p, tenant_id="acme")
+        read_otel(p, owner="acme")
     assert info.value.reason == "bad_document"
-    q = read_otel(p, tenant_id="acme", errors="quarantine").quarantine
+    q = read_otel(p, owner="acme", errors="quarantine").quarantine
     assert q.column("reason").to_pylist() == ["bad_document"]
 
 
@@ -322,7 +322,7 @@ def test_tool_span_and_later_trace_message_are_one_result(tmp_path: Path) -> Non
         "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
             {"type": "text", "content": "Rainy."}]}])}, start=50, end=60, trace=T2))
     log = read_otel([_write(tmp_path, "1.json", first), _write(tmp_path, "2.json", second)],
-                    tenant_id="acme")
+                    owner="acme")
     assert log.run_ids == ["conv"]
     kinds = _col(log, "kind")
     assert kinds.count("tool_call") == 1 and kinds.count("tool_result") == 1
@@ -337,7 +337,7 @@ def test_result_in_two_forms_of_one_span_is_one_row(tmp_path: Path) -> None:
         {"id": "c9", "function": {"name": "get_weather", "arguments": "{}"}}]}),
         (T1, CHAT, "gen_ai.tool.message", {"id": "c9", "content": "rainy"}))
     log = read_otel([_write(tmp_path, "t.json", doc), _write(tmp_path, "l.json", logs)],
-                    tenant_id="acme")
+                    owner="acme")
     kinds = _col(log, "kind")
     assert kinds.count("tool_result") == 1 and kinds.count("tool_call") == 1
 
@@ -356,7 +356,7 @@ def test_message_results_are_named_by_the_call_they_answer(tmp_path: Path, where
     spans.append(span(CHAT, "chat", {"gen_ai.operation.name": "chat",
                                      "gen_ai.input.messages": json.dumps(hist)},
                       start=10, end=20, parent=ROOT))
-    log = read_otel(_write(tmp_path, "n.json", traces(*spans)), tenant_id="acme")
+    log = read_otel(_write(tmp_path, "n.json", traces(*spans)), owner="acme")
     names = {(k, n) for k, n in zip(_col(log, "kind"), _col(log, "tool_name"), strict=True)
              if k in ("tool_call", "tool_result")}
     assert names == {("tool_call", "lookup"), ("tool_result", "lookup")}
@@ -480,7 +480,7 @@ def test_every_form_gives_the_same_rows(tmp_path_factory: pytest.TempPathFactory
     tmp = tmp_path_factory.mktemp("forms")
     got = {}
     for form in ("attributes", "gen_ai.prompt", "numbered", "log records"):
-        log = read_otel(_encode(form, user, rounds, tmp), tenant_id="acme")
+        log = read_otel(_encode(form, user, rounds, tmp), owner="acme")
         assert len(log.quarantine) == 0
         got[form] = _rows(log)
     assert got["gen_ai.prompt"] == got["attributes"]
@@ -500,7 +500,7 @@ def test_stamps_of_older_generations(tmp_path: Path) -> None:
     numbered = {**NUMBERED, "gen_ai.request.model": "gpt-4o", "gen_ai.request.temperature": 0.3,
                 "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "Be brief.",
                 "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": "weather?"}
-    st_ = read_otel(_write(tmp_path, "n.json", _chat(numbered)), tenant_id="acme").stamps_df()
+    st_ = read_otel(_write(tmp_path, "n.json", _chat(numbered)), owner="acme").stamps_df()
     assert st_.loc[0, ["model", "provider", "temperature", "system_prompt"]].tolist() == [
         "gpt-4o", "openai", 0.3, "Be brief."]
     oi = {"openinference.span.kind": "LLM", "llm.model_name": "claude-x",
@@ -509,6 +509,6 @@ def test_stamps_of_older_generations(tmp_path: Path) -> None:
           "llm.output_messages.0.message.role": "assistant",
           "llm.output_messages.0.message.content": "hi"}
     doc = traces(span(CHAT, "ChatCompletion", oi, start=10, end=20))
-    st_ = read_otel(_write(tmp_path, "o.json", doc), tenant_id="acme").stamps_df()
+    st_ = read_otel(_write(tmp_path, "o.json", doc), owner="acme").stamps_df()
     assert st_.loc[0, ["model", "provider", "temperature", "max_tokens"]].tolist() == [
         "claude-x", "anthropic", 0.7, 256]

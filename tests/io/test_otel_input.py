@@ -74,9 +74,9 @@ def test_bad_attribute_types_are_bad_spans(tmp_path: Path, case: str) -> None:
     attrs, extra, needle = BAD_SPANS[case]
     f = _write(tmp_path / "t.json", _doc(OK, _span("00f067aa0ba902b8", attrs, **extra)))
     with pytest.raises(LoadError) as info:
-        read_otel(f, tenant_id="acme")
+        read_otel(f, owner="acme")
     assert info.value.reason == "bad_span" and needle in str(info.value)
-    log = read_otel(f, tenant_id="acme", errors="quarantine")
+    log = read_otel(f, owner="acme", errors="quarantine")
     assert log.quarantine.column("reason").to_pylist() == ["bad_span"]
     assert needle in log.quarantine.column("message")[0].as_py()
     assert log.table.column("event_id").to_pylist() == ["00f067aa0ba902b7"]
@@ -96,7 +96,7 @@ def test_scalar_ids_and_names_are_coerced_to_their_json_text(tmp_path: Path) -> 
         _attr("gen_ai.response.finish_reasons", {"arrayValue": {"values": [{"intValue": 9}]}}),
     ], events=[{"timeUnixNano": "1500", "attributes": []}],  # an event without a name
         status={"code": 2, "message": {"nested": True}})
-    log = read_otel(_write(tmp_path / "t.json", _doc(tool, chat)), tenant_id="acme")
+    log = read_otel(_write(tmp_path / "t.json", _doc(tool, chat)), owner="acme")
     t = log.table
     assert pc.cast(t.column("run_id"), "string").unique().to_pylist() == ["42"]
     kinds = pc.cast(t.column("kind"), "string").to_pylist()
@@ -117,8 +117,8 @@ def test_bad_resource_attribute_fails_its_spans_only(tmp_path: Path) -> None:
     doc["resourceSpans"].append(_doc(_span("00f067aa0ba902b8", []))["resourceSpans"][0])
     f = _write(tmp_path / "t.json", doc)
     with pytest.raises(LoadError, match=r"resourceSpans\[0\].resource.attributes\[0\].key"):
-        read_otel(f, tenant_id="acme")
-    log = read_otel(f, tenant_id="acme", errors="quarantine")
+        read_otel(f, owner="acme")
+    log = read_otel(f, owner="acme", errors="quarantine")
     assert log.quarantine.column("reason").to_pylist() == ["bad_span"]
     assert log.table.column("event_id").to_pylist() == ["00f067aa0ba902b8"]
 
@@ -136,7 +136,7 @@ def test_finish_reasons(tmp_path: Path, reason: str, finish: str) -> None:
         _attr("gen_ai.operation.name", {"stringValue": "chat"}),
         _attr("gen_ai.response.finish_reasons",
               {"arrayValue": {"values": [{"stringValue": reason}]}})])
-    log = read_otel(_write(tmp_path / "t.json", _doc(span)), tenant_id="acme")
+    log = read_otel(_write(tmp_path / "t.json", _doc(span)), owner="acme")
     assert pc.cast(log.table.column("finish"), "string").to_pylist() == [finish]
     assert set(FINISH.values()) == {"stop", "tool-calls", "max-tokens", "content-filter",
                                     "error"}
@@ -153,7 +153,7 @@ def test_identical_spans_in_several_files_load_once(tmp_path: Path) -> None:
     shutil.copy(a, tmp_path / "b.json")
     shutil.copy(a, tmp_path / "c.json")
     with pytest.warns(DuplicateSpanWarning, match="identical content") as rec:
-        log = read_otel(tmp_path, tenant_id="acme")
+        log = read_otel(tmp_path, owner="acme")
     assert len(rec) == 2 and "b.json" in str(rec[0].message)
     assert log.table.num_rows == 3
     assert sorted(log.table.column("event_id").to_pylist()) == [
@@ -163,7 +163,7 @@ def test_identical_spans_in_several_files_load_once(tmp_path: Path) -> None:
                                                   "string").to_pylist()} == {str(a)}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert read_otel(a, tenant_id="acme").table.num_rows == 3  # no warning for one copy
+        assert read_otel(a, owner="acme").table.num_rows == 3  # no warning for one copy
 
 
 def test_conflicting_duplicate_spans_are_quarantined(tmp_path: Path) -> None:
@@ -172,11 +172,11 @@ def test_conflicting_duplicate_spans_are_quarantined(tmp_path: Path) -> None:
     other["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["name"] = "renamed"
     b = _write(tmp_path / "b.json", other)
     with pytest.raises(LoadError) as info:
-        read_otel([a, b], tenant_id="acme")
+        read_otel([a, b], owner="acme")
     assert info.value.reason == "conflicting_span"
     assert str(a) in str(info.value) and str(b) in str(info.value)
     with pytest.warns(DuplicateSpanWarning):
-        log = read_otel([a, b], tenant_id="acme", errors="quarantine")
+        log = read_otel([a, b], owner="acme", errors="quarantine")
     assert sorted(log.table.column("event_id").to_pylist()) == ["00f067aa0ba902b1",
                                                                 "00f067aa0ba902b3"]
     q = log.quarantine
@@ -207,7 +207,7 @@ def test_openinference_tool_spans_take_the_call_ids_the_model_asked_for(tmp_path
              _oi("00000000000000b2", "TOOL", 32, 33, tool__name="read", output__value="two"),
              _oi("00000000000000b3", "TOOL", 5, 6, tool__name="write"),  # before the ask
              _oi("00000000000000b4", "TOOL", 40, 41, tool__name="read")]  # nothing left
-    log = read_otel(_write(tmp_path / "t.json", _doc(llm, *tools)), tenant_id="acme")
+    log = read_otel(_write(tmp_path / "t.json", _doc(llm, *tools)), owner="acme")
     t = log.table
     calls = [(r, n) for r, n, k in zip(t.column("ref_id").to_pylist(),
                                        pc.cast(t.column("tool_name"), "string").to_pylist(),
@@ -231,9 +231,9 @@ def test_wrongly_typed_bool_and_double_values_are_bad_spans(tmp_path: Path, valu
     p = tmp_path / "t.json"
     p.write_text(_otel_doc(value))
     with pytest.raises(LoadError) as info:
-        rk.read_otel(p, tenant_id="t")
+        rk.read_otel(p, owner="t")
     assert info.value.reason == "bad_span" and "'custom'" in str(info.value)
-    log = rk.read_otel(p, tenant_id="t", errors="quarantine")
+    log = rk.read_otel(p, owner="t", errors="quarantine")
     assert len(log) == 0 and log.quarantine.column("reason").to_pylist() == ["bad_span"]
 
 
@@ -246,5 +246,5 @@ def test_bool_and_double_values_as_protobuf_json_writes_them(tmp_path: Path, val
 
     p = tmp_path / "t.json"
     p.write_text(_otel_doc(value))
-    payload = rk.read_otel(p, tenant_id="t").table.column("payload")[0].as_py()
+    payload = rk.read_otel(p, owner="t").table.column("payload")[0].as_py()
     assert json.loads(payload)["attributes"]["custom"] == loaded

@@ -75,7 +75,7 @@ def provider() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
 def _read(exporter: InMemorySpanExporter, path: Path) -> tuple[rk.EventLog, list[Any]]:
     spans = list(exporter.get_finished_spans())
     path.write_text(json_format.MessageToJson(encode_spans(spans)))
-    return read_otel(path, tenant_id=TENANT), spans
+    return read_otel(path, owner=TENANT), spans
 
 
 def _hex(span_id: int) -> str:
@@ -358,7 +358,7 @@ def _read_with_logs(exporter: InMemorySpanExporter, log_exporter: Any, tmp_path:
     records = list(log_exporter.get_finished_logs())
     (tmp_path / f"{name}.traces.json").write_text(json_format.MessageToJson(encode_spans(spans)))
     (tmp_path / f"{name}.logs.json").write_text(json_format.MessageToJson(encode_logs(records)))
-    return read_otel(tmp_path, tenant_id=TENANT), spans, records
+    return read_otel(tmp_path, owner=TENANT), spans, records
 
 
 def _event_names(records: list[Any]) -> list[str]:
@@ -453,7 +453,7 @@ def test_openllmetry_log_events(openllmetry_events: Path) -> None:
     """OpenLLMetry with use_attributes=False: per-message gen_ai.*.message / gen_ai.choice
     log records (tool calls beside the choice's message, tool messages without their call
     id), joined to the chat spans."""
-    log = read_otel(openllmetry_events, tenant_id=TENANT)
+    log = read_otel(openllmetry_events, owner=TENANT)
     logs_doc = json.loads((openllmetry_events / "openllmetry.logs.json").read_text())
     names = [r["eventName"] for rl in logs_doc["resourceLogs"] for sl in rl["scopeLogs"]
              for r in sl["logRecords"]]
@@ -482,8 +482,8 @@ def test_openllmetry_log_events(openllmetry_events: Path) -> None:
 def test_logs_without_their_spans_are_orphans(openllmetry_events: Path) -> None:
     only_logs = openllmetry_events / "openllmetry.logs.json"
     with pytest.raises(rk.LoadError, match="orphan_log_record"):
-        read_otel(only_logs, tenant_id=TENANT)
-    q = read_otel(only_logs, tenant_id=TENANT, errors="quarantine").quarantine
+        read_otel(only_logs, owner=TENANT)
+    q = read_otel(only_logs, owner=TENANT, errors="quarantine").quarantine
     assert q.column("reason").to_pylist() == ["orphan_log_record"] * 6
 
 
@@ -558,7 +558,7 @@ def test_bundled_samples_agree_with_an_independent_count(sample: str) -> None:
     (operation chat), their token attributes, and the tool calls in their output (attribute
     messages, or gen_ai.choice log records)."""
     folder = DATA / sample
-    log = read_otel(folder, tenant_id=TENANT)
+    log = read_otel(folder, owner=TENANT)
     spans = _json_spans(folder / "traces.json")
     chats = [sp for sp in spans if _attr(sp, "gen_ai.operation.name") == "chat"]
     calls = log.calls_df()

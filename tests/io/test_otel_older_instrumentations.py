@@ -196,7 +196,7 @@ def test_openllmetry_ollama_numbered_attributes(provider: Any, tmp_path: Path) -
     finally:
         inst.uninstrument()
     path = _write(exporter, tmp_path / "ollama.json")
-    log = read_otel(path, tenant_id=TENANT)
+    log = read_otel(path, owner=TENANT)
     spans = _spans(path)
     chats = [sp for sp in spans if _attrs(sp).get("llm.request.type") == "chat"]
     assert len(chats) == 2
@@ -264,7 +264,7 @@ def test_openinference_openai_llm_messages(provider: Any, tmp_path: Path) -> Non
     finally:
         inst.uninstrument()
     path = _write(exporter, tmp_path / "openinference.json")
-    log = read_otel(path, tenant_id=TENANT)
+    log = read_otel(path, owner=TENANT)
     spans = _spans(path)
     chats = [sp for sp in spans if _attrs(sp).get("openinference.span.kind") == "LLM"]
     assert len(chats) == 2
@@ -357,7 +357,7 @@ def test_azure_ai_inference_span_events(tmp_path: Path) -> None:
                     str(here), str(tmp_path)], check=True, capture_output=True, timeout=120,
                    env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     path = tmp_path / "azure.json"
-    log = read_otel(path, tenant_id=TENANT)
+    log = read_otel(path, owner=TENANT)
     spans = _spans(path)
     chats = [sp for sp in spans if _attrs(sp).get("gen_ai.operation.name") == "chat"]
     assert len(chats) == 2

@@ -87,7 +87,7 @@ def _sorted(values: Any) -> list[tuple[bool, int]]:
 
 def test_langtrace_prompt_and_completion_events_agree_with_a_reading_of_the_file() -> None:
     want = _langtrace_counts()
-    log = rk.read_otel(LANGTRACE, tenant_id="acme")
+    log = rk.read_otel(LANGTRACE, owner="acme")
     assert len(log.quarantine) == 0
     # the OTLP trace ids are base64 in OTLP/JSON's protobuf mapping; count them, not spell them
     assert len(log.run_ids) == len(want["runs"]) == 3
@@ -142,7 +142,7 @@ def test_openlit_current_attributes_agree_with_a_reading_of_the_file(path: Path)
     """The spans alone or with their log records: the same calls, tools and stamps (the
     content is on the spans too; the records join their spans, none is an orphan)."""
     want = _openlit_counts()
-    log = rk.read_otel(path, tenant_id="acme")
+    log = rk.read_otel(path, owner="acme")
     assert len(log.quarantine) == 0
     assert len(log.run_ids) == len(want["runs"]) == 3
     calls = log.calls_df()
@@ -176,4 +176,4 @@ def test_openlit_current_attributes_agree_with_a_reading_of_the_file(path: Path)
 def test_recorded_otel_samples_are_sniffed(path: Path) -> None:
     sniffed = rk.read_events(path, owner="acme", progress=False)
     assert set(sniffed.runs.to_pandas().format) == {"otel"}
-    assert len(sniffed.calls_df()) == len(rk.read_otel(path, tenant_id="acme").calls_df())
+    assert len(sniffed.calls_df()) == len(rk.read_otel(path, owner="acme").calls_df())

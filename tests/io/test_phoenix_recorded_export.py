@@ -133,7 +133,7 @@ def _counts(f: pd.DataFrame) -> dict[str, Any]:
 @pytest.mark.parametrize("name", FILES)
 def test_phoenix_recorded_export_agrees_with_an_independent_reading(name: str) -> None:
     want = _counts(_frame(name))
-    log = rk.read_phoenix(DIR / name, tenant_id="acme", progress=False)
+    log = rk.read_phoenix(DIR / name, owner="acme", progress=False)
     assert len(log.quarantine) == 0
     assert log.run_ids == want["runs"] and len(want["runs"]) == 3
     calls = log.calls_df().sort_values(["run_id", "step"], kind="stable")
@@ -167,7 +167,7 @@ def test_phoenix_recorded_forms_load_to_the_same_log() -> None:
     (times to the millisecond: the dataframe's JSONL keeps epoch milliseconds)."""
     cols = ["run_id", "kind", "type", "turn", "step", "tool_name", "is_error", "finish",
             "input_tokens", "output_tokens", "text", "args_hash"]
-    logs = [rk.read_phoenix(DIR / n, tenant_id="acme", progress=False) for n in FILES]
+    logs = [rk.read_phoenix(DIR / n, owner="acme", progress=False) for n in FILES]
     frames = [lg.events_df()[cols].reset_index(drop=True) for lg in logs]
     for f in frames[1:]:
         pd.testing.assert_frame_equal(f, frames[0])
@@ -193,7 +193,7 @@ def test_phoenix_recorded_forms_load_to_the_same_log() -> None:
 @pytest.mark.parametrize("name", FILES)
 def test_phoenix_recorded_export_is_sniffed(name: str) -> None:
     sniffed = rk.read_events(DIR / name, owner="acme", progress=False)
-    direct = rk.read_phoenix(DIR / name, tenant_id="acme", progress=False)
+    direct = rk.read_phoenix(DIR / name, owner="acme", progress=False)
     assert set(sniffed.runs.to_pandas().format) == {"phoenix"}
     pd.testing.assert_frame_equal(sniffed.events_df(), direct.events_df())
 
@@ -203,8 +203,8 @@ def test_phoenix_one_export_in_two_forms_is_a_conflict_with_a_reason() -> None:
     copy is quarantined as ``conflicting_record`` (load one form), never a raw exception."""
     n = len(_frame("spans_rest.jsonl"))
     with pytest.raises(rk.LoadError, match="conflicting_record"):
-        rk.read_phoenix(DIR, tenant_id="acme", progress=False)
-    log = rk.read_phoenix(DIR, tenant_id="acme", errors="quarantine", progress=False)
+        rk.read_phoenix(DIR, owner="acme", progress=False)
+    log = rk.read_phoenix(DIR, owner="acme", errors="quarantine", progress=False)
     q = log.quarantine.to_pandas()
     assert q.reason.tolist() == ["conflicting_record"] * (3 * n)
     assert len(log.calls_df()) == 0
@@ -233,7 +233,7 @@ def test_phoenix_tool_spans_take_the_asked_call_ids_by_name_in_order(tmp_path: P
              span("tool3", "TOOL", 4, **{"tool.name": "w", "input.value": '{"x": 3}'}),
              span("tool4", "TOOL", 5, **{"tool.name": "v", "tool_call.id": "call_z"})]
     (tmp_path / "spans.jsonl").write_text("".join(json.dumps(s) + "\n" for s in spans))
-    tools = rk.read_phoenix(tmp_path, tenant_id="acme").tools_df()
+    tools = rk.read_phoenix(tmp_path, owner="acme").tools_df()
     assert tools.call_id.tolist() == ["call_a", "call_b", "tool3", "call_z"]
     assert [json.loads(a) for a in tools.arguments[:3]] == [{"x": 1}, {"x": 2}, {"x": 3}]
     assert tools.has_result.all()

@@ -73,7 +73,7 @@ def _langfuse_counts(path: Path) -> dict[str, Any]:
 @pytest.mark.parametrize("path", LANGFUSE, ids=lambda p: p.stem)
 def test_langfuse_framework_traces_agree_with_a_reading_of_the_file(path: Path) -> None:
     want = _langfuse_counts(path)
-    log = rk.read_langfuse(path, tenant_id="acme")
+    log = rk.read_langfuse(path, owner="acme")
     assert set(log.run_ids) == want["traces"]
     calls = log.calls_df()
     assert len(calls) == want["generations"]
@@ -91,7 +91,7 @@ def test_langfuse_pydantic_ai_tools_link_to_the_model_calls() -> None:
     path = DATA / "langfuse" / "framework-traces" / "pydantic-ai-tools-2025-12-04.json"
     doc = json.loads(path.read_text())
     attrs = [o["metadata"]["attributes"] for o in doc["observations"] if o["type"] == "TOOL"]
-    log = rk.read_langfuse(path, tenant_id="acme")
+    log = rk.read_langfuse(path, owner="acme")
     tools = log.tools_df().set_index("call_id")
     for a in attrs:
         row = tools.loc[a["gen_ai.tool.call.id"]]
@@ -114,7 +114,7 @@ def test_langfuse_openai_agents_tool_without_call_id_takes_the_asked_call() -> N
     """OpenInference spans in Langfuse: the TOOL observation names no call; it takes the call
     of its name the Responses API output asked for, so the trace has one tool, not two."""
     path = DATA / "langfuse" / "framework-traces" / "openai-agents-2025-09-30.json"
-    log = rk.read_langfuse(path, tenant_id="acme")
+    log = rk.read_langfuse(path, owner="acme")
     tools = log.tools_df()
     assert tools.call_id.tolist() == ["call_Kud0j0DxWSmLzv9W5m6qVqXn"]
     assert tools.tool_name.tolist() == ["get_weather"]
@@ -131,7 +131,7 @@ def test_langfuse_langgraph_tool_from_generation_output_and_input() -> None:
                   key=lambda o: o["startTime"])
     call = gens[0]["output"]["additional_kwargs"]["tool_calls"][0]
     result = next(m for m in gens[1]["input"] if m["role"] == "tool")
-    log = rk.read_langfuse(path, tenant_id="acme")
+    log = rk.read_langfuse(path, owner="acme")
     tools = log.tools_df()
     assert tools.call_id.tolist() == [call["id"]] == [result["tool_call_id"]]
     assert tools.tool_name.tolist() == [call["function"]["name"]]
@@ -150,12 +150,12 @@ def _events_per_run(log: rk.EventLog) -> dict[str, int]:
 
 def test_langfuse_trace_exported_twice_is_read_once(tmp_path: Path) -> None:
     src = DATA / "langfuse" / "framework-traces" / "pydantic-ai-tools-2025-12-04.json"
-    once = rk.read_langfuse(src, tenant_id="acme")
+    once = rk.read_langfuse(src, owner="acme")
     n_records = 1 + len(json.loads(src.read_text())["observations"])
     for name in ("download.json", "download (1).json"):
         (tmp_path / name).write_bytes(src.read_bytes())
     with pytest.warns(rk.io.DuplicateRecordWarning, match=f"{n_records} langfuse record"):
-        twice = rk.read_langfuse(tmp_path, tenant_id="acme")
+        twice = rk.read_langfuse(tmp_path, owner="acme")
     assert _events_per_run(twice) == _events_per_run(once)
     assert len(twice.runs) == 1 and len(twice.quarantine) == 0
     assert len(twice.tools_df()) == len(once.tools_df()) == 4
@@ -169,9 +169,9 @@ def test_langfuse_conflicting_copies_are_quarantined_with_a_reason(tmp_path: Pat
     tool["output"] = "The weather in Tokyo is rainy."  # a later export that disagrees
     (tmp_path / "b.json").write_text(json.dumps(doc))
     with pytest.raises(rk.LoadError, match="conflicting_record"):
-        rk.read_langfuse(tmp_path, tenant_id="acme")
+        rk.read_langfuse(tmp_path, owner="acme")
     with pytest.warns(rk.io.DuplicateRecordWarning):
-        log = rk.read_langfuse(tmp_path, tenant_id="acme", errors="quarantine")
+        log = rk.read_langfuse(tmp_path, owner="acme", errors="quarantine")
     q = log.quarantine.to_pandas()
     assert q.reason.tolist() == ["conflicting_record"] * 2
     assert sorted(Path(s).name for s in q.source) == ["a.json", "b.json"]
@@ -191,8 +191,8 @@ def test_langfuse_trace_split_over_files_is_one_run(tmp_path: Path) -> None:
     (tmp_path / "1.json").write_text(json.dumps({"trace": doc["trace"],
                                                  "observations": doc["observations"][:half]}))
     (tmp_path / "2.json").write_text(json.dumps(doc["observations"][half:]))
-    whole = rk.read_langfuse(src, tenant_id="acme")
-    split = rk.read_langfuse(tmp_path, tenant_id="acme")
+    whole = rk.read_langfuse(src, owner="acme")
+    split = rk.read_langfuse(tmp_path, owner="acme")
     assert len(split.runs) == 1
     assert split.events_df().kind.tolist() == whole.events_df().kind.tolist()
 
@@ -200,11 +200,11 @@ def test_langfuse_trace_split_over_files_is_one_run(tmp_path: Path) -> None:
 def test_phoenix_spans_exported_twice_are_read_once(tmp_path: Path) -> None:
     src = DATA.parent.parent / "data" / "phoenix" / "spans.jsonl"
     lines = src.read_text().splitlines()
-    once = rk.read_phoenix(src, tenant_id="acme")
+    once = rk.read_phoenix(src, owner="acme")
     (tmp_path / "export-1.jsonl").write_text(src.read_text())
     (tmp_path / "export-2.jsonl").write_text(src.read_text())
     with pytest.warns(rk.io.DuplicateRecordWarning, match=f"{len(lines)} phoenix record"):
-        twice = rk.read_phoenix(tmp_path, tenant_id="acme")
+        twice = rk.read_phoenix(tmp_path, owner="acme")
     assert _events_per_run(twice) == _events_per_run(once)
     assert len(twice.runs) == 1
     # one span changed in the second export: both copies of it are quarantined
@@ -213,7 +213,7 @@ def test_phoenix_spans_exported_twice_are_read_once(tmp_path: Path) -> None:
     llm["attributes.llm.token_count.prompt"] += 1
     (tmp_path / "export-2.jsonl").write_text("\n".join(json.dumps(s) for s in spans) + "\n")
     with pytest.warns(rk.io.DuplicateRecordWarning, match=f"{len(lines) - 1} phoenix record"):
-        log = rk.read_phoenix(tmp_path, tenant_id="acme", errors="quarantine")
+        log = rk.read_phoenix(tmp_path, owner="acme", errors="quarantine")
     q = log.quarantine.to_pandas()
     assert q.reason.tolist() == ["conflicting_record"] * 2
     assert q.line.tolist() == [spans.index(llm) + 1] * 2
@@ -225,17 +225,17 @@ def test_langsmith_run_exported_twice_and_post_patch_split_over_files(tmp_path: 
     files make one run; a patch that disagrees with another copy is a conflict."""
     src = DATA / "langsmith" / "sdk" / "langsmith_py_wrap_openai_reasoning.json"
     doc = json.loads(src.read_text())
-    once = rk.read_langsmith(src, tenant_id="acme")
+    once = rk.read_langsmith(src, owner="acme")
     (tmp_path / "a.json").write_bytes(src.read_bytes())
     (tmp_path / "b.json").write_bytes(src.read_bytes())
     with pytest.warns(rk.io.DuplicateRecordWarning, match="langsmith record"):
-        twice = rk.read_langsmith(tmp_path, tenant_id="acme")
+        twice = rk.read_langsmith(tmp_path, owner="acme")
     assert _events_per_run(twice) == _events_per_run(once) and len(twice.runs) == 1
     split = tmp_path / "split"
     split.mkdir()
     (split / "1-post.json").write_text(json.dumps({"post": doc["post"], "patch": []}))
     (split / "2-patch.json").write_text(json.dumps({"post": [], "patch": doc["patch"]}))
-    parts = rk.read_langsmith(split, tenant_id="acme")
+    parts = rk.read_langsmith(split, owner="acme")
     assert parts.calls_df().drop(columns=["run_id"]).equals(
         once.calls_df().drop(columns=["run_id"]))
     assert _events_per_run(parts) == _events_per_run(once)
@@ -244,7 +244,7 @@ def test_langsmith_run_exported_twice_and_post_patch_split_over_files(tmp_path: 
     other[0]["inputs"] = {"messages": [{"role": "user", "content": "something else"}]}
     (split / "3-post.json").write_text(json.dumps({"post": other, "patch": []}))
     with pytest.raises(rk.LoadError, match="conflicting_record"):
-        rk.read_langsmith(split, tenant_id="acme")
-    log = rk.read_langsmith(split, tenant_id="acme", errors="quarantine")
+        rk.read_langsmith(split, owner="acme")
+    log = rk.read_langsmith(split, owner="acme", errors="quarantine")
     assert log.quarantine.column("reason").to_pylist() == ["conflicting_record"] * 3
     assert len(log.events_df()) == 0

@@ -48,8 +48,8 @@ def test_mixed_folder_loads_every_format_with_its_own_loader(data_dir):
     assert set(owned.summary()["formats"]) == {"toh", "isplay"}
     direct = rk.concat(
         [
-            rk.read_toh(data_dir / "toh", tenant_id="demo", progress=False),
-            rk.read_isplay(data_dir / "isplay", tenant_id="demo", progress=False),
+            rk.read_toh(data_dir / "toh", owner="demo", progress=False),
+            rk.read_isplay(data_dir / "isplay", owner="demo", progress=False),
         ]
     )
     assert owned.table.equals(direct.table)

@@ -1,5 +1,6 @@
-"""read_events: owner= names the tenant of formats that record none; tenant_id= filters every
-format; the old meaning of tenant_id= still works behind a DeprecationWarning (issue 19)."""
+"""read_events and every reader: owner= names the tenant of formats that record none;
+tenant_id= filters every format. tenant_id= never names an owner: that old meaning is a
+TypeError naming owner= (issues 19 and 42)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,18 @@ import replaykit as rk
 
 
 def test_owner_names_untenanted_files_and_leaves_pleach_tenants_alone(data_dir: Path):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    from replaykit.io import SkippedFilesWarning
+
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
         log = rk.read_events(data_dir, owner="demo", progress=False)
+    # the one file of data/ that is not a log is named, nothing else is said
+    assert [(w.category, [Path(e.source).name for e in w.message.files]) for w in rec] == [
+        (SkippedFilesWarning, ["README.md"])]
     pleach = rk.read_pleach(data_dir / "pleach", progress=False)
-    toh = rk.read_toh(data_dir / "toh", tenant_id="demo", progress=False)
-    isplay = rk.read_isplay(data_dir / "isplay", tenant_id="demo", progress=False)
-    agents = sum(len(getattr(rk, f"read_{fmt}")(data_dir / fmt, tenant_id="demo", progress=False))
+    toh = rk.read_toh(data_dir / "toh", owner="demo", progress=False)
+    isplay = rk.read_isplay(data_dir / "isplay", owner="demo", progress=False)
+    agents = sum(len(getattr(rk, f"read_{fmt}")(data_dir / fmt, owner="demo", progress=False))
                  for fmt in ("claude_code", "codex", "langsmith", "langfuse", "phoenix", "otel"))
     assert len(log) == len(pleach) + len(toh) + len(isplay) + agents
     # every pleach tenant is still there, none of its rows was dropped or renamed
@@ -60,29 +66,49 @@ def test_a_filter_that_keeps_rows_is_silent(data_dir: Path):
     assert log.tenants == ["acme"]
 
 
-def test_tenant_id_as_owner_is_deprecated_but_still_works(data_dir: Path):
-    """The one test of the deprecated form: everywhere else (tests, notebooks, README) it is
-    an error (pyproject.toml's filterwarnings)."""
-    with pytest.warns(rk.ReplayKitDeprecationWarning, match="pass owner='demo'") as rec:
-        old = rk.read_events(data_dir / "toh", tenant_id="demo", progress=False)
-    assert issubclass(rec[0].category, DeprecationWarning)  # Python's own filters apply
-    assert Path(rec[0].filename).name == "test_read_events_owner.py"  # the caller's line
-    new = rk.read_events(data_dir / "toh", owner="demo", progress=False)
-    assert old.table.equals(new.table)
-    with pytest.raises(TypeError, match="owner="):  # a list cannot name one owner
-        rk.read_events(data_dir / "toh", tenant_id=["a", "b"], progress=False)
-    for fmt in ("toh", "isplay"):  # an empty id through the old form is refused too
-        with pytest.raises((TypeError, rk.LoadError), match="tenant_id"), \
-                pytest.warns(rk.ReplayKitDeprecationWarning):
-            rk.read_events(data_dir / fmt, tenant_id="", progress=False)
+def test_tenant_id_never_names_an_owner(data_dir: Path):
+    """The old meaning (tenant_id= naming the owner of logs that record no tenant) is gone:
+    a TypeError (a LoadError too) that names owner=, for a string and for a list."""
+    for given in ("demo", ["a", "b"]):
+        with pytest.raises(TypeError, match="owner=") as exc:
+            rk.read_events(data_dir / "toh", tenant_id=given, progress=False)
+        assert isinstance(exc.value, rk.MissingTenantError)
+        assert "tenant_id=" in str(exc.value) and "filters" in str(exc.value)
+    with pytest.raises(TypeError, match="owner=") as exc:
+        rk.read_events(data_dir / "isplay", tenant_id="", progress=False)
+    assert exc.value.reason == "missing_tenant"
 
 
-def test_replaykit_deprecations_are_errors_in_this_suite(data_dir: Path):
-    """pyproject.toml makes ReplayKitDeprecationWarning an error in tests, wherever it is
-    attributed (a DeprecationWarning pointing at a test module is not caught by the
-    ``error:::replaykit`` module filter)."""
-    with pytest.raises(rk.ReplayKitDeprecationWarning, match="pass owner='demo'"):
-        rk.read_events(data_dir / "toh", tenant_id="demo", progress=False)
+UNTENANTED = ["toh", "isplay", "claude_code", "codex", "langsmith", "langfuse", "phoenix",
+              "otel"]
+
+
+@pytest.mark.parametrize("fmt", UNTENANTED)
+def test_every_reader_takes_owner_and_filters_with_tenant_id(data_dir: Path, fmt: str):
+    read = getattr(rk, f"read_{fmt}")
+    owned = read(data_dir / fmt, owner="demo", progress=False)
+    assert len(owned) > 0 and owned.tenants == ["demo"]
+    assert set(owned.table.column("tenant_id").to_pylist()) == {"demo"}
+    kept = read(data_dir / fmt, owner="demo", tenant_id=["acme", "demo"], progress=False)
+    assert kept.table.equals(owned.table)
+    assert len(read(data_dir / fmt, owner="demo", tenant_id="demo", progress=False)) == \
+        len(owned)
+    dropped = read(data_dir / fmt, owner="demo", tenant_id="acme", progress=False)
+    assert len(dropped) == 0 and dropped.tenants == []
+    # the old meaning: tenant_id= alone names no owner; the error names the argument to use
+    with pytest.raises(TypeError, match=rf"read_{fmt}\(path, owner='demo'\)") as exc:
+        read(data_dir / fmt, tenant_id="demo", progress=False)
+    assert exc.value.reason == "bad_tenant" and exc.value.field == "owner"
+    with pytest.raises(TypeError, match="owner"):
+        read(data_dir / fmt, progress=False)
+    with pytest.raises(rk.LoadError, match="tenant_id"):  # the filter follows the id rule
+        read(data_dir / fmt, owner="demo", tenant_id="", progress=False)
+
+
+def test_read_inspect_takes_owner_too():
+    """No inspect sample under data/: the argument check runs before any file is read."""
+    with pytest.raises(TypeError, match=r"read_inspect\(path, owner='me'\)"):
+        rk.read_inspect("no-such-dir", tenant_id="me")
 
 
 def test_explicit_format_follows_the_same_split(data_dir: Path):

@@ -65,7 +65,7 @@ def line_accounting(log: rk.EventLog, files: list[Path]) -> tuple[int, int]:
 # --------------------------------------------------------------------------- samples
 @pytest.fixture(scope="module")
 def sample() -> rk.EventLog:
-    return read_toh(DATA, tenant_id="demo")
+    return read_toh(DATA, owner="demo")
 
 
 def test_sample_runs_and_parent_links(sample: rk.EventLog) -> None:
@@ -176,17 +176,17 @@ def test_sniff_and_side_files(tmp_path: Path) -> None:
     (tmp_path / "s").mkdir()
     write_log(tmp_path / "s" / "session.jsonl", [ev("turn/start", turn=1)])
     (tmp_path / "s" / "replay.override.json").write_text("[]")
-    log = read_toh(tmp_path / "s", tenant_id="t")
+    log = read_toh(tmp_path / "s", owner="t")
     assert len(log) == 1
 
 
 def test_tenant_is_required() -> None:
     with pytest.raises(LoadError, match="reason=bad_tenant"):
-        read_toh(DATA, tenant_id=None)  # type: ignore[arg-type]
+        read_toh(DATA, owner=None)  # type: ignore[arg-type]
     with pytest.raises(LoadError, match="reason=bad_tenant"):
-        read_toh(DATA, tenant_id="")
+        read_toh(DATA, owner="")
     with pytest.raises(ValueError, match="errors"):
-        read_toh(DATA, tenant_id="t", errors="ignore")  # type: ignore[arg-type]
+        read_toh(DATA, owner="t", errors="ignore")  # type: ignore[arg-type]
 
 
 def test_explicit_seq_and_time_envelope(tmp_path: Path) -> None:
@@ -198,7 +198,7 @@ def test_explicit_seq_and_time_envelope(tmp_path: Path) -> None:
             {**chunk(1, 1, type="finish", reason={"kind": "stop"}), "seq": 20, "time": 5_000},
         ],
     )
-    df = read_toh(f, tenant_id="t").events_df()
+    df = read_toh(f, owner="t").events_df()
     assert df["seq"].tolist() == [10, 11, 12, 13, 20]
     ms = (df["ts"] - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(milliseconds=1)
     assert ms.tolist() == [1_000, 2_000, 2_001, 2_002, 5_000]
@@ -212,7 +212,7 @@ def test_same_header_id_in_two_folders_gets_qualified_run_ids(tmp_path: Path) ->
     write_log(tmp_path / "b" / "session.jsonl", [ev("turn/start", turn=1)])
     child = {**HEADER, "id": "kid", "parentSession": "run-1"}
     write_log(tmp_path / "b" / "session.1.jsonl", [ev("turn/start", turn=1)], header=child)
-    log = read_toh(tmp_path, tenant_id="t")
+    log = read_toh(tmp_path, owner="t")
     runs = log.runs_df().set_index("run_id")
     assert sorted(runs.index) == ["kid", "run-1@a/session.jsonl", "run-1@b/session.jsonl"]
     assert runs.loc["kid", "parent_run_id"] == "run-1@b/session.jsonl"  # same folder wins
@@ -223,14 +223,14 @@ def test_child_with_missing_parent_loads_with_a_warning(tmp_path: Path) -> None:
     child = {**HEADER, "id": "kid", "parentSession": "ghost", "origin": "subagent"}
     write_log(tmp_path / "s" / "session.1.jsonl", [ev("turn/start", turn=1)], header=child)
     with pytest.warns(OrphanRunWarning, match="ghost"):
-        log = read_toh(tmp_path / "s", tenant_id="t")
+        log = read_toh(tmp_path / "s", owner="t")
     assert len(log) == 1 and len(log.quarantine) == 0
     assert log.runs_df()["parent_run_id"].tolist() == ["ghost"]
     assert log.events_df()["parent_run_id"].astype(str).tolist() == ["ghost"]
 
 
 def test_header_only_file_is_a_run_without_events(tmp_path: Path) -> None:
-    log = read_toh(write_log(tmp_path / "session.jsonl", []), tenant_id="t")
+    log = read_toh(write_log(tmp_path / "session.jsonl", []), owner="t")
     assert len(log) == 0
     runs = log.runs_df()
     assert runs["run_id"].tolist() == ["run-1"] and runs["events"].tolist() == [0]
@@ -238,7 +238,7 @@ def test_header_only_file_is_a_run_without_events(tmp_path: Path) -> None:
 
 def test_unknown_event_types_are_kept(tmp_path: Path) -> None:
     f = write_log(tmp_path / "session.jsonl", [ev("brand/new-thing", x=1), {"type": "bare"}])
-    df = read_toh(f, tenant_id="t").events_df()
+    df = read_toh(f, owner="t").events_df()
     assert df["type"].tolist() == ["brand/new-thing", "bare"]
     assert df["kind"].tolist() == ["other", "other"]
     assert json.loads(df["payload"].iloc[0]) == ev("brand/new-thing", x=1)
@@ -253,7 +253,7 @@ def test_old_tool_result_shape(tmp_path: Path) -> None:
                content=[{"type": "text", "text": "no match"}]),
         ],
     )  # fmt: skip
-    df = read_toh(f, tenant_id="t").events_df()
+    df = read_toh(f, owner="t").events_df()
     res = df.iloc[1]
     assert (res["ref_id"], bool(res["is_error"]), res["text"], res["tool_name"]) == (
         "c1", True, "no match", "grep"
@@ -303,7 +303,7 @@ def test_bad_line_raises_with_file_line_field_and_reason(tmp_path: Path, name: s
     line, reason, field = BAD_LINES[name]
     f = write_log(tmp_path / "session.jsonl", [ev("turn/start", turn=1), line])
     with pytest.raises(LoadError) as info:
-        read_toh(f, tenant_id="t")
+        read_toh(f, owner="t")
     err = info.value
     assert (err.source, err.line, err.reason, err.field) == (str(f), 3, reason, field)
     assert f"{f}:3" in str(err) and "errors=" in str(err)
@@ -316,7 +316,7 @@ def test_bad_line_is_quarantined_and_nothing_else_is_lost(tmp_path: Path, name: 
         tmp_path / "session.jsonl",
         [ev("turn/start", turn=1), line, ev("turn/end", turn=1, reason={"kind": "completed"})],
     )
-    log = read_toh(f, tenant_id="t", errors="quarantine")
+    log = read_toh(f, owner="t", errors="quarantine")
     q = log.quarantine.to_pylist()
     assert [(r["line"], r["reason"], r["field"]) for r in q] == [(3, reason, field)]
     assert q[0]["raw"]
@@ -336,9 +336,9 @@ def test_duplicate_seq(tmp_path: Path) -> None:
     ]
     f = write_log(tmp_path / "session.jsonl", lines)
     with pytest.raises(LoadError) as info:
-        read_toh(f, tenant_id="t")
+        read_toh(f, owner="t")
     assert (info.value.line, info.value.reason, info.value.field) == (4, "duplicate_seq", "seq")
-    log = read_toh(f, tenant_id="t", errors="quarantine")
+    log = read_toh(f, owner="t", errors="quarantine")
     assert log.events_df()["type"].tolist() == ["turn/start", "step/start"]
     assert [(r["line"], r["reason"]) for r in log.quarantine.to_pylist()] == [
         (4, "duplicate_seq")
@@ -348,7 +348,7 @@ def test_duplicate_seq(tmp_path: Path) -> None:
 def test_duplicate_seq_between_a_packed_row_and_a_line(tmp_path: Path) -> None:
     lines = [{**packed_text(3), "seq0": 0}, {**ev("turn/end", turn=1), "seq": 2}]
     f = write_log(tmp_path / "session.jsonl", lines)
-    log = read_toh(f, tenant_id="t", errors="quarantine")
+    log = read_toh(f, owner="t", errors="quarantine")
     assert log.events_df()["seq"].tolist() == [0, 1, 2]
     assert [r["line"] for r in log.quarantine.to_pylist()] == [3]
 
@@ -368,9 +368,9 @@ def test_duplicate_seq_between_a_packed_row_and_a_line(tmp_path: Path) -> None:
 def test_missing_or_bad_header(tmp_path: Path, header: object, reason: str, field: str) -> None:
     f = write_log(tmp_path / "session.jsonl", [ev("turn/start", turn=1)] * 2, header=header)
     with pytest.raises(LoadError) as info:
-        read_toh(f, tenant_id="t")
+        read_toh(f, owner="t")
     assert (info.value.line, info.value.reason, info.value.field) == (1, reason, field)
-    log = read_toh(f, tenant_id="t", errors="quarantine")
+    log = read_toh(f, owner="t", errors="quarantine")
     assert len(log) == 0 and len(log.runs) == 0
     q = log.quarantine.to_pylist()
     assert [(r["line"], r["reason"]) for r in q] == [(1, reason), (2, "no_header"),
@@ -383,24 +383,24 @@ def test_empty_file(tmp_path: Path) -> None:
     f = tmp_path / "session.jsonl"
     f.write_bytes(b"")
     with pytest.raises(LoadError) as info:
-        read_toh(f, tenant_id="t")
+        read_toh(f, owner="t")
     assert (info.value.line, info.value.reason) == (None, "empty_file")
     assert str(f) in str(info.value)
-    log = read_toh(f, tenant_id="t", errors="quarantine")
+    log = read_toh(f, owner="t", errors="quarantine")
     assert len(log) == 0
     assert [(r["line"], r["reason"]) for r in log.quarantine.to_pylist()] == [(None, "empty_file")]
 
 
 def test_blank_lines_are_skipped_and_line_numbers_stay_exact(tmp_path: Path) -> None:
     f = write_log(tmp_path / "session.jsonl", [b"", ev("turn/start", turn=1), b"   "])
-    df = read_toh(f, tenant_id="t").events_df()
+    df = read_toh(f, owner="t").events_df()
     assert df["source_line"].tolist() == [3] and df["seq"].tolist() == [0]
 
 
 def test_input_file_is_not_modified(tmp_path: Path) -> None:
     f = write_log(tmp_path / "session.jsonl", [ev("turn/start", turn=1), b"{bad"])
     before = f.read_bytes()
-    read_toh(f, tenant_id="t", errors="quarantine")
+    read_toh(f, owner="t", errors="quarantine")
     assert f.read_bytes() == before
 
 
@@ -409,7 +409,7 @@ def test_fifty_megabyte_single_line_loads(tmp_path: Path) -> None:
     msg = ev("user/message", content=[{"type": "text", "text": big}], role="user", id="m1")
     f = write_log(tmp_path / "session.jsonl", [msg, ev("turn/start", turn=1)])
     assert f.stat().st_size > 50 * 1024 * 1024
-    log = read_toh(f, tenant_id="t")
+    log = read_toh(f, owner="t")
     df = log.events_df()
     assert len(df) == 2 and len(df["text"].iloc[0]) == len(big)
     assert df["seq"].tolist() == [0, 1]
@@ -419,22 +419,22 @@ def test_fifty_megabyte_garbage_line_is_rejected_or_quarantined(tmp_path: Path) 
     garbage = b'{"type":"user/message","data":"' + b"y" * (50 << 20)
     f = write_log(tmp_path / "session.jsonl", [garbage])
     with pytest.raises(LoadError) as info:
-        read_toh(f, tenant_id="t")
+        read_toh(f, owner="t")
     assert (info.value.line, info.value.reason) == (2, "bad_json")
-    log = read_toh(f, tenant_id="t", errors="quarantine")
+    log = read_toh(f, owner="t", errors="quarantine")
     assert len(log) == 0
     assert [(r["line"], r["reason"]) for r in log.quarantine.to_pylist()] == [(2, "bad_json")]
     one_line = tmp_path / "one" / "session.jsonl"
     one_line.parent.mkdir()
     one_line.write_bytes(b"z" * (50 << 20))
     with pytest.raises(LoadError) as info:
-        read_toh(one_line, tenant_id="t")
+        read_toh(one_line, owner="t")
     assert (info.value.line, info.value.reason) == (1, "bad_json")
 
 
 def test_progress_bar_can_be_on_or_off(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    on = read_toh(DATA, tenant_id="demo", progress=True)
-    off = read_toh(DATA, tenant_id="demo", progress=False)
+    on = read_toh(DATA, owner="demo", progress=True)
+    off = read_toh(DATA, owner="demo", progress=False)
     assert on.table.equals(off.table)
 
 
@@ -475,7 +475,7 @@ def test_loaded_plus_quarantined_equals_input_lines(mix: list[tuple[str, object]
         f = write_log(Path(tmp) / "session.jsonl", lines)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            log = read_toh(f, tenant_id="t", errors="quarantine")
+            log = read_toh(f, owner="t", errors="quarantine")
         n_in, n_out = line_accounting(log, [f])
     assert n_in == n_out
     assert len(log.quarantine) == n_bad
@@ -488,7 +488,7 @@ def test_many_lines_mixing_packed_and_plain_rows(tmp_path: Path) -> None:
     lines = [packed_text(10) if i % 3 == 0 else ev("step/start", turn=1, step=i)
              for i in range(3000)]  # fmt: skip
     f = write_log(tmp_path / "session.jsonl", lines)
-    df = read_toh(f, tenant_id="t").events_df()
+    df = read_toh(f, owner="t").events_df()
     assert len(df) == 1000 * 10 + 2000
     assert df["seq"].tolist() == list(range(len(df)))
     assert df["source_line"].head(13).tolist() == [2] * 10 + [3, 4, 5]

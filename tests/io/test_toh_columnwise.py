@@ -27,7 +27,7 @@ def _load(path: Path, columnwise: bool, errors: str) -> tuple[str, tuple[pa.Tabl
     old = _lines.COLUMNWISE
     _lines.COLUMNWISE = columnwise
     try:
-        log = rk.read_toh(path, tenant_id="t", errors=errors, progress=False)  # type: ignore[arg-type]
+        log = rk.read_toh(path, owner="t", errors=errors, progress=False)  # type: ignore[arg-type]
     except ReplayKitError as exc:
         return "error", f"{type(exc).__name__}: {exc}"
     finally:

@@ -64,7 +64,7 @@ def _load(path: Any, native: bool, errors: str) -> tuple[str, Any, list[str]]:
     with _Path(native), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            out: tuple[str, Any] = ("ok", rk.read_toh(path, tenant_id="t", errors=errors,  # type: ignore[arg-type]
+            out: tuple[str, Any] = ("ok", rk.read_toh(path, owner="t", errors=errors,  # type: ignore[arg-type]
                                                       progress=False))
         except ReplayKitError as exc:
             out = ("error", (type(exc).__name__, getattr(exc, "reason", None), str(exc)))

@@ -26,7 +26,7 @@ def _h(text: str) -> str:
 
 
 def test_columns_and_isplay_values():
-    log = rk.read_isplay(DATA / "isplay", tenant_id="acme")
+    log = rk.read_isplay(DATA / "isplay", owner="acme")
     st = log.stamps_df()
     assert list(st.columns) == ["tenant_id", "run_id", "from_seq", "to_seq", *STAMP_FIELDS,
                                 "sources", "changes"]
@@ -96,7 +96,7 @@ def test_pleach_model_switches_get_one_row_each_with_seq_ranges():
 
 
 def test_toh_bundled_header_and_children_without_one():
-    log = rk.read_toh(DATA / "toh", tenant_id="demo")
+    log = rk.read_toh(DATA / "toh", owner="demo")
     st = log.stamps_df().set_index("run_id")
     assert len(st) == log.num_runs
     root = st.loc["7d0c1e2a-0000-4000-8000-00000000a001"]
@@ -147,7 +147,7 @@ def test_otel_request_attributes_and_resource(tmp_path: Path):
     doc = json.loads(json_format.MessageToJson(encode_spans(exporter.get_finished_spans())))
     path = tmp_path / "trace.json"
     path.write_text(json.dumps(doc))
-    log = rk.read_otel(path, tenant_id="t")
+    log = rk.read_otel(path, owner="t")
     st = log.stamps_df()
     assert st["run_id"].unique().tolist() == ["conv-1"]
     assert st["model"].tolist() == ["gpt-x", "gpt-y"]  # a switch: two stamps
@@ -195,7 +195,7 @@ def inspect_log(tmp_path_factory: pytest.TempPathFactory) -> rk.EventLog:
     d = tmp_path_factory.mktemp("inspect_stamps")
     logs = eval(task, model=get_model(m, custom_outputs=outs), log_dir=str(d), display="none",
                 temperature=0.3, seed=7, max_tokens=64, max_samples=1)
-    return rk.read_inspect(logs[0].location, tenant_id="t")
+    return rk.read_inspect(logs[0].location, owner="t")
 
 
 def test_inspect_model_generate_config_and_packages(inspect_log: rk.EventLog):
@@ -214,7 +214,7 @@ def test_inspect_model_generate_config_and_packages(inspect_log: rk.EventLog):
 # ----------------------------------------------------------------------------- comparisons
 @pytest.fixture(scope="module")
 def isplay_log() -> rk.EventLog:
-    return rk.read_isplay(DATA / "isplay", tenant_id="acme")
+    return rk.read_isplay(DATA / "isplay", owner="acme")
 
 
 def test_compare_names_the_changed_stamps(isplay_log: rk.EventLog):
@@ -283,7 +283,7 @@ def test_stamp_drift_between_semesters():
 # the corpus holds a child session whose parent log is not in it: the loader says so
 @pytest.mark.filterwarnings("ignore::replaykit.io.toh.OrphanRunWarning")
 def test_corpus_toh_stamps(toh_corpus: Path):
-    log = rk.read_toh(toh_corpus, tenant_id="corpus", errors="quarantine")
+    log = rk.read_toh(toh_corpus, owner="corpus", errors="quarantine")
     st = log.stamps_df()
     assert st[["tenant_id", "run_id"]].drop_duplicates().shape[0] == log.num_runs
     # reference: the first request/header of each file, decoded line by line

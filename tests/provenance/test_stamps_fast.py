@@ -118,7 +118,7 @@ def test_map_distinct_objects_keeps_long_integers_exact():
 
 
 # ------------------------------------------------------------------------- stamps_df
-_BASE = rk.read_isplay(DATA / "isplay", tenant_id="acme")
+_BASE = rk.read_isplay(DATA / "isplay", owner="acme")
 
 
 def _with_payloads(payloads):
@@ -155,7 +155,7 @@ def test_stamps_df_equals_the_per_row_path_on_random_payloads(payloads, monkeypa
 
 def test_stamps_df_equals_the_per_row_path_on_the_bundled_logs(monkeypatch):
     for log in (_BASE, rk.read_pleach(DATA / "pleach" / "harness_event_log.jsonl"),
-                rk.read_toh(DATA / "toh", tenant_id="demo")):
+                rk.read_toh(DATA / "toh", owner="demo")):
         pd.testing.assert_frame_equal(stamps._stamps_df(log, log.table),
                                       _old_stamps(log, monkeypatch))
 

@@ -72,13 +72,13 @@ def hostile_log_files(tmp: Path) -> tuple[Path, Path]:
 
 def hostile_result(tmp: Path) -> Any:
     run, bfile = hostile_log_files(tmp)
-    log = rk.read_isplay(run, tenant_id=f"t{XSS_IMG}", progress=False)
+    log = rk.read_isplay(run, owner=f"t{XSS_IMG}", progress=False)
     branch = rk.Branch.load(bfile, base=log, tenant_id=f"t{XSS_IMG}")
     return rk.replay(branch, model_policy="recorded-only", tool_policy="blocked")
 
 
 def demo_result(tenant: str = "acme") -> Any:
-    log = rk.read_isplay(DATA, tenant_id=tenant, progress=False)
+    log = rk.read_isplay(DATA, owner=tenant, progress=False)
     branch = rk.Branch.load(BRANCH, base=log, tenant_id=tenant)
     return rk.replay(branch, model_policy="recorded-only", tool_policy="pause-for-fixture",
                      fixtures=FIXTURES)
@@ -315,7 +315,7 @@ def test_cohort_report_from_cohorts_compare() -> None:
 # ------------------------------------------------------------------------------ CLI, demo
 def test_cli_rca(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "rca.html"
-    rc = report_command(["rca", "--log", str(DATA), "--tenant", "demo", "--branch", str(BRANCH),
+    rc = report_command(["rca", "--log", str(DATA), "--owner", "demo", "--branch", str(BRANCH),
                          "--fixtures", str(FIXTURES), "--no-progress", "-o", str(out)])
     assert rc == 0
     line = capsys.readouterr().out.strip().splitlines()
@@ -331,7 +331,9 @@ def test_cli_rca(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_cli_rca_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc = report_command(["rca", "--log", str(DATA), "--branch", str(BRANCH), "--no-progress",
                          "-o", str(tmp_path / "x.html")])
-    assert rc == 2 and "--tenant" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert rc == 2 and "pass --owner ID" in err and "--tenant only filters" in err
+    assert "read_events(" not in err  # the command line's words, not Python's
     assert report_command(["rca", "-o", "x.html"]) == 2  # missing --log / --branch
     assert not (tmp_path / "x.html").exists()
 
@@ -531,7 +533,7 @@ def test_cli_rca_paused_exits_3_and_names_the_requirement(
     from replaykit.cli.report import EXIT_FAILED, EXIT_PAUSED
 
     out = tmp_path / "paused.html"
-    rc = report_command(["rca", "--log", str(DATA), "--tenant", "demo", "--branch", str(BRANCH),
+    rc = report_command(["rca", "--log", str(DATA), "--owner", "demo", "--branch", str(BRANCH),
                          "--no-progress", "-o", str(out)])
     assert rc == EXIT_PAUSED == 3
     err = capsys.readouterr().err
@@ -541,7 +543,7 @@ def test_cli_rca_paused_exits_3_and_names_the_requirement(
     assert spec["matcher"] == {"argsHash": "87529baee44bed63b2c011e2e53c3540"}
     assert out.exists() and "rk-req-0" in out.read_text(encoding="utf-8")
     # recorded-only tool policy fails instead of pausing: a different code
-    rc = report_command(["rca", "--log", str(DATA), "--tenant", "demo", "--branch", str(BRANCH),
+    rc = report_command(["rca", "--log", str(DATA), "--owner", "demo", "--branch", str(BRANCH),
                          "--tool-policy", "recorded-only", "--no-progress", "-o",
                          str(tmp_path / "failed.html")])
     assert rc == EXIT_FAILED == 4

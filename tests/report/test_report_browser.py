@@ -536,7 +536,7 @@ def long_page(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     from benchmarks.bench_report import make_case
 
     d = make_case(tmp_path_factory.mktemp("long"), LONG)
-    log = rk.read_isplay(d / "log", tenant_id="bench", progress=False)
+    log = rk.read_isplay(d / "log", owner="bench", progress=False)
     branch = rk.Branch.load(d / "branch.json", base=log, tenant_id="bench")
     res = rk.replay(branch, model_policy="recorded-only", tool_policy="pause-for-fixture",
                     fixtures=d / "fixtures.json")

@@ -68,7 +68,7 @@ def test_event_signatures_equal_hash_pandas_object(rows, dictionary, chunked, cu
 
 def test_event_signatures_equal_the_old_ones_on_a_generated_run(tmp_path):
     generate_isplay(tmp_path, runs=1, events_per_run=600, seed=3)
-    log = rk.read_isplay(tmp_path, tenant_id="t", progress=False)
+    log = rk.read_isplay(tmp_path, owner="t", progress=False)
     got = compare_mod.event_signatures(log.table)
     assert got.tolist() == _old_event_signatures(log.table).tolist()
     assert len(set(got.tolist())) > 100  # distinct events, distinct signatures
@@ -156,7 +156,7 @@ def test_payload_fields_reads_pretty_printed_payloads(docs, indent):
 
 def test_holds_only_is_true_exactly_when_filter_keeps_everything(tmp_path):
     generate_isplay(tmp_path, runs=3, events_per_run=60, seed=2)
-    log = rk.read_isplay(tmp_path, tenant_id="t", progress=False)
+    log = rk.read_isplay(tmp_path, owner="t", progress=False)
     ids = sorted(log.run_ids)
     one = log.run(ids[0], tenant_id="t")
     assert compare_mod._holds_only(log, ids)
@@ -175,7 +175,7 @@ def test_stamps_changed_unfiltered_equals_filtered(tmp_path, monkeypatch):
     filter() every time (the previous way), for pairs that cover the log and pairs that
     do not."""
     generate_isplay(tmp_path, runs=3, events_per_run=80, seed=4)
-    log = rk.read_isplay(tmp_path, tenant_id="t", progress=False)
+    log = rk.read_isplay(tmp_path, owner="t", progress=False)
     ids = sorted(log.run_ids)
     # the "replay" side: the same runs with temperature changed in their model calls
     pay = pc.replace_substring(log.table.column("payload"), '"temperature": 0.2',
@@ -236,7 +236,7 @@ def _old_run_tree(tables):
 def test_run_tree_of_one_run_tables_equals_the_filtered_nodes(tmp_path):
     tr = importlib.import_module("replaykit.report._transcript")
     generate_isplay(tmp_path, runs=2, events_per_run=120, seed=6)
-    log = rk.read_isplay(tmp_path, tenant_id="t", progress=False)
+    log = rk.read_isplay(tmp_path, owner="t", progress=False)
     one = [log.run(r, tenant_id="t").table for r in sorted(log.run_ids)]
     # one run per table (the fast path), and both runs in one table (filtered)
     for tables in (one, [log.table], one[:1]):
@@ -255,7 +255,7 @@ def test_tool_sequences_of_the_selected_columns_equal_the_whole_tables(tmp_path)
     from replaykit import plots
 
     generate_isplay(tmp_path, runs=2, events_per_run=150, seed=8)
-    log = rk.read_isplay(tmp_path, tenant_id="t", progress=False)
+    log = rk.read_isplay(tmp_path, owner="t", progress=False)
     a, b = (log.run(r, tenant_id="t").table for r in sorted(log.run_ids))
     cols = ("tenant_id", "run_id", "seq", "kind", "tool_name")
     whole = pa.concat_tables([a, b], promote_options="permissive")
@@ -267,7 +267,7 @@ def test_tool_sequences_of_the_selected_columns_equal_the_whole_tables(tmp_path)
 
 def test_stamps_digest_is_remembered_per_live_table_only(tmp_path, monkeypatch):
     generate_isplay(tmp_path, runs=1, events_per_run=80, seed=9)
-    log = rk.read_isplay(tmp_path, tenant_id="t", progress=False)
+    log = rk.read_isplay(tmp_path, owner="t", progress=False)
     calls = []
     real = stamps._log_digest
 
@@ -304,7 +304,7 @@ def test_scrubber_of_a_prefix_fold_equals_the_whole_runs(tmp_path, first, max_ev
 
     core = importlib.import_module("replaykit.report._core")
     generate_isplay(tmp_path, runs=1, events_per_run=400, seed=10)
-    log = rk.read_isplay(tmp_path, tenant_id="t", progress=False)
+    log = rk.read_isplay(tmp_path, owner="t", progress=False)
     whole = fold(log, agent())
     got, got_h = core._scrubber_data(log, tenant_id="t", first=first, max_events=max_events)
     want, want_h = core._scrubber_data(log, tenant_id="t", first=first,

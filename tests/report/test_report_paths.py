@@ -28,7 +28,7 @@ def _deep_copy(tmp_path: Path) -> Path:
 
 def test_report_stamp_and_saved_result_name_no_absolute_path(tmp_path: Path) -> None:
     deep = _deep_copy(tmp_path)
-    log = rk.read_isplay(deep, tenant_id="demo", progress=False)
+    log = rk.read_isplay(deep, owner="demo", progress=False)
     assert str(deep) in log.table.column("source").to_pylist()[0]  # the loader's own record
     br = rk.Branch.load(deep / "branch-drop-fraud-clause.json", base=log, tenant_id="demo")
     res = rk.replay(br, fixtures=deep / "fixtures.json")

@@ -43,7 +43,7 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, Any]
         rk.report.rca  # noqa: B018 -- imports settle before counting
         for n in SIZES:
             d = make_case(tmp_path_factory.mktemp(f"n{n}"), n)
-            log = rk.read_isplay(d / "log", tenant_id="bench", progress=False)
+            log = rk.read_isplay(d / "log", owner="bench", progress=False)
             branch = rk.Branch.load(d / "branch.json", base=log, tenant_id="bench")
             res = rk.replay(branch, model_policy="recorded-only",
                             tool_policy="pause-for-fixture", fixtures=d / "fixtures.json")
@@ -128,7 +128,7 @@ def _plain(state: Any) -> Any:
 @pytest.fixture(scope="module")
 def mid_replay(tmp_path_factory: pytest.TempPathFactory) -> Any:
     d = make_case(tmp_path_factory.mktemp("mid"), 1_500)
-    log = rk.read_isplay(d / "log", tenant_id="bench", progress=False)
+    log = rk.read_isplay(d / "log", owner="bench", progress=False)
     branch = rk.Branch.load(d / "branch.json", base=log, tenant_id="bench")
     res = rk.replay(branch, model_policy="recorded-only", tool_policy="pause-for-fixture",
                     fixtures=d / "fixtures.json")

@@ -92,7 +92,7 @@ def _scenarios_with_children(root: Path) -> list[Path]:
 
 def _replay_scenario(scen: Path, player: ScriptPlayer, runs: list[str] | None = None
                      ) -> dict[str, rk.ReplayResult]:
-    log = rk.read_toh(scen, tenant_id="corpus", errors="quarantine")
+    log = rk.read_toh(scen, owner="corpus", errors="quarantine")
     have = set(log.run_ids)
     order = [s.session_id for s in player.scripts if s.session_id in have]
     out = {}

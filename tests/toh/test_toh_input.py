@@ -41,7 +41,7 @@ def test_tool_result_content_of_any_json_type_loads(tmp_path: Path, content: Any
                                                     text: str | None) -> None:
     f = write_log(tmp_path / "session.jsonl",
                   [result(content, source={"callId": "c1"}), result([])])
-    t = read_toh(f, tenant_id="acme").table
+    t = read_toh(f, owner="acme").table
     assert t.num_rows == 2
     assert t.column("text").to_pylist()[0] == text
     ref = t.column("ref_id").to_pylist()[0]
@@ -55,7 +55,7 @@ def test_byte_order_mark_is_accepted(tmp_path: Path) -> None:
     plain = write_log(tmp_path / "a" / "session.jsonl", lines)
     marked = write_log(tmp_path / "b" / "session.jsonl", lines, bom=True)
     assert sniff(marked) is None and detect_format(marked) == "toh"
-    a, b = read_toh(plain, tenant_id="acme"), read_toh(marked, tenant_id="acme")
+    a, b = read_toh(plain, owner="acme"), read_toh(marked, owner="acme")
     for col in ("seq", "type", "text", "payload", "source_line"):
         assert a.table.column(col).to_pylist() == b.table.column(col).to_pylist()
     assert json.loads(b.runs.column("attrs")[0].as_py())["id"] == "run-1"
@@ -84,11 +84,11 @@ def test_mixed_envelopes_are_rejected_not_reordered(tmp_path: Path, lines: list[
                                                     bad_line: int, first: int) -> None:
     f = write_log(tmp_path / "session.jsonl", lines)
     with pytest.raises(LoadError) as info:
-        read_toh(f, tenant_id="acme")
+        read_toh(f, owner="acme")
     err = info.value
     assert err.reason == "mixed_envelope" and err.line == bad_line
     assert f"line {first}" in err.detail and err.source == str(f)
-    log = read_toh(f, tenant_id="acme", errors="quarantine")
+    log = read_toh(f, owner="acme", errors="quarantine")
     q = log.quarantine
     assert q.column("reason").to_pylist() == ["mixed_envelope"]
     assert q.column("line").to_pylist() == [bad_line]
@@ -100,7 +100,7 @@ def test_mixed_envelopes_are_rejected_not_reordered(tmp_path: Path, lines: list[
 
 def test_projected_file_keeps_slots_of_a_rejected_line(tmp_path: Path) -> None:
     f = write_log(tmp_path / "session.jsonl", [_ev(), _ev(0), _ev()])
-    log = read_toh(f, tenant_id="acme", errors="quarantine")
+    log = read_toh(f, owner="acme", errors="quarantine")
     assert log.table.column("seq").to_pylist() == [0, 2]  # line 3 keeps its implicit slot 1
 
 
@@ -113,7 +113,7 @@ def test_full_file_with_seqs_out_of_file_order(tmp_path: Path) -> None:
         return [{"type": "assistant/chunk", "seq": seq0 + i, "time": 1 + seq0 + i,
                  "data": {"turn": 1, "step": 1, "chunk": ch}} for i, ch in enumerate(c)]
     f = write_log(tmp_path / "sc" / "session.jsonl", [*call(10, "first"), *call(0, "second")])
-    log = read_toh(f, tenant_id="acme")
+    log = read_toh(f, owner="acme")
     assert log.table.column("seq").to_pylist() == [0, 1, 10, 11]
     assert log.table.column("source_line").to_pylist() == [4, 5, 2, 3]
     [s] = model_scripts(tmp_path / "sc")
@@ -148,7 +148,7 @@ def test_primary_log_with_seed_length_is_derived_whole(tmp_path: Path) -> None:
     [s] = model_scripts(tmp_path / "lone")
     assert [c["chunks"][0]["text"] for c in s.calls] == ["a", "b"]
     assert unfinished_calls(lone).empty
-    assert pc.sum(read_toh(lone, tenant_id="a").table.column("inherited")).as_py() == 2
+    assert pc.sum(read_toh(lone, owner="a").table.column("inherited")).as_py() == 2
 
 
 @pytest.mark.parametrize("field", ["type", "id", "parentSession", "createdAt"])
@@ -162,10 +162,10 @@ def test_bad_header_value_is_not_copied_into_every_later_line(tmp_path: Path,
                                     for k in range(50)]
     p = tmp_path / "session.jsonl"
     p.write_text("\n".join(lines) + "\n")
-    log = read_toh(p, tenant_id="t", errors="quarantine")
+    log = read_toh(p, owner="t", errors="quarantine")
     q = log.quarantine.to_pylist()
     assert len(q) == 51 and {r["reason"] for r in q[1:]} == {"no_header"}
     assert max(len(r["message"]) for r in q) < 1000
     with pytest.raises(LoadError) as info:
-        read_toh(p, tenant_id="t")
+        read_toh(p, owner="t")
     assert info.value.field == field and len(str(info.value)) < 1000

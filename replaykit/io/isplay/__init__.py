@@ -21,12 +21,18 @@ per fixture (:mod:`replaykit.branch.types`, :mod:`replaykit.branch.fixtures`,
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from ...eventlog.log import EventLog
-from .._common import ErrorPolicy, Progress, Quarantine, expand_paths, require_tenant
+from .._common import (
+    ErrorPolicy,
+    Progress,
+    Quarantine,
+    expand_paths,
+    keep_tenants,
+    owner_and_filter,
+)
 from ._build import CHECKPOINTS_SCHEMA, TYPE_KINDS, _build
 from ._documents import _read_file, _Runs, read_side_document
 from ._format import (
@@ -56,7 +62,8 @@ __all__ = [
 def read_isplay(
     path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
-    tenant_id: str,
+    owner: str | None = None,
+    tenant_id: str | Sequence[str] | None = None,
     errors: ErrorPolicy = "raise",
     progress: bool | None = None,
 ) -> EventLog:
@@ -84,14 +91,17 @@ def read_isplay(
 
     Args:
         path: file(s), folder(s) or glob(s).
-        tenant_id: owner of the runs (isplay files carry no tenant); required.
+        owner: owner of the runs (isplay files carry no tenant); required.
+        tenant_id: keep only these tenants' rows (one id or a list; None: all), as
+            in every reader: the rows are all ``owner``'s, so all of them or none.
         errors: ``"raise"`` stops at the first bad row; ``"quarantine"`` keeps going and puts
             bad rows in ``log.quarantine`` with their reason.
         progress: show a progress bar over bytes (None: only when interactive).
 
     Raises:
-        LoadError: ``reason="bad_tenant"``: ``tenant_id`` is missing or breaks the tenant-id
-            rule (:mod:`replaykit.tenancy`).
+        LoadError: ``reason="bad_tenant"``: ``owner`` is missing (also when only
+            ``tenant_id=`` is given) or an id breaks the tenant-id rule
+            (:mod:`replaykit.tenancy`).
         LoadError: (``errors="raise"``) a bad document or event, naming file:line, the JSON
             path of the field, a reason code (``bad_json``, ``missing_run_id``,
             ``duplicate_event_id``, ``args_hash_mismatch``, ``unknown_checkpoint_event``, ...)
@@ -99,11 +109,11 @@ def read_isplay(
         FileNotFoundError: ``path`` matches nothing.
 
     Example:
-        >>> log = read_isplay("data/isplay", tenant_id="acme")  # doctest: +SKIP
+        >>> log = read_isplay("data/isplay", owner="acme")  # doctest: +SKIP
         >>> log.extras["checkpoints"].column("checkpoint_id").to_pylist()  # doctest: +SKIP
         ['cp-intake', 'cp-before-decision', ...]
     """
-    tenant = require_tenant(tenant_id, fmt=FORMAT)
+    tenant, wanted = owner_and_filter(owner, tenant_id, fmt=FORMAT)
     quarantine = Quarantine(errors, tenant_id=tenant)
     explicit = [path] if isinstance(path, (str, os.PathLike)) else list(path)
     files = expand_paths(explicit, patterns=_PATTERNS)
@@ -116,31 +126,4 @@ def read_isplay(
         for i, f in enumerate(files, start=1):
             bar.next_file(f.name, i, len(files))
             _read_file(f, acc, seen, quarantine, bar)
-    return _build(acc, tenant, quarantine)
-
-
-#: Names this module held before the branch vocabulary moved to the branch layer.
-_MOVED = {
-    "FIXTURE_PROVENANCES": "replaykit.branch.vocab",
-    "INTERVENTION_KINDS": "replaykit.branch.vocab",
-    "MODEL_POLICIES": "replaykit.branch.vocab",
-    "SELECTOR_KEYS": "replaykit.branch.vocab",
-    "TOOL_POLICIES": "replaykit.branch.vocab",
-    "IsplayBranch": "replaykit.branch.types",
-    "IsplayIntervention": "replaykit.branch.types",
-    "ReplayPolicy": "replaykit.branch.types",
-    "read_isplay_branch": "replaykit.branch.types",
-    "FIXTURES_SCHEMA": "replaykit.branch.fixtures",
-    "read_isplay_fixtures": "replaykit.branch.fixtures",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """A name that moved to the branch layer says where it went (the loader never imports it:
-    loaders sit below ``replaykit.branch``)."""
-    if name in _MOVED:
-        raise AttributeError(f"replaykit.io.isplay.{name} moved to {_MOVED[name]}.{name} (the "
-                             "branch vocabulary lives with the branch layer; "
-                             "replaykit.read_isplay_branch / read_isplay_fixtures are unchanged)",
-                             name=name, obj=None)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return keep_tenants(_build(acc, tenant, quarantine), tenant, wanted)

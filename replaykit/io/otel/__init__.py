@@ -30,7 +30,7 @@ import os
 import re
 import warnings
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,8 @@ from .._common import (
     compressed,
     expand_paths,
     iter_lines,
-    require_tenant,
+    keep_tenants,
+    owner_and_filter,
     unexpected_input,
     unreadable,
 )
@@ -582,7 +583,8 @@ def _output_text(messages: Any) -> str | None:
 def read_otel(
     path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
-    tenant_id: str,
+    owner: str | None = None,
+    tenant_id: str | Sequence[str] | None = None,
     errors: ErrorPolicy = "raise",
     progress: bool | None = None,
 ) -> EventLog:
@@ -595,25 +597,28 @@ def read_otel(
     ``replayable`` (False when any span lacks captured content).
 
     Args:
-        tenant_id: owner of the runs (traces carry no tenant); required.
+        owner: owner of the runs (traces carry no tenant); required.
+        tenant_id: keep only these tenants' rows (one id or a list; None: all), as
+            in every reader: the rows are all ``owner``'s, so all of them or none.
         errors: ``"raise"`` or ``"quarantine"`` (a bad document, span or log record becomes
             one quarantine row: ``bad_json``, ``bad_document``, ``bad_span``,
             ``bad_log_record``, ``orphan_log_record``, ``conflicting_span``).
         progress: show a progress bar (None: when interactive).
 
     Raises:
-        LoadError: ``reason="bad_tenant"``: ``tenant_id`` missing or breaking the tenant-id
-            rule; under ``errors="raise"`` the first bad document / span / log record
-            (file:line, field, reason, fix). MissingExtraError: a protobuf file without
+        LoadError: ``reason="bad_tenant"``: ``owner`` missing (also when only
+            ``tenant_id=`` is given) or an id breaking the tenant-id rule; under
+            ``errors="raise"`` the first bad document / span / log record (file:line,
+            field, reason, fix). MissingExtraError: a protobuf file without
             ``opentelemetry-proto`` (the ``otel`` extra). FileNotFoundError: nothing
             matches ``path``.
 
     Example:
-        >>> log = rk.read_otel("traces.json", tenant_id="acme")  # doctest: +SKIP
+        >>> log = rk.read_otel("traces.json", owner="acme")  # doctest: +SKIP
         >>> log.runs_df().run_id.tolist()  # doctest: +SKIP
         ['conv-1']
     """
-    tenant = require_tenant(tenant_id, fmt=FORMAT)
+    tenant, wanted = owner_and_filter(owner, tenant_id, fmt=FORMAT)
     quarantine = Quarantine(errors, tenant_id=tenant)
     files = expand_paths(path, patterns=_PATTERNS)
     recs: list[tuple[dict[str, Any], str, int]] = []
@@ -680,7 +685,7 @@ def read_otel(
             quarantine.bad(_bad_span(Path(src), line, None, exc),
                            canonical_json({k: v for k, v in rec.items()}))
     try:
-        return _build(viewed, tenant, quarantine)
+        return keep_tenants(_build(viewed, tenant, quarantine), tenant, wanted)
     except UNEXPECTED as exc:  # last-resort guard (see unexpected_input); not a real check
         raise unexpected_input(exc, (src for _, src, _ in viewed)) from exc
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..._json import JSONDecodeError, gc_paused, loads
@@ -50,7 +50,8 @@ from .._common import (
     Progress,
     Quarantine,
     expand_paths,
-    require_tenant,
+    keep_tenants,
+    owner_and_filter,
 )
 from ._assemble import (  # noqa: F401 (the old module's names, re-exported)
     _assemble,
@@ -151,7 +152,8 @@ def sniff(path: Path) -> str | None:
 def read_toh(
     path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
-    tenant_id: str,
+    owner: str | None = None,
+    tenant_id: str | Sequence[str] | None = None,
     errors: ErrorPolicy = "raise",
     progress: bool | None = None,
 ) -> EventLog:
@@ -179,7 +181,9 @@ def read_toh(
 
     Args:
         path: file(s), folder(s) or glob(s).
-        tenant_id: the owner of these logs (toh logs carry none; never invented).
+        owner: owner of these logs (toh logs carry none; never invented).
+        tenant_id: keep only these tenants' rows (one id or a list; None: all), as
+            in every reader: the rows are all ``owner``'s, so all of them or none.
         errors: ``"raise"`` stops at the first bad line with :class:`LoadError`;
             ``"quarantine"`` puts each bad line in ``log.quarantine`` with its reason
             (a file-level problem such as an empty file is one row with ``line`` null).
@@ -190,8 +194,9 @@ def read_toh(
         loaded header.
 
     Raises:
-        LoadError: ``reason="bad_tenant"``: ``tenant_id`` is missing or breaks the tenant-id
-            rule (:mod:`replaykit.tenancy`).
+        LoadError: ``reason="bad_tenant"``: ``owner`` is missing (also when only
+            ``tenant_id=`` is given) or an id breaks the tenant-id rule
+            (:mod:`replaykit.tenancy`).
         ValueError: ``errors`` is not "raise" or "quarantine".
         FileNotFoundError: a path matches nothing.
         LoadError: (``errors="raise"``) a bad line: truncated JSON, invalid UTF-8, a line that
@@ -203,10 +208,10 @@ def read_toh(
 
     Example:
         >>> import replaykit as rk
-        >>> log = rk.read_toh("data/toh", tenant_id="demo")  # doctest: +SKIP
+        >>> log = rk.read_toh("data/toh", owner="demo")  # doctest: +SKIP
         >>> log.calls_df()[["run_id", "turn", "step", "finish", "finished"]]  # doctest: +SKIP
     """
-    tenant = require_tenant(tenant_id, fmt=FORMAT)
+    tenant, wanted = owner_and_filter(owner, tenant_id, fmt=FORMAT)
     q = Quarantine(errors, tenant_id=tenant)
     files = [f for f in expand_paths(path, patterns=_PATTERNS) if not is_side_file(f)]
     acc = _Rows()
@@ -219,4 +224,4 @@ def read_toh(
             prog.next_file(ctx.path.name, i, len(ctxs))
             _read_file(ctx, acc, prog)
         table, runs = _assemble(ctxs, acc, tenant, q)
-    return EventLog(table, runs=runs, quarantine=q.table(runs))
+    return keep_tenants(EventLog(table, runs=runs, quarantine=q.table(runs)), tenant, wanted)
