@@ -85,7 +85,7 @@ def test_claude_code_tool_result_patch_leads_with_the_result() -> None:
     doc = _first_tool_result(CLAUDE_SHORT)
     block = next(b for b in doc["message"]["content"] if b.get("type") == "tool_result")
     tool = _tool_name_of(CLAUDE_SHORT, block["tool_use_id"])
-    log = rk.read_claude_code(CLAUDE_SHORT, tenant_id="acme")
+    log = rk.read_claude_code(CLAUDE_SHORT, owner="acme")
     t = log.table.to_pandas()
     seq = int(t[(t.kind == "tool_result") & (t.ref_id == block["tool_use_id"])].seq.iloc[0])
     res = _patch_event(log, seq, [
@@ -121,7 +121,7 @@ def test_claude_code_live_result_counts_the_lost_envelope_after_the_content() ->
     """The issue's case: a live executor's result has none of the transcript line's
     envelope (cwd, gitBranch, uuids ...); it used to open the finding."""
     lines = _lines(CLAUDE_TOOLS)
-    log = rk.read_claude_code(CLAUDE_TOOLS, tenant_id="acme")
+    log = rk.read_claude_code(CLAUDE_TOOLS, owner="acme")
     t = log.table.to_pandas()
     call = t[t.kind == "tool_call"].iloc[2]
     args = json.loads(call.text)
@@ -161,7 +161,7 @@ def test_claude_code_live_result_counts_the_lost_envelope_after_the_content() ->
 def test_claude_code_diff_explorer_leads_with_content() -> None:
     from replaykit import widgets
 
-    log = rk.read_claude_code(CLAUDE_SHORT, tenant_id="acme")
+    log = rk.read_claude_code(CLAUDE_SHORT, owner="acme")
     t = log.table.to_pandas()
     seq = int(t[t.kind == "tool_result"].seq.iloc[0])
     res = _patch_event(log, seq, [
@@ -188,7 +188,7 @@ def test_langfuse_tool_output_leads_and_end_time_is_counted() -> None:
     tools = [o for o in obs if o.get("type") == "TOOL" or o.get("name") == "get_weather"]
     assert tools, "the trace holds a tool observation"
     recorded_output = tools[0]["output"]
-    log = rk.read_langfuse(LANGFUSE, tenant_id="acme")
+    log = rk.read_langfuse(LANGFUSE, owner="acme")
     t = log.table.to_pandas()
     res_row = t[t.kind == "tool_result"].iloc[0]
     assert json.loads(res_row.payload)["output"] == recorded_output
@@ -219,7 +219,7 @@ def test_codex_message_change_leads_and_the_timestamp_follows(path: Path) -> Non
     first_msg = next(d for d in lines if d.get("type") == "response_item"
                      and d["payload"].get("type") == "message"
                      and d["payload"].get("role") == "assistant")
-    log = rk.read_codex(path, tenant_id="acme")
+    log = rk.read_codex(path, owner="acme")
     t = log.table.to_pandas()
     row = t[t.kind == "model_response"].iloc[0]
     assert json.loads(row.payload)["payload"] == first_msg["payload"]
@@ -243,7 +243,7 @@ def test_codex_terminal_state_skips_the_trailing_token_count() -> None:
     path = CODEX[0]
     lines = _lines(path)
     assert lines[-1]["payload"]["type"] == "token_count"
-    log = rk.read_codex(path, tenant_id="acme")
+    log = rk.read_codex(path, owner="acme")
     words, _ = _terminal(log.table)
     assert words is not None and words not in ("other", "(other)")
     assert "record" not in words  # an agent event, not the envelope
@@ -311,13 +311,13 @@ def test_no_terminal_state_is_a_bare_kind(kind: str) -> None:
 def test_terminal_states_of_real_files() -> None:
     """Read from the files here: a Claude Code session that the user interrupted, a
     LangSmith trace that ended in a tool error."""
-    cc = rk.read_claude_code(CLAUDE_TOOLS, tenant_id="acme")
+    cc = rk.read_claude_code(CLAUDE_TOOLS, owner="acme")
     assert _terminal(cc.table)[0] == "interrupted by the user"
     ls_path = Path(__file__).resolve().parents[2] / "data" / "langsmith" / \
         "support-bot-runs.jsonl"
     runs = _lines(ls_path)
     errors = [r["error"] for r in runs if r.get("error") and r.get("parent_run_id") is None]
-    ls = rk.read_langsmith(ls_path, tenant_id="acme")
+    ls = rk.read_langsmith(ls_path, owner="acme")
     last_run = ls.table.column("run_id")[-1].as_py()
     words, _ = _terminal(ls.run(last_run, tenant_id="acme").table)
     assert words.startswith("error: ") and words[len("error: "):].rstrip("\u2026") in \
@@ -330,7 +330,7 @@ def test_claude_code_and_codex_stop_reasons_read_as_the_source_spells_them() -> 
     rollout (before its token count) on a function call."""
     folder = Path(__file__).resolve().parents[2] / "data" / "claude_code"
     files = sorted(folder.rglob("*.jsonl"))
-    log = rk.read_claude_code(folder, tenant_id="acme")
+    log = rk.read_claude_code(folder, owner="acme")
     checked = 0
     for f in files:
         lines = _lines(f)
@@ -348,7 +348,7 @@ def test_claude_code_and_codex_stop_reasons_read_as_the_source_spells_them() -> 
     path = CODEX[0]
     calls = [d["payload"]["name"] for d in _lines(path) if d.get("type") == "response_item"
              and d["payload"].get("type") == "function_call"]
-    words, _ = _terminal(rk.read_codex(path, tenant_id="acme").table)
+    words, _ = _terminal(rk.read_codex(path, owner="acme").table)
     assert words == f"stopped at a tool call ({calls[-1]})"
 
 
@@ -420,7 +420,7 @@ def tiny_session(tmp_path_factory: Any) -> rk.EventLog:
                                  "usage": {"input_tokens": 5, "output_tokens": 1}}}
     p = tmp_path_factory.mktemp("cc") / "s1.jsonl"
     p.write_text("\n".join(json.dumps(x) for x in (user, call, result, answer)) + "\n")
-    return rk.read_claude_code(p, tenant_id="acme")
+    return rk.read_claude_code(p, owner="acme")
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[
@@ -505,7 +505,7 @@ def test_langfuse_live_result_and_the_scrubber_lead_with_the_output() -> None:
                 or (o.get("metadata") or {}).get("attributes", {}).get("gen_ai.tool.name")
                 == "get_pun_suggestion"]
     assert tool_obs and all("endTime" in o and "id" in o for o in tool_obs)
-    log = rk.read_langfuse(path, tenant_id="acme")
+    log = rk.read_langfuse(path, owner="acme")
     t = log.table.to_pandas()
     call = t[(t.kind == "tool_call") & (t.tool_name == "get_pun_suggestion")].iloc[0]
     br = rk.Branch(base=log, run_id=str(call.run_id), tenant_id="acme",

@@ -239,7 +239,7 @@ LANGFUSE = sorted(FRAMEWORKS.glob("*.json"))
 @pytest.mark.parametrize("path", LANGFUSE, ids=lambda p: p.stem)
 def test_langfuse_framework_trace_figures(path: Path) -> None:
     stem = path.stem
-    log = rk.read_langfuse(path, tenant_id="acme")
+    log = rk.read_langfuse(path, owner="acme")
     calls, tools = log.calls_df(), log.tools_df()
     assert len(log.quarantine) == 0
     # text is never an envelope nor a missing value printed as 'None'
@@ -278,13 +278,13 @@ def test_langfuse_framework_trace_figures(path: Path) -> None:
 def test_langfuse_gemini_reasoning_and_agno_nested_generation() -> None:
     """Gemini's thinking tokens (completion_details.reasoning) are part of ``output``; Agno's
     nested ``chat`` generation is not a second call (its text was the string 'None')."""
-    gem = rk.read_langfuse(FRAMEWORKS / "google-gemini-2025-08-01.json", tenant_id="a")
+    gem = rk.read_langfuse(FRAMEWORKS / "google-gemini-2025-08-01.json", owner="a")
     c = gem.calls_df().iloc[0]
     doc = json.loads((FRAMEWORKS / "google-gemini-2025-08-01.json").read_text())
     u = doc["observations"][0]["usageDetails"]
     assert (c.output_tokens, c.reasoning_tokens) == (u["output"], u["completion_details.reasoning"])
     assert c.input_tokens + c.output_tokens == u["total"]
-    agno = rk.read_langfuse(FRAMEWORKS / "agno-2025-06-11.json", tenant_id="a")
+    agno = rk.read_langfuse(FRAMEWORKS / "agno-2025-06-11.json", owner="a")
     assert "None" not in agno.calls_df().text.fillna("").tolist()
     assert agno.tools_df().result_text.iloc[0].startswith('[{"body":')
 
@@ -365,7 +365,7 @@ def test_otel_captured_instrumentations(path: Path) -> None:
     want = _otel_reading(path)
     if path.stem == "litellm.otlp":
         want["calls"][0].update(_LITELLM_USAGE)
-    log = rk.read_otel(path, tenant_id="acme")
+    log = rk.read_otel(path, owner="acme")
     calls, tools = log.calls_df(), log.tools_df()
     assert len(calls) == len(want["calls"])
     for got, w in zip(calls.itertuples(), want["calls"], strict=True):
@@ -404,7 +404,7 @@ def test_recorded_platform_exports_text_and_arguments(fmt: str, path: Path) -> N
     """Recorded OTel (Langtrace, OpenLIT), Phoenix and LangSmith exports: text is text
     (never an envelope nor 'None'), arguments objects decoded once, tool names as called,
     and each tool execution one row."""
-    log = getattr(rk, f"read_{fmt}")(path, tenant_id="acme")
+    log = getattr(rk, f"read_{fmt}")(path, owner="acme")
     calls, tools = log.calls_df(), log.tools_df()
     for t in calls.text.dropna():
         assert not ENVELOPE.match(t) and t != "None", t[:80]
@@ -600,7 +600,7 @@ def test_every_shape_through_a_langfuse_export(tmp_path: Path, shape: str,
                              "usageDetails": {"input": 10, "output": 3}}]}
     path = tmp_path / f"{shape}.json"
     path.write_text(json.dumps(doc))
-    log = rk.read_langfuse(path, tenant_id="acme")
+    log = rk.read_langfuse(path, owner="acme")
     c = log.calls_df().iloc[0]
     assert c.text == r["text"]
     want_reasoning = r["reasoning"] if shape in _REASONS else None
@@ -677,7 +677,7 @@ def test_otel_tool_span_without_call_id_is_the_call_a_later_history_gives(
     path = tmp_path / "agents.json"
     path.write_text(json.dumps({"resourceSpans": [{"resource": {"attributes": []},
                                                    "scopeSpans": [{"spans": spans}]}]}))
-    log = rk.read_otel(path, tenant_id="acme")
+    log = rk.read_otel(path, owner="acme")
     tools = log.tools_df()
     assert tools[["call_id", "tool_name", "result_text"]].values.tolist() == [
         ["call_1", "get_weather", "sunny"]]

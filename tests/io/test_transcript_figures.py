@@ -319,7 +319,7 @@ def _check(log: rk.EventLog, want: Reading, runs: list[str] | None = None,
 @pytest.mark.parametrize("path", CLAUDE, ids=_rel)
 def test_claude_code_figures_and_text_agree_with_an_independent_reading(path: Path) -> None:
     want = claude_reading(path)
-    log = rk.read_claude_code(path, tenant_id="me", progress=False)
+    log = rk.read_claude_code(path, owner="me", progress=False)
     assert set(log.run_ids) == set(want.calls) | set(want.tools)
     _check(log, want)
 
@@ -327,7 +327,7 @@ def test_claude_code_figures_and_text_agree_with_an_independent_reading(path: Pa
 @pytest.mark.parametrize("path", CODEX, ids=_rel)
 def test_codex_figures_and_text_agree_with_an_independent_reading(path: Path) -> None:
     want = codex_reading(path)
-    log = rk.read_codex(path, tenant_id="me", progress=False)
+    log = rk.read_codex(path, owner="me", progress=False)
     assert log.num_runs == 1
     _check(log, want, runs=log.run_ids)
 
@@ -349,7 +349,7 @@ needs_inspect = pytest.mark.skipif(importlib.util.find_spec("inspect_ai") is Non
 @pytest.mark.parametrize("path", INSPECT, ids=_rel)
 def test_inspect_figures_and_text_agree_with_an_independent_reading(path: Path) -> None:
     want = inspect_reading(path)
-    log = rk.read_inspect(path, tenant_id="me", progress=False)
+    log = rk.read_inspect(path, owner="me", progress=False)
     eval_id = _inspect_log(path)[0]
     assert all(r.startswith(f"{eval_id}:") for r in log.run_ids) or eval_id is None
 

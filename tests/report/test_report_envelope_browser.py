@@ -47,7 +47,7 @@ def page(browser: Any, tmp_path_factory: Any) -> Iterator[tuple[Any, Any, Any]]:
              if isinstance(b, dict) and b.get("type") == "tool_use"]
     call = calls[2]
     assert call["name"] == "WebSearch"
-    log = rk.read_claude_code(CLAUDE, tenant_id="acme")
+    log = rk.read_claude_code(CLAUDE, owner="acme")
     t = log.table.to_pandas()
     seq = int(t[(t.kind == "tool_call") & (t.ref_id == call["id"])].seq.iloc[0])
     br = rk.Branch(base=log, run_id=str(t.run_id.iloc[0]), tenant_id="acme",
