@@ -154,6 +154,105 @@ def _side_file(path: Path, tenant: str | None, errors: str,
     return table.schema.empty_table() if keep is None else table.filter(keep)
 
 
+_UTF8_FIX = ("Arrow reads any bytes as text and replaykit never writes such values: the file "
+             "was damaged or written by another tool. Restore it from a trusted copy, or "
+             "remove it (errors=\"quarantine\" reads the other rows).")
+
+
+def _utf8_rows_out(batch: pa.RecordBatch, path: str, tenant: str | None, errors: str,
+                   malformed: list[tuple[str, pa.Table]]) -> pa.RecordBatch:
+    """``batch`` without its rows whose text is not UTF-8 (any string column, dictionary
+    ones included). Under ``errors="raise"`` such a row is a LoadError
+    (``malformed_value``) naming the file, the column and the value with its bytes shown
+    escaped; under ``"quarantine"`` each goes to ``malformed`` as a quarantine row of the
+    folder's tenant (raw: the payload, escaped). Column-wise: one Arrow validation of the
+    batch, and the rows located only when it fails."""
+    from ..schema import escape_invalid_utf8, escape_table_utf8, invalid_utf8_columns, shown_bytes
+
+    try:
+        batch.validate(full=True)
+        return batch
+    except pa.ArrowInvalid:
+        pass
+    found = invalid_utf8_columns(batch)
+    table = pa.Table.from_batches([batch])
+    if not found:  # only dictionary entries no row uses: shown escaped, no row is bad
+        return escape_table_utf8(table)[0].to_batches()[0]
+    first_col = np.full(batch.num_rows, -1, np.int64)
+    for k, rows in enumerate(found.values()):
+        first_col[rows] = np.where(first_col[rows] < 0, k, first_col[rows])
+    names = list(found)
+    rows_bad = np.flatnonzero(first_col >= 0)
+    if errors == "raise":
+        name = names[int(first_col[rows_bad[0]])]
+        value = shown_bytes(table.column(name), rows_bad[:1])[0]
+        raise LoadError(
+            source=path, line=None, field=name, reason="malformed_value",
+            detail=(f"holds text that is not UTF-8 in {len(rows_bad)} row(s) (first: "
+                    f"{value})"),
+            fix=_UTF8_FIX)
+    shown = table.take(pa.array(rows_bad))
+    for name in ("payload", "run_id", *names):
+        i = shown.schema.get_field_index(name)
+        shown = shown.set_column(i, shown.schema.field(i), escape_invalid_utf8(shown.column(i)))
+    fields = [names[k] for k in first_col[rows_bad].tolist()]
+    text = {name: shown_bytes(table.column(name), rows_bad) for name in names}
+    values = [text[f][j] for j, f in enumerate(fields)]
+    n = len(rows_bad)
+    msgs = [f"{path}: field {f!r} holds text that is not UTF-8 ({v}) "
+            f"(reason=malformed_value). {_UTF8_FIX}" for f, v in zip(fields, values, strict=True)]
+    malformed.append((path, pa.table({
+        "source": pa.array([path] * n, pa.string()),
+        "line": pa.nulls(n, pa.int64()),
+        "field": pa.array(fields, pa.string()),
+        "reason": pa.array(["malformed_value"] * n, pa.string()),
+        "message": pa.array(msgs, pa.string()),
+        "raw": pc.cast(shown.column("payload"), pa.large_string()),
+        "tenant_id": pa.array([tenant] * n, pa.string()),
+        "run_id": pc.cast(shown.column("run_id"), pa.string()),
+    }, schema=QUARANTINE_SCHEMA)))
+    keep = np.ones(batch.num_rows, bool)
+    keep[rows_bad] = False
+    # the rows kept are UTF-8; dictionaries may still hold the bad rows' entries: escaped
+    kept = escape_table_utf8(table.filter(pa.array(keep)))[0].combine_chunks()
+    return kept.to_batches()[0] if kept.num_rows else batch.slice(0, 0)
+
+
+def _utf8_headers(runs: pa.Table, path: Path, tenant: str | None, errors: str,
+                  bad: list[dict[str, Any]]) -> pa.Table:
+    """A ``_runs.parquet`` table without its header rows whose text is not UTF-8: a
+    LoadError (``malformed_value``, the value shown escaped) under ``errors="raise"``, else
+    one quarantine row per header row (of the folder's tenant) and the row left out."""
+    from ..schema import escape_table_utf8, shown_bytes
+
+    escaped, found = escape_table_utf8(runs)
+    if not found:
+        return runs
+    bad_rows = np.unique(np.concatenate(list(found.values())))
+    for name, rows in found.items():
+        value = shown_bytes(runs.column(name), rows[:1])[0]
+        detail = f"holds text that is not UTF-8 in {len(rows)} header row(s) (first: {value})"
+        if errors == "raise":
+            raise LoadError(source=str(path), line=None, field=name, reason="malformed_value",
+                            detail=detail, fix=_UTF8_FIX)
+    field_of: dict[int, str] = {}
+    for name, rows in reversed(found.items()):  # a row's first column that holds any
+        field_of.update(dict.fromkeys(rows.tolist(), name))
+    for r, rec in zip(bad_rows.tolist(), escaped.take(pa.array(bad_rows)).to_pylist(),
+                      strict=True):
+        name = field_of[r]
+        err = LoadError(source=str(path), line=None, field=name, reason="malformed_value",
+                        detail=(f"header row of run {rec['run_id']!r} (its text shown "
+                                "escaped) holds text that is not UTF-8: "
+                                f"{shown_bytes(runs.column(name), [r])[0]}"), fix=_UTF8_FIX)
+        row = err.as_record()
+        row.update(raw=rec["attrs"], tenant_id=tenant, run_id=rec["run_id"])
+        bad.append(row)
+    keep = np.ones(runs.num_rows, bool)
+    keep[bad_rows] = False
+    return runs.filter(pa.array(keep))
+
+
 def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any = None,
                          errors: str = "raise",
                          bad: list[dict[str, Any]] | None = None) -> pa.Table:
@@ -192,6 +291,7 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
     tainted: dict[str, int] = {}
     damaged: dict[str, tuple[str, int]] = {}  # file -> (first column with nulls, rows)
     claims: dict[str, bytes | None] = {}
+    malformed: list[tuple[str, pa.Table]] = []  # (file, quarantine rows): text not UTF-8
     required = [(i, f.name) for i, f in enumerate(EVENTS_SCHEMA)
                 if not f.nullable and f.name != "tenant_id"]  # tenant_id: from the folder
 
@@ -230,6 +330,9 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
             continue
         path = tagged.fragment.path
         want = tenant_of[path]
+        batch = _utf8_rows_out(batch, path, want, errors, malformed)
+        if batch.num_rows == 0:
+            continue
         if path not in claims:  # once per file: the tenant its footer names, if any
             meta = tagged.fragment.physical_schema.metadata or {}
             claims[path] = meta.get(TENANT_KEY)
@@ -251,6 +354,11 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
         batches.append((path, batch.set_column(t_pos, "tenant_id", tenant)))
     out: list[pa.RecordBatch] = []
     if bad is not None:
+        for path, rows in malformed:  # a file of another tenant: its rows are no tenant's
+            if path in tainted:
+                rows = rows.set_column(rows.schema.get_field_index("tenant_id"), "tenant_id",
+                                       pa.nulls(rows.num_rows, pa.string()))
+            bad.extend(rows.to_pylist())
         for path, count in tainted.items():  # what the folder's tenant may see: no raw rows
             bad.append({
                 "source": path, "line": None, "field": "tenant_id",
@@ -429,7 +537,10 @@ def _read_dataset(root: Path, tenant_id: str | Sequence[str] | None,
             "reads as before; rewrite it in the current layout (side files inside each "
             "tenant_id=<id>/ folder) with rk.read_parquet(old).to_parquet(new)",
             LegacyDatasetWarning, stacklevel=3)
-        runs = pq.read_table(root / RUNS_FILE) if (root / RUNS_FILE).exists() else None
+        runs = None
+        if (root / RUNS_FILE).exists():
+            runs = _utf8_headers(pq.read_table(root / RUNS_FILE).cast(RUNS_SCHEMA),
+                                 root / RUNS_FILE, None, errors, bad)
         if (root / QUARANTINE_FILE).exists():
             quarantine = _as_quarantine(pq.read_table(root / QUARANTINE_FILE))
     else:
@@ -440,7 +551,8 @@ def _read_dataset(root: Path, tenant_id: str | Sequence[str] | None,
                 continue  # (a bad folder was reported by partition_files)
             r = _side_file(d / RUNS_FILE, tenant, errors, bad)
             if r is not None:
-                runs_parts.append(r.cast(RUNS_SCHEMA))
+                runs_parts.append(_utf8_headers(r.cast(RUNS_SCHEMA), d / RUNS_FILE, tenant,
+                                                errors, bad))
             q = _side_file(d / QUARANTINE_FILE, tenant, errors, bad)
             if q is not None:
                 quar_parts.append(_as_quarantine(q))

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..eventlog.log import EventLog, to_pandas
+from ..schema import escape_table_utf8
 from ..schema import run_starts as _run_starts
 from .chain import GENESIS, _as_table, _verify_hashes
 from .content import _plain
@@ -293,9 +294,14 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
         heads = None
     else:
         heads = None if expected_heads is None else _normalise_heads(expected_heads)
-    table = _as_table(log)
-    n = table.num_rows
     parts: list[pa.Table] = []
+    if isinstance(log, pa.Table):  # a caller's table: text that is not UTF-8 is reported
+        log, bad_text = escape_table_utf8(log)
+        table = _as_table(log)
+        parts.extend(_utf8_problems(log, bad_text))
+    else:  # an EventLog's text was checked when it was built
+        table = _as_table(log)
+    n = table.num_rows
     # the derived-column check but the tool calls' arguments (_derived_side: Arrow's parse
     # of the payloads, which releases the GIL for its whole run, and column steps) runs on
     # a thread of its own while this one hashes (the content bytes are built on two more,
@@ -336,6 +342,24 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
 
         parts.append(malformed_problems(log.quarantine))
     return _problem_frame(parts)
+
+
+def _utf8_problems(table: pa.Table, found: dict[str, np.ndarray]) -> list[pa.Table]:
+    """``malformed_value`` problems of the rows of a caller's table whose text was not UTF-8
+    (``found``: column -> rows; ``table``: that text already shown escaped). Expected says
+    which column, found its value with the bytes escaped."""
+    out = []
+    for name, rows in found.items():
+        at = pa.array(rows)
+        out.append(pa.table({
+            "tenant_id": _plain(table.column("tenant_id")).take(at),
+            "run_id": _plain(table.column("run_id")).take(at),
+            "seq": table.column("seq").combine_chunks().take(at).cast(pa.int64()),
+            "kind": pa.array(["malformed_value"] * len(rows), pa.string()),
+            "expected": pa.array([f"{name}: UTF-8 text"] * len(rows), pa.string()),
+            "found": pc.cast(_plain(table.column(name)).take(at), pa.string()),
+        }, schema=_PROBLEM_SCHEMA))
+    return out
 
 
 def _chain_problems(table: pa.Table, n: int, parts: list[pa.Table], *,
