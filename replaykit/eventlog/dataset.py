@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import types
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -275,15 +275,17 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
     """
     if not files:
         return empty_events()
-    paths = [str(f) for _, f in files]
+    sink: list[dict[str, Any]] = [] if bad is None else bad
+    tenant_of = {str(f): t for t, f in files}
+    paths = _readable_files([str(f) for _, f in files], tenant_of, errors, sink)
+    if not paths:
+        return empty_events()
     # a tenant_id column (foreign files) straight from the Parquet dictionary pages
     fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
         dictionary_columns={"tenant_id"}))
     # the canonical columns, whatever the first file holds (absent ones read as nulls)
     schema = pa.schema([f.with_nullable(True) for f in EVENTS_SCHEMA])
-    dataset = ds.dataset(paths, format=fmt, schema=schema)
     names = list(EVENTS_SCHEMA.names)
-    tenant_of = {p: t for (t, _), p in zip(files, paths, strict=True)}
     tenant_dict = pa.array(sorted(set(tenant_of.values())), pa.string())
     code_of = {t: i for i, t in enumerate(tenant_dict.to_pylist())}
     t_pos = names.index("tenant_id")
@@ -323,8 +325,7 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
             damaged[path] = (field, rows + nulls)
             return
 
-    scanner = dataset.scanner(columns=names, filter=filter)
-    for tagged in _scan(scanner, paths):
+    for tagged in _scan_files(paths, fmt, schema, names, filter, tenant_of, errors, sink):
         batch = tagged.record_batch
         if batch.num_rows == 0:
             continue
@@ -414,22 +415,97 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
         .combine_chunks()
 
 
-def _scan(scanner: ds.Scanner, paths: list[str]) -> Iterable[Any]:
-    """The scanner's tagged batches; an unreadable file or a column of the wrong type is a
-    LoadError (reason ``bad_parquet``), not a raw Arrow error."""
-    it = iter(scanner.scan_batches())
-    while True:
+_BAD_FILE_FIX = ("the file is not one EventLog.to_parquet writes (planted, damaged or "
+                 "written by another tool): remove it or rewrite the dataset with "
+                 "EventLog.to_parquet (errors=\"quarantine\" reads the other files)")
+
+
+def _type_family(t: pa.DataType) -> str:
+    """What a column holds, whatever its encoding: text (plain, large or dictionary),
+    integers (any width), floats, times, booleans; other types by name."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "text"
+    if pa.types.is_integer(t):
+        return "integer"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_boolean(t):
+        return "boolean"
+    return str(t)
+
+
+def _bad_file(path: str, tenant: str, errors: str, bad: list[dict[str, Any]],
+              field: str | None, detail: str, exc: BaseException | None = None) -> None:
+    """One dataset file that cannot be read as events: a LoadError naming it under
+    ``errors="raise"``; else one quarantine row of its folder's tenant (no raw content)
+    and the file is left out: the tenant's other files still read."""
+    err = LoadError(source=path, line=None, field=field, reason="bad_parquet", detail=detail,
+                    fix=_BAD_FILE_FIX)
+    if errors == "raise":
+        raise err from exc
+    rec = err.as_record()
+    rec.update(raw=None, tenant_id=tenant, run_id=None)
+    bad.append(rec)
+
+
+def _readable_files(paths: list[str], tenant_of: dict[str, str], errors: str,
+                    bad: list[dict[str, Any]]) -> list[str]:
+    """The files whose footer reads and whose canonical columns hold what the canonical
+    schema says (text, integers, times, ...: any width or encoding Arrow casts); each other
+    file is :func:`_bad_file`. One footer read per file, no data."""
+    import pyarrow.parquet as pq
+
+    canon = {f.name: f.type for f in EVENTS_SCHEMA}
+    good = []
+    for path in paths:
         try:
-            tagged = next(it)
-        except StopIteration:
-            return
+            schema = pq.read_schema(path)
         except (pa.ArrowException, OSError) as exc:
-            raise LoadError(
-                source=os.path.commonpath(paths) if len(paths) > 1 else paths[0], line=None,
-                reason="bad_parquet", detail=f"a dataset file cannot be read as events ({exc})",
-                fix="rewrite the dataset with EventLog.to_parquet, or remove the bad file",
-            ) from exc
-        yield tagged
+            _bad_file(path, tenant_of[path], errors, bad, None,
+                      f"is not readable Parquet ({type(exc).__name__}: {str(exc)[:200]})", exc)
+            continue
+        wrong = [(f.name, f.type) for f in schema
+                 if f.name in canon and _type_family(f.type) != _type_family(canon[f.name])]
+        twice = sorted({n for n in schema.names if schema.names.count(n) > 1})
+        if twice:
+            _bad_file(path, tenant_of[path], errors, bad, twice[0],
+                      f"is a column name the file holds more than once ({twice})")
+        elif wrong:
+            name, typ = wrong[0]
+            _bad_file(path, tenant_of[path], errors, bad, name,
+                      f"has type {typ} in this file where events hold {canon[name]}"
+                      + (f" (and {len(wrong) - 1} more column(s) of a wrong type: "
+                         f"{[n for n, _ in wrong[1:]]})" if len(wrong) > 1 else ""))
+        else:
+            good.append(path)
+    return good
+
+
+def _scan_files(paths: list[str], fmt: Any, schema: pa.Schema, names: list[str], filter: Any,
+                tenant_of: dict[str, str], errors: str,
+                bad: list[dict[str, Any]]) -> list[Any]:
+    """The tagged batches of the files (one scan of them all). When that scan fails (a
+    file whose data cannot be read or cast), the files are scanned one by one and each that
+    fails is :func:`_bad_file`: one bad file never fails the others."""
+    def scan(ps: list[str]) -> list[Any]:
+        dataset = ds.dataset(ps, format=fmt, schema=schema)
+        return list(dataset.scanner(columns=names, filter=filter).scan_batches())
+
+    try:
+        return scan(paths)
+    except (pa.ArrowException, OSError) as exc:
+        if len(paths) == 1:
+            _bad_file(paths[0], tenant_of[paths[0]], errors, bad, None,
+                      f"cannot be read as events ({type(exc).__name__}: {str(exc)[:200]})", exc)
+            return []
+    out: list[Any] = []
+    for path in paths:
+        out.extend(_scan_files([path], fmt, schema, names, filter, tenant_of, errors, bad))
+    return out
 
 
 def read_parquet(

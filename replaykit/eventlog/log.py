@@ -728,9 +728,13 @@ class EventLog:
         tenant could not be read). Datasets of the older layout (side files at the root,
         every tenant's rows in one file) still read, with a :class:`LegacyDatasetWarning`
         saying how to rewrite them. The folder name is the tenant id percent-encoded
-        (:func:`replaykit.tenancy.encode_partition_value`; ``acme`` stays ``acme``), and every
-        file keeps its ``tenant_id`` column, so :func:`read_parquet` checks each row against
-        its folder. Read it back with :func:`read_parquet`. With ``partition_events=N`` each
+        (:func:`replaykit.tenancy.encode_partition_value`; ``acme`` stays ``acme``). Each
+        events file names its tenant in its Parquet footer (key ``replaykit.tenant_id``) and
+        has no ``tenant_id`` column (the folder gives it, as hive readers such as
+        ``pandas.read_parquet`` expect); the side files keep their ``tenant_id`` column.
+        :func:`read_parquet` checks each file's footer, and each row of a file that does
+        have a ``tenant_id`` column, against its folder. Read it back with
+        :func:`read_parquet`. With ``partition_events=N`` each
         file holds about N events and never splits a run: one task per file for
         ``engine="dask"`` (see :func:`replaykit.engine.write_partitioned`); without it, one
         file per tenant.
