@@ -7,7 +7,7 @@ import argparse
 import difflib
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +73,7 @@ def _expand_inputs(paths: Sequence[str], errors: str = "raise"
                 raise FileNotFoundError(f"{item}: no such file, directory or glob match")
             roots = [m for m in matches if m.is_dir()]
             files = [m for m in matches if m.is_file()]
+            skipped += _special_files(matches)
         for root in roots:
             if is_dataset(root):
                 add(root)
@@ -83,6 +84,7 @@ def _expand_inputs(paths: Sequence[str], errors: str = "raise"
                 add(d)
             files += sorted(f for f in root.rglob("*") if f.is_file()
                             and not any(o in f.parents for o in inner))
+            skipped += _special_files(root.rglob("*"))
         before = (len(keep), len(skipped))
         for f in files:
             if Path(f).resolve() in seen:
@@ -105,6 +107,23 @@ def _expand_inputs(paths: Sequence[str], errors: str = "raise"
         if (len(keep), len(skipped)) == before and not files:
             raise FileNotFoundError(f"{item}: holds no files")
     return keep, skipped
+
+
+def _special_files(paths: Iterable[Path]) -> list[dict[str, Any]]:
+    """Skipped-file records (reason ``special_file``) of the FIFOs, sockets and devices (or
+    links to one) among ``paths``: never opened (reading one would block or never end), and
+    counted with the other skipped files, never dropped silently."""
+    from ..errors import special_file_kind
+
+    out = []
+    for f in paths:
+        kind = special_file_kind(f)
+        if kind is not None:
+            err = LoadError(source=str(f), line=None, reason="special_file",
+                            detail=f"is {kind}, not a log file (skipped without opening it)",
+                            fix="Remove it from the folder, or name regular log files.")
+            out.append({**err.as_record(), "raw": None})
+    return out
 
 
 #: Python warnings of the loaders that the command line says in its own words (or counts).

@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ..errors import special_file_kind
+
 __all__ = [
     "OWNER_HELP",
     "MAX_OPTION_FILE_BYTES",
@@ -74,7 +76,7 @@ class CliFileError(Exception):
 def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "a directory"
-    if stat.S_ISFIFO(mode):
+    if stat.S_ISFIFO(mode):  # the words of replaykit.errors.special_file_kind
         return "a FIFO (named pipe)"
     if stat.S_ISSOCK(mode):
         return "a socket"
@@ -150,12 +152,9 @@ def parse_json_text(data: bytes | str, where: str) -> Any:
 def check_input_path(path: str) -> None:
     """Refuse a log path that names a FIFO, socket or device (reading one would block or never
     end); folders, globs and regular files pass (the loaders say what is wrong with those)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return  # a glob, or missing: the loaders' error names it
-    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-        raise CliFileError(f"{path}: is {_kind(st.st_mode)}, not a log file or folder")
+    kind = special_file_kind(path)  # the loaders' rule (a glob or a missing path: None)
+    if kind is not None:
+        raise CliFileError(f"{path}: is {kind}, not a log file or folder")
 
 
 def _same_file(a: Path, b: Path) -> bool:

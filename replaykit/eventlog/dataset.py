@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import LoadError
+from ..errors import LoadError, refuse_special_file
 from ..schema import EVENTS_SCHEMA, QUARANTINE_SCHEMA, empty_events
 from ..tenancy import (
     PARTITION_PREFIX,
@@ -541,6 +541,7 @@ def read_parquet(
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
+        LoadError: ``special_file``: ``path`` is a FIFO, socket or device.
         LoadError: ``bad_tenant`` (a ``tenant_id`` argument, a folder or a ``_runs.parquet``
             row breaks the tenant-id rule), ``bad_partition`` (a folder name that is not the
             canonical encoding), ``partition_mismatch`` (a file's rows are another tenant's),
@@ -549,6 +550,7 @@ def read_parquet(
             (reason ``bad_parquet``, naming the dataset folder).
     """
     root = Path(path)
+    refuse_special_file(root)  # a FIFO or device: said as such, never opened
     if not root.exists():
         raise FileNotFoundError(f"{root}: no such Parquet dataset")
     if errors not in ("raise", "quarantine"):
