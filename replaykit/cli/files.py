@@ -19,8 +19,9 @@ is a one-line usage error (exit 2), never a hang, a traceback or a memory blow-u
 
 Text printed to a terminal goes through :func:`terminal_safe` (the console command wraps a
 terminal's stdout in :class:`TerminalSafeStream`); usage errors suggest the nearest option
-(:class:`CliParser`). This module imports nothing of replaykit, so ``replaykit.cli.report``
-uses it too.
+(:class:`CliParser`). This module imports nothing of replaykit but ``replaykit.errors`` (the
+one rule for FIFOs, sockets and devices, :func:`replaykit.errors.special_file_kind`, shared
+with the loaders), so ``replaykit.cli.report`` uses it too.
 """
 
 from __future__ import annotations

@@ -257,7 +257,9 @@ def rls_setup_sql(table: str = DEFAULT_TABLE, *,
     write (an older recipe's, a name already taken: permissive policies are ORed), a
     mapping schema or table owned by another role, or a session that is not the table's
     owner. The mapping table lives in a schema of its own (default ``replaykit``), closed to
-    ``PUBLIC``, so no reader can create a table of its name first. Give each role its
+    ``PUBLIC``, so no reader can create a table of its name first; ``CREATE`` on the table's
+    schema is revoked from ``PUBLIC`` (effective when the table owner owns that schema), so
+    no reader plants a ``SECURITY DEFINER`` function there that runs as it for others. Give each role its
     tenants with :func:`rls_grant_sql`; check the result with :func:`rls_audit`.
 
     Raises:
@@ -281,7 +283,10 @@ def rls_grant_sql(role: str, tenants: str | Sequence[str], *, table: str = DEFAU
     PASSWORD '...'``): not a superuser, no ``BYPASSRLS``, not the table's owner, and not a
     member of another tenant's role. One transaction, which refuses (nothing granted) a
     table that is not under the replaykit recipe or carries policies replaykit did not
-    write, and a role that is a superuser, has ``BYPASSRLS`` or owns the table.
+    write, and a role that is a superuser, has ``BYPASSRLS`` or owns the table, or that may
+    create objects in a schema other roles use (after ``CREATE`` on the table's schema is
+    revoked from it) or owns a ``SECURITY DEFINER`` function: mapped to tenants, such a
+    function would run as it for whoever calls it.
 
     Raises:
         ValueError: a role name that is not a PostgreSQL name; a table name that is not a
@@ -514,8 +519,10 @@ def rls_audit(conn_or_uri: Any, table: str = DEFAULT_TABLE, *,
     not reported: never connect applications as one);
     mapped roles that are superusers, have ``BYPASSRLS`` or are members of another mapped
     role; views over the table owned by a role that bypasses row-level security;
-    ``SECURITY DEFINER`` functions owned by such roles; ``CREATE`` on the table's schema for
-    ``PUBLIC``.
+    ``SECURITY DEFINER`` functions owned by such roles, or owned by a mapped role and
+    callable by others (it runs as its owner: its callers read the owner's tenants);
+    mapped roles that may create objects in a schema other roles use, or schemas in the
+    database; ``CREATE`` on the table's schema for ``PUBLIC``.
 
     >>> rk.sql.rls_audit("postgresql://owner@db/events")  # doctest: +SKIP
     Empty DataFrame ...
