@@ -507,7 +507,8 @@ def _escape_plain(arr: pa.Array, rows: np.ndarray) -> pa.Array:
     mask = np.zeros(len(arr), bool)
     mask[rows] = True
     return pc.replace_with_mask(raw, pa.array(mask),
-                                pa.array([f.encode() for f in fixed], binary)).view(arr.type)
+                                pa.array([None if f is None else f.encode() for f in fixed],
+                                         binary)).view(arr.type)
 
 
 def escape_invalid_utf8(column: pa.Array | pa.ChunkedArray,

@@ -259,8 +259,8 @@ def rls_setup_sql(table: str = DEFAULT_TABLE, *,
     owner. The mapping table lives in a schema of its own (default ``replaykit``), closed to
     ``PUBLIC``, so no reader can create a table of its name first; ``CREATE`` on the table's
     schema is revoked from ``PUBLIC`` (effective when the table owner owns that schema), so
-    no reader plants a ``SECURITY DEFINER`` function there that runs as it for others. Give each role its
-    tenants with :func:`rls_grant_sql`; check the result with :func:`rls_audit`.
+    no reader plants a ``SECURITY DEFINER`` function there that runs as it for others.
+    Give each role its tenants with :func:`rls_grant_sql`; check the result with :func:`rls_audit`.
 
     Raises:
         ValueError: a table name that is not a plain identifier; a mapping table in
