@@ -218,6 +218,24 @@ def _utf8_rows_out(batch: pa.RecordBatch, path: str, tenant: str | None, errors:
     return kept.to_batches()[0] if kept.num_rows else batch.slice(0, 0)
 
 
+def _readable_side(path: Path, tenant: str, errors: str, bad: list[dict[str, Any]],
+                   schema: pa.Schema) -> pa.Table | None:
+    """A tenant folder's side file (:func:`_side_file`) in ``schema`` (runs or quarantine),
+    or None when there is none. A side file that is not Parquet or whose columns are not
+    the side table's is :func:`_bad_file` (raised, or one quarantine row and the file left
+    out): one bad side file never fails the tenant."""
+    try:
+        t = _side_file(path, tenant, errors, bad)
+        if t is None:
+            return None
+        return t.cast(schema) if schema is RUNS_SCHEMA else _as_quarantine(t).cast(schema)
+    except (pa.ArrowException, OSError, ValueError, KeyError, TypeError) as exc:
+        _bad_file(str(path), tenant, errors, bad, None,
+                  f"is not a {path.name} replaykit writes ({type(exc).__name__}: "
+                  f"{str(exc)[:200]})", exc)
+        return None
+
+
 def _utf8_headers(runs: pa.Table, path: Path, tenant: str | None, errors: str,
                   bad: list[dict[str, Any]]) -> pa.Table:
     """A ``_runs.parquet`` table without its header rows whose text is not UTF-8: a
@@ -627,13 +645,12 @@ def _read_dataset(root: Path, tenant_id: str | Sequence[str] | None,
             tenant, problem = partition_dir_tenant(d.name)
             if problem is not None or (tenants is not None and tenant not in tenants):
                 continue  # (a bad folder was reported by partition_files)
-            r = _side_file(d / RUNS_FILE, tenant, errors, bad)
+            r = _readable_side(d / RUNS_FILE, tenant, errors, bad, RUNS_SCHEMA)
             if r is not None:
-                runs_parts.append(_utf8_headers(r.cast(RUNS_SCHEMA), d / RUNS_FILE, tenant,
-                                                errors, bad))
-            q = _side_file(d / QUARANTINE_FILE, tenant, errors, bad)
+                runs_parts.append(_utf8_headers(r, d / RUNS_FILE, tenant, errors, bad))
+            q = _readable_side(d / QUARANTINE_FILE, tenant, errors, bad, QUARANTINE_SCHEMA)
             if q is not None:
-                quar_parts.append(_as_quarantine(q))
+                quar_parts.append(q)
         if tenants is None and (root / NO_TENANT_QUARANTINE_FILE).is_file():
             quar_parts.append(_as_quarantine(pq.read_table(root / NO_TENANT_QUARANTINE_FILE)))
         runs = pa.concat_tables(runs_parts) if runs_parts else None

@@ -144,3 +144,37 @@ def test_to_parquet_docstring_says_what_the_files_hold(tmp_path, log):
     side = pq.read_table(root / "tenant_id=acme" / "_quarantine.parquet")
     assert side.column("tenant_id").to_pylist() == ["acme"]
     shutil.rmtree(root)
+
+
+SIDE_KINDS = ["not parquet", "created_at text", "tenant_id int64", "other columns"]
+
+
+@pytest.mark.parametrize("kind", SIDE_KINDS)
+@pytest.mark.parametrize("side", ["_runs.parquet", "_quarantine.parquet"])
+def test_one_bad_side_file_is_refused_alone(tmp_path, log, side, kind):
+    """The side files of a tenant folder are files of the class too."""
+    root = tmp_path / "ds"
+    log.to_parquet(root)
+    target = root / "tenant_id=acme" / side
+    n = 2
+    if kind == "not parquet":
+        target.write_bytes(b"PAR1 garbage PAR1")
+    elif kind == "created_at text":
+        pq.write_table(pa.table({"tenant_id": ["acme"] * n, "run_id": ["r"] * n,
+                                 "created_at": ["not a time"] * n, "source": ["x"] * n}),
+                       target)
+    elif kind == "tenant_id int64":
+        pq.write_table(pa.table({"tenant_id": pa.array([1] * n, pa.int64()),
+                                 "run_id": ["r"] * n}), target)
+    else:
+        pq.write_table(pa.table({"tenant_id": ["acme"] * n, "whatever": [1] * n}), target)
+    with pytest.raises(LoadError) as info:
+        rk.read_parquet(root, tenant_id="acme")
+    assert info.value.reason in ("bad_parquet", "partition_mismatch")
+    assert info.value.source == str(target)
+    back = rk.read_parquet(root, tenant_id="acme", errors="quarantine")
+    assert len(back) == len(log.filter(tenant_id="acme"))  # every event of the tenant
+    q = back.quarantine_df()
+    assert (q["source"] == str(target)).any()
+    globex = rk.read_parquet(root, tenant_id="globex", errors="quarantine")
+    assert not (globex.quarantine_df()["source"] == str(target)).any()
