@@ -336,10 +336,11 @@ def validate(table: pa.Table) -> pa.Table:
             )
     if problems:
         raise SchemaError(problems)
-    found = invalid_utf8_columns(table)
-    try:
+    found: dict[str, np.ndarray] = {}
+    try:  # one C++ pass over the table; the rows are located only when it fails
         table.validate(full=True)
     except pa.ArrowInvalid as exc:  # e.g. dictionary entries no row uses that are not UTF-8
+        found = invalid_utf8_columns(table)
         if not found:
             problems.append(f"the table's arrays are not valid ({exc}); rebuild it with "
                             "replaykit.schema.events_table(...)")
@@ -534,10 +535,11 @@ def escape_invalid_utf8(column: pa.Array | pa.ChunkedArray,
 def escape_table_utf8(table: pa.Table) -> tuple[pa.Table, dict[str, np.ndarray]]:
     """``table`` with every value that is not UTF-8 shown escaped (:func:`escape_invalid_utf8`),
     and which rows of which columns were (:func:`invalid_utf8_columns`)."""
-    found = invalid_utf8_columns(table)
-    try:
+    try:  # one C++ pass over the table; the rows are located only when it fails
         table.validate(full=True)
+        return table, {}
     except pa.ArrowInvalid:  # bad values, or dictionary entries no row uses
+        found = invalid_utf8_columns(table)
         for i, col in enumerate(table.columns):
             table = table.set_column(i, table.schema.field(i), escape_invalid_utf8(col))
     return table, found
