@@ -337,12 +337,11 @@ def validate(table: pa.Table) -> pa.Table:
     if problems:
         raise SchemaError(problems)
     found: dict[str, np.ndarray] = {}
-    try:  # one C++ pass over the table; the rows are located only when it fails
-        table.validate(full=True)
-    except pa.ArrowInvalid as exc:  # e.g. dictionary entries no row uses that are not UTF-8
+    if not text_is_utf8(table):  # one C++ pass over the text; rows located only then
         found = invalid_utf8_columns(table)
         if not found:
-            problems.append(f"the table's arrays are not valid ({exc}); rebuild it with "
+            problems.append("a dictionary column holds entries that are not UTF-8 (no row "
+                            "uses them); rebuild the table with "
                             "replaykit.schema.events_table(...)")
     for name, rows in found.items():
         problems.append(
@@ -455,6 +454,27 @@ def _bad_utf8_rows(arr: pa.Array) -> np.ndarray:
     return rows.astype(np.int64)
 
 
+def text_is_utf8(table: pa.Table | pa.RecordBatch) -> bool:
+    """Whether every string column of ``table`` holds UTF-8 (for a dictionary column: every
+    entry of its dictionary, used or not). One C++ pass over the text bytes only (Arrow's
+    ``validate(full=True)`` of the string arrays and of the dictionaries, not of the whole
+    table)."""
+    for col in table.columns:
+        chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+        for c in chunks:
+            if pa.types.is_dictionary(c.type):
+                target = c.dictionary if _string_like(c.type.value_type) else None
+            else:
+                target = c if _string_like(c.type) else None
+            if target is None:
+                continue
+            try:
+                target.validate(full=True)
+            except pa.ArrowInvalid:
+                return False
+    return True
+
+
 def invalid_utf8(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Row positions of a string column (plain, large or dictionary-encoded; chunked or not)
     whose value is not UTF-8; empty for other types and for valid columns (checked first with
@@ -535,13 +555,11 @@ def escape_invalid_utf8(column: pa.Array | pa.ChunkedArray,
 def escape_table_utf8(table: pa.Table) -> tuple[pa.Table, dict[str, np.ndarray]]:
     """``table`` with every value that is not UTF-8 shown escaped (:func:`escape_invalid_utf8`),
     and which rows of which columns were (:func:`invalid_utf8_columns`)."""
-    try:  # one C++ pass over the table; the rows are located only when it fails
-        table.validate(full=True)
+    if text_is_utf8(table):  # one C++ pass over the text; rows located only when it fails
         return table, {}
-    except pa.ArrowInvalid:  # bad values, or dictionary entries no row uses
-        found = invalid_utf8_columns(table)
-        for i, col in enumerate(table.columns):
-            table = table.set_column(i, table.schema.field(i), escape_invalid_utf8(col))
+    found = invalid_utf8_columns(table)  # bad values, or dictionary entries no row uses
+    for i, col in enumerate(table.columns):
+        table = table.set_column(i, table.schema.field(i), escape_invalid_utf8(col))
     return table, found
 
 

@@ -167,13 +167,16 @@ def _utf8_rows_out(batch: pa.RecordBatch, path: str, tenant: str | None, errors:
     escaped; under ``"quarantine"`` each goes to ``malformed`` as a quarantine row of the
     folder's tenant (raw: the payload, escaped). Column-wise: one Arrow validation of the
     batch, and the rows located only when it fails."""
-    from ..schema import escape_invalid_utf8, escape_table_utf8, invalid_utf8_columns, shown_bytes
+    from ..schema import (
+        escape_invalid_utf8,
+        escape_table_utf8,
+        invalid_utf8_columns,
+        shown_bytes,
+        text_is_utf8,
+    )
 
-    try:
-        batch.validate(full=True)
+    if text_is_utf8(batch):
         return batch
-    except pa.ArrowInvalid:
-        pass
     found = invalid_utf8_columns(batch)
     table = pa.Table.from_batches([batch])
     if not found:  # only dictionary entries no row uses: shown escaped, no row is bad
