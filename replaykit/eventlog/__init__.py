@@ -63,7 +63,6 @@ _MOVED: dict[str, str] = {
     "_partition_error": ".dataset",
     "_read_dataset": ".dataset",
     "_run_start_rows": "._runs",
-    "_scan": ".dataset",
     "_segment_sums": "._runs",
     "_side_file": ".dataset",
     "_snake": ".log",
