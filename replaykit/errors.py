@@ -30,6 +30,7 @@ Python's own ``NotImplementedError`` marks an unfinished surface; it is delibera
 
 from __future__ import annotations
 
+import os
 import pickle
 from typing import Any
 
@@ -295,3 +296,50 @@ class ReplayUnknownEventError(ReplayError):
             run_id=run_id,
             tenant_id=tenant_id,
         )
+
+
+# --------------------------------------------------------------------------- special files
+# One rule for paths that exist but are neither regular files nor folders (the loaders'
+# input expansion, read_parquet, the command line): named, a LoadError saying what they are;
+# in a folder, skipped with a warning (replaykit.io._common). Never opened.
+
+
+def special_file_kind(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` is when it exists (through symbolic links) but is neither a regular
+    file nor a folder: ``"a FIFO (named pipe)"``, ``"a socket"`` or ``"a device"``; None for
+    regular files, folders and paths that do not exist. Never opens the path (only
+    ``os.stat``): opening a FIFO for reading blocks until a writer comes.
+
+    >>> special_file_kind("/dev/null")
+    'a device'
+    """
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def refuse_special_file(path: str | os.PathLike[str]) -> None:
+    """Raise when a path named by the caller is a FIFO, socket or device.
+
+    Raises:
+        LoadError: ``reason="special_file"``, naming the path and what it is.
+    """
+    kind = special_file_kind(path)
+    if kind is not None:
+        raise LoadError(
+            source=str(path), line=None, reason="special_file",
+            detail=f"is {kind}, not a log file or folder (it is never opened: reading one "
+                   "would block or never end)",
+            fix="Name a regular log file, a folder of logs or a glob of them.")

@@ -293,11 +293,13 @@ def validate(table: pa.Table) -> pa.Table:
 
     Checks the column names, order and types (the canonical columns, optionally followed by
     :data:`EXTENSION_COLUMNS`), the non-null columns, that ``kind`` only holds
-    values from :data:`KINDS`, and that ``seq`` strictly increases within each
-    (tenant_id, run_id) with rows sorted by (tenant_id, run_id, seq).
+    values from :data:`KINDS`, that every string column (dictionary ones included) holds
+    UTF-8 (Arrow does not check text it reads from Parquet or takes from a caller), and that
+    ``seq`` strictly increases within each (tenant_id, run_id) with rows sorted by
+    (tenant_id, run_id, seq).
 
     Raises:
-        SchemaError: listing every problem found.
+        SchemaError: listing every problem found (text that is not UTF-8 is shown escaped).
     """
     problems: list[str] = []
     if not isinstance(table, pa.Table):
@@ -332,6 +334,21 @@ def validate(table: pa.Table) -> pa.Table:
                 f"column {field.name!r} has {table.column(field.name).null_count} nulls; "
                 "it must not be null"
             )
+    if problems:
+        raise SchemaError(problems)
+    found: dict[str, np.ndarray] = {}
+    if not text_is_utf8(table):  # one C++ pass over the text; rows located only then
+        found = invalid_utf8_columns(table)
+        if not found:
+            problems.append("a dictionary column holds entries that are not UTF-8 (no row "
+                            "uses them); rebuild the table with "
+                            "replaykit.schema.events_table(...)")
+    for name, rows in found.items():
+        problems.append(
+            f"column {name!r} holds {len(rows)} value(s) that are not UTF-8 (rows "
+            f"{rows[:3].tolist()}{' ...' if len(rows) > 3 else ''}: "
+            f"{', '.join(shown_bytes(table.column(name), rows[:3]))}); Arrow does not check "
+            "text it reads, replaykit does: fix the producer or drop those rows")
     if problems:
         raise SchemaError(problems)
     if table.num_rows:
@@ -372,3 +389,192 @@ def quarantine_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Build a quarantine table (see :data:`QUARANTINE_SCHEMA`) from row dicts."""
     cols = {f.name: [r.get(f.name) for r in rows] for f in QUARANTINE_SCHEMA}
     return pa.Table.from_pydict(cols, schema=QUARANTINE_SCHEMA)
+
+
+# --------------------------------------------------------------------------- UTF-8 checks
+# Arrow does not check that string columns hold UTF-8 when it reads Parquet (or takes a table
+# from a caller); Python does, on the first value it converts. Every storage boundary checks
+# its string columns once (Arrow's validate(full=True): column-wise, in C++) and, only when
+# that fails, locates the rows (_bad_utf8_rows: numpy over the non-ASCII bytes only).
+
+
+def _string_like(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _bad_utf8_rows(arr: pa.Array) -> np.ndarray:
+    """Positions of the (non-null) values of a string or large_string array whose bytes are
+    not UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF).
+
+    Vectorised: numpy over the array's non-ASCII bytes only; no Python per value."""
+    n = len(arr)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    large = pa.types.is_large_string(arr.type)
+    width = 8 if large else 4
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32, count=n + 1,
+                            offset=arr.offset * width).astype(np.int64)
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    if hi <= lo or bufs[2] is None:
+        return np.zeros(0, np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8)[lo:hi]
+    offsets = offsets - lo
+    pos = np.flatnonzero(data >= 0x80)  # every byte of a multi-byte sequence
+    if not len(pos):
+        return np.zeros(0, np.int64)
+    b = data[pos]
+    row = np.searchsorted(offsets, pos, side="right") - 1
+    row_end = offsets[row + 1]
+    cont = (b & 0xC0) == 0x80
+    length = np.select([(b >= 0xC2) & (b <= 0xDF), (b >= 0xE0) & (b <= 0xEF),
+                        (b >= 0xF0) & (b <= 0xF4)], [2, 3, 4], 0)
+    bad = ~cont & (length == 0)  # 0xC0, 0xC1, 0xF5-0xFF: never in UTF-8
+    claimed = np.zeros(len(pos), bool)
+    lead = length >= 2
+    for k in (1, 2, 3):
+        need = lead & (length > k)
+        at = pos + k
+        inside = need & (at < row_end)  # a sequence never runs into the next value
+        bad |= need & ~inside
+        # the byte k after a lead, if non-ASCII, is in pos: find it there
+        j = np.minimum(np.searchsorted(pos, at), len(pos) - 1)
+        present = pos[j] == at
+        ok = inside & present & cont[j]
+        bad |= inside & ~ok
+        claimed[j[ok]] = True
+        if k == 1:  # the second byte's narrower ranges (overlong forms, surrogates, > U+10FFFF)
+            second = np.where(present, data[np.minimum(at, len(data) - 1)], 0)
+            bad |= ok & (((b == 0xE0) & (second < 0xA0)) | ((b == 0xED) & (second > 0x9F))
+                         | ((b == 0xF0) & (second < 0x90)) | ((b == 0xF4) & (second > 0x8F)))
+    bad |= cont & ~claimed  # a continuation byte no lead byte of its value accounts for
+    rows = np.unique(row[bad])
+    if arr.null_count and len(rows):
+        rows = rows[np.asarray(arr.is_valid())[rows]]
+    return rows.astype(np.int64)
+
+
+def text_is_utf8(table: pa.Table | pa.RecordBatch) -> bool:
+    """Whether every string column of ``table`` holds UTF-8 (for a dictionary column: every
+    entry of its dictionary, used or not). One C++ pass over the text bytes only (Arrow's
+    ``validate(full=True)`` of the string arrays and of the dictionaries, not of the whole
+    table)."""
+    for col in table.columns:
+        chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+        for c in chunks:
+            if pa.types.is_dictionary(c.type):
+                target = c.dictionary if _string_like(c.type.value_type) else None
+            else:
+                target = c if _string_like(c.type) else None
+            if target is None:
+                continue
+            try:
+                target.validate(full=True)
+            except pa.ArrowInvalid:
+                return False
+    return True
+
+
+def invalid_utf8(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Row positions of a string column (plain, large or dictionary-encoded; chunked or not)
+    whose value is not UTF-8; empty for other types and for valid columns (checked first with
+    Arrow's ``validate(full=True)``, so a valid column costs one C++ pass)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    found: list[np.ndarray] = []
+    start = 0
+    for c in chunks:
+        if pa.types.is_dictionary(c.type) and _string_like(c.type.value_type):
+            try:
+                c.dictionary.validate(full=True)
+            except pa.ArrowInvalid:
+                entries = _bad_utf8_rows(c.dictionary)
+                if len(entries):
+                    idx = c.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+                    found.append(start + np.flatnonzero(np.isin(idx, entries)))
+        elif _string_like(c.type):
+            try:
+                c.validate(full=True)
+            except pa.ArrowInvalid:
+                found.append(start + _bad_utf8_rows(c))
+        start += len(c)
+    return np.concatenate(found).astype(np.int64) if found else np.zeros(0, np.int64)
+
+
+def invalid_utf8_columns(table: pa.Table | pa.RecordBatch) -> dict[str, np.ndarray]:
+    """Column name -> row positions whose text is not UTF-8, for every string column of
+    ``table`` that has any (an empty dict when every column is valid UTF-8)."""
+    out = {}
+    for name, col in zip(table.schema.names, table.columns, strict=True):
+        rows = invalid_utf8(col)
+        if len(rows):
+            out[name] = rows
+    return out
+
+
+def escaped_text(value: bytes | str | None) -> str | None:
+    """A stored string's bytes as printable text: bytes that are not UTF-8 as ``\\xNN``."""
+    if value is None or isinstance(value, str):
+        return value
+    return value.decode("utf-8", "backslashreplace")
+
+
+def _escape_plain(arr: pa.Array, rows: np.ndarray) -> pa.Array:
+    if not len(rows):
+        return arr
+    binary = pa.large_binary() if pa.types.is_large_string(arr.type) else pa.binary()
+    raw = arr.view(binary)
+    # the bad values through Python (only those), then put back column-wise
+    fixed = [escaped_text(v) for v in raw.take(pa.array(rows)).to_pylist()]
+    mask = np.zeros(len(arr), bool)
+    mask[rows] = True
+    return pc.replace_with_mask(raw, pa.array(mask),
+                                pa.array([None if f is None else f.encode() for f in fixed],
+                                         binary)).view(arr.type)
+
+
+def escape_invalid_utf8(column: pa.Array | pa.ChunkedArray,
+                        rows: np.ndarray | None = None) -> pa.Array | pa.ChunkedArray:
+    """``column`` with each value that is not UTF-8 replaced by its bytes shown escaped
+    (``\\xNN``; valid values unchanged), in the column's own type (a dictionary column's
+    entries are escaped, those no row uses included); the column itself when every value is
+    UTF-8. ``rows``: :func:`invalid_utf8` of a plain column, when known."""
+    if isinstance(column, pa.ChunkedArray):
+        return pa.chunked_array([escape_invalid_utf8(c) for c in column.chunks], column.type)
+    if pa.types.is_dictionary(column.type) and _string_like(column.type.value_type):
+        try:
+            column.dictionary.validate(full=True)
+            return column
+        except pa.ArrowInvalid:
+            entries = _escape_plain(column.dictionary, _bad_utf8_rows(column.dictionary))
+            return pa.DictionaryArray.from_arrays(column.indices, entries)
+    if not _string_like(column.type):
+        return column
+    return _escape_plain(column, invalid_utf8(column) if rows is None else rows)
+
+
+def escape_table_utf8(table: pa.Table) -> tuple[pa.Table, dict[str, np.ndarray]]:
+    """``table`` with every value that is not UTF-8 shown escaped (:func:`escape_invalid_utf8`),
+    and which rows of which columns were (:func:`invalid_utf8_columns`)."""
+    if text_is_utf8(table):  # one C++ pass over the text; rows located only when it fails
+        return table, {}
+    found = invalid_utf8_columns(table)  # bad values, or dictionary entries no row uses
+    for i, col in enumerate(table.columns):
+        table = table.set_column(i, table.schema.field(i), escape_invalid_utf8(col))
+    return table, found
+
+
+def shown_bytes(column: pa.Array | pa.ChunkedArray, rows: np.ndarray | list[int],
+                limit: int = 80) -> list[str]:
+    """The stored bytes of ``column`` at ``rows`` as Python bytes literals (``b'\\xffab'``:
+    every byte that is not printable ASCII escaped), cut at ``limit`` bytes: how an error
+    message shows text that is not UTF-8."""
+    picked = column.take(pa.array(np.asarray(rows, np.int64)))
+    if isinstance(picked, pa.ChunkedArray):
+        picked = picked.combine_chunks()
+    if pa.types.is_dictionary(picked.type):
+        picked = picked.dictionary.take(picked.indices)
+    binary = pa.large_binary() if pa.types.is_large_string(picked.type) else pa.binary()
+    out = []
+    for v in picked.view(binary).to_pylist():
+        out.append("None" if v is None else repr(v[:limit]) + ("..." if len(v) > limit else ""))
+    return out

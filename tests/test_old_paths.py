@@ -112,7 +112,6 @@ MOVED_NAMES = {
     ('replaykit.eventlog', '_partition_error', 'replaykit.eventlog.dataset'),
     ('replaykit.eventlog', '_read_dataset', 'replaykit.eventlog.dataset'),
     ('replaykit.eventlog', '_run_start_rows', 'replaykit.eventlog._runs'),
-    ('replaykit.eventlog', '_scan', 'replaykit.eventlog.dataset'),
     ('replaykit.eventlog', '_segment_sums', 'replaykit.eventlog._runs'),
     ('replaykit.eventlog', '_side_file', 'replaykit.eventlog.dataset'),
     ('replaykit.eventlog', '_snake', 'replaykit.eventlog.log'),

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .._json import args_hash, canonical_json
-from ..errors import ReplayCacheMissError, ReplayError
+from ..errors import ReplayCacheMissError, ReplayError, refuse_special_file
 from ..eventlog.log import EventLog, to_pandas
 from ..fold.cache import CACHE_MODES
 from ..schema import EVENTS_SCHEMA, EXTENSION_COLUMNS, cast_events, events_table
@@ -360,11 +360,15 @@ class ReplayResult:
 
         Raises:
             FileNotFoundError: no manifest in ``path``.
+            LoadError: ``reason="special_file"``: ``path`` or a file of it is a FIFO, socket
+                or device (never opened).
             LoadError: ``reason="bad_tenant"``: a stored tenant id breaks the tenant-id rule.
         """
         from ..tenancy import check_tenant_column
 
         p = Path(path)
+        for name in (".", "manifest.json", "events.parquet", "base.parquet"):
+            refuse_special_file(p / name)  # a FIFO or device would block: said, never opened
         m = json.loads((p / "manifest.json").read_text(encoding="utf-8"))
         events = EventLog(cast_events(pq.read_table(p / "events.parquet")))
         base = EventLog(pq.read_table(p / "base.parquet").cast(EVENTS_SCHEMA))

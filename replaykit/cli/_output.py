@@ -46,6 +46,18 @@ class _EmptyAnswer(Exception):
 
 
 # ---------------------------------------------------------------------------- output
+def _csv_text(df: pd.DataFrame) -> str:
+    """``df`` as CSV. A value holding a carriage return (which pandas leaves unquoted, and
+    which CSV readers then take for a line end) makes every text value quoted, so the file
+    reads back to the same values."""
+    text = df.to_csv(index=False)
+    if "\r" not in text:
+        return text
+    import csv
+
+    return df.to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC)
+
+
 def _emit_table(df: pd.DataFrame, args: argparse.Namespace, *, noun: str) -> None:
     import pandas as pd
 
@@ -54,7 +66,7 @@ def _emit_table(df: pd.DataFrame, args: argparse.Namespace, *, noun: str) -> Non
     if args.json:
         print(json_safe(shown.to_json(orient="records", date_format="iso", force_ascii=False)))
     elif args.csv:
-        sys.stdout.write(shown.to_csv(index=False))  # escaped on a terminal (console_main)
+        sys.stdout.write(_csv_text(shown))  # escaped on a terminal (files.terminal_stdout)
     else:
         with pd.option_context("display.max_rows", None, "display.max_columns", 60,
                                "display.width", 200):
@@ -213,7 +225,8 @@ def _emit_summary(log: Any, args: argparse.Namespace) -> None:
 
 def _info(args: argparse.Namespace, line: str) -> None:
     """The human summary line: stdout for the text table, stderr beside --json/--csv."""
-    print(line, file=sys.stderr if (getattr(args, "json", False) or getattr(args, "csv", False))
+    print(terminal_safe(line, one_line=False),
+          file=sys.stderr if (getattr(args, "json", False) or getattr(args, "csv", False))
           else sys.stdout)
 
 
@@ -243,7 +256,7 @@ def _emit_mapping(d: dict[str, Any], args: argparse.Namespace) -> None:
     elif args.csv:
         import pandas as pd
 
-        sys.stdout.write(pd.DataFrame([d]).to_csv(index=False))
+        sys.stdout.write(_csv_text(pd.DataFrame([d])))
     else:
         width = max(map(len, d)) if d else 0
         for k, v in d.items():

@@ -73,9 +73,9 @@ from .files import (
     CliFileError,
     CliHelpFormatter,
     CliParser,
-    TerminalSafeStream,
     policy_help,
     terminal_safe,
+    terminal_stdout,
 )
 from .generate import _generate
 from .messages import cli_error_text
@@ -468,8 +468,6 @@ def console_main() -> None:
     being written is left as it was: writes go to a temporary file first)."""
     import os
 
-    if sys.stdout.isatty():
-        sys.stdout = TerminalSafeStream(sys.stdout)  # type: ignore[assignment]
     try:
         code = _main(None, fast_exit=True)
     except KeyboardInterrupt:
@@ -484,6 +482,11 @@ def console_main() -> None:
 def _main(argv: Sequence[str] | None, *, fast_exit: bool) -> int:
     previous = warnings.showwarning
     warnings.showwarning = _one_line_warning
+    with terminal_stdout():  # every output mode of every command, on a terminal: escaped
+        return _guarded(argv, fast_exit=fast_exit, previous=previous)
+
+
+def _guarded(argv: Sequence[str] | None, *, fast_exit: bool, previous: Any) -> int:
     try:
         return _dispatch(argv, fast_exit=fast_exit)
     except KeyboardInterrupt:

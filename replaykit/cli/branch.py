@@ -20,7 +20,15 @@ from ._output import (
     _replace_path,
     _UsageError,
 )
-from .files import CliFileError, atomic_write_text, check_output, load_json_option, parse_json_text
+from .files import (
+    CliFileError,
+    atomic_write_text,
+    check_output,
+    check_parent,
+    load_json_option,
+    parse_json_text,
+    terminal_safe,
+)
 
 __all__ = []
 
@@ -161,6 +169,7 @@ def _replay(args: argparse.Namespace) -> int:
     from ..branch import Branch, FixtureRegistry, replay
 
     out = Path(args.output)
+    check_parent(out, "-o")
     if out.is_symlink():
         raise CliFileError(f"-o {out}: is a symbolic link; replaykit never writes through one")
     if out.exists() and not out.is_dir():
@@ -202,7 +211,7 @@ def _replay(args: argparse.Namespace) -> int:
         print(f"{head}; paused for {len(open_reqs)} fixture(s) ({tools}); wrote {out}. See "
               f"'replaykit replay requirements {out}', then rerun with --fixtures FILE")
         return EXIT_PAUSED
-    print(f"{head}: {res.error}; wrote {out}", file=sys.stderr)
+    print(terminal_safe(f"{head}: {res.error}; wrote {out}", one_line=False), file=sys.stderr)
     return EXIT_EMPTY
 
 

@@ -19,8 +19,9 @@ is a one-line usage error (exit 2), never a hang, a traceback or a memory blow-u
 
 Text printed to a terminal goes through :func:`terminal_safe` (the console command wraps a
 terminal's stdout in :class:`TerminalSafeStream`); usage errors suggest the nearest option
-(:class:`CliParser`). This module imports nothing of replaykit, so ``replaykit.cli.report``
-uses it too.
+(:class:`CliParser`). This module imports nothing of replaykit but ``replaykit.errors`` (the
+one rule for FIFOs, sockets and devices, :func:`replaykit.errors.special_file_kind`, shared
+with the loaders), so ``replaykit.cli.report`` uses it too.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ..errors import special_file_kind
+
 __all__ = [
     "OWNER_HELP",
     "MAX_OPTION_FILE_BYTES",
@@ -51,6 +54,7 @@ __all__ = [
     "atomic_write_text",
     "check_input_path",
     "check_option_file",
+    "check_parent",
     "check_output",
     "json_safe",
     "load_json_option",
@@ -58,6 +62,7 @@ __all__ = [
     "policy_help",
     "read_option_file",
     "terminal_safe",
+    "terminal_stdout",
 ]
 
 #: The largest file an option may name (branch, patch, fixtures, manifest files): 256 MiB.
@@ -74,7 +79,7 @@ class CliFileError(Exception):
 def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "a directory"
-    if stat.S_ISFIFO(mode):
+    if stat.S_ISFIFO(mode):  # the words of replaykit.errors.special_file_kind
         return "a FIFO (named pipe)"
     if stat.S_ISSOCK(mode):
         return "a socket"
@@ -150,12 +155,9 @@ def parse_json_text(data: bytes | str, where: str) -> Any:
 def check_input_path(path: str) -> None:
     """Refuse a log path that names a FIFO, socket or device (reading one would block or never
     end); folders, globs and regular files pass (the loaders say what is wrong with those)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return  # a glob, or missing: the loaders' error names it
-    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-        raise CliFileError(f"{path}: is {_kind(st.st_mode)}, not a log file or folder")
+    kind = special_file_kind(path)  # the loaders' rule (a glob or a missing path: None)
+    if kind is not None:
+        raise CliFileError(f"{path}: is {kind}, not a log file or folder")
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -163,6 +165,32 @@ def _same_file(a: Path, b: Path) -> bool:
         return os.path.samefile(a, b)
     except OSError:
         return False
+
+
+def check_parent(path: str | os.PathLike[str], option: str) -> None:
+    """Refuse an output path whose folder cannot be made: the nearest part of it that
+    exists is not a folder (``-o notes.txt/out``: a regular file, a FIFO, a device). A
+    :class:`CliFileError` (exit 2) naming that part, before anything is read or written;
+    without it the command failed late with the OS's "File exists" (exit 1).
+
+    >>> check_parent("README.md/out", "-o")  # doctest: +SKIP
+    Traceback (most recent call last):
+    ...
+    replaykit.cli.files.CliFileError: -o README.md/out: README.md is a file, not a folder; ...
+    """
+    p = Path(path)
+    for part in p.parents:
+        try:
+            mode = part.stat().st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # made by the command, or under a part that is not a folder (below)
+        except OSError:  # permissions, a loop: the write says why
+            return
+        if stat.S_ISDIR(mode):
+            return
+        what = "a file" if stat.S_ISREG(mode) else _kind(mode)
+        raise CliFileError(f"{option} {p}: {part} is {what}, not a folder; name a path "
+                           "inside a folder")
 
 
 def check_output(path: str | os.PathLike[str], option: str, *, overwrite: bool,
@@ -177,6 +205,7 @@ def check_output(path: str | os.PathLike[str], option: str, *, overwrite: bool,
     replaykit.cli.files.CliFileError: -o README.md: exists; pass --overwrite to replace it
     """
     p = Path(path)
+    check_parent(p, option)
     if p.is_symlink():
         raise CliFileError(f"{option} {p}: is a symbolic link; replaykit never writes through "
                            "one (name the file itself)")
@@ -264,6 +293,28 @@ class TerminalSafeStream:
         return getattr(self._stream, name)
 
 
+@contextlib.contextmanager
+def terminal_stdout() -> Iterator[None]:
+    """While the block runs, ``sys.stdout`` escapes control characters when it is a terminal
+    (:class:`TerminalSafeStream`): the one place every command's output goes through, in
+    the console command and in :func:`replaykit.cli.main` alike. Output to a file or a pipe
+    is written exactly (a CSV redirected to a file keeps its bytes)."""
+    stream = sys.stdout
+    try:
+        tty = stream.isatty() and not isinstance(stream, TerminalSafeStream)
+    except (AttributeError, ValueError):
+        tty = False
+    if not tty:
+        yield
+        return
+    sys.stdout = TerminalSafeStream(stream)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if isinstance(sys.stdout, TerminalSafeStream):
+            sys.stdout = stream
+
+
 # ---------------------------------------------------------------------------- parsers
 class CliHelpFormatter(argparse.HelpFormatter):
     """Help text wrapped between words only (never inside ``recorded-only``)."""
@@ -286,7 +337,9 @@ class CliParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         hint = self._suggestion(message)
-        super().error(message + (f"; did you mean {hint}?" if hint else ""))
+        # argparse repeats what was typed (an invalid choice, an unknown option): escaped
+        super().error(terminal_safe(message + (f"; did you mean {hint}?" if hint else ""),
+                                    one_line=False))
 
     def _all_options(self) -> list[str]:
         opts = [o for a in self._actions for o in a.option_strings if o.startswith("--")]

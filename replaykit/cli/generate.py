@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ._output import EXIT_OK, _replace_path, _UsageError
-from .files import CliFileError
+from .files import CliFileError, check_parent
 
 __all__ = []
 
@@ -56,6 +56,7 @@ def _generate(args: argparse.Namespace) -> int:
     from .. import datasets
 
     out = Path(args.out)
+    check_parent(out, "OUT")
     if out.is_symlink():
         raise CliFileError(f"OUT {out}: is a symbolic link; replaykit never writes through "
                            "one (name the file or folder itself)")

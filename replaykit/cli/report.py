@@ -35,7 +35,9 @@ from .files import (
     atomic_write,
     check_option_file,
     check_output,
+    json_safe,
     policy_help,
+    terminal_safe,
 )
 from .messages import cli_error_text
 
@@ -147,12 +149,12 @@ def _rca(args: argparse.Namespace) -> int:
         return 0
     summary = rep.data["summary"]
     for sentence in summary.sentences("requirement"):
-        print(f"open requirement {sentence}", file=sys.stderr)
+        print(terminal_safe(f"open requirement {sentence}"), file=sys.stderr)
     for r in summary.requirements:
         import json
 
-        print("fixture that would satisfy it: " + json.dumps(r["fixture"], ensure_ascii=False),
-              file=sys.stderr)
+        print("fixture that would satisfy it: " + json_safe(
+            json.dumps(r["fixture"], ensure_ascii=False)), file=sys.stderr)
     return EXIT_PAUSED if res.status == "paused" else EXIT_FAILED
 
 
@@ -255,13 +257,16 @@ def report_command(argv: Sequence[str]) -> int:
                 check_option_file(getattr(args, flag), f"--{flag}")
         return _rca(args) if args.kind == "rca" else _cohort(args)
     except CliFileError as exc:
-        print(f"replaykit report {args.kind}: {exc}", file=sys.stderr)
+        print(f"replaykit report {args.kind}: {terminal_safe(str(exc), one_line=False)}",
+              file=sys.stderr)
         return 2
     except (TypeError, FileNotFoundError, ValueError, KeyError) as exc:
-        print(f"replaykit report {args.kind}: {cli_error_text(exc)}", file=sys.stderr)
+        print(f"replaykit report {args.kind}: "
+              f"{terminal_safe(cli_error_text(exc), one_line=False)}", file=sys.stderr)
         return 2
     except ReplayKitError as exc:
-        print(f"replaykit report {args.kind}: {exc}", file=sys.stderr)
+        print(f"replaykit report {args.kind}: {terminal_safe(str(exc), one_line=False)}",
+              file=sys.stderr)
         return 1
 
 

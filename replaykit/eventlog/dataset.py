@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import types
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import LoadError
+from ..errors import LoadError, refuse_special_file
 from ..schema import EVENTS_SCHEMA, QUARANTINE_SCHEMA, empty_events
 from ..tenancy import (
     PARTITION_PREFIX,
@@ -169,6 +169,126 @@ def _side_file(path: Path, tenant: str | None, errors: str,
     return table.schema.empty_table() if keep is None else table.filter(keep)
 
 
+_UTF8_FIX = ("Arrow reads any bytes as text and replaykit never writes such values: the file "
+             "was damaged or written by another tool. Restore it from a trusted copy, or "
+             "remove it (errors=\"quarantine\" reads the other rows).")
+
+
+def _utf8_rows_out(batch: pa.RecordBatch, path: str, tenant: str | None, errors: str,
+                   malformed: list[tuple[str, pa.Table]]) -> pa.RecordBatch:
+    """``batch`` without its rows whose text is not UTF-8 (any string column, dictionary
+    ones included). Under ``errors="raise"`` such a row is a LoadError
+    (``malformed_value``) naming the file, the column and the value with its bytes shown
+    escaped; under ``"quarantine"`` each goes to ``malformed`` as a quarantine row of the
+    folder's tenant (raw: the payload, escaped). Column-wise: one Arrow validation of the
+    batch, and the rows located only when it fails."""
+    from ..schema import (
+        escape_invalid_utf8,
+        escape_table_utf8,
+        invalid_utf8_columns,
+        shown_bytes,
+        text_is_utf8,
+    )
+
+    if text_is_utf8(batch):
+        return batch
+    found = invalid_utf8_columns(batch)
+    table = pa.Table.from_batches([batch])
+    if not found:  # only dictionary entries no row uses: shown escaped, no row is bad
+        return escape_table_utf8(table)[0].to_batches()[0]
+    first_col = np.full(batch.num_rows, -1, np.int64)
+    for k, rows in enumerate(found.values()):
+        first_col[rows] = np.where(first_col[rows] < 0, k, first_col[rows])
+    names = list(found)
+    rows_bad = np.flatnonzero(first_col >= 0)
+    if errors == "raise":
+        name = names[int(first_col[rows_bad[0]])]
+        value = shown_bytes(table.column(name), rows_bad[:1])[0]
+        raise LoadError(
+            source=path, line=None, field=name, reason="malformed_value",
+            detail=(f"holds text that is not UTF-8 in {len(rows_bad)} row(s) (first: "
+                    f"{value})"),
+            fix=_UTF8_FIX)
+    shown = table.take(pa.array(rows_bad))
+    for name in ("payload", "run_id", *names):
+        i = shown.schema.get_field_index(name)
+        shown = shown.set_column(i, shown.schema.field(i), escape_invalid_utf8(shown.column(i)))
+    fields = [names[k] for k in first_col[rows_bad].tolist()]
+    text = {name: shown_bytes(table.column(name), rows_bad) for name in names}
+    values = [text[f][j] for j, f in enumerate(fields)]
+    n = len(rows_bad)
+    msgs = [f"{path}: field {f!r} holds text that is not UTF-8 ({v}) "
+            f"(reason=malformed_value). {_UTF8_FIX}" for f, v in zip(fields, values, strict=True)]
+    malformed.append((path, pa.table({
+        "source": pa.array([path] * n, pa.string()),
+        "line": pa.nulls(n, pa.int64()),
+        "field": pa.array(fields, pa.string()),
+        "reason": pa.array(["malformed_value"] * n, pa.string()),
+        "message": pa.array(msgs, pa.string()),
+        "raw": pc.cast(shown.column("payload"), pa.large_string()),
+        "tenant_id": pa.array([tenant] * n, pa.string()),
+        "run_id": pc.cast(shown.column("run_id"), pa.string()),
+    }, schema=QUARANTINE_SCHEMA)))
+    keep = np.ones(batch.num_rows, bool)
+    keep[rows_bad] = False
+    # the rows kept are UTF-8; dictionaries may still hold the bad rows' entries: escaped
+    kept = escape_table_utf8(table.filter(pa.array(keep)))[0].combine_chunks()
+    return kept.to_batches()[0] if kept.num_rows else batch.slice(0, 0)
+
+
+def _readable_side(path: Path, tenant: str, errors: str, bad: list[dict[str, Any]],
+                   schema: pa.Schema) -> pa.Table | None:
+    """A tenant folder's side file (:func:`_side_file`) in ``schema`` (runs or quarantine),
+    or None when there is none. A side file that is not Parquet or whose columns are not
+    the side table's is :func:`_bad_file` (raised, or one quarantine row and the file left
+    out): one bad side file never fails the tenant."""
+    try:
+        t = _side_file(path, tenant, errors, bad)
+        if t is None:
+            return None
+        return t.cast(schema) if schema is RUNS_SCHEMA else _as_quarantine(t).cast(schema)
+    except (pa.ArrowException, OSError, ValueError, KeyError, TypeError) as exc:
+        _bad_file(str(path), tenant, errors, bad, None,
+                  f"is not a {path.name} replaykit writes ({type(exc).__name__}: "
+                  f"{str(exc)[:200]})", exc)
+        return None
+
+
+def _utf8_headers(runs: pa.Table, path: Path, tenant: str | None, errors: str,
+                  bad: list[dict[str, Any]]) -> pa.Table:
+    """A ``_runs.parquet`` table without its header rows whose text is not UTF-8: a
+    LoadError (``malformed_value``, the value shown escaped) under ``errors="raise"``, else
+    one quarantine row per header row (of the folder's tenant) and the row left out."""
+    from ..schema import escape_table_utf8, shown_bytes
+
+    escaped, found = escape_table_utf8(runs)
+    if not found:
+        return runs
+    bad_rows = np.unique(np.concatenate(list(found.values())))
+    for name, rows in found.items():
+        value = shown_bytes(runs.column(name), rows[:1])[0]
+        detail = f"holds text that is not UTF-8 in {len(rows)} header row(s) (first: {value})"
+        if errors == "raise":
+            raise LoadError(source=str(path), line=None, field=name, reason="malformed_value",
+                            detail=detail, fix=_UTF8_FIX)
+    field_of: dict[int, str] = {}
+    for name, rows in reversed(found.items()):  # a row's first column that holds any
+        field_of.update(dict.fromkeys(rows.tolist(), name))
+    for r, rec in zip(bad_rows.tolist(), escaped.take(pa.array(bad_rows)).to_pylist(),
+                      strict=True):
+        name = field_of[r]
+        err = LoadError(source=str(path), line=None, field=name, reason="malformed_value",
+                        detail=(f"header row of run {rec['run_id']!r} (its text shown "
+                                "escaped) holds text that is not UTF-8: "
+                                f"{shown_bytes(runs.column(name), [r])[0]}"), fix=_UTF8_FIX)
+        row = err.as_record()
+        row.update(raw=rec["attrs"], tenant_id=tenant, run_id=rec["run_id"])
+        bad.append(row)
+    keep = np.ones(runs.num_rows, bool)
+    keep[bad_rows] = False
+    return runs.filter(pa.array(keep))
+
+
 def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any = None,
                          errors: str = "raise",
                          bad: list[dict[str, Any]] | None = None) -> pa.Table:
@@ -191,15 +311,17 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
     """
     if not files:
         return empty_events()
-    paths = [str(f) for _, f in files]
+    sink: list[dict[str, Any]] = [] if bad is None else bad
+    tenant_of = {str(f): t for t, f in files}
+    paths = _readable_files([str(f) for _, f in files], tenant_of, errors, sink)
+    if not paths:
+        return empty_events()
     # a tenant_id column (foreign files) straight from the Parquet dictionary pages
     fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
         dictionary_columns={"tenant_id"}))
     # the canonical columns, whatever the first file holds (absent ones read as nulls)
     schema = pa.schema([f.with_nullable(True) for f in EVENTS_SCHEMA])
-    dataset = ds.dataset(paths, format=fmt, schema=schema)
     names = list(EVENTS_SCHEMA.names)
-    tenant_of = {p: t for (t, _), p in zip(files, paths, strict=True)}
     tenant_dict = pa.array(sorted(set(tenant_of.values())), pa.string())
     code_of = {t: i for i, t in enumerate(tenant_dict.to_pylist())}
     t_pos = names.index("tenant_id")
@@ -207,6 +329,7 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
     tainted: dict[str, int] = {}
     damaged: dict[str, tuple[str, int]] = {}  # file -> (first column with nulls, rows)
     claims: dict[str, bytes | None] = {}
+    malformed: list[tuple[str, pa.Table]] = []  # (file, quarantine rows): text not UTF-8
     required = [(i, f.name) for i, f in enumerate(EVENTS_SCHEMA)
                 if not f.nullable and f.name != "tenant_id"]  # tenant_id: from the folder
 
@@ -238,13 +361,15 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
             damaged[path] = (field, rows + nulls)
             return
 
-    scanner = dataset.scanner(columns=names, filter=filter)
-    for tagged in _scan(scanner, paths):
+    for tagged in _scan_files(paths, fmt, schema, names, filter, tenant_of, errors, sink):
         batch = tagged.record_batch
         if batch.num_rows == 0:
             continue
         path = tagged.fragment.path
         want = tenant_of[path]
+        batch = _utf8_rows_out(batch, path, want, errors, malformed)
+        if batch.num_rows == 0:
+            continue
         if path not in claims:  # once per file: the tenant its footer names, if any
             meta = tagged.fragment.physical_schema.metadata or {}
             claims[path] = meta.get(TENANT_KEY)
@@ -266,6 +391,11 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
         batches.append((path, batch.set_column(t_pos, "tenant_id", tenant)))
     out: list[pa.RecordBatch] = []
     if bad is not None:
+        for path, rows in malformed:  # a file of another tenant: its rows are no tenant's
+            if path in tainted:
+                rows = rows.set_column(rows.schema.get_field_index("tenant_id"), "tenant_id",
+                                       pa.nulls(rows.num_rows, pa.string()))
+            bad.extend(rows.to_pylist())
         for path, count in tainted.items():  # what the folder's tenant may see: no raw rows
             bad.append({
                 "source": path, "line": None, "field": "tenant_id",
@@ -321,22 +451,97 @@ def read_partition_files(files: Sequence[tuple[str, Path | str]], *, filter: Any
         .combine_chunks()
 
 
-def _scan(scanner: ds.Scanner, paths: list[str]) -> Iterable[Any]:
-    """The scanner's tagged batches; an unreadable file or a column of the wrong type is a
-    LoadError (reason ``bad_parquet``), not a raw Arrow error."""
-    it = iter(scanner.scan_batches())
-    while True:
+_BAD_FILE_FIX = ("the file is not one EventLog.to_parquet writes (planted, damaged or "
+                 "written by another tool): remove it or rewrite the dataset with "
+                 "EventLog.to_parquet (errors=\"quarantine\" reads the other files)")
+
+
+def _type_family(t: pa.DataType) -> str:
+    """What a column holds, whatever its encoding: text (plain, large or dictionary),
+    integers (any width), floats, times, booleans; other types by name."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "text"
+    if pa.types.is_integer(t):
+        return "integer"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_boolean(t):
+        return "boolean"
+    return str(t)
+
+
+def _bad_file(path: str, tenant: str, errors: str, bad: list[dict[str, Any]],
+              field: str | None, detail: str, exc: BaseException | None = None) -> None:
+    """One dataset file that cannot be read as events: a LoadError naming it under
+    ``errors="raise"``; else one quarantine row of its folder's tenant (no raw content)
+    and the file is left out: the tenant's other files still read."""
+    err = LoadError(source=path, line=None, field=field, reason="bad_parquet", detail=detail,
+                    fix=_BAD_FILE_FIX)
+    if errors == "raise":
+        raise err from exc
+    rec = err.as_record()
+    rec.update(raw=None, tenant_id=tenant, run_id=None)
+    bad.append(rec)
+
+
+def _readable_files(paths: list[str], tenant_of: dict[str, str], errors: str,
+                    bad: list[dict[str, Any]]) -> list[str]:
+    """The files whose footer reads and whose canonical columns hold what the canonical
+    schema says (text, integers, times, ...: any width or encoding Arrow casts); each other
+    file is :func:`_bad_file`. One footer read per file, no data."""
+    import pyarrow.parquet as pq
+
+    canon = {f.name: f.type for f in EVENTS_SCHEMA}
+    good = []
+    for path in paths:
         try:
-            tagged = next(it)
-        except StopIteration:
-            return
+            schema = pq.read_schema(path)
         except (pa.ArrowException, OSError) as exc:
-            raise LoadError(
-                source=os.path.commonpath(paths) if len(paths) > 1 else paths[0], line=None,
-                reason="bad_parquet", detail=f"a dataset file cannot be read as events ({exc})",
-                fix="rewrite the dataset with EventLog.to_parquet, or remove the bad file",
-            ) from exc
-        yield tagged
+            _bad_file(path, tenant_of[path], errors, bad, None,
+                      f"is not readable Parquet ({type(exc).__name__}: {str(exc)[:200]})", exc)
+            continue
+        wrong = [(f.name, f.type) for f in schema
+                 if f.name in canon and _type_family(f.type) != _type_family(canon[f.name])]
+        twice = sorted({n for n in schema.names if schema.names.count(n) > 1})
+        if twice:
+            _bad_file(path, tenant_of[path], errors, bad, twice[0],
+                      f"is a column name the file holds more than once ({twice})")
+        elif wrong:
+            name, typ = wrong[0]
+            _bad_file(path, tenant_of[path], errors, bad, name,
+                      f"has type {typ} in this file where events hold {canon[name]}"
+                      + (f" (and {len(wrong) - 1} more column(s) of a wrong type: "
+                         f"{[n for n, _ in wrong[1:]]})" if len(wrong) > 1 else ""))
+        else:
+            good.append(path)
+    return good
+
+
+def _scan_files(paths: list[str], fmt: Any, schema: pa.Schema, names: list[str], filter: Any,
+                tenant_of: dict[str, str], errors: str,
+                bad: list[dict[str, Any]]) -> list[Any]:
+    """The tagged batches of the files (one scan of them all). When that scan fails (a
+    file whose data cannot be read or cast), the files are scanned one by one and each that
+    fails is :func:`_bad_file`: one bad file never fails the others."""
+    def scan(ps: list[str]) -> list[Any]:
+        dataset = ds.dataset(ps, format=fmt, schema=schema)
+        return list(dataset.scanner(columns=names, filter=filter).scan_batches())
+
+    try:
+        return scan(paths)
+    except (pa.ArrowException, OSError) as exc:
+        if len(paths) == 1:
+            _bad_file(paths[0], tenant_of[paths[0]], errors, bad, None,
+                      f"cannot be read as events ({type(exc).__name__}: {str(exc)[:200]})", exc)
+            return []
+    out: list[Any] = []
+    for path in paths:
+        out.extend(_scan_files([path], fmt, schema, names, filter, tenant_of, errors, bad))
+    return out
 
 
 def read_parquet(
@@ -372,6 +577,7 @@ def read_parquet(
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
+        LoadError: ``special_file``: ``path`` is a FIFO, socket or device.
         LoadError: ``bad_tenant`` (a ``tenant_id`` argument, a folder or a ``_runs.parquet``
             row breaks the tenant-id rule), ``bad_partition`` (a folder name that is not the
             canonical encoding), ``partition_mismatch`` (a file's rows are another tenant's),
@@ -380,6 +586,7 @@ def read_parquet(
             (reason ``bad_parquet``, naming the dataset folder).
     """
     root = Path(path)
+    refuse_special_file(root)  # a FIFO or device: said as such, never opened
     if not root.exists():
         raise FileNotFoundError(f"{root}: no such Parquet dataset")
     if errors not in ("raise", "quarantine"):
@@ -445,7 +652,10 @@ def _read_dataset(root: Path, tenant_id: str | Sequence[str] | None,
             "reads as before; rewrite it in the current layout (side files inside each "
             "tenant_id=<id>/ folder) with rk.read_parquet(old).to_parquet(new)",
             LegacyDatasetWarning, stacklevel=3)
-        runs = pq.read_table(root / RUNS_FILE) if (root / RUNS_FILE).exists() else None
+        runs = None
+        if (root / RUNS_FILE).exists():
+            runs = _utf8_headers(pq.read_table(root / RUNS_FILE).cast(RUNS_SCHEMA),
+                                 root / RUNS_FILE, None, errors, bad)
         if (root / QUARANTINE_FILE).exists():
             quarantine = _as_quarantine(pq.read_table(root / QUARANTINE_FILE))
     else:
@@ -455,12 +665,12 @@ def _read_dataset(root: Path, tenant_id: str | Sequence[str] | None,
             if problem is not None or (tenants is not None and tenant not in tenants):
                 continue  # (a bad folder was reported by partition_files)
             here = pins.get(d.name, d)
-            r = _side_file(here / RUNS_FILE, tenant, errors, bad)
+            r = _readable_side(here / RUNS_FILE, tenant, errors, bad, RUNS_SCHEMA)
             if r is not None:
-                runs_parts.append(r.cast(RUNS_SCHEMA))
-            q = _side_file(here / QUARANTINE_FILE, tenant, errors, bad)
+                runs_parts.append(_utf8_headers(r, here / RUNS_FILE, tenant, errors, bad))
+            q = _readable_side(here / QUARANTINE_FILE, tenant, errors, bad, QUARANTINE_SCHEMA)
             if q is not None:
-                quar_parts.append(_as_quarantine(q))
+                quar_parts.append(q)
         if tenants is None and (root / NO_TENANT_QUARANTINE_FILE).is_file():
             quar_parts.append(_as_quarantine(pq.read_table(root / NO_TENANT_QUARANTINE_FILE)))
         runs = pa.concat_tables(runs_parts) if runs_parts else None

@@ -23,6 +23,9 @@ from ..schema import (
     QUARANTINE_SCHEMA,
     _dictionary_rank,
     empty_events,
+    escape_table_utf8,
+    invalid_utf8_columns,
+    shown_bytes,
     sort_events,
     validate,
 )
@@ -203,7 +206,7 @@ class EventLog:
             table = sort_events(table) if canonical else table
         validate(table)
         self._table = table
-        self._runs = _empty_runs() if runs is None else runs.cast(RUNS_SCHEMA)
+        self._runs = _empty_runs() if runs is None else _checked_runs(runs.cast(RUNS_SCHEMA))
         self._quarantine = _as_quarantine(quarantine)
         self._extras = dict(extras or {})
         self._index: _RunIndex | None = None
@@ -725,9 +728,13 @@ class EventLog:
         tenant could not be read). Datasets of the older layout (side files at the root,
         every tenant's rows in one file) still read, with a :class:`LegacyDatasetWarning`
         saying how to rewrite them. The folder name is the tenant id percent-encoded
-        (:func:`replaykit.tenancy.encode_partition_value`; ``acme`` stays ``acme``), and every
-        file keeps its ``tenant_id`` column, so :func:`read_parquet` checks each row against
-        its folder. Read it back with :func:`read_parquet`. With ``partition_events=N`` each
+        (:func:`replaykit.tenancy.encode_partition_value`; ``acme`` stays ``acme``). Each
+        events file names its tenant in its Parquet footer (key ``replaykit.tenant_id``) and
+        has no ``tenant_id`` column (the folder gives it, as hive readers such as
+        ``pandas.read_parquet`` expect); the side files keep their ``tenant_id`` column.
+        :func:`read_parquet` checks each file's footer, and each row of a file that does
+        have a ``tenant_id`` column, against its folder. Read it back with
+        :func:`read_parquet`. With ``partition_events=N`` each
         file holds about N events and never splits a run: one task per file for
         ``engine="dask"`` (see :func:`replaykit.engine.write_partitioned`); without it, one
         file per tenant.
@@ -970,11 +977,29 @@ def concat(logs: Iterable[EventLog]) -> EventLog:
 
 def _as_quarantine(q: pa.Table | None) -> pa.Table:
     """A quarantine table in :data:`QUARANTINE_SCHEMA` (older ones lack tenant_id / run_id:
-    those rows belong to no known tenant)."""
+    those rows belong to no known tenant). Stored text that is not UTF-8 (a damaged
+    ``_quarantine.parquet``, a table passed in) is shown escaped: a quarantine is a report,
+    and must print."""
     if q is None:
         return QUARANTINE_SCHEMA.empty_table()
-    if q.schema.names == QUARANTINE_SCHEMA.names:
-        return q
-    cols = [q.column(f.name) if f.name in q.schema.names else pa.nulls(q.num_rows, f.type)
-            for f in QUARANTINE_SCHEMA]
-    return pa.Table.from_arrays(cols, schema=QUARANTINE_SCHEMA)
+    if q.schema.names != QUARANTINE_SCHEMA.names:
+        cols = [q.column(f.name) if f.name in q.schema.names else pa.nulls(q.num_rows, f.type)
+                for f in QUARANTINE_SCHEMA]
+        q = pa.Table.from_arrays(cols, schema=QUARANTINE_SCHEMA)
+    return escape_table_utf8(q)[0]
+
+
+def _checked_runs(runs: pa.Table) -> pa.Table:
+    """A header table (:data:`RUNS_SCHEMA`) whose text is UTF-8.
+
+    Raises:
+        SchemaError: a string column holds bytes that are not UTF-8 (shown escaped).
+    """
+    found = invalid_utf8_columns(runs)
+    if found:
+        raise SchemaError([
+            f"runs column {name!r} holds {len(rows)} value(s) that are not UTF-8 (rows "
+            f"{rows[:3].tolist()}: {', '.join(shown_bytes(runs.column(name), rows[:3]))}); "
+            "fix the producer or drop those header rows"
+            for name, rows in found.items()])
+    return runs

@@ -44,7 +44,9 @@ def _verify_part(part: Partition, data: Any, heads: pd.DataFrame | None
         tn, rn = heads["tenant_id"].to_numpy(object), heads["run_id"].to_numpy(object)
         ok = np.array([(r in runs) if t_ is None else ((t_, r) in pairs)
                        for t_, r in zip(tn, rn, strict=True)], dtype=bool)
-        mine = heads[ok]
+        # a partition holding no anchored run: no heads to check here (an empty frame
+        # would be an anchor set that anchors nothing, which verify_chain refuses)
+        mine = heads[ok] if ok.any() else None
     return verify_chain(log, mine), keys
 
 

@@ -15,11 +15,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..eventlog.log import EventLog, to_pandas
+from ..schema import escape_table_utf8
 from ..schema import run_starts as _run_starts
 from .chain import GENESIS, _as_table, _verify_hashes
 from .content import _plain
 from .derived import _derived_rest, _derived_side, _pleach_rows
-from .manifest import _MANIFEST_KEY, ChainManifest
+from .manifest import _MANIFEST_KEY, ChainManifest, ManifestError
 from .problems import _PROBLEM_SCHEMA, _problem_frame, _problems
 
 __all__ = ["verify_chain"]
@@ -28,9 +29,23 @@ def _as_manifest(expected_heads: Any) -> ChainManifest | None:
     """``expected_heads`` as a manifest (a ChainManifest or its dict form), else None."""
     if isinstance(expected_heads, ChainManifest):
         return expected_heads
-    if isinstance(expected_heads, Mapping) and _MANIFEST_KEY in expected_heads:
+    if isinstance(expected_heads, Mapping) and (
+            _MANIFEST_KEY in expected_heads
+            or isinstance(expected_heads.get("tenants"), Mapping)):
+        # a manifest's dict form, even one missing its version member: read as a manifest,
+        # whose errors name the member that is missing (never as a mapping of run heads)
         return ChainManifest.from_dict(expected_heads)
     return None
+
+
+_ANCHOR_FIX = ("anchor the log with a manifest of a trusted copy: "
+               "verify_chain(log, expected_heads=chain_manifest(trusted)); or pass "
+               "expected_heads=None to check the links only (then runs deleted or cut at "
+               "their end cannot be detected)")
+
+
+def _anchor_error(problem: str) -> ManifestError:
+    return ManifestError(f"expected_heads {problem}: {_ANCHOR_FIX}")
 
 
 def _normalise_heads(expected_heads: Any) -> pd.DataFrame:
@@ -39,10 +54,9 @@ def _normalise_heads(expected_heads: Any) -> pd.DataFrame:
         expected_heads = expected_heads.to_pandas()
     if isinstance(expected_heads, pd.DataFrame):
         if not {"run_id", "row_hash"} <= set(expected_heads.columns):
-            raise ValueError(
-                "expected_heads needs columns run_id and row_hash (tenant_id and seq optional); "
-                "build it with chain_heads(log)"
-            )
+            raise _anchor_error(
+                "needs columns run_id and row_hash (tenant_id and seq optional; "
+                "chain_heads(log) builds them)")
         df = expected_heads.copy()
     elif isinstance(expected_heads, Mapping):
         recs = []
@@ -51,22 +65,40 @@ def _normalise_heads(expected_heads: Any) -> pd.DataFrame:
             recs.append({"tenant_id": tenant, "run_id": run, "row_hash": value})
         df = pd.DataFrame.from_records(recs, columns=["tenant_id", "run_id", "row_hash"])
     elif isinstance(expected_heads, Iterable) and not isinstance(expected_heads, (str, bytes)):
-        df = pd.DataFrame.from_records(list(expected_heads))
+        recs = list(expected_heads)
+        if not recs:
+            raise _anchor_error("is empty, so it anchors nothing")
+        if not all(isinstance(r, Mapping) for r in recs):
+            raise _anchor_error("must be records (mappings) with run_id and row_hash")
+        df = pd.DataFrame.from_records(recs)
         if not {"run_id", "row_hash"} <= set(df.columns):
-            raise ValueError("each expected head needs run_id and row_hash")
+            raise _anchor_error("needs run_id and row_hash in each record")
     else:
         raise TypeError(
             "expected_heads must be a DataFrame (see chain_heads), a mapping "
             "{run_id or (tenant_id, run_id): row_hash} or a list of records"
         )
+    if not len(df):  # checking against nothing would pass a log with any run deleted
+        raise _anchor_error("is empty, so it anchors nothing")
+    bad = next((h for h in df["row_hash"].tolist() if not isinstance(h, str)), "")
+    if not isinstance(bad, str):
+        raise _anchor_error(f"holds a row_hash that is not a hash string ({type(bad).__name__}"
+                            f" {str(bad)[:60]!r}); a manifest's dict form needs its "
+                            f"{_MANIFEST_KEY!r} member (ChainManifest.to_dict())")
+    if df["run_id"].isna().any():
+        raise _anchor_error("holds a head without a run_id")
     for col in ("tenant_id", "seq"):
         if col not in df.columns:
             df[col] = None
+    try:
+        seq = pd.array(df["seq"], dtype="Int64")
+    except (TypeError, ValueError) as exc:
+        raise _anchor_error(f"holds a seq that is not an integer ({exc})") from None
     out = pd.DataFrame(
         {
             "tenant_id": df["tenant_id"].astype(object).where(df["tenant_id"].notna(), None),
             "run_id": df["run_id"].astype(str),
-            "seq": pd.array(df["seq"], dtype="Int64"),
+            "seq": seq,
             "row_hash": df["row_hash"].astype(object),
         }
     )
@@ -269,9 +301,15 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
 
     Raises:
         TypeError: ``log`` or ``expected_heads`` has the wrong type.
-        ValueError: a table lacks the needed columns; ``expected_heads`` lacks
-            run_id/row_hash; a manifest or ``derived=False`` with ``engine="dask"``.
-        ManifestError: a manifest (dict form) whose digest does not match its content.
+        ValueError: a table lacks the needed columns; a manifest or ``derived=False`` with
+            ``engine="dask"``.
+        ManifestError: (a ``ValueError``) ``expected_heads`` anchors nothing (an empty
+            mapping, frame, table or list: a log with a run deleted would pass), lacks
+            run_id/row_hash, holds a row_hash that is not a string or a seq that is not an
+            integer; a manifest (dict form) that is malformed (e.g. without its
+            ``replaykit_chain_manifest`` member) or whose digest does not match its content.
+            An empty :class:`ChainManifest` is a manifest of no runs: every run of the log
+            is then ``unexpected_run``.
 
     >>> problems = verify_chain(log, expected_heads=chain_manifest(trusted))  # doctest: +SKIP
     >>> problems.empty  # doctest: +SKIP
@@ -293,9 +331,14 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
         heads = None
     else:
         heads = None if expected_heads is None else _normalise_heads(expected_heads)
-    table = _as_table(log)
-    n = table.num_rows
     parts: list[pa.Table] = []
+    if isinstance(log, pa.Table):  # a caller's table: text that is not UTF-8 is reported
+        log, bad_text = escape_table_utf8(log)
+        table = _as_table(log)
+        parts.extend(_utf8_problems(log, bad_text))
+    else:  # an EventLog's text was checked when it was built
+        table = _as_table(log)
+    n = table.num_rows
     # the derived-column check but the tool calls' arguments (_derived_side: Arrow's parse
     # of the payloads, which releases the GIL for its whole run, and column steps) runs on
     # a thread of its own while this one hashes (the content bytes are built on two more,
@@ -336,6 +379,24 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
 
         parts.append(malformed_problems(log.quarantine))
     return _problem_frame(parts)
+
+
+def _utf8_problems(table: pa.Table, found: dict[str, np.ndarray]) -> list[pa.Table]:
+    """``malformed_value`` problems of the rows of a caller's table whose text was not UTF-8
+    (``found``: column -> rows; ``table``: that text already shown escaped). Expected says
+    which column, found its value with the bytes escaped."""
+    out = []
+    for name, rows in found.items():
+        at = pa.array(rows)
+        out.append(pa.table({
+            "tenant_id": _plain(table.column("tenant_id")).take(at),
+            "run_id": _plain(table.column("run_id")).take(at),
+            "seq": table.column("seq").combine_chunks().take(at).cast(pa.int64()),
+            "kind": pa.array(["malformed_value"] * len(rows), pa.string()),
+            "expected": pa.array([f"{name}: UTF-8 text"] * len(rows), pa.string()),
+            "found": pc.cast(_plain(table.column(name)).take(at), pa.string()),
+        }, schema=_PROBLEM_SCHEMA))
+    return out
 
 
 def _chain_problems(table: pa.Table, n: int, parts: list[pa.Table], *,

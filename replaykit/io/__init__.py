@@ -19,6 +19,8 @@ from ..errors import (
     LoadError,
     MissingTenantError,
     ReplayKitError,
+    refuse_special_file,
+    special_file_kind,
 )
 from ..eventlog.log import EventLog, concat
 from ..schema import empty_events
@@ -157,6 +159,20 @@ class Inputs(NamedTuple):
     skipped: list[LoadError]
 
 
+def _special_files(paths: Iterable[Path]) -> list[LoadError]:
+    """One skipped-file error (reason ``special_file``) per FIFO, socket or device (or link to
+    one) among ``paths``: never opened (reading one blocks or never ends), and counted and
+    named with the other skipped files, never dropped silently."""
+    out = []
+    for f in paths:
+        kind = special_file_kind(f)
+        if kind is not None:
+            out.append(LoadError(source=str(f), line=None, reason="special_file",
+                                 detail=f"is {kind}, not a log file (skipped without opening it)",
+                                 fix="Remove it from the folder, or name regular log files."))
+    return out
+
+
 def find_inputs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> Inputs:
     """The one rule for naming inputs, in :func:`read_events` and the command line.
 
@@ -195,6 +211,7 @@ def find_inputs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
 
     for item in items:
         p = Path(item)
+        refuse_special_file(p)  # a FIFO, socket or device named: say what it is, never open
         if is_dataset(p) or p.is_file():
             add(p)
             continue
@@ -206,7 +223,9 @@ def find_inputs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
                 raise FileNotFoundError(f"{item}: no such file, directory or glob match")
             roots = [m for m in matches if m.is_dir()]
             files = [m for m in matches if m.is_file()]
+            skipped += _special_files(matches)
         for root in roots:
+            skipped += _special_files(root.rglob("*"))
             if is_dataset(root):
                 add(root)
                 continue

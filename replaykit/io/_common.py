@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
-from ..errors import LoadError
+from ..errors import LoadError, refuse_special_file, special_file_kind
 from ..schema import quarantine_table
 from ..tenancy import BadTenantError, check_tenant_id, check_tenant_ids
 
@@ -26,11 +26,14 @@ __all__ = [
     "ErrorPolicy",
     "Progress",
     "Quarantine",
+    "SpecialFileWarning",
     "expand_paths",
     "iter_lines",
     "keep_tenants",
     "owner_and_filter",
+    "refuse_special_file",
     "require_tenant",
+    "special_file_kind",
     "unexpected_input",
     "compressed",
     "unreadable",
@@ -329,6 +332,44 @@ def _interactive() -> bool:
         return False
 
 
+class SpecialFileWarning(UserWarning):
+    """Files in a folder (or matched by a glob) that are FIFOs, sockets or devices (or links
+    to one) were skipped without being opened: reading one would block or never end. The
+    message lists them; name regular files, or remove them from the folder."""
+
+
+def _skip_special(found: Iterable[Path], where: str) -> list[Path]:
+    """The regular files of ``found`` (a folder's or a glob's matches); the FIFOs, sockets and
+    devices among them are left out with one :class:`SpecialFileWarning` listing them."""
+    keep, special = [], []
+    for f in found:
+        kind = special_file_kind(f)
+        if kind is not None:
+            special.append(f"{f} ({kind.removeprefix('a ')})")
+        elif f.is_file():
+            keep.append(f)
+    if special:
+        import warnings
+
+        warnings.warn(
+            f"{where}: skipped {len(special)} file(s) that are not regular files, without "
+            f"opening them (reading one would block or never end): {'; '.join(special[:20])}"
+            + (f"; and {len(special) - 20} more" if len(special) > 20 else ""),
+            SpecialFileWarning, stacklevel=_user_stacklevel())
+    return keep
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that attributes a warning to the first caller outside replaykit."""
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
+
+
 def expand_paths(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
@@ -336,15 +377,22 @@ def expand_paths(
 ) -> list[Path]:
     """Expand files, directories (searched recursively for ``patterns``) and globs.
 
+    A FIFO, socket or device is never opened: named, it is a LoadError saying what it is;
+    in a folder or among a glob's matches it is skipped with a :class:`SpecialFileWarning`
+    listing it.
+
     Raises:
         FileNotFoundError: a path or glob matches nothing.
+        LoadError: ``reason="special_file"``: a path names a FIFO, socket or device.
     """
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     out: list[Path] = []
     for item in items:
         p = Path(item)
+        refuse_special_file(p)
         if p.is_dir():
-            found = sorted({f for pat in patterns for f in p.rglob(pat) if f.is_file()})
+            found = _skip_special(sorted({f for pat in patterns for f in p.rglob(pat)
+                                          if not f.is_dir()}), str(p))
             if not found:
                 raise FileNotFoundError(
                     f"{p}: directory holds no files matching {', '.join(patterns)}"
@@ -354,7 +402,7 @@ def expand_paths(
             out.append(p)
         else:
             matches = sorted(Path(m) for m in _glob.glob(str(item), recursive=True))
-            files = [m for m in matches if m.is_file()]
+            files = _skip_special([m for m in matches if not m.is_dir()], str(item))
             if not files:
                 raise FileNotFoundError(f"{item}: no such file, directory or glob match")
             out.extend(files)

@@ -754,7 +754,17 @@ def malformed_problems(quarantine: pa.Table, *, every_reason: bool = False) -> p
                          "kind": "malformed_value", "expected": q["reason"],
                          "found": q["message"]})
             continue
-        rec = json.loads(q["raw"]) if q["raw"] else {}
+        try:
+            rec = json.loads(q["raw"]) if q["raw"] else {}
+        except ValueError:
+            rec = None
+        if not isinstance(rec, dict) or "columns" not in rec:
+            # a row of another store (a Parquet file's text that is not UTF-8): the
+            # quarantine row says whose it is and what is wrong, the bytes shown escaped
+            recs.append({"tenant_id": q["tenant_id"], "run_id": q["run_id"], "seq": None,
+                         "kind": "malformed_value",
+                         "expected": f"{q['field']}: {q['reason']}", "found": q["message"]})
+            continue
         cols = rec.get("columns", {})
         vals = rec.get("values", {})
         recs.append({

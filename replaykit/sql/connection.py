@@ -87,7 +87,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import MissingExtraError, ReplayKitError, SQLError
+from ..errors import MissingExtraError, ReplayKitError, SQLError, special_file_kind
 from ..tenancy import check_tenant_id
 
 __all__ = ["DEFAULT_MAPPING_TABLE", "DEFAULT_TABLE", "ddl"]
@@ -189,6 +189,12 @@ def _require_sqlite_file(target: str, table: str) -> None:
     """Refuse to read a SQLite file that does not exist (connecting would create it empty)."""
     if target == ":memory:" or target.startswith("file:"):
         return
+    kind = special_file_kind(target)
+    if kind is not None:  # the loaders' rule: a FIFO or device is said as such, never opened
+        raise SQLError(
+            table=table, operation="read", reason="special_file",
+            detail=f"{target!r} is {kind}, not a SQLite database file (never opened)",
+            fix="name the SQLite database file (sqlite:////absolute/path.db)")
     if not Path(target).is_file():
         raise SQLError(
             table=table, operation="read", reason="no_database",

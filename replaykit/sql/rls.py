@@ -64,6 +64,47 @@ def _rls_names(table: str, mapping_table: str) -> tuple[str, str, str, str, str]
             policy, '"replaykit_own_rows"')
 
 
+def _table_schema(quoted_table: str) -> str:
+    """The quoted schema of a quoted, schema-qualified table name (``"public"."t"``)."""
+    return quoted_table.split('"."')[0] + '"'
+
+
+def _reader_check_block(role: str) -> str:
+    """A ``DO`` block that raises unless ``role`` (about to be mapped to tenants) can neither
+    create objects in a schema other roles use nor owns a SECURITY DEFINER function others
+    may call: either would let it hand its tenants' rows to other sessions (a SECURITY
+    DEFINER function runs as its owner, whose mapping the policy then applies)."""
+    lit = _literal(role)
+    body = f"""
+DECLARE
+    r oid := (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = {lit});
+    bad text;
+BEGIN
+    SELECT string_agg(quote_ident(n.nspname), ', ') INTO bad FROM pg_catalog.pg_namespace n
+        WHERE n.nspname <> 'information_schema'
+          AND pg_catalog.left(n.nspname, 3) <> 'pg_'  -- the system's schemas
+          AND pg_catalog.has_schema_privilege(r, n.oid, 'CREATE')
+          AND EXISTS (SELECT 1 FROM aclexplode(coalesce(n.nspacl,
+                      acldefault('n', n.nspowner))) u
+                      WHERE u.privilege_type = 'USAGE' AND u.grantee <> r);
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'replaykit: role % may create objects in schema(s) % that other roles '
+            'use: a SECURITY DEFINER function it makes there would hand its tenants'' rows '
+            'to whoever calls it. REVOKE CREATE ON SCHEMA ... FROM it (and FROM PUBLIC) as '
+            'the schema''s owner, then grant again', {lit}, bad;
+    END IF;
+    SELECT string_agg(p.oid::regprocedure::text, ', ') INTO bad FROM pg_catalog.pg_proc p
+        WHERE p.proowner = r AND p.prosecdef;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'replaykit: role % owns SECURITY DEFINER function(s) %: mapped to '
+            'tenants, each would run as it for whoever calls it. Drop them or make them '
+            'SECURITY INVOKER, then grant again', {lit}, bad;
+    END IF;
+END
+"""
+    return f"DO {_dollar(body)}"
+
+
 def _rls_check_block(t: str, m: str, schema: str, policy: str, mpolicy: str, *,
                      granting: bool, role: str | None = None) -> str:
     """A ``DO`` block that raises (so the whole transaction rolls back) unless the session may
@@ -157,6 +198,11 @@ def _rls_setup_statements(table: str, mapping_table: str) -> list[str]:
     USING ("role_name" OPERATOR(pg_catalog.=) current_user)""",
         f"COMMENT ON POLICY {mpolicy} ON {m} IS {marker}",
         f"REVOKE ALL ON {t} FROM PUBLIC",
+        # no reader may create functions in the schema others resolve names in (a SECURITY
+        # DEFINER one runs as its owner and hands that owner's tenants to every caller);
+        # only the schema's owner can revoke: for anyone else this is a no-op with a
+        # warning, and rls_grant_sql refuses a role that still may create there
+        f"REVOKE CREATE ON SCHEMA {_table_schema(t)} FROM PUBLIC",
         f"ALTER TABLE {t} ENABLE ROW LEVEL SECURITY",
         f"ALTER TABLE {t} FORCE ROW LEVEL SECURITY",
         f"DROP POLICY IF EXISTS {policy} ON {t}",
@@ -176,6 +222,8 @@ def _rls_grant_statements(role: str, tenants: str | Sequence[str], table: str,
     t, m, schema, policy, mpolicy = _rls_names(table, mapping_table)
     out = ["SET LOCAL search_path TO pg_catalog, pg_temp",
            _rls_check_block(t, m, schema, policy, mpolicy, granting=True, role=role),
+           f"REVOKE CREATE ON SCHEMA {_table_schema(t)} FROM {r}",
+           _reader_check_block(role),
            f"GRANT SELECT{', INSERT' if write else ''} ON {t} TO {r}",
            f"GRANT USAGE ON SCHEMA {schema} TO {r}",
            f"GRANT SELECT ON {m} TO {r}"]
@@ -209,8 +257,10 @@ def rls_setup_sql(table: str = DEFAULT_TABLE, *,
     write (an older recipe's, a name already taken: permissive policies are ORed), a
     mapping schema or table owned by another role, or a session that is not the table's
     owner. The mapping table lives in a schema of its own (default ``replaykit``), closed to
-    ``PUBLIC``, so no reader can create a table of its name first. Give each role its
-    tenants with :func:`rls_grant_sql`; check the result with :func:`rls_audit`.
+    ``PUBLIC``, so no reader can create a table of its name first; ``CREATE`` on the table's
+    schema is revoked from ``PUBLIC`` (effective when the table owner owns that schema), so
+    no reader plants a ``SECURITY DEFINER`` function there that runs as it for others.
+    Give each role its tenants with :func:`rls_grant_sql`; check the result with :func:`rls_audit`.
 
     Raises:
         ValueError: a table name that is not a plain identifier; a mapping table in
@@ -233,7 +283,10 @@ def rls_grant_sql(role: str, tenants: str | Sequence[str], *, table: str = DEFAU
     PASSWORD '...'``): not a superuser, no ``BYPASSRLS``, not the table's owner, and not a
     member of another tenant's role. One transaction, which refuses (nothing granted) a
     table that is not under the replaykit recipe or carries policies replaykit did not
-    write, and a role that is a superuser, has ``BYPASSRLS`` or owns the table.
+    write, and a role that is a superuser, has ``BYPASSRLS`` or owns the table, or that may
+    create objects in a schema other roles use (after ``CREATE`` on the table's schema is
+    revoked from it) or owns a ``SECURITY DEFINER`` function: mapped to tenants, such a
+    function would run as it for whoever calls it.
 
     Raises:
         ValueError: a role name that is not a PostgreSQL name; a table name that is not a
@@ -405,6 +458,40 @@ _AUDIT_CHECKS: tuple[tuple[str, str, str, str], ...] = (
      "p.pronamespace NOT IN (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname IN "
      "('pg_catalog', 'information_schema'))",
      "make it SECURITY INVOKER, or own it by a plain role under the policy"),
+    ("tenant_security_definer", "error",
+     "SELECT p.oid::regprocedure::text, 'SECURITY DEFINER function owned by ' || "
+     "quote_ident(o.rolname) || ', a role mapped to tenants: it runs as its owner, so "
+     "whoever calls it reads that role''s tenants'' rows (callable by ' || "
+     "string_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' "
+     "ELSE a.grantee::regrole::text END, ', ') || ')' "
+     "FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_roles o ON o.oid = p.proowner "
+     "JOIN (SELECT DISTINCT role_name FROM %(mapping)s) m ON m.role_name = o.rolname "
+     "CROSS JOIN LATERAL aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a "
+     "WHERE p.prosecdef AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner "
+     "GROUP BY p.oid, o.rolname",
+     "DROP FUNCTION it (or ALTER FUNCTION ... SECURITY INVOKER); readers must not own "
+     "functions others call: REVOKE CREATE on every schema others use from them"),
+    ("reader_schema_create", "error",
+     "SELECT quote_ident(m.role_name) || ' on schema ' || quote_ident(n.nspname), "
+     "'a role mapped to tenants may create objects in a schema other roles use: a "
+     "SECURITY DEFINER function it makes there hands its tenants'' rows to whoever calls it, "
+     "and a look-alike function or table is picked up through search_path' "
+     "FROM (SELECT DISTINCT role_name FROM %(mapping)s) m "
+     "JOIN pg_catalog.pg_roles r ON r.rolname = m.role_name, pg_catalog.pg_namespace n "
+     "WHERE n.nspname <> 'information_schema' "
+     "AND pg_catalog.left(n.nspname, 3) <> 'pg_' "
+     "AND pg_catalog.has_schema_privilege(r.oid, n.oid, 'CREATE') "
+     "AND EXISTS (SELECT 1 FROM aclexplode(coalesce(n.nspacl, acldefault('n', n.nspowner))) u "
+     "WHERE u.privilege_type = 'USAGE' AND u.grantee <> r.oid)",
+     "REVOKE CREATE ON SCHEMA ... FROM the role (and FROM PUBLIC), as the schema's owner; "
+     "rls_setup_sql and rls_grant_sql revoke it on the table's schema"),
+    ("reader_database_create", "warning",
+     "SELECT quote_ident(m.role_name), 'a role mapped to tenants may create schemas in the "
+     "database (a schema named after another role comes first in that role''s "
+     "default search_path)' FROM (SELECT DISTINCT role_name FROM %(mapping)s) m "
+     "JOIN pg_catalog.pg_roles r ON r.rolname = m.role_name "
+     "WHERE pg_catalog.has_database_privilege(r.oid, current_database(), 'CREATE')",
+     "REVOKE CREATE ON DATABASE ... FROM the role"),
     ("public_schema_create", "warning",
      "SELECT n.nspname::text, 'PUBLIC may create objects in the table''s schema (functions, "
      "views, tables that an owner session with that schema first in search_path would use)' "
@@ -432,8 +519,10 @@ def rls_audit(conn_or_uri: Any, table: str = DEFAULT_TABLE, *,
     not reported: never connect applications as one);
     mapped roles that are superusers, have ``BYPASSRLS`` or are members of another mapped
     role; views over the table owned by a role that bypasses row-level security;
-    ``SECURITY DEFINER`` functions owned by such roles; ``CREATE`` on the table's schema for
-    ``PUBLIC``.
+    ``SECURITY DEFINER`` functions owned by such roles, or owned by a mapped role and
+    callable by others (it runs as its owner: its callers read the owner's tenants);
+    mapped roles that may create objects in a schema other roles use, or schemas in the
+    database; ``CREATE`` on the table's schema for ``PUBLIC``.
 
     >>> rk.sql.rls_audit("postgresql://owner@db/events")  # doctest: +SKIP
     Empty DataFrame ...

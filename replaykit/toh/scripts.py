@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._json import loads
-from ..errors import ReplayKitError
+from ..errors import ReplayKitError, refuse_special_file
 from ..io.toh import OrphanRunWarning, read_toh
 
 __all__ = [
@@ -494,8 +494,10 @@ def load_override(path: str | Path) -> list[dict[str, Any]] | dict[str, list[dic
         OverrideError: the file is not JSON or breaks one of the rules above (the message names
             the file and the entry / patch / chunk at fault).
         FileNotFoundError: no such file.
+        LoadError: ``reason="special_file"``: ``path`` is a FIFO, socket or device.
     """
     src = str(path)
+    refuse_special_file(path)  # a FIFO or device would block: said as such, never opened
     text = Path(path).read_text(encoding="utf-8")
     try:
         doc = json.loads(text)

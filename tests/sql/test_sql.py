@@ -1233,7 +1233,9 @@ def test_rls_recipe_holds_under_unusual_owner_session_settings(db):
     from replaykit.sql.rls import rls_grant, rls_setup
 
     tenant = "o'b\\c"
-    db.sql(None, "CREATE SCHEMA evil", "GRANT ALL ON SCHEMA evil TO PUBLIC",
+    # (USAGE only: CREATE for PUBLIC would let the reader plant functions there, which
+    # rls_grant refuses; test_the_recipe_leaves_readers_no_schema_others_use)
+    db.sql(None, "CREATE SCHEMA evil", "GRANT USAGE ON SCHEMA evil TO PUBLIC",
            "CREATE TABLE evil.tenant_roles AS SELECT r.rolname::text AS role_name, "
            "t::text AS tenant_id FROM pg_roles r, unnest(ARRAY['acme', 'globex']) t",
            "GRANT ALL ON evil.tenant_roles TO PUBLIC")
@@ -1269,3 +1271,115 @@ def test_rls_audit_reports_the_pitfalls(db):
         set(found["check"]), found
     assert found.set_index("check").loc["foreign_policy", "object"].startswith("open_all")
     assert list(found.columns) == ["check", "severity", "object", "detail", "fix"]
+
+
+# ------------------------------------------ a reader's SECURITY DEFINER function (issue 42 #18)
+
+
+class _Tenants(_Db):
+    """_Db with the recipe run and two readers, one per tenant (acme: reader, globex:
+    writer's role used as a second reader)."""
+
+    def __init__(self, server, admin_uri: str, log: EventLog) -> None:
+        from replaykit.sql.rls import rls_grant, rls_setup
+
+        super().__init__(server, admin_uri, log)
+        owner = self.uri(self.owner)
+        rls_setup(owner)
+        rls_grant(owner, self.reader, "acme")
+        rls_grant(owner, self.writer, "globex")
+
+
+@pytest.fixture
+def tenants_db(pg_server, pg_uri, log) -> _Tenants:
+    return _Tenants(pg_server, pg_uri, log)
+
+
+def _plant_definer(db: _Tenants, schema: str) -> str:
+    """As acme's reader: a SECURITY DEFINER function in ``schema`` returning every row its
+    owner sees (callable by PUBLIC, the default); returns its qualified name."""
+    fn = f'"{schema}".peek_rows'
+    db.sql(db.reader, f"CREATE FUNCTION {fn}() RETURNS SETOF text LANGUAGE sql "
+                      "SECURITY DEFINER AS 'SELECT tenant_id FROM public.harness_event_log'")
+    return fn
+
+
+@pytest.mark.parametrize("where", ["public (CREATE granted to the reader)",
+                                   "public (CREATE granted to PUBLIC)",
+                                   "a schema the reader owns, USAGE granted to PUBLIC"])
+def test_a_readers_security_definer_function_is_found_by_the_audit(tenants_db, where):
+    """The reader of acme, allowed to create functions in a schema others use, makes a
+    SECURITY DEFINER function: globex's reader calling it got acme's rows, and the audit
+    said the database was clean. Now the audit reports the function and the CREATE right
+    as errors; the leak itself is shown first (the attack works, so the audit must see it)."""
+    from replaykit.sql.rls import rls_audit
+
+    db = tenants_db
+    if where.startswith("public (CREATE granted to the reader"):
+        db.sql(None, f'GRANT CREATE ON SCHEMA public TO "{db.reader}"')
+        schema = "public"
+    elif where.startswith("public (CREATE granted to PUBLIC"):
+        db.sql(None, "GRANT CREATE ON SCHEMA public TO PUBLIC")
+        schema = "public"
+    else:
+        db.sql(None, f'CREATE SCHEMA reader_s AUTHORIZATION "{db.reader}"')
+        db.sql(db.reader, "GRANT USAGE ON SCHEMA reader_s TO PUBLIC")
+        schema = "reader_s"
+    fn = _plant_definer(db, schema)
+    leaked = {t for (t,) in db.sql(db.writer, f"SELECT * FROM {fn}()")}
+    assert leaked == {"acme"}  # globex's reader reads acme's rows through the function
+    found = rls_audit(db.uri(db.owner))
+    errors = found[found["severity"] == "error"]
+    definer = errors[errors["check"] == "tenant_security_definer"]
+    assert len(definer) == 1 and "peek_rows()" in definer["object"].iloc[0], found
+    assert "PUBLIC" in definer["detail"].iloc[0]
+    create = errors[errors["check"] == "reader_schema_create"]
+    assert any(schema in o and "rk_r" in o for o in create["object"]), found
+
+
+def test_a_definer_only_its_owner_may_call_is_not_a_leak(tenants_db):
+    from replaykit.sql.rls import rls_audit
+
+    db = tenants_db
+    db.sql(None, f'CREATE SCHEMA private_s AUTHORIZATION "{db.reader}"')  # no USAGE to others
+    fn = _plant_definer(db, "private_s")
+    db.sql(db.reader, f"REVOKE EXECUTE ON FUNCTION {fn}() FROM PUBLIC")
+    found = rls_audit(db.uri(db.owner))
+    assert found.query("severity == 'error'").empty, found
+
+
+def test_the_recipe_leaves_readers_no_schema_others_use(tenants_db):
+    """rls_setup revokes CREATE on the table's schema from PUBLIC (as far as the owner can);
+    rls_grant refuses a role that still may create in a schema others use, or that owns a
+    SECURITY DEFINER function, and changes nothing."""
+    from replaykit import SQLError
+    from replaykit.sql.rls import rls_grant
+
+    db = tenants_db
+    newcomer = f"rk_new_{next(_role_counter)}"
+    db.sql(None, f'CREATE ROLE "{newcomer}" LOGIN', f'GRANT CREATE ON SCHEMA public TO '
+                 f'"{newcomer}"')
+    mapped = lambda: db.sql(db.owner, "SELECT count(*) FROM replaykit.tenant_roles "  # noqa: E731
+                                      f"WHERE role_name = '{newcomer}'")[0][0]
+    with pytest.raises(SQLError) as err:
+        rls_grant(db.uri(db.owner), newcomer, "acme")
+    assert err.value.reason == "rls_refused" and "may create objects in schema" in str(err.value)
+    assert mapped() == 0
+    db.sql(None, f'REVOKE CREATE ON SCHEMA public FROM "{newcomer}"',
+           f'CREATE SCHEMA own_s AUTHORIZATION "{newcomer}"')
+    db.sql(newcomer, "CREATE FUNCTION own_s.f() RETURNS int LANGUAGE sql SECURITY DEFINER "
+                     "AS 'SELECT 1'")
+    with pytest.raises(SQLError) as err:
+        rls_grant(db.uri(db.owner), newcomer, "acme")
+    assert "owns SECURITY DEFINER" in str(err.value) and mapped() == 0
+    db.sql(None, "DROP SCHEMA own_s CASCADE")
+    rls_grant(db.uri(db.owner), newcomer, "acme")
+    assert mapped() == 1
+
+
+def test_the_setup_sql_revokes_create_on_the_tables_schema():
+    from replaykit.sql.rls import rls_grant_sql, rls_setup_sql
+
+    assert 'REVOKE CREATE ON SCHEMA "public" FROM PUBLIC;' in rls_setup_sql()
+    assert 'REVOKE CREATE ON SCHEMA "events" FROM PUBLIC;' in rls_setup_sql("events.t")
+    assert 'REVOKE CREATE ON SCHEMA "public" FROM "r";' in rls_grant_sql("r", "acme")

@@ -27,7 +27,7 @@ from ..._json import (
     json_type,
     loads,
 )
-from ...errors import LoadError
+from ...errors import LoadError, refuse_special_file
 from .._common import Progress, Quarantine, compressed, unreadable
 from ._format import _LINE_SUFFIXES, BRANCH_FORMAT, FIXTURES_FORMAT, RUN_FORMAT
 from ._text import (
@@ -389,7 +389,8 @@ def read_side_document(path: str | os.PathLike[str], expected: str) -> tuple[str
     the branch layer (:func:`replaykit.read_isplay_branch`, :func:`replaykit.read_isplay_fixtures`).
 
     Raises:
-        LoadError: ``bad_utf8``, ``bad_json``, ``not_object`` or ``bad_format``, naming the file.
+        LoadError: ``bad_utf8``, ``bad_json``, ``not_object`` or ``bad_format``, naming the file;
+            ``special_file``: a FIFO, socket or device (never opened).
         FileNotFoundError: no such file.
 
     >>> _, doc = read_side_document("data/isplay/fixtures.json", FIXTURES_FORMAT)  # doctest: +SKIP
@@ -397,6 +398,7 @@ def read_side_document(path: str | os.PathLike[str], expected: str) -> tuple[str
     'isplay.fixtures/v1'
     """
     src = str(path)
+    refuse_special_file(path)  # a FIFO or device would block: said as such, never opened
     data = Path(path).read_bytes()
     try:
         text = data.decode("utf-8-sig")
