@@ -7,7 +7,7 @@ import argparse
 import difflib
 import sys
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,23 +53,6 @@ def _expand_inputs(paths: Sequence[str], errors: str = "raise"
     keep: list[str | Path] = [named.get(f, f) for f in found.paths]
     skipped = [{**err.as_record(), "raw": None} for err in found.skipped]
     return keep, skipped
-
-
-def _special_files(paths: Iterable[Path]) -> list[dict[str, Any]]:
-    """Skipped-file records (reason ``special_file``) of the FIFOs, sockets and devices (or
-    links to one) among ``paths``: never opened (reading one would block or never end), and
-    counted with the other skipped files, never dropped silently."""
-    from ..errors import special_file_kind
-
-    out = []
-    for f in paths:
-        kind = special_file_kind(f)
-        if kind is not None:
-            err = LoadError(source=str(f), line=None, reason="special_file",
-                            detail=f"is {kind}, not a log file (skipped without opening it)",
-                            fix="Remove it from the folder, or name regular log files.")
-            out.append({**err.as_record(), "raw": None})
-    return out
 
 
 #: Python warnings of the loaders that the command line says in its own words (or counts).

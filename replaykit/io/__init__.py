@@ -25,7 +25,14 @@ from ..errors import (
 from ..eventlog.log import EventLog, concat
 from ..schema import empty_events
 from . import claude_code, codex, inspect, isplay, langfuse, langsmith, otel, phoenix, pleach, toh
-from ._common import Quarantine, compressed, expand_paths, require_tenant, unreadable
+from ._common import (
+    Quarantine,
+    SpecialFileWarning,
+    compressed,
+    expand_paths,
+    require_tenant,
+    unreadable,
+)
 from ._platform import DuplicateRecordWarning
 from .claude_code import read_claude_code
 from .codex import read_codex
@@ -339,9 +346,17 @@ def read_events(
         named = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         return _read_format(format, named, owner, tenant_id, kwargs)
     found = find_inputs(path)
-    if found.skipped:
-        warnings.warn(SkippedFilesWarning(skipped_message(found.skipped), found.skipped),
-                      stacklevel=2)
+    special = [e for e in found.skipped if e.reason == "special_file"]
+    other = [e for e in found.skipped if e.reason != "special_file"]
+    if special:  # the readers' own warning for FIFOs, sockets and devices in a folder
+        warnings.warn(SpecialFileWarning(
+            f"skipped {len(special)} file(s) that are not regular files, without opening "
+            "them (reading one would block or never end): "
+            + "; ".join(f"{e.source} ({e.detail.removeprefix('is a ').split(',')[0]})"
+                        for e in special[:20])
+            + (f"; and {len(special) - 20} more" if len(special) > 20 else "")), stacklevel=2)
+    if other:
+        warnings.warn(SkippedFilesWarning(skipped_message(other), other), stacklevel=2)
     quarantine = Quarantine(kwargs.get("errors", "raise"))
     logs = []
     by_format: dict[str, list[Path]] = {}
