@@ -563,10 +563,11 @@ def test_cohort_rows_without_interval_width_are_not_findings() -> None:
     assert np.isnan(out["p_holm"].iloc[1]) and not out["holm"].iloc[1]
     assert bool(out["holm"].iloc[0])
     head, rows = cohort_findings(out)
-    assert "paired: 1 of 1 measures moved beyond their 95% interval; 0 after Holm" in head
+    # one pair is below the minimum sample (MIN_PAIRS): not counted as beyond its interval
+    assert "paired: 0 of 1 measures moved beyond their 95% interval; 0 after Holm" in head
     text = " ".join(r["sentence"] for r in rows)
-    assert "cannot be tested (n = 1, its interval has no width)" in text
-    assert "The paired rows rest on 1 pair(s): too few to support a finding." in text
+    assert "Too few to test: all 1 paired measures rest on 1 pair(s)" in text
+    assert "No paired measure could be tested" in text
 
 
 def test_summary_counts_blocked_calls(tmp_path: Path) -> None:
