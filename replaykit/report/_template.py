@@ -113,15 +113,15 @@ span.before{color:#b71c1c;text-decoration:line-through}
 span.after{color:#1b5e20;font-weight:600}
 code.path{font-weight:600;color:#0d47a1}
 .changes-nav{display:flex;gap:8px;align-items:center;margin:6px 0}
-.scrubber .controls{display:flex;align-items:center;gap:8px;margin:8px 0}
+.scrubber .controls{display:flex;flex-wrap:wrap;align-items:center;gap:8px;margin:8px 0}
 .scrubber input[type=range]{flex:1}
 .scrubber .panes{display:grid;grid-template-columns:1fr 1fr;gap:10px}
 .scrubber h4{margin:4px 0}
 .scrubber .state div{font-family:monospace;font-size:11.5px;white-space:pre-wrap;
  word-break:break-word;padding:0 4px}
 .scrubber .state div.differs{background:#fff3e0;border-left:3px solid #ef6c00}
-#rk-scrub-label{font-family:monospace;font-size:12px;flex:0 1 520px;min-width:0;
- overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+#rk-scrub-label{font-family:monospace;font-size:12px;flex:1 1 100%;min-width:0;
+ white-space:normal;overflow-wrap:anywhere}
 """ + TRANSCRIPT_CSS
 
 # Everything the scripts read comes from <script type="application/json"> elements and is
