@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-__all__ = ["EXIT_EMPTY", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PAUSED", "EXIT_USAGE"]
+__all__ = ["EXIT_EMPTY", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PAUSED", "EXIT_USAGE",
+           "add_format_option"]
 
 #: Exit codes of every ``replaykit`` command.
 EXIT_OK, EXIT_EMPTY, EXIT_USAGE, EXIT_PAUSED = 0, 1, 2, 3
@@ -30,9 +31,20 @@ def _summary_columns() -> list[str]:
 
 
 
-#: every --format value: the loaders' formats, a Parquet dataset, or sniffing per file.
+#: every --format value: the loaders' formats (``replaykit.io.FORMATS``, in their order; a
+#: test checks the two agree: the command line does not import the readers to start), a
+#: Parquet dataset, or sniffing per file. Every command's --format is
+#: :func:`add_format_option`'s.
 _FORMATS = ("auto", "toh", "pleach", "isplay", "inspect", "otel", "claude_code", "codex",
             "langsmith", "langfuse", "phoenix", "parquet")
+
+
+def add_format_option(p: argparse.ArgumentParser, what: str = "the input files") -> None:
+    """The ``--format`` option of every command, from one list (:data:`_FORMATS`)."""
+    p.add_argument("--format", default="auto", choices=_FORMATS, metavar="FORMAT",
+                   help=f"format of {what}: {', '.join(_FORMATS)} (default auto: sniff "
+                   "each file and read Parquet datasets written by EventLog.to_parquet; "
+                   "parquet: such a dataset)")
 _RESULT_VIEWS = ("get", "events", "diff", "metrics", "effects", "requirements")
 _DEFAULT_LIMIT = 50
 

@@ -27,6 +27,7 @@ from ..integrity.problems import _PROBLEM_SCHEMA, _problem_frame
 from ..integrity.verify import verify_chain
 from ..io import is_dataset, read_events
 from ..schema import run_starts as _run_starts
+from ._output import add_format_option
 from .files import (
     OWNER_HELP,
     CliFileError,
@@ -210,11 +211,7 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "paths", nargs="+", metavar="PATH", help="log files, folders, globs or DB URIs"
     )
-    parser.add_argument(
-        "--format",
-        default="auto",
-        help="auto (default), toh, pleach, isplay, inspect, otel or parquet",
-    )
+    add_format_option(parser, "the files")
     parser.add_argument(
         "--tenant", action="append", metavar="ID",
         help="tenant to verify (repeatable); one --tenant also names the owner of logs that "
