@@ -411,8 +411,8 @@ class Scrubber(_View):
 
 def _turn_numbers(table: Any) -> list[int]:
     """The turn of each event of one run, as the report numbers them
-    (:func:`replaykit.report._transcript.turn_numbers`)."""
-    from .report._transcript import turn_numbers
+    (:func:`replaykit.report.turn_numbers`)."""
+    from .report import turn_numbers
 
     return [int(x) for x in turn_numbers(table)]
 

@@ -13,7 +13,7 @@ import pandas as pd
 from ._embed import esc
 from ._fmt import _isna, fmt_number
 from ._parts import Report, _figure_json, _kv, _table, _versions
-from ._template import page, render
+from ._template import page, reading_order, render
 
 __all__ = ["cohort"]
 
@@ -168,6 +168,7 @@ def cohort(frame: pd.DataFrame, *, title: str, question: str, notes: str | None 
     sections.append(("repro", "Reproducibility stamp", _kv(stamp)))
     data["versions"] = versions
     data["figures"] = [n for n, _ in figs]
+    sections = reading_order(sections)  # the question first
     return Report(page(title, sections), title=title, sections=[s[0] for s in sections],
                   data=data)
 

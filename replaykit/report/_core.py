@@ -37,7 +37,7 @@ from ._parts import (
     _table,
     _versions,
 )
-from ._template import Markup, json_script, page, render
+from ._template import Markup, json_script, page, reading_order, render
 
 __all__ = ["MAX_SCRUB_EVENTS", "rca"]
 
@@ -683,6 +683,7 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
             "sensitive_to_fixture": bool(len(fx_used)), "inputs": files, "versions": versions,
             "figures": [n for n, _ in figs], "scrubber": scrub, "base_scrubber": base_scrub,
             "summary": summary, "changes": summary_values}
+    sections = reading_order(sections)  # the question first
     return Report(page(title, sections), title=title, sections=[s[0] for s in sections],
                   data=data)
 

@@ -426,8 +426,26 @@ def json_script(obj: Any) -> Markup:
     return Markup(script_json(obj))
 
 
+#: sections that open every report, in this order, whatever order they were built in: the
+#: question the report answers comes before its answer (docs/report.md)
+FIRST_SECTIONS = ("question",)
+
+
+def reading_order(sections: Sequence[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """``sections`` (id, heading, body) in the order a reader meets them: those named in
+    :data:`FIRST_SECTIONS` first, the rest as built.
+
+    >>> [s[0] for s in reading_order([("findings", "", ""), ("question", "", "")])]
+    ['question', 'findings']
+    """
+    first = [s for f in FIRST_SECTIONS for s in sections if s[0] == f]
+    return first + [s for s in sections if s[0] not in FIRST_SECTIONS]
+
+
 def page(title: str, sections: Sequence[tuple[str, str, str]]) -> str:
-    """The full HTML document: ``sections`` are (id, heading, trusted HTML body) in order."""
+    """The full HTML document: ``sections`` are (id, heading, trusted HTML body), shown in
+    :func:`reading_order`."""
+    sections = reading_order(sections)
     return _env().get_template("page.html").render(
         title=title, csp=Markup(_CSP), css=Markup(_CSS), js=Markup(_JS),
         plotly_js=Markup(_plotly_js()),

@@ -372,3 +372,58 @@ def test_report_errors_are_written_as_every_command_writes_them(capsys, monkeypa
                                     str(tmp_path / "b.json"), "-o", str(tmp_path / "r.html")])
     err = capsys.readouterr().err
     assert rc == 2 and err == "replaykit report rca: no run 'r1' of tenant 'acme'\n"
+
+
+# ----------------------------------------------- one rule for written files' modes (item 13)
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_files_the_command_line_writes_get_the_mode_python_gives(tmp_path, data_dir, umask):
+    """Every file and folder a command writes has the mode Python's own open() / mkdir()
+    give under the same umask (0644 / 0755 under 022), as the same report written from
+    Python does: never mkstemp's 0600 or mkdtemp's 0700."""
+    import stat
+
+    iplay = str(data_dir / "isplay")
+    branch = str(data_dir / "isplay" / "branch-drop-fraud-clause.json")
+    fixtures = str(data_dir / "isplay" / "fixtures.json")
+    out = tmp_path / f"u{umask:o}"
+    commands = [
+        (["report", "rca", "--log", iplay, "--owner", "demo", "--branch", branch,
+          "--fixtures", fixtures, "-o", str(out / "rca.html")], out / "rca.html"),
+        (["summary", str(data_dir / "pleach"), "--quarantine-out", str(out / "q.csv")],
+         out / "q.csv"),
+        (["branch", "create", "--from", "run-claims-C-104", "--checkpoint", "cp-intake",
+          "--name", "x", "--log", iplay, "--owner", "demo", "-o", str(out / "b.json")],
+         out / "b.json"),
+        (["replay", iplay, "--owner", "demo", "--branch", branch, "--fixtures", fixtures,
+          "-o", str(out / "replay")], out / "replay"),
+        (["generate", "pleach", str(out / "g.jsonl"), "--events", "200"], out / "g.jsonl"),
+        (["generate", "cohorts", str(out / "cohorts"), "--runs", "20"], out / "cohorts"),
+    ]
+    python = (
+        "import os, sys, replaykit as rk\n"
+        f"os.umask({umask})\n"
+        "from replaykit.report.demo import main\n"
+        "main([sys.argv[1]])\n"
+        "log = rk.read_events(sys.argv[2], owner='demo')\n"
+        "rk.to_otel(log, sys.argv[3])\n"
+    )
+    out.mkdir()
+    file_mode, dir_mode = 0o666 & ~umask, 0o777 & ~umask  # open() and mkdir() under it
+    for argv, written in commands:
+        quiet = [] if argv[0] == "branch" else ["--no-progress"]
+        proc = subprocess.run([sys.executable, "-m", "replaykit.cli", *argv, *quiet],
+                              capture_output=True, text=True, check=False,
+                              preexec_fn=lambda: os.umask(umask))  # noqa: PLW1509
+        assert proc.returncode == 0, (argv, proc.stderr)
+        for p in [written, *(written.rglob("*") if written.is_dir() else [])]:
+            mode = stat.S_IMODE(p.stat().st_mode)
+            assert mode == (dir_mode if p.is_dir() else file_mode), (argv, p, oct(mode))
+        assert not list(out.glob(".*.tmp")), argv  # no temporary file left beside
+    proc = subprocess.run([sys.executable, "-c", python, str(out / "py-rca.html"), iplay,
+                           str(out / "otel.json")], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    for name in ("py-rca.html", "otel.json"):
+        assert stat.S_IMODE((out / name).stat().st_mode) == file_mode, name
+    assert stat.S_IMODE((out / "rca.html").stat().st_mode) == \
+        stat.S_IMODE((out / "py-rca.html").stat().st_mode)

@@ -102,7 +102,7 @@ def _scripts(page: str) -> list[str]:
 # ------------------------------------------------------------------------------ content
 def test_sections_in_order(demo_report: Report) -> None:
     assert demo_report.sections == [
-        "findings", "question", "requirements", "interventions", "comparability", "changes",
+        "question", "findings", "requirements", "interventions", "comparability", "changes",
         "first-divergence", "descendants", "tool-diff", "transcript", "fixtures", "integrity",
         "metrics", "repro", "figures", "scrubber"]
     for sid in demo_report.sections:
@@ -281,7 +281,7 @@ def test_cohort_report_from_compare_frame(demo: Any) -> None:
     frame = rk.compare(demo.base, demo.events)
     rep = cohort(frame, title="compare", question="How far do replays drift?",
                  metric="first_divergence_step")
-    assert rep.sections == ["findings", "question", "table", "figures", "repro"]
+    assert rep.sections == ["question", "findings", "table", "figures", "repro"]
     assert "Comparability: diverged_but_comparable 1 of 1." in rep.html
     assert "rk-fig-0" in rep.html and "diverged_but_comparable" in rep.html
     with pytest.raises(ValueError):
@@ -300,7 +300,7 @@ def test_cohort_report_from_cohorts_compare() -> None:
     assert rep.data["figures"] == ["rates", "counts", "tokens"]
     assert len(re.findall(r"class='rk-figure'", rep.html)) == 3
     assert html.escape(str(out["metric"].iloc[0])) in rep.html
-    assert rep.sections[:2] == ["findings", "question"] and "table-unpaired" in rep.sections
+    assert rep.sections[:2] == ["question", "findings"] and "table-unpaired" in rep.sections
     m = int((out["analysis"] == "unpaired").sum())
     k = int(out.loc[out["analysis"] == "unpaired", "excludes_zero"].sum())
     assert rep.data["headline"].startswith(f"unpaired: {k} of {m} measures moved beyond")

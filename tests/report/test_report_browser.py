@@ -657,3 +657,33 @@ def test_long_report_scrubber_opens_at_the_divergence(long_page: Any) -> None:
         / "long-figures.png"
     page.locator("#figures").screenshot(path=str(shot))
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+_FIRST_SCREEN = """() => {
+  const q = document.querySelector('section#question .question').getBoundingClientRect();
+  const a = document.querySelector('#findings .answer').getBoundingClientRect();
+  return [q.top, q.bottom, a.top, a.bottom, window.innerHeight];
+}"""
+
+
+def test_the_question_then_the_answer_open_every_report(browser: Any, demo_page: Any,
+                                                        tmp_path: Path) -> None:
+    """The demo RCA report and a cohort report: the question is the first thing read, and
+    the answer below it is still on the first screen (1300 x 900), also 1024 wide."""
+    _, path, o = demo_page
+    compare, cs = cohort_frame()
+    cohort_path = tmp_path / "cohort.html"
+    rk.report.cohort(compare, title="Fall vs spring", question="Did the agent change?",
+                     cohorts=cs).save_html(cohort_path)
+    for p in (path, cohort_path):
+        for width in (1300, 1024):
+            opened = _open_file(browser, p, width=width)
+            try:
+                first = opened.page.evaluate(
+                    "() => document.querySelector('main section').id")
+                assert first == "question", p
+                q_top, q_bottom, a_top, a_bottom, height = opened.page.evaluate(_FIRST_SCREEN)
+                assert q_bottom <= a_top, (p, width)  # the question above the answer
+                assert a_bottom <= height, (p, width, a_bottom)  # both on the first screen
+            finally:
+                opened.page.context.close()
