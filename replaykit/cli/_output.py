@@ -248,7 +248,8 @@ def _layout(heads: list[str], cols: list[list[str]], numeric: list[bool],
     blocks: list[list[int]] = [list(range(n))]
     if width is not None and total(widths) > width and n > 1:
         key = heads.index("run_id") if "run_id" in heads else 0
-        blocks, current = [], []
+        blocks = []
+        current: list[int] = []
         for i in range(n):
             if current and total([widths[k] for k in [*current, i]]) > width:
                 blocks.append(current)
