@@ -16,6 +16,7 @@ available for other result objects (:func:`frame_html`, :func:`summary_html`).
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import html
 import re
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
     from pandas.io.formats.style import Styler
 
 __all__ = [
+    "MISSING",
+    "display_cells",
+    "fmt_cell",
     "fmt_number",
     "fmt_time",
     "for_people",
@@ -109,11 +113,11 @@ def frame_html(df: pd.DataFrame, max_rows: int = MAX_ROWS) -> str:
     JupyterLab's table styles): padded cells that do not wrap (every cell is at most
     ``MAX_CELL`` characters), text left-aligned, numbers right-aligned."""
     head = df.head(max_rows)
-    shown = head.astype(object).where(head.notna(), "")
+    shown = display_cells(head)
     for col in shown.columns:
         shown[col] = shown[col].map(
             lambda v: str(v)[: MAX_CELL - 1] + "\u2026" if len(str(v)) > MAX_CELL else v)
-    out = shown.to_html(index=False, escape=True, na_rep="", border=0)
+    out = shown.to_html(index=False, escape=True, na_rep=MISSING, border=0)
     # a class named after the table's content: the same table gets the same rules, and two
     # tables' rules never meet
     cls = "rk-t" + hashlib.sha256(out.encode()).hexdigest()[:10]
@@ -235,7 +239,7 @@ def fmt_number(v: Any, *, digits: int = 3, percent: bool = False, signed: bool =
     ('0.2', '5%', '0.000025')
     """
     if v is None or _isna(v):
-        return ""
+        return MISSING
     if isinstance(v, (bool, np.bool_)):
         return str(bool(v))
     if not isinstance(v, (int, float, np.integer, np.floating)):
@@ -279,33 +283,113 @@ def people_frame(df: pd.DataFrame, max_rows: int | None = None) -> pd.DataFrame:
         if c in EXACT_MINUS_ONE and pd.api.types.is_numeric_dtype(col):
             out[c] = [_exact_or_number(v) for v in col]
         elif pd.api.types.is_bool_dtype(col):
-            out[c] = ["" if _isna(v) else str(bool(v)) for v in col]
-        elif pd.api.types.is_numeric_dtype(col) or col.dtype == object:
-            out[c] = [fmt_number(v) for v in col]
+            out[c] = [MISSING if _isna(v) else str(bool(v)) for v in col]
+        elif pd.api.types.is_datetime64_any_dtype(col):
+            out[c] = [fmt_time(v) for v in col]
         else:
-            out[c] = ["" if _isna(v) else str(v) for v in col]
+            out[c] = [fmt_number(fmt_cell(v)) for v in col.astype(object)]
     return out
 
 
+#: How every table replaykit shows writes a missing value (``None``, ``NaN``, ``NaT``,
+#: ``pd.NA``): blank. Notebook reprs, widgets, reports, ``rk.for_people`` and the command
+#: line's text tables all go through :func:`fmt_cell` / :func:`display_cells`.
+MISSING = ""
+
+
 def fmt_time(v: Any) -> str:
-    """A timestamp for people: to the second, or to the millisecond when it has a fraction
-    (never pandas' six digits of microseconds); missing is blank.
+    """A timestamp for people, in the one format every table replaykit shows uses: UTC to the
+    millisecond, ``YYYY-MM-DD HH:MM:SS.mmmZ`` (always three fraction digits, whatever the
+    precision of the source; never pandas' six digits of microseconds); a time without a
+    zone prints without the ``Z``; missing is :data:`MISSING` (blank).
 
     >>> fmt_time(pd.Timestamp("2026-01-01 10:00:04.150", tz="UTC")), fmt_time(pd.NaT)
-    ('2026-01-01 10:00:04.150+00:00', '')
+    ('2026-01-01 10:00:04.150Z', '')
+    >>> fmt_time(pd.Timestamp("2026-01-01 11:00:04", tz="Europe/Paris"))
+    '2026-01-01 10:00:04.000Z'
     """
     if v is None or _isna(v):
-        return ""
+        return MISSING
     ts = pd.Timestamp(v)
-    spec = "seconds" if ts.microsecond == 0 and ts.nanosecond == 0 else "milliseconds"
-    return str(ts.isoformat(sep=" ", timespec=spec))
+    zone = ""
+    if ts.tzinfo is not None:
+        ts, zone = ts.tz_convert("UTC"), "Z"
+    return f"{ts:%Y-%m-%d %H:%M:%S}.{ts.microsecond // 1000:03d}{zone}"
+
+
+def fmt_cell(v: Any) -> Any:
+    """One cell as a table shows it: missing values (``None``, ``NaN``, ``NaT``, ``pd.NA``)
+    as :data:`MISSING`, timestamps as :func:`fmt_time`, dicts and lists as compact JSON
+    text; anything else unchanged (numbers stay numbers, for :func:`fmt_number`).
+
+    >>> [fmt_cell(v) for v in (None, float("nan"), pd.NaT, pd.NA, {"a": [1]}, 3)]
+    ['', '', '', '', '{"a": [1]}', 3]
+    """
+    if isinstance(v, np.ndarray):
+        v = v.tolist()
+    if isinstance(v, (dict, list, tuple)):
+        import json
+
+        return json.dumps(v, ensure_ascii=False, default=str)
+    if v is None or _isna(v):
+        return MISSING
+    if isinstance(v, (pd.Timestamp, _dt.datetime)):
+        return fmt_time(v)
+    return v
+
+
+def display_cells(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` (the rows to show) with every cell as :func:`fmt_cell` writes it: object
+    columns, one missing-value style and one timestamp format. For display only.
+
+    >>> display_cells(pd.DataFrame({"t": pd.to_datetime([None, 0], utc=True),
+    ...                             "n": pd.array([None, 2], dtype="Int64")})).values.tolist()
+    [['', ''], ['1970-01-01 00:00:00.000Z', 2]]
+    """
+    out = pd.DataFrame(index=df.index)
+    for i in range(len(df.columns)):
+        col = df.iloc[:, i]
+        if pd.api.types.is_datetime64_any_dtype(col):
+            vals = [fmt_time(v) for v in col]
+        else:
+            vals = [fmt_cell(v) for v in col.astype(object)]
+        out[i] = pd.Series(vals, index=df.index, dtype=object)
+    out.columns = df.columns
+    return out
+
+
+def _text_cell(v: Any) -> str:
+    return str(fmt_number(fmt_cell(v)))
+
+
+def _people_styler_class() -> type[Styler]:
+    """A pandas ``Styler`` that also reads well outside a notebook: ``print()`` and
+    ``repr()`` give the table as text (what :func:`people_frame` shows), not
+    ``<pandas.io.formats.style.Styler object at 0x...>``; Jupyter still renders its HTML."""
+    from pandas.io.formats.style import Styler as _Styler
+
+    class PeopleStyler(_Styler):  # type: ignore[misc]
+        def __repr__(self) -> str:
+            data = self.data
+            hidden = bool(getattr(self, "hide_index_", [False])[0])
+            shown = people_frame(data)
+            if not len(shown.columns):
+                return f"(empty table: {len(data):,} rows)"
+            text = str(shown.to_string(index=not hidden))
+            return "\n".join(line.rstrip() for line in text.split("\n"))
+
+        __str__ = __repr__
+
+    return PeopleStyler
 
 
 def for_people(df: pd.DataFrame, max_rows: int | None = None) -> Styler:
     """``df`` shown with numbers for people, for a notebook's last line: a pandas ``Styler``
     whose numeric columns display as :func:`fmt_number` writes them (``12,345``, ``0.333``,
     ``-1.67``; ``-1`` in a first-divergence column as ``exact``; missing values blank), and
-    timestamps as :func:`fmt_time` does (to the millisecond at most).
+    timestamps as :func:`fmt_time` does (UTC to the millisecond), every missing value
+    blank (:data:`MISSING`). ``print()`` and ``repr()`` of it, as in a script, give the same
+    table as text instead of pandas' ``<... Styler object at 0x...>``.
 
     Opt-in and local: the values are not changed (``.data`` is the frame itself, numbers and
     dtypes and all, for checks), and pandas' global display options are not touched. Text is
@@ -321,16 +405,19 @@ def for_people(df: pd.DataFrame, max_rows: int | None = None) -> Styler:
     """
     shown = df.head(max_rows) if max_rows is not None else df
     try:
-        styler = shown.style
-    except (ImportError, AttributeError) as exc:  # pandas: ".style accessor requires jinja2"
+        styler_class = _people_styler_class()
+    except ImportError as exc:  # pandas: "the Styler requires jinja2"
         raise MissingExtraError("rk.for_people (a pandas Styler)", "viz", "jinja2") from exc
+    styler = styler_class(shown)
     numeric = [c for c in shown.columns if pd.api.types.is_numeric_dtype(shown[c])
                and not pd.api.types.is_bool_dtype(shown[c])]
     formats: dict[Any, Any] = {c: (_exact_or_number if c in EXACT_MINUS_ONE else fmt_number)
                                for c in numeric}
     times = [c for c in shown.columns if pd.api.types.is_datetime64_any_dtype(shown[c])]
     formats.update({c: fmt_time for c in times})
-    styler = styler.format(formats, na_rep="", escape="html")  # log text is untrusted
+    formats.update({c: _text_cell for c in shown.columns if c not in formats
+                    and not pd.api.types.is_bool_dtype(shown[c])})
+    styler = styler.format(formats, na_rep=MISSING, escape="html")  # log text is untrusted
     # text reads from the left (JupyterLab right-aligns every cell); numbers stay right
     text = [c for c in shown.columns if c not in numeric and c not in times
             and not pd.api.types.is_bool_dtype(shown[c])]

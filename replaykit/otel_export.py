@@ -322,12 +322,11 @@ def to_otel(log: Any, path: str | os.PathLike[str], *, overwrite: bool = False,
 def _write_atomic(out: Path, doc: Any) -> None:
     """Write to a new temporary file beside ``out`` (never an existing path or a symlink's
     target), then rename it into place."""
-    import tempfile
+    from ._files import temp_file_beside  # the mode open() would give it (umask), not 0600
 
-    fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    tmp = Path(name)
+    tmp = temp_file_beside(out)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with tmp.open("w", encoding="utf-8") as fh:
             fh.write(canonical_json(doc))
         os.replace(tmp, out)
     finally:

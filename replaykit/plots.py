@@ -37,7 +37,7 @@ or a non-numeric ``metric``.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -61,6 +61,8 @@ __all__ = [
     "fixture_dependence",
     "metric_distribution",
     "state_timeline",
+    "palette_color",
+    "tool_colors",
     "tool_distance_heatmap",
     "tool_sequences",
 ]
@@ -159,8 +161,86 @@ def _layout(fig: go.Figure, title: str, height: int | None, **kw: Any) -> go.Fig
     return fig
 
 
-def _color(i: int) -> str:
-    return _PALETTE[i % len(_PALETTE)]
+def _lab(rgb: np.ndarray) -> np.ndarray:
+    """sRGB (0-1, rows) to CIELAB (D65): distances there are close to what people see."""
+    c = np.where(rgb > 0.04045, ((rgb + 0.055) / 1.055) ** 2.4, rgb / 12.92)
+    xyz = c @ np.array([[0.4124, 0.2126, 0.0193], [0.3576, 0.7152, 0.1192],
+                        [0.1805, 0.0722, 0.9505]])
+    xyz = xyz / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.column_stack([116 * f[:, 1] - 16, 500 * (f[:, 0] - f[:, 1]),
+                            200 * (f[:, 1] - f[:, 2])])
+
+
+_EXTENDED: list[str] = []
+
+
+def _extended_palette() -> list[str]:
+    """Tableau 10, then colours picked one at a time from a grid of hues, lightnesses and
+    saturations, each the one farthest (CIELAB) from every colour picked before: the first
+    colours are as distinct as colours get, and later ones stay distinct from all of them."""
+    import colorsys
+
+    if _EXTENDED:
+        return _EXTENDED
+    grid = [(h / 36, lt, st) for h in range(36) for lt in (0.3, 0.45, 0.6, 0.75)
+            for st in (0.45, 0.7)]
+    rgb = np.array([colorsys.hls_to_rgb(h, lt, st) for h, lt, st in grid])
+    lab = _lab(rgb)
+    base = np.array([[int(c[k:k + 2], 16) / 255 for k in (1, 3, 5)] for c in _PALETTE])
+    dist = np.min(np.linalg.norm(lab[:, None, :] - _lab(base)[None, :, :], axis=2), axis=1)
+    out = list(_PALETTE)
+    for _ in range(len(grid)):
+        j = int(np.argmax(dist))
+        if dist[j] <= 0:
+            break
+        r, g, b = (round(float(v) * 255) for v in rgb[j])
+        out.append(f"#{r:02x}{g:02x}{b:02x}")
+        dist = np.minimum(dist, np.linalg.norm(lab - lab[j], axis=1))
+        dist[j] = 0
+    _EXTENDED[:] = out
+    return out
+
+
+def palette_color(i: int) -> str:
+    """The ``i``-th colour of the figures' palette, which does not repeat: Tableau 10 first,
+    then colours chosen to be as far as possible (CIELAB) from all before them (about 280),
+    then hues by golden-angle steps; any number of series get distinct colours.
+
+    >>> palette_color(0), palette_color(1), palette_color(11) != palette_color(1)
+    ('#4e79a7', '#f28e2b', True)
+    """
+    import colorsys
+
+    ext = _extended_palette()
+    if i < len(ext):
+        return ext[i]
+    k = i - len(ext)
+    r, g, b = colorsys.hls_to_rgb((k * 0.381966) % 1.0, (0.4, 0.55, 0.7)[k % 3],
+                                  (0.55, 0.8)[(k // 3) % 2])
+    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+
+
+_color = palette_color
+
+#: tool name -> colour, for the whole session: a tool keeps its colour in every figure
+_TOOL_COLORS: dict[str, str] = {}
+
+
+def tool_colors(tools: Iterable[Any]) -> dict[str, str]:
+    """The colour of each tool name, the same in every figure of the session: a tool seen for
+    the first time takes the next unused colour of :func:`palette_color` (new tools of one
+    call in sorted order, so the first figure of a session is the same every time); no two
+    tools share a colour, however many there are. ``tool_sequences`` colours by it; use it to
+    colour tools in your own figures.
+
+    >>> c = tool_colors(["Write", "Bash"]); c == tool_colors(["Bash"]) | tool_colors(["Write"])
+    True
+    """
+    names = [str(t) for t in tools]
+    for name in sorted(set(names) - set(_TOOL_COLORS)):
+        _TOOL_COLORS[name] = palette_color(len(_TOOL_COLORS))
+    return {n: _TOOL_COLORS[n] for n in names}
 
 
 # --------------------------------------------------------------------------- divergence
@@ -366,7 +446,8 @@ def tool_sequences(data_frame: Any, runs: Sequence[str] | None = None, *,
                    tenant_id: str | None = None, max_runs: int = MAX_RUNS,
                    max_points: int = MAX_POINTS,
                    title: str | None = None, height: int | None = None) -> go.Figure:
-    """A swimlane of tool calls per run: one row per run, one square per call, coloured by tool.
+    """A swimlane of tool calls per run: one row per run, one square per call, coloured by tool
+    (:func:`tool_colors`: every tool its own colour, the same in every figure of the session).
 
     x is the call's index among its run's tool calls (0, 1, 2, ...), the sequence that
     ``tool_sequence_distance`` compares; one trace per tool name (the legend). Beyond
@@ -417,18 +498,22 @@ def tool_sequences(data_frame: Any, runs: Sequence[str] | None = None, *,
                  for rid, n in long.items()]
         df = df[keep]
     fig = go.Figure()
-    for i, tool in enumerate(sorted(df["tool"].unique())):
+    tools = sorted(df["tool"].unique())
+    colors = tool_colors(tools)  # a tool keeps its colour across figures
+    for tool in tools:
         part = df[df["tool"] == tool]
         fig.add_trace(go.Scatter(
             x=part["call"], y=part["run_label"], mode="markers", name=_esc(str(tool)),
-            marker={"symbol": "square", "size": 12, "color": _color(i)},
+            marker={"symbol": "square", "size": 12, "color": colors[str(tool)]},
             hovertemplate=f"{_esc(str(tool))}<br>call %{{x}} of run %{{y}}<extra></extra>"))
     fig.update_yaxes(categoryorder="array", categoryarray=[label[r] for r in reversed(shown)],
                      type="category",
                      title="run")
     last = float(df["call"].max())
     fig.update_xaxes(title="tool call #", range=[-0.7, last + 0.7], dtick=1 if last <= 30 else None)
-    h = height or max(300, min(1600, 160 + 24 * len(shown)))
+    # tall enough for every run's lane and for the legend's every tool (a legend taller than
+    # the figure scrolls, hiding tools a reader needs to read the colours)
+    h = height or max(300, min(1600, 160 + 24 * len(shown)), min(1600, 200 + 22 * len(tools)))
     default = _shown("Tool calls per run", len(shown), len(order), "runs")
     if notes:
         default += f" (long runs sampled to {max_points:,} calls)"

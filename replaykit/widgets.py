@@ -34,10 +34,12 @@ __all__ = ["CohortExplorer", "DiffExplorer", "Scrubber", "Transcript", "marked_j
 MAX_CHARS = 20_000
 
 
-#: a pane's <pre>: long lines (a source path, a long string) scroll sideways whole rather
-#: than wrap mid-word (JupyterLab's output CSS wraps <pre> text at any character)
-_PRE_STYLE = ("margin:0;max-height:360px;overflow:auto;font-size:11px;"
-              "white-space:pre;word-break:normal;overflow-wrap:normal")
+#: a pane's <pre>: a long line wraps between words, within the pane (a message or a prompt
+#: is read whole, not clipped at the pane's edge); a word longer than the pane (a source
+#: path, a hash) is never broken mid-word (JupyterLab's output CSS breaks <pre> text at any
+#: character): it scrolls sideways inside the pane
+_PRE_STYLE = ("margin:0;max-height:360px;overflow:auto;font-size:11px;max-width:100%;"
+              "white-space:pre-wrap;word-break:normal;overflow-wrap:normal")
 
 
 #: characters of one string value shown before it is cut (at a word boundary).
@@ -89,7 +91,7 @@ def _pre(obj: Any, max_chars: int = MAX_CHARS, text_chars: int = TEXT_CHARS, *,
                            ensure_ascii=False)
         out += (f"<details class='rk-whole'><summary>{cut:,} long text(s) cut at a word "
                 f"boundary: show the whole value ({len(whole):,} characters)</summary>"
-                f"<pre style='{_PRE_STYLE};white-space:pre-wrap'>"
+                f"<pre style='{_PRE_STYLE}'>"
                 f"{html.escape(whole[:MAX_CHARS * 10])}</pre></details>")
     return out
 
@@ -233,6 +235,27 @@ def state_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[s
     return {k: out[k] for k in order}
 
 
+#: a pane holds its content to the pane's width: ipywidgets lets an HTML widget grow to its
+#: widest line, and the box around it clips the rest out of reach; held to the pane, a long
+#: line scrolls sideways inside it (its <pre> has overflow:auto) and a header wraps
+PANE_CSS = ("<style>.rk-pane{min-width:0;max-width:100%}"
+            ".rk-pane>.widget-html-content{min-width:0;max-width:100%;overflow-x:auto}"
+            ".rk-status>.widget-html-content{white-space:normal;overflow-wrap:anywhere;"
+            "height:auto;line-height:1.5}</style>")
+
+
+def _css() -> Any:
+    """The explorers' style rules (:data:`PANE_CSS`), in an HTML widget of no height."""
+    return W.HTML(PANE_CSS, layout=W.Layout(height="0px", margin="0", overflow="hidden"))
+
+
+def _pane(view: Any) -> Any:
+    """``view`` (an HTML widget) held to its pane's width (:data:`PANE_CSS`)."""
+    view.add_class("rk-pane")
+    view.layout.width = "100%"
+    return view
+
+
 def _plain_default(o: Any) -> Any:
     return dict(o) if hasattr(o, "items") else list(o) if hasattr(o, "__iter__") else str(o)
 
@@ -313,27 +336,29 @@ class Scrubber(_View):
             la_short = la.replace(" (recording)", "")
             panes = W.VBox([
                 W.HBox([W.VBox([W.HTML(f"<b>{la}: event at this step</b>"),
-                                self.base_event_view], layout=half),
+                                _pane(self.base_event_view)], layout=half),
                         W.VBox([W.HTML(f"<b>{lb}: event at this step</b>"),
-                                self.event_view], layout=half)]),
+                                _pane(self.event_view)], layout=half)]),
                 W.HBox([W.VBox([W.HTML(f"<b>{la_short}: state after it</b>"),
-                                self.base_state_view], layout=half),
+                                _pane(self.base_state_view)], layout=half),
                         W.VBox([W.HTML(f"<b>{lb}: state after it (differences from the "
-                                       f"{la_short} marked)</b>"), self.state_view,
+                                       f"{la_short} marked)</b>"), _pane(self.state_view),
                                 W.HTML(f"<b>{lb}: changed at this step</b>"),
-                                self.changes_view], layout=half)])])
+                                _pane(self.changes_view)], layout=half)])])
         else:
             box = W.Layout(width="33%")
-            panes = W.HBox([W.VBox([W.HTML("<b>event</b>"), self.event_view], layout=box),
-                            W.VBox([W.HTML("<b>changed</b>"), self.changes_view], layout=box),
-                            W.VBox([W.HTML("<b>state</b>"), self.state_view], layout=box)])
+            panes = W.HBox([
+                W.VBox([W.HTML("<b>event</b>"), _pane(self.event_view)], layout=box),
+                W.VBox([W.HTML("<b>changed</b>"), _pane(self.changes_view)], layout=box),
+                W.VBox([W.HTML("<b>state</b>"), _pane(self.state_view)], layout=box)])
         self.flags: dict[int, str] = {}  # seq -> unsupported finding (for_replay sets them)
         self._turns = _turn_numbers(self._table)
         self.legend = W.HTML(_legend_html(
             sorted(set(self._table.column("replay_provenance").to_pylist()) - {None}))
             if "replay_provenance" in self._table.column_names else "")
+        self.header.add_class("rk-status")
         self.widget = W.VBox([W.HBox([self.play, self.slider]), self.header, panes,
-                              self.legend])
+                              self.legend, _css()])
         self.slider.observe(self._on_move, names="value")
         self.show(0)
 
@@ -428,18 +453,11 @@ class Scrubber(_View):
 
 
 def _turn_numbers(table: Any) -> list[int]:
-    """The turn of each event of one run: the log's ``turn`` column where it has one, else
-    the number of turns begun so far (``turn_start`` events, or user messages when the log
-    has no turn events), 0 before the first."""
-    import pyarrow.compute as pc
+    """The turn of each event of one run, as the report numbers them
+    (:func:`replaykit.report.turn_numbers`)."""
+    from .report import turn_numbers
 
-    kinds = np.asarray(pc.cast(table.column("kind"), "string").to_numpy(zero_copy_only=False),
-                       dtype=object)
-    opener = "turn_start" if (kinds == "turn_start").any() else "user_message"
-    derived = np.cumsum(kinds == opener)
-    recorded = table.column("turn").to_pandas()
-    return [int(r) if not pd.isna(r) else int(d)
-            for r, d in zip(recorded.tolist(), derived.tolist(), strict=True)]
+    return [int(x) for x in turn_numbers(table)]
 
 
 # --------------------------------------------------------------------------- DiffExplorer
@@ -496,15 +514,20 @@ class DiffExplorer(_View):
         self.values_view = W.HTML()
         self.header = W.HTML()
         half = W.Layout(width="50%")
+        # everything that shows the current row: hidden as a whole when no row is shown, so
+        # no pane keeps the previous row's content
+        self.detail = W.VBox([
+            self.values_view,
+            W.HBox([W.VBox([W.HTML(f"<b>{html.escape(self.labels[0])}</b>"),
+                            _pane(self.base_view)], layout=half),
+                    W.VBox([W.HTML(f"<b>{html.escape(self.labels[1])}</b>"),
+                            _pane(self.replay_view)], layout=half)]),
+        ])
+        self.header.add_class("rk-status")
         self.widget = W.VBox([
             W.HBox([self.status, self.position]),
             W.HBox([self.prev_change, self.next_change, self.jump]), self.header,
-            self.legend, self.values_view,
-            W.HBox([W.VBox([W.HTML(f"<b>{html.escape(self.labels[0])}</b>"), self.base_view],
-                           layout=half),
-                    W.VBox([W.HTML(f"<b>{html.escape(self.labels[1])}</b>"), self.replay_view],
-                           layout=half)]),
-            self.table_view,
+            self.legend, self.detail, self.table_view, _css(),
         ])
         self.status.observe(lambda c: self._filter(c["new"]), names="value")
         self.position.observe(lambda c: self._show(int(c["new"])), names="value")
@@ -521,7 +544,7 @@ class DiffExplorer(_View):
         from ._display import frame_html
         from .report import people_frame
 
-        self.table_view.value = frame_html(
+        self.table_view.value = "" if not len(self.rows) else frame_html(
             people_frame(self.rows.reset_index(names="row"), max_rows=50), max_rows=50) + (
             f"<div>&hellip; {len(self.rows) - 50:,} more rows</div>" if len(self.rows) > 50
             else "")
@@ -530,10 +553,14 @@ class DiffExplorer(_View):
         self._show(0)
 
     def _show(self, i: int) -> None:
-        if not len(self.rows):
-            self.header.value = "<i>no rows with this status</i>"
-            self.base_view.value = self.replay_view.value = ""
+        if not len(self.rows):  # nothing of another row may stay on show
+            self.header.value = (f"<i>no rows with status {html.escape(self.status.value)} "
+                                 f"(of {len(self.diff):,} aligned rows)</i>")
+            self.base_view.value = self.replay_view.value = self.values_view.value = ""
+            self.current, self.current_changes, self.provenance = None, self.changes.iloc[0:0], None
+            self.detail.layout.display = "none"
             return
+        self.detail.layout.display = None
         row = self.rows.iloc[min(i, len(self.rows) - 1)]
         self.current = row
         label = int(self.rows.index[min(i, len(self.rows) - 1)])

@@ -140,14 +140,14 @@ def test_for_people_aligns_text_left_and_hides_a_bare_row_number():
     assert 'class="row_heading level0 row0" >add</th>' in named  # a named index is kept
 
 
-def test_for_people_shows_times_to_the_millisecond_at_most():
+def test_for_people_shows_times_in_the_one_format():
     import re
 
     times = ["2026-01-01 10:00:04.150", "2026-01-01 10:01:00", None]
     df = pd.DataFrame({"first_ts": pd.to_datetime(times, utc=True, format="ISO8601"),
                        "total": [3.0, 10.0, None]})
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", rk.for_people(df).to_html())
-    assert cells == ["2026-01-01 10:00:04.150+00:00", "3", "2026-01-01 10:01:00+00:00", "10",
+    assert cells == ["2026-01-01 10:00:04.150Z", "3", "2026-01-01 10:01:00.000Z", "10",
                      "", ""]
 
 
@@ -158,3 +158,77 @@ def test_for_people_without_jinja_names_the_extra(monkeypatch):
     monkeypatch.delitem(sys.modules, "pandas.io.formats.style", raising=False)
     with pytest.raises(rk.MissingExtraError, match=r"replaykit\[viz\]"):
         rk.for_people(pd.DataFrame({"a": [1]}))
+
+
+# ------------------------------------------------------------- one missing-value style
+_MISSING_SPELLINGS = ("<NA>", "NaN", "NaT", "None", "nan")
+
+
+def _every_missing_kind() -> pd.DataFrame:
+    """One column per pandas missing value (None, NaN, NaT, pd.NA in nullable ints, strings
+    and booleans) beside a present value, as frames of logs hold them."""
+    import numpy as np
+
+    return pd.DataFrame({
+        "run_id": ["r1", None],
+        "rate": [0.5, np.nan],
+        "first_ts": pd.to_datetime(["2026-01-01T00:00:00.152Z", None], utc=True),
+        "turns": pd.array([3, None], dtype="Int64"),
+        "tool": pd.array(["Bash", None], dtype="string"),
+        "ok": pd.array([True, None], dtype="boolean"),
+        "attrs": [{"k": [1, None]}, None],
+    })
+
+
+def _table_cells(html_text: str) -> list[str]:
+    import re
+
+    return [re.sub(r"<[^>]+>", "", c).strip()
+            for c in re.findall(r"<td[^>]*>(.*?)</td>", html_text, flags=re.S)]
+
+
+def test_every_table_surface_writes_missing_values_one_way():
+    """Notebook reprs, widgets' and reports' tables, rk.for_people (HTML and text) and the
+    command line's text table: a missing value is blank in each, whatever its pandas kind,
+    and a timestamp has the one format."""
+    from replaykit.cli._output import _frame_text
+    from replaykit.report._parts import _table
+
+    df = _every_missing_kind()
+    styler = rk.for_people(df)
+    surfaces = {
+        "frame_html": _table_cells(_display.frame_html(df)),
+        "summary_html": _table_cells(_display.summary_html("T", {}, table=df)),
+        "for_people": _table_cells(styler.to_html()),
+        "report": _table_cells(_table(df)),
+        "people_frame": _display.people_frame(df).values.ravel().tolist(),
+    }
+    for name, cells in surfaces.items():
+        assert len(cells) == 14, name
+        assert cells[7:] == [""] * 7, (name, cells)  # the second row: all missing, all blank
+        assert cells[2] == "2026-01-01 00:00:00.152Z", (name, cells)
+        assert '"k": [1, null]' in cells[6].replace("&quot;", '"'), (name, cells)
+    texts = {"cli": _frame_text(df), "for_people print": str(styler),
+             "for_people repr": repr(styler)}
+    for name, text in texts.items():
+        lines = text.split("\n")
+        assert len(lines) == 3 and lines[2] == "", (name, text)
+        assert not any(s in text for s in _MISSING_SPELLINGS), (name, text)
+        assert "2026-01-01 00:00:00.152Z" in text and "Styler object" not in text
+
+
+def test_for_people_prints_as_a_table_in_a_script():
+    import subprocess
+    import sys
+
+    code = ("import pandas as pd, replaykit as rk\n"
+            "print(rk.for_people(pd.DataFrame({'tool': ['Bash', None], 'n': [12345, None]})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split("\n")[:3] == ["tool      n", "Bash 12,345", ""]
+
+
+def test_eventlog_repr_uses_the_one_time_format(data_dir):
+    log = rk.read_events(data_dir / "isplay" / "claims-triage-C-104.json", owner="demo")
+    page = log._repr_html_()
+    assert "2025-03-04 10:14:00.000Z" in page and "+00:00" not in page

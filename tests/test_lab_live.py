@@ -124,3 +124,42 @@ def test_make_lab_serves_the_notebooks_at_the_url_it_prints(tmp_path: Path) -> N
             break
         assert time.monotonic() < deadline, f"port {port} still served after SIGTERM"
         time.sleep(0.2)
+
+
+def test_lab_opens_without_a_news_toast_or_untrusted_notebooks(tmp_path: Path) -> None:
+    """tools/lab.py (what `make lab` runs): the notification settings that would ask about
+    "Jupyter news" in a toast over the outputs say no news and no update check, and opening
+    the notebooks logs no "not trusted" warning (they are signed at start; files unchanged)."""
+    _need_jupyterlab()
+    port = _free_port()
+    before = {p.name: p.read_bytes() for p in (ROOT / "notebooks").glob("*.ipynb")}
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+               JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+               JUPYTER_DATA_DIR=str(tmp_path / "data"),  # a fresh notary database: unsigned
+               PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "lab.py"),
+                             str(Path(sys.executable).with_name("jupyter")), "--no-browser",
+                             "--port", str(port)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)
+    try:
+        url, lines = _read_url(proc, time.monotonic() + START_TIMEOUT)
+        base, token = url.split("/lab?")[0], url.rsplit("=", 1)[1]
+        status, body = _get(f"{base}/lab/api/settings/@jupyterlab/apputils-extension:"
+                            f"notification?token={token}")
+        plugin = json.loads(body)
+        # what the page uses: the user's settings over the defaults (the overrides given)
+        composite = {k: v.get("default") for k, v in plugin["schema"]["properties"].items()}
+        composite.update(plugin["settings"])
+        assert status == 200 and composite["fetchNews"] == "false"  # "none" asks in a toast
+        assert composite["checkForUpdates"] is False
+        for name in sorted(before):
+            status, _ = _get(f"{base}/api/contents/{name}?token={token}")
+            assert status == 200
+    finally:
+        code = _stop(proc)
+    rest = proc.stdout.read() if proc.stdout else ""
+    log = "".join(lines) + rest
+    assert code in (0, -signal.SIGTERM), log
+    assert "not trusted" not in log, log[-3000:]
+    assert {p.name: p.read_bytes() for p in (ROOT / "notebooks").glob("*.ipynb")} == before

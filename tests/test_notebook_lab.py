@@ -154,38 +154,39 @@ def lab_page(lab: str) -> Iterator[Any]:
         b.close()
 
 
-_WRAPPED_LINES_JS = """(box) => {
-  const pres = [...box.querySelectorAll('pre')];
-  const notPre = pres.filter(p => getComputedStyle(p).whiteSpace !== 'pre').length;
-  let long = 0, wrapped = 0;
+_BROKEN_WORDS_JS = """(box) => {
+  const pres = [...box.querySelectorAll('.rk-pane pre')];
+  let words = 0, broken = [], outside = 0;
   for (const p of pres) {
+    const pane = p.closest('.rk-pane').getBoundingClientRect();
+    if (p.getBoundingClientRect().right > pane.right + 1) outside++;
     const walk = document.createTreeWalker(p, NodeFilter.SHOW_TEXT);
     let node;
     while ((node = walk.nextNode())) {
-      let at = 0;
-      for (const line of node.data.split('\\n')) {
-        if (line.trim().length > 40) {
-          long++;
-          const r = document.createRange();
-          r.setStart(node, at); r.setEnd(node, at + line.length);
-          if (r.getClientRects().length > 1) wrapped++;
-        }
-        at += line.length + 1;
+      // a word: a run of letters and digits (a line may break at spaces and punctuation,
+      // never inside one: JupyterLab's own CSS would break anywhere)
+      const re = /\\w+/g; let m;
+      while ((m = re.exec(node.data))) {
+        words++;
+        const r = document.createRange();
+        r.setStart(node, m.index); r.setEnd(node, m.index + m[0].length);
+        if (r.getClientRects().length > 1) broken.push(m[0]);
       }
     }
   }
-  return [pres.length, notPre, long, wrapped];
+  return [pres.length, words, broken, outside];
 }"""
 
 
-def test_scrubber_panes_keep_long_lines_whole(lab_page: Any) -> None:
-    # a long line (the base event's source path) scrolls sideways; it is not wrapped
-    # mid-word onto a line of its own (JupyterLab's CSS wraps <pre> at any character)
+def test_scrubber_panes_wrap_between_words_inside_their_pane(lab_page: Any) -> None:
+    # a long line (a message, a prompt) wraps inside its pane instead of running past the
+    # pane's edge out of reach; no word (a source path) is broken (JupyterLab's CSS breaks
+    # <pre> text at any character)
     box = _widget_box(lab_page, "base (recording): event at this step")
     assert '"source": "isplay:' in _text(box)
-    panes, not_pre, long, wrapped = box.evaluate(_WRAPPED_LINES_JS)
-    assert panes >= 4 and not_pre == 0
-    assert long > 0 and wrapped == 0
+    panes, words, broken, outside = box.evaluate(_BROKEN_WORDS_JS)
+    assert panes >= 4 and words > 50
+    assert broken == [] and outside == 0
 
 
 def test_scrubber_moves_with_mouse_and_keyboard(lab_page: Any) -> None:

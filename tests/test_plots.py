@@ -153,6 +153,50 @@ def test_tool_sequences_swimlanes(isplay):
     assert list(fig.layout.yaxis.categoryarray) == ["run-claims-C-231", "run-claims-C-104"]
 
 
+def _calls(tools: list[str], run: str = "r1") -> pd.DataFrame:
+    return pd.DataFrame({"tenant_id": "acme", "run_id": run, "tool_name": tools})
+
+
+def _lab_distance(a: str, b: str) -> float:
+    rgb = np.array([[int(c[k:k + 2], 16) / 255 for k in (1, 3, 5)] for c in (a, b)])
+    lab = plots._lab(rgb)
+    return float(np.linalg.norm(lab[0] - lab[1]))
+
+
+@pytest.mark.parametrize("n_tools", [2, 10, 11, 24, 60])
+def test_tool_sequences_gives_every_tool_its_own_colour(n_tools):
+    tools = ["Bash", "Write"] + [f"tool_{i:02d}" for i in range(n_tools - 2)]
+    fig = plots.tool_sequences(_calls(tools))
+    colours = {t.name: t.marker.color for t in fig.data}
+    assert len(colours) == n_tools and len(set(colours.values())) == n_tools
+    assert colours["Bash"] != colours["Write"]
+    # tall enough that the legend lists every tool without scrolling (seen in Chromium)
+    assert fig.layout.height >= min(1600, 200 + 22 * n_tools)
+    if n_tools <= 24:  # distinct to the eye too: CIELAB distance between any two colours
+        values = list(colours.values())
+        assert min(_lab_distance(a, b) for i, a in enumerate(values)
+                   for b in values[i + 1:]) > 15
+
+
+def test_a_tool_keeps_its_colour_across_figures():
+    first = plots.tool_sequences(_calls(["Bash", "Write", "Read"]))
+    other = plots.tool_sequences(_calls([f"extra_{i}" for i in range(12)] + ["Write"], "r2"))
+    again = plots.tool_sequences(_calls(["Write", "Grep", "Bash"], "r3"))
+    colour = {}
+    for fig in (first, other, again):
+        for t in fig.data:
+            assert colour.setdefault(t.name, t.marker.color) == t.marker.color, t.name
+    assert plots.tool_colors(["Bash", "Write"]) == {"Bash": colour["Bash"],
+                                                     "Write": colour["Write"]}
+    assert len(set(colour.values())) == len(colour)  # 16 tools, 16 colours
+
+
+def test_the_palette_never_repeats():
+    colours = [plots.palette_color(i) for i in range(1000)]
+    assert len(set(colours)) == 1000
+    assert colours[:10] == plots._PALETTE  # the familiar first ten
+
+
 def test_tool_sequences_escapes_run_ids():
     calls = pd.DataFrame({"tenant_id": "acme", "run_id": ["<b>r&1</b>", "<b>r&1</b>", "plain"],
                           "tool_name": ["<i>t</i>", "x", "x"]})

@@ -354,3 +354,96 @@ def test_event_panes_name_sources_without_machine_paths(data_dir):
     fmt, name = shown.split(":", 1)
     assert raw == f"{fmt}:{data_dir.resolve() / 'isplay' / name}"
     assert "/" not in name and str(data_dir.resolve()) not in shown
+
+
+# ------------------------------------------------------- what stays on show (issue 42 item 10)
+def test_diff_explorer_never_shows_another_rows_detail(done):
+    """Every status after every other, from every row: the detail shown is the current row's,
+    and a status with no rows shows no detail at all (not the previous row's)."""
+    from itertools import permutations
+
+    d = widgets.DiffExplorer(done)
+    counts = d.diff["status"].value_counts()
+    for before, after in permutations(widgets.DIFF_STATUSES, 2):
+        d.status.value = before
+        d.position.value = d.position.max  # the last row of that status, with its detail
+        d.status.value = after
+        n = (len(d.diff) if after == "all" else int((d.diff["status"] != "same").sum())
+             if after == "not same" else int(counts.get(after, 0)))
+        assert len(d.rows) == n
+        if n == 0:
+            assert d.detail.layout.display == "none"
+            assert d.values_view.value == d.base_view.value == d.replay_view.value == ""
+            assert d.current is None and len(d.current_changes) == 0
+            assert d.table_view.value == "" and f"no rows with status {after}" in d.header.value
+        else:
+            assert d.detail.layout.display in (None, "")
+            assert d.header.value.startswith(f"row {int(d.rows.index[0])} of ")
+            assert int(d.current.name) == int(d.rows.index[0])
+
+
+def test_explorer_panes_fit_their_pane_and_wrap_between_words(done, scrubber):
+    """Every JSON pane is held to its pane (class rk-pane, the page's rule in PANE_CSS) and
+    its <pre> wraps long lines between words, never inside one; status lines wrap."""
+    s = widgets.Scrubber.for_replay(done)
+    d = widgets.DiffExplorer(done)
+    def walk(w, out):
+        out.append(w)
+        for c in getattr(w, "children", ()):
+            walk(c, out)
+        return out
+
+    for view in (scrubber, s, d):
+        html_widgets = walk(view.widget, [])
+        css = [w for w in html_widgets if getattr(w, "value", None) == widgets.PANE_CSS]
+        assert len(css) == 1
+        panes = [w for w in html_widgets if "rk-pane" in getattr(w, "_dom_classes", ())]
+        assert len(panes) >= 2 and all(p.layout.width == "100%" for p in panes)
+        assert "rk-status" in view.header._dom_classes
+        for p in panes:
+            for style in re.findall(r"<pre style='([^']*)'", p.value):
+                assert "white-space:pre-wrap" in style and "word-break:normal" in style
+                assert "overflow-wrap:normal" in style and "max-width:100%" in style
+    assert ".rk-pane>.widget-html-content{min-width:0;max-width:100%" in widgets.PANE_CSS
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["turn_start", "user_message", "tool_call",
+                                           "model_request", "turn_end"]),
+                          st.none() | st.integers(0, 5)), min_size=1, max_size=30))
+def test_one_turn_numbering_for_scrubbers_and_run_tree(rows):
+    """The report's scrubber and run tree and the notebook Scrubber number turns one way:
+    the recorded turn, else the count of turns begun (turn_start, else user messages)."""
+    import pyarrow as pa
+
+    from replaykit.report._transcript import turn_numbers
+
+    kinds = [k for k, _ in rows]
+    table = pa.table({"kind": kinds, "turn": pa.array([t for _, t in rows], pa.int64())})
+    opener = "turn_start" if "turn_start" in kinds else "user_message"
+    begun, want = 0, []
+    for k, t in rows:  # a reading written here, event by event
+        begun += k == opener
+        want.append(t if t is not None else begun)
+    assert turn_numbers(table).tolist() == want
+    assert widgets._turn_numbers(table) == want
+
+
+def test_run_tree_and_scrubbers_name_a_turn_for_logs_without_turns(done):
+    from replaykit.report._transcript import run_tree
+
+    base = done.base.table
+    assert base.column("turn").null_count == base.num_rows  # isplay records no turns
+    tree = run_tree([base, done.events.table])
+
+    def turns(node):
+        yield from (t["turn"] for t in node["turns"])
+        for c in node["children"]:
+            yield from turns(c)
+
+    got = [t for r in tree for t in turns(r)]
+    assert got and all(isinstance(t, int) and t >= 1 for t in got)
+    html_text = rk.report.run_tree_html([base])
+    assert "turn (none)" not in html_text and "turn 1 &middot;" in html_text
+    s = widgets.Scrubber.for_replay(done)
+    assert all(t >= 0 for t in s._turns) and "turn 1" in s.header.value or s.turn == 0

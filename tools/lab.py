@@ -56,6 +56,10 @@ def lab_command(jupyter: str, args: list[str], *, is_root: bool) -> tuple[list[s
     token = secrets.token_hex(24)
     host = "127.0.0.1" if ip in ("", "0.0.0.0", "localhost", "*") else ip
     cmd = [jupyter, "lab", f"--config={ROOT / 'tools' / 'jupyter_lab_config.py'}",
+           # no "Jupyter news" toast over the outputs on first open, no news or update fetch:
+           # the settings of tools/lab_settings/overrides.json, and no news URL to ask
+           f"--LabApp.app_settings_dir={ROOT / 'tools' / 'lab_settings'}",
+           "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
            *([] if given else [f"--port={port}"]), *([] if ip_given else [f"--ip={ip}"]),
            "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
            *(["--allow-root"] if is_root else []), *args, str(ROOT / "notebooks")]
@@ -115,12 +119,31 @@ def serve(cmd: list[str], url: str, *, poll: float = 0.25) -> int:
     return proc.wait()
 
 
+def trust_notebooks(folder: Path = ROOT / "notebooks") -> int:
+    """Sign the notebooks of ``folder`` as ``jupyter trust`` does (in the notary's database;
+    the files are not changed), so that the server does not warn they are not trusted when
+    they open. Returns how many were signed now (0 without nbformat)."""
+    try:
+        import nbformat
+        from nbformat.sign import NotebookNotary
+    except ImportError:
+        return 0
+    notary, signed = NotebookNotary(), 0
+    for path in sorted(folder.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        if not notary.check_signature(nb):
+            notary.sign(nb)
+            signed += 1
+    return signed
+
+
 def main() -> None:
     jupyter, *args = sys.argv[1:]
     if ensure_git_filter(jupyter):
         print("registered the git filter that keeps notebook outputs out of git "
               "(tools/setup_git_filters.sh)", flush=True)
     is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    trust_notebooks()
     cmd, url = lab_command(jupyter, args, is_root=is_root)
     code = serve(cmd, url)
     if code:

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-__all__ = ["EXIT_EMPTY", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PAUSED", "EXIT_USAGE"]
+__all__ = ["EXIT_EMPTY", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PAUSED", "EXIT_USAGE",
+           "add_format_option"]
 
 #: Exit codes of every ``replaykit`` command.
 EXIT_OK, EXIT_EMPTY, EXIT_USAGE, EXIT_PAUSED = 0, 1, 2, 3
@@ -30,9 +31,20 @@ def _summary_columns() -> list[str]:
 
 
 
-#: every --format value: the loaders' formats, a Parquet dataset, or sniffing per file.
+#: every --format value: the loaders' formats (``replaykit.io.FORMATS``, in their order; a
+#: test checks the two agree: the command line does not import the readers to start), a
+#: Parquet dataset, or sniffing per file. Every command's --format is
+#: :func:`add_format_option`'s.
 _FORMATS = ("auto", "toh", "pleach", "isplay", "inspect", "otel", "claude_code", "codex",
             "langsmith", "langfuse", "phoenix", "parquet")
+
+
+def add_format_option(p: argparse.ArgumentParser, what: str = "the input files") -> None:
+    """The ``--format`` option of every command, from one list (:data:`_FORMATS`)."""
+    p.add_argument("--format", default="auto", choices=_FORMATS, metavar="FORMAT",
+                   help=f"format of {what}: {', '.join(_FORMATS)} (default auto: sniff "
+                   "each file and read Parquet datasets written by EventLog.to_parquet; "
+                   "parquet: such a dataset)")
 _RESULT_VIEWS = ("get", "events", "diff", "metrics", "effects", "requirements")
 _DEFAULT_LIMIT = 50
 
@@ -59,20 +71,31 @@ def _csv_text(df: pd.DataFrame) -> str:
 
 
 def _emit_table(df: pd.DataFrame, args: argparse.Namespace, *, noun: str) -> None:
-    import pandas as pd
-
     limit = _limit(args)
     shown = df if limit == 0 else df.head(limit)
     if args.json:
         print(json_safe(shown.to_json(orient="records", date_format="iso", force_ascii=False)))
-    elif args.csv:
-        sys.stdout.write(_csv_text(shown))  # escaped on a terminal (files.terminal_stdout)
+    elif args.csv:  # escaped on a terminal (files.terminal_stdout); dicts and lists as JSON
+        sys.stdout.write(_csv_text(_csv_frame(shown)))
     else:
-        with pd.option_context("display.max_rows", None, "display.max_columns", 60,
-                               "display.width", 200):
-            print(_safe_frame(shown).to_string(index=False, na_rep="") if len(shown)
-                  else f"(no {noun})")
+        print(_frame_text(shown, _terminal_width()) if len(shown) and len(shown.columns)
+              else f"(no {noun})")
     _more(args, len(shown), len(df), noun)
+
+
+def _csv_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its dict and list cells (a run's ``attrs``) as JSON text, not Python's
+    ``{'k': ...}``; every other cell as it is."""
+    import json
+
+    out = df
+    for i, name in enumerate(df.columns):
+        col = df.iloc[:, i]
+        if col.dtype == object and any(isinstance(v, (dict, list)) for v in col):
+            out = out.copy() if out is df else out
+            out[name] = [json.dumps(v, ensure_ascii=False, default=str)
+                         if isinstance(v, (dict, list)) else v for v in col]
+    return out
 
 
 def _safe_frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -122,39 +145,39 @@ def _more(args: argparse.Namespace, shown: int, total: int, noun: str) -> None:
               "--csv)", file=sys.stderr if (args.json or args.csv) else sys.stdout)
 
 
-def _text_table(table: pa.Table) -> str | None:
-    """``table`` as ``DataFrame.to_string(index=False, na_rep="")`` prints it, for the column
-    types of the runs table (strings, int64, UTC microsecond timestamps), without pandas;
-    None for anything else (the caller then prints through pandas).
+def _text_table(table: pa.Table, width: int | None = None) -> str | None:
+    """``table`` as :func:`_frame_text` prints ``table.to_pandas()``, for the column types of
+    the runs table (strings, int64, UTC microsecond timestamps), without pandas; None for
+    anything else (the caller then prints through pandas).
 
-    As pandas does: each column is right-justified to the wider of its name and its values,
-    columns are joined by one space, a numeric column's name gets one leading space, a null
-    prints as nothing, and a timestamp column shows the fewest fraction digits (0, 3 or 6)
-    that print every shown value exactly.
+    The cells are the ones every table replaykit shows has: a null blank, a timestamp as
+    :func:`replaykit._display.fmt_time` writes it (UTC to the millisecond); the layout is
+    :func:`_layout`'s.
     """
     import datetime as dt
 
     import pyarrow as pa
 
     if not table.num_rows:
-        return None  # pandas prints "Empty DataFrame ..."; the commands print "(no runs)"
+        return None  # the commands print "(no runs)"
+    heads: list[str] = []
     cols: list[list[str]] = []
+    numeric: list[bool] = []
+    times: list[bool] = []
     for name, col in zip(table.column_names, table.columns, strict=True):
         values = col.to_pylist()
+        times.append(col.type == pa.timestamp("us", tz="UTC"))
         if pa.types.is_string(col.type):
             cells = ["" if v is None else terminal_safe(v) for v in values]
             if any(not c.isprintable() for c in cells):
-                return None  # wide or combining characters: pandas aligns those
-            head = name
+                return None  # wide or combining characters: printed through pandas
+            is_num = False
         elif col.type == pa.int64():
-            cells, head = ["" if v is None else str(v) for v in values], " " + name
+            cells, is_num = ["" if v is None else str(v) for v in values], True
         elif col.type == pa.timestamp("us", tz="UTC"):
             us = col.cast(pa.int64()).to_pylist()
-            seen = [u for u in us if u is not None]
             if any(not 1000 <= v.year <= 9999 for v in values if v is not None):
                 return None
-            digits = (0 if all(u % 1_000_000 == 0 for u in seen)
-                      else 3 if all(u % 1000 == 0 for u in seen) else 6)
             epoch = dt.datetime(1970, 1, 1)
             cells = []
             for u in us:
@@ -162,14 +185,131 @@ def _text_table(table: pa.Table) -> str | None:
                     cells.append("")
                     continue
                 t = epoch + dt.timedelta(microseconds=u)
-                frac = f".{t.microsecond:06d}"[: digits + 1] if digits else ""
-                cells.append(f"{t:%Y-%m-%d %H:%M:%S}{frac}+00:00")
-            head = name
+                cells.append(f"{t:%Y-%m-%d %H:%M:%S}.{t.microsecond // 1000:03d}Z")
+            is_num = False
         else:
             return None
-        width = max(len(head), *(len(c) for c in cells))
-        cols.append([s.rjust(width) for s in (head, *cells)])
-    return "\n".join(" ".join(row) for row in zip(*cols, strict=True))
+        heads.append(terminal_safe(name))
+        cols.append(cells)
+        numeric.append(is_num)
+    return _layout(heads, cols, numeric, width, times)
+
+
+#: narrowest a text column is elided to when a table is fitted to the terminal
+MIN_ELIDED = 20
+_GAP = "  "
+
+
+def _terminal_width() -> int | None:
+    """The width text tables are fitted to when stdout is a terminal: its width as
+    :func:`shutil.get_terminal_size` reads it (``COLUMNS`` first, then the terminal's own),
+    never below 40; None (no fitting, every column whole) when the output goes to a file or a
+    pipe."""
+    import shutil
+
+    try:
+        tty = sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return max(shutil.get_terminal_size().columns, 40) if tty else None
+
+
+def _elide(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters in the middle (``chat_1f_0…00006``): run ids
+    differ at both ends, so both are kept."""
+    if len(text) <= width:
+        return text
+    head = (width - 1 + 1) // 2
+    tail = width - 1 - head
+    return text[:head] + "\u2026" + (text[-tail:] if tail else "")
+
+
+def _layout(heads: list[str], cols: list[list[str]], numeric: list[bool],
+            width: int | None, times: list[bool] | None = None) -> str:
+    """The text table of ``cols`` (one list of cell texts per column), fitted to ``width``.
+
+    The rule: numbers are right-aligned and text left-aligned, columns two spaces apart, lines
+    never end in spaces. When the table is wider than ``width``: (1) text cells are elided in
+    the middle (``…``), all text columns but timestamps (``times``) to one common cap, the
+    widest cap that fits, never below :data:`MIN_ELIDED` characters or the column's name;
+    (2) if it still does not fit, the columns wrap: the table is printed in blocks one below
+    the other, blank-line separated, each block after the first repeating the ``run_id``
+    column (else the first; once it has been shown) so that every row reads across blocks.
+    """
+    n = len(heads)
+    widths = [max(len(h), *(len(c) for c in col)) for h, col in zip(heads, cols, strict=True)]
+
+    def total(ws: list[int]) -> int:
+        return sum(ws) + len(_GAP) * (len(ws) - 1)
+
+    if width is not None and total(widths) > width:
+        text = [i for i in range(n) if not numeric[i] and not (times and times[i])]
+        floor = {i: max(MIN_ELIDED, len(heads[i])) for i in text}
+        cap = max((widths[i] for i in text), default=0)
+        while cap > 0:
+            trial = [min(widths[i], max(cap, floor[i])) if i in floor else widths[i]
+                     for i in range(n)]
+            if total(trial) <= width or all(trial[i] <= floor[i] for i in text):
+                break
+            cap -= 1
+        for i in text:
+            w = min(widths[i], max(cap, floor[i]))
+            if w < widths[i]:
+                cols[i] = [_elide(c, w) for c in cols[i]]
+                widths[i] = w
+    blocks: list[list[int]] = [list(range(n))]
+    if width is not None and total(widths) > width and n > 1:
+        key = heads.index("run_id") if "run_id" in heads else 0
+        blocks = []
+        current: list[int] = []
+        for i in range(n):
+            if current and total([widths[k] for k in [*current, i]]) > width:
+                blocks.append(current)
+                current = [key] if key < i else []  # the key, once it has been shown
+            current.append(i)
+        blocks.append(current)
+
+    def line(cells: list[str], idx: list[int]) -> str:
+        return _GAP.join(c.rjust(widths[i]) if numeric[i] else c.ljust(widths[i])
+                         for c, i in zip(cells, idx, strict=True)).rstrip()
+
+    out: list[str] = []
+    for b, idx in enumerate(blocks):
+        if b:
+            out.append("")
+        out.append(line([heads[i] for i in idx], idx))
+        out.extend(line([cols[i][r] for i in idx], idx) for r in range(len(cols[0])))
+    return "\n".join(out)
+
+
+def _frame_text(df: pd.DataFrame, width: int | None = None) -> str:
+    """``df`` as the command line's text table: cells as every table replaykit shows them
+    (:func:`replaykit._display.display_cells`: missing blank, one timestamp format, dicts and
+    lists as JSON), control characters escaped (:func:`terminal_safe`), laid out by
+    :func:`_layout`."""
+    import numpy as np
+    import pandas as pd
+
+    from .._display import display_cells, fmt_number
+
+    shown = display_cells(df)
+    heads = [terminal_safe(str(c)) for c in df.columns]
+    cols: list[list[str]] = []
+    numeric: list[bool] = []
+    for i in range(len(df.columns)):
+        src = df.iloc[:, i]
+        is_num = bool(pd.api.types.is_numeric_dtype(src)
+                      and not pd.api.types.is_bool_dtype(src))
+        cells = []
+        for v in shown.iloc[:, i]:
+            if isinstance(v, (float, np.floating)):
+                v = fmt_number(v, digits=6)
+            cells.append(terminal_safe(v if isinstance(v, str) else str(v)))
+        cols.append(cells)
+        numeric.append(is_num)
+    times = [bool(pd.api.types.is_datetime64_any_dtype(df.iloc[:, i]))
+             for i in range(len(df.columns))]
+    return _layout(heads, cols, numeric, width, times)
 
 
 def _summary_table(log: Any) -> pa.Table:
@@ -212,7 +352,7 @@ def _emit_summary(log: Any, args: argparse.Namespace) -> None:
         limit = _limit(args)
         runs = _summary_table(log)
         shown = runs if limit == 0 else runs.slice(0, limit)
-        text = _text_table(shown) if len(shown) else "(no runs)"
+        text = _text_table(shown, _terminal_width()) if len(shown) else "(no runs)"
         if text is not None:
             print(text)
             _more(args, len(shown), len(runs), "runs")

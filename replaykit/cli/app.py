@@ -55,7 +55,6 @@ from typing import Any
 from ..errors import LoadError, ReplayKitError
 from ._output import (
     _DEFAULT_LIMIT,
-    _FORMATS,
     _RESULT_VIEWS,
     EXIT_EMPTY,
     EXIT_INTERRUPTED,
@@ -64,6 +63,7 @@ from ._output import (
     _EmptyAnswer,
     _say,
     _UsageError,
+    add_format_option,
 )
 from .branch import _branch_create, _branch_intervene, _replay, _result_view
 from .files import (
@@ -215,8 +215,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                     "hold several)")
     bc.add_argument("--owner", default=None, metavar="ID",
                     help=OWNER_HELP.replace("logs", "--log files"))
-    bc.add_argument("--format", default="auto", choices=_FORMATS,
-                    help="format of the --log files (auto: sniff each file)")
+    add_format_option(bc, "the --log files")
     bc.add_argument("--parent", default=None, metavar="BRANCH_ID", help="parent branch id")
     bc.add_argument("--branch-id", default=None,
                     help="branch id (default: derived from run, checkpoint, name and parent)")
@@ -286,8 +285,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                    help="tenant of the base run (never guessed when the logs hold several)")
     r.add_argument("--owner", default=None, metavar="ID",
                    help=OWNER_HELP)
-    r.add_argument("--format", default="auto", choices=_FORMATS,
-                   help="format of the log files (auto: sniff each file)")
+    add_format_option(r, "the log files")
     r.add_argument("--model-policy", default=None, choices=MODEL_POLICIES,
                    help=policy_help("model calls", MODEL_POLICY_HELP, "recorded-only"))
     r.add_argument("--tool-policy", default=None, choices=TOOL_POLICIES,
@@ -344,9 +342,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def _load_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", default="auto", choices=_FORMATS,
-                   help="input format: auto sniffs each file (and reads Parquet datasets "
-                   "written by EventLog.to_parquet); parquet reads such a dataset")
+    add_format_option(p)
     p.add_argument("--owner", default=None, metavar="ID",
                    help="the tenant of logs that record none (toh, isplay, inspect, otel): "
                    "required for them, never guessed; logs that carry their own tenant "

@@ -220,14 +220,12 @@ def _save_result(res: Any, out: Path) -> None:
     place (an interrupted replay leaves the old result, or none)."""
     import os
     import shutil
-    import tempfile
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    from .._files import temp_dir_beside  # the mode Python gives a new folder (umask)
+
+    tmp = temp_dir_beside(out)
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)
         res.save(tmp)
         for name, value in (("metrics", res.metrics), ("requirements", res.requirements),
                             ("effects", res.effects)):

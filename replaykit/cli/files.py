@@ -34,7 +34,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -224,10 +223,10 @@ def check_output(path: str | os.PathLike[str], option: str, *, overwrite: bool,
 
 @contextlib.contextmanager
 def _temp_beside(target: Path) -> Iterator[Path]:
+    from .._files import temp_file_beside  # the mode Python gives a new file (umask)
+
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    tmp = Path(name)
+    tmp = temp_file_beside(target)
     try:
         yield tmp
     except BaseException:

@@ -49,9 +49,7 @@ class _Ticker:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    import os
     import shutil
-    import tempfile
 
     from .. import datasets
 
@@ -67,10 +65,9 @@ def _generate(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     # written beside OUT under a temporary name, renamed into place once complete: an
     # interrupted or failed generate leaves OUT as it was
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's 0700 would be the generated folder's mode
+    from .._files import temp_dir_beside  # mkdtemp's 0700 would be the folder's mode
+
+    tmp = temp_dir_beside(out)
     target = tmp if folder else tmp / out.name
     try:
         with _Ticker(f"replaykit generate {args.kind}: writing {out}",

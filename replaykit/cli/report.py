@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ._output import add_format_option
 from .files import (
     MODEL_POLICY_HELP,
     OWNER_HELP,
@@ -87,10 +88,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    "their owner from --owner; never guessed)")
     p.add_argument("--owner", default=None, metavar="ID",
                    help=OWNER_HELP)
-    p.add_argument("--format", default="auto",
-                   choices=["auto", "toh", "pleach", "isplay", "inspect", "otel"],
-                   help="input format (default: sniff each file; Parquet datasets are read "
-                   "back by auto)")
+    add_format_option(p, "the --log files")
     p.add_argument("--title", default=None, help="page title (default: derived from the "
                    "inputs)")
     p.add_argument("-o", "--output", required=True, help="HTML file to write")
@@ -106,6 +104,12 @@ def _load(args: argparse.Namespace) -> object:
         kwargs["owner"] = args.owner
     if args.tenant is not None:  # a filter, as everywhere
         kwargs["tenant_id"] = args.tenant
+    if args.format == "parquet":  # a dataset written by EventLog.to_parquet, as elsewhere
+        from ..eventlog.dataset import read_parquet
+        from ..eventlog.log import concat
+
+        logs = [read_parquet(p, tenant_id=args.tenant) for p in args.log]
+        return logs[0] if len(logs) == 1 else concat(logs)
     paths = args.log if len(args.log) > 1 else args.log[0]
     return read_events(paths, format=args.format, **kwargs)
 
@@ -218,6 +222,15 @@ def _cohort(args: argparse.Namespace) -> int:
         log = _load(args)
         bar.update(1)
         cs = cohorts(log, by=args.by)  # type: ignore[arg-type]
+        for flag, label in (("--a", args.a), ("--b", args.b)):  # in the command line's words
+            if label not in cs.labels:
+                import difflib
+
+                near = difflib.get_close_matches(label, cs.labels, n=1)
+                raise ValueError(
+                    f"{flag} {label}: no cohort of that name by --by {args.by}; cohorts: "
+                    f"{', '.join(cs.labels)}"
+                    + (f" (did you mean {flag} {near[0]}?)" if near else ""))
         frame = cs.compare(args.a, args.b)
         bar.update(1)
         rep = cohort(frame, title=args.title or f"Cohorts {args.a} vs {args.b}",
@@ -257,17 +270,26 @@ def report_command(argv: Sequence[str]) -> int:
                 check_option_file(getattr(args, flag), f"--{flag}")
         return _rca(args) if args.kind == "rca" else _cohort(args)
     except CliFileError as exc:
-        print(f"replaykit report {args.kind}: {terminal_safe(str(exc), one_line=False)}",
-              file=sys.stderr)
+        _say(args.kind, exc)
         return 2
     except (TypeError, FileNotFoundError, ValueError, KeyError) as exc:
-        print(f"replaykit report {args.kind}: "
-              f"{terminal_safe(cli_error_text(exc), one_line=False)}", file=sys.stderr)
+        _say(args.kind, exc)  # a usage error: no exception repr, the command line's words
         return 2
     except ReplayKitError as exc:
-        print(f"replaykit report {args.kind}: {terminal_safe(str(exc), one_line=False)}",
-              file=sys.stderr)
+        _say(args.kind, exc)
         return 1
+
+
+def _say(kind: str, exc: BaseException) -> None:
+    """``replaykit report KIND: message``: the message as every command writes errors
+    (:func:`cli_error_text`: no ``KeyError`` quotes, options named as on the command line),
+    control characters escaped."""
+    from .messages import cli_error_text
+
+    text = cli_error_text(exc)
+    if "tenant_id" in text:
+        text += " (on the command line: --tenant ID)"
+    print(f"replaykit report {kind}: {terminal_safe(text, one_line=False)}", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -27,6 +27,7 @@ from ..integrity.problems import _PROBLEM_SCHEMA, _problem_frame
 from ..integrity.verify import verify_chain
 from ..io import is_dataset, read_events
 from ..schema import run_starts as _run_starts
+from ._output import add_format_option
 from .files import (
     OWNER_HELP,
     CliFileError,
@@ -93,15 +94,36 @@ def _load_for_cli(args: argparse.Namespace, malformed: list[pa.Table] | None = N
     return pa.concat_tables(tables).unify_dictionaries().combine_chunks()
 
 
-def _summary(table: pa.Table, problems: pd.DataFrame, anchored: int) -> tuple[str, dict[str, Any]]:
+#: exit codes of ``verify-chain`` (documented in docs/integrity.md and the README)
+EXIT_INTACT, EXIT_BROKEN, EXIT_USAGE, EXIT_NOTHING_TO_VERIFY = 0, 1, 2, 4
+
+
+def _unchained(table: pa.Table, problems: pd.DataFrame, anchored: bool) -> bool:
+    """True when there is nothing to verify: the log has events, none carries a ``row_hash``
+    (it was never chained), no manifest expects heads and no stored row was unreadable."""
+    if not table.num_rows or anchored:
+        return False
+    if table.column("row_hash").null_count != table.num_rows:
+        return False
+    return bool(problems.empty or problems["kind"].isin(["hash_mismatch", "link_mismatch"]).all())
+
+
+def _summary(
+    table: pa.Table, problems: pd.DataFrame, anchored: int, unchained: bool = False
+) -> tuple[str, dict[str, Any]]:
     n = table.num_rows
     runs = int(_run_starts(table).sum()) if n else 0
     tenants = sorted(set(_plain(table.column("tenant_id")).to_pylist())) if n else []
     counts = (
         {k: int(v) for k, v in problems["kind"].value_counts().items()} if len(problems) else {}
     )
+    if unchained:  # nothing was checked: no per-row "mismatch" noise in the report
+        problems, counts = problems.iloc[0:0], {}
+    status = ("nothing_to_verify" if unchained else "intact" if problems.empty and n
+              else "broken" if n else "nothing_verified")
     report = {
-        "intact": problems.empty,
+        "status": status,
+        "intact": status == "intact",
         "events": n,
         "runs": runs,
         "tenants": tenants,
@@ -117,11 +139,11 @@ def _summary(table: pa.Table, problems: pd.DataFrame, anchored: int) -> tuple[st
         if anchored
         else ", no anchored heads (tail cuts undetectable)"
     )
-    unhashed = table.column("row_hash").null_count if n else 0
-    if n and unhashed == n:
+    if unchained:
         line = (
-            f"BROKEN: no hash chain: none of the {n} events in {runs} run(s) carries a row_hash "
-            "(stamp logs with replaykit.stamp_chain when they are written)"
+            f"nothing to verify: none of the {n} events in {runs} run(s) carries a row_hash "
+            "(the log was never chained; stamp logs with replaykit.stamp_chain when they are "
+            "written to make them verifiable)"
         )
     elif problems.empty:
         line = f"intact: {n} events in {runs} run(s) of {len(tenants)} tenant(s) verified{anch}"
@@ -171,7 +193,9 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
     and so, with ``--digest HEX`` (the digest that was anchored), is any other manifest.
 
     Returns the exit code: 0 intact, 1 the chain is broken or nothing was verified (no
-    events: "nothing verified"), 2 bad usage or unreadable input.
+    events: "nothing verified"), 2 bad usage or unreadable input, 4 nothing to verify (the
+    log has events but none carries a ``row_hash``: it was never chained; the ``--json``
+    report's ``status`` is ``"nothing_to_verify"``).
 
     >>> verify_chain_command(["data/pleach", "--tenant", "acme"])  # doctest: +SKIP
     0
@@ -179,16 +203,13 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
     parser = CliParser(
         prog="replaykit verify-chain",
         description="Verify the per-run hash chain of event logs "
-        "(exit 0 intact, 1 broken or nothing verified, 2 usage).",
+        "(exit 0 intact, 1 broken or nothing verified, 2 usage, 4 nothing to verify: "
+        "the log was never chained).",
     )
     parser.add_argument(
         "paths", nargs="+", metavar="PATH", help="log files, folders, globs or DB URIs"
     )
-    parser.add_argument(
-        "--format",
-        default="auto",
-        help="auto (default), toh, pleach, isplay, inspect, otel or parquet",
-    )
+    add_format_option(parser, "the files")
     parser.add_argument(
         "--tenant", action="append", metavar="ID",
         help="tenant to verify (repeatable): a filter; logs that record no tenant take "
@@ -240,7 +261,8 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
         print("replaykit verify-chain: error: an input nests too deeply to read",
               file=sys.stderr)
         return 2
-    line, report = _summary(table, problems, 0 if heads is None else heads.n_runs)
+    unchained = _unchained(table, problems, heads is not None) and not malformed
+    line, report = _summary(table, problems, 0 if heads is None else heads.n_runs, unchained)
     if heads is not None:
         report["manifest_digest"] = digest
     if table.num_rows == 0:  # an empty answer is not "intact"
@@ -251,4 +273,6 @@ def verify_chain_command(argv: Sequence[str] | None = None) -> int:
         print(_safe(line), file=sys.stderr)
     else:
         print(_safe(line))
-    return 0 if problems.empty and table.num_rows else 1
+    if unchained:
+        return EXIT_NOTHING_TO_VERIFY
+    return EXIT_INTACT if problems.empty and table.num_rows else EXIT_BROKEN

@@ -27,6 +27,9 @@ from . import _dask  # noqa: F401  (registers cohorts(engine="dask"))
 from ._core import (
     ABORT_FINISHES,
     COMPARE_COLUMNS,
+    MIN_DENOMINATOR,
+    MIN_PAIRS,
+    MIN_RUNS,
     MISSING,  # noqa: F401  (the label of unlabelled runs)
     Cohorts,
     cohorts,
@@ -38,6 +41,9 @@ from .replays import ReplayBatch
 __all__ = [
     "ABORT_FINISHES",
     "COMPARE_COLUMNS",
+    "MIN_DENOMINATOR",
+    "MIN_PAIRS",
+    "MIN_RUNS",
     "Cohorts",
     "ReplayBatch",
     "SemesterCalendar",

@@ -29,18 +29,30 @@ from ._measures import (
 from .calendar import SemesterCalendar
 from .replays import ReplayBatch, replay_runs
 
-__all__ = ["ABORT_FINISHES", "COMPARE_COLUMNS", "MISSING", "Cohorts", "cohorts"]
+__all__ = ["ABORT_FINISHES", "COMPARE_COLUMNS", "MIN_DENOMINATOR", "MIN_PAIRS", "MIN_RUNS",
+           "MISSING", "Cohorts", "cohorts"]
 
 #: ``finish`` values that mark a run as aborted (besides a turn that never ended).
 ABORT_FINISHES: tuple[str, ...] = ("aborted", "abort", "cancelled", "canceled", "interrupted")
 #: Label given to runs whose cohort cannot be derived (no start time, null field).
 MISSING = "<missing>"
 
+#: Small-sample rules (docs/cohorts.md, "Small samples"): the fewest runs a cohort needs for
+#: its rates and means to be compared (unpaired rows) and flagged as settled in ``summary``,
+MIN_RUNS = 10
+#: the fewest shared pairing keys for paired rows,
+MIN_PAIRS = 10
+#: and the fewest units in a pooled rate's denominator per cohort (tool results of
+#: ``tool_error_rate``, tool calls of a ``tool_share``, keyed events of ``cache_hit_rate``,
+#: replayed runs of a replay metric). Below these a row is ``small_sample``: its values and
+#: interval are shown, but it is not tested (``excludes_zero`` false, no p-value).
+MIN_DENOMINATOR = 10
+
 #: Columns of :meth:`Cohorts.compare`, in order.
 COMPARE_COLUMNS: tuple[str, ...] = (
     "analysis", "metric", "statistic", "cohort_a", "cohort_b", "n_a", "n_b", "value_a",
     "value_b", "diff", "rel_diff", "ci_low", "ci_high", "ci_level", "effect_size",
-    "effect_size_kind", "excludes_zero", "n_boot", "seed",
+    "effect_size_kind", "excludes_zero", "small_sample", "n_boot", "seed",
 )
 
 
@@ -273,7 +285,9 @@ class Cohorts:
         Columns: cohort, runs, tenants, first_start, last_start, events, events_per_run,
         tool_calls, model_calls, input_tokens, output_tokens, tokens, tokens_per_run,
         tool_results, tool_errors, tool_error_rate, error_events, run_error_rate, aborted,
-        abort_rate, distinct_tools, top_tool, ``tool_share.<tool>`` per tool; with a cache:
+        abort_rate, small_sample (fewer than :data:`MIN_RUNS` runs: its rates rest on too
+        few runs to compare), distinct_tools, top_tool, ``tool_share.<tool>`` per tool; with a
+        cache:
         cache_keyed, cache_hits, cache_misses, live_fallbacks, would_raise, cache_hit_rate; with
         replays (``replays=`` a :class:`ReplayBatch`, or ``branch=`` / replay keyword
         arguments to run :meth:`replay` first): replays, replay_errors, replays_completed,
@@ -303,6 +317,7 @@ class Cohorts:
                                         out["tool_results"].to_numpy(float))
         out["run_error_rate"] = out["errored_runs"] / out["runs"]
         out["abort_rate"] = out["aborted"] / out["runs"]
+        out["small_sample"] = out["runs"] < MIN_RUNS  # its rates are not settled
         if self._tools is None:
             self._tools = self._tool_counts()
         tm = self._tools.groupby(df["cohort"].to_numpy()).sum().reindex(out.index).fillna(0)
@@ -423,6 +438,11 @@ class Cohorts:
         number of shared keys, ``diff`` the mean per-key difference, the interval resamples
         keys, the effect size is Cohen's d_z (mean / sd of the per-key differences).
 
+        Small samples: a row with fewer than :data:`MIN_RUNS` runs in a cohort (unpaired),
+        :data:`MIN_PAIRS` shared keys (paired) or :data:`MIN_DENOMINATOR` units in a pooled
+        rate's denominator is ``small_sample``: its values and interval are given, but
+        ``excludes_zero`` is false and the report does not test it (docs/cohorts.md).
+
         Metrics: events_per_run, tool_calls_per_run, model_calls_per_run, tokens_per_run,
         run_error_rate, abort_rate, tool_error_rate, ``tool_share.<tool>``, cache_hit_rate
         (with a cache) and, with ``replays``, replay_failure_rate, divergence_rate,
@@ -453,10 +473,12 @@ class Cohorts:
         rows: list[dict[str, Any]] = []
 
         def emit(analysis: str, m: _Metric, na: int, nb: int, va: float, vb: float,
-                 boot: np.ndarray, es: float, kind: str, diff: float | None = None) -> None:
+                 boot: np.ndarray, es: float, kind: str, diff: float | None = None,
+                 small: bool = False) -> None:
             d = vb - va if diff is None else diff
             fin = boot[np.isfinite(boot)]
             lo, hi = (np.quantile(fin, q) if len(fin) else (np.nan, np.nan))
+            small = small or min(na, nb) < (MIN_PAIRS if analysis == "paired" else MIN_RUNS)
             rows.append({
                 "analysis": analysis, "metric": m.name, "statistic": m.statistic,
                 "cohort_a": a, "cohort_b": b, "n_a": na, "n_b": nb, "value_a": va,
@@ -464,8 +486,8 @@ class Cohorts:
                 "rel_diff": d / va if va not in (0, 0.0) and np.isfinite(va) else np.nan,
                 "ci_low": float(lo), "ci_high": float(hi), "ci_level": ci,
                 "effect_size": es, "effect_size_kind": kind,
-                "excludes_zero": bool(np.isfinite(lo) and (lo > 0 or hi < 0)),
-                "n_boot": n_boot, "seed": seed,
+                "excludes_zero": bool(not small and np.isfinite(lo) and (lo > 0 or hi < 0)),
+                "small_sample": small, "n_boot": n_boot, "seed": seed,
             })
 
         # unpaired: ratio of sums, bootstrap by run within each cohort
@@ -496,7 +518,10 @@ class Cohorts:
                     if len(sa) > 1 and len(sb) > 1 else np.nan
                 es = (vb - va) / pooled if pooled and np.isfinite(pooled) else np.nan
                 kind = "cohen_d"
-            emit("unpaired", m, len(A), len(B), va, vb, bb[:, j] - ba[:, j], es, kind)
+            few = m.den is not None and min(den_a[:, j].sum(), den_b[:, j].sum()) \
+                < MIN_DENOMINATOR
+            emit("unpaired", m, len(A), len(B), va, vb, bb[:, j] - ba[:, j], es, kind,
+                 small=bool(few))
 
         # paired: per key present in both cohorts
         if paired:
@@ -529,9 +554,12 @@ class Cohorts:
                     boot = _boot_means(dv[:, None], np.ones((kk, 1)), n_boot, rng)[:, 0]
                     sd = dv.std(ddof=1) if kk > 1 else np.nan
                     es = float(dv.mean() / sd) if sd and np.isfinite(sd) else np.nan
+                    few = m.den is not None and min(
+                        per_key(ca, den_a)[ok, j].sum(), per_key(cb, den_b)[ok, j].sum()
+                    ) < MIN_DENOMINATOR
                     emit("paired", m, kk, kk, float(np.nanmean(ra[ok, j])),
                          float(np.nanmean(rb[ok, j])), boot, es, "cohen_dz",
-                         diff=float(dv.mean()))
+                         diff=float(dv.mean()), small=bool(few))
         out = pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
         return out.astype({"analysis": "string", "metric": "string", "statistic": "string",
                            "cohort_a": "string", "cohort_b": "string", "n_a": "Int64",
@@ -539,7 +567,8 @@ class Cohorts:
                            "diff": "Float64", "rel_diff": "Float64", "ci_low": "Float64",
                            "ci_high": "Float64", "ci_level": "Float64",
                            "effect_size": "Float64", "effect_size_kind": "string",
-                           "excludes_zero": "boolean", "n_boot": "Int64", "seed": "Int64"})
+                           "excludes_zero": "boolean", "small_sample": "boolean",
+                           "n_boot": "Int64", "seed": "Int64"})
 
     def _pair_keys(self, rows: pd.DataFrame) -> pd.Series:
         on = self.pair_on

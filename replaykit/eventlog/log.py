@@ -798,13 +798,18 @@ class EventLog:
             f"{s['tenants']} tenant(s) &middot; formats: {esc(', '.join(s['formats']))}"
         )
         if s["first_ts"] is not None:
-            head += f" &middot; {esc(str(s['first_ts']))} &rarr; {esc(str(s['last_ts']))}"
+            from .._display import fmt_time  # the one timestamp format of every display
+
+            head += f" &middot; {esc(fmt_time(s['first_ts']))} &rarr; " \
+                    f"{esc(fmt_time(s['last_ts']))}"
         if s["quarantined"]:
             head += f" &middot; <span style='color:#b00'>{s['quarantined']} quarantined</span>"
         runs, total = self._runs_head(10)
         cols = [c for c in RUN_STAT_COLUMNS if c in runs.columns and not c.endswith("_ts")]
         shown = runs[cols].head(10)
-        table = shown.to_html(index=False, escape=True, na_rep="", border=0)
+        from .._display import display_cells  # one missing-value style (blank)
+
+        table = display_cells(shown).to_html(index=False, escape=True, na_rep="", border=0)
         more = f"<div>&hellip; {total - 10:,} more runs</div>" if total > 10 else ""
         return f"<div class='replaykit-eventlog'><div>{head}</div>{table}{more}</div>"
 

@@ -24,7 +24,8 @@ from ._core import MAX_SCRUB_EVENTS, rca, scrubber_data
 from ._fmt import cut_words, fmt_number, people_frame
 from ._parts import Report
 from ._template import TRANSCRIPT_CSS  # the transcript views widgets.py shows too
-from ._transcript import run_tree_html, transcript_html
+from ._transcript import run_tree_html, transcript_html, turn_numbers
 
 __all__ = ["MAX_SCRUB_EVENTS", "TRANSCRIPT_CSS", "Report", "cohort", "cut_words", "fmt_number",
-           "people_frame", "rca", "run_tree_html", "scrubber_data", "transcript_html"]
+           "people_frame", "rca", "run_tree_html", "scrubber_data", "transcript_html",
+           "turn_numbers"]

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["UNITS", "adjust", "cohort_answer", "cohort_findings", "unit_of"]
+__all__ = ["UNITS", "adjust", "cohort_answer", "cohort_findings", "fmt_p", "fmt_stat",
+           "small_sample", "unit_of"]
 
 #: Unit groups of cohort measures, in page order: each is drawn on its own axis.
 UNITS = ("rates", "counts", "tokens")
@@ -54,6 +55,23 @@ def _bh(p: np.ndarray) -> np.ndarray:
     return out
 
 
+def small_sample(frame: pd.DataFrame) -> np.ndarray:
+    """Per row of a compare frame: below the minimum sample (its ``small_sample`` column, as
+    ``Cohorts.compare`` sets it; for a frame without one, fewer than
+    :data:`replaykit.cohorts.MIN_RUNS` runs, or :data:`~replaykit.cohorts.MIN_PAIRS` pairs,
+    on a side)."""
+    from ..cohorts import MIN_PAIRS, MIN_RUNS
+
+    if "small_sample" in frame:
+        return frame["small_sample"].astype("boolean").fillna(False).to_numpy(dtype=bool)
+    if not {"n_a", "n_b"} <= set(frame.columns):
+        return np.zeros(len(frame), dtype=bool)
+    n = np.minimum(frame["n_a"].astype(float).to_numpy(), frame["n_b"].astype(float).to_numpy())
+    paired = (frame["analysis"].astype(str).to_numpy() == "paired") if "analysis" in frame \
+        else np.zeros(len(frame), dtype=bool)
+    return np.asarray(n < np.where(paired, MIN_PAIRS, MIN_RUNS))
+
+
 def adjust(frame: pd.DataFrame, *, alpha: float | None = None) -> pd.DataFrame:
     """``frame`` (a ``Cohorts.compare`` frame) with multiple-comparison columns added.
 
@@ -62,6 +80,8 @@ def adjust(frame: pd.DataFrame, *, alpha: float | None = None) -> pd.DataFrame:
     Holm (family-wise error) and Benjamini-Hochberg (false discovery rate) adjusted, within
     each ``analysis`` (paired and unpaired are separate families); ``holm`` / ``bh``: the
     adjusted p is below ``alpha`` (default ``1 - ci_level``); ``unit``: see :func:`unit_of`.
+    A row below the minimum sample (:func:`small_sample`) gets no p-value: it is not tested,
+    and it does not count in the correction's family.
 
     >>> f = pd.DataFrame({"analysis": ["u", "u"], "metric": ["a", "b"], "statistic": "mean",
     ...                   "diff": [1.0, 0.1], "ci_low": [0.5, -0.1], "ci_high": [1.5, 0.3],
@@ -84,7 +104,7 @@ def adjust(frame: pd.DataFrame, *, alpha: float | None = None) -> pd.DataFrame:
     # an interval without width (one pair, or no variation) supports no test
     n = np.minimum(out["n_a"].astype(float).to_numpy(), out["n_b"].astype(float).to_numpy()) \
         if {"n_a", "n_b"} <= set(out.columns) else np.full(len(out), np.inf)
-    p = np.where((se <= 0) | (n < 2), np.nan, p)
+    p = np.where((se <= 0) | (n < 2) | small_sample(out), np.nan, p)
     out["p_value"] = p
     out["p_holm"] = np.nan
     out["p_bh"] = np.nan
@@ -93,6 +113,10 @@ def adjust(frame: pd.DataFrame, *, alpha: float | None = None) -> pd.DataFrame:
         idx = np.flatnonzero(fam == f)
         out.iloc[idx, out.columns.get_loc("p_holm")] = _holm(p[idx])
         out.iloc[idx, out.columns.get_loc("p_bh")] = _bh(p[idx])
+    small = small_sample(out)
+    out["small_sample"] = small
+    beyond = out["excludes_zero"].astype("boolean").fillna(False).to_numpy(dtype=bool) & ~small
+    out["excludes_zero"] = beyond
     out["holm"] = (out["p_holm"].to_numpy() < a) & out["excludes_zero"].fillna(False).to_numpy(
         dtype=bool)
     out["bh"] = (out["p_bh"].to_numpy() < a) & out["excludes_zero"].fillna(False).to_numpy(
@@ -103,19 +127,55 @@ def adjust(frame: pd.DataFrame, *, alpha: float | None = None) -> pd.DataFrame:
     return out
 
 
-def _fmt(v: float, unit: str, signed: bool = False) -> str:
-    from ._fmt import fmt_number
+#: Decimals a cohort statistic is shown with, at most (hundredths of a percentage point, of an
+#: event, of a token, of an effect size): a bootstrap bound of ``1.26e-17`` is ``0``, not
+#: ``+0.00000000000000126``.
+STAT_DECIMALS = 2
+#: Smallest p-value written as a number; anything below prints as ``< 0.001`` (a bootstrap
+#: interval of a few thousand replicates cannot tell smaller tails apart).
+P_FLOOR = 0.001
 
+
+def fmt_stat(v: Any, unit: str, signed: bool = False) -> str:
+    """A cohort statistic (value, difference, interval bound, effect size) for people, the one
+    format of the report's sentences and tables: 3 significant digits, at most
+    :data:`STAT_DECIMALS` decimals; ``unit="rates"`` as a percentage (``5.23%``) and, signed,
+    in percentage points (``+14.2 pp``); ``unit="percent"`` as a signed or unsigned
+    percentage; missing is blank.
+
+    >>> fmt_stat(0.14166, "rates", signed=True), fmt_stat(1.26e-17, "rates", signed=True)
+    ('+14.2 pp', '0 pp')
+    >>> fmt_stat(-83602.4, "tokens", signed=True), fmt_stat(0.0049, "counts")
+    ('-83,602', '0')
+    """
+    from .._display import MISSING, _isna, fmt_number
+
+    if v is None or _isna(v):
+        return MISSING
+    x = float(v) * (100 if unit in ("rates", "percent") else 1)
+    if np.isfinite(x):
+        x = round(x, STAT_DECIMALS) + 0.0  # + 0.0: no "-0"
+    text = fmt_number(x, signed=signed)
     if unit == "rates":
-        x = fmt_number(v, percent=True, signed=signed)
-        return x.replace("%", " pp") if signed else x
-    return fmt_number(v, signed=signed)
+        return text + (" pp" if signed else "%")
+    return text + ("%" if unit == "percent" else "")
 
 
-def _p(p: float) -> str:
-    """A p-value for people: 3 significant digits, and below 1e-15 (a normal tail that
-    rounds to 0 in floating point) as ``< 1e-15``, never ``0``."""
-    return "< 1e-15" if p < 1e-15 else f"{p:.3g}"
+def fmt_p(p: Any) -> str:
+    """A p-value for people, the one format of the report: 2 significant digits, below
+    :data:`P_FLOOR` as ``< 0.001``; missing (not tested) is blank.
+
+    >>> fmt_p(0.32709), fmt_p(0.0012), fmt_p(3e-17), fmt_p(float("nan"))
+    ('0.33', '0.0012', '< 0.001', '')
+    """
+    from .._display import MISSING, _isna
+
+    if p is None or _isna(p):
+        return MISSING
+    return f"< {P_FLOOR:g}" if float(p) < P_FLOOR else f"{float(p):.2g}"
+
+
+_fmt = fmt_stat
 
 
 def cohort_findings(adj: pd.DataFrame) -> tuple[str, list[dict[str, Any]]]:
@@ -146,11 +206,21 @@ def cohort_findings(adj: pd.DataFrame) -> tuple[str, list[dict[str, Any]]]:
                    f"cohorts, each prompt's {b} value minus its {a} value, which removes the "
                    "differences between prompts.")
         rows.append({"kind": "evidence", "sentence": how, "section": f"table-{analysis}"})
-        if min(n_a, n_b) < 5:
+        few = part[part["small_sample"].to_numpy(dtype=bool)]
+        if len(few):
+            from ..cohorts import MIN_DENOMINATOR, MIN_PAIRS, MIN_RUNS
+
+            least = (f"{MIN_PAIRS} shared prompts" if analysis == "paired"
+                     else f"{MIN_RUNS} runs in each cohort")
+            what = (f"all {m} {analysis} measures" if len(few) == m else
+                    f"{len(few)} of {m} {analysis} measures ("
+                    + ", ".join(map(str, few["metric"])) + ")")
             rows.append({"kind": "caveat", "sentence": (
-                f"The {analysis} rows rest on {min(n_a, n_b)} "
-                f"{'pair(s)' if analysis == 'paired' else 'run(s) in the smaller cohort'}: too "
-                "few to support a finding."), "section": f"table-{analysis}"})
+                f"Too few to test: {what} rest on {int(few[['n_a', 'n_b']].min().min()):,} "
+                f"{'pair(s)' if analysis == 'paired' else 'run(s) in the smaller cohort'} or "
+                f"on fewer than {MIN_DENOMINATOR} units in a rate's denominator; a test needs "
+                f"at least {least} (docs/cohorts.md, \"Small samples\"). Their values are "
+                "shown but never counted as findings."), "section": f"table-{analysis}"})
         chance = m * (1 - level)
         rows.append({"kind": "caveat", "sentence": (
             f"{m} {analysis} tests at {round(level * 100)}%: about {chance:.1f} would exclude "
@@ -170,9 +240,13 @@ def cohort_findings(adj: pd.DataFrame) -> tuple[str, list[dict[str, Any]]]:
                 f"{r.metric} ({analysis}) {moved} from {_fmt(r.value_a, unit)} to "
                 f"{_fmt(r.value_b, unit)} ({_fmt(r.diff, unit, signed=True)}, interval "
                 f"{_fmt(r.ci_low, unit, signed=True)} to {_fmt(r.ci_high, unit, signed=True)}"
-                f"); it {kept}" + (f" (Holm p {_p(r.p_holm)})." if testable else ".")),
+                f"); it {kept}" + (f" (Holm p {fmt_p(r.p_holm)})." if testable else ".")),
                 "section": f"unit-{unit}"})
-        if hits.empty:
+        if hits.empty and len(few) == m:
+            rows.append({"kind": "outcome", "sentence": (
+                f"No {analysis} measure could be tested: {a} and {b} hold too few runs "
+                "to tell whether anything changed."), "section": f"table-{analysis}"})
+        elif hits.empty:
             rows.append({"kind": "outcome", "sentence": (
                 f"No {analysis} measure moved beyond its interval: the data show no "
                 f"difference between {a} and {b} at this sample size."),
@@ -202,13 +276,24 @@ def cohort_answer(adj: pd.DataFrame) -> str:
             for x in analyses}
     everywhere = set.intersection(*held.values())
     somewhere = set.union(*held.values()) - everywhere
+    small = small_sample(adj)
+    if not everywhere and not somewhere and small.all():
+        from ..cohorts import MIN_RUNS
+
+        n_a = int(adj["n_a"].max()) if "n_a" in adj else 0
+        n_b = int(adj["n_b"].max()) if "n_b" in adj else 0
+        return (f"Too few to tell: {a} has {n_a:,} runs and {b} {n_b:,}, below the minimum "
+                f"sample of every measure (at least {MIN_RUNS} runs per cohort; "
+                "docs/cohorts.md), so no difference is tested.")
     if not everywhere and not somewhere:
         k = int(adj["excludes_zero"].fillna(False).sum())
         level = float(adj["ci_level"].iloc[0]) if "ci_level" in adj else 0.95
         chance = len(adj) * (1 - level)
+        untested = (f"; {int(small.sum())} measure(s) too few to test" if small.any()
+                    else "")
         return (f"No change: between {a} and {b} no measure moved beyond what chance explains "
                 f"after Holm correction ({k} of {len(adj)} intervals excluded zero; about "
-                f"{chance:.1f} would by chance alone).")
+                f"{chance:.1f} would by chance alone{untested}).")
     ref = adj[adj["analysis"] == analyses[0]].set_index("metric")
 
     def moved(m: str) -> str:

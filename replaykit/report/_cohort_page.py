@@ -13,7 +13,7 @@ import pandas as pd
 from ._embed import esc
 from ._fmt import _isna, fmt_number
 from ._parts import Report, _figure_json, _kv, _table, _versions
-from ._template import page, render
+from ._template import page, reading_order, render
 
 __all__ = ["cohort"]
 
@@ -168,17 +168,17 @@ def cohort(frame: pd.DataFrame, *, title: str, question: str, notes: str | None 
     sections.append(("repro", "Reproducibility stamp", _kv(stamp)))
     data["versions"] = versions
     data["figures"] = [n for n, _ in figs]
+    sections = reading_order(sections)  # the question first
     return Report(page(title, sections), title=title, sections=[s[0] for s in sections],
                   data=data)
 
 
 def _cohort_table(u: pd.DataFrame, unit: str) -> str:
     """One unit's measures: formatted for people, corrected columns, hits highlighted."""
-    pct = unit == "rates"
+    from ._cohort import fmt_p, fmt_stat
 
     def f(v: Any, signed: bool = False) -> str:
-        s = fmt_number(v, percent=pct, signed=signed)
-        return s.replace("%", " pp") if pct and signed else s
+        return fmt_stat(v, unit, signed=signed)
 
     view = pd.DataFrame({
         "measure": u["metric"].astype(str).to_numpy(),
@@ -189,13 +189,15 @@ def _cohort_table(u: pd.DataFrame, unit: str) -> str:
         "difference": [f(v, True) for v in u["diff"]],
         "interval": [f"{f(a, True)} to {f(b, True)}" for a, b in
                      zip(u["ci_low"], u["ci_high"], strict=True)],
-        "relative": [fmt_number(v, percent=True, signed=True) for v in u["rel_diff"]],
-        "effect size": [f"{fmt_number(v, signed=True)} ({k})" if not _isna(v) else ""
+        "relative": [fmt_stat(v, "percent", signed=True) for v in u["rel_diff"]],
+        "effect size": [f"{fmt_stat(v, 'counts', signed=True)} ({k})" if not _isna(v) else ""
                         for v, k in zip(u["effect_size"], u["effect_size_kind"], strict=True)],
-        "p (approx.)": [fmt_number(v) for v in u["p_value"]],
-        "Holm p": [fmt_number(v) for v in u["p_holm"]],
-        "BH p": [fmt_number(v) for v in u["p_bh"]],
-        "beyond interval": ["yes" if x else "no" for x in u["excludes_zero"].fillna(False)],
+        "p (approx.)": [fmt_p(v) for v in u["p_value"]],
+        "Holm p": [fmt_p(v) for v in u["p_holm"]],
+        "BH p": [fmt_p(v) for v in u["p_bh"]],
+        "beyond interval": ["too few to test" if sm else "yes" if x else "no"
+                            for x, sm in zip(u["excludes_zero"].fillna(False),
+                                             u["small_sample"], strict=True)],
         "after correction": ["Holm" if h else "BH only" if b else "no"
                              for h, b in zip(u["holm"], u["bh"], strict=True)],
     })

@@ -34,7 +34,7 @@ from ._parts import (
     _table,
     _versions,
 )
-from ._template import Markup, json_script, page, render
+from ._template import Markup, json_script, page, reading_order, render
 
 __all__ = ["MAX_SCRUB_EVENTS", "rca"]
 
@@ -209,12 +209,9 @@ def _scrubber_data(events: Any, *, tenant_id: str, origins: Mapping[int, str] | 
     # cut at a word boundary (the window is bounded: MAX_SCRUB_EVENTS)
     text: list[str | None] = [cut_words(x, TEXT_CHARS) for x in
             pc.fill_null(pc.cast(t.column("text"), pa.string()), "").to_pylist()]
-    kinds_w = pc.cast(events.table.column("kind"), pa.string()).to_numpy(zero_copy_only=False)
-    opener = "turn_start" if (kinds_w == "turn_start").any() else "user_message"
-    derived_turn = np.cumsum(kinds_w == opener)[first:first + n]
-    rec_turn = t.column("turn").to_pandas()
-    turns = [int(r) if not pd.isna(r) else int(d)
-             for r, d in zip(rec_turn.tolist(), derived_turn.tolist(), strict=True)]
+    from ._transcript import turn_numbers  # one turn numbering: scrubbers and run tree
+
+    turns = turn_numbers(events.table)[first:first + n].tolist()
     if like is not None:
         other_text = like[0]["text"]
         text = [None if i < len(other_text) and x == other_text[i] else x
@@ -705,6 +702,7 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
             "sensitive_to_fixture": bool(len(fx_used)), "inputs": files, "versions": versions,
             "figures": [n for n, _ in figs], "scrubber": scrub, "base_scrubber": base_scrub,
             "summary": summary, "changes": summary_values}
+    sections = reading_order(sections)  # the question first
     return Report(page(title, sections), title=title, sections=[s[0] for s in sections],
                   data=data)
 

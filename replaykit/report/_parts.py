@@ -17,9 +17,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._display import fmt_cell
 from ..branch._shared import shared_name
 from ._embed import esc, script_json
-from ._fmt import _isna, fmt_number
+from ._fmt import fmt_number
 from ._template import Markup, render
 
 __all__ = ["Report"]
@@ -110,7 +111,7 @@ def _table(df: pd.DataFrame, *, limit: int = TEXT_CHARS, cls: str = "",
         elif c in num_cols:
             fmts[c] = fmt_number
         else:
-            fmts[c] = (lambda v: "" if v is None or _isna(v) else _cut(v, limit))
+            fmts[c] = (lambda v: _cut(fmt_cell(v), limit))  # one missing/time style
     classes = pd.DataFrame("", index=df.index, columns=df.columns)
     for c in num_cols:
         classes[c] = "num"

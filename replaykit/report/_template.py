@@ -114,15 +114,15 @@ span.before{color:#b71c1c;text-decoration:line-through}
 span.after{color:#1b5e20;font-weight:600}
 code.path{font-weight:600;color:#0d47a1}
 .changes-nav{display:flex;gap:8px;align-items:center;margin:6px 0}
-.scrubber .controls{display:flex;align-items:center;gap:8px;margin:8px 0}
+.scrubber .controls{display:flex;flex-wrap:wrap;align-items:center;gap:8px;margin:8px 0}
 .scrubber input[type=range]{flex:1}
 .scrubber .panes{display:grid;grid-template-columns:1fr 1fr;gap:10px}
 .scrubber h4{margin:4px 0}
 .scrubber .state div{font-family:monospace;font-size:11.5px;white-space:pre-wrap;
  word-break:break-word;padding:0 4px}
 .scrubber .state div.differs{background:#fff3e0;border-left:3px solid #ef6c00}
-#rk-scrub-label{font-family:monospace;font-size:12px;flex:0 1 520px;min-width:0;
- overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+#rk-scrub-label{font-family:monospace;font-size:12px;flex:1 1 100%;min-width:0;
+ white-space:normal;overflow-wrap:anywhere}
 """ + TRANSCRIPT_CSS
 
 # Everything the scripts read comes from <script type="application/json"> elements and is
@@ -432,8 +432,26 @@ def json_script(obj: Any) -> Markup:
     return Markup(script_json(obj))
 
 
+#: sections that open every report, in this order, whatever order they were built in: the
+#: question the report answers comes before its answer (docs/report.md)
+FIRST_SECTIONS = ("question",)
+
+
+def reading_order(sections: Sequence[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """``sections`` (id, heading, body) in the order a reader meets them: those named in
+    :data:`FIRST_SECTIONS` first, the rest as built.
+
+    >>> [s[0] for s in reading_order([("findings", "", ""), ("question", "", "")])]
+    ['question', 'findings']
+    """
+    first = [s for f in FIRST_SECTIONS for s in sections if s[0] == f]
+    return first + [s for s in sections if s[0] not in FIRST_SECTIONS]
+
+
 def page(title: str, sections: Sequence[tuple[str, str, str]]) -> str:
-    """The full HTML document: ``sections`` are (id, heading, trusted HTML body) in order."""
+    """The full HTML document: ``sections`` are (id, heading, trusted HTML body), shown in
+    :func:`reading_order`."""
+    sections = reading_order(sections)
     return _env().get_template("page.html").render(
         title=title, csp=Markup(_CSP), css=Markup(_CSS), js=Markup(_JS),
         plotly_js=Markup(_plotly_js()),

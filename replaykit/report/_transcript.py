@@ -19,6 +19,7 @@ from ..branch.vocab import PROVENANCE_BADGES, PROVENANCES
 from ._template import render
 
 __all__ = ["MAX_TRANSCRIPT_EVENTS", "provenance_legend_html", "run_tree", "run_tree_html",
+           "turn_numbers",
            "transcript_items", "transcript_html"]
 
 #: events a transcript shows (a longer run keeps its first ones and says so).
@@ -158,6 +159,29 @@ def _ts_seconds(table: pa.Table) -> np.ndarray:
     return out
 
 
+def turn_numbers(table: pa.Table) -> np.ndarray:
+    """The turn of each event of one run (int64), the one numbering the report's scrubber and
+    run tree and the notebook Scrubber show: the log's ``turn`` where it records one, else the
+    number of turns begun so far (``turn_start`` events, or user messages when the run has no
+    turn events), 0 before the first. Never missing: a log without turns (isplay, OTel) still
+    reads "turn 1", not "turn (none)".
+
+    >>> t = pa.table({"kind": ["user_message", "tool_call", "user_message"],
+    ...               "turn": pa.array([None, None, None], pa.int64())})
+    >>> turn_numbers(t).tolist()
+    [1, 1, 2]
+    """
+    kinds = np.asarray(pc.cast(table.column("kind"), pa.string()).to_numpy(
+        zero_copy_only=False), dtype=object)
+    opener = "turn_start" if (kinds == "turn_start").any() else "user_message"
+    derived = np.cumsum(kinds == opener)
+    turn = table.column("turn")
+    valid = np.asarray(pc.is_valid(turn).to_numpy(zero_copy_only=False), dtype=bool)
+    recorded = np.asarray(pc.fill_null(pc.cast(turn, pa.int64()), 0).to_numpy(
+        zero_copy_only=False), dtype=np.int64)
+    return np.where(valid, recorded, derived).astype(np.int64)
+
+
 def run_tree(tables: Sequence[pa.Table], *, max_nodes: int = MAX_TREE_NODES
              ) -> list[dict[str, Any]]:
     """Runs as a tree: each node has run_id, parent_run_id, start, duration (seconds, None
@@ -222,9 +246,9 @@ def _run_node(t: pa.Table, run_id: str, max_nodes: int = MAX_TREE_NODES) -> dict
                       left_on="pos", right_on="end_pos", by=["type", "ref"],
                       direction="forward", allow_exact_matches=False)
     end_pos = j.set_index("pos")["end_pos"].reindex(start_pos).to_numpy(dtype=float)
-    sub = t.take(pa.array(start_pos, pa.int64())).select(["tool_name", "turn"])
+    sub = t.take(pa.array(start_pos, pa.int64())).select(["tool_name"])
     tool = pc.cast(sub.column("tool_name"), pa.string()).to_pylist()
-    turn = sub.column("turn").to_pylist()
+    turn = turn_numbers(t)[start_pos].tolist()  # derived where the log records none
     listed: list[dict[str, Any]] = []
     for i, p in enumerate(start_pos.tolist()):  # at most MAX_TREE_NODES calls: view data
         e = end_pos[i]

@@ -306,3 +306,124 @@ def test_rca_and_the_cli_agree_on_what_is_required(data_dir, tmp_path):
     assert title(page) == title(cli_page) == "Replay of run-claims-C-104: remove escalation clause"
     assert question(page) == question(cli_page)
     assert "run-claims-C-104" in question(page)
+
+
+# ------------------------------------------------------ one --format list (issue 42 item 11)
+def _parsers(parser: argparse.ArgumentParser, name: str = "replaykit"):
+    yield name, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub, p in action.choices.items():
+                yield from _parsers(p, f"{name} {sub}")
+
+
+def test_every_command_lists_every_format_from_one_place(capsys):
+    from replaykit.cli import app
+    from replaykit.cli import report as cli_report
+    from replaykit.cli.verify import verify_chain_command
+    from replaykit.io import FORMATS
+
+    want = ("auto", *FORMATS, "parquet")  # the loaders' formats, read here from replaykit.io
+    seen = {}
+    for root in (app._parser(), cli_report._parser()):
+        for name, p in _parsers(root):
+            for action in p._actions:
+                if "--format" in action.option_strings:
+                    seen[name] = tuple(action.choices)
+    assert {"replaykit summary", "replaykit replay", "replaykit branch create",
+            "replaykit report rca", "replaykit report cohort"} <= set(seen) or \
+        {"replaykit rca", "replaykit cohort"} <= set(seen), seen
+    assert all(v == want for v in seen.values()), seen
+    assert verify_chain_command(["--help"]) == 0
+    helptext = " ".join(capsys.readouterr().out.split())
+    assert ", ".join(want) in helptext
+
+
+def test_report_cohort_names_an_unknown_cohort_in_command_line_words(tmp_path, capsys):
+    from replaykit.cli.app import main
+
+    assert main(["generate", "cohorts", str(tmp_path / "c"), "--runs", "40", "--drift", "none",
+                 "--no-progress"]) == 0
+    capsys.readouterr()
+    for flag, bad, hint in (("--a", "x", ""), ("--b", "2026-sprin", "did you mean --b "
+                                                                        "2026-spring?")):
+        args = {"--a": "2025-fall", "--b": "2026-spring", flag: bad}
+        rc = main(["report", "cohort", "--log", str(tmp_path / "c" / "events.parquet"), "--by",
+                   "semester", "--a", args["--a"], "--b", args["--b"], "-o",
+                   str(tmp_path / "r.html"), "--no-progress"])
+        err = capsys.readouterr().err
+        assert rc == 2 and not (tmp_path / "r.html").exists()
+        assert err.startswith(f"replaykit report cohort: {flag} {bad}: no cohort of that name")
+        assert "cohorts: 2025-fall, 2026-spring" in err and hint in err
+        assert "KeyError" not in err and "\"'" not in err and "['" not in err
+
+
+def test_report_errors_are_written_as_every_command_writes_them(capsys, monkeypatch,
+                                                                 tmp_path):
+    """A KeyError escaping a report command prints its message, not its repr."""
+    from replaykit.cli import report as cli_report
+
+    def boom(args):
+        raise KeyError("no run 'r1' of tenant 'acme'")
+
+    monkeypatch.setattr(cli_report, "_rca", boom)
+    (tmp_path / "b.json").write_text("{}")
+    rc = cli_report.report_command(["rca", "--log", "x.jsonl", "--branch",
+                                    str(tmp_path / "b.json"), "-o", str(tmp_path / "r.html")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err == "replaykit report rca: no run 'r1' of tenant 'acme'\n"
+
+
+# ----------------------------------------------- one rule for written files' modes (item 13)
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_files_the_command_line_writes_get_the_mode_python_gives(tmp_path, data_dir, umask):
+    """Every file and folder a command writes has the mode Python's own open() / mkdir()
+    give under the same umask (0644 / 0755 under 022), as the same report written from
+    Python does: never mkstemp's 0600 or mkdtemp's 0700."""
+    import stat
+
+    iplay = str(data_dir / "isplay")
+    branch = str(data_dir / "isplay" / "branch-drop-fraud-clause.json")
+    fixtures = str(data_dir / "isplay" / "fixtures.json")
+    out = tmp_path / f"u{umask:o}"
+    commands = [
+        (["report", "rca", "--log", iplay, "--owner", "demo", "--branch", branch,
+          "--fixtures", fixtures, "-o", str(out / "rca.html")], out / "rca.html"),
+        (["summary", str(data_dir / "pleach"), "--quarantine-out", str(out / "q.csv")],
+         out / "q.csv"),
+        (["branch", "create", "--from", "run-claims-C-104", "--checkpoint", "cp-intake",
+          "--name", "x", "--log", iplay, "--owner", "demo", "-o", str(out / "b.json")],
+         out / "b.json"),
+        (["replay", iplay, "--owner", "demo", "--branch", branch, "--fixtures", fixtures,
+          "-o", str(out / "replay")], out / "replay"),
+        (["generate", "pleach", str(out / "g.jsonl"), "--events", "200"], out / "g.jsonl"),
+        (["generate", "cohorts", str(out / "cohorts"), "--runs", "20"], out / "cohorts"),
+    ]
+    python = (
+        "import os, sys, replaykit as rk\n"
+        f"os.umask({umask})\n"
+        "from replaykit.report.demo import main\n"
+        "main([sys.argv[1]])\n"
+        "log = rk.read_events(sys.argv[2], owner='demo')\n"
+        "rk.to_otel(log, sys.argv[3])\n"
+    )
+    out.mkdir()
+    file_mode, dir_mode = 0o666 & ~umask, 0o777 & ~umask  # open() and mkdir() under it
+    for argv, written in commands:
+        quiet = [] if argv[0] == "branch" else ["--no-progress"]
+        proc = subprocess.run([sys.executable, "-m", "replaykit.cli", *argv, *quiet],
+                              capture_output=True, text=True, check=False,
+                              preexec_fn=lambda: os.umask(umask))  # noqa: PLW1509
+        assert proc.returncode == 0, (argv, proc.stderr)
+        for p in [written, *(written.rglob("*") if written.is_dir() else [])]:
+            mode = stat.S_IMODE(p.stat().st_mode)
+            assert mode == (dir_mode if p.is_dir() else file_mode), (argv, p, oct(mode))
+        assert not list(out.glob(".*.tmp")), argv  # no temporary file left beside
+    proc = subprocess.run([sys.executable, "-c", python, str(out / "py-rca.html"), iplay,
+                           str(out / "otel.json")], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    for name in ("py-rca.html", "otel.json"):
+        assert stat.S_IMODE((out / name).stat().st_mode) == file_mode, name
+    assert stat.S_IMODE((out / "rca.html").stat().st_mode) == \
+        stat.S_IMODE((out / "py-rca.html").stat().st_mode)

@@ -6,6 +6,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
+import os
+import re
 import sys
 from typing import Any
 
@@ -25,6 +28,8 @@ from replaykit.eventlog.log import RUNS_SCHEMA
 from replaykit.schema import events_table
 
 UTC_US = pa.timestamp("us", tz="UTC")
+#: the one timestamp format of every table replaykit shows (UTC to the millisecond)
+_ONE_TIME_FORMAT = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}Z")
 
 
 def _through_pandas(log: Any, limit: int | None) -> str:
@@ -157,7 +162,8 @@ _cells = st.one_of(st.none(), st.text(max_size=8))
     st.lists(st.integers(-10**12, 10**12), min_size=n, max_size=n),
     st.lists(st.none() | _us, min_size=n, max_size=n))),
     st.sampled_from(["s", "a_longer_name"]))
-def test_text_table_is_pandas_to_string(columns, name):
+def test_text_table_is_the_frame_text(columns, name):
+    """The Arrow path and the pandas path print one table (cells and layout), at any width."""
     strings, ints, stamps = columns
     table = pa.table({name: pa.array(strings, pa.string()), "n": pa.array(ints, pa.int64()),
                       "first_ts": pa.array(stamps, pa.int64()).cast(UTC_US)})
@@ -167,9 +173,12 @@ def test_text_table_is_pandas_to_string(columns, name):
     if any(s is not None and not cli_files.terminal_safe(s).isprintable() for s in strings):
         assert text is None
         return
-    with pd.option_context("display.max_rows", None, "display.max_columns", 60,
-                           "display.width", 200):
-        assert text == cli._safe_frame(table.to_pandas()).to_string(index=False, na_rep="")
+    assert text == cli._frame_text(table.to_pandas())
+    for width in (40, 60):
+        assert cli._text_table(table, width) == cli._frame_text(table.to_pandas(), width)
+    stamps_shown = re.findall(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[.+\dZ:]*", text)
+    assert len(stamps_shown) == sum(v is not None for v in stamps)
+    assert all(_ONE_TIME_FORMAT.fullmatch(t) for t in stamps_shown)
     for s in strings:
         if s is not None and any(ord(c) < 32 for c in s):
             assert not any(ord(c) < 32 and c != "\n" for c in text)  # every one escaped
@@ -212,7 +221,7 @@ def test_runs_known_only_from_headers_print_as_through_pandas():
         "attrs": pa.array([None, '{"x": 1}'], pa.large_string())}).cast(RUNS_SCHEMA)
     log = rk.EventLog(empty, runs=meta)
     _check(log)
-    assert "1970-01-01 00:00:01+00:00" in _summary_text(log, None)
+    assert "1970-01-01 00:00:01.000Z" in _summary_text(log, None)
 
 
 def test_main_without_argv_returns_in_process(data_dir, capsys, monkeypatch):
@@ -232,3 +241,147 @@ def test_main_without_argv_returns_in_process(data_dir, capsys, monkeypatch):
     with pytest.raises(AssertionError, match=r"os\._exit\(0\)"):
         cli_app.console_main()
     assert capsys.readouterr().out == out
+
+
+# ------------------------------------------------------------------ a terminal's width
+def _in_terminal(argv: list[str], columns: int) -> tuple[int, str]:
+    """Exit code and output of ``replaykit ARGV`` run on a pseudo-terminal ``columns`` wide
+    (stdout is a terminal, as when a person types the command)."""
+    import pty
+    import subprocess
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "COLUMNS": str(columns), "LINES": "50"}
+    proc = subprocess.Popen([sys.executable, "-m", "replaykit.cli", *argv, "--no-progress"],
+                            stdout=follower, stderr=follower, stdin=subprocess.DEVNULL, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    return proc.wait(timeout=120), b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def _elided_from(shown: str, whole: str) -> bool:
+    """``shown`` is ``whole`` or ``whole`` cut in the middle with an ellipsis."""
+    if "\u2026" not in shown:
+        return shown == whole
+    head, tail = shown.split("\u2026", 1)
+    return len(shown) < len(whole) and whole.startswith(head) and whole.endswith(tail)
+
+
+@pytest.mark.parametrize("columns", [60, 100])
+def test_summary_fits_a_terminal_and_shows_every_run(data_dir, columns):
+    isplay = sorted((data_dir / "isplay").glob("claims-*.json"))
+    want = {}  # run id -> event count, read here from the files
+    for f in isplay:
+        doc = json.loads(f.read_text())
+        want[doc["run"]["runId"]] = len(doc["events"])
+    for extra in ([], ["--all-columns"]):
+        rc, out = _in_terminal(["summary", str(data_dir / "isplay"), "--owner", "demo",
+                                *extra], columns)
+        assert rc == 0, out
+        lines = out.rstrip("\n").split("\n")
+        assert max(len(line) for line in lines) <= columns, out
+        assert "unhashable" not in out and "+00:00" not in out
+        stamps = re.findall(r"\d{4}-\d\d-\d\d \d\d:\d\d:\S+", out)
+        assert stamps and all(_ONE_TIME_FORMAT.fullmatch(t) for t in stamps), stamps
+        # every block of the wrapped table starts with the run id, each run on its own line
+        blocks = [b.split("\n") for b in out.split("\n\n") if b.startswith(("tenant_id",
+                                                                               "run_id"))]
+        for block in blocks:
+            header = block[0].split()
+            at = header.index("run_id")
+            rows = [r.split() for r in block[1:] if r.strip() and not r.startswith("...")]
+            shown = [r[at] for r in rows[: len(want)]]
+            assert sorted(shown) == sorted(want)  # ids short enough to stay whole
+        first = blocks[0]  # tenant_id, run_id, parent_run_id (empty here), ..., events
+        assert first[0].split()[:3] == ["tenant_id", "run_id", "parent_run_id"]
+        got = {}
+        for row in first[1:]:
+            m = re.match(r"demo\s+(\S+)\s+(?:isplay\s+)?(\d+)(?:\s|$)", row)
+            if m:
+                got[m.group(1)] = int(m.group(2))
+        assert got == want
+        if extra:  # the runs' attrs (dicts) print as JSON text, cut to fit
+            assert '{"name"' in out or '{"chan' in out
+
+
+def test_summary_elides_long_run_ids_in_the_middle(data_dir):
+    rc, out = _in_terminal(["summary", str(data_dir / "claude_code"), str(data_dir / "codex"),
+                            "--owner", "demo"], 80)
+    assert rc == 0
+    assert max(len(line) for line in out.rstrip("\n").split("\n")) <= 80
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "replaykit.cli", "summary",
+                           str(data_dir / "claude_code"), str(data_dir / "codex"), "--owner",
+                           "demo", "--json", "--no-progress"], capture_output=True, text=True,
+                          check=True)
+    ids = [r["run_id"] for r in json.loads(proc.stdout)]  # the whole ids (JSON: never cut)
+    shown = [r.split()[1] for r in out.split("\n")[1:] if r.startswith("demo")]
+    assert len(shown) == len(ids) == 3
+    assert all(_elided_from(s, i) for s, i in zip(shown, ids, strict=True))
+    assert any("\u2026" in s for s in shown) and len(set(shown)) == 3
+
+
+def test_summary_to_a_pipe_keeps_every_column_whole(data_dir):
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "replaykit.cli", "summary",
+                           str(data_dir / "pleach"), "--no-progress", "--limit", "0"],
+                          capture_output=True, text=True, check=False,
+                          env={**os.environ, "COLUMNS": "60"})
+    assert proc.returncode == 0
+    head = proc.stdout.split("\n")[0].split()
+    assert head == cli._summary_columns() and "\u2026" not in proc.stdout
+
+
+_cell_text = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1,
+                     max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 8).flatmap(lambda n: st.tuples(
+    st.lists(st.sampled_from(["run_id", "tenant_id", "a", "long_column_name", "n", "b", "c",
+                              "first_ts"]), min_size=n, max_size=n, unique=True),
+    st.lists(st.booleans(), min_size=n, max_size=n),
+    st.integers(1, 5).flatmap(lambda r: st.lists(st.lists(_cell_text, min_size=r, max_size=r),
+                                                 min_size=n, max_size=n)))),
+    st.integers(40, 160))
+def test_layout_fits_whenever_a_block_can(shape, width):
+    """The layout rule: lines fit ``width`` whenever the widest fixed column (a number) and
+    the key fit beside each other; every cell is shown whole or cut in the middle; every row
+    of every block is one row of the table."""
+    heads, numeric, cols = shape
+    cols = [[c if not num else str(len(c)) for c in col] for col, num in
+            zip(cols, numeric, strict=True)]
+    text = cli._layout(heads, [list(c) for c in cols], numeric, width)
+    blocks = text.split("\n\n")
+    key = heads.index("run_id") if "run_id" in heads else 0
+    floor = [max(cli.MIN_ELIDED, len(h)) if not num else max(len(h), *map(len, col))
+             for h, num, col in zip(heads, numeric, cols, strict=True)]
+    if max(floor) + floor[key] + 2 <= width:
+        assert max(len(line) for line in text.split("\n")) <= width
+    shown_heads = []
+    for b, block in enumerate(blocks):
+        lines = block.split("\n")
+        assert len(lines) == 1 + len(cols[0])  # one line per row in every block
+        names = lines[0].split()
+        if b and heads[key] in shown_heads:
+            assert names[0] == heads[key]  # later blocks repeat the key column
+            names = names[1:]
+        shown_heads += names
+        for r, line in enumerate(lines[1:]):  # a cell whole or cut in the middle
+            cells = line.split()
+            first = heads.index(lines[0].split()[0])
+            assert _elided_from(cells[0], cols[first][r])
+    assert shown_heads == heads  # every column once, in order
+    whole = cli._layout(heads, [list(c) for c in cols], numeric, None)
+    assert "\u2026" not in whole and "\n\n" not in whole

@@ -316,3 +316,89 @@ def test_replay_on_a_loaded_isplay_log_with_branch_file_and_fixtures(data_dir):
     assert "ReplayError" in by_run.loc["run-claims-C-231", "error"]
     s = cs.summary(rb).set_index("cohort")
     assert s.loc["run-claims-C-104", "fixture_dependence"] == 1.0
+
+
+# ------------------------------------------------------------------------ small samples
+@pytest.fixture(scope="module")
+def planted():
+    """Two semesters, 120 runs each, with the tool-errors drift planted in the second."""
+    data = generate_cohorts(runs=240, drift="tool-errors", seed=5)
+    cs = rk.cohorts(data.log, by="semester")
+    return data.log, cs.runs_df(), cs.labels
+
+
+def _subset(log, runs, labels, na: int, nb: int):
+    a = runs[runs["cohort"] == labels[0]]["run_id"].head(na)
+    b = runs[runs["cohort"] == labels[1]]["run_id"].head(nb)
+    return rk.cohorts(log.filter(run_ids=[*a, *b]), by="semester")
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(na=st.integers(1, 14), nb=st.integers(1, 40))
+def test_every_compare_row_and_summary_row_follows_the_small_sample_rules(planted, na, nb):
+    from replaykit.cohorts import MIN_DENOMINATOR, MIN_PAIRS, MIN_RUNS
+    from replaykit.report._cohort import adjust
+
+    log, runs, labels = planted
+    cs = _subset(log, runs, labels, na, nb)
+    s = cs.summary().set_index("cohort")
+    assert s["small_sample"].tolist() == [n < MIN_RUNS for n in s["runs"]]
+    out = cs.compare(*labels, n_boot=200)
+    r = cs.runs_df()
+    for row in out.itertuples(index=False):
+        least = MIN_PAIRS if row.analysis == "paired" else MIN_RUNS
+        if min(row.n_a, row.n_b) < least:
+            assert row.small_sample, row
+        if row.metric == "tool_error_rate" and row.analysis == "unpaired":
+            dens = [int(r.loc[r["cohort"] == c, "tool_results"].sum()) for c in labels]
+            if min(dens) < MIN_DENOMINATOR:
+                assert row.small_sample
+        if row.small_sample:
+            assert not row.excludes_zero
+    adj = adjust(out)
+    small = adj["small_sample"].to_numpy(dtype=bool)
+    assert adj.loc[small, "p_value"].isna().all() and not adj.loc[small, "holm"].any()
+
+
+def test_three_against_thirteen_runs_is_too_few_to_tell(planted, tmp_path):
+    import re
+
+    log, runs, labels = planted
+    cs = _subset(log, runs, labels, 3, 13)
+    rep = rk.report.cohort(cs.compare(*labels), title="3 vs 13", question="Did it drift?",
+                           cohorts=cs)
+    assert rep.data["answer"].startswith("Too few to tell: 2025-fall has 3 runs")
+    text = " ".join(r["sentence"] for r in rep.data["findings"])
+    assert "holds after" not in text and "Too few to test" in text
+    page = rep.html
+    assert "holds after Holm" not in page and "1e-15" not in page
+    assert not re.search(r"\d\.\d{5,}", re.sub(r"<script.*?</script>|<style.*?</style>", "",
+                                                page, flags=re.S))  # no absurd precision
+    assert "too few to test" in page
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.floats(-1e12, 1e12) | st.just(float("nan")),
+                 st.floats(-1e-9, 1e-9), st.sampled_from([1.26e-17, -3e-16, 0.0, 0.14166])),
+       st.sampled_from(["rates", "counts", "tokens", "percent"]), st.booleans())
+def test_one_number_format_for_cohort_statistics(v, unit, signed):
+    import math
+    import re
+
+    from replaykit.report._cohort import fmt_p, fmt_stat
+
+    text = fmt_stat(v, unit, signed=signed)
+    if math.isnan(v):
+        assert text == ""
+        return
+    number = re.sub(r"( pp|%)$", "", text)
+    digits = number.split(".")[1] if "." in number else ""
+    assert len(digits) <= 2, text  # at most 2 decimals, whatever the float
+    assert abs(float(number.replace(",", "").replace("+", "")) - round(
+        v * (100 if unit in ("rates", "percent") else 1), 2)) <= max(
+        0.01, 0.006 * abs(v) * (100 if unit in ("rates", "percent") else 1))
+    if abs(v) < 1e-6:
+        assert number == "0"
+    p = fmt_p(abs(v) % 1)
+    assert p == "< 0.001" or re.fullmatch(r"0(\.\d{1,4})?|1|0\.\d+", p), p

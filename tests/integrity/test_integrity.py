@@ -407,8 +407,8 @@ def test_verify_chain_command_exit_codes(tmp_path, capsys):
 
     bare = tmp_path / "bare"
     make_log(40, n_runs=2).to_parquet(bare)
-    assert verify_chain_command([str(bare)]) == 1
-    assert capsys.readouterr().out.startswith("BROKEN: no hash chain: none of the 40 events")
+    assert verify_chain_command([str(bare)]) == 4  # never chained: nothing to verify
+    assert capsys.readouterr().out.startswith("nothing to verify: none of the 40 events")
 
     assert verify_chain_command([]) == 2
     assert verify_chain_command([str(good), "--bogus"]) == 2
@@ -444,3 +444,68 @@ def test_verify_chain_command_moved_to_the_command_line_layer():
     with pytest.raises(AttributeError, match="has no attribute 'verify_chain_command'"):
         integrity.verify_chain_command  # noqa: B018
     assert cli.main(["verify-chain", "--bogus"]) == 2
+
+
+# --------------------------------------------------------------------------- nothing to verify
+
+
+def _unchained_inputs(tmp_path):
+    """Logs that never had a chain, of every kind the command reads: the bundled samples of
+    the formats that record no hashes, and a Parquet dataset of a log never stamped."""
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[2] / "data"
+    bare = tmp_path / "bare"
+    make_log(30, n_runs=3).to_parquet(bare)
+    return [
+        ([str(data / "isplay"), "--owner", "me"], 37),
+        ([str(data / "toh"), "--owner", "me"], None),
+        ([str(data / "claude_code"), "--owner", "me"], None),
+        ([str(bare)], 30),
+    ]
+
+
+def test_logs_that_never_had_a_chain_are_nothing_to_verify(tmp_path, capsys):
+    for argv, n_events in _unchained_inputs(tmp_path):
+        assert verify_chain_command([*argv, "--json"]) == 4, argv
+        captured = capsys.readouterr()
+        report = json.loads(captured.out)
+        assert report["status"] == "nothing_to_verify" and report["intact"] is False
+        assert report["problems"] == [] and report["problem_counts"] == {}
+        assert report["events"] > 0
+        if n_events is not None:
+            assert report["events"] == n_events
+        assert captured.err.startswith("nothing to verify: none of the ")
+        assert "BROKEN" not in captured.err and "stamp_chain" in captured.err
+        assert verify_chain_command(argv) == 4
+        assert capsys.readouterr().out.startswith("nothing to verify")
+
+
+def test_a_partly_chained_log_or_one_a_manifest_anchors_is_still_broken(tmp_path, capsys):
+    """"Nothing to verify" is only for a log with no hash at all and nothing anchoring it: one
+    run's hashes stripped from a chained log, or a manifest of heads, keeps it BROKEN."""
+    t = plain_table()
+    first_run = pc.equal(t.column("run_id"), t.column("run_id")[0])
+    stripped = t.set_column(
+        t.schema.get_field_index("row_hash"), "row_hash",
+        pc.if_else(first_run, pa.scalar(None, t.column("row_hash").type), t.column("row_hash")),
+    )
+    part = tmp_path / "part"
+    _log(stripped).to_parquet(part)
+    assert verify_chain_command([str(part), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["status"] == "broken" and report["problem_counts"]["hash_mismatch"] > 0
+
+    bare = tmp_path / "bare"
+    unstamped = make_log(N_ROWS, n_runs=12)
+    unstamped.to_parquet(bare)
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(chain_manifest(chained()).to_json())
+    assert verify_chain_command([str(bare), "--heads", str(manifest)]) == 1
+    assert capsys.readouterr().out.startswith("BROKEN:")
+
+    good = tmp_path / "good"
+    chained().to_parquet(good)
+    assert verify_chain_command([str(good), "--tenant", "nobody", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["status"] == "nothing_verified" and report["intact"] is False

@@ -335,11 +335,16 @@ def test_demo_reader_view(browser: Any, demo_page: Any) -> None:
     narrow = _open_file(browser, path, width=820)
     try:
         assert narrow.page.evaluate(_HEADER_WORD_BREAKS) == []
-        # the scrubber label cuts long text with an ellipsis instead of clipping it
+        # the scrubber's status line is read whole, also narrow: it wraps under the
+        # controls, nothing of it is cut or clipped, and it stays inside the scrubber
         lab = narrow.page.locator("#rk-scrub-label")
-        assert lab.evaluate("e => getComputedStyle(e).textOverflow") == "ellipsis"
-        assert lab.evaluate("e => e.scrollWidth > e.clientWidth")  # it really is cut
-        assert lab.get_attribute("title") == lab.inner_text()  # full text on hover
+        assert lab.evaluate("e => getComputedStyle(e).textOverflow") != "ellipsis"
+        assert lab.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
+        assert lab.evaluate("""e => { const r = e.getBoundingClientRect(),
+            s = e.closest('.scrubber').getBoundingClientRect();
+            return r.left >= s.left - 1 && r.right <= s.right + 1; }""")
+        assert "base seq" in lab.inner_text()  # the end of the line is on the page
+        assert lab.get_attribute("title") == lab.inner_text()
     finally:
         narrow.page.context.close()
 
@@ -680,3 +685,33 @@ def test_run_vs_run_report_leads_with_the_agents_actions(browser: Any, tmp_path:
     assert heads[:2] == ["run A: event at this step", "run B: event at this step"]
     o.page.screenshot(path=str(tmp_path / "runs-first-screen.png"))
     assert (tmp_path / "runs-first-screen.png").stat().st_size > 10_000
+
+
+_FIRST_SCREEN = """() => {
+  const q = document.querySelector('section#question .question').getBoundingClientRect();
+  const a = document.querySelector('#findings .answer').getBoundingClientRect();
+  return [q.top, q.bottom, a.top, a.bottom, window.innerHeight];
+}"""
+
+
+def test_the_question_then_the_answer_open_every_report(browser: Any, demo_page: Any,
+                                                        tmp_path: Path) -> None:
+    """The demo RCA report and a cohort report: the question is the first thing read, and
+    the answer below it is still on the first screen (1300 x 900), also 1024 wide."""
+    _, path, o = demo_page
+    compare, cs = cohort_frame()
+    cohort_path = tmp_path / "cohort.html"
+    rk.report.cohort(compare, title="Fall vs spring", question="Did the agent change?",
+                     cohorts=cs).save_html(cohort_path)
+    for p in (path, cohort_path):
+        for width in (1300, 1024):
+            opened = _open_file(browser, p, width=width)
+            try:
+                first = opened.page.evaluate(
+                    "() => document.querySelector('main section').id")
+                assert first == "question", p
+                q_top, q_bottom, a_top, a_bottom, height = opened.page.evaluate(_FIRST_SCREEN)
+                assert q_bottom <= a_top, (p, width)  # the question above the answer
+                assert a_bottom <= height, (p, width, a_bottom)  # both on the first screen
+            finally:
+                opened.page.context.close()
