@@ -318,8 +318,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     d.add_argument("-o", "--output", default=None, metavar="FILE",
                    help="with --runs: write the run-vs-run HTML report here")
     d.add_argument("--overwrite", action="store_true", help="replace an existing -o file")
-    d.add_argument("--format", default="auto", choices=_FORMATS,
-                   help="with --runs: format of the log files (auto: sniff each file)")
+    add_format_option(d, "the log files (with --runs)")
     d.add_argument("--owner", default=None, metavar="ID", help=OWNER_HELP)
     d.add_argument("--tenant", default=None, metavar="ID",
                    help="with --runs: tenant of both runs (never guessed when the logs hold "

@@ -284,7 +284,6 @@ def _say(kind: str, exc: BaseException) -> None:
     """``replaykit report KIND: message``: the message as every command writes errors
     (:func:`cli_error_text`: no ``KeyError`` quotes, options named as on the command line),
     control characters escaped."""
-    from .messages import cli_error_text
 
     text = cli_error_text(exc)
     if "tenant_id" in text:
