@@ -41,6 +41,20 @@ def check(source: str) -> nbf.NotebookNode:
                                                   "jupyter": {"source_hidden": True}})
 
 
+CHECKS_HEADING = ("## Checks (run by the test suite)\n\n"
+                  "nbval runs the collapsed cells below when the test suite runs, checking the "
+                  "values the examples above computed.")
+
+
+def checks_last(cells: list[nbf.NotebookNode]) -> list[nbf.NotebookNode]:
+    """The example cells in their order, then one heading, then the check cells in theirs: a
+    reader scrolls through the story without passing collapsed checks (issue 42). A check may
+    only read what the examples leave behind at the end of the notebook."""
+    checks = [c for c in cells if "test" in c.metadata.get("tags", [])]
+    story = [c for c in cells if "test" not in c.metadata.get("tags", [])]
+    return [*story, nbf.v4.new_markdown_cell(CHECKS_HEADING), *checks]
+
+
 def quickstart() -> nbf.NotebookNode:
     md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
     cells = [
@@ -159,7 +173,7 @@ def quickstart() -> nbf.NotebookNode:
         ),
     ]
     nb = nbf.v4.new_notebook()
-    nb.cells = cells
+    nb.cells = checks_last(cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return nb
 
@@ -293,7 +307,7 @@ def attributable_divergence() -> nbf.NotebookNode:
               'assert heads[-1] == "shift" and cells[5] == "1"  # the whole cohort moved'),
     ]
     nb = nbf.v4.new_notebook()
-    nb.cells = cells
+    nb.cells = checks_last(cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return nb
 
@@ -685,7 +699,6 @@ def coding_agent_and_otel() -> nbf.NotebookNode:
         ),
         check(
             'ev = res.events.events_df()\n'
-            'k = int(cmp.loc[0, "first_divergence_step"])\n'
             'assert k == int(read.result_seq) + 1 and ev.loc[k, "replay_origin"] == "executor"\n'
             'assert cmp.loc[0, "changed_descendants"] > 0'
         ),
@@ -693,7 +706,8 @@ def coding_agent_and_otel() -> nbf.NotebookNode:
             "The replayed events say where each came from: copied before the checkpoint, "
             "the executor's answer at the divergence, recorded tool results after it."
         ),
-        code('res.events.events_df().loc[k - 1:k + 2, ["seq", "kind", "tool_name", "replay_origin", "text"]]'),
+        code('k = int(cmp.loc[0, "first_divergence_step"])\n'
+             'res.events.events_df().loc[k - 1:k + 2, ["seq", "kind", "tool_name", "replay_origin", "text"]]'),
         check('assert set(res.events.events_df().replay_origin) >= {"copied", "executor"}'),
         md(
             "## The RCA report\n\n"
@@ -725,10 +739,10 @@ def coding_agent_and_otel() -> nbf.NotebookNode:
             'assert tools[tools.has_result].result_text.tolist() == ["rain, 11 C", "sunny, 19 C"]'
         ),
         code(
-            "final = rk.fold(otel, projections=rk.agent()).final()\n"
-            'final[["run_id", "model_calls", "tool_calls", "last_tool", "input_tokens"]]'
+            "otel_final = rk.fold(otel, projections=rk.agent()).final()\n"
+            'otel_final[["run_id", "model_calls", "tool_calls", "last_tool", "input_tokens"]]'
         ),
-        check('assert final.model_calls.tolist() == [2, 2] and final.last_tool.tolist() == ["get_weather"] * 2'),
+        check('assert otel_final.model_calls.tolist() == [2, 2] and otel_final.last_tool.tolist() == ["get_weather"] * 2'),
         md(
             "Two recorded runs compare directly: the pair's first divergence is the tool "
             "result (rain vs. sun), and the answers after it changed with it."
@@ -770,7 +784,7 @@ def coding_agent_and_otel() -> nbf.NotebookNode:
         ),
     ]
     nb = nbf.v4.new_notebook()
-    nb.cells = cells
+    nb.cells = checks_last(cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return nb
 
@@ -976,7 +990,7 @@ def recorded_runs() -> nbf.NotebookNode:
         ),
         code(
             "scrub = rk.widgets.Scrubber.for_replay(cmp)\n"
-            "scrub.slider.value = k\n"
+            "scrub.slider.value = cmp.first_divergence\n"
             "scrub"
         ),
         check(
@@ -985,7 +999,7 @@ def recorded_runs() -> nbf.NotebookNode:
         ),
     ]
     nb = nbf.v4.new_notebook()
-    nb.cells = cells
+    nb.cells = checks_last(cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return nb
 
