@@ -127,7 +127,9 @@ def test_each_notebook_runs_with_only_what_make_demo_installs(notebook: str, tmp
     nb.cells.insert(0, guard)
     work = tmp_path / "notebooks"
     work.mkdir()
-    (tmp_path / "data").symlink_to(ROOT / "data")
+    (tmp_path / "data").symlink_to(ROOT / "data")  # the bundled samples, as in a checkout
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "data").symlink_to(ROOT / "tests" / "data")  # real files (nb 12)
     client = NotebookClient(nb, timeout=900, kernel_name="python3",
                             resources={"metadata": {"path": str(work)}})
     client.execute()  # raises CellExecutionError naming the cell and the error

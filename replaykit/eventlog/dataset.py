@@ -662,7 +662,8 @@ def _read_dataset(root: Path, tenant_id: str | Sequence[str] | None,
         runs_parts, quar_parts = [], []
         for d in (root / name for name in pins):  # the folders the parts were listed from
             tenant, problem = partition_dir_tenant(d.name)
-            if problem is not None or (tenants is not None and tenant not in tenants):
+            if problem is not None or tenant is None or (tenants is not None
+                                                         and tenant not in tenants):
                 continue  # (a bad folder was reported by partition_files)
             here = pins.get(d.name, d)
             r = _readable_side(here / RUNS_FILE, tenant, errors, bad, RUNS_SCHEMA)
