@@ -541,23 +541,12 @@ RECORDED_COMPARABILITY = {
 
 def _ending(t: pa.Table) -> str:
     """How a run ends, for a reader: its last event of the agent's own (not bookkeeping
-    lines), with its finish reason or outcome field when it has one."""
-    from .findings import _decode, _outcome_value
+    lines), in the words every finding uses (:func:`replaykit._envelope.terminal_state`:
+    ``stopped: end_turn``, ``error: tool failed (Bash)``, ``asked the user``)."""
+    from .findings import _terminal
 
-    kinds = pc.cast(t.column("kind"), pa.string())
-    mask = pc.fill_null(pc.is_in(kinds, value_set=pa.array(_AGENT_KINDS)), False)
-    idx = np.flatnonzero(np.asarray(mask, dtype=bool))
-    if not t.num_rows:
-        return "no event"
-    pos = int(idx[-1]) if len(idx) else t.num_rows - 1
-    kind = kinds[pos].as_py()
-    tool = t.column("tool_name")[pos].as_py()
-    finish = t.column("finish")[pos].as_py()
-    name = f"{kind} {tool}" if tool else str(kind)
-    if finish:
-        return f"{name} (finish {finish})"
-    value = _outcome_value(_decode(t.column("payload")[pos].as_py()))
-    return f"{name}, {value}" if value else name
+    words, _ = _terminal(t)
+    return words or "no event"
 
 
 def summarize_runs(result: Any, *, changes: pd.DataFrame | None = None) -> Any:
@@ -714,8 +703,8 @@ def summarize_runs(result: Any, *, changes: pd.DataFrame | None = None) -> Any:
                   f"tool calls "
                   f"{A} {len(a_seq):,} ({_counts_text(a_counts, 4)}) vs {B} {len(b_seq):,} "
                   f"({_counts_text(b_counts, 4)}), {dist:,} edit(s) apart; "
-                  + (f"both end with {a_end}" if same_end else
-                     f"{A} ends {a_end}, {B} ends {b_end}")
+                  + (f"both end the same way ({a_end})" if same_end else
+                     f"{A} ends: {a_end}; {B} ends: {b_end}")
                   + ". Recorded runs, no intervention: these are associations, not causes.")
     rows.insert(0, {"kind": "answer", "sentence": answer, "section": "findings",
                     "derived_from": "metrics, tool calls of each run, the terminal events"})

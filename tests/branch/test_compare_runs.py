@@ -90,6 +90,14 @@ def test_two_real_claude_code_sessions(cc: Any) -> None:
     assert "associations, not causes" in s.answer
     caveats = s.to_frame().query("kind == 'caveat'")["sentence"].tolist()
     assert any("not a cause" in c and "Nothing was intervened on" in c for c in caveats)
+    # how each run ends, in words: both transcripts end with the user interrupting
+    # (their last user line, read with json.loads), never a bare kind name
+    for path in (CC / "short.jsonl", CC / "tool_heavy.jsonl"):
+        users = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        users = [d for d in users if d.get("type") == "user"]
+        assert "[Request interrupted by user" in json.dumps(users[-1]["message"])
+    assert "both end the same way (interrupted by the user)" in s.answer
+    assert not any(k in s.answer for k in ("turn_end", "model_response", "(other)"))
 
 
 def test_a_session_against_itself(cc: Any) -> None:
