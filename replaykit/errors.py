@@ -321,6 +321,19 @@ def special_file_kind(path: str | os.PathLike[str]) -> str | None:
         return None
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
+    return special_mode_kind(mode)
+
+
+def special_mode_kind(mode: int) -> str:
+    """The words for a file mode that is neither a regular file nor a folder (the one
+    vocabulary of :func:`special_file_kind` and the command line's file checks).
+
+    >>> import stat
+    >>> special_mode_kind(stat.S_IFIFO)
+    'a FIFO (named pipe)'
+    """
+    import stat
+
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe)"
     if stat.S_ISSOCK(mode):

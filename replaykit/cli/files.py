@@ -76,15 +76,9 @@ class CliFileError(Exception):
 
 
 def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):  # the words of replaykit.errors.special_file_kind
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
+    from ..errors import special_mode_kind  # one vocabulary with the loaders
+
+    return "a directory" if stat.S_ISDIR(mode) else special_mode_kind(mode)
 
 
 def check_option_file(path: str | os.PathLike[str], option: str, *,

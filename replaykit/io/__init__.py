@@ -166,6 +166,17 @@ class Inputs(NamedTuple):
     skipped: list[LoadError]
 
 
+def _why_not_a_log(f: Path, exc: FormatDetectionError) -> LoadError:
+    """Why a file of no known format is not read: the OS will not read it (``unreadable``),
+    it is compressed (``compressed``), or ``exc`` (no format recognised)."""
+    try:
+        with open(f, "rb") as fh:
+            packed = compressed(str(f), fh.read(8))
+    except OSError as os_exc:
+        return unreadable(str(f), os_exc)
+    return packed or exc
+
+
 def _special_files(paths: Iterable[Path]) -> list[LoadError]:
     """One skipped-file error (reason ``special_file``) per FIFO, socket or device (or link to
     one) among ``paths``: never opened (reading one blocks or never ends), and counted and
@@ -252,13 +263,7 @@ def find_inputs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
             try:
                 name = detect_format(f)
             except FormatDetectionError as exc:
-                try:
-                    with open(f, "rb") as fh:
-                        packed = compressed(str(f), fh.read(8))
-                except OSError as os_exc:
-                    skipped.append(unreadable(str(f), os_exc))
-                    continue
-                skipped.append(packed or exc)
+                skipped.append(_why_not_a_log(f, exc))
                 continue
             except (OSError, ValueError, pa.ArrowException) as exc:  # sniffing cannot open it
                 skipped.append(unreadable(str(f), exc if isinstance(exc, OSError)
@@ -373,13 +378,7 @@ def read_events(
         try:
             name = found.formats.get(f) or detect_format(f)
         except FormatDetectionError as exc:  # a named file: raised, or one quarantine row
-            try:  # a file the OS will not read, or a compressed one: say so
-                with open(f, "rb") as fh:
-                    packed_err = compressed(str(f), fh.read(8))
-            except OSError as os_exc:
-                quarantine.bad(unreadable(str(f), os_exc))
-                continue
-            quarantine.bad(packed_err or exc)
+            quarantine.bad(_why_not_a_log(f, exc))
             continue
         by_format.setdefault(name, []).append(f)
     for name, paths in by_format.items():  # a loop, not a comprehension: warnings' stacklevel
