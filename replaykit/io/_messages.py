@@ -122,17 +122,6 @@ def _id_text(v: Any) -> str | None:
     return None
 
 
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        s = value.strip()
-        if s[:1] in ("{", "[") and s[-1:] in ("}", "]"):
-            try:
-                return loads(s)
-            except _BAD_JSON:
-                return value
-    return value
-
-
 def read_reply(value: Any) -> Reply:
     """What a model call produced, from its recorded output in any supported shape.
 
@@ -153,7 +142,7 @@ def _read(v: Any, out: Reply, depth: int, skip: frozenset[str] = _NOT_MODEL) -> 
     if depth > 12 or v is None:
         return
     if isinstance(v, str):
-        decoded = _json(v)
+        decoded = decode_arguments(v)
         if decoded is not v and isinstance(decoded, (dict, list)):
             probe = Reply()
             _read(decoded, probe, depth + 1, skip)
@@ -293,7 +282,7 @@ def _message(m: dict[str, Any], out: Reply, depth: int) -> None:
         out._add_text(m.get("ai.response.text"))
         if m.get("ai.response.reasoning") is not None:
             out._add_reasoning(m.get("ai.response.reasoning"))
-        calls = _json(m.get("ai.response.toolCalls"))
+        calls = decode_arguments(m.get("ai.response.toolCalls"))
         for c in calls if isinstance(calls, list) else []:
             if isinstance(c, dict):
                 out._add_call(c.get("toolCallId"), c.get("toolName"),
@@ -413,7 +402,7 @@ def results_in(history: Any) -> list[tuple[str, str | None, Any]]:
     [('c1', None, '42')]
     """
     found: list[tuple[str, str | None, Any]] = []
-    _results(_json(history), found, 0)
+    _results(decode_arguments(history), found, 0)
     seen: set[str] = set()
     out = []
     for cid, name, res in found:
@@ -485,7 +474,7 @@ def message_text(value: Any) -> str | None:
                 inner = None
             if isinstance(inner, str):
                 v = inner  # a string encoded once more; its JSON (if any) is read below
-        v = _json(v)
+        v = decode_arguments(v)
         if isinstance(v, str):
             return v
     out = Reply()
