@@ -22,7 +22,7 @@ replaykit's best wall time over the peer's.
   grouping by run (full size only: each reads the whole file).
 
 The SQL reads payload fields with ``json_extract_string`` at the paths replaykit tries
-(``replaykit.grain.FIELD_PATHS``); on payloads where a path holds an object instead of a
+(``replaykit.eventlog.grain.FIELD_PATHS``); on payloads where a path holds an object instead of a
 scalar the two differ (replaykit gives null), which the generated data does not have.
 """
 
@@ -60,7 +60,7 @@ def _interleaved(contenders: dict[str, Callable[[], Any]], repeat: int
 
 # ----------------------------------------------------------------------------- SQL peers
 def _paths(name: str) -> str:
-    from replaykit.grain import FIELD_PATHS
+    from replaykit.eventlog.grain import FIELD_PATHS
 
     return ", ".join(f"json_extract_string(payload, '$.{p}')" for p in FIELD_PATHS[name])
 
@@ -137,7 +137,7 @@ order by c.tenant_id, c.run_id, c.call_seq
 
 def _calls_sql() -> str:
     def tokens(name: str) -> str:
-        from replaykit.grain import FIELD_PATHS
+        from replaykit.eventlog.grain import FIELD_PATHS
 
         return ", ".join(f"try_cast(json_extract(payload, '$.{p}') as bigint)"
                          for p in FIELD_PATHS[name])

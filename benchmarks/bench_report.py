@@ -37,7 +37,7 @@ TARGET_MB = 8.0
 
 def make_case(folder: Path, n_events: int, seed: int = 7) -> Path:
     """Write the log, branch and fixtures of an ``n_events`` replay case into ``folder``."""
-    from replaykit._json import args_hash, loads
+    from replaykit._base.json import args_hash, loads
     from replaykit.datasets import generate_isplay
 
     folder.mkdir(parents=True, exist_ok=True)

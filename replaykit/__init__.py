@@ -26,7 +26,7 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time __geta
         schema,
         toh,  # rk.toh: toh_scripts + script_player
     )
-    from ._display import for_people
+    from ._base.display import for_people
     from .branch import (
         COMPARABILITY,
         Branch,
@@ -56,6 +56,7 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time __geta
         SQLError,
     )
     from .eventlog import EventLog, concat, read_parquet
+    from .eventlog.grain import calls_df, tools_df, turns_df
     from .fold import (  # type: ignore[no-redef]  # mypy: the submodule fold.projection and the function
         InMemoryCache,
         ParquetCache,
@@ -73,7 +74,6 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time __geta
         projection,
     )
     from .fold.inspect import inspect_state
-    from .grain import calls_df, tools_df, turns_df
     from .ingest import Dataset, IngestError, IngestReport, ingest, open_dataset
     from .integrity import (
         ChainManifest,
@@ -91,9 +91,9 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time __geta
     from .io.langfuse import read_langfuse
     from .io.langsmith import read_langsmith
     from .io.otel import read_otel
+    from .io.otel.export import to_otel, to_otel_evaluations
     from .io.phoenix import read_phoenix
     from .io.toh import OrphanRunWarning
-    from .otel_export import to_otel, to_otel_evaluations
     from .provenance import STAMP_FIELDS, stamp_diff, stamp_drift
     from .provenance.cachekey import cache_key
     from .schema import EVENTS_SCHEMA, validate
@@ -205,7 +205,7 @@ __all__ = [
 #: TYPE_CHECKING above says the same for type checkers (tests/test_imports.py keeps the two
 #: equal).
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "._display": ("for_people",),
+    "._base.display": ("for_people",),
     ".branch": ("COMPARABILITY", "Branch", "Fixture", "FixtureRegistry", "ReplayResult",
                 "RunComparison", "compare", "compare_runs", "replay", "tool_distance_matrix"),
     ".branch.fixtures": ("read_isplay_fixtures",),
@@ -221,7 +221,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
               "aggregate", "cache_coverage", "check_determinism", "fold", "fork", "harness",
               "open_replay", "projection"),
     ".fold.inspect": ("inspect_state",),
-    ".grain": ("calls_df", "tools_df", "turns_df"),
+    ".eventlog.grain": ("calls_df", "tools_df", "turns_df"),
     ".ingest": ("Dataset", "IngestError", "IngestReport", "ingest", "open_dataset"),
     ".integrity": ("ChainManifest", "chain_heads", "chain_manifest", "chain_proof",
                    "stamp_chain", "verify_chain", "verify_proof"),
@@ -232,7 +232,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".io.langfuse": ("read_langfuse",),
     ".io.langsmith": ("read_langsmith",),
     ".io.otel": ("read_otel",),
-    ".otel_export": ("to_otel", "to_otel_evaluations"),
+    ".io.otel.export": ("to_otel", "to_otel_evaluations"),
     ".io.phoenix": ("read_phoenix",),
     ".io.toh": ("OrphanRunWarning",),
     ".schema": ("EVENTS_SCHEMA", "validate"),

@@ -104,7 +104,7 @@ COLUMN_DOCS: dict[str, str] = {
     "event_id": "the event's own stable id, when the source gives one",
     "ref_id": "id the event refers to (tool call, model call, interrupt, subagent, message)",
     "tool_name": "tool name on tool call and tool result events",
-    "args_hash": "stable hash of the canonical tool arguments (replaykit._json.args_hash)",
+    "args_hash": "stable hash of the canonical tool arguments (replaykit._base.json.args_hash)",
     "cache_key": "provider-cache key (payload.cacheKey)",
     "is_error": "the event records a failure (error tool result, error finish, failed turn)",
     "finish": "finish kind of a model call (stop, tool-calls, max-tokens, error, ...)",

@@ -161,7 +161,7 @@ def _event_dict(table: Any, i: int) -> dict[str, Any]:
     """One event row as plain data: null columns dropped, payload decoded, ``source`` named
     as shared pages name it (by file name, never this machine's absolute path: a saved
     notebook keeps what the panes show)."""
-    from ._json import loads
+    from ._base.json import loads
     from .branch._shared import shared_source
 
     row = {k: v for k, v in table.slice(i, 1).to_pylist()[0].items() if v is not None}
@@ -183,14 +183,14 @@ _LEAD_COLUMNS = ("kind", "tool_name", "text", "payload", "finish", "is_error")
 def _content_first_event(event: Mapping[str, Any]) -> dict[str, Any]:
     """An event dict (:func:`_event_dict`) ordered for reading: kind, tool, text and the
     payload first, the payload's own content members before its envelope (the format's
-    bookkeeping: ids, times, working directory ..., :mod:`replaykit._envelope`), the other
+    bookkeeping: ids, times, working directory ..., :mod:`replaykit._base.envelope`), the other
     columns (ids, hashes, source) last. Values are unchanged.
 
     >>> list(_content_first_event({"seq": 1, "kind": "tool_call", "payload": {"cwd": "/r",
     ...     "args": {}}, "source": "claude_code:x"})["payload"])
     ['args', 'cwd']
     """
-    from ._envelope import content_first, format_of
+    from ._base.envelope import content_first, format_of
 
     out: dict[str, Any] = {}
     for k in _LEAD_COLUMNS:
@@ -541,7 +541,7 @@ class DiffExplorer(_View):
         mask = (s != "same") if status == "not same" else \
             pd.Series(True, index=s.index) if status == "all" else (s == status)
         self.rows = self.diff[mask.fillna(False).to_numpy(dtype=bool)]
-        from ._display import frame_html
+        from ._base.display import frame_html
         from .report import people_frame
 
         self.table_view.value = "" if not len(self.rows) else frame_html(
@@ -667,7 +667,7 @@ def _values_html(ch: pd.DataFrame) -> str:
     ("13 bookkeeping changes (ids, times, cwd ...)")."""
     if not len(ch):
         return "<i>no value changed in this row</i>"
-    from ._envelope import bookkeeping_phrase
+    from ._base.envelope import bookkeeping_phrase
 
     if "bookkeeping" in ch.columns:
         ch = ch.iloc[np.argsort(~ch["key"].to_numpy(dtype=bool), kind="stable")]
@@ -923,7 +923,7 @@ class CohortExplorer(_View):
         return df.sort_values(self.metric.value, ascending=False, kind="stable")
 
     def _table(self) -> None:
-        from ._display import frame_html
+        from ._base.display import frame_html
         from .report import people_frame
 
         rows = self.selected()

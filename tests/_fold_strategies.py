@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from replaykit import EventLog
-from replaykit._json import canonical_json
+from replaykit._base.json import canonical_json
 from replaykit.io.pleach import EVENT_KINDS
 from replaykit.schema import events_table
 

@@ -1,4 +1,4 @@
-"""replaykit._align: near-linear alignment behind diff_df and the RCA report's diffs."""
+"""replaykit._base.align: near-linear alignment behind diff_df and the RCA report's diffs."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replaykit import _align
-from replaykit._align import align, expand
+from replaykit._base import align as _align
+from replaykit._base.align import align, expand
 
 
 def _check_valid(a: list[int], b: list[int], ops: list[tuple[str, int, int, int, int]]) -> None:

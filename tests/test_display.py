@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import replaykit as rk
-from replaykit import _display
+from replaykit._base import display as _display
 from replaykit.fold import Verdict
 
 

@@ -37,6 +37,35 @@ def test_architecture_doc_names_only_real_modules_and_every_module():
     assert unnamed == [], f"architecture.md does not describe {unnamed}"
 
 
+def test_architecture_package_tables_are_drawn_from_the_code():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_architecture",
+                                                  ROOT / "tools" / "make_architecture.py")
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    assert tool.render(text) == text, (
+        "docs/architecture.md's package tables are stale: run python tools/make_architecture.py"
+    )
+    # every top-level package has its table
+    for pkg in (ROOT / "replaykit").iterdir():
+        if (pkg / "__init__.py").is_file():
+            assert f"### `replaykit/{pkg.name}/`" in text
+
+
+def test_the_top_floor_has_at_most_twenty_rooms():
+    """Issue 45: at most 20 top-level modules and packages (``__init__``, ``py.typed`` and the
+    built extension aside), and none of the modules that moved into packages is back."""
+    rooms = sorted(p.name for p in (ROOT / "replaykit").iterdir()
+                   if not p.name.startswith(("__", "_core")) and p.name != "py.typed"
+                   and (p.suffix == ".py" or (p / "__init__.py").is_file()))
+    assert len(rooms) <= 20, rooms
+    for gone in ("grain.py", "otel_export.py", "_json.py", "_native.py", "_display.py"):
+        assert gone not in rooms
+
+
 def test_readme_shows_the_two_commands_and_links_notebooks():
     text = (ROOT / "README.md").read_text()
     assert "make demo" in text and "make test" in text

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit.grain import _joint_keys, calls_df, tools_df, turns_df
+from replaykit.eventlog.grain import _joint_keys, calls_df, tools_df, turns_df
 from replaykit.schema import events_table
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "toh"

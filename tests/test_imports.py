@@ -12,7 +12,7 @@ import types
 from pathlib import Path
 
 import replaykit as rk
-from replaykit import _delegates
+from replaykit._base import delegates as _delegates
 from replaykit.engine import _runner
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ def test_summary_command_imports_no_plotting_or_replay_layers():
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    assert main(['summary', 'data/pleach', '--no-progress']) == 0")
     unwanted = HEAVY[3:] + ("replaykit.branch", "replaykit.fold", "replaykit.cohorts",
-                            "replaykit.grain", "replaykit.integrity")
+                            "replaykit.eventlog.grain", "replaykit.integrity")
     assert _loaded(code, unwanted) == []
 
 
@@ -125,7 +125,7 @@ def test_every_provided_delegate_names_its_home():
 def test_a_delegate_imports_its_provider_on_first_use():
     out = _fresh("import sys\nfrom replaykit.io.pleach import read_pleach\n"
                  "log = read_pleach('data/pleach/harness_event_log.jsonl', progress=False)\n"
-                 "before = ('replaykit.grain' in sys.modules\n"
+                 "before = ('replaykit.eventlog.grain' in sys.modules\n"
                  "          or 'replaykit.provenance.stamps' in sys.modules)\n"
                  "print(before, len(log.tools_df()) > 0, len(log.stamps_df()) > 0)")
     assert out == "False True True"

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replaykit._json import (
+from replaykit._base.json import (
     HAVE_ORJSON,
     _canonical_json_stdlib,
     _float_text,
@@ -60,7 +60,7 @@ def test_loads_and_canonical_json_are_lossless(value):
     with the fast path and the standard-library path agreeing byte for byte."""
     import json
 
-    from replaykit._json import loads
+    from replaykit._base.json import loads
 
     text = json.dumps(value)
     assert loads(text) == value and loads(text.encode()) == value

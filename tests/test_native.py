@@ -31,8 +31,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit import _native
-from replaykit._json import canonical_json, loads
+from replaykit._base import native as _native
+from replaykit._base.json import canonical_json, loads
 from replaykit.errors import ReplayKitError
 
 DATA = Path(__file__).resolve().parents[1] / "data"

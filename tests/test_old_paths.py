@@ -28,6 +28,17 @@ OLD_MODULES = {
     'replaykit.script_player': ('replaykit.toh.player', 'ScriptCallsExhaustedError'),
     'replaykit.stamps': ('replaykit.provenance', 'STAMP_FIELDS'),
     'replaykit.toh_scripts': ('replaykit.toh.scripts', 'CHUNK_TYPES'),
+    # issue 45's top floor: the base layer's helpers in one package, grain tables in eventlog,
+    # the OTel writer beside its reader
+    'replaykit._align': ('replaykit._base.align', 'align'),
+    'replaykit._delegates': ('replaykit._base.delegates', 'provide'),
+    'replaykit._display': ('replaykit._base.display', 'for_people'),
+    'replaykit._envelope': ('replaykit._base.envelope', 'content_first'),
+    'replaykit._files': ('replaykit._base.files', 'temp_file_beside'),
+    'replaykit._json': ('replaykit._base.json', 'canonical_json'),
+    'replaykit._native': ('replaykit._base.native', 'enabled'),
+    'replaykit.grain': ('replaykit.eventlog.grain', 'calls_df'),
+    'replaykit.otel_export': ('replaykit.io.otel.export', 'to_otel'),
 }
 
 #: names that moved out of a module that stays: (module, name, where it is now)

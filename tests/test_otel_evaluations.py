@@ -16,7 +16,7 @@ import pytest
 
 import replaykit as rk
 from replaykit.datasets import generate_cohorts
-from replaykit.otel_export import trace_id_of
+from replaykit.io.otel.export import trace_id_of
 from replaykit.schema import events_table
 
 

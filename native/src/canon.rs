@@ -1,5 +1,5 @@
 //! Canonical JSON (sorted keys, compact, UTF-8, nothing but controls escaped), byte-identical to
-//! `replaykit._json.canonical_json` (orjson with `OPT_SORT_KEYS`, or the standard-library
+//! `replaykit._base.json.canonical_json` (orjson with `OPT_SORT_KEYS`, or the standard-library
 //! fallback that mimics it): the text tool-call arguments are hashed by.
 
 use crate::json::{decoded, Bail, Kind, Scanner, R};

@@ -547,7 +547,7 @@ pub fn plan(layout: Layout, chunks: &[Chunk<'_>], order: &[i64]) -> Result<Plan,
 /// `splits` (ascending byte positions of `out`, row boundaries of the output) cut `out`
 /// into ranges, one thread each; a row must lie inside one range. The pleach loader copies
 /// a large column into run order chunk by chunk this way, freeing each source chunk once
-/// copied (`replaykit._native.take_freeing`).
+/// copied (`replaykit._base.native.take_freeing`).
 pub fn scatter(
     layout: Layout,
     chunk: &Chunk<'_>,

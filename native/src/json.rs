@@ -11,7 +11,7 @@
 //!
 //! UTF-8 validity of the bytes is checked by the caller (once per line, with `std::str`).
 
-/// The deepest nesting of arrays/objects the reference accepts (`replaykit._json.MAX_DEPTH`).
+/// The deepest nesting of arrays/objects the reference accepts (`replaykit._base.json.MAX_DEPTH`).
 pub const MAX_DEPTH: usize = 200;
 /// Python's default limit for decoding an integer (`sys.get_int_max_str_digits()`).
 pub const MAX_INT_DIGITS: usize = 4300;

@@ -1,6 +1,6 @@
 //! replaykit's native core, exposed to Python as the private module `replaykit._core`.
 //!
-//! The Python side (`replaykit/_native.py`) decides when to call it (`REPLAYKIT_NATIVE=0`
+//! The Python side (`replaykit/_base/native.py`) decides when to call it (`REPLAYKIT_NATIVE=0`
 //! turns it off) and turns its buffers into Arrow arrays without copying them
 //! (`pa.py_buffer` over [`NativeBuf`], which implements the buffer protocol).
 //!

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._json import canonical_json
+from .._base.json import canonical_json
 from ._selectors import _ARGS_KEYS, _TOOL_KEYS, _find, _str
 
 __all__ = []
@@ -54,12 +54,12 @@ def _content_status(status: np.ndarray, b: pa.Table, r: pa.Table, i: np.ndarray,
     compared in Arrow; only pairs whose payload texts differ are decoded, and a difference
     under a bookkeeping key only (:data:`replaykit.branch.findings.BOOKKEEPING_KEYS`: the
     patch record, ids, times; and the envelope the recording's format declares,
-    :data:`replaykit._envelope.BOOKKEEPING`: working directory, uuids, timestamps ...) does
+    :data:`replaykit._base.envelope.BOOKKEEPING`: working directory, uuids, timestamps ...) does
     not count. ``changes``, when given, receives each decoded
     pair's :func:`~replaykit.branch.findings.json_changes` rows by ``(base_seq, replay_seq)``
     (``changes_df`` reuses them).
     """
-    from .._envelope import format_of
+    from .._base.envelope import format_of
     from .findings import _content_changes
 
     out = status.copy()

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._json import canonical_json
+from .._base.json import canonical_json
 
 __all__ = []
 

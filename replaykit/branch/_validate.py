@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .._json import canonical_json, json_type
+from .._base.json import canonical_json, json_type
 from ..errors import LoadError
 from .vocab import KIND_OPS, SELECTOR_KEYS
 

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._json import canonical_json
+from .._base.json import canonical_json
 from ..errors import LoadError, ReplayError
 from ..eventlog.log import EventLog
 from ..io.isplay import BRANCH_FORMAT

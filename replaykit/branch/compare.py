@@ -440,7 +440,7 @@ def tool_distance_matrix(log: EventLog, runs: Sequence[str] | None = None, *,
 
 def tool_seq_diff(base_t: pa.Table, rep_t: pa.Table) -> pd.DataFrame:
     """The tool calls of two runs (one-run tables) side by side, aligned by (tool, arguments
-    hash) (near-linear, :mod:`replaykit._align`): one row per aligned call with ``status``
+    hash) (near-linear, :mod:`replaykit._base.align`): one row per aligned call with ``status``
     (same / changed / added / removed), ``base_seq``, ``base_tool``, ``replay_seq``,
     ``replay_tool`` and ``note`` (``arguments changed`` / ``tool changed``). The RCA report's
     tool-sequence diff and :meth:`replaykit.branch.runs.RunComparison.tools_df`."""
@@ -451,7 +451,7 @@ def tool_seq_diff(base_t: pa.Table, rep_t: pa.Table) -> pd.DataFrame:
                 pc.cast(s.column("args_hash"), pa.string()).to_pylist(),
                 s.column("seq").to_pylist())
 
-    from .._align import align, expand
+    from .._base.align import align, expand
 
     bt, bh, bs = calls(base_t)
     rt, rh, rs = calls(rep_t)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._envelope import (
+from .._base.envelope import (
     bookkeeping_group,
     bookkeeping_phrase,
     content_first,
@@ -24,7 +24,7 @@ from .._envelope import (
     said_first,
     terminal_state,
 )
-from .._json import _has_long_int
+from .._base.json import _has_long_int
 
 __all__ = ["BOOKKEEPING_KEYS", "Summary", "UNSUPPORTED_COLUMNS", "changes_df",
            "content_changed", "fixture_spec", "json_changes", "summarize", "unsupported_df"]
@@ -32,7 +32,7 @@ __all__ = ["BOOKKEEPING_KEYS", "Summary", "UNSUPPORTED_COLUMNS", "changes_df",
 #: Payload keys that record how the replay produced an event (not what the event says); a
 #: change under them is shown in diffs but never named as a "key changed value". Each
 #: format's own bookkeeping (working directory, ids, times, versions ...) is declared in
-#: :data:`replaykit._envelope.BOOKKEEPING`, which these are part of.
+#: :data:`replaykit._base.envelope.BOOKKEEPING`, which these are part of.
 BOOKKEEPING_KEYS = frozenset({"replayPatch", "argsHash", "argsArtifactId", "fixtureId",
                               "provenance", "executedBy", "blocked", "eventId", "ts"})
 
@@ -147,7 +147,7 @@ def _decode(payload: Any) -> Any:
 
 def _is_bookkeeping(path: str, fmt: str | None = None) -> bool:
     """Whether a changed path is bookkeeping in format ``fmt``'s payloads (the replay's own
-    keys, :data:`BOOKKEEPING_KEYS`, in every format; see :mod:`replaykit._envelope`)."""
+    keys, :data:`BOOKKEEPING_KEYS`, in every format; see :mod:`replaykit._base.envelope`)."""
     parts = [p for p in path.split("/") if p]
     if parts and (parts[0] in BOOKKEEPING_KEYS or parts[-1] in BOOKKEEPING_KEYS):
         return True
@@ -158,7 +158,7 @@ def content_changed(before: Any, after: Any, fmt: str | None = None) -> bool:
     """Whether two event payloads (JSON text or values) differ outside bookkeeping members:
     the replay's keys (:data:`BOOKKEEPING_KEYS`) and, given the format ``fmt`` (the
     ``source`` column's prefix, e.g. ``"claude_code"``), that format's envelope (working
-    directory, ids, times, versions ...: :data:`replaykit._envelope.BOOKKEEPING`).
+    directory, ids, times, versions ...: :data:`replaykit._base.envelope.BOOKKEEPING`).
 
     >>> content_changed('{"a": 1, "eventId": "x"}', '{"a": 1, "eventId": "y"}')
     False
@@ -237,7 +237,7 @@ def changes_df(result: Any) -> pd.DataFrame:
     ``status``, ``path``, ``label`` (``output.score``), ``op``, ``before``, ``after`` (JSON
     text), ``key`` (False for bookkeeping paths: the replay's own such as ``/argsHash``, see
     :data:`BOOKKEEPING_KEYS`, and the envelope the event's format declares, such as Claude
-    Code's ``/cwd`` or Langfuse's ``/endTime``, see :data:`replaykit._envelope.BOOKKEEPING`),
+    Code's ``/cwd`` or Langfuse's ``/endTime``, see :data:`replaykit._base.envelope.BOOKKEEPING`),
     ``bookkeeping`` (the group of a bookkeeping path: ``ids``, ``times``, ``cwd`` ...; None
     for the agent's content), ``fixture_id`` and ``provenance`` (fixture-served events).
 
@@ -331,7 +331,7 @@ def _group(path: str, fmt: str | None) -> str | None:
 
 def _value_json(v: Any, fmt: str | None, path: str) -> str:
     """A changed value's JSON text: an object lists its content members first (sorted),
-    its bookkeeping members after (see :func:`replaykit._envelope.content_first`)."""
+    its bookkeeping members after (see :func:`replaykit._base.envelope.content_first`)."""
     if isinstance(v, (dict, list)):
         return _json(content_first(v, fmt, path), sort=False)
     return _json(v)
@@ -528,7 +528,7 @@ def _values_phrase(rows: pd.DataFrame, limit: int = 60, n: int = VALUES_PER_EVEN
 
 
 def _said_first(vals: pd.DataFrame) -> pd.DataFrame:
-    """``vals`` in :func:`replaykit._envelope.said_first` order (arguments, outputs and
+    """``vals`` in :func:`replaykit._base.envelope.said_first` order (arguments, outputs and
     text first; new values before removed ones)."""
     if len(vals) < 2:
         return vals
@@ -634,7 +634,7 @@ ENVELOPE_KINDS = ("other", "checkpoint", "intervention", "step_end", "turn_start
 def _terminal(t: Any) -> tuple[str | None, Any]:
     """(how the run ended, in words; payload) from a run's last agent event: trailing
     envelope events (:data:`ENVELOPE_KINDS`, unless they record an error) are passed over;
-    see :func:`replaykit._envelope.terminal_state`."""
+    see :func:`replaykit._base.envelope.terminal_state`."""
     import numpy as np
     import pyarrow.compute as pc
 

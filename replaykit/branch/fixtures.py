@@ -16,8 +16,8 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from .._json import args_hash as _args_hash
-from .._json import canonical_json, json_type, loads
+from .._base.json import args_hash as _args_hash
+from .._base.json import canonical_json, json_type, loads
 from ..eventlog.log import to_pandas
 from ..io.isplay import FIXTURES_FORMAT, read_side_document
 from ._validate import Invalid, want_obj, want_str
@@ -30,7 +30,7 @@ __all__ = ["FIXTURES_SCHEMA", "Fixture", "FixtureRegistry", "read_isplay_fixture
 class Fixture:
     """One tool output for replay, matched by project, tool, optional scope and a matcher.
 
-    Exactly one of ``args_hash`` (the call's :func:`replaykit._json.args_hash` must equal it)
+    Exactly one of ``args_hash`` (the call's :func:`replaykit._base.json.args_hash` must equal it)
     and ``args_subset`` (every key/value given must appear in the call's arguments) is set.
     ``provenance`` is one of ``analyst``, ``ai``, ``simulator``, ``live``.
 
@@ -287,7 +287,7 @@ def _fixture_row(fx: Any, k: int, src: str) -> dict[str, Any]:
     if h is not None and (not isinstance(h, str) or not _HASH_RE.match(h)):
         raise Invalid(f"{where}.matcher.argsHash", "bad_args_hash",
                       f"must be 32 lowercase hex characters, got {json_type(h)}",
-                      "Compute it with replaykit._json.args_hash(args), or match with "
+                      "Compute it with replaykit._base.json.args_hash(args), or match with "
                       "argsSubset.")
     subset = matcher.get("argsSubset")
     if "argsSubset" in matcher and not isinstance(subset, dict):

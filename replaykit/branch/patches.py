@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .._json import args_hash
+from .._base.json import args_hash
 from ..errors import MissingExtraError
 
 __all__ = ["ARGS_MODES", "apply_operations", "apply_tool_args_patch", "merge_patch",
@@ -72,7 +72,7 @@ def patch_records_df(log: Any) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .._json import canonical_json, loads
+    from .._base.json import canonical_json, loads
 
     t = log.table
     cols = ["tenant_id", "run_id", "seq", "intervention_id", "status", "failures",

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .._json import args_hash, canonical_json
+from .._base.json import args_hash, canonical_json
 from ..errors import ReplayCacheMissError, ReplayError, refuse_special_file
 from ..eventlog.log import EventLog, to_pandas
 from ..fold.cache import CACHE_MODES
@@ -131,7 +131,7 @@ class ReplayResult:
                 f"requirements={len(self.requirements)})")
 
     def _repr_html_(self) -> str:
-        from .._display import replay_result_html
+        from .._base.display import replay_result_html
 
         return replay_result_html(self)
 
@@ -217,14 +217,14 @@ class ReplayResult:
         return self._diff.copy()
 
     def _compute_diff(self) -> pd.DataFrame:
-        from .._align import align, expand
+        from .._base.align import align, expand
         from .compare import event_signatures
 
         base = self.base.run(self.branch.run_id, tenant_id=self.branch.tenant_id) \
             if self.branch is not None else self.base
         b = base.table
         r = self.events.table
-        # Near-linear alignment (replaykit._align), then column-wise takes: no per-event loop.
+        # Near-linear alignment (replaykit._base.align), then column-wise takes: no per-event loop.
         status, i, j = expand(align(event_signatures(b), event_signatures(r)))
 
         def side(t: pa.Table, idx: np.ndarray, col: str) -> pa.Array:

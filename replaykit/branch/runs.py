@@ -541,7 +541,7 @@ RECORDED_COMPARABILITY = {
 
 def _ending(t: pa.Table) -> str:
     """How a run ends, for a reader: its last event of the agent's own (not bookkeeping
-    lines), in the words every finding uses (:func:`replaykit._envelope.terminal_state`:
+    lines), in the words every finding uses (:func:`replaykit._base.envelope.terminal_state`:
     ``stopped: end_turn``, ``error: tool failed (Bash)``, ``asked the user``)."""
     from .findings import _terminal
 

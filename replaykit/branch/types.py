@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._json import json_type
+from .._base.json import json_type
 from ..io.isplay import BRANCH_FORMAT, read_side_document
 from ._validate import Invalid, check_patch, check_selector, want_obj, want_str
 from .vocab import INTERVENTION_KINDS, MODEL_POLICIES, TOOL_POLICIES

@@ -122,7 +122,7 @@ def _pleach_only(paths: list[str | Path], fmt: str) -> list[Path] | None:
     path's condition); None otherwise, or when unsure (the full read then decides)."""
     import pyarrow as pa
 
-    from .. import _native
+    from .._base import native as _native
     from ..io import _PATTERNS as patterns
     from ..io import FORMATS, detect_format, is_dataset
     from ..io._common import expand_paths

@@ -151,7 +151,7 @@ def _text_table(table: pa.Table, width: int | None = None) -> str | None:
     anything else (the caller then prints through pandas).
 
     The cells are the ones every table replaykit shows has: a null blank, a timestamp as
-    :func:`replaykit._display.fmt_time` writes it (UTC to the millisecond); the layout is
+    :func:`replaykit._base.display.fmt_time` writes it (UTC to the millisecond); the layout is
     :func:`_layout`'s.
     """
     import datetime as dt
@@ -284,13 +284,13 @@ def _layout(heads: list[str], cols: list[list[str]], numeric: list[bool],
 
 def _frame_text(df: pd.DataFrame, width: int | None = None) -> str:
     """``df`` as the command line's text table: cells as every table replaykit shows them
-    (:func:`replaykit._display.display_cells`: missing blank, one timestamp format, dicts and
+    (:func:`replaykit._base.display.display_cells`: missing blank, one timestamp format, dicts and
     lists as JSON), control characters escaped (:func:`terminal_safe`), laid out by
     :func:`_layout`."""
     import numpy as np
     import pandas as pd
 
-    from .._display import display_cells, fmt_number
+    from .._base.display import display_cells, fmt_number
 
     shown = display_cells(df)
     heads = [terminal_safe(str(c)) for c in df.columns]

@@ -91,7 +91,8 @@ def version_text() -> str:
     >>> version_text().startswith("replaykit ")
     True
     """
-    from .. import __version__, _native  # _native loads only the small extension module
+    from .. import __version__  # _native loads only the small extension module
+    from .._base import native as _native
 
     return f"replaykit {__version__}, {_native.describe()}"
 class _Version(argparse.Action):

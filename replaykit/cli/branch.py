@@ -222,7 +222,7 @@ def _save_result(res: Any, out: Path) -> None:
     import shutil
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    from .._files import temp_dir_beside  # the mode Python gives a new folder (umask)
+    from .._base.files import temp_dir_beside  # the mode Python gives a new folder (umask)
 
     tmp = temp_dir_beside(out)
     try:

@@ -217,7 +217,7 @@ def check_output(path: str | os.PathLike[str], option: str, *, overwrite: bool,
 
 @contextlib.contextmanager
 def _temp_beside(target: Path) -> Iterator[Path]:
-    from .._files import temp_file_beside  # the mode Python gives a new file (umask)
+    from .._base.files import temp_file_beside  # the mode Python gives a new file (umask)
 
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_file_beside(target)

@@ -65,7 +65,7 @@ def _generate(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     # written beside OUT under a temporary name, renamed into place once complete: an
     # interrupted or failed generate leaves OUT as it was
-    from .._files import temp_dir_beside  # mkdtemp's 0700 would be the folder's mode
+    from .._base.files import temp_dir_beside  # mkdtemp's 0700 would be the folder's mode
 
     tmp = temp_dir_beside(out)
     target = tmp if folder else tmp / out.name

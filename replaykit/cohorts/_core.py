@@ -186,7 +186,7 @@ class Cohorts:
 
     def _payload_field(self, path: str, R: int) -> np.ndarray:
         """First non-null value of payload field ``path`` in every run (column-wise)."""
-        from .._json import payload_fields
+        from .._base.json import payload_fields
 
         field = path[len("payload."):] if path.startswith("payload.") else path
         t = self.log.table
@@ -621,7 +621,7 @@ class Cohorts:
         return f"Cohorts(by={self.by!r}, cohorts={self.labels}, runs={len(df)})"
 
     def _repr_html_(self) -> str:
-        from .._display import summary_html
+        from .._base.display import summary_html
 
         by = self.by if isinstance(self.by, str) else getattr(self.by, "__name__", "callable")
         summary = self.summary()

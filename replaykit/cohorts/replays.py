@@ -57,7 +57,7 @@ class ReplayBatch:
                 f"live_fallbacks={self.live_fallbacks})")
 
     def _repr_html_(self) -> str:
-        from .._display import summary_html
+        from .._base.display import summary_html
 
         return summary_html(
             "Cohort replays",

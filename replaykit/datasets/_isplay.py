@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .._json import args_hash, canonical_json
+from .._base.json import args_hash, canonical_json
 
 __all__ = ["generate_isplay"]
 

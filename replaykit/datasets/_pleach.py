@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from .._json import canonical_json, loads
+from .._base.json import canonical_json, loads
 from ..integrity.chain import GENESIS
 from ._words import sentence, tool_args, tool_output
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .._delegates import provide
+from .._base.delegates import provide
 from ..errors import LoadError, ReplayKitError
 from ..eventlog.dataset import (
     NO_TENANT_QUARANTINE_FILE,

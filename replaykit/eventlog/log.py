@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._delegates import provider
+from .._base.delegates import provider
 from ..errors import SchemaError
 from ..schema import (
     EVENTS_SCHEMA,
@@ -558,16 +558,16 @@ class EventLog:
         return fmt.to_numpy(zero_copy_only=False)
 
     def calls_df(self) -> pd.DataFrame:
-        """One row per model call. See :func:`replaykit.grain.calls_df`."""
-        return provider("EventLog.calls_df")(self)  # grain.py provides it
+        """One row per model call. See :func:`replaykit.eventlog.grain.calls_df`."""
+        return provider("EventLog.calls_df")(self)  # eventlog/grain.py provides it
 
     def tools_df(self) -> pd.DataFrame:
-        """One row per tool call, with its result. See :func:`replaykit.grain.tools_df`."""
-        return provider("EventLog.tools_df")(self)  # grain.py provides it
+        """One row per tool call, with its result. See :func:`replaykit.eventlog.grain.tools_df`."""
+        return provider("EventLog.tools_df")(self)  # eventlog/grain.py provides it
 
     def turns_df(self) -> pd.DataFrame:
-        """One row per turn, with its end reason. See :func:`replaykit.grain.turns_df`."""
-        return provider("EventLog.turns_df")(self)  # grain.py provides it
+        """One row per turn, with its end reason. See :func:`replaykit.eventlog.grain.turns_df`."""
+        return provider("EventLog.turns_df")(self)  # eventlog/grain.py provides it
 
     def stamps_df(self) -> pd.DataFrame:
         """Reproducibility stamps per run (model, provider, versions, sampling config, prompt,
@@ -755,13 +755,13 @@ class EventLog:
                 evaluations: Any = None) -> Path:
         """Write the log as OTLP/JSON traces in the current GenAI conventions (one trace per
         run); ``rk.read_otel`` reads it back to the same runs, calls, tools and stamps. See
-        :func:`replaykit.otel_export.to_otel`.
+        :func:`replaykit.io.otel.export.to_otel`.
 
         Raises:
             ValueError: the log holds more than one tenant.
             FileExistsError: ``path`` exists and ``overwrite`` is False.
         """
-        return provider("EventLog.to_otel")(  # otel_export.py provides it
+        return provider("EventLog.to_otel")(  # io/otel/export.py provides it
             self, path, overwrite=overwrite, evaluations=evaluations)
 
     # ------------------------------------------------------------------ display
@@ -798,7 +798,7 @@ class EventLog:
             f"{s['tenants']} tenant(s) &middot; formats: {esc(', '.join(s['formats']))}"
         )
         if s["first_ts"] is not None:
-            from .._display import fmt_time  # the one timestamp format of every display
+            from .._base.display import fmt_time  # the one timestamp format of every display
 
             head += f" &middot; {esc(fmt_time(s['first_ts']))} &rarr; " \
                     f"{esc(fmt_time(s['last_ts']))}"
@@ -807,7 +807,7 @@ class EventLog:
         runs, total = self._runs_head(10)
         cols = [c for c in RUN_STAT_COLUMNS if c in runs.columns and not c.endswith("_ts")]
         shown = runs[cols].head(10)
-        from .._display import display_cells  # one missing-value style (blank)
+        from .._base.display import display_cells  # one missing-value style (blank)
 
         table = display_cells(shown).to_html(index=False, escape=True, na_rep="", border=0)
         more = f"<div>&hellip; {total - 10:,} more runs</div>" if total > 10 else ""
@@ -917,7 +917,7 @@ def _expand_attrs(attrs: pd.Series, taken: Iterable[str] = ()) -> pd.DataFrame:
     An attribute that is a JSON integer wherever present (a count or a depth such as
     ``seed_length``) is a nullable ``Int64`` column: runs without it are ``<NA>``, not a
     float ``NaN`` that would turn 13 into 13.0."""
-    from .._json import loads
+    from .._base.json import loads
 
     if not attrs.map(lambda a: isinstance(a, str) and bool(a)).any():
         return pd.DataFrame(index=attrs.index)  # no header attributes (the common case)

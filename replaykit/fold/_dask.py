@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._json import canonical_json
+from .._base.json import canonical_json
 from ..engine import (
     DEFAULT_PARTITION_EVENTS,
     Partition,

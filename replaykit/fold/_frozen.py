@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from .._json import canonical_json
+from .._base.json import canonical_json
 
 __all__ = ["FrozenDict", "freeze", "state_hash", "state_json", "thaw"]
 

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._json import canonical_json, payload_fields
+from .._base.json import canonical_json, payload_fields
 from ..errors import SchemaError
 from ..schema import _dictionary_rank
 from ._frozen import FrozenDict, freeze

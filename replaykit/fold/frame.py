@@ -128,7 +128,7 @@ class StateFrame:
         return f"StateFrame({len(self):,} events, {self.num_runs:,} runs; fields: {names})"
 
     def _repr_html_(self) -> str:
-        from .._display import state_frame_html
+        from .._base.display import state_frame_html
 
         return state_frame_html(self)
 

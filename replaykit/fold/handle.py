@@ -408,7 +408,7 @@ def _root_state(obj: Any, from_seq: int | None, run_id: str, tenant_id: str | No
                 ) -> tuple[Mapping[str, Any] | None, int]:
     """(state, seq) of a ``from_state`` argument (see :func:`open_replay`); state None for
     a :meth:`StateFrame.steps_df` row (it names a position, not a whole state)."""
-    from .._json import JSONDecodeError, loads
+    from .._base.json import JSONDecodeError, loads
 
     seq = from_seq
     if isinstance(obj, (str, bytes)):

@@ -32,8 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import _native
-from .._json import canonical_json
+from .._base import native as _native
+from .._base.json import canonical_json
 
 __all__ = ["element_hash", "hash_ints", "hash_json", "hash_texts", "json_texts", "mix", "pair",
            "state_hash", "text_hash", "value_hash"]

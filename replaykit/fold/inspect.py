@@ -20,7 +20,7 @@ def _patched(previous: Any, event: dict[str, Any], key: str) -> Any:
     """Apply one Inspect ``state``/``store`` event's JSON patch (or take sample_init's state)."""
     import jsonpatch
 
-    from .._json import loads
+    from .._base.json import loads
 
     data = loads(event["payload"])
     if event["type"] == "sample_init":

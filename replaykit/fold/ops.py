@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._json import canonical_json
+from .._base.json import canonical_json
 from ..errors import ReplayError
 from ..eventlog.log import EventLog
 from ..schema import EVENTS_SCHEMA, KINDS, events_table
@@ -41,7 +41,7 @@ class Verdict:
     first_divergence_seq: int | None = None
 
     def _repr_html_(self) -> str:
-        from .._display import verdict_html
+        from .._base.display import verdict_html
 
         return verdict_html(self)
 

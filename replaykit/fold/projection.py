@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._json import loads
+from .._base.json import loads
 from ..errors import SchemaError
 from ..schema import EVENTS_SCHEMA
 from ._frozen import FrozenDict, freeze
@@ -177,7 +177,7 @@ def from_payload(path: str, type: PayloadType = "str") -> FromPayload:  # noqa: 
     """A field value read from ``payload`` at dotted ``path`` (``"usage.input_tokens"``).
 
     ``type`` is one of ``"str"``, ``"int"``, ``"float"``, ``"bool"``; a missing field is null.
-    Extraction is column-wise (:func:`replaykit._json.payload_fields`) on the matching rows.
+    Extraction is column-wise (:func:`replaykit._base.json.payload_fields`) on the matching rows.
     """
     if type not in ("str", "int", "float", "bool"):
         raise ValueError(f"from_payload type must be str, int, float or bool, got {type!r}")

@@ -40,7 +40,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import _native
+from .._base import native as _native
 from ..eventlog.log import EventLog, to_pandas
 from ..schema import DERIVED_COLUMNS, sort_order
 from ..schema import run_starts as _run_starts

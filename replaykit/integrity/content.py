@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import _native
+from .._base import native as _native
 from ..schema import DERIVED_COLUMNS
 
 __all__ = [
@@ -461,7 +461,7 @@ def _content_column(table: pa.Table, *, strict: bool = True) -> pa.Array:
 
 def _chain_spec(table: pa.Table) -> tuple[list[Any], list[Any], Any, list[Any]] | None:
     """:func:`_content_column`'s content as the native core's pieces (``head``,
-    ``derived`` where ``sealed``, ``tail``; :func:`replaykit._native.chain_hex`), or None
+    ``derived`` where ``sealed``, ``tail``; :func:`replaykit._base.native.chain_hex`), or None
     when a column is of a type the core does not write (the reference then builds the bytes
     and names the problem). The same bytes: ``tests/test_native.py`` compares the digests."""
     def piece(col: pa.ChunkedArray | pa.Array, **kw: Any) -> Any:

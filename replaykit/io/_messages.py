@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .._json import JSONDecodeError, canonical_json, loads
+from .._base.json import JSONDecodeError, canonical_json, loads
 
 __all__ = ["Call", "Reply", "decode_arguments", "message_text", "read_reply", "result_text",
            "results_in", "text_or_json", "tool_name"]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .._json import canonical_json
+from .._base.json import canonical_json
 from ..errors import LoadError
 from ._common import UNEXPECTED, Quarantine, compressed, unexpected_input, unreadable
 from ._records import bad, decode_json, head_text, json_lines

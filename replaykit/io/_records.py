@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .._json import (
+from .._base.json import (
     JSONDecodeError,
     JSONLoneSurrogate,
     JSONTooDeep,
@@ -103,7 +103,7 @@ def json_lines(path: Path, fmt: str, quarantine: Quarantine
 
 
 def decode_json(raw: bytes | str, fmt: str, path: Path | str, line: int | None) -> Any:
-    """Strict JSON decoding (:func:`replaykit._json.loads`) with the loaders' reasons:
+    """Strict JSON decoding (:func:`replaykit._base.json.loads`) with the loaders' reasons:
     ``bad_encoding`` (not UTF-8), ``too_deep``, ``bad_json`` (also an unpaired surrogate
     escape, as for every loader)."""
     try:

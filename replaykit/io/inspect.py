@@ -32,7 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .._json import JSONTooDeep, args_hash, canonical_json
+from .._base.json import JSONTooDeep, args_hash, canonical_json
 from ..errors import LoadError, MissingExtraError
 from ..eventlog.log import RUNS_SCHEMA, EventLog
 from ..schema import empty_events, events_table

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._json import args_hash, canonical_json
+from .._base.json import args_hash, canonical_json
 from ..errors import LoadError
 from ..eventlog.log import EventLog
 from ._common import (

@@ -23,7 +23,7 @@ The canonical form (version 1; docs/fold.md, "Content-hash cache keys")::
   ``stop_seqs``, ``reasoningEffort``, ``prompt`` for ``system``); other keys are kept as
   given; null values are dropped; integral floats (``1.0``) become integers.
 * the key is ``"rk1:"`` + the first 32 hex characters of the sha256 of the canonical JSON
-  (sorted keys, compact, UTF-8: :func:`replaykit._json.canonical_json`).
+  (sorted keys, compact, UTF-8: :func:`replaykit._base.json.canonical_json`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._json import JSONDecodeError, canonical_json, map_distinct_documents
+from .._base.json import JSONDecodeError, canonical_json, map_distinct_documents
 
 __all__ = ["KEY_PREFIX", "cache_key", "derive_keys"]
 

@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .._json import JSONDecodeError, loads
+from .._base.json import JSONDecodeError, loads
 
 __all__ = ["STAMP_FIELDS"]
 

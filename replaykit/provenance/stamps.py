@@ -36,8 +36,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._delegates import provide
-from .._json import _has_long_int, canonical_json, gc_paused, loads, rows_holding_any
+from .._base.delegates import provide
+from .._base.json import _has_long_int, canonical_json, gc_paused, loads, rows_holding_any
 from .rules import (
     _BAD_JSON,
     _FLOATS,
@@ -212,7 +212,7 @@ def _rule_values(payloads: pa.Array, getters: Mapping[str, _Getter], label: str
     failure on mixed JSON types -- by decoding each distinct payload that can hold them once,
     and extracting once per distinct value of the top-level keys they read.
     """
-    from .._json import payload_fields
+    from .._base.json import payload_fields
 
     n = len(payloads)
     fast = _fast_getters(getters)
@@ -305,8 +305,8 @@ def _distinct_objects(values: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
 def _map_distinct_objects(texts: pa.Array, fn: Callable[[Any], Any], default: Any
                           ) -> tuple[list[Any], np.ndarray]:
     """``fn(doc)`` once per distinct JSON object text (``default`` for text that is not a
-    JSON object) and the row -> value index, as :func:`replaykit._json.map_distinct_documents`
-    but with the 64-bit-integer check of :func:`replaykit._json.loads` done once over all the
+    JSON object) and the row -> value index, as :func:`replaykit._base.json.map_distinct_documents`
+    but with the 64-bit-integer check of :func:`replaykit._base.json.loads` done once over all the
     distinct texts instead of once per text (a run of 19 digits anywhere sends every text
     through the per-text check)."""
     enc = texts.dictionary_encode()

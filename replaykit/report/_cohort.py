@@ -148,7 +148,7 @@ def fmt_stat(v: Any, unit: str, signed: bool = False) -> str:
     >>> fmt_stat(-83602.4, "tokens", signed=True), fmt_stat(0.0049, "counts")
     ('-83,602', '0')
     """
-    from .._display import MISSING, _isna, fmt_number
+    from .._base.display import MISSING, _isna, fmt_number
 
     if v is None or _isna(v):
         return MISSING
@@ -168,7 +168,7 @@ def fmt_p(p: Any) -> str:
     >>> fmt_p(0.32709), fmt_p(0.0012), fmt_p(3e-17), fmt_p(float("nan"))
     ('0.33', '0.0012', '< 0.001', '')
     """
-    from .._display import MISSING, _isna
+    from .._base.display import MISSING, _isna
 
     if p is None or _isna(p):
         return MISSING

@@ -788,7 +788,7 @@ def _values_by_row(changes: pd.DataFrame, rows: Any) -> list[str]:
     """Per diff_df row: its key value changes as ``path: before -> after; ...``."""
     if not len(changes):
         return ["" for _ in rows]
-    from .._envelope import bookkeeping_phrase, said_first
+    from .._base.envelope import bookkeeping_phrase, said_first
 
     want = [int(r) for r in rows]
     mine = changes[changes["row"].isin(want)]  # only the rows asked for
@@ -818,7 +818,7 @@ def _inline_diff(before: str, after: str) -> tuple[Markup, Markup]:
 
     a = re.split(r"(\s+)", before)
     b = re.split(r"(\s+)", after)
-    from .._align import align
+    from .._base.align import align
 
     left: list[str] = []
     right: list[str] = []
@@ -890,7 +890,7 @@ def _changes_html(changes: pd.DataFrame, *, max_rows: int | None = None) -> str:
         table += (f"<p class='note rows-cut'>Showing the first {len(changes):,} of {n:,} "
                   "changed values (in step order); the rest are not embedded "
                   "(<code>result.changes_df()</code> has them all).</p>")
-    from .._envelope import bookkeeping_phrase
+    from .._base.envelope import bookkeeping_phrase
 
     content = int(all_changes["key"].sum())
     bk = bookkeeping_phrase(all_changes.loc[~all_changes["key"], "bookkeeping"]) \

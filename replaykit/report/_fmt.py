@@ -1,10 +1,10 @@
 """Numbers for people, shared by the report's sections (:mod:`._core`, :mod:`._cohort`):
-:func:`fmt_number` and :func:`people_frame` live in :mod:`replaykit._display` (``rk.for_people``
-uses them too), :func:`cut_words` here."""
+:func:`fmt_number` and :func:`people_frame` live in :mod:`replaykit._base.display`
+(``rk.for_people`` uses them too), :func:`cut_words` here."""
 
 from __future__ import annotations
 
-from .._display import EXACT_MINUS_ONE, _isna, fmt_number, people_frame
+from .._base.display import EXACT_MINUS_ONE, _isna, fmt_number, people_frame
 
 __all__ = ["EXACT_MINUS_ONE", "_isna", "cut_words", "fmt_number", "people_frame"]
 

@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._display import fmt_cell
+from .._base.display import fmt_cell
 from ..branch._shared import shared_name
 from ._embed import esc, script_json
 from ._fmt import fmt_number
@@ -211,7 +211,7 @@ def _inputs(paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
 
 def _model_ids(t: pa.Table) -> list[str]:
     """Distinct ``model`` / ``provider`` values named by the model rows' payloads."""
-    from .._json import payload_fields
+    from .._base.json import payload_fields
 
     kind = pc.cast(t.column("kind"), pa.string())
     m = pc.fill_null(pc.is_in(kind, pa.array(["model_request", "model_response"])), False)
@@ -285,7 +285,7 @@ def _pretty(payload: str | None, source: str | None = None) -> list[str]:
     named by ``source`` (ids, times, working directory ...) after them."""
     if not payload:
         return []
-    from .._envelope import content_first, format_of
+    from .._base.envelope import content_first, format_of
 
     try:
         return json.dumps(content_first(json.loads(payload), format_of(source)), indent=2,

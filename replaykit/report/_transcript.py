@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._envelope import content_first, format_of
+from .._base.envelope import content_first, format_of
 from ..branch.vocab import PROVENANCE_BADGES, PROVENANCES
 from ._template import render
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._json import canonical_json, loads
+from .._base.json import canonical_json, loads
 from ..eventlog.log import EventLog
 from ..io._common import ErrorPolicy, check_errors_arg
 from ..schema import EVENTS_SCHEMA, QUARANTINE_SCHEMA, events_table

@@ -42,7 +42,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._json import loads
+from .._base.json import loads
 from ..errors import ReplayKitError, refuse_special_file
 from ..io.toh import OrphanRunWarning, read_toh
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit._json import args_hash
+from replaykit._base.json import args_hash
 from replaykit.branch import Branch
 from replaykit.branch.patches import apply_operations, apply_tool_args_patch
 

@@ -1,6 +1,6 @@
 """Issue 41 item 3: envelope and content.
 
-Each format declares which payload members are bookkeeping (replaykit/_envelope.py). Diffs of
+Each format declares which payload members are bookkeeping (replaykit/_base/envelope.py). Diffs of
 replays over real Claude Code, Langfuse and Codex logs keep those changes but list and count
 them after the agent's own content: ``changes_df`` puts every content row first and marks the
 bookkeeping ones with their group; the findings, the answer line and the DiffExplorer lead
@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit._envelope import (
+from replaykit._base.envelope import (
     BOOKKEEPING,
     BOOKKEEPING_GROUPS,
     bookkeeping_group,
@@ -481,7 +481,7 @@ def test_the_report_doc_lists_every_declared_member() -> None:
     section = doc.split("### Envelope and content", 1)[1].split("\n### ", 1)[0]
     rows = {line.split("|")[1].strip(): line for line in section.splitlines()
             if line.startswith("| ") and not line.startswith("| format")}
-    from replaykit._envelope import REPLAY_BOOKKEEPING
+    from replaykit._base.envelope import REPLAY_BOOKKEEPING
 
     for fmt, groups in [("every format (the replay)", REPLAY_BOOKKEEPING),
                         *BOOKKEEPING.items()]:

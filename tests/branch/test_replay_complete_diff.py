@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import replaykit as rk
 from replaykit import plots
-from replaykit._envelope import is_bookkeeping
+from replaykit._base.envelope import is_bookkeeping
 from replaykit.branch.findings import BOOKKEEPING_KEYS, content_changed
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "isplay"

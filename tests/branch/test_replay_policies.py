@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pytest
 
 import replaykit as rk
-from replaykit._json import args_hash
+from replaykit._base.json import args_hash
 from replaykit.branch import Branch, Fixture, FixtureRegistry, ReplayResult, replay
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "isplay"

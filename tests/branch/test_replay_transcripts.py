@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import replaykit as rk
-from replaykit._json import args_hash
+from replaykit._base.json import args_hash
 from replaykit.branch import Branch
 
 DATA = Path(__file__).resolve().parents[1] / "data"

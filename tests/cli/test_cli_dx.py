@@ -62,7 +62,7 @@ def test_version_and_help_import_nothing_heavy():
     assert out.returncode == 0 and out.stdout.strip() == cli_app.version_text()
     assert out.stdout.startswith(f"replaykit {rk.__version__}")
     # the native core's version and the CPU features it uses (issue 27)
-    from replaykit import _native
+    from replaykit._base import native as _native
 
     if _native.available():
         state = "off (REPLAYKIT_NATIVE=0)" if _native._switched_off() else "on"

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import replaykit.io.pleach as pleach
-from replaykit import _native
+from replaykit._base import native as _native
 from replaykit.cli import _inputs as cli_inputs
 from replaykit.cli import main
 from replaykit.datasets import generate_pleach

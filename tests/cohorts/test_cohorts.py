@@ -70,7 +70,7 @@ def test_generator_is_deterministic_by_seed():
     assert sorted(a.cache._entries) == sorted(b.cache._entries)
     assert not a.log.table.equals(c.log.table)
     rk.validate(a.log.table)
-    from replaykit._json import canonical_json, loads
+    from replaykit._base.json import canonical_json, loads
 
     payloads = a.log.table.column("payload").to_pylist()
     assert all(canonical_json(loads(p)) == p for p in payloads)  # valid, canonical JSON

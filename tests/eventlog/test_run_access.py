@@ -311,7 +311,7 @@ def test_payload_fields_parsed_only_where_a_path_can_be(payloads: list[str | Non
                                                         name: str) -> None:
     """grain._field parses only the payloads that name a path's first key; the values are
     those of parsing every payload (the previous way), conflicts and escapes included."""
-    from replaykit import grain
+    from replaykit.eventlog import grain
 
     typ = pa.int64() if name.endswith("tokens") else pa.string()
     arr = pa.array(payloads, pa.large_string())
@@ -325,7 +325,7 @@ def test_payload_fields_parsed_only_where_a_path_can_be(payloads: list[str | Non
        st.lists(st.integers(0, 8), max_size=10, unique=True))
 def test_left_join_by_sorted_search_equals_the_acero_join(left: list[int],
                                                           right: list[int]) -> None:
-    from replaykit.grain import _left_join
+    from replaykit.eventlog.grain import _left_join
 
     lt = pa.table({"_key": pa.array(left, pa.int64()),
                    "_row": pa.array(range(len(left)), pa.int64())})

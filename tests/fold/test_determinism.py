@@ -11,7 +11,7 @@ from _fold_strategies import logs
 from hypothesis import HealthCheck, given, settings
 
 import replaykit as rk
-from replaykit._json import canonical_json
+from replaykit._base.json import canonical_json
 from replaykit.fold import (
     NOTNULL,
     ScalarReducer,

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 import replaykit as rk
-from replaykit._json import canonical_json
+from replaykit._base.json import canonical_json
 from replaykit.errors import ReplayError, SchemaError
 from replaykit.fold import (
     ScalarReducer,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import replaykit as rk
-from replaykit._json import canonical_json
+from replaykit._base.json import canonical_json
 from replaykit.fold import ScalarReducer
 
 PROJ = [rk.agent(), rk.harness()]

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit._json import canonical_json
+from replaykit._base.json import canonical_json
 from replaykit.fold import state_hash
 from replaykit.fold.hashing import hash_ints, hash_json, hash_texts, json_texts, value_hash
 from replaykit.fold.projection import collection, counter, last, maximum, minimum, on

@@ -18,7 +18,7 @@ from _fold_strategies import logs
 from hypothesis import given, settings
 
 import replaykit as rk
-from replaykit._json import canonical_json
+from replaykit._base.json import canonical_json
 from replaykit.fold import counter, engine, reducer, reference_fold
 from replaykit.fold.hashing import state_hash
 from replaykit.fold.synth import synthetic_log

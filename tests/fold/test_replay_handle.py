@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import replaykit as rk
-from replaykit._json import canonical_json
+from replaykit._base.json import canonical_json
 from replaykit.errors import (
     ReplayCacheMissError,
     ReplayDivergenceError,

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit import _native
+from replaykit._base import native as _native
 from replaykit.datasets import generate_pleach
 from replaykit.integrity.derived import _pleach_rows
 from replaykit.integrity.verify import verify_chain

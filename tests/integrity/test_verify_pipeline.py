@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replaykit._json import MAX_DEPTH, args_hash, canonical_json
+from replaykit._base.json import MAX_DEPTH, args_hash, canonical_json
 from replaykit.integrity.chain import _digests, _hex_column, _verify_hashes, stamp_chain
 from replaykit.integrity.content import _content_column, row_content
 from replaykit.io.pleach._derive import _tool_args

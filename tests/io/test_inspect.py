@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pytest
 
 import replaykit as rk
+from replaykit._base.json import args_hash
 from replaykit.errors import LoadError, MissingExtraError
 from replaykit.fold._frozen import thaw
 from replaykit.fold.inspect import inspect_state
@@ -173,8 +174,8 @@ def test_tool_calls_match_inspect_messages_df(logs: dict[str, Path], fmt: str) -
     s1 = tools[tools.run_id.str.endswith(":s1:1")]
     assert s1.result_text.tolist() == ["3", "7"]
     assert [json.loads(a) for a in s1.arguments] == [{"x": 1, "y": 2}, {"x": 3, "y": 4}]
-    assert s1.args_hash.tolist() == [rk._json.args_hash({"x": 1, "y": 2}),
-                                     rk._json.args_hash({"x": 3, "y": 4})]
+    assert s1.args_hash.tolist() == [args_hash({"x": 1, "y": 2}),
+                                     args_hash({"x": 3, "y": 4})]
     s2 = tools[tools.run_id.str.endswith(":s2:1")]
     assert s2.is_error.tolist() == [True]
 
@@ -358,7 +359,7 @@ def test_sample_with_messages_but_no_events_is_a_run(logs: dict[str, Path],
     assert pc.cast(t.column("tool_name"), "string").to_pylist()[2:4] == ["add", "add"]
     assert t.column("text").to_pylist()[3] == "3"
     assert t.column("text").to_pylist()[-1] == "The answer is 10"
-    assert t.column("args_hash")[2].as_py() == rk._json.args_hash({"x": 1, "y": 2})
+    assert t.column("args_hash")[2].as_py() == args_hash({"x": 1, "y": 2})
     assert log.tools_df().query("run_id == @run").tool_name.tolist() == ["add", "add"]
 
 

@@ -16,7 +16,7 @@ from _imports import imports_of, replaykit_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replaykit._json import args_hash, canonical_json
+from replaykit._base.json import args_hash, canonical_json
 from replaykit.branch.fixtures import read_isplay_fixtures
 from replaykit.branch.types import IsplayBranch, read_isplay_branch
 from replaykit.datasets._isplay import generate_isplay

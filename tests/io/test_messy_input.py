@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import replaykit as rk
-from replaykit._json import JSONDecodeError, JSONTooDeep, canonical_json, loads
+from replaykit._base.json import JSONDecodeError, JSONTooDeep, canonical_json, loads
 from replaykit.errors import FormatDetectionError, LoadError
 
 DATA = Path(__file__).resolve().parents[2] / "data"

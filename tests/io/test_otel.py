@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import pytest
 
 import replaykit as rk
+from replaykit._base.json import args_hash
 from replaykit.errors import LoadError
 from replaykit.io import detect_format, read_events
 from replaykit.io.otel import read_otel, sniff
@@ -142,7 +143,7 @@ def test_spans_to_events(recorded: dict[str, list[Any]], tmp_path: Path, hex_ids
     assert conv.column("ref_id").to_pylist()[2:6] == ["call-1", "call-1", "call-2", "call-2"]
     assert conv.column("is_error").to_pylist() == [False] * 5 + [True, False]
     assert conv.column("text").to_pylist()[2:4] == ['{"city": "Paris"}', "rainy, 57F"]
-    assert conv.column("args_hash")[2].as_py() == rk._json.args_hash({"city": "Paris"})
+    assert conv.column("args_hash")[2].as_py() == args_hash({"city": "Paris"})
     first_chat = json.loads(conv.column("payload")[1].as_py())
     assert first_chat["attributes"]["gen_ai.response.model"] == "gpt-x-2025"
     assert first_chat["attributes"]["gen_ai.request.model"] == "gpt-x"

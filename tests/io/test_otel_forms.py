@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
+from replaykit._base.json import args_hash
 from replaykit.errors import LoadError
 from replaykit.io import detect_format
 from replaykit.io.otel import read_otel
@@ -171,7 +172,7 @@ def test_every_form_reads_to_the_same_rows(tmp_path: Path, form: str) -> None:
     assert log.table.column("input_tokens")[1].as_py() == 12
     assert log.table.column("output_tokens")[1].as_py() == 5
     assert _col(log, "ref_id")[2] == "c1" and _col(log, "tool_name")[2] == "get_weather"
-    assert log.table.column("args_hash")[2].as_py() == rk._json.args_hash({"city": "Paris"})
+    assert log.table.column("args_hash")[2].as_py() == args_hash({"city": "Paris"})
     payload = json.loads(_col(log, "payload")[1])
     assert payload["replayable"] is True
     if form != "attributes":

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 import pytest
 
 import replaykit as rk
+from replaykit._base.json import args_hash
 from replaykit.io.otel import read_otel
 
 _NEEDED = ("openai", "httpx", "agents", "pydantic_ai", "opentelemetry.sdk",
@@ -156,7 +157,7 @@ def _check_openai_run(log: rk.EventLog, spans: list[Any]) -> None:
     assert _col(t, "ref_id")[2:4] == ["call_abc", "call_abc"]
     assert _col(t, "tool_name")[2:4] == ["get_weather", "get_weather"]
     assert json.loads(_col(t, "text")[2]) == {"city": "Paris"}
-    assert t.column("args_hash")[2].as_py() == rk._json.args_hash({"city": "Paris"})
+    assert t.column("args_hash")[2].as_py() == args_hash({"city": "Paris"})
     assert _col(t, "text")[3] == "rainy, 57F"
     assert _col(t, "is_error") == [False] * 5
     tools = log.tools_df()

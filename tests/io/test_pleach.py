@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replaykit import LoadError, read_events
-from replaykit._json import args_hash
+from replaykit._base.json import args_hash
 from replaykit.datasets import generate_pleach
 from replaykit.io import pleach
 from replaykit.io.pleach import EVENT_KINDS, read_pleach, sniff

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit._json import args_hash, canonical_json
+from replaykit._base.json import args_hash, canonical_json
 from replaykit.errors import LoadError
 from replaykit.io import detect_format
 from replaykit.io.toh import OrphanRunWarning, is_side_file, read_toh, sniff

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit import _native
+from replaykit._base import native as _native
 from replaykit.datasets import generate_toh
 from replaykit.errors import ReplayKitError
 from replaykit.io.toh import _nativepath

@@ -7,7 +7,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replaykit._json import canonical_json
+from replaykit._base.json import canonical_json
 from replaykit.io.toh import _json_strings
 
 _CHARS = st.characters(codec="utf-8", categories=None, exclude_categories=("Cs",))

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import replaykit as rk
-from replaykit._json import canonical_json
+from replaykit._base.json import canonical_json
 from replaykit.branch import Branch, replay
 from replaykit.datasets import generate_cohorts
 from replaykit.provenance.rules import STAMP_FIELDS

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit import _json as stamps_json
-from replaykit._json import map_distinct_documents
+from replaykit._base import json as stamps_json
+from replaykit._base.json import map_distinct_documents
 from replaykit.provenance import stamps
 
 DATA = Path(__file__).resolve().parents[2] / "data"

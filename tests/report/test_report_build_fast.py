@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit import _json
+from replaykit._base import json as _json
 from replaykit.datasets import generate_isplay
 from replaykit.provenance import stamps
 

@@ -590,7 +590,7 @@ PLAIN_DDL = {
 def _export_rows(path) -> list[dict]:
     import json
 
-    from replaykit._json import canonical_json
+    from replaykit._base.json import canonical_json
 
     rows = []
     with open(path, encoding="utf-8") as fh:

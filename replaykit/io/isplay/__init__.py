@@ -77,7 +77,7 @@ def read_isplay(
     ``run.parentRunId``; seq = the event's ``seq`` when given, else its 0-based position in
     ``events``; event_id = ``eventId``; ref_id = ``modelCallId`` on model events,
     ``checkpointId`` on checkpoint events, else ``refId`` (the tool call id on tool events);
-    args_hash = :func:`replaykit._json.args_hash` of ``args`` (a file's ``argsHash`` is
+    args_hash = :func:`replaykit._base.json.args_hash` of ``args`` (a file's ``argsHash`` is
     verified against it; with no ``args`` -- e.g. only an ``argsArtifactId`` -- the file's
     ``argsHash`` is used as given); ``source_line`` = the line where the event's object starts.
     Run metadata goes to ``log.runs`` (``projectId``, ``agent``, ``metadata`` ... in

@@ -1,6 +1,7 @@
 """The column-wise pass of the isplay loader: collected run documents -> one EventLog.
 
-Pulls the typed fields out of every event payload at once (:func:`~replaykit._json.payload_fields`),
+Pulls the typed fields out of every event payload at once
+(:func:`~replaykit._base.json.payload_fields`),
 flags bad rows with numpy masks (missing fields, bad times, argsHash mismatches, duplicate ids
 and seqs), maps event types to kinds (:data:`TYPE_KINDS`) and resolves each run's checkpoints
 to seqs (:data:`CHECKPOINTS_SCHEMA`, ``log.extras["checkpoints"]``).
@@ -15,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..._json import json_type, payload_fields
+from ..._base.json import json_type, payload_fields
 from ...errors import LoadError
 from ...eventlog.log import RUNS_SCHEMA, EventLog
 from ...schema import empty_events, events_table

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._json import (
+from ..._base.json import (
     MAX_DEPTH,
     JSONDecodeError,
     JSONLoneSurrogate,
@@ -57,7 +57,8 @@ _FIX = {
     "bad_ts": 'Use an ISO-8601 time such as "2025-03-01T09:30:00.125Z".',
     "duplicate_event_id": "Event ids must be unique within a run.",
     "duplicate_seq": "Event seq values must be unique within a run.",
-    "args_hash_mismatch": "argsHash must equal replaykit._json.args_hash(args); recompute it or "
+    "args_hash_mismatch": "argsHash must equal replaykit._base.json.args_hash(args); "
+    "recompute it or "
     "drop argsHash so replaykit computes it.",
     "unknown_checkpoint_event": "A checkpoint's eventId must name an event of the same run.",
     "duplicate_checkpoint_id": "Checkpoint ids must be unique within a run.",

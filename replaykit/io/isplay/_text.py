@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._json import JSONTooDeep, _finite_float, _reject_constant, canonical_json, json_type
+from ..._base.json import JSONTooDeep, _finite_float, _reject_constant, canonical_json, json_type
 
 _WS = re.compile(r"[ \t\n\r]*")
 

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..._json import JSONDecodeError, args_hash, canonical_json, loads
+from ..._base.json import JSONDecodeError, args_hash, canonical_json, loads
 from ...errors import LoadError
 from ...eventlog.log import RUNS_SCHEMA, EventLog
 from ...schema import empty_events, events_table

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ..._json import JSONDecodeError, canonical_json, loads
+from ..._base.json import JSONDecodeError, canonical_json, loads
 
 _BAD_JSON: tuple[type[Exception], ...] = (*JSONDecodeError, ValueError)
 

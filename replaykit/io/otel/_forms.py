@@ -31,7 +31,7 @@ import hashlib
 import re
 from typing import Any
 
-from ..._json import JSONDecodeError, canonical_json, loads
+from ..._base.json import JSONDecodeError, canonical_json, loads
 
 __all__ = ["MESSAGE_EVENTS", "OPERATION_DETAILS", "content", "is_genai_event", "to_parts"]
 

@@ -53,8 +53,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ... import _native
-from ..._json import JSONDecodeError, gc_paused, loads
+from ..._base import native as _native
+from ..._base.json import JSONDecodeError, gc_paused, loads
 from ...eventlog.log import EventLog
 from ...tenancy import tenant_id_problem
 from .._common import (

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..._json import canonical_json
+from ..._base.json import canonical_json
 from ...errors import LoadError
 from ...tenancy import bad_tenant_mask, check_tenant_ids, tenant_id_problem
 from .._common import (

@@ -13,8 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ... import _native
-from ..._json import (
+from ..._base import native as _native
+from ..._base.json import (
     MAX_DEPTH,
     JSONDecodeError,
     _orjson,

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from ..._json import MAX_DEPTH, JSONDecodeError, loads
+from ..._base.json import MAX_DEPTH, JSONDecodeError, loads
 from ._rows import ESCAPED_KEY_LETTER, TENANT_KEY
 from ._shapes import _BLOCK, _ENVELOPE_FIELDS, _STR, _TYPED, _FastPathFailed, _Part
 

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ... import _native
+from ..._base import native as _native
 from ...eventlog.log import RUNS_SCHEMA
 from ...schema import EVENTS_SCHEMA, events_table
 from .._common import (

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ... import _native
-from ..._json import args_hash, loads
+from ..._base import native as _native
+from ..._base.json import args_hash, loads
 from ._shapes import _Part
 
 _ENV = ("tenant_id", "chat_id", "sequence_number", "event_type", "prev_hash", "row_hash")

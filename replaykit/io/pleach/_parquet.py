@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..._json import _DIGITS_B, MAX_DEPTH, JSONDecodeError, canonical_json, loads
+from ..._base.json import _DIGITS_B, MAX_DEPTH, JSONDecodeError, canonical_json, loads
 from ...errors import LoadError
 from ...eventlog.log import EventLog
 from .._common import (

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..._json import canonical_json
+from ..._base.json import canonical_json
 from ...tenancy import tenant_id_problem
 from ._shapes import _ENVELOPE_FIELDS, _STR, _TYPED, _Part
 

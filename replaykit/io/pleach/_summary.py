@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ... import _native
+from ..._base import native as _native
 from ...eventlog.log import RUN_STAT_COLUMNS, RUNS_SCHEMA, _as_quarantine, runs_frame
 from ...schema import EVENTS_SCHEMA
 from .._common import Quarantine

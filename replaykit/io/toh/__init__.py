@@ -43,7 +43,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..._json import JSONDecodeError, gc_paused, loads
+from ..._base.json import JSONDecodeError, gc_paused, loads
 from ...eventlog.log import EventLog
 from .._common import (
     ErrorPolicy,

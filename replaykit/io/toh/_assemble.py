@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..._json import (
+from ..._base.json import (
     HAVE_ORJSON,
     canonical_json,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._json import (
+from ..._base.json import (
     args_hash,
     canonical_json,
 )

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._json import (
+from ..._base.json import (
     _DIGITS_B,
     _LONG_B,
     HAVE_ORJSON,

@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ... import _native
-from ..._json import args_hash
+from ..._base import native as _native
+from ..._base.json import args_hash
 
 #: read files with the native core when it is built and enabled (False: the reference only)
 NATIVE = True

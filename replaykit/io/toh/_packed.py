@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from ..._json import (
+from ..._base.json import (
     canonical_json,
 )
 

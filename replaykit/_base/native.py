@@ -17,7 +17,7 @@ saying how to build the core.
 Columns cross from Rust without a copy: each buffer is a ``replaykit._core.NativeBuf`` (the
 buffer protocol) wrapped by ``pa.py_buffer`` and assembled with ``pa.Array.from_buffers``.
 
->>> import replaykit._native as native
+>>> import replaykit._base.native as native
 >>> isinstance(native.describe(), str)
 True
 """

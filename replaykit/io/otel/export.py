@@ -33,11 +33,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._delegates import provide
-from ._json import canonical_json, loads
-from .grain import calls_df, tools_df
-from .provenance.rules import STAMP_FIELDS
-from .provenance.stamps import stamps_df
+from ..._base.delegates import provide
+from ..._base.json import canonical_json, loads
+from ...eventlog.grain import calls_df, tools_df
+from ...provenance.rules import STAMP_FIELDS
+from ...provenance.stamps import stamps_df
 
 __all__ = ["SEMCONV_STAMPS", "evaluation_records", "to_otel", "to_otel_evaluations",
            "trace_id_of"]
@@ -322,7 +322,7 @@ def to_otel(log: Any, path: str | os.PathLike[str], *, overwrite: bool = False,
 def _write_atomic(out: Path, doc: Any) -> None:
     """Write to a new temporary file beside ``out`` (never an existing path or a symlink's
     target), then rename it into place."""
-    from ._files import temp_file_beside  # the mode open() would give it (umask), not 0600
+    from ..._base.files import temp_file_beside  # the mode open() would give it (umask), not 0600
 
     tmp = temp_file_beside(out)
     try:

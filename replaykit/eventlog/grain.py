@@ -5,7 +5,7 @@ Everything here reads the canonical columns (``kind``, ``ref_id``, ``seq``, ``tu
 loader contract in docs/formats.md), so the tables work on every format. The few details that
 have no canonical column (cache-read and reasoning tokens, error names and codes, turn end
 reasons) are pulled column-wise from the payloads of small homogeneous subsets (usage rows,
-error rows, turn-end rows) with :func:`replaykit._json.payload_fields`, trying the field paths
+error rows, turn-end rows) with :func:`replaykit._base.json.payload_fields`, trying the field paths
 each known format uses.
 
 All work is Arrow group-bys, joins and numpy; there is no Python loop over events.
@@ -20,11 +20,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._delegates import provide
-from ._json import payload_fields, rows_holding_any
-from .eventlog._runs import _grain_rows
-from .eventlog.log import to_pandas
-from .schema import run_starts, sort_events
+from .._base.delegates import provide
+from .._base.json import payload_fields, rows_holding_any
+from ..schema import run_starts, sort_events
+from ._runs import _grain_rows
+from .log import to_pandas
 
 __all__ = ["calls_df", "tools_df", "turns_df"]
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .errors import MissingExtraError
+from ..errors import MissingExtraError
 
 if TYPE_CHECKING:
     from pandas.io.formats.style import Styler
