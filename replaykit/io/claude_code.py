@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import _native
 from .._json import args_hash, canonical_json
 from ..errors import LoadError
 from ..eventlog.log import EventLog
@@ -49,11 +50,13 @@ from ._common import (
 )
 from ._records import (
     Row,
+    arrays_to_log,
     bad,
     head_text,
     json_lines,
     line_error,
     payload_of,
+    row_arrays,
     rows_to_log,
     text_of,
     tokens,
@@ -393,9 +396,22 @@ def read_claude_code(
     rows: list[Row] = []
     runs: list[dict[str, Any]] = []
     seqs: dict[str, int] = {}
+    # files read by the native core, and the reference's rows before each (in file order)
+    parts: list[dict[str, Any]] = []
+    use_native = _native.enabled()
     with Progress(len(files), desc="read_claude_code", unit="file", enabled=progress) as bar:
         for k, p in enumerate(files, start=1):
             bar.next_file(p.name, k, len(files))
+            got = _native_file(p, seqs) if use_native else None
+            if got is not None:
+                cols, file_runs = got
+                if rows:
+                    parts.append(row_arrays(rows))
+                    rows = []
+                parts.append(cols)
+                runs.extend(file_runs)
+                bar.update(1)
+                continue
             f = _File(p, tenant)
             try:
                 _file_rows(f, quarantine)
@@ -410,4 +426,47 @@ def read_claude_code(
             rows.extend(f.rows)
             runs.extend(f.runs.values())
             bar.update(1)
-    return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)
+    if not parts:
+        return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)
+    if rows:
+        parts.append(row_arrays(rows))
+    return keep_tenants(arrays_to_log(parts, runs, tenant, quarantine), tenant, wanted)
+
+
+def _native_file(p: Path, seqs: dict[str, int]) -> tuple[dict[str, Any], list[dict[str, Any]]
+                                                         ] | None:
+    """One transcript read by the native core (``native/src/transcripts.rs``): its rows as
+    the columns :func:`~replaykit.io._records.arrays_to_log` joins and its run headers, with
+    ``seqs`` (each run's rows in earlier files) advanced; None when the reference must read
+    the file (anything the core is not sure of, every line the reference would quarantine,
+    a file that cannot be read)."""
+    import numpy as np
+    import pyarrow as pa
+
+    try:
+        data = p.read_bytes()
+    except OSError:
+        return None
+    got = _native.core().scan_claude_code(data, p.stem)
+    if got is None:
+        return None
+    head, run_buf, seq_buf, line_buf, columns = got
+    run = np.frombuffer(run_buf, dtype=np.int64)
+    n = len(run)
+    src = f"{FORMAT}:{p}"
+    idx = pa.array(run)
+    cols: dict[str, Any] = {name: _native.to_arrow(c) for name, c in columns}
+    cols["run_id"] = pa.array([h[0] for h in head], pa.string()).take(idx)
+    cols["parent_run_id"] = pa.array([h[1] for h in head], pa.string()).take(idx)
+    base = np.array([seqs.get(h[0], 0) for h in head], dtype=np.int64)
+    cols["seq"] = pa.array(np.frombuffer(seq_buf, dtype=np.int64) + base[run]
+                           if len(head) else np.zeros(0, np.int64))
+    cols["source"] = pa.array([src] * n, pa.string())
+    cols["source_line"] = pa.array(np.frombuffer(line_buf, dtype=np.int64))
+    file_runs = []
+    for run_id, parent, created_at, attrs, count in head:
+        seqs[run_id] = seqs.get(run_id, 0) + count
+        file_runs.append({"run_id": run_id, "parent_run_id": parent, "format": FORMAT,
+                          "source": src, "created_at": created_at,
+                          "attrs": {"format": FORMAT, "file": str(p), **dict(attrs)}})
+    return cols, file_runs
