@@ -390,25 +390,35 @@ fn scan_toh_file<'py>(
     ))
 }
 
-/// Scan one Claude Code transcript (the file's bytes; `stem`: its name without the suffix).
-/// Returns None when the reference path must read the file, else
-/// `(runs, run, seq, line, columns)`: `runs` a list of `(run_id, parent_run_id, created_at,
-/// attrs, rows)` (attrs a list of `(key, value)`), `run` / `seq` / `line` int64 buffers (each
-/// row's index into `runs`, its seq within the run in this file, its line) and `columns` a
-/// list of `(name, column)` (see `str_col`).
+/// Scan Claude Code transcripts: `paths` (file system paths as bytes), `stems` (their names
+/// without the suffix), `sources` (each file's `source` value), on up to `threads` threads.
+/// Returns `(ok, row_start, run_start, runs, run, seq, line, columns)`: `ok` a list of bools
+/// (False: the reference must read that file), `row_start` / `run_start` int64 buffers (each
+/// file's first row and first run; n + 1 values), `runs` a list of `(run_id, parent_run_id,
+/// created_at, attrs, rows)` (attrs a list of `(key, value)`), `run` / `seq` / `line` int64
+/// buffers (each row's index into `runs`, its seq within the run in its file, its line) and
+/// `columns` a list of `(name, column)` (see `str_col`). Errors: a panic (a bug) is a
+/// `RuntimeError`; the caller then reads every file with the reference.
 #[pyfunction]
-fn scan_claude_code<'py>(
+fn scan_claude_code_files<'py>(
     py: Python<'py>,
-    data: &Bound<'py, PyAny>,
-    stem: &str,
-) -> PyResult<Option<Bound<'py, PyTuple>>> {
-    let stem = stem.as_bytes().to_vec();
-    let Some(out) = scan_buffer(py, data, "data", move |b| {
-        transcripts::scan_claude_code(b, &stem)
-    })?
-    else {
-        return Ok(None);
-    };
+    paths: Vec<Vec<u8>>,
+    stems: Vec<String>,
+    sources: Vec<String>,
+    threads: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
+    use std::os::unix::ffi::OsStrExt;
+    let paths: Vec<std::path::PathBuf> = paths
+        .iter()
+        .map(|p| std::path::Path::new(std::ffi::OsStr::from_bytes(p)).to_path_buf())
+        .collect();
+    let stems: Vec<Vec<u8>> = stems.into_iter().map(String::into_bytes).collect();
+    let sources: Vec<Vec<u8>> = sources.into_iter().map(String::into_bytes).collect();
+    let got = guarded(py, move || {
+        transcripts::scan_claude_code_files(&paths, &stems, &sources, threads)
+    })
+    .ok_or_else(|| PyRuntimeError::new_err("scan_claude_code_files panicked"))?;
+    let out = got.out;
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     let runs = PyList::empty(py);
     for r in &out.runs {
@@ -421,6 +431,8 @@ fn scan_claude_code<'py>(
             r.rows,
         ))?;
     }
+    let row_start = buf(py, Storage::I64(got.row_start))?;
+    let run_start = buf(py, Storage::I64(got.run_start))?;
     let run = buf(py, Storage::I64(out.run))?;
     let seq = buf(py, Storage::I64(out.seq))?;
     let line = buf(py, Storage::I64(out.line))?;
@@ -435,6 +447,9 @@ fn scan_claude_code<'py>(
             cols.append(($name, i64_col(py, $c)?))?
         };
     }
+    s!("run_id", out.run_id);
+    s!("parent_run_id", out.parent_run_id);
+    s!("source", out.source);
     s!("type", out.typ);
     s!("kind", out.kind);
     s!("ts", out.ts);
@@ -451,7 +466,7 @@ fn scan_claude_code<'py>(
     s!("chunk_type", out.chunk_type);
     s!("text", out.text);
     s!("payload", out.payload);
-    Ok(Some((runs, run, seq, line, cols).into_pyobject(py)?))
+    (got.ok, row_start, run_start, runs, run, seq, line, cols).into_pyobject(py)
 }
 
 /// Run `f` over the bytes of two contiguous buffers (`offsets`: int64 offsets into `data`)
@@ -1118,7 +1133,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeBuf>()?;
     m.add_function(wrap_pyfunction!(scan_pleach_block, m)?)?;
     m.add_function(wrap_pyfunction!(scan_toh_file, m)?)?;
-    m.add_function(wrap_pyfunction!(scan_claude_code, m)?)?;
+    m.add_function(wrap_pyfunction!(scan_claude_code_files, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_many, m)?)?;
     m.add_function(wrap_pyfunction!(tool_args_many, m)?)?;
     m.add_function(wrap_pyfunction!(text_hashes, m)?)?;

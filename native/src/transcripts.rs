@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::cols::{BoolCol, I64Col, StrCol};
 use crate::json::{parse_i64, Bail, R};
-use crate::lines::{get, hash32, objects, py_lstrip, str_of, truthy, write, write_over, Over, V};
+use crate::lines::{hash32, objects, py_lstrip, str_of, truthy, write, write_over, Over, V};
 
 /// One run (session or sidechain) of a file, in the order the file first names it.
 pub struct RunHead {
@@ -38,6 +38,10 @@ pub struct CcOut {
     pub runs: Vec<RunHead>,
     /// index into `runs` of each row
     pub run: Vec<i64>,
+    pub run_id: StrCol,
+    pub parent_run_id: StrCol,
+    /// `claude_code:<path>` of the row's file
+    pub source: StrCol,
     /// seq within the run, counted in this file
     pub seq: Vec<i64>,
     pub line: Vec<i64>,
@@ -65,6 +69,9 @@ impl CcOut {
         CcOut {
             runs: Vec::new(),
             run: Vec::with_capacity(rows),
+            run_id: s(),
+            parent_run_id: s(),
+            source: s(),
             seq: Vec::with_capacity(rows),
             line: Vec::with_capacity(rows),
             typ: s(),
@@ -95,8 +102,47 @@ impl CcOut {
         self.run.is_empty()
     }
 
+    /// Append another file's rows (its run indexes shifted past this one's runs).
+    fn append(&mut self, o: CcOut) {
+        let base = self.runs.len() as i64;
+        self.runs.extend(o.runs);
+        self.run.extend(o.run.iter().map(|r| r + base));
+        self.seq.extend_from_slice(&o.seq);
+        self.line.extend_from_slice(&o.line);
+        for (a, b) in [
+            (&mut self.run_id, &o.run_id),
+            (&mut self.parent_run_id, &o.parent_run_id),
+            (&mut self.source, &o.source),
+            (&mut self.typ, &o.typ),
+            (&mut self.kind, &o.kind),
+            (&mut self.ts, &o.ts),
+            (&mut self.event_id, &o.event_id),
+            (&mut self.ref_id, &o.ref_id),
+            (&mut self.tool_name, &o.tool_name),
+            (&mut self.args_hash, &o.args_hash),
+            (&mut self.finish, &o.finish),
+            (&mut self.chunk_type, &o.chunk_type),
+            (&mut self.text, &o.text),
+            (&mut self.payload, &o.payload),
+        ] {
+            a.append(b);
+        }
+        for (a, b) in [
+            (&mut self.turn, &o.turn),
+            (&mut self.step, &o.step),
+            (&mut self.input_tokens, &o.input_tokens),
+            (&mut self.output_tokens, &o.output_tokens),
+        ] {
+            a.append(b);
+        }
+        self.is_error.values.append(&o.is_error.values);
+    }
+
     fn overflows(&self) -> bool {
         [
+            &self.run_id,
+            &self.parent_run_id,
+            &self.source,
             &self.typ,
             &self.kind,
             &self.ts,
@@ -255,6 +301,7 @@ struct Cols {
 }
 
 struct Line<'v, 'a> {
+    source: &'v [u8],
     no: usize,
     run: usize,
     doc: &'v V<'a>,
@@ -275,6 +322,13 @@ fn push_opt(c: &mut StrCol, v: Option<&[u8]>) {
 
 fn add(out: &mut CcOut, st: &mut St, ln: &mut Line<'_, '_>, kind: &[u8], pay: Pay, c: Cols) {
     out.run.push(ln.run as i64);
+    let head = &out.runs[ln.run];
+    out.run_id.push(&head.run_id);
+    match &head.parent {
+        Some(p) => out.parent_run_id.push(p),
+        None => out.parent_run_id.push_null(),
+    }
+    out.source.push(ln.source);
     out.seq.push(st.seq);
     st.seq += 1;
     out.line.push(ln.no as i64);
@@ -354,10 +408,100 @@ fn input_tokens(usage: &V<'_>) -> R<Option<i64>> {
 /// Scan one Claude Code transcript (its bytes; `stem`: the file name without its suffix, the
 /// run of lines naming no session). None: the reference must read the file.
 pub fn scan_claude_code(file: &[u8], stem: &[u8]) -> Option<CcOut> {
-    scan(file, stem).ok()
+    scan(file, stem, b"").ok()
 }
 
-fn scan(file: &[u8], stem: &[u8]) -> R<CcOut> {
+/// Many transcripts, read from disk and scanned on up to `threads` threads: their rows in
+/// file order (the files the reference must read contribute none), with each file's
+/// row range and runs.
+pub struct CcFiles {
+    pub out: CcOut,
+    /// per file: read natively
+    pub ok: Vec<bool>,
+    /// per file: its first row, and its first run in `out.runs` (n + 1 entries each)
+    pub row_start: Vec<i64>,
+    pub run_start: Vec<i64>,
+}
+
+/// Scan the files at `paths` (`stems`: their names without the suffix; `sources`: the
+/// `source` column of each). A file that cannot be read, or that the scanner refuses, is
+/// marked not ok (the caller reads it with the reference).
+pub fn scan_claude_code_files(
+    paths: &[std::path::PathBuf],
+    stems: &[Vec<u8>],
+    sources: &[Vec<u8>],
+    threads: usize,
+) -> CcFiles {
+    let n = paths.len();
+    let one = |i: usize| -> Option<CcOut> {
+        let data = std::fs::read(&paths[i]).ok()?;
+        scan(&data, &stems[i], &sources[i]).ok()
+    };
+    let t = threads.clamp(1, 16).min(n.max(1));
+    let parts: Vec<Option<CcOut>> = if t <= 1 {
+        (0..n).map(one).collect()
+    } else {
+        // contiguous groups of files of about equal size on each thread
+        let sizes: Vec<u64> = paths
+            .iter()
+            .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+            .collect();
+        let total: u64 = sizes.iter().sum::<u64>().max(1);
+        let mut cuts = vec![0usize];
+        let mut acc = 0u64;
+        for (i, s) in sizes.iter().enumerate() {
+            acc += s;
+            if acc * t as u64 >= total * cuts.len() as u64 && cuts.len() < t && i + 1 < n {
+                cuts.push(i + 1);
+            }
+        }
+        cuts.push(n);
+        let one = &one;
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = cuts
+                .windows(2)
+                .map(|w| {
+                    let (a, b) = (w[0], w[1]);
+                    (b - a, sc.spawn(move || (a..b).map(one).collect::<Vec<_>>()))
+                })
+                .collect();
+            // a thread that panicked gives no rows: the reference reads its files
+            handles
+                .into_iter()
+                .flat_map(|(m, h)| h.join().unwrap_or_else(|_| (0..m).map(|_| None).collect()))
+                .collect()
+        })
+    };
+    let mut out = CcOut::new(0, 0);
+    let mut ok = Vec::with_capacity(n);
+    let mut row_start = vec![0i64];
+    let mut run_start = vec![0i64];
+    for p in parts {
+        ok.push(p.is_some());
+        if let Some(p) = p {
+            out.append(p);
+        }
+        row_start.push(out.len() as i64);
+        run_start.push(out.runs.len() as i64);
+    }
+    if out.overflows() {
+        // beyond 32-bit offsets: the reference reads every file
+        return CcFiles {
+            out: CcOut::new(0, 0),
+            ok: vec![false; n],
+            row_start: vec![0; n + 1],
+            run_start: vec![0; n + 1],
+        };
+    }
+    CcFiles {
+        out,
+        ok,
+        row_start,
+        run_start,
+    }
+}
+
+fn scan(file: &[u8], stem: &[u8], source: &[u8]) -> R<CcOut> {
     let docs = objects(file).ok_or(Bail)?;
     let mut out = CcOut::new(docs.len() + docs.len() / 2, file.len());
     // the file's session, for lines that name none
@@ -459,6 +603,7 @@ fn scan(file: &[u8], stem: &[u8]) -> R<CcOut> {
         }
         let st = &mut states[run];
         let mut ln = Line {
+            source,
             no,
             run,
             doc,

@@ -105,7 +105,8 @@ def both(path: Any, errors: str = "quarantine") -> Any:
 
 
 def _native_reads(path: Path) -> bool:
-    return _native.core().scan_claude_code(path.read_bytes(), path.stem) is not None
+    got = _native.core().scan_claude_code_files([os.fsencode(path)], [path.stem], ["s"], 1)
+    return bool(got[0][0])
 
 
 def _canonical(v: Any) -> str:
