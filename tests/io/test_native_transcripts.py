@@ -179,7 +179,8 @@ def _session(rng: random.Random, sid: str, n: int, *, sidechain: bool = False) -
     out: list[Any] = []
     k = 0
     texts = ["hi", "", " [Request interrupted by user]", "[Request interrupted by user]",
-             "<bash-stdout>ok</bash-stdout>", "\u00e9\u4e2d \"q\" \\ \n\t", "\x1c <local-command-stdout>"]
+             "<bash-stdout>ok</bash-stdout>", "\u00e9\u4e2d \"q\" \\ \n\t",
+             "\x1c <local-command-stdout>"]
     while len(out) < n:
         k += 1
         base: dict[str, Any] = {"sessionId": sid, "uuid": f"{sid}-u{k}", "parentUuid": None,
@@ -329,7 +330,7 @@ def _raw_mutation(line: str, rng: random.Random) -> str:
         return line[: rng.randrange(len(line))]
     if op == 1:
         i = rng.randrange(len(line))
-        return line[:i] + rng.choice(["\x00", "}", '"', "\\", "\ud800"[:0] + "\u2028"]) + line[i:]
+        return line[:i] + rng.choice(["\x00", "}", '"', "\\", "\u2028"]) + line[i:]
     if op == 2:
         return "\ufeff" + line
     if op == 3:
