@@ -286,7 +286,9 @@ mod tests {
             out
         }
         let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        let alphabet = [b'"', b'\\', b'\n', b'\r', b'\t', 0x08, 0x0c, 0x00, 0x1f, 0x7f, 0xc3, 0xa9];
+        let alphabet = [
+            b'"', b'\\', b'\n', b'\r', b'\t', 0x08, 0x0c, 0x00, 0x1f, 0x7f, 0xc3, 0xa9,
+        ];
         for len in 0..70 {
             for _ in 0..100 {
                 let s: Vec<u8> = (0..len)
