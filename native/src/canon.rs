@@ -154,36 +154,40 @@ fn write(v: &V, out: &mut Vec<u8>) {
 }
 
 /// A JSON string as orjson writes it: `"` and `\` escaped, controls as `\n`-style or
-/// `\u00xx` escapes, everything else (non-ASCII included) as is.
+/// `\u00xx` escapes, everything else (non-ASCII included) as is. The plain runs between the
+/// bytes that need an escape are found with [`crate::json::special`] and copied whole.
 pub fn write_str(s: &[u8], out: &mut Vec<u8>) {
+    out.reserve(s.len() + 2);
     out.push(b'"');
     let mut run = 0;
-    for (i, &c) in s.iter().enumerate() {
-        let esc: Option<&[u8]> = match c {
-            b'"' => Some(b"\\\""),
-            b'\\' => Some(b"\\\\"),
-            b'\n' => Some(b"\\n"),
-            b'\r' => Some(b"\\r"),
-            b'\t' => Some(b"\\t"),
-            0x08 => Some(b"\\b"),
-            0x0c => Some(b"\\f"),
-            0..=0x1f => None,
-            _ => continue,
-        };
+    while let Some(i) = crate::json::special(s, run) {
         out.extend_from_slice(&s[run..i]);
+        push_escape(s[i], out);
         run = i + 1;
-        match esc {
-            Some(e) => out.extend_from_slice(e),
-            None => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[(c >> 4) as usize]);
-                out.push(HEX[(c & 15) as usize]);
-            }
-        }
     }
     out.extend_from_slice(&s[run..]);
     out.push(b'"');
+}
+
+#[inline]
+fn push_escape(c: u8, out: &mut Vec<u8>) {
+    let esc: &[u8] = match c {
+        b'"' => b"\\\"",
+        b'\\' => b"\\\\",
+        b'\n' => b"\\n",
+        b'\r' => b"\\r",
+        b'\t' => b"\\t",
+        0x08 => b"\\b",
+        0x0c => b"\\f",
+        _ => {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[(c >> 4) as usize]);
+            out.push(HEX[(c & 15) as usize]);
+            return;
+        }
+    };
+    out.extend_from_slice(esc);
 }
 
 /// A float as orjson writes it (Python's `repr`, except that negative exponents are written
@@ -259,6 +263,51 @@ mod tests {
         );
         assert_eq!(c(r#""a\u00e9\n\u001f\/""#), "\"aé\\n\\u001f/\"");
         assert_eq!(c("12345678901234567890123"), "12345678901234567890123");
+    }
+
+    #[test]
+    fn write_str_matches_a_byte_loop() {
+        fn naive(s: &[u8]) -> Vec<u8> {
+            let mut out = vec![b'"'];
+            for &c in s {
+                match c {
+                    b'"' => out.extend_from_slice(b"\\\""),
+                    b'\\' => out.extend_from_slice(b"\\\\"),
+                    b'\n' => out.extend_from_slice(b"\\n"),
+                    b'\r' => out.extend_from_slice(b"\\r"),
+                    b'\t' => out.extend_from_slice(b"\\t"),
+                    0x08 => out.extend_from_slice(b"\\b"),
+                    0x0c => out.extend_from_slice(b"\\f"),
+                    0..=0x1f => out.extend_from_slice(format!("\\u{:04x}", c).as_bytes()),
+                    _ => out.push(c),
+                }
+            }
+            out.push(b'"');
+            out
+        }
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let alphabet = [
+            b'"', b'\\', b'\n', b'\r', b'\t', 0x08, 0x0c, 0x00, 0x1f, 0x7f, 0xc3, 0xa9,
+        ];
+        for len in 0..70 {
+            for _ in 0..100 {
+                let s: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        if x.is_multiple_of(5) {
+                            alphabet[(x >> 8) as usize % alphabet.len()]
+                        } else {
+                            b'a' + (x >> 16) as u8 % 26
+                        }
+                    })
+                    .collect();
+                let mut got = Vec::new();
+                write_str(&s, &mut got);
+                assert_eq!(got, naive(&s), "{s:?}");
+            }
+        }
     }
 
     #[test]

@@ -14,8 +14,10 @@ pub mod cols;
 pub mod gather;
 pub mod hash;
 pub mod json;
+pub mod lines;
 pub mod pleach;
 pub mod toh;
+pub mod transcripts;
 
 // The Python binding (feature "python", on by default; the fuzz targets build without it).
 #[cfg(feature = "python")]

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use crate::cols::{Bits, BoolCol, F64Col, I64Col, Offsets, StrCol};
-use crate::{chain, gather, hash, pleach, toh};
+use crate::{chain, gather, hash, pleach, toh, transcripts};
 
 static PANICS: AtomicU64 = AtomicU64::new(0);
 
@@ -388,6 +388,85 @@ fn scan_toh_file<'py>(
     Ok(Some(
         (out.header.0, out.header.1, line, seq, hash_rows, cols).into_pyobject(py)?,
     ))
+}
+
+/// Scan Claude Code transcripts: `paths` (file system paths as bytes), `stems` (their names
+/// without the suffix), `sources` (each file's `source` value), on up to `threads` threads.
+/// Returns `(ok, row_start, run_start, runs, run, seq, line, columns)`: `ok` a list of bools
+/// (False: the reference must read that file), `row_start` / `run_start` int64 buffers (each
+/// file's first row and first run; n + 1 values), `runs` a list of `(run_id, parent_run_id,
+/// created_at, attrs, rows)` (attrs a list of `(key, value)`), `run` / `seq` / `line` int64
+/// buffers (each row's index into `runs`, its seq within the run in its file, its line) and
+/// `columns` a list of `(name, column)` (see `str_col`). Errors: a panic (a bug) is a
+/// `RuntimeError`; the caller then reads every file with the reference.
+#[pyfunction]
+fn scan_claude_code_files<'py>(
+    py: Python<'py>,
+    paths: Vec<Vec<u8>>,
+    stems: Vec<String>,
+    sources: Vec<String>,
+    threads: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
+    use std::os::unix::ffi::OsStrExt;
+    let paths: Vec<std::path::PathBuf> = paths
+        .iter()
+        .map(|p| std::path::Path::new(std::ffi::OsStr::from_bytes(p)).to_path_buf())
+        .collect();
+    let stems: Vec<Vec<u8>> = stems.into_iter().map(String::into_bytes).collect();
+    let sources: Vec<Vec<u8>> = sources.into_iter().map(String::into_bytes).collect();
+    let got = guarded(py, move || {
+        transcripts::scan_claude_code_files(&paths, &stems, &sources, threads)
+    })
+    .ok_or_else(|| PyRuntimeError::new_err("scan_claude_code_files panicked"))?;
+    let out = got.out;
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let runs = PyList::empty(py);
+    for r in &out.runs {
+        let attrs: Vec<(&str, String)> = r.attrs.iter().map(|(k, v)| (*k, text(v))).collect();
+        runs.append((
+            text(&r.run_id),
+            r.parent.as_deref().map(text),
+            r.created_at.as_deref().map(text),
+            attrs,
+            r.rows,
+        ))?;
+    }
+    let row_start = buf(py, Storage::I64(got.row_start))?;
+    let run_start = buf(py, Storage::I64(got.run_start))?;
+    let run = buf(py, Storage::I64(out.run))?;
+    let seq = buf(py, Storage::I64(out.seq))?;
+    let line = buf(py, Storage::I64(out.line))?;
+    let cols = PyList::empty(py);
+    macro_rules! s {
+        ($name:expr, $c:expr) => {
+            cols.append(($name, str_col(py, $c)?))?
+        };
+    }
+    macro_rules! i {
+        ($name:expr, $c:expr) => {
+            cols.append(($name, i64_col(py, $c)?))?
+        };
+    }
+    s!("run_id", out.run_id);
+    s!("parent_run_id", out.parent_run_id);
+    s!("source", out.source);
+    s!("type", out.typ);
+    s!("kind", out.kind);
+    s!("ts", out.ts);
+    i!("turn", out.turn);
+    i!("step", out.step);
+    s!("event_id", out.event_id);
+    s!("ref_id", out.ref_id);
+    s!("tool_name", out.tool_name);
+    s!("args_hash", out.args_hash);
+    cols.append(("is_error", bool_col(py, out.is_error)?))?;
+    s!("finish", out.finish);
+    i!("input_tokens", out.input_tokens);
+    i!("output_tokens", out.output_tokens);
+    s!("chunk_type", out.chunk_type);
+    s!("text", out.text);
+    s!("payload", out.payload);
+    (got.ok, row_start, run_start, runs, run, seq, line, cols).into_pyobject(py)
 }
 
 /// Run `f` over the bytes of two contiguous buffers (`offsets`: int64 offsets into `data`)
@@ -1054,6 +1133,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeBuf>()?;
     m.add_function(wrap_pyfunction!(scan_pleach_block, m)?)?;
     m.add_function(wrap_pyfunction!(scan_toh_file, m)?)?;
+    m.add_function(wrap_pyfunction!(scan_claude_code_files, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_many, m)?)?;
     m.add_function(wrap_pyfunction!(tool_args_many, m)?)?;
     m.add_function(wrap_pyfunction!(text_hashes, m)?)?;

@@ -28,8 +28,8 @@ from ..eventlog.log import RUNS_SCHEMA, EventLog
 from ..schema import empty_events, events_table
 from ._common import Quarantine, compressed, is_int64, iter_lines, unreadable
 
-__all__ = ["Row", "bad", "decode_json", "head_text", "json_lines", "line_error", "payload_of",
-           "rows_to_log", "text_of"]
+__all__ = ["Row", "arrays_to_log", "bad", "decode_json", "head_text", "json_lines", "line_error",
+           "payload_of", "row_arrays", "rows_to_log", "text_of"]
 
 Row = dict[str, Any]
 
@@ -190,12 +190,15 @@ def tokens(value: Any, fmt: str, path: Path, line: int | None, field: str) -> in
     return int(value)
 
 
-def _timestamps(values: list[Any]) -> pa.Array:
+def _timestamps(values: Any) -> pa.Array:
     import pandas as pd
 
     from ._common import times_in_years
 
-    ser = pd.Series([v if isinstance(v, str) else None for v in values], dtype="object")
+    if isinstance(values, pd.Series):  # text or None already (arrays_to_log)
+        ser = values.astype("object")
+    else:
+        ser = pd.Series([v if isinstance(v, str) else None for v in values], dtype="object")
     parsed = pd.to_datetime(ser, utc=True, format="ISO8601", errors="coerce")
     arr = pa.array(parsed.dt.as_unit("us"), type=pa.timestamp("us", tz="UTC"))
     return times_in_years(arr)[0]
@@ -227,6 +230,15 @@ def rows_to_log(rows: list[Row], runs: list[dict[str, Any]], tenant: str,
     if not rows:
         return EventLog(empty_events(), runs=runs_table,
                         quarantine=quarantine.table(runs_table))
+    cols = _row_lists(rows)
+    cols["tenant_id"] = pa.array([tenant] * len(rows), pa.string()).dictionary_encode()
+    cols["ts"] = _timestamps([r.get("ts") for r in rows])
+    table = events_table(cols)
+    return EventLog(table, runs=runs_table, quarantine=quarantine.table(runs_table))
+
+
+def _row_lists(rows: list[Row]) -> dict[str, Any]:
+    """The row dicts' values column by column, as :func:`rows_to_log` keeps them."""
     cols: dict[str, Any] = {name: [r.get(name) for r in rows] for name in _ROW_COLUMNS}
     for name in _STR_COLUMNS:  # ids a source spells as numbers are kept as their text
         cols[name] = [v if v is None or isinstance(v, str) else _as_text(v)
@@ -234,8 +246,46 @@ def rows_to_log(rows: list[Row], runs: list[dict[str, Any]], tenant: str,
     for name in ("turn", "step"):
         cols[name] = [v if type(v) is int and 0 <= v < 2**31 else None for v in cols[name]]
     cols["is_error"] = [bool(v) for v in cols["is_error"]]
-    cols["tenant_id"] = pa.array([tenant] * len(rows), pa.string()).dictionary_encode()
-    cols["ts"] = _timestamps([r.get("ts") for r in rows])
+    return cols
+
+
+def _value_type(name: str) -> pa.DataType:
+    """The Arrow type a row column is gathered in before :func:`events_table` casts it (a
+    dictionary column's value type)."""
+    from ..schema import EVENTS_SCHEMA
+
+    t = EVENTS_SCHEMA.field(name).type
+    return pa.string() if pa.types.is_dictionary(t) else t
+
+
+def row_arrays(rows: list[Row]) -> dict[str, pa.Array]:
+    """Row dicts as the Arrow columns :func:`arrays_to_log` joins (``ts`` as ISO text): the
+    same values :func:`rows_to_log` would build from them."""
+    cols = _row_lists(rows)
+    out = {name: pa.array(cols[name], type=_value_type(name)) for name in _ROW_COLUMNS}
+    out["ts"] = pa.array([r.get("ts") if isinstance(r.get("ts"), str) else None for r in rows],
+                         pa.string())
+    return out
+
+
+def arrays_to_log(parts: list[dict[str, Any]], runs: list[dict[str, Any]], tenant: str,
+                  quarantine: Quarantine) -> EventLog:
+    """One EventLog from parts of rows already in columns (:func:`row_arrays`, or a native
+    scanner's columns of the same names and types), in file order: the same table
+    :func:`rows_to_log` makes from the same rows as dicts."""
+    runs_table = _runs_table(runs, tenant)
+    n = sum(len(p["seq"]) for p in parts)
+    if not n:
+        return EventLog(empty_events(), runs=runs_table,
+                        quarantine=quarantine.table(runs_table))
+    cols: dict[str, Any] = {}
+    for name in (*_ROW_COLUMNS, "ts"):
+        typ = pa.string() if name == "ts" else _value_type(name)
+        chunks = [p[name] if p[name].type == typ else p[name].cast(typ) for p in parts]
+        cols[name] = pa.concat_arrays(chunks)
+    ts = cols.pop("ts")
+    cols["tenant_id"] = pa.array([tenant] * n, pa.string()).dictionary_encode()
+    cols["ts"] = _timestamps(ts.to_pandas())
     table = events_table(cols)
     return EventLog(table, runs=runs_table, quarantine=quarantine.table(runs_table))
 

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._base import native as _native
 from .._base.json import args_hash, canonical_json
 from ..errors import LoadError
 from ..eventlog.log import EventLog
@@ -49,11 +50,13 @@ from ._common import (
 )
 from ._records import (
     Row,
+    arrays_to_log,
     bad,
     head_text,
     json_lines,
     line_error,
     payload_of,
+    row_arrays,
     rows_to_log,
     text_of,
     tokens,
@@ -393,9 +396,32 @@ def read_claude_code(
     rows: list[Row] = []
     runs: list[dict[str, Any]] = []
     seqs: dict[str, int] = {}
+    scanned = _native_scan(files) if _native.enabled() and files else None
+    # the log in file order: slices of the native rows and the reference's rows between them
+    parts: list[dict[str, Any]] = []
+    entry_base: list[int] = []  # per native (file, run): the run's rows in earlier files
+    native_from: int | None = None  # first native row not yet in parts
     with Progress(len(files), desc="read_claude_code", unit="file", enabled=progress) as bar:
         for k, p in enumerate(files, start=1):
             bar.next_file(p.name, k, len(files))
+            if scanned is not None and scanned.ok[k - 1]:
+                if rows:
+                    parts.append(row_arrays(rows))
+                    rows = []
+                if native_from is None:
+                    native_from = scanned.row_start[k - 1]
+                for e in range(scanned.run_start[k - 1], scanned.run_start[k]):
+                    run_id, parent, created_at, attrs, count = scanned.runs[e]
+                    entry_base.append(seqs.get(run_id, 0))
+                    seqs[run_id] = seqs.get(run_id, 0) + count
+                    runs.append({"run_id": run_id, "parent_run_id": parent, "format": FORMAT,
+                                 "source": f"{FORMAT}:{p}", "created_at": created_at,
+                                 "attrs": {"format": FORMAT, "file": str(p), **dict(attrs)}})
+                bar.update(1)
+                continue
+            if native_from is not None:
+                parts.append(scanned.part(native_from, scanned.row_start[k - 1]))  # type: ignore[union-attr]
+                native_from = None
             f = _File(p, tenant)
             try:
                 _file_rows(f, quarantine)
@@ -410,4 +436,63 @@ def read_claude_code(
             rows.extend(f.rows)
             runs.extend(f.runs.values())
             bar.update(1)
-    return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)
+    if scanned is None or not any(scanned.ok):
+        return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)
+    if native_from is not None:
+        parts.append(scanned.part(native_from, scanned.row_start[-1]))
+    if rows:
+        parts.append(row_arrays(rows))
+    scanned.seq_base(entry_base)
+    return keep_tenants(arrays_to_log(parts, runs, tenant, quarantine), tenant, wanted)
+
+
+class _Scanned:
+    """The transcripts the native core read (``native/src/transcripts.rs``): which files it
+    read (``ok``), each file's first row and run, the runs, and every row's columns."""
+
+    def __init__(self, got: tuple[Any, ...]) -> None:
+        import numpy as np
+
+        ok, row_start, run_start, runs, run, seq, line, columns = got
+        self.ok: list[bool] = ok
+        self.row_start = np.frombuffer(row_start, dtype=np.int64).tolist()
+        self.run_start = np.frombuffer(run_start, dtype=np.int64).tolist()
+        self.runs: list[tuple[Any, ...]] = runs
+        self.run = np.frombuffer(run, dtype=np.int64)
+        self.seq_local = np.frombuffer(seq, dtype=np.int64)
+        self.cols: dict[str, Any] = {name: _native.to_arrow(c) for name, c in columns}
+        self.cols["source_line"] = _native.to_arrow(("int64", len(self.run), 0, None, line,
+                                                     None))
+        self.seq: Any = None
+        self._parts: list[dict[str, Any]] = []
+
+    def seq_base(self, entry_base: list[int]) -> None:
+        """Each row's seq: its seq in its file plus its run's rows in earlier files."""
+        import numpy as np
+        import pyarrow as pa
+
+        base = np.asarray(entry_base, dtype=np.int64)
+        self.seq = pa.array(self.seq_local + base[self.run])
+        for part in self._parts:
+            part["seq"] = self.seq.slice(part["_start"], part["_stop"] - part["_start"])
+            del part["_start"], part["_stop"]
+
+    def part(self, start: int, stop: int) -> dict[str, Any]:
+        """The columns of rows ``start:stop`` (``seq`` is filled in by :meth:`seq_base`)."""
+        part: dict[str, Any] = {name: c.slice(start, stop - start)
+                                for name, c in self.cols.items()}
+        part["_start"], part["_stop"] = start, stop
+        self._parts.append(part)
+        return part
+
+
+def _native_scan(files: list[Path]) -> _Scanned | None:
+    """The native core's reading of ``files`` (None: it failed as a whole, a bug: then the
+    reference reads every file)."""
+    try:
+        got = _native.core().scan_claude_code_files(
+            [os.fsencode(p) for p in files], [p.stem for p in files],
+            [f"{FORMAT}:{p}" for p in files], max(1, min(4, os.cpu_count() or 1)))
+    except (RuntimeError, UnicodeEncodeError):  # a panic (counted by _native.panics())
+        return None
+    return _Scanned(got)

@@ -596,6 +596,8 @@ def test_a_line_whose_second_block_fails_is_quarantined_whole(tmp_path, monkeypa
         raise ValueError("boom")
 
     monkeypatch.setattr(claude_code, "args_hash", failing_hash)
+    # the reference reader's rollback is what is tested (the native scan does not call it)
+    monkeypatch.setenv("REPLAYKIT_NATIVE", "0")
     line = {"type": "assistant", "sessionId": "s1", "uuid": "u1",
             "message": {"id": "m1", "role": "assistant", "content": [
                 {"type": "text", "text": "fine"},
