@@ -132,7 +132,8 @@ def classify(found: list[Source], known: dict[str, dict[str, Any]]) -> None:
 
 @dataclass
 class Staged:
-    """What the first pass produced (the events are in the staging files)."""
+    """What the first pass produced (the events are in the staging files, or, parsed on Dask
+    workers, in ``tables``)."""
 
     files: list[Path] = field(default_factory=list)
     #: per staging file: tenant -> (first, last) run id it holds
@@ -141,12 +142,38 @@ class Staged:
     quarantine: list[pa.Table] = field(default_factory=list)  # + ingest_source
     headers: list[pa.Table] = field(default_factory=list)  # non-pleach runs rows + ingest_source
     spawns: list[pa.Table] = field(default_factory=list)  # tenant_id, run_id, seq, child, source
+    tables: list[pa.Table] = field(default_factory=list)  # events kept in memory (no staging)
+    nbytes: int = 0  # bytes of the staged events (on disk, or in memory for ``tables``)
+
+    def extend(self, other: Staged) -> None:
+        """Append ``other``'s pieces (the units' order is kept)."""
+        for name in ("files", "spans", "keys", "quarantine", "headers", "spawns", "tables"):
+            getattr(self, name).extend(getattr(other, name))
+        self.nbytes += other.nbytes
 
 
-def parse(todo: list[Source], staging: Path, *, owner: str | None, errors: str,
-          chunk_bytes: int, on_bytes: Callable[[int, int], None]) -> Staged:
-    """Parse ``todo`` into ``staging``; ``on_bytes(bytes, rows)`` reports progress."""
-    out = Staged()
+@dataclass
+class Unit:
+    """One piece of the first pass: a batch of files of one format, or one line-aligned byte
+    range ``[start, end)`` of a large pleach JSONL file (its first line is ``line_off + 1``)."""
+
+    fmt: str
+    sources: list[Source]
+    start: int = 0
+    end: int = -1  # >= 0: a pleach chunk
+    line_off: int = 0
+
+    @property
+    def nbytes(self) -> int:
+        return self.end - self.start if self.end >= 0 else sum(s.size for s in self.sources)
+
+
+def plan_units(todo: list[Source], out: Staged, *, errors: str, chunk_bytes: int,
+               ranges: bool) -> list[Unit]:
+    """Sniff each file's format and cut the work into units (files whose format is not known
+    are quarantined into ``out`` here, or raise under ``errors="raise"``). ``ranges``: cut
+    large pleach files into byte ranges now (the Dask engine; the local pass streams them)."""
+    units: list[Unit] = []
     by_format: dict[str, list[Source]] = {}
     for s in todo:
         try:
@@ -163,30 +190,83 @@ def parse(todo: list[Source], staging: Path, *, owner: str | None, errors: str,
             rec.update(raw=None, tenant_id=None, run_id=None)
             _add_quarantine(out, quarantine_table([rec]), {str(s.path): s}, s)
             s.input_rows = s.quarantined = 1
-            on_bytes(s.size, 0)
             continue
         by_format.setdefault(s.format, []).append(s)
     for fmt, group in by_format.items():
         if fmt == PLEACH:
             for s in group:
                 if s.size > chunk_bytes and s.path.suffix != ".parquet":
-                    for log in _pleach_chunks(s, staging, chunk_bytes, errors):
-                        _stage(out, staging, log, [s], fmt)
-                        on_bytes(0, len(log))
-                    on_bytes(s.size, 0)
+                    if ranges:
+                        with open(s.path, "rb") as fh:
+                            units.extend(Unit(fmt, [s], a, a + len(d), off)
+                                         for a, d, off in _line_blocks(fh, chunk_bytes))
+                    else:
+                        units.append(Unit(fmt, [s], 0, s.size))  # streamed by parse
                 else:
-                    log = read_events([s.path], format=fmt, errors=errors, progress=False)
-                    _stage(out, staging, log, [s], fmt)
-                    on_bytes(s.size, len(log))
+                    units.append(Unit(fmt, [s]))
             continue
-        for batch in _batches(group, chunk_bytes):
-            log = read_events([s.path for s in batch], format=fmt, owner=owner, errors=errors,
-                              progress=False)
-            _stage(out, staging, log, batch, fmt)
-            on_bytes(sum(s.size for s in batch), len(log))
+        units.extend(Unit(fmt, batch) for batch in _batches(group, chunk_bytes))
+    return units
+
+
+def parse(todo: list[Source], staging: Path, *, owner: str | None, errors: str,
+          chunk_bytes: int, on_bytes: Callable[[int, int, int], None]) -> Staged:
+    """Parse ``todo`` into ``staging``; ``on_bytes(bytes, rows, files)`` reports progress."""
+    out = Staged()
+    units = plan_units(todo, out, errors=errors, chunk_bytes=chunk_bytes, ranges=False)
+    for s in todo:
+        if s.format is None:
+            on_bytes(s.size, 0, 1)
+    for u in units:
+        if u.end >= 0:  # a large pleach file, streamed chunk by chunk
+            s = u.sources[0]
+            with open(s.path, "rb") as fh:
+                for _, data, off in _line_blocks(fh, chunk_bytes):
+                    log = _read_chunk(s, staging / "chunk.jsonl", data, off, errors)
+                    _stage(out, staging, log, [s], u.fmt)
+                    on_bytes(len(data), len(log), 0)
+            on_bytes(0, 0, 1)
+            continue
+        log = read_unit(u, owner=owner, errors=errors, tmp=staging)
+        _stage(out, staging, log, u.sources, u.fmt)
+        on_bytes(u.nbytes, len(log), len(u.sources))
     for s in todo:
         s.input_rows = s.loaded + s.quarantined
     return out
+
+
+def read_unit(u: Unit, *, owner: str | None, errors: str, tmp: Path | None) -> EventLog:
+    """A unit read by its format's reader (a pleach byte range through a temporary file in
+    ``tmp``, or the system's temporary folder)."""
+    if u.end >= 0:
+        s = u.sources[0]
+        with open(s.path, "rb") as fh:
+            fh.seek(u.start)
+            data = fh.read(u.end - u.start)
+        if tmp is None:
+            import tempfile
+
+            with tempfile.TemporaryDirectory(prefix="replaykit-ingest-") as d:
+                return _read_chunk(s, Path(d) / "chunk.jsonl", data, u.line_off, errors)
+        return _read_chunk(s, tmp / "chunk.jsonl", data, u.line_off, errors)
+    paths = [s.path for s in u.sources]
+    if u.fmt == PLEACH:
+        return read_events(paths, format=u.fmt, errors=errors, progress=False)
+    return read_events(paths, format=u.fmt, owner=owner, errors=errors, progress=False)
+
+
+def parse_unit(u: Unit, *, owner: str | None, errors: str) -> tuple[Staged, list[Any]]:
+    """One unit parsed where it runs (a Dask worker): its staged pieces with the events kept
+    in memory, and per source (key, loaded, quarantined, names)."""
+    from dataclasses import replace
+
+    # fresh counters (the threaded scheduler shares the client's Source objects)
+    u = replace(u, sources=[replace(s, loaded=0, quarantined=0, names=set())
+                            for s in u.sources])
+    out = Staged()
+    log = read_unit(u, owner=owner, errors=errors, tmp=None)
+    _stage(out, None, log, u.sources, u.fmt)
+    return out, [(s.key, s.loaded, s.quarantined, sorted(s.names)) for s in u.sources]
 
 
 def _batches(group: list[Source], budget: int) -> Iterator[list[Source]]:
@@ -202,28 +282,27 @@ def _batches(group: list[Source], budget: int) -> Iterator[list[Source]]:
         yield batch
 
 
-def _pleach_chunks(s: Source, staging: Path, chunk_bytes: int,
-                   errors: str) -> Iterator[EventLog]:
-    """A large pleach JSONL file read chunk by chunk (line-aligned), each chunk's sources and
-    line numbers put back to the file's."""
-    tmp = staging / "chunk.jsonl"
+def _line_blocks(fh: Any, chunk_bytes: int) -> Iterator[tuple[int, bytes, int]]:
+    """A file read in line-aligned blocks of about ``chunk_bytes``: (offset, bytes, lines
+    before it)."""
     line_off = 0
+    pos = 0
     carry = b""
-    with open(s.path, "rb") as fh:
-        while True:
-            block = fh.read(chunk_bytes)
-            data = carry + block
-            if not block:
-                if data:
-                    yield _read_chunk(s, tmp, data, line_off, errors)
-                return
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                carry = data
-                continue
-            piece, carry = data[:cut + 1], data[cut + 1:]
-            yield _read_chunk(s, tmp, piece, line_off, errors)
-            line_off += piece.count(b"\n")
+    while True:
+        block = fh.read(chunk_bytes)
+        data = carry + block
+        if not block:
+            if data:
+                yield pos, data, line_off
+            return
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            carry = data
+            continue
+        piece, carry = data[:cut + 1], data[cut + 1:]
+        yield pos, piece, line_off
+        pos += len(piece)
+        line_off += piece.count(b"\n")
 
 
 def _read_chunk(s: Source, tmp: Path, data: bytes, line_off: int, errors: str) -> EventLog:
@@ -286,8 +365,10 @@ def _add_quarantine(out: Staged, q: pa.Table, names: dict[str, Source], first: S
                                           pa.array([o.key for o in owners], pa.string())))
 
 
-def _stage(out: Staged, staging: Path, log: EventLog, batch: list[Source], fmt: str) -> None:
-    """One parsed unit into staging: events file, key counts, quarantine, headers, spawns."""
+def _stage(out: Staged, staging: Path | None, log: EventLog, batch: list[Source],
+           fmt: str) -> None:
+    """One parsed unit into staging: events file (kept in ``out.tables`` when ``staging`` is
+    None), key counts, quarantine, headers, spawns."""
     names: dict[str, Source] = {}
     for s in batch:
         names[str(s.path)] = s
@@ -304,12 +385,16 @@ def _stage(out: Staged, staging: Path, log: EventLog, batch: list[Source], fmt: 
                 o = _owner_of(names, v, batch[0])
                 o.loaded += c
                 o.names.add(v)
-        k = len(out.files)
-        f = staging / f"ev-{k}.parquet"
         st = t.set_column(0, "tenant_id", t.column("tenant_id").cast(pa.string())) \
               .set_column(1, "run_id", t.column("run_id").cast(pa.string()))
-        pq.write_table(st, f, row_group_size=STAGING_ROW_GROUP)
-        out.files.append(f)
+        if staging is None:
+            out.tables.append(st)
+            out.nbytes += st.nbytes
+        else:
+            f = staging / f"ev-{len(out.files)}.parquet"
+            pq.write_table(st, f, row_group_size=STAGING_ROW_GROUP)
+            out.files.append(f)
+            out.nbytes += f.stat().st_size
         keys = st.select(["tenant_id", "run_id"]).group_by(
             ["tenant_id", "run_id"], use_threads=False).aggregate([([], "count_all")])
         out.keys.append(keys.rename_columns(["tenant_id", "run_id", "rows"]))
