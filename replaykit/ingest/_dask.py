@@ -67,13 +67,12 @@ def _run_keys(tenant: str, runs: Any) -> pa.Array:
     return pc.binary_join_element_wise(pa.array([tenant] * len(r), pa.string()), r, _SEP)
 
 
-def _meta(staged: tuple[Staged, list[Any]]) -> tuple[Staged, list[Any]]:
-    """What the client needs of a parsed unit: everything but its events."""
+def _meta(staged: tuple[Staged, list[Any]]) -> tuple[Staged, list[Any], int]:
+    """What the client needs of a parsed unit: everything but its events (and their count)."""
     s, counts = staged
     light = Staged(keys=s.keys, quarantine=s.quarantine, headers=s.headers, spawns=s.spawns,
-                   nbytes=s.nbytes)
-    light.tables = [pa.table({"rows": [sum(t.num_rows for t in s.tables)]})]
-    return light, counts
+                   mem_bytes=s.mem_bytes)
+    return light, counts, sum(t.num_rows for t in s.tables)
 
 
 def _events(df: Any) -> pa.Table:
@@ -174,24 +173,24 @@ class DaskIngest:
 
         def each(i: int, r: Any) -> None:
             u = units[i]
-            n = int(r[0].tables[0].column("rows")[0].as_py()) if r[0].tables else 0
+            n = r[2]
             done = [s for s in u.sources if last.get(id(s)) == i and id(s) not in seen_last]
             seen_last.update(id(s) for s in done)
             on_bytes(u.nbytes, n, len(done))
 
         metas = self._compute([delayed(_meta)(p) for p in self.parsed], each)
-        for light, counts in metas:
+        for light, counts, _ in metas:
             out.keys.extend(light.keys)
             out.quarantine.extend(light.quarantine)
             out.headers.extend(light.headers)
             out.spawns.extend(light.spawns)
-            out.nbytes += light.nbytes
+            out.mem_bytes += light.mem_bytes
             for key, loaded, quarantined, names in counts:
                 s = by_key[key]
                 s.loaded += loaded
                 s.quarantined += quarantined
                 s.names.update(names)
-        out.tables = [pa.table({"units": [len(units)]})]  # marks events held on the workers
+        out.remote = True  # the events are on the workers
         for s in todo:
             s.input_rows = s.loaded + s.quarantined
         return out

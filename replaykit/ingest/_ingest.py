@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -259,8 +260,9 @@ def _run(root: Path, manifest: Manifest, todo: list[Source], *, owner: str | Non
             staged = dask_run.parse(todo, owner=owner, errors=errors, chunk_bytes=chunk_bytes,
                                     on_bytes=on_bytes)
         else:
+            # up to a quarter of the limit stays in memory instead of staging files
             staged = parse(todo, staging, owner=owner, errors=errors, chunk_bytes=chunk_bytes,
-                           on_bytes=on_bytes)
+                           on_bytes=on_bytes, mem_budget=limit // 4)
     finally:
         bar.close()
     replaced = [s for s in todo if s.status == "changed"]
@@ -297,9 +299,8 @@ def _run(root: Path, manifest: Manifest, todo: list[Source], *, owner: str | Non
     gen = manifest.generation + 1
     # rows per range: partition_events, fewer when the staged rows are wide for the limit
     staged_rows = int(pc.sum(keys.column("rows")).as_py() or 0) if keys.num_rows else 0
-    # in memory ~4x the staging files' bytes (Dask: the parsed tables' own bytes)
-    scale = 1 if staged.tables else 4
-    per_row = max(64, scale * (staged.nbytes or 1) // max(1, staged_rows))
+    # in memory ~4x the staging files' bytes (and the kept tables' own bytes)
+    per_row = max(64, (4 * staged.disk_bytes + staged.mem_bytes or 1) // max(1, staged_rows))
     target = max(1_000, min(partition_events, limit // 4 // per_row))
     new_manifest = Manifest(sources=json.loads(json.dumps(manifest.sources)),
                             tenants=json.loads(json.dumps(manifest.tenants)), generation=gen)
@@ -314,7 +315,10 @@ def _run(root: Path, manifest: Manifest, todo: list[Source], *, owner: str | Non
         job = TenantJob(
             tenant=tenant, prev=prev, out=_store.gen_dir(root, enc, gen),
             staged=[(f, *sp[tenant]) for f, sp in zip(staged.files, staged.spans, strict=True)
-                    if tenant in sp], new_keys=mine.select(["run_id", "rows"]),
+                    if tenant in sp],
+            mem=[(t, *sp[tenant]) for t, sp in zip(staged.tables, staged.table_spans,
+                                                   strict=True) if tenant in sp],
+            new_keys=mine.select(["run_id", "rows"]),
             new_quarantine=quar.filter(pc.fill_null(pc.equal(quar.column("tenant_id"), tenant),
                                                     False)),
             new_headers=headers.filter(pc.equal(headers.column("tenant_id"), tenant)),
@@ -391,6 +395,7 @@ def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
     return pa.concat_tables([t.cast(schema) if t.schema != schema else t for t in tables])
 
 
+@functools.cache
 def _version() -> str:
     """replaykit's version (its package metadata; the package itself is above this layer)."""
     from importlib.metadata import PackageNotFoundError, version

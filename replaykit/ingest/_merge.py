@@ -63,6 +63,7 @@ class TenantJob:
     prev: Path | None  # the current generation (None: a new tenant)
     out: Path  # the new generation's folder
     staged: list[tuple[Path, str, str]]  # staging event files holding the tenant, run span
+    mem: list[tuple[pa.Table, str, str]]  # staged events kept in memory, run span
     new_keys: pa.Table  # run_id, rows (this tenant's staged runs)
     new_quarantine: pa.Table  # QUAR_SCHEMA
     new_headers: pa.Table  # HEADERS_SCHEMA
@@ -227,7 +228,8 @@ def merge_tenant(job: TenantJob) -> dict[str, Any]:
     ctx = range_context(job, plan)
     results = []
     for i, (lo, hi, old) in enumerate(plan.groups):
-        staged = _read_range(job.staged, job.tenant, lo, hi) if job.staged else None
+        staged = _read_range(job.staged, job.mem, job.tenant, lo, hi) \
+            if job.staged or job.mem else None
         results.append(merge_range(ctx, old, staged, job.out, str(i)))
     return finish_tenant(job, plan, results)
 
@@ -311,22 +313,32 @@ def finish_tenant(job: TenantJob, plan: TenantPlan,
             "counts": counts}
 
 
-def _read_range(staged: list[tuple[Path, str, str]], tenant: str, lo: str,
-                hi: str) -> pa.Table:
+def _read_range(staged: list[tuple[Path, str, str]], mem: list[tuple[pa.Table, str, str]],
+                tenant: str, lo: str, hi: str) -> pa.Table:
     """The staged events of ``tenant`` with ``lo <= run_id <= hi``, canonical types: only
-    the staging files whose span of the tenant's runs meets the range are opened, and their
-    row-group statistics skip the rest (they are sorted by tenant, run)."""
+    the staging files (and kept tables) whose span of the tenant's runs meets the range are
+    read, and the files' row-group statistics skip the rest (they are sorted by tenant, run)."""
     import pyarrow.dataset as ds
 
+    pieces = []
+    for t, a, b in mem:
+        if a <= hi and b >= lo:
+            run = t.column("run_id")
+            keep = pc.and_(pc.equal(t.column("tenant_id"), tenant),
+                           pc.and_(pc.greater_equal(run, lo), pc.less_equal(run, hi)))
+            pieces.append(t.filter(keep))
     files = [str(f) for f, a, b in staged if a <= hi and b >= lo]
-    if not files:
+    if files:
+        d = ds.dataset(files, format="parquet")
+        expr = (ds.field("tenant_id") == tenant) & (ds.field("run_id") >= lo) & \
+            (ds.field("run_id") <= hi)
+        pieces.append(d.to_table(filter=expr, use_threads=False, batch_readahead=1,
+                                 fragment_readahead=1))
+    if not pieces:
         return EVENTS_SCHEMA.empty_table()
-    d = ds.dataset(files, format="parquet")
-    expr = (ds.field("tenant_id") == tenant) & (ds.field("run_id") >= lo) & \
-        (ds.field("run_id") <= hi)
-    t = d.to_table(filter=expr, use_threads=False, batch_readahead=1, fragment_readahead=1)
-    cols = [t.column(f.name).cast(f.type) if t.column(f.name).type != f.type
-            else t.column(f.name) for f in EVENTS_SCHEMA]
+    cols = [pa.chunked_array([c for p in pieces
+                              for c in p.column(f.name).cast(f.type).chunks], f.type)
+            for f in EVENTS_SCHEMA]
     return pa.Table.from_arrays(cols, schema=EVENTS_SCHEMA)
 
 

@@ -76,18 +76,22 @@ def discover(sources: list[str | os.PathLike[str]], into: Path | None = None) ->
 
     found: dict[str, Source] = {}
     inside = None if into is None else into.resolve()
+    side_checks = [m.is_side_file for m in FORMATS.values() if hasattr(m, "is_side_file")]
     for arg in sources:
         base = Path(arg)
         if is_dataset(base) or (inside is not None and base.resolve() == inside):
             raise ValueError(
                 f"{base} is a Parquet dataset, not logs: ingest reads log files (read a "
                 "dataset with rk.read_parquet or rk.open_dataset)")
+        # a file is resolved only when the dataset may lie inside this source
+        is_dir = base.is_dir()
+        may_hold = inside is not None and (not is_dir or inside.is_relative_to(base.resolve()))
         for f in expand_paths(arg, patterns=PATTERNS):
-            if inside is not None and f.resolve().is_relative_to(inside):
+            if may_hold and f.resolve().is_relative_to(inside):  # type: ignore[arg-type]
                 continue  # the dataset's own files, when it lies inside a source folder
-            if any(getattr(m, "is_side_file", lambda _p: False)(f) for m in FORMATS.values()):
+            if any(check(f) for check in side_checks):
                 continue
-            key = f.relative_to(base).as_posix() if base.is_dir() else f.name
+            key = f.relative_to(base).as_posix() if is_dir else f.name
             st = f.stat()
             if key in found and found[key].path.resolve() != f.resolve():
                 raise ValueError(
@@ -132,8 +136,8 @@ def classify(found: list[Source], known: dict[str, dict[str, Any]]) -> None:
 
 @dataclass
 class Staged:
-    """What the first pass produced (the events are in the staging files, or, parsed on Dask
-    workers, in ``tables``)."""
+    """What the first pass produced: the events in staging files, or kept in memory
+    (``tables``) while their bytes stay under ``mem_budget`` (on a Dask worker: always)."""
 
     files: list[Path] = field(default_factory=list)
     #: per staging file: tenant -> (first, last) run id it holds
@@ -142,14 +146,12 @@ class Staged:
     quarantine: list[pa.Table] = field(default_factory=list)  # + ingest_source
     headers: list[pa.Table] = field(default_factory=list)  # non-pleach runs rows + ingest_source
     spawns: list[pa.Table] = field(default_factory=list)  # tenant_id, run_id, seq, child, source
-    tables: list[pa.Table] = field(default_factory=list)  # events kept in memory (no staging)
-    nbytes: int = 0  # bytes of the staged events (on disk, or in memory for ``tables``)
-
-    def extend(self, other: Staged) -> None:
-        """Append ``other``'s pieces (the units' order is kept)."""
-        for name in ("files", "spans", "keys", "quarantine", "headers", "spawns", "tables"):
-            getattr(self, name).extend(getattr(other, name))
-        self.nbytes += other.nbytes
+    tables: list[pa.Table] = field(default_factory=list)  # events kept in memory
+    table_spans: list[dict[str, tuple[str, str]]] = field(default_factory=list)
+    disk_bytes: int = 0  # bytes of the staging files
+    mem_bytes: int = 0  # bytes of ``tables``
+    mem_budget: int = 0  # keep a unit in memory while mem_bytes stays under this
+    remote: bool = False  # the events are on Dask workers (not in files nor tables)
 
 
 @dataclass
@@ -210,9 +212,11 @@ def plan_units(todo: list[Source], out: Staged, *, errors: str, chunk_bytes: int
 
 
 def parse(todo: list[Source], staging: Path, *, owner: str | None, errors: str,
-          chunk_bytes: int, on_bytes: Callable[[int, int, int], None]) -> Staged:
-    """Parse ``todo`` into ``staging``; ``on_bytes(bytes, rows, files)`` reports progress."""
-    out = Staged()
+          chunk_bytes: int, on_bytes: Callable[[int, int, int], None],
+          mem_budget: int = 0) -> Staged:
+    """Parse ``todo`` into ``staging`` (the first ``mem_budget`` bytes of events kept in
+    memory); ``on_bytes(bytes, rows, files)`` reports progress."""
+    out = Staged(mem_budget=mem_budget)
     units = plan_units(todo, out, errors=errors, chunk_bytes=chunk_bytes, ranges=False)
     for s in todo:
         if s.format is None:
@@ -387,22 +391,25 @@ def _stage(out: Staged, staging: Path | None, log: EventLog, batch: list[Source]
                 o.names.add(v)
         st = t.set_column(0, "tenant_id", t.column("tenant_id").cast(pa.string())) \
               .set_column(1, "run_id", t.column("run_id").cast(pa.string()))
-        if staging is None:
-            out.tables.append(st)
-            out.nbytes += st.nbytes
-        else:
-            f = staging / f"ev-{len(out.files)}.parquet"
-            pq.write_table(st, f, row_group_size=STAGING_ROW_GROUP)
-            out.files.append(f)
-            out.nbytes += f.stat().st_size
         keys = st.select(["tenant_id", "run_id"]).group_by(
             ["tenant_id", "run_id"], use_threads=False).aggregate([([], "count_all")])
         out.keys.append(keys.rename_columns(["tenant_id", "run_id", "rows"]))
         span = keys.group_by("tenant_id", use_threads=False).aggregate(
             [("run_id", "min"), ("run_id", "max")])
-        out.spans.append({t: (lo, hi) for t, lo, hi in zip(
+        spans = {t: (lo, hi) for t, lo, hi in zip(
             span.column("tenant_id").to_pylist(), span.column("run_id_min").to_pylist(),
-            span.column("run_id_max").to_pylist(), strict=True)})
+            span.column("run_id_max").to_pylist(), strict=True)}
+        if staging is None or out.mem_bytes + st.nbytes <= out.mem_budget:
+            # kept in memory: no staging write and read back (the small ingests' case)
+            out.tables.append(st)
+            out.table_spans.append(spans)
+            out.mem_bytes += st.nbytes
+        else:
+            f = staging / f"ev-{len(out.files)}.parquet"
+            pq.write_table(st, f, row_group_size=STAGING_ROW_GROUP)
+            out.files.append(f)
+            out.spans.append(spans)
+            out.disk_bytes += f.stat().st_size
         if fmt == PLEACH:
             out.spawns.append(spawns_of(t))
     pa.default_memory_pool().release_unused()  # the unit's buffers back to the OS
