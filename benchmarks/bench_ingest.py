@@ -47,12 +47,14 @@ SEED_EVENTS = 200_000
 
 
 # ------------------------------------------------------------------ inputs
-def make_pleach(path: Path, events: int, prefix: str = "r") -> Path:
-    """A pleach JSONL of ``events`` rows: a generated 200,000-event block repeated with its
-    chat ids renamed per copy (runs stay whole and distinct; rows chat by chat)."""
+def make_pleach(path: Path, events: int, prefix: str = "r",
+                seed_dir: Path | None = None) -> Path:
+    """A pleach JSONL of ``events`` rows: a generated 200,000-event block (kept in
+    ``seed_dir``, default beside ``path``) repeated with its chat ids renamed per copy (runs
+    stay whole and distinct; rows chat by chat)."""
     from replaykit.datasets import generate_pleach
 
-    seed = path.with_name(f"seed-{SEED_EVENTS}.jsonl")
+    seed = (seed_dir or path.parent) / f"seed-{SEED_EVENTS}.jsonl"
     if not seed.exists():
         generate_pleach(seed, events=SEED_EVENTS, runs=SEED_EVENTS // 100, seed=1,
                         hashes=False)
@@ -189,7 +191,8 @@ def bench_append(work: Path, events: int, fraction: float, limit: str) -> list[d
     root = _fresh(work / "append-ds")
     first = child(_INGEST, str(folder), str(root), limit)
     day = max(1, int(events * fraction))
-    make_pleach(folder / "day-001.jsonl", day, prefix="d")
+    make_pleach(folder / "day-001.jsonl", day, prefix="d", seed_dir=work)  # not in folder
+    assert sorted(p.name for p in folder.iterdir()) == ["day-000.jsonl", "day-001.jsonl"]
     add = child(_INGEST, str(folder), str(root), limit)
     share = day / (events + day)
     return [{"name": f"append one day's file ({day:,} events of new runs) to the "
