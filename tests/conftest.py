@@ -70,7 +70,7 @@ _SLOW_MODULES = {"test_report_browser", "test_notebook_lab", "test_benchmarks_sm
                  "test_fuzz_loaders", "test_corpus_toh", "test_corpus_toh_scripts",
                  "test_dask_engine", "test_otel_instrumentations", "test_lab_live",
                  "test_bench_harness", "test_report_scaling", "test_ingest_processes",
-                 "test_lab_save_git"}
+                 "test_lab_save_git", "test_ingest_dask"}
 #: Single tests left out of `make check`, by module and name (every parameter): whole-tool
 #: runs (mypy over the package, cargo's test build and clippy), the README run end to end with
 #: the console script, JupyterLab's contents manager, a dev install into a scratch checkout,

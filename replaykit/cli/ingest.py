@@ -34,6 +34,12 @@ def _parser() -> CliParser:
                    "the first one without changing the dataset")
     p.add_argument("--partition-events", type=int, default=250_000, metavar="N",
                    help="about how many events a part file holds (default: 250000)")
+    p.add_argument("--engine", default="local", choices=["local", "dask"],
+                   help="parse and partition here (default), or on Dask: the workers of "
+                   "--scheduler, else Dask's threaded scheduler in this process")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="with --engine dask: a distributed scheduler, e.g. tcp://host:8786 "
+                   "(the sources and DIR at the same paths on its workers)")
     p.add_argument("--wait", action="store_true",
                    help="wait for another ingest into DIR instead of failing")
     p.add_argument("--json", action="store_true",
@@ -55,13 +61,22 @@ def ingest_command(argv: Sequence[str]) -> int:
     def say(text: str) -> None:
         print(f"replaykit ingest: {terminal_safe(text)}", file=sys.stderr)
 
+    if args.scheduler is not None and args.engine != "dask":
+        say("--scheduler needs --engine dask")
+        return EXIT_USAGE
+    client = None
     try:
+        if args.scheduler is not None:
+            from ..engine import require_dask
+
+            client = require_dask("replaykit ingest --scheduler").Client(args.scheduler)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             report = ingest(args.sources, args.into, owner=args.owner,
                             memory_limit=args.memory_limit, errors=args.errors,
                             progress=False if args.no_progress or args.json else None,
-                            partition_events=args.partition_events, wait=args.wait)
+                            partition_events=args.partition_events, wait=args.wait,
+                            engine=args.engine, client=client)
     except IngestError as exc:
         say(str(exc))
         return EXIT_USAGE
@@ -76,6 +91,9 @@ def ingest_command(argv: Sequence[str]) -> int:
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         say(f"{where}{exc.strerror or exc}")
         return EXIT_EMPTY
+    finally:
+        if client is not None:
+            client.close()
     for w in caught:
         say(f"warning: {w.message}")
     d = report.to_dict()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -98,6 +99,8 @@ def ingest(
     progress: bool | None = None,
     partition_events: int = 250_000,
     wait: bool = False,
+    engine: str = "local",
+    client: Any = None,
 ) -> IngestReport:
     """Stream logs of any supported format into a run-aligned Parquet dataset, incrementally.
 
@@ -118,6 +121,15 @@ def ingest(
     files in batches (about ``memory_limit / 8`` bytes each), staged to sorted Parquet, then
     merged run range by run range; see docs/scaling.md, "A semester of logs".
 
+    Past one machine: ``engine="dask"`` parses the files (and byte ranges of large pleach
+    files) on the Dask workers and partitions the events by run with Dask's own shuffle
+    (``dask.dataframe``), then each range is settled and written by a worker; the manifest,
+    side files and the commit are written here, with the same atomicity. The dataset is the
+    one ``engine="local"`` writes. ``into`` and the sources must be at the same paths on the
+    workers (a shared file system). Without ``client`` the current default client is used,
+    else Dask's threaded scheduler in this process (which holds the parsed events in memory:
+    use a client to spill).
+
     Safe: the new part files of a tenant are written into a new folder that replaces the old
     one by an atomic rename of the ``tenant_id=<id>`` link, the manifest last. A killed
     ingest leaves the previous dataset readable and the next run finishes or redoes it; a
@@ -133,6 +145,8 @@ def ingest(
             when interactive).
         partition_events: about how many events one part file holds (never splitting a run).
         wait: wait for another ingest into ``into`` instead of failing.
+        engine: ``"local"`` (this process) or ``"dask"`` (see above).
+        client: a ``distributed.Client`` for ``engine="dask"`` (default: the current one).
 
     Returns:
         an :class:`IngestReport` (``report.to_dict()`` is what ``replaykit ingest --json``
@@ -144,7 +158,8 @@ def ingest(
         MissingTenantError: files of a format without tenants and no ``owner``.
         LoadError: a bad row under ``errors="raise"`` (nothing is changed).
         FileNotFoundError: a source matches nothing.
-        ValueError: a bad ``memory_limit`` / ``errors`` / ``partition_events``.
+        ValueError: a bad ``memory_limit`` / ``errors`` / ``partition_events`` / ``engine``.
+        MissingExtraError: ``engine="dask"`` without the ``dask`` extra.
 
     Example:
         >>> import replaykit as rk
@@ -156,6 +171,12 @@ def ingest(
     limit = parse_size(memory_limit)
     if partition_events < 1:
         raise ValueError(f"partition_events must be >= 1, got {partition_events}")
+    if engine not in ("local", "dask"):
+        raise ValueError(f"engine must be 'local' or 'dask', got {engine!r}")
+    if engine == "dask":
+        from ..engine import require_dask
+
+        require_dask('rk.ingest(..., engine="dask")')
     if owner is not None:
         require_tenant(owner, fmt="toh")
     args = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
@@ -179,7 +200,7 @@ def ingest(
             try:
                 _run(root, manifest, todo, owner=owner, errors=errors, limit=limit,
                      partition_events=partition_events, progress=progress, report=report,
-                     touched_meta=touched_meta)
+                     touched_meta=touched_meta, engine=engine, client=client)
             except BaseException:
                 # nothing committed (or a journal the next run finishes): drop what this run
                 # staged and wrote beside the dataset
@@ -216,26 +237,32 @@ def _check_ours(root: Path) -> None:
 
 def _run(root: Path, manifest: Manifest, todo: list[Source], *, owner: str | None, errors: str,
          limit: int, partition_events: int, progress: bool | None, report: IngestReport,
-         touched_meta: list[Source]) -> None:
+         touched_meta: list[Source], engine: str, client: Any) -> None:
     staging = root / _store.STATE / f"staging-{os.getpid()}"
     staging.mkdir(parents=True, exist_ok=True)
     chunk_bytes = max(1 << 20, limit // 8)
     total = sum(s.size for s in todo)
-    rows_seen = [0]
+    seen = [0, 0]  # rows, files
     bar = Progress(total, desc="ingest", unit="B", enabled=progress)
-    done_files = [0]
 
-    def on_bytes(nbytes: int, nrows: int) -> None:
-        rows_seen[0] += nrows
-        if nbytes:
-            done_files[0] += 1
-        bar.set_description(f"ingest [{done_files[0]}/{len(todo)} files, "
-                            f"{rows_seen[0]:,} rows]")
+    def on_bytes(nbytes: int, nrows: int, nfiles: int) -> None:
+        seen[0] += nrows
+        seen[1] += nfiles
+        bar.set_description(f"ingest [{seen[1]}/{len(todo)} files, {seen[0]:,} rows]")
         bar.update(nbytes)
 
+    dask_run = None
     try:
-        staged = parse(todo, staging, owner=owner, errors=errors, chunk_bytes=chunk_bytes,
-                       on_bytes=on_bytes)
+        if engine == "dask":
+            from ._dask import DaskIngest
+
+            dask_run = DaskIngest(client)
+            staged = dask_run.parse(todo, owner=owner, errors=errors, chunk_bytes=chunk_bytes,
+                                    on_bytes=on_bytes)
+        else:
+            # up to a quarter of the limit stays in memory instead of staging files
+            staged = parse(todo, staging, owner=owner, errors=errors, chunk_bytes=chunk_bytes,
+                           on_bytes=on_bytes, mem_budget=limit // 4)
     finally:
         bar.close()
     replaced = [s for s in todo if s.status == "changed"]
@@ -271,14 +298,15 @@ def _run(root: Path, manifest: Manifest, todo: list[Source], *, owner: str | Non
     tenants.discard("")
     gen = manifest.generation + 1
     # rows per range: partition_events, fewer when the staged rows are wide for the limit
-    staged_bytes = sum(f.stat().st_size for f in staged.files) or 1
     staged_rows = int(pc.sum(keys.column("rows")).as_py() or 0) if keys.num_rows else 0
-    per_row = max(64, 4 * staged_bytes // max(1, staged_rows))  # in memory ~4x on disk
+    # in memory ~4x the staging files' bytes (and the kept tables' own bytes)
+    per_row = max(64, (4 * staged.disk_bytes + staged.mem_bytes or 1) // max(1, staged_rows))
     target = max(1_000, min(partition_events, limit // 4 // per_row))
     new_manifest = Manifest(sources=json.loads(json.dumps(manifest.sources)),
                             tenants=json.loads(json.dumps(manifest.tenants)), generation=gen)
     links: list[tuple[str, str]] = []
     per_source: dict[str, dict[str, list[int]]] = {}
+    jobs: list[tuple[str, dict[str, Any] | None, TenantJob]] = []
     for tenant in sorted(tenants):
         enc = partition_dir_name(tenant)
         info = manifest.tenants.get(enc)
@@ -287,7 +315,10 @@ def _run(root: Path, manifest: Manifest, todo: list[Source], *, owner: str | Non
         job = TenantJob(
             tenant=tenant, prev=prev, out=_store.gen_dir(root, enc, gen),
             staged=[(f, *sp[tenant]) for f, sp in zip(staged.files, staged.spans, strict=True)
-                    if tenant in sp], new_keys=mine.select(["run_id", "rows"]),
+                    if tenant in sp],
+            mem=[(t, *sp[tenant]) for t, sp in zip(staged.tables, staged.table_spans,
+                                                   strict=True) if tenant in sp],
+            new_keys=mine.select(["run_id", "rows"]),
             new_quarantine=quar.filter(pc.fill_null(pc.equal(quar.column("tenant_id"), tenant),
                                                     False)),
             new_headers=headers.filter(pc.equal(headers.column("tenant_id"), tenant)),
@@ -297,7 +328,17 @@ def _run(root: Path, manifest: Manifest, todo: list[Source], *, owner: str | Non
             partition_events=partition_events, target_rows=target)
         if job.out.exists():  # left by a killed run that never committed
             shutil.rmtree(job.out)
-        done = merge_tenant(job)
+        jobs.append((enc, info, job))
+    dones: Iterable[dict[str, Any]]
+    if dask_run is not None:  # every tenant's ranges at once: one shuffle on the cluster
+        try:
+            dones = dask_run.merge([j for _, _, j in jobs])
+        finally:
+            dask_run.release()
+    else:
+        dones = (merge_tenant(j) for _, _, j in jobs)  # one tenant at a time
+    for (enc, info, job), done in zip(jobs, dones, strict=True):
+        tenant = job.tenant
         report.parts_written += len(done["written"])
         report.parts_kept += len(done["linked"])
         report.tenants.append(tenant)
@@ -354,6 +395,7 @@ def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
     return pa.concat_tables([t.cast(schema) if t.schema != schema else t for t in tables])
 
 
+@functools.cache
 def _version() -> str:
     """replaykit's version (its package metadata; the package itself is above this layer)."""
     from importlib.metadata import PackageNotFoundError, version

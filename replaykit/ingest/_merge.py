@@ -63,6 +63,7 @@ class TenantJob:
     prev: Path | None  # the current generation (None: a new tenant)
     out: Path  # the new generation's folder
     staged: list[tuple[Path, str, str]]  # staging event files holding the tenant, run span
+    mem: list[tuple[pa.Table, str, str]]  # staged events kept in memory, run span
     new_keys: pa.Table  # run_id, rows (this tenant's staged runs)
     new_quarantine: pa.Table  # QUAR_SCHEMA
     new_headers: pa.Table  # HEADERS_SCHEMA
@@ -96,10 +97,34 @@ def _parent_map(spawns: pa.Table) -> dict[str, str]:
     return out
 
 
-def merge_tenant(job: TenantJob) -> dict[str, Any]:
-    """Write the tenant's new generation into ``job.out``; returns its summary (parts written,
-    linked, next part number, per-source loaded / quarantined counts)."""
-    job.out.mkdir(parents=True)
+@dataclass
+class TenantPlan:
+    """What the merge of one tenant does: the ranges to write (``groups``: run-id range and the
+    existing file it rewrites, or None for a gap), the files kept, the tenant's spawns."""
+
+    files: list[tuple[str, str, Path]]  # existing part files: run range, path
+    dirty: set[int]  # indexes into files: rewritten
+    groups: list[tuple[str, str, Path | None]]  # (lo, hi, old file or None)
+    spawns: pa.Table
+    parents: dict[str, str]
+    keys_old: pa.Table
+    stats_old: pa.Table
+
+
+@dataclass
+class RangeContext:
+    """What :func:`merge_range` needs (picklable: the Dask engine ships it to its workers)."""
+
+    tenant: str
+    parents: dict[str, str]
+    replaced_names: set[str]
+    rank: dict[str, int]
+    partition_events: int
+
+
+def plan_tenant(job: TenantJob) -> TenantPlan:
+    """Which of the tenant's part files this ingest rewrites and which run ranges it writes
+    (from the footers, the side tables and the staged key counts: no event is read)."""
     keys_old = _read_side(job.prev, KEYS_FILE, KEYS_SCHEMA)
     stats_old = _read_side(job.prev, STATS_FILE, STATS_SCHEMA)
     spawns_old = _read_side(job.prev, SPAWNS_FILE, SPAWNS_SCHEMA)
@@ -150,39 +175,90 @@ def merge_tenant(job: TenantJob) -> dict[str, Any]:
         cur_gap = g
     if cur:
         groups.append((cur[0], cur[-1], None))
+    return TenantPlan(files=files, dirty=dirty, groups=groups, spawns=spawns, parents=parents,
+                      keys_old=keys_old, stats_old=stats_old)
+
+
+def range_context(job: TenantJob, plan: TenantPlan) -> RangeContext:
+    return RangeContext(tenant=job.tenant, parents=plan.parents,
+                        replaced_names=job.replaced_names, rank=job.rank,
+                        partition_events=job.partition_events)
+
+
+def merge_range(ctx: RangeContext, old: Path | None, staged: pa.Table | None, out: Path,
+                tag: str) -> dict[str, Any]:
+    """One range of a tenant: the old file's rows (minus the replaced sources') and the staged
+    rows of its runs, settled, written as ``out/.range-<tag>-<j>.parquet`` files (renamed to
+    ``part-<k>`` by the caller, in range order). Returns the files, the runs it touched,
+    their stats and key rows and the duplicate rows (``ingest_source`` still the source
+    string)."""
+    parts = []
+    touched: set[str] = set()
+    if old is not None:
+        t_old = read_partition_files([(ctx.tenant, old)])
+        touched.update(pc.unique(t_old.column("run_id").cast(pa.string())).to_pylist())
+        src = t_old.column("source").cast(pa.string())
+        t_old = t_old.filter(pc.invert(pc.is_in(src, pa.array(sorted(ctx.replaced_names),
+                                                               pa.string()))))
+        parts.append(t_old)
+    if staged is not None:
+        parts.append(staged)
+    table = pa.concat_tables(parts).unify_dictionaries().combine_chunks() if parts \
+        else EVENTS_SCHEMA.empty_table()
+    touched.update(pc.unique(table.column("run_id").cast(pa.string())).to_pylist())
+    table, dups = settle(table, ctx.parents, ctx.rank)
+    written: list[str] = []
+    stats = keys = None
+    if table.num_rows:
+        stats, keys = _stats(table), _keys(table)
+        for j, (a, b) in enumerate(_cuts(table, ctx.partition_events)):
+            name = f".range-{tag}-{j}.parquet"
+            _write_part(table.slice(a, b - a), ctx.tenant, out / name)
+            written.append(name)
+    del table, parts
+    pa.default_memory_pool().release_unused()  # freed range buffers back to the OS
+    return {"files": written, "touched": touched, "stats": stats, "keys": keys, "dups": dups}
+
+
+def merge_tenant(job: TenantJob) -> dict[str, Any]:
+    """Write the tenant's new generation into ``job.out``; returns its summary (parts written,
+    linked, next part number, per-source loaded / quarantined counts)."""
+    job.out.mkdir(parents=True)
+    plan = plan_tenant(job)
+    ctx = range_context(job, plan)
+    results = []
+    for i, (lo, hi, old) in enumerate(plan.groups):
+        staged = _read_range(job.staged, job.mem, job.tenant, lo, hi) \
+            if job.staged or job.mem else None
+        results.append(merge_range(ctx, old, staged, job.out, str(i)))
+    return finish_tenant(job, plan, results)
+
+
+def finish_tenant(job: TenantJob, plan: TenantPlan,
+                  results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ranges' files named ``part-<k>`` in range order, the kept files linked, the side
+    tables written; the tenant's summary."""
     touched: set[str] = set()
     stats_new: list[pa.Table] = []
     keys_new: list[pa.Table] = []
     dup_records: list[dict[str, Any]] = []
-    for lo, hi, old in groups:
-        parts = []
-        if old is not None:
-            t_old = read_partition_files([(job.tenant, old)])
-            touched.update(pc.unique(t_old.column("run_id").cast(pa.string())).to_pylist())
-            src = t_old.column("source").cast(pa.string())
-            t_old = t_old.filter(pc.invert(pc.is_in(src, replaced)))
-            parts.append(t_old)
-        if job.staged:
-            parts.append(_read_range(job.staged, job.tenant, lo, hi))
-        table = pa.concat_tables(parts).unify_dictionaries().combine_chunks() if parts \
-            else EVENTS_SCHEMA.empty_table()
-        touched.update(pc.unique(table.column("run_id").cast(pa.string())).to_pylist())
-        table, dups = settle(table, parents, job.rank)
-        for rec in dups:
+    for res in results:
+        touched |= res["touched"]
+        for rec in res["dups"]:
             rec["ingest_source"] = job.owner_of(rec["ingest_source"])
-        dup_records.extend(dups)
-        if table.num_rows:
-            stats_new.append(_stats(table))
-            keys_new.append(_keys(table))
-            for a, b in _cuts(table, job.partition_events):
-                name = f"part-{job.next_part}.parquet"
-                _write_part(table.slice(a, b - a), job.tenant, job.out / name)
-                job.written.append(name)
-                job.next_part += 1
-        del table, parts
-        pa.default_memory_pool().release_unused()  # freed range buffers back to the OS
+        dup_records.extend(res["dups"])
+        if res["stats"] is not None:
+            stats_new.append(res["stats"])
+            keys_new.append(res["keys"])
+        for tmp in res["files"]:
+            name = f"part-{job.next_part}.parquet"
+            os.replace(job.out / tmp, job.out / name)
+            job.written.append(name)
+            job.next_part += 1
+    files, spawns = plan.files, plan.spawns
+    keys_old, stats_old = plan.keys_old, plan.stats_old
     for i, (_, _, f) in enumerate(files):
-        if i not in dirty:
+        if i not in plan.dirty:
             try:
                 os.link(f, job.out / f.name)  # the same file: same inode, same mtime
             except OSError:  # a file system without hard links: a copy, mtime kept
@@ -237,22 +313,32 @@ def merge_tenant(job: TenantJob) -> dict[str, Any]:
             "counts": counts}
 
 
-def _read_range(staged: list[tuple[Path, str, str]], tenant: str, lo: str,
-                hi: str) -> pa.Table:
+def _read_range(staged: list[tuple[Path, str, str]], mem: list[tuple[pa.Table, str, str]],
+                tenant: str, lo: str, hi: str) -> pa.Table:
     """The staged events of ``tenant`` with ``lo <= run_id <= hi``, canonical types: only
-    the staging files whose span of the tenant's runs meets the range are opened, and their
-    row-group statistics skip the rest (they are sorted by tenant, run)."""
+    the staging files (and kept tables) whose span of the tenant's runs meets the range are
+    read, and the files' row-group statistics skip the rest (they are sorted by tenant, run)."""
     import pyarrow.dataset as ds
 
+    pieces = []
+    for t, a, b in mem:
+        if a <= hi and b >= lo:
+            run = t.column("run_id")
+            keep = pc.and_(pc.equal(t.column("tenant_id"), tenant),
+                           pc.and_(pc.greater_equal(run, lo), pc.less_equal(run, hi)))
+            pieces.append(t.filter(keep))
     files = [str(f) for f, a, b in staged if a <= hi and b >= lo]
-    if not files:
+    if files:
+        d = ds.dataset(files, format="parquet")
+        expr = (ds.field("tenant_id") == tenant) & (ds.field("run_id") >= lo) & \
+            (ds.field("run_id") <= hi)
+        pieces.append(d.to_table(filter=expr, use_threads=False, batch_readahead=1,
+                                 fragment_readahead=1))
+    if not pieces:
         return EVENTS_SCHEMA.empty_table()
-    d = ds.dataset(files, format="parquet")
-    expr = (ds.field("tenant_id") == tenant) & (ds.field("run_id") >= lo) & \
-        (ds.field("run_id") <= hi)
-    t = d.to_table(filter=expr, use_threads=False, batch_readahead=1, fragment_readahead=1)
-    cols = [t.column(f.name).cast(f.type) if t.column(f.name).type != f.type
-            else t.column(f.name) for f in EVENTS_SCHEMA]
+    cols = [pa.chunked_array([c for p in pieces
+                              for c in p.column(f.name).cast(f.type).chunks], f.type)
+            for f in EVENTS_SCHEMA]
     return pa.Table.from_arrays(cols, schema=EVENTS_SCHEMA)
 
 

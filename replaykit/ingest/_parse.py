@@ -76,18 +76,22 @@ def discover(sources: list[str | os.PathLike[str]], into: Path | None = None) ->
 
     found: dict[str, Source] = {}
     inside = None if into is None else into.resolve()
+    side_checks = [m.is_side_file for m in FORMATS.values() if hasattr(m, "is_side_file")]
     for arg in sources:
         base = Path(arg)
         if is_dataset(base) or (inside is not None and base.resolve() == inside):
             raise ValueError(
                 f"{base} is a Parquet dataset, not logs: ingest reads log files (read a "
                 "dataset with rk.read_parquet or rk.open_dataset)")
+        # a file is resolved only when the dataset may lie inside this source
+        is_dir = base.is_dir()
+        may_hold = inside is not None and (not is_dir or inside.is_relative_to(base.resolve()))
         for f in expand_paths(arg, patterns=PATTERNS):
-            if inside is not None and f.resolve().is_relative_to(inside):
+            if may_hold and f.resolve().is_relative_to(inside):  # type: ignore[arg-type]
                 continue  # the dataset's own files, when it lies inside a source folder
-            if any(getattr(m, "is_side_file", lambda _p: False)(f) for m in FORMATS.values()):
+            if any(check(f) for check in side_checks):
                 continue
-            key = f.relative_to(base).as_posix() if base.is_dir() else f.name
+            key = f.relative_to(base).as_posix() if is_dir else f.name
             st = f.stat()
             if key in found and found[key].path.resolve() != f.resolve():
                 raise ValueError(
@@ -132,7 +136,8 @@ def classify(found: list[Source], known: dict[str, dict[str, Any]]) -> None:
 
 @dataclass
 class Staged:
-    """What the first pass produced (the events are in the staging files)."""
+    """What the first pass produced: the events in staging files, or kept in memory
+    (``tables``) while their bytes stay under ``mem_budget`` (on a Dask worker: always)."""
 
     files: list[Path] = field(default_factory=list)
     #: per staging file: tenant -> (first, last) run id it holds
@@ -141,12 +146,36 @@ class Staged:
     quarantine: list[pa.Table] = field(default_factory=list)  # + ingest_source
     headers: list[pa.Table] = field(default_factory=list)  # non-pleach runs rows + ingest_source
     spawns: list[pa.Table] = field(default_factory=list)  # tenant_id, run_id, seq, child, source
+    tables: list[pa.Table] = field(default_factory=list)  # events kept in memory
+    table_spans: list[dict[str, tuple[str, str]]] = field(default_factory=list)
+    disk_bytes: int = 0  # bytes of the staging files
+    mem_bytes: int = 0  # bytes of ``tables``
+    mem_budget: int = 0  # keep a unit in memory while mem_bytes stays under this
+    remote: bool = False  # the events are on Dask workers (not in files nor tables)
 
 
-def parse(todo: list[Source], staging: Path, *, owner: str | None, errors: str,
-          chunk_bytes: int, on_bytes: Callable[[int, int], None]) -> Staged:
-    """Parse ``todo`` into ``staging``; ``on_bytes(bytes, rows)`` reports progress."""
-    out = Staged()
+@dataclass
+class Unit:
+    """One piece of the first pass: a batch of files of one format, or one line-aligned byte
+    range ``[start, end)`` of a large pleach JSONL file (its first line is ``line_off + 1``)."""
+
+    fmt: str
+    sources: list[Source]
+    start: int = 0
+    end: int = -1  # >= 0: a pleach chunk
+    line_off: int = 0
+
+    @property
+    def nbytes(self) -> int:
+        return self.end - self.start if self.end >= 0 else sum(s.size for s in self.sources)
+
+
+def plan_units(todo: list[Source], out: Staged, *, errors: str, chunk_bytes: int,
+               ranges: bool) -> list[Unit]:
+    """Sniff each file's format and cut the work into units (files whose format is not known
+    are quarantined into ``out`` here, or raise under ``errors="raise"``). ``ranges``: cut
+    large pleach files into byte ranges now (the Dask engine; the local pass streams them)."""
+    units: list[Unit] = []
     by_format: dict[str, list[Source]] = {}
     for s in todo:
         try:
@@ -163,30 +192,85 @@ def parse(todo: list[Source], staging: Path, *, owner: str | None, errors: str,
             rec.update(raw=None, tenant_id=None, run_id=None)
             _add_quarantine(out, quarantine_table([rec]), {str(s.path): s}, s)
             s.input_rows = s.quarantined = 1
-            on_bytes(s.size, 0)
             continue
         by_format.setdefault(s.format, []).append(s)
     for fmt, group in by_format.items():
         if fmt == PLEACH:
             for s in group:
                 if s.size > chunk_bytes and s.path.suffix != ".parquet":
-                    for log in _pleach_chunks(s, staging, chunk_bytes, errors):
-                        _stage(out, staging, log, [s], fmt)
-                        on_bytes(0, len(log))
-                    on_bytes(s.size, 0)
+                    if ranges:
+                        with open(s.path, "rb") as fh:
+                            units.extend(Unit(fmt, [s], a, a + len(d), off)
+                                         for a, d, off in _line_blocks(fh, chunk_bytes))
+                    else:
+                        units.append(Unit(fmt, [s], 0, s.size))  # streamed by parse
                 else:
-                    log = read_events([s.path], format=fmt, errors=errors, progress=False)
-                    _stage(out, staging, log, [s], fmt)
-                    on_bytes(s.size, len(log))
+                    units.append(Unit(fmt, [s]))
             continue
-        for batch in _batches(group, chunk_bytes):
-            log = read_events([s.path for s in batch], format=fmt, owner=owner, errors=errors,
-                              progress=False)
-            _stage(out, staging, log, batch, fmt)
-            on_bytes(sum(s.size for s in batch), len(log))
+        units.extend(Unit(fmt, batch) for batch in _batches(group, chunk_bytes))
+    return units
+
+
+def parse(todo: list[Source], staging: Path, *, owner: str | None, errors: str,
+          chunk_bytes: int, on_bytes: Callable[[int, int, int], None],
+          mem_budget: int = 0) -> Staged:
+    """Parse ``todo`` into ``staging`` (the first ``mem_budget`` bytes of events kept in
+    memory); ``on_bytes(bytes, rows, files)`` reports progress."""
+    out = Staged(mem_budget=mem_budget)
+    units = plan_units(todo, out, errors=errors, chunk_bytes=chunk_bytes, ranges=False)
+    for s in todo:
+        if s.format is None:
+            on_bytes(s.size, 0, 1)
+    for u in units:
+        if u.end >= 0:  # a large pleach file, streamed chunk by chunk
+            s = u.sources[0]
+            with open(s.path, "rb") as fh:
+                for _, data, off in _line_blocks(fh, chunk_bytes):
+                    log = _read_chunk(s, staging / "chunk.jsonl", data, off, errors)
+                    _stage(out, staging, log, [s], u.fmt)
+                    on_bytes(len(data), len(log), 0)
+            on_bytes(0, 0, 1)
+            continue
+        log = read_unit(u, owner=owner, errors=errors, tmp=staging)
+        _stage(out, staging, log, u.sources, u.fmt)
+        on_bytes(u.nbytes, len(log), len(u.sources))
     for s in todo:
         s.input_rows = s.loaded + s.quarantined
     return out
+
+
+def read_unit(u: Unit, *, owner: str | None, errors: str, tmp: Path | None) -> EventLog:
+    """A unit read by its format's reader (a pleach byte range through a temporary file in
+    ``tmp``, or the system's temporary folder)."""
+    if u.end >= 0:
+        s = u.sources[0]
+        with open(s.path, "rb") as fh:
+            fh.seek(u.start)
+            data = fh.read(u.end - u.start)
+        if tmp is None:
+            import tempfile
+
+            with tempfile.TemporaryDirectory(prefix="replaykit-ingest-") as d:
+                return _read_chunk(s, Path(d) / "chunk.jsonl", data, u.line_off, errors)
+        return _read_chunk(s, tmp / "chunk.jsonl", data, u.line_off, errors)
+    paths = [s.path for s in u.sources]
+    if u.fmt == PLEACH:
+        return read_events(paths, format=u.fmt, errors=errors, progress=False)
+    return read_events(paths, format=u.fmt, owner=owner, errors=errors, progress=False)
+
+
+def parse_unit(u: Unit, *, owner: str | None, errors: str) -> tuple[Staged, list[Any]]:
+    """One unit parsed where it runs (a Dask worker): its staged pieces with the events kept
+    in memory, and per source (key, loaded, quarantined, names)."""
+    from dataclasses import replace
+
+    # fresh counters (the threaded scheduler shares the client's Source objects)
+    u = replace(u, sources=[replace(s, loaded=0, quarantined=0, names=set())
+                            for s in u.sources])
+    out = Staged()
+    log = read_unit(u, owner=owner, errors=errors, tmp=None)
+    _stage(out, None, log, u.sources, u.fmt)
+    return out, [(s.key, s.loaded, s.quarantined, sorted(s.names)) for s in u.sources]
 
 
 def _batches(group: list[Source], budget: int) -> Iterator[list[Source]]:
@@ -202,28 +286,27 @@ def _batches(group: list[Source], budget: int) -> Iterator[list[Source]]:
         yield batch
 
 
-def _pleach_chunks(s: Source, staging: Path, chunk_bytes: int,
-                   errors: str) -> Iterator[EventLog]:
-    """A large pleach JSONL file read chunk by chunk (line-aligned), each chunk's sources and
-    line numbers put back to the file's."""
-    tmp = staging / "chunk.jsonl"
+def _line_blocks(fh: Any, chunk_bytes: int) -> Iterator[tuple[int, bytes, int]]:
+    """A file read in line-aligned blocks of about ``chunk_bytes``: (offset, bytes, lines
+    before it)."""
     line_off = 0
+    pos = 0
     carry = b""
-    with open(s.path, "rb") as fh:
-        while True:
-            block = fh.read(chunk_bytes)
-            data = carry + block
-            if not block:
-                if data:
-                    yield _read_chunk(s, tmp, data, line_off, errors)
-                return
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                carry = data
-                continue
-            piece, carry = data[:cut + 1], data[cut + 1:]
-            yield _read_chunk(s, tmp, piece, line_off, errors)
-            line_off += piece.count(b"\n")
+    while True:
+        block = fh.read(chunk_bytes)
+        data = carry + block
+        if not block:
+            if data:
+                yield pos, data, line_off
+            return
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            carry = data
+            continue
+        piece, carry = data[:cut + 1], data[cut + 1:]
+        yield pos, piece, line_off
+        pos += len(piece)
+        line_off += piece.count(b"\n")
 
 
 def _read_chunk(s: Source, tmp: Path, data: bytes, line_off: int, errors: str) -> EventLog:
@@ -286,8 +369,10 @@ def _add_quarantine(out: Staged, q: pa.Table, names: dict[str, Source], first: S
                                           pa.array([o.key for o in owners], pa.string())))
 
 
-def _stage(out: Staged, staging: Path, log: EventLog, batch: list[Source], fmt: str) -> None:
-    """One parsed unit into staging: events file, key counts, quarantine, headers, spawns."""
+def _stage(out: Staged, staging: Path | None, log: EventLog, batch: list[Source],
+           fmt: str) -> None:
+    """One parsed unit into staging: events file (kept in ``out.tables`` when ``staging`` is
+    None), key counts, quarantine, headers, spawns."""
     names: dict[str, Source] = {}
     for s in batch:
         names[str(s.path)] = s
@@ -304,20 +389,27 @@ def _stage(out: Staged, staging: Path, log: EventLog, batch: list[Source], fmt: 
                 o = _owner_of(names, v, batch[0])
                 o.loaded += c
                 o.names.add(v)
-        k = len(out.files)
-        f = staging / f"ev-{k}.parquet"
         st = t.set_column(0, "tenant_id", t.column("tenant_id").cast(pa.string())) \
               .set_column(1, "run_id", t.column("run_id").cast(pa.string()))
-        pq.write_table(st, f, row_group_size=STAGING_ROW_GROUP)
-        out.files.append(f)
         keys = st.select(["tenant_id", "run_id"]).group_by(
             ["tenant_id", "run_id"], use_threads=False).aggregate([([], "count_all")])
         out.keys.append(keys.rename_columns(["tenant_id", "run_id", "rows"]))
         span = keys.group_by("tenant_id", use_threads=False).aggregate(
             [("run_id", "min"), ("run_id", "max")])
-        out.spans.append({t: (lo, hi) for t, lo, hi in zip(
+        spans = {t: (lo, hi) for t, lo, hi in zip(
             span.column("tenant_id").to_pylist(), span.column("run_id_min").to_pylist(),
-            span.column("run_id_max").to_pylist(), strict=True)})
+            span.column("run_id_max").to_pylist(), strict=True)}
+        if staging is None or out.mem_bytes + st.nbytes <= out.mem_budget:
+            # kept in memory: no staging write and read back (the small ingests' case)
+            out.tables.append(st)
+            out.table_spans.append(spans)
+            out.mem_bytes += st.nbytes
+        else:
+            f = staging / f"ev-{len(out.files)}.parquet"
+            pq.write_table(st, f, row_group_size=STAGING_ROW_GROUP)
+            out.files.append(f)
+            out.spans.append(spans)
+            out.disk_bytes += f.stat().st_size
         if fmt == PLEACH:
             out.spawns.append(spawns_of(t))
     pa.default_memory_pool().release_unused()  # the unit's buffers back to the OS

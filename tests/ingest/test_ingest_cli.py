@@ -47,3 +47,22 @@ def test_ingest_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["ingest", str(DATA / "pleach"), "--into", str(root),
                  "--memory-limit", "lots"]) == 2
     assert "memory_limit" in capsys.readouterr().err
+    assert main(["ingest", str(DATA / "pleach"), "--into", str(root),
+                 "--scheduler", "tcp://127.0.0.1:1"]) == 2
+    assert "--scheduler needs --engine dask" in capsys.readouterr().err
+
+
+def test_ingest_command_dask_engine_writes_the_local_dataset(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--engine dask without --scheduler: Dask's threaded scheduler in this process."""
+    pytest.importorskip("distributed")
+    reports = []
+    for engine in ("local", "dask"):
+        assert main(["ingest", str(DATA / "pleach"), "--into", str(tmp_path / engine),
+                     "--engine", engine, "--partition-events", "50", "--json"]) == 0
+        d = json.loads(capsys.readouterr().out)
+        reports.append({k: v for k, v in d.items() if k not in ("seconds", "dataset")})
+    assert reports[0] == reports[1] and reports[1]["parts_written"] > 1
+    a, b = rk.read_parquet(tmp_path / "local"), rk.read_parquet(tmp_path / "dask")
+    assert a.table.to_pylist() == b.table.to_pylist()
+    assert a.quarantine.to_pylist() == b.quarantine.to_pylist()
