@@ -208,7 +208,7 @@ class SettingError(ReplayKitError, ValueError):
     ('REPLAYKIT_THREADS', True)
     """
 
-    def __init__(self, setting: str, value: object, fix: str) -> None:
+    def __init__(self, setting: str, value: Any, fix: str) -> None:
         self.setting = setting
         self.value = value
         self.fix = fix
