@@ -272,3 +272,32 @@ def test_block_size_keeps_every_thread_busy(size: int, threads: int) -> None:
         assert b >= min(pleach._BLOCK, 1 << 20)
         # a full-size block, or small enough for about four blocks per thread
         assert b == pleach._BLOCK or b == 1 << 20 or -(-size // b) >= 4 * threads - 1
+
+
+@settings(max_examples=15, deadline=None)
+@given(at=st.integers(0, 479_999), cpus=st.sampled_from([1, 2, 3]))
+def test_text_validation_in_pieces_finds_a_bad_byte_anywhere(at: int, cpus: int) -> None:
+    """``schema.text_is_utf8`` validates 16 MB+ of text in pieces on Arrow's threads: one
+    row that is not UTF-8, wherever it is, still makes the table invalid."""
+    from replaykit import schema
+
+    n = 480_000
+    good = pa.array([b"x" * 40] * n, pa.binary())
+    rows = [b"y" * 40] * n
+    rows[at] = b"\xff\xfe"
+    raw = pa.array(rows, pa.binary())
+
+    def text(a: pa.Array) -> pa.Array:
+        return pa.Array.from_buffers(pa.string(), len(a), a.buffers())
+
+    before = pa.cpu_count()
+    pa.set_cpu_count(cpus)
+    try:
+        table = pa.table({"ok": text(good), "bad": text(raw)})
+        assert table.nbytes >= schema._PARALLEL_UTF8_BYTES
+        assert schema.text_is_utf8(table) is False
+        assert schema.text_is_utf8(table.select(["ok"])) is True
+        pieces = schema._pieces(table.column("bad").chunk(0))
+        assert len(pieces) > 1 and sum(len(p) for p in pieces) == n
+    finally:
+        pa.set_cpu_count(before)
