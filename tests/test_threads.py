@@ -301,3 +301,20 @@ def test_text_validation_in_pieces_finds_a_bad_byte_anywhere(at: int, cpus: int)
         assert len(pieces) > 1 and sum(len(p) for p in pieces) == n
     finally:
         pa.set_cpu_count(before)
+
+
+def test_scaling_benchmark_runs_pinned_and_reports(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m benchmarks.bench_threads`` (small): each run pinned to the first k cores of
+    the mask, every run's rows counted, a speed-up line per core count."""
+    from benchmarks import bench_threads
+
+    f = rk.datasets.generate_pleach(tmp_path / "p.jsonl", events=1_000, runs=10)
+    monkeypatch.setattr(bench_threads, "_dataset", lambda kind, events: f)
+    cores = [1, 2] if len(os.sched_getaffinity(0)) >= 2 else [1]
+    r = bench_threads.measure(1_000, 1, cores, ("pleach_replaykit",))
+    assert [r["best"]["pleach_replaykit"][k]["rows"] for k in cores] == [1_000] * len(cores)
+    lines = bench_threads.report(r)
+    assert len(lines) == 1 + len(cores)
+    assert all("speed-up" in line for line in lines[1:])
+    assert "1.00x" in lines[1]
