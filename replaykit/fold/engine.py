@@ -831,7 +831,8 @@ def _run_spans(c: Columns, parts: int) -> list[tuple[int, int]]:
 # ------------------------------------------------------------------------- threads
 #: below this many rows a fold runs on the calling thread (thread hand-offs cost more)
 PARALLEL_MIN_ROWS = 100_000
-_POOL: ThreadPoolExecutor | None = None
+_POOLS: dict[int, ThreadPoolExecutor] = {}  # by worker count, for the process _POOLS_PID
+_POOLS_PID = 0
 _POOL_LOCK = threading.Lock()
 
 
@@ -840,23 +841,24 @@ def _workers() -> int:
     return _native.threads()
 
 
-_POOL_KEY = (0, 0)
-
-
 def _pool() -> ThreadPoolExecutor | None:
-    global _POOL, _POOL_KEY
+    """A pool of :func:`_workers` threads (None below two), kept per worker count: a pool
+    in use by another fold is never shut down under it."""
+    global _POOLS_PID
     workers = _workers()
     if workers < 2:
         return None
     with _POOL_LOCK:
-        # a forked child (e.g. a multiprocessing worker) inherits the pool but not its
-        # threads: it gets a pool of its own; so does a new thread count
-        if _POOL is None or _POOL_KEY != (os.getpid(), workers):
-            if _POOL is not None and _POOL_KEY[0] == os.getpid():
-                _POOL.shutdown(wait=False)  # (its running tasks finish)
-            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="replaykit-fold")
-            _POOL_KEY = (os.getpid(), workers)
-        return _POOL
+        # a forked child (e.g. a multiprocessing worker) inherits the pools but not their
+        # threads: it gets pools of its own
+        if _POOLS_PID != os.getpid():
+            _POOLS.clear()
+            _POOLS_PID = os.getpid()
+        pool = _POOLS.get(workers)
+        if pool is None:
+            pool = _POOLS[workers] = ThreadPoolExecutor(
+                max_workers=workers, thread_name_prefix="replaykit-fold")
+        return pool
 
 
 def _cost(f: Field) -> int:
