@@ -12,6 +12,7 @@ Hierarchy::
     │   └── MissingTenantError     no owner named for logs that record no tenant
     ├── MissingExtraError      an optional dependency is not installed (also an ImportError)
     ├── SQLError               a database refused a read or write (table, operation, reason, fix)
+    ├── SettingError           a setting (environment variable or argument) cannot be used
     └── ReplayError            a replay (handle, fork, aggregate) failed (run_id, tenant_id)
         ├── ReplayDivergenceError      the recorded world and the replay disagree
         │   └── ReplayCacheMissError   a provider-cache read failed (key, mode, seq)
@@ -46,6 +47,7 @@ __all__ = [
     "ReplayUnknownEventError",
     "SQLError",
     "SchemaError",
+    "SettingError",
 ]
 
 
@@ -190,6 +192,27 @@ class MissingExtraError(ReplayKitError, ImportError):
             f"{feature} needs the optional dependency '{module}', which is not installed. "
             f'Install it with: pip install "replaykit[{extra}]"'
         )
+
+
+class SettingError(ReplayKitError, ValueError):
+    """A replaykit setting (an environment variable or an argument) has a value replaykit
+    cannot use.
+
+    Attributes:
+        setting: the variable or argument (``"REPLAYKIT_THREADS"``, ``"threads="``).
+        value: the value given.
+        fix: what to set instead.
+
+    >>> err = SettingError("REPLAYKIT_THREADS", "many", "set it to a whole number >= 1")
+    >>> err.setting, isinstance(err, ValueError)
+    ('REPLAYKIT_THREADS', True)
+    """
+
+    def __init__(self, setting: str, value: Any, fix: str) -> None:
+        self.setting = setting
+        self.value = value
+        self.fix = fix
+        super().__init__(f"{setting}={value!r} cannot be used: {fix}")
 
 
 class SQLError(ReplayKitError):

@@ -295,7 +295,8 @@ pub enum Prev<'a> {
 }
 
 /// The lowercase hex sha256 of `prev || content` of each of `n` rows: 64 bytes per row.
-/// `threads`: how many threads verification may use (stamping is sequential).
+/// `threads`: how many threads verification may use (0: [`crate::par::threads`]; stamping
+/// is sequential).
 pub fn digests(
     c: &Content<'_>,
     prev: &Prev<'_>,
@@ -324,17 +325,19 @@ pub fn digests(
                     hex_into(slot, &h.finalize());
                 }
             };
-            let threads = threads.clamp(1, 8);
+            let threads = crate::par::resolve(threads);
             if threads == 1 || n < 4096 {
                 hash_range(0, &mut out);
             } else {
-                let per = n.div_ceil(threads);
-                std::thread::scope(|s| {
-                    for (t, chunk) in out.chunks_mut(64 * per).enumerate() {
-                        let f = &hash_range;
-                        s.spawn(move || f(t * per, chunk));
-                    }
-                });
+                // several ranges per thread, taken in turn (rows differ in length)
+                let mut tasks = Vec::new();
+                let mut rest: &mut [u8] = &mut out;
+                for (lo, hi) in crate::par::ranges(n, threads, 1024) {
+                    let (head, tail) = rest.split_at_mut(64 * (hi - lo));
+                    tasks.push((lo, head));
+                    rest = tail;
+                }
+                crate::par::run_tasks(tasks, threads, |(lo, chunk)| hash_range(lo, chunk));
             }
         }
         Prev::Chained { starts, genesis } => {

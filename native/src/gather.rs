@@ -91,7 +91,7 @@ fn threads_for(n: usize, threads: usize) -> usize {
     if n < 65536 {
         1
     } else {
-        threads.clamp(1, 16)
+        crate::par::resolve(threads)
     }
 }
 
@@ -321,14 +321,26 @@ fn take_with(
             if layout == Layout::Str32 && size > i32::MAX as usize {
                 return Err("string data beyond 2 GB: use large offsets".into());
             }
-            // bytes: each thread one range of rows, writing its own part of the output
+            // bytes: ranges of rows cut by output bytes, several per thread, each writing
+            // its own part of the output
             let mut data = vec![0u8; size];
-            let per = n.div_ceil(t.max(1)).max(1);
-            let mut parts: Vec<(usize, usize, &mut [u8])> = Vec::with_capacity(t);
+            let k = if t <= 1 {
+                1
+            } else {
+                t * crate::par::CHUNKS_PER_THREAD
+            };
+            let mut parts: Vec<(usize, usize, &mut [u8])> = Vec::with_capacity(k);
             let mut rest: &mut [u8] = &mut data;
             let mut row = 0usize;
-            while row < n {
-                let hi = (row + per).min(n);
+            for j in 1..=k {
+                let hi = if j == k {
+                    n
+                } else {
+                    offs.partition_point(|&o| o < size * j / k).clamp(row, n)
+                };
+                if hi == row {
+                    continue;
+                }
                 let (head, tail) = rest.split_at_mut(offs[hi] - offs[row]);
                 parts.push((row, hi, head));
                 rest = tail;
@@ -350,7 +362,7 @@ fn take_with(
                 }
                 Ok(())
             };
-            run_parts(parts, copy)?;
+            run_parts(parts, t, copy)?;
             match layout {
                 Layout::Str32 => Values::Str32(offs.iter().map(|&o| o as i32).collect(), data),
                 _ => Values::Str64(offs.iter().map(|&o| o as i64).collect(), data),
@@ -358,7 +370,12 @@ fn take_with(
         }
         Layout::Fixed(w) => {
             let mut vals = vec![0u8; n * w];
-            let per = n.div_ceil(t.max(1)).max(1);
+            let k = if t <= 1 {
+                1
+            } else {
+                t * crate::par::CHUNKS_PER_THREAD
+            };
+            let per = n.div_ceil(k).max(1);
             let parts: Vec<(usize, usize, &mut [u8])> = vals
                 .chunks_mut(per * w)
                 .enumerate()
@@ -379,7 +396,7 @@ fn take_with(
                     o.copy_from_slice(&v);
                 }
             }
-            run_parts(parts, |(lo, hi, out): (usize, usize, &mut [u8])| {
+            run_parts(parts, t, |(lo, hi, out): (usize, usize, &mut [u8])| {
                 match w {
                     1 => copy::<1>(out, lo, hi, chunks, locate),
                     2 => copy::<2>(out, lo, hi, chunks, locate),
@@ -425,7 +442,7 @@ pub fn take_many(
     order: &[i64],
     threads: usize,
 ) -> Result<Vec<Gathered>, String> {
-    let t = threads.clamp(1, 16).min(cols.len().max(1));
+    let t = crate::par::resolve(threads).min(cols.len().max(1));
     if t <= 1 || cols.len() <= 1 {
         return cols
             .iter()
@@ -578,7 +595,8 @@ pub fn scatter(
         parts.push((w[0], w[1], head));
         rest = tail;
     }
-    run_parts(parts, |(lo, hi, part): (usize, usize, &mut [u8])| {
+    let t = parts.len();
+    run_parts(parts, t, |(lo, hi, part): (usize, usize, &mut [u8])| {
         for (i, &d) in dest.iter().enumerate() {
             if d < 0 || (d as u64) < lo as u64 || d as u64 >= hi as u64 {
                 // another thread's range (or skipped); an empty row at `hi` is nobody's
@@ -596,28 +614,27 @@ pub fn scatter(
     })
 }
 
-/// Run `f` on every part, one thread per part beyond the first (which runs here).
+/// Run `f` on every part on up to `threads` threads (this one included), each taking the
+/// next part when it finishes one; the first error, if any.
 fn run_parts<'a>(
     parts: Vec<(usize, usize, &'a mut [u8])>,
+    threads: usize,
     f: impl Fn((usize, usize, &'a mut [u8])) -> Result<(), String> + Sync,
 ) -> Result<(), String> {
-    if parts.len() <= 1 {
+    if parts.len() <= 1 || threads <= 1 {
         return parts.into_iter().try_for_each(&f);
     }
-    let f = &f;
-    std::thread::scope(|s| {
-        let mut it = parts.into_iter();
-        let first = it.next();
-        let handles: Vec<_> = it.map(|p| s.spawn(move || f(p))).collect();
-        let mut res = first.map_or(Ok(()), f);
-        for h in handles {
-            let r = h.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-            if res.is_ok() {
-                res = r;
+    let first: std::sync::Mutex<Result<(), String>> = std::sync::Mutex::new(Ok(()));
+    crate::par::run_tasks(parts, threads, |p| {
+        let r = f(p);
+        if let Err(e) = r {
+            let mut slot = first.lock().unwrap_or_else(|e| e.into_inner());
+            if slot.is_ok() {
+                *slot = Err(e);
             }
         }
-        res
-    })
+    });
+    first.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

@@ -35,40 +35,24 @@ pub fn map_spans<T>(
     Ok(out)
 }
 
-/// [`map_spans`] on every core: the offsets are checked first, then each thread maps a
-/// contiguous range of the spans (results in span order).
+/// [`map_spans`] on replaykit's threads ([`crate::par::threads`]): the offsets are checked
+/// first, then the spans are cut into ranges (several per thread) that the threads take in
+/// turn (results in span order).
 pub fn par_map_spans<T: Send>(
     offs: &[u8],
     data: &[u8],
     f: impl Fn(&[u8]) -> T + Sync,
 ) -> Result<Vec<T>, String> {
     let n = (offs.len() / 8).saturating_sub(1);
-    let threads = std::thread::available_parallelism()
-        .map(|t| t.get())
-        .unwrap_or(1)
-        .min(8);
+    let threads = crate::par::threads();
     if threads < 2 || n < 4096 {
         return map_spans(offs, data, f);
     }
     map_spans(offs, data, |_| ())?; // the offsets, checked once
-    let per = n.div_ceil(threads);
+    let ranges = crate::par::ranges(n, threads, 1024);
     let f = &f;
-    let parts: Vec<Vec<T>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                s.spawn(move || {
-                    let (lo, hi) = (t * per, ((t + 1) * per).min(n));
-                    if lo >= hi {
-                        return Vec::new();
-                    }
-                    map_spans(&offs[8 * lo..8 * (hi + 1)], data, f).unwrap_or_default()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
+    let parts: Vec<Vec<T>> = crate::par::map_ranges(&ranges, threads, |lo, hi| {
+        map_spans(&offs[8 * lo..8 * (hi + 1)], data, f).unwrap_or_default()
     });
     Ok(parts.into_iter().flatten().collect())
 }

@@ -962,7 +962,7 @@ fn derive_range(codes: &[u8], offs: &[u8], data: &[u8], lo: usize, hi: usize) ->
 /// The derived columns of many rows from their event type codes (`codes`, one byte per row,
 /// see [`EVENT_TYPES`]) and payload objects (spans `data[offs[i]..offs[i+1]]`, `offs`: n + 1
 /// int64 offsets): what the pleach loader derives for them (the block scanner's [`derive`]),
-/// `turn` not yet carried forward. Split over the CPU's cores (scoped threads) for large
+/// `turn` not yet carried forward. Split over replaykit's threads ([`crate::par`]) for large
 /// inputs. `Ok(None)` when any payload is not one the core is sure of ([`typed_payloads`]'
 /// rule) or arguments it cannot make canonical: the caller then runs the reference
 /// derivation. `Err`: bad offsets, or not one code per row.
@@ -975,26 +975,14 @@ pub fn derive_payloads(codes: &[u8], offs: &[u8], data: &[u8]) -> Result<Option<
     if n == 0 {
         return Ok(Some(Derived::new(0, 0))); // (also no offsets at all: nothing to read)
     }
-    let threads = std::thread::available_parallelism()
-        .map(|t| t.get())
-        .unwrap_or(1)
-        .min(8);
+    let threads = crate::par::threads();
     if threads < 2 || n < 8192 {
         let got = derive_range(codes, offs, data, 0, n);
         return Ok(got.filter(|d| !d.overflows()));
     }
-    let per = n.div_ceil(threads);
-    let parts: Vec<Option<Derived>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let (lo, hi) = (t * per, ((t + 1) * per).min(n));
-                s.spawn(move || derive_range(codes, offs, data, lo, hi.max(lo)))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
+    let ranges = crate::par::ranges(n, threads, 2048);
+    let parts: Vec<Option<Derived>> = crate::par::map_ranges(&ranges, threads, |lo, hi| {
+        derive_range(codes, offs, data, lo, hi)
     });
     let mut parts = parts.into_iter();
     let Some(Some(mut out)) = parts.next() else {

@@ -1121,6 +1121,23 @@ fn cpu_features() -> Vec<&'static str> {
     out
 }
 
+/// Set the thread count of the kernels that take none (the toh and span scans, the pleach
+/// derivation) and of those passed 0 (see `crate::par`): replaykit's thread setting,
+/// `replaykit._base.native.threads()`. 0 goes back to the cores this process may use. Returns
+/// the count in use before.
+#[pyfunction]
+fn set_threads(n: usize) -> usize {
+    let before = crate::par::threads();
+    crate::par::set_threads(n);
+    before
+}
+
+/// The thread count the kernels use now (see `set_threads`).
+#[pyfunction]
+fn get_threads() -> usize {
+    crate::par::threads()
+}
+
 /// Panics caught at the boundary since the module was loaded (tests assert 0).
 #[pyfunction]
 fn panics() -> u64 {
@@ -1149,5 +1166,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(take_plan, m)?)?;
     m.add_function(wrap_pyfunction!(cpu_features, m)?)?;
     m.add_function(wrap_pyfunction!(panics, m)?)?;
+    m.add_function(wrap_pyfunction!(set_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(get_threads, m)?)?;
     Ok(())
 }

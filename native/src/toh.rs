@@ -647,17 +647,19 @@ const PACKED_TOP: [&[u8]; 4] = [b"data", b"seq0", b"time0", b"type"];
 /// Files from this size on are scanned in parallel chunks (split at line ends).
 const PARALLEL_FROM: usize = 4 << 20;
 
-/// Scan a whole toh file. None: the reference must read it (see the module docs).
+/// Scan a whole toh file on replaykit's threads ([`crate::par::threads`]). None: the
+/// reference must read it (see the module docs).
 pub fn scan_file(file: &[u8]) -> Option<TohOut> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(4);
-    scan_file_with(file, threads)
+    scan_file_with(file, crate::par::threads())
 }
 
-/// [`scan_file`] on at most `threads` threads: the file is cut into that many chunks at line
-/// ends, each scanned on its own, then joined in order (line numbers, implicit seqs and the
-/// envelope mode carried over) and the model-call ids written in one pass over all events.
+/// Bytes per chunk of a file scanned in parallel, at least.
+const CHUNK_FROM: usize = 1 << 20;
+
+/// [`scan_file`] on at most `threads` threads: the file is cut at line ends into one chunk
+/// per thread (of at least [`CHUNK_FROM`] bytes), each scanned on its own, then they are
+/// joined in order (line numbers, implicit seqs and the envelope mode carried over) and the
+/// model-call ids written in one pass over all events.
 pub fn scan_file_with(file: &[u8], threads: usize) -> Option<TohOut> {
     let threads = if file.len() < PARALLEL_FROM {
         1
@@ -665,36 +667,24 @@ pub fn scan_file_with(file: &[u8], threads: usize) -> Option<TohOut> {
         threads.max(1)
     };
     let mut cuts = vec![0usize];
-    for i in 1..threads {
-        let at = (file.len() * i / threads).max(*cuts.last()?);
+    // one chunk per thread, cut by bytes: the join below copies every chunk but the first
+    // (serially), so more chunks than threads would cost more than their balance gains
+    let k = threads.min(file.len() / CHUNK_FROM).max(1);
+    for i in 1..k {
+        let at = (file.len() * i / k).max(*cuts.last()?);
         let next = memchr::memchr(b'\n', &file[at..]).map_or(file.len(), |k| at + k + 1);
         if next < file.len() && next > *cuts.last()? {
             cuts.push(next);
         }
     }
     cuts.push(file.len());
-    let mut parts: Vec<Option<Chunk>> = if cuts.len() == 2 {
-        vec![scan_chunk(file, 0, file.len(), true, file.len())]
-    } else {
-        std::thread::scope(|sc| {
-            let handles: Vec<_> = cuts
-                .windows(2)
-                .enumerate()
-                .skip(1)
-                .map(|(i, w)| {
-                    let (a, b) = (w[0], w[1]);
-                    sc.spawn(move || scan_chunk(file, a, b, i == 0, b - a))
-                })
-                .collect();
-            // the first chunk's columns are reserved for the whole file: the others are
-            // appended to them
-            let mut parts = vec![scan_chunk(file, cuts[0], cuts[1], true, file.len())];
-            for h in handles {
-                parts.push(h.join().ok().flatten());
-            }
-            parts
-        })
-    };
+    let spans: Vec<(usize, usize)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
+    // the first chunk's columns are reserved for the whole file: the others are appended to
+    // them
+    let mut parts: Vec<Option<Chunk>> = crate::par::map_ranges(&spans, threads, |a, b| {
+        let first = a == 0;
+        scan_chunk(file, a, b, first, if first { file.len() } else { b - a })
+    });
     let mut first = parts.remove(0)?;
     if !first.header {
         return None; // (a first chunk of blank lines only: the reference reads the file)

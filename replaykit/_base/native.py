@@ -10,9 +10,16 @@ of many rows) have two implementations that give identical results:
   and reports the bad rows exactly as before).
 
 ``REPLAYKIT_NATIVE=0`` in the environment selects the reference path everywhere (read at
-import, and again by :func:`enabled` on every call, so tests can switch it). Without the built
-extension (a checkout nobody built), replaykit works on the reference path and warns once,
-saying how to build the core.
+import, and again by :func:`enabled` on every call, so tests can switch it).
+
+**Threads.** One setting decides how many threads replaykit works on: :func:`threads` (the
+cores the process may use, ``os.sched_getaffinity``, capped by ``REPLAYKIT_THREADS`` and by
+a call's ``threads=``). The native kernels read it (:func:`core` hands it to the core before
+every call), and the readers, ``verify_chain`` and ``fold`` run inside :func:`using_threads`,
+which also sizes their own thread pools and Arrow's (``pa.set_cpu_count``) for the call.
+
+Without the built extension (a checkout nobody built), replaykit works on the reference path
+and warns once, saying how to build the core.
 
 Columns cross from Rust without a copy: each buffer is a ``replaykit._core.NativeBuf`` (the
 buffer protocol) wrapped by ``pa.py_buffer`` and assembled with ``pa.Array.from_buffers``.
@@ -26,10 +33,16 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["NativeCoreMissingWarning", "available", "core", "describe", "enabled", "version"]
+from ..errors import SettingError
+
+__all__ = ["ENV_THREADS", "NativeCoreMissingWarning", "available", "core", "cores", "describe",
+           "enabled", "threads", "using_threads", "version"]
 
 
 class NativeCoreMissingWarning(UserWarning):
@@ -80,10 +93,121 @@ def enabled() -> bool:
 
 
 def core() -> Any:
-    """The extension module (only call when :func:`enabled` is True)."""
+    """The extension module (only call when :func:`enabled` is True), its thread count set
+    to :func:`threads`."""
     if _core_module is None:  # pragma: no cover - callers check enabled() first
         raise RuntimeError(_BUILD_HINT)
+    n = threads()
+    if n != _thread_state["native"]:
+        _thread_state["native"] = n
+        if hasattr(_core_module, "set_threads"):  # (a core built before the setting)
+            _core_module.set_threads(n)
     return _core_module
+
+
+# ----------------------------------------------------------------------------- threads
+#: The environment variable capping replaykit's thread count (a whole number >= 1).
+ENV_THREADS = "REPLAYKIT_THREADS"
+_THREADS_FIX = (f"set {ENV_THREADS} to a whole number of threads >= 1 (e.g. "
+                f"{ENV_THREADS}=4), or unset it to use every core this process may use")
+_thread_lock = threading.Lock()
+#: the caps of the :func:`using_threads` calls in progress; the thread count the core was
+#: last given; Arrow's CPU count before the first of those calls
+_thread_state: dict[str, Any] = {"caps": [], "native": None, "arrow": None}
+
+
+def cores() -> int:
+    """The cores this process may run on: its CPU affinity mask (``os.sched_getaffinity``,
+    which ``taskset`` and container CPU sets narrow), else ``os.cpu_count()``."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _count(setting: str, value: object) -> int:
+    """``value`` as a thread count (an int >= 1, or its decimal text), else SettingError."""
+    fix = (_THREADS_FIX if setting == ENV_THREADS else
+           "pass threads= a whole number >= 1, or None for the default")
+    n = value
+    if isinstance(value, str):
+        text = value.strip()
+        n = int(text) if text.isascii() and text.isdigit() else None
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise SettingError(setting, value, fix)
+    return n
+
+
+def threads(requested: int | None = None) -> int:
+    """How many threads replaykit works on: the cores this process may use (:func:`cores`),
+    capped by the ``REPLAYKIT_THREADS`` environment variable, by the ``threads=`` of the
+    :func:`using_threads` calls in progress and by ``requested`` (a call's ``threads=``;
+    None: no cap). Every native scan, gather and digest, the readers' block pools, Arrow's
+    CPU pool (within :func:`using_threads`) and the fold engine's workers use it. The
+    result never depends on it: only how the work is spread.
+
+    >>> import replaykit._base.native as native
+    >>> native.threads(1)
+    1
+    >>> 1 <= native.threads() <= native.cores()
+    True
+
+    Raises:
+        SettingError: ``REPLAYKIT_THREADS`` or ``requested`` is not a whole number >= 1
+            (the message names it and says what to set).
+    """
+    n = cores()
+    env = os.environ.get(ENV_THREADS)
+    if env is not None and env.strip():
+        n = min(n, _count(ENV_THREADS, env))
+    caps = _thread_state["caps"]
+    if caps:
+        n = min(n, min(caps))
+    if requested is not None:
+        n = min(n, _count("threads=", requested))
+    return max(1, n)
+
+
+@contextmanager
+def using_threads(requested: int | None = None) -> Iterator[int]:
+    """Run a block on :func:`threads` (``requested`` capping it) threads: native kernels,
+    the thread pools sized by :func:`threads` and Arrow's CPU pool (``pa.set_cpu_count``,
+    restored after the outermost call). Yields the count. Nested and concurrent calls are
+    safe: the smallest cap in progress applies to all of them (a thread count never
+    changes a result).
+
+    >>> import replaykit._base.native as native
+    >>> with native.using_threads(1) as n:
+    ...     (n, native.threads())
+    (1, 1)
+
+    Raises:
+        SettingError: as :func:`threads`.
+    """
+    import pyarrow as pa
+
+    n = threads(requested)
+    with _thread_lock:
+        caps = _thread_state["caps"]
+        if not caps:
+            _thread_state["arrow"] = pa.cpu_count()
+        caps.append(n)
+        _set_arrow(pa, threads())
+    try:
+        yield n
+    finally:
+        with _thread_lock:
+            caps.remove(n)
+            if caps:
+                _set_arrow(pa, threads())
+            else:
+                _set_arrow(pa, _thread_state["arrow"])
+                _thread_state["arrow"] = None
+
+
+def _set_arrow(pa: Any, n: int | None) -> None:
+    if n is not None and pa.cpu_count() != n:
+        pa.set_cpu_count(n)
 
 
 def version() -> str | None:
@@ -203,12 +327,11 @@ def chain_hex(head: list[Any], derived: list[Any], sealed: Any, tail: list[Any],
               prev: tuple[Any, ...], n: int) -> Any:
     """The lowercase hex sha256 of ``prev || content`` of each of ``n`` rows, as an Arrow
     string array over the core's buffer (``chain_digests``; see ``native/src/chain.rs``).
-    Verification (``prev = ("stored", ...)``) runs on every core."""
+    Verification (``prev = ("stored", ...)``) runs on :func:`threads` threads."""
     import numpy as np
     import pyarrow as pa
 
-    threads = max(1, min(8, os.cpu_count() or 1))
-    text = core().chain_digests(head, derived, sealed, tail, prev, n, threads)
+    text = core().chain_digests(head, derived, sealed, tail, prev, n, threads())
     large = 64 * n > 2**31 - 1
     offsets = np.arange(0, 64 * (n + 1), 64, dtype=np.int64 if large else np.int32)
     return pa.Array.from_buffers(pa.large_string() if large else pa.string(), n,
@@ -233,11 +356,12 @@ def _layout(typ: Any) -> str | None:
     return None
 
 
-def take(columns: list[Any], order: Any, threads: int = 2) -> list[Any]:
+def take(columns: list[Any], order: Any, n_threads: int | None = None) -> list[Any]:
     """``[col.take(order) for col in columns]`` as single arrays (chunked columns joined), by
-    the native core on ``threads`` threads with the GIL released: the same values, types and
-    dictionaries as Arrow's take. ``order``: int64 row numbers (numpy), in range. Columns the
-    core does not handle (nested types, say) are taken by Arrow."""
+    the native core on ``n_threads`` threads (None: :func:`threads`) with the GIL released:
+    the same values, types and dictionaries as Arrow's take. ``order``: int64 row numbers
+    (numpy), in range. Columns the core does not handle (nested types, say) are taken by
+    Arrow."""
     import numpy as np
     import pyarrow as pa
 
@@ -274,7 +398,7 @@ def take(columns: list[Any], order: Any, threads: int = 2) -> list[Any]:
         specs.append((layout, [(c.offset, len(c), *_bufs(c, layout)) for c in chunks]))
         where.append((k, typ, dictionary))
     if specs:
-        got = core().take_columns(specs, order.view(np.uint8), threads)
+        got = core().take_columns(specs, order.view(np.uint8), threads(n_threads))
         for (k, typ, dictionary), (m, nulls, valid, b1, b2) in zip(where, got, strict=True):
             bufs = [None if valid is None else pa.py_buffer(valid), pa.py_buffer(b1)]
             if b2 is not None:
@@ -302,7 +426,8 @@ def _bufs(chunk: Any, layout: str) -> tuple[Any, Any, Any]:
     return valid, u8(b[1]), None
 
 
-def take_freeing(chunks: list[Any], typ: Any, order: Any, threads: int = 2) -> Any:
+def take_freeing(chunks: list[Any], typ: Any, order: Any, n_threads: int | None = None
+                 ) -> Any:
     """``pa.chunked_array(chunks).take(order)`` of a string column as one array, copied chunk
     by chunk into its place: each entry of ``chunks`` is set to None once copied, so with no
     other reference each source chunk is freed as the copy proceeds (peak memory: about one
@@ -328,7 +453,7 @@ def take_freeing(chunks: list[Any], typ: Any, order: Any, threads: int = 2) -> A
     if not large and size > 2**31 - 1:
         raise ValueError("take_freeing: string data beyond 2 GB")
     validity = None if valid_buf is None else pa.py_buffer(valid_buf)
-    t = max(1, min(threads, 16)) if n >= 65536 else 1
+    t = threads(n_threads) if n >= 65536 else 1
     splits = [int(out_offs[k * n // t]) for k in range(1, t)]
     out = core().out_buffer(size)
     for k in range(len(chunks)):

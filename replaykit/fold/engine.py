@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._base import native as _native
 from .._base.json import canonical_json, payload_fields
 from ..errors import SchemaError
 from ..schema import _dictionary_rank
@@ -795,10 +796,8 @@ def state_hashes(results: list[Any], c: Columns,
         terms = [field_terms(res, c) for res in results]
     base = np.add.reduce(np.array([g0 for _, _, g0 in terms], np.uint64), dtype=np.uint64)
     out = np.empty(c.n, dtype=np.uint64)
-    # runs are independent: two halves split at a run start, one per thread
-    k = min(int(np.searchsorted(c.starts, c.n // 2)), len(c.starts) - 1)
-    cut = int(c.starts[k]) if k > 0 else c.n
-    spans = [(0, cut), (cut, c.n)] if cut < c.n else [(0, c.n)]
+    # runs are independent: spans cut at run starts, about four per worker
+    spans = _run_spans(c, _workers() * 4 if c.n >= PARALLEL_MIN_ROWS else 1)
 
     def span(a: int, b: int) -> None:
         delta = out[a:b]
@@ -816,34 +815,50 @@ def state_hashes(results: list[Any], c: Columns,
     return out
 
 
-# ------------------------------------------------------------------------- two threads
+def _run_spans(c: Columns, parts: int) -> list[tuple[int, int]]:
+    """Rows ``0..c.n`` cut into up to ``parts`` spans of about equal rows, each cut at a
+    run start (so no run is split)."""
+    if parts <= 1 or len(c.starts) < 2:
+        return [(0, c.n)]
+    targets = np.arange(1, parts, dtype=np.int64) * c.n // parts
+    k = np.searchsorted(c.starts, targets)
+    cuts = np.unique(c.starts[np.clip(k, 0, len(c.starts) - 1)])
+    cuts = cuts[(cuts > 0) & (cuts < c.n)].tolist()
+    bounds = [0, *cuts, c.n]
+    return [(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+# ------------------------------------------------------------------------- threads
 #: below this many rows a fold runs on the calling thread (thread hand-offs cost more)
 PARALLEL_MIN_ROWS = 100_000
-_POOL: ThreadPoolExecutor | None = None
+_POOLS: dict[int, ThreadPoolExecutor] = {}  # by worker count, for the process _POOLS_PID
+_POOLS_PID = 0
 _POOL_LOCK = threading.Lock()
 
 
 def _workers() -> int:
-    try:
-        return min(2, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return min(2, os.cpu_count() or 1)
-
-
-_POOL_PID = 0
+    """replaykit's thread count (``_native.threads()``): the fold's workers."""
+    return _native.threads()
 
 
 def _pool() -> ThreadPoolExecutor | None:
-    global _POOL, _POOL_PID
-    if _workers() < 2:
+    """A pool of :func:`_workers` threads (None below two), kept per worker count: a pool
+    in use by another fold is never shut down under it."""
+    global _POOLS_PID
+    workers = _workers()
+    if workers < 2:
         return None
     with _POOL_LOCK:
-        # a forked child (e.g. a multiprocessing worker) inherits the pool but not its
-        # threads: it gets a pool of its own
-        if _POOL is None or _POOL_PID != os.getpid():
-            _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="replaykit-fold")
-            _POOL_PID = os.getpid()
-        return _POOL
+        # a forked child (e.g. a multiprocessing worker) inherits the pools but not their
+        # threads: it gets pools of its own
+        if _POOLS_PID != os.getpid():
+            _POOLS.clear()
+            _POOLS_PID = os.getpid()
+        pool = _POOLS.get(workers)
+        if pool is None:
+            pool = _POOLS[workers] = ThreadPoolExecutor(
+                max_workers=workers, thread_name_prefix="replaykit-fold")
+        return pool
 
 
 def _cost(f: Field) -> int:
@@ -859,10 +874,11 @@ def fold_fields(fields: list[Field], c: Columns, *, terms: bool = True,
                 ) -> tuple[list[Any], list[Any] | None]:
     """Every field's column-wise result (and its :func:`field_terms` when ``terms``).
 
-    Fields are independent, and the numpy/Arrow kernels they run release the GIL, so on a
-    machine with two or more CPUs and a table of at least :data:`PARALLEL_MIN_ROWS` rows
-    they run on two threads (the costliest first); ``reducer()`` fields (user Python) run
-    on the calling thread, in order. The results are the same either way.
+    Fields are independent, and the numpy/Arrow kernels they run release the GIL, so with
+    two or more threads (``_native.threads()``) and a table of at least
+    :data:`PARALLEL_MIN_ROWS` rows they run on that many threads (the costliest first);
+    ``reducer()`` fields (user Python) run on the calling thread, in order. The results are
+    the same either way.
     """
     terms = terms and c.n > 0  # an empty table's hash column is empty
 
@@ -881,10 +897,10 @@ def run_tasks(tasks: list[Any], n_rows: int, *, costs: list[int] | None = None,
               mine: list[bool] | None = None) -> list[Any]:
     """Call every task (a function of no arguments); their results, in order.
 
-    On two threads when :func:`_pool` has two workers, there are two or more tasks and the
+    On :func:`_pool`'s workers when it has two or more, there are two or more tasks and the
     table has at least :data:`PARALLEL_MIN_ROWS` rows: the costliest (``costs``) first, the
     ones flagged in ``mine`` (user Python) on the calling thread, in order. Tasks must not
-    submit to the pool themselves (both workers could then wait on each other).
+    submit to the pool themselves (the workers could then wait on each other).
     """
     pool = _pool() if n_rows >= PARALLEL_MIN_ROWS and len(tasks) > 1 else None
     if pool is None:

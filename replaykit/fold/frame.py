@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .._base import native as _native
 from ..engine import dispatch
 from ..errors import ReplayError
 from ..eventlog.log import EventLog, to_pandas
@@ -315,7 +316,8 @@ class StateFrame:
 
 
 def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True,
-         engine: str = "local", client: Any = None) -> StateFrame:
+         engine: str = "local", client: Any = None, threads: int | None = None
+         ) -> StateFrame:
     """Fold every event of ``log`` through ``projections``: the state after each event.
 
     Column-wise: each field kind is a segmented numpy/Arrow scan over rows sorted by
@@ -334,6 +336,9 @@ def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True,
             :class:`replaykit.fold.DaskStateFrame` (``final()``, ``steps_df()``,
             ``to_parquet()``); see docs/scaling.md.
         client: a ``distributed.Client`` for ``engine="dask"`` (default: the current one).
+        threads: fold on at most this many threads (None: every core the process may use,
+            capped by ``REPLAYKIT_THREADS``; ``replaykit._base.native.threads``); the same
+            frame on any count. A lazy ``state_hash`` is computed later on the default.
 
     Returns:
         a :class:`StateFrame` (with ``engine="dask"``: a lazy
@@ -342,6 +347,7 @@ def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True,
     Raises:
         SchemaError: the table is not canonical, or a payload value has the wrong type.
         ValueError / TypeError: bad projections.
+        SettingError: ``threads`` or ``REPLAYKIT_THREADS`` is not a whole number >= 1.
 
     >>> import replaykit as rk  # doctest: +SKIP
     >>> rk.fold(log, rk.agent()).final()  # doctest: +SKIP
@@ -350,8 +356,9 @@ def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True,
         return dispatch(engine, fold, log, projections, state_hash=state_hash, client=client)
     table = log.table if isinstance(log, EventLog) else validate(log)
     fields = resolve_projections(projections)
-    cols = Columns(table)
-    lazy = state_hash and lazy_hash_ok(fields)
-    results, terms = fold_fields(fields, cols, terms=state_hash and not lazy)
-    hashes = state_hashes(results, cols, terms) if state_hash and not lazy else None
+    with _native.using_threads(threads):
+        cols = Columns(table)
+        lazy = state_hash and lazy_hash_ok(fields)
+        results, terms = fold_fields(fields, cols, terms=state_hash and not lazy)
+        hashes = state_hashes(results, cols, terms) if state_hash and not lazy else None
     return StateFrame(table, fields, cols, results, hashes, lazy_hash=lazy)

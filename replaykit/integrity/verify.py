@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._base import native as _native
 from ..eventlog.log import EventLog, to_pandas
 from ..schema import escape_table_utf8
 from ..schema import run_starts as _run_starts
@@ -255,8 +256,8 @@ def _short_switches() -> Iterator[None]:
 
 
 def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
-                 derived: bool = True, engine: str = "local", client: Any = None
-                 ) -> pd.DataFrame:
+                 derived: bool = True, engine: str = "local", client: Any = None,
+                 threads: int | None = None) -> pd.DataFrame:
     """Check the hash chain of every run; one row per problem, an empty frame when intact.
 
     Columns: ``tenant_id``, ``run_id``, ``seq``, ``kind``, ``expected``, ``found``. Kinds:
@@ -298,6 +299,8 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
 
     ``engine="dask"`` (optional ``client=``) checks a Parquet dataset path, EventLog or
     dask.dataframe partition by partition and returns the same frame (docs/scaling.md).
+    ``threads``: check on at most this many threads (None: every core the process may use,
+    capped by ``REPLAYKIT_THREADS``; ``replaykit._base.native.threads``); the same frame on any.
 
     Raises:
         TypeError: ``log`` or ``expected_heads`` has the wrong type.
@@ -310,6 +313,7 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
             ``replaykit_chain_manifest`` member) or whose digest does not match its content.
             An empty :class:`ChainManifest` is a manifest of no runs: every run of the log
             is then ``unexpected_run``.
+        SettingError: ``threads`` or ``REPLAYKIT_THREADS`` is not a whole number >= 1.
 
     >>> problems = verify_chain(log, expected_heads=chain_manifest(trusted))  # doctest: +SKIP
     >>> problems.empty  # doctest: +SKIP
@@ -326,6 +330,13 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
         from ..engine import dispatch  # _integrity_dask.py registers the implementation
 
         return dispatch(engine, verify_chain, log, expected_heads, client=client)
+    with _native.using_threads(threads) as n_threads:
+        return _verify_local(log, expected_heads, derived, n_threads)
+
+
+def _verify_local(log: EventLog | pa.Table, expected_heads: Any, derived: bool,
+                  n_threads: int) -> pd.DataFrame:
+    """:func:`verify_chain` in this process, on ``n_threads`` threads."""
     manifest = _as_manifest(expected_heads)
     if manifest is not None:
         heads = None
@@ -354,8 +365,9 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
         with _short_switches():
             native: Future[bool] = Future()
             side = None if pool is None else pool.submit(_derived_side, sub, native)
-            # with the derived side thread on one core, one content builder is enough
-            starts = _chain_problems(table, n, parts, workers=1 if side is not None else 2)
+            # the derived side thread takes one core: the content builders the others
+            workers = max(1, n_threads - 1) if side is not None else n_threads
+            starts = _chain_problems(table, n, parts, workers=workers)
             if side is not None and sub is not None:
                 if native.result():
                     derived_parts = [t for _, t in side.result()[2]]

@@ -4,7 +4,6 @@ table layouts (canonical or plain export), the malformed-row checks."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +15,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._base import native as _native
 from ..errors import LoadError, ReplayKitError, SchemaError
 from ..io._common import ErrorPolicy, Quarantine, times_in_years
 from ..schema import EVENTS_SCHEMA
@@ -195,7 +195,7 @@ def _rowid_ranges(cur: Any, table: str) -> list[tuple[int, int]] | None:
         lo, hi = cur.fetch_arrow_table().to_pylist()[0].values()
     except Exception:  # noqa: BLE001 - a WITHOUT ROWID table or a view: no rowid ranges
         return None
-    workers = min(4, os.cpu_count() or 1)
+    workers = min(4, _native.threads())  # connections: replaykit's threads, at most 4
     if lo is None or hi is None or workers < 2 or hi - lo < _PARALLEL_MIN_ROWS:
         return None
     step = (hi - lo) // workers + 1
@@ -296,7 +296,7 @@ def _snapshot_sql(snapshot: str) -> str:
 
 def _ctid_ranges(cur: Any, table: str) -> list[tuple[int, int | None]] | None:
     """Split a large PostgreSQL table into one block range per core (None: one read)."""
-    workers = min(4, os.cpu_count() or 1)
+    workers = min(4, _native.threads())  # connections: replaykit's threads, at most 4
     if workers < 2:
         return None
     cur.execute(

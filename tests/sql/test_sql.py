@@ -758,7 +758,9 @@ def test_sqlite_parallel_rowid_ranges_read_the_same_rows(sqlite_uri, log, monkey
     calls = []
     real = rksql._rowid_ranges
     monkeypatch.setattr(rksql, "_rowid_ranges", lambda *a: calls.append(r := real(*a)) or r)
-    monkeypatch.setattr(rksql.os, "cpu_count", lambda: 3)
+    # three cores for the process (replaykit's thread count, _native.threads)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    monkeypatch.delenv("REPLAYKIT_THREADS", raising=False)
     got = read_sql(sqlite_uri, tenant_id=list(TENANTS))
     assert len(calls[-1]) == 3  # three ranges, three connections
     assert _ipc_bytes(_plain(got.table)) == _ipc_bytes(_plain(serial.table))
@@ -790,7 +792,9 @@ def test_postgres_parallel_block_ranges_read_the_same_rows(pg_uri, log, monkeypa
     write_sql(log, pg_uri)
     serial = read_sql(pg_uri, tenant_id=list(TENANTS))
     monkeypatch.setattr(rksql, "_PARALLEL_MIN_PAGES", 0)
-    monkeypatch.setattr(rksql.os, "cpu_count", lambda: 3)
+    # three cores for the process (replaykit's thread count, _native.threads)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    monkeypatch.delenv("REPLAYKIT_THREADS", raising=False)
     calls = []
     real = rksql._ctid_ranges
     monkeypatch.setattr(rksql, "_ctid_ranges", lambda *a: calls.append(r := real(*a)) or r)

@@ -4,8 +4,10 @@ A row: ``tenant_id``, ``chat_id``, ``sequence_number``, ``event_type``, ``payloa
 object), ``created_at`` (ISO-8601 text or epoch milliseconds), ``prev_hash``, ``row_hash``.
 See docs/formats.md for every event type and its mapping to the canonical columns.
 
-How JSONL is read (fast path, per block of ~16 MB, no Python loop over rows; two blocks are
-read at a time on worker threads, their rows are checked and quarantined in file order):
+How JSONL is read (fast path, per block of ~16 MB, less for a file of fewer than four blocks
+per thread; no Python loop over rows; as many blocks are read at a time on worker threads as
+replaykit has threads (``_native.threads()``), their rows are checked and quarantined in file
+order):
 
 1. Arrow's JSON reader parses every line once for the envelope scalars (this also checks
    that every line is valid JSON of the right types).
@@ -147,7 +149,6 @@ from ._shapes import (  # noqa: F401 (the old module's names, re-exported)
     _PATTERNS,
     _REQUIRED_COLUMNS,
     _STR,
-    _THREADS,
     _TYPED,
     EVENT_KINDS,
     FORMAT,
@@ -214,6 +215,7 @@ def read_pleach(
     tenant_id: str | Sequence[str] | None = None,
     errors: ErrorPolicy = "raise",
     progress: bool | None = None,
+    threads: int | None = None,
 ) -> EventLog:
     """Load pleach ``harness_event_log`` exports (JSONL or Parquet) into an EventLog.
 
@@ -245,6 +247,9 @@ def read_pleach(
         errors: ``"raise"`` stops at the first bad row with a LoadError; ``"quarantine"``
             puts each bad row, with its reason, in ``log.quarantine`` and keeps going.
         progress: show a progress bar over bytes (None: only when interactive).
+        threads: read on at most this many threads (None: every core the process may use,
+            capped by ``REPLAYKIT_THREADS``; see ``replaykit._base.native.threads``). The result
+            is the same on any count.
 
     Returns:
         An EventLog sorted by (tenant_id, run_id, seq).
@@ -259,6 +264,7 @@ def read_pleach(
         LoadError: ``reason="bad_tenant"``: ``tenant_id`` is given but an id in it breaks the
             tenant-id rule (:mod:`replaykit.tenancy`), or it is an empty list.
         ValueError: ``errors`` is not ``"raise"`` or ``"quarantine"``.
+        SettingError: ``threads`` or ``REPLAYKIT_THREADS`` is not a whole number >= 1.
 
     Example:
         >>> import replaykit as rk
@@ -272,7 +278,8 @@ def read_pleach(
     # allocates and frees hundreds of MB per second, and re-faulting those pages cost more
     # kernel time than the parsing itself. The system allocator reuses them. The previous
     # pool is restored on return (buffers remember the pool they came from).
-    with _system_memory_pool(), (gc_paused() if _native.enabled() else nullcontext()):
+    with _native.using_threads(threads), _system_memory_pool(), \
+            (gc_paused() if _native.enabled() else nullcontext()):
         # native path: the collector paused (the load makes few Python objects, none in
         # cycles; its collections were ~1% of the load's CPU)
         return _read_pleach(files, policy, tenants, progress)
@@ -284,6 +291,7 @@ def read_pleach_runs(
     tenant_id: str | Sequence[str] | None = None,
     errors: ErrorPolicy = "raise",
     progress: bool | None = None,
+    threads: int | None = None,
 ) -> RunSummary:
     """What ``replaykit summary`` asks of :func:`read_pleach`'s log, without the log: the
     same arguments, rows, checks, errors, quarantine and counts, but only the per-run numbers
@@ -291,7 +299,8 @@ def read_pleach_runs(
     policy = check_errors_arg(errors)
     tenants = _tenant_filter(tenant_id)
     files = expand_paths(path_or_glob, patterns=_PATTERNS)
-    with _system_memory_pool(), (gc_paused() if _native.enabled() else nullcontext()):
+    with _native.using_threads(threads), _system_memory_pool(), \
+            (gc_paused() if _native.enabled() else nullcontext()):
         quarantine = Quarantine(policy)
         prepare = partial(_summary_prepare, fallback=_prepare_block, make_block=_Block)
         parts, counts_rows = _read_files(files, quarantine, tenants, progress,
@@ -414,17 +423,19 @@ _COUNTS_SCHEMA = pa.schema(
 
 
 # ----------------------------------------------------------------------------- JSONL
-def _iter_blocks(path: Path, bar: Progress) -> Iterator[bytearray]:
-    """Yield blocks of ~_BLOCK bytes, each ending at a line end (a final one is added)."""
+def _iter_blocks(path: Path, bar: Progress, block: int | None = None) -> Iterator[bytearray]:
+    """Yield blocks of ~``block`` bytes (None: _BLOCK), each ending at a line end (a final
+    one is added)."""
+    block = _BLOCK if block is None else block
     with open(path, "rb") as fh:
         first = True
         left = _file_size(fh)
         while True:
             # a file smaller than a block gets a buffer of its size (+1 to see the end):
             # a 16 MB buffer zero-filled per small file was most of reading one
-            chunk = bytearray(min(_BLOCK, max(left, 0) + 1))
+            chunk = bytearray(min(block, max(left, 0) + 1))
             got = fh.readinto(chunk)
-            left = _BLOCK if got == len(chunk) else left - got  # it grew: full blocks again
+            left = block if got == len(chunk) else left - got  # it grew: full blocks again
             if not got:
                 return
             del chunk[got:]
@@ -444,6 +455,14 @@ def _iter_blocks(path: Path, bar: Progress) -> Iterator[bytearray]:
 _SLACK = 1 << 20  # room after a block's _BLOCK bytes for the rest of its last line
 
 
+def _file_size_of(path: Path) -> int:
+    """``path``'s size in bytes (0 when it cannot be told: the blocks are then full-size)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _file_size(fh: Any) -> int:
     """The bytes left to read in ``fh`` (a regular file's size; a pipe or a file that grows
     as it is read only changes how the blocks are cut, never which lines they hold)."""
@@ -453,39 +472,49 @@ def _file_size(fh: Any) -> int:
         return _BLOCK
 
 
-def _give_back(pool: list[bytearray], buf: bytearray) -> None:
-    """Return a block buffer to ``pool`` when it is a full-size one (a small file's own
-    buffer or a long line's block is not reused)."""
-    if len(buf) == _BLOCK + _SLACK:
+def _give_back(pool: list[bytearray], buf: bytearray, block: int | None = None) -> None:
+    """Return a block buffer to ``pool`` when it is a full-size one for blocks of ``block``
+    bytes (None: _BLOCK; a small file's own buffer or a long line's block is not reused)."""
+    if len(buf) == (_BLOCK if block is None else block) + _SLACK:
         pool.append(buf)
 
 
-def _iter_native_blocks(path: Path, bar: Progress, pool: list[bytearray]
-                        ) -> Iterator[tuple[bytearray, memoryview]]:
+def _block_size(size: int, threads: int) -> int:
+    """The block size for a file of ``size`` bytes read on ``threads`` threads: _BLOCK, or
+    less for a file of fewer than about four blocks per thread (down to 1 MB), so every
+    thread has blocks to read and the last ones do not leave the others idle."""
+    if threads <= 1:
+        return _BLOCK
+    return min(_BLOCK, max(1 << 20, -(-size // (4 * threads))))
+
+
+def _iter_native_blocks(path: Path, bar: Progress, pool: list[bytearray],
+                        block: int | None = None) -> Iterator[tuple[bytearray, memoryview]]:
     """_iter_blocks for the native path: the same blocks (a BOM blanked, a final line end
     added), each a view of a buffer taken from ``pool`` (buffers of _BLOCK + _SLACK bytes the
     caller hands back once a block is read), so the file is read into the same few buffers:
     no fresh pages, zero-filling or reallocation per block. A block whose last line does not
     fit the slack is a fresh bytearray; so is the rest of a file shorter than a block (its
     own size: a small file costs no 17 MB buffer). Only full-size buffers go back to the
-    pool."""
+    pool. ``block``: the block size (None: _BLOCK; buffers of ``block`` + _SLACK bytes)."""
+    block = _BLOCK if block is None else block
     with open(path, "rb") as fh:
         first = True
         left = _file_size(fh)
         while True:
             if pool:
                 buf = pool.pop()
-            elif left < _BLOCK:  # the file's rest fits: a buffer of its size (see above)
+            elif left < block:  # the file's rest fits: a buffer of its size (see above)
                 buf = bytearray(max(left, 0) + 2)
             else:
-                buf = bytearray(_BLOCK + _SLACK)
+                buf = bytearray(block + _SLACK)
             view = memoryview(buf)
-            want = min(_BLOCK, len(buf) - 1)
+            want = min(block, len(buf) - 1)
             got = fh.readinto(view[:want])
-            left = _BLOCK if got == want < _BLOCK else left - got  # it grew: full blocks again
+            left = block if got == want < block else left - got  # it grew: full blocks again
             if not got:
                 view.release()
-                _give_back(pool, buf)
+                _give_back(pool, buf, block)
                 return
             if first and buf.startswith(b"\xef\xbb\xbf"):
                 buf[:3] = b"   "  # a UTF-8 byte order mark: JSON whitespace, offsets kept
@@ -507,7 +536,7 @@ def _iter_native_blocks(path: Path, bar: Progress, pool: list[bytearray]
                     if not big.endswith(b"\n"):
                         big += b"\n"
                     view.release()
-                    _give_back(pool, buf)
+                    _give_back(pool, buf, block)
                     yield big, memoryview(big)
                     continue
             yield buf, view[:used]
@@ -576,22 +605,25 @@ def _read_jsonl(
     prepare: Any = None,
     check: Any = None,
 ) -> Iterator[_Part]:
-    # Blocks are read column-wise on two threads (Arrow and numpy release the GIL); the
-    # results are taken in file order, so row checks and quarantine stay sequential.
+    # Blocks are read column-wise on replaykit's threads (_native.threads(): Arrow, numpy
+    # and the native core release the GIL); the results are taken in file order, so row
+    # checks and quarantine stay sequential (on this thread).
     first_line = 1
     # the native path reads the file into a few reused buffers (handed back below, once the
     # block is read); the reference path reads a new bytearray per block
     buffers: list[bytearray] | None = [] if _native.enabled() else None
     prepare = _prepare_block if prepare is None else prepare
     check = _check_rows if check is None else check
-    with ThreadPoolExecutor(_THREADS) as pool:
+    n_threads = _native.threads()
+    block_size = _block_size(_file_size_of(path), n_threads)
+    with ThreadPoolExecutor(n_threads) as pool:
         pending: deque[Any] = deque()
-        blocks: Iterator[Any] = (_iter_blocks(path, bar) if buffers is None
-                                 else _iter_native_blocks(path, bar, buffers))
+        blocks: Iterator[Any] = (_iter_blocks(path, bar, block_size) if buffers is None
+                                 else _iter_native_blocks(path, bar, buffers, block_size))
         done = False
         # native path: one block more in flight than there are threads, so a thread finding
         # its block done picks up the next at once while this thread checks rows and reads on
-        depth = _THREADS if buffers is None else _THREADS + 1
+        depth = n_threads if buffers is None else n_threads + 1
         while True:
             while not done and len(pending) < depth:
                 block = next(blocks, None)
@@ -608,7 +640,7 @@ def _read_jsonl(
             blk = fut.result()
             if buf is not None:
                 view.release()
-                _give_back(buffers, buf)  # type: ignore[arg-type]
+                _give_back(buffers, buf, block_size)  # type: ignore[arg-type]
                 del buf, view
             lineno = blk.lineno + first_line
             first_line += blk.n_lines

@@ -85,8 +85,8 @@ def _finish(
         del env, typed, tenant, chat, seq, ts, line, src_idx
         table, child = _native_columns(state, source_names, big_columns, order, big_order)
         return _fill_derived(table, child), dup_by_source
-    # The big columns are copied into sorted order on two threads (Arrow's concatenation
-    # releases the GIL), starting now; the small columns are built here meanwhile.
+    # The big columns are copied into sorted order on replaykit's threads (Arrow's
+    # concatenation releases the GIL), starting now; the small columns are built here meanwhile.
 
     def copy_big(name: str) -> pa.Array | pa.ChunkedArray:
         typ = EVENTS_SCHEMA.field(name).type
@@ -95,7 +95,7 @@ def _finish(
         _release()
         return big if big.type == typ else big.cast(typ)
 
-    with ThreadPoolExecutor(2) as pool:
+    with ThreadPoolExecutor(min(_native.threads(), len(big_columns))) as pool:
         names = sorted(big_columns, key=lambda k: -big_columns[k].nbytes)
         copies = {name: pool.submit(copy_big, name) for name in names}
         cols = {**_type_and_kind(env.column("event_type")),

@@ -33,7 +33,6 @@ EVENT_KINDS: dict[str, str] = {
 _REQUIRED_COLUMNS = ("tenant_id", "chat_id", "sequence_number", "event_type", "payload")
 _PATTERNS = ("*.jsonl", "*.ndjson", "*.json", "*.parquet")
 _BLOCK = 16 << 20
-_THREADS = 2
 
 _STR = pa.string()
 _ENVELOPE_FIELDS = [

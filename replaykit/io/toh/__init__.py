@@ -43,6 +43,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ..._base import native as _native
 from ..._base.json import JSONDecodeError, gc_paused, loads
 from ...eventlog.log import EventLog
 from .._common import (
@@ -156,6 +157,7 @@ def read_toh(
     tenant_id: str | Sequence[str] | None = None,
     errors: ErrorPolicy = "raise",
     progress: bool | None = None,
+    threads: int | None = None,
 ) -> EventLog:
     """Load toh session logs into an :class:`~replaykit.EventLog`.
 
@@ -188,6 +190,9 @@ def read_toh(
             ``"quarantine"`` puts each bad line in ``log.quarantine`` with its reason
             (a file-level problem such as an empty file is one row with ``line`` null).
         progress: show a progress bar over bytes (None: only in terminals/notebooks).
+        threads: scan on at most this many threads (None: every core the process may use,
+            capped by ``REPLAYKIT_THREADS``; see ``replaykit._base.native.threads``). The result
+            is the same on any count.
 
     Returns:
         The events, sorted by (tenant_id, run_id, seq), with ``runs`` holding one row per
@@ -198,6 +203,7 @@ def read_toh(
             ``tenant_id=`` is given) or an id breaks the tenant-id rule
             (:mod:`replaykit.tenancy`).
         ValueError: ``errors`` is not "raise" or "quarantine".
+        SettingError: ``threads`` or ``REPLAYKIT_THREADS`` is not a whole number >= 1.
         FileNotFoundError: a path matches nothing.
         LoadError: (``errors="raise"``) a bad line: truncated JSON, invalid UTF-8, a line that
             is not an object, a missing/invalid header, a bad packed row, a bad or duplicate
@@ -219,7 +225,8 @@ def read_toh(
     total = sum(f.stat().st_size for f in files)
     # Decoding creates millions of short-lived containers; the cyclic GC would rescan them
     # over and over (about a third of the load time) while none of them can form a cycle.
-    with gc_paused(), Progress(total, desc="toh", unit="B", enabled=progress) as prog:
+    with _native.using_threads(threads), gc_paused(), \
+            Progress(total, desc="toh", unit="B", enabled=progress) as prog:
         for i, ctx in enumerate(ctxs, start=1):
             prog.next_file(ctx.path.name, i, len(ctxs))
             _read_file(ctx, acc, prog)
