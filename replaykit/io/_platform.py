@@ -18,7 +18,7 @@ from typing import Any
 from .._json import canonical_json
 from ..errors import LoadError
 from ._common import UNEXPECTED, Quarantine, compressed, unexpected_input, unreadable
-from ._records import bad, decode_json, head_text, json_lines
+from ._records import bad, decode_json, head_text, json_lines, raw_of
 
 __all__ = ["DuplicateRecordWarning", "Item", "Record", "dedupe", "first_of", "raw_of", "records",
            "sniff_records"]
@@ -47,12 +47,6 @@ def _decode_cell(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: _decode_cell(x) for k, x in v.items()}
     return v
-
-
-def _json_default(v: Any) -> Any:
-    if hasattr(v, "isoformat"):
-        return v.isoformat()
-    return str(v)
 
 
 def records(path: Path, fmt: str, quarantine: Quarantine,
@@ -181,17 +175,6 @@ def _table_records(table: Any) -> list[dict[str, Any]]:
     if not cols:
         return [{} for _ in range(table.num_rows)]
     return [dict(zip(names, v, strict=True)) for v in zip(*cols, strict=True)]
-
-
-def raw_of(raw: str | None, rec: dict[str, Any]) -> str | None:
-    """The raw text of a record for a quarantine row: the line as read, or (for CSV / Parquet
-    rows) the record as JSON."""
-    if raw is not None:
-        return raw
-    try:
-        return json.dumps(rec, default=_json_default)
-    except (TypeError, ValueError, RecursionError):
-        return None
 
 
 def _looks_like_record(doc: Mapping[str, Any]) -> bool:

@@ -8,7 +8,8 @@ row) into row dicts; :func:`rows_to_log` turns the row dicts of every file into 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from datetime import UTC
 from pathlib import Path
 from typing import Any
@@ -26,10 +27,10 @@ from .._json import (
 from ..errors import LoadError
 from ..eventlog.log import RUNS_SCHEMA, EventLog
 from ..schema import empty_events, events_table
-from ._common import Quarantine, compressed, is_int64, iter_lines, unreadable
+from ._common import UNEXPECTED, Quarantine, compressed, is_int64, iter_lines, unreadable
 
-__all__ = ["Row", "bad", "decode_json", "head_text", "json_lines", "line_error", "payload_of",
-           "rows_to_log", "text_of"]
+__all__ = ["Row", "bad", "decode_json", "guard", "head_text", "json_lines", "line_error",
+           "payload_of", "raw_of", "rows_to_log", "text_of"]
 
 Row = dict[str, Any]
 
@@ -138,6 +139,74 @@ def line_error(exc: BaseException, fmt: str, path: Path | str, line: int | None)
                f"could not be mapped: {type(exc).__name__}: {str(exc)[:200]}",
                fix="This record hits a case replaykit does not check yet; please report it. "
                    'Pass errors="quarantine" to load the other records.')
+
+
+def _json_default(v: Any) -> Any:
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    return str(v)
+
+
+def raw_of(raw: str | bytes | None, rec: dict[str, Any]) -> str | bytes | None:
+    """The raw text of a record for a quarantine row: the line as read, or (for CSV / Parquet
+    rows, read without one) the record as JSON."""
+    if raw is not None:
+        return raw
+    try:
+        return json.dumps(rec, default=_json_default)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+class guard:  # noqa: N801 - used as a statement: ``with guard(...):``
+    """One record mapped whole or quarantined whole: the readers' per-record guard.
+
+    ``with guard(quarantine, fmt, path, line, raw):`` around the mapping of one record (a
+    transcript line, an export's run / observation / span): a :class:`LoadError` it raises (a
+    specific check), or an error of :data:`~replaykit.io._common.UNEXPECTED` (the last-resort
+    guard: :func:`line_error`), becomes one quarantine row with the record's raw text (under
+    ``errors="raise"`` the LoadError is raised) and the reading goes on with the next record.
+    ``rec``: the record, whose JSON is the raw text when ``raw`` is None (CSV / Parquet rows;
+    encoded only when the record goes bad). ``undo``: called first, to take back what the
+    record's mapping changed (counters, rows already made), so a bad record leaves no trace.
+
+    Example:
+        >>> q = Quarantine("quarantine")
+        >>> with guard(q, "demo", "f.jsonl", 3, b"{}"):
+        ...     raise KeyError("type")
+        >>> q.rows[0]["reason"], q.rows[0]["line"]
+        ('unexpected_input', 3)
+
+    Raises:
+        LoadError: under ``errors="raise"``, the record's error (:meth:`Quarantine.bad`).
+    """
+
+    __slots__ = ("fmt", "line", "path", "quarantine", "raw", "rec", "undo")
+
+    def __init__(self, quarantine: Quarantine, fmt: str, path: Path | str, line: int | None,
+                 raw: str | bytes | None, rec: dict[str, Any] | None = None,
+                 undo: Callable[[], object] | None = None) -> None:
+        self.quarantine, self.fmt, self.path, self.line = quarantine, fmt, path, line
+        self.raw, self.rec, self.undo = raw, rec, undo
+
+    def __enter__(self) -> guard:
+        return self
+
+    def __exit__(self, typ: type[BaseException] | None, exc: BaseException | None,
+                 tb: object) -> bool:
+        if exc is None:
+            return False
+        if isinstance(exc, LoadError):
+            err = exc
+        elif isinstance(exc, UNEXPECTED):  # a last-resort guard; specific checks come first
+            err = line_error(exc, self.fmt, self.path, self.line)
+        else:
+            return False
+        if self.undo is not None:
+            self.undo()
+        raw = self.raw if self.rec is None else raw_of(self.raw, self.rec)
+        self.quarantine.bad(err, raw)
+        return True
 
 
 def payload_of(doc: Any, fmt: str, path: Path, line: int | None) -> str:

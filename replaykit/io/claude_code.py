@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from .._json import args_hash, canonical_json
-from ..errors import LoadError
 from ..eventlog.log import EventLog
 from ._common import (
     UNEXPECTED,
@@ -50,9 +49,9 @@ from ._common import (
 from ._records import (
     Row,
     bad,
+    guard,
     head_text,
     json_lines,
-    line_error,
     payload_of,
     rows_to_log,
     text_of,
@@ -198,14 +197,8 @@ def _file_rows(f: _File, quarantine: Quarantine) -> None:
                 last_stop[msg["id"]] = msg["stop_reason"]
     for lineno, raw, doc in lines:
         f.undo = None
-        try:
+        with guard(quarantine, FORMAT, f.path, lineno, raw, undo=f.rollback):
             _line_rows(f, lineno, doc, last_usage, last_stop)
-        except LoadError as exc:
-            f.rollback()
-            quarantine.bad(exc, raw)
-        except UNEXPECTED as exc:  # a last-resort guard, per line; specific checks come first
-            f.rollback()
-            quarantine.bad(line_error(exc, FORMAT, f.path, lineno), raw)
 
 
 def _line_rows(f: _File, lineno: int, doc: dict[str, Any], last_usage: dict[str, Any],

@@ -36,11 +36,11 @@ import json
 import os
 import re
 from collections.abc import Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from .._json import args_hash, canonical_json
-from ..errors import LoadError
 from ..eventlog.log import EventLog
 from ._common import (
     UNEXPECTED,
@@ -55,9 +55,9 @@ from ._common import (
 from ._records import (
     Row,
     bad,
+    guard,
     head_text,
     json_lines,
-    line_error,
     payload_of,
     rows_to_log,
     text_of,
@@ -237,15 +237,10 @@ def _file_rows(path: Path, quarantine: Quarantine) -> tuple[list[Row], dict[str,
 
     for lineno, raw, doc in lines:
         saved = {k: st[k] for k in ("turn", "step", "in_call", "call", "total")}
-        try:
+        # a quarantined line changes no turn, call or token total
+        with guard(quarantine, FORMAT, path, lineno, raw, undo=partial(st.update, saved)):
             rows.extend(_line_rows(path, src, sid, lineno, doc, st, has_tasks, has_ui_user,
                                    len(rows), originals.get(lineno, doc)))
-        except LoadError as exc:
-            st.update(saved)  # a quarantined line changes no turn, call or token total
-            quarantine.bad(exc, raw)
-        except UNEXPECTED as exc:  # a last-resort guard, per line; specific checks come first
-            st.update(saved)
-            quarantine.bad(line_error(exc, FORMAT, path, lineno), raw)
     if st["leading"]:
         _counts_to_next_call(rows)
     _move_usage(rows)

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from .._json import args_hash, canonical_json
-from ..errors import LoadError
 from ..eventlog.log import EventLog
 from ._common import (
     UNEXPECTED,
@@ -56,7 +55,7 @@ from ._records import (
     Row,
     bad,
     epoch_to_iso,
-    line_error,
+    guard,
     payload_of,
     rows_to_log,
     tokens,
@@ -377,7 +376,7 @@ def _trace_rows(trace_id: str, recs: list[Item], quarantine: Quarantine) -> list
     answered: set[str] = set()
     for k, (_, line, raw, rec, path) in enumerate(ordered):
         src = f"{FORMAT}:{path}"
-        try:
+        with guard(quarantine, FORMAT, path, line, raw, rec):  # per record
             oid = rec.get("id") if isinstance(rec.get("id"), str) else None
             otype = str(rec.get("type") or "SPAN").upper()
             doc = {key: v for key, v in rec.items() if key != "_record"}
@@ -473,10 +472,6 @@ def _trace_rows(trace_id: str, recs: list[Item], quarantine: Quarantine) -> list
                 kind = "error" if failed and otype == "EVENT" else "other"
                 rows.append({**base, "kind": kind, "turn": 1, "step": step or None,
                              "text": name, "payload": payload})
-        except LoadError as exc:
-            quarantine.bad(exc, raw_of(raw, rec))
-        except UNEXPECTED as exc:  # a last-resort guard, per record
-            quarantine.bad(line_error(exc, FORMAT, path, line), raw_of(raw, rec))
     return rows
 
 

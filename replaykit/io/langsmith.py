@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from .._json import args_hash, canonical_json
-from ..errors import LoadError
 from ..eventlog.log import EventLog
 from ._common import (
     UNEXPECTED,
@@ -46,7 +45,7 @@ from ._records import (
     Row,
     bad,
     epoch_to_iso,
-    line_error,
+    guard,
     payload_of,
     rows_to_log,
     tokens,
@@ -206,7 +205,7 @@ def _trace_rows(trace_id: str, runs: list[Item], quarantine: Quarantine) -> list
     root_end: tuple[Any, Any, bool] | None = None
     for _, line, raw, run, path in runs:
         src = f"{FORMAT}:{path}"
-        try:
+        with guard(quarantine, FORMAT, path, line, raw, run):  # per record
             rtype = run.get("run_type")
             rtype = rtype if isinstance(rtype, str) else "chain"
             rid = run.get("id") if isinstance(run.get("id"), str) else None
@@ -253,10 +252,6 @@ def _trace_rows(trace_id: str, runs: list[Item], quarantine: Quarantine) -> list
                              "text": name, "payload": payload})
                 if is_root and run.get("end_time") is not None:
                     root_end = (run.get("end_time"), err, bool(err))
-        except LoadError as exc:
-            quarantine.bad(exc, raw_of(raw, run))
-        except UNEXPECTED as exc:  # a last-resort guard, per record
-            quarantine.bad(line_error(exc, FORMAT, path, line), raw_of(raw, run))
     if root_end is not None:
         end, err, failed = root_end
         rows.append({"run_id": trace_id, "ts": _ts(end), "type": "trace_end",

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from .._json import args_hash, canonical_json
-from ..errors import LoadError
 from ..eventlog.log import EventLog
 from ._common import (
     UNEXPECTED,
@@ -45,7 +44,7 @@ from ._records import (
     Row,
     bad,
     epoch_to_iso,
-    line_error,
+    guard,
     payload_of,
     rows_to_log,
     text_of,
@@ -241,7 +240,7 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
     pending: list[tuple[str | None, str]] = []
     for _, line, raw, span, path in spans:
         src = f"{FORMAT}:{path}"
-        try:
+        with guard(quarantine, FORMAT, path, line, raw, span):  # per record
             sid = _ctx(span, "span_id")
             sid = str(sid) if sid is not None else None
             kind = _kind(span)
@@ -310,10 +309,6 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
                 rows.append({**base, "kind": "session" if root else "other",
                              "step": None if root else (step or None), "text": name,
                              "payload": payload})
-        except LoadError as exc:
-            quarantine.bad(exc, raw_of(raw, span))
-        except UNEXPECTED as exc:  # a last-resort guard, per record
-            quarantine.bad(line_error(exc, FORMAT, path, line), raw_of(raw, span))
     return rows
 
 
