@@ -37,14 +37,12 @@ from typing import Any
 from .._json import args_hash, canonical_json
 from ..eventlog.log import EventLog
 from ._common import (
-    UNEXPECTED,
     ErrorPolicy,
-    Progress,
     Quarantine,
+    each_file,
     expand_paths,
     keep_tenants,
     owner_and_filter,
-    unexpected_input,
 )
 from ._records import (
     Row,
@@ -177,7 +175,8 @@ class _File:
         return session, None
 
 
-def _file_rows(f: _File, quarantine: Quarantine) -> None:
+def _file_rows(f: _File, quarantine: Quarantine) -> _File:
+    """Read the lines of ``f``'s file into its rows and runs (returns ``f``)."""
     lines = list(json_lines(f.path, FORMAT, quarantine))
     for _, _, doc in lines:  # the file's session: for lines that name none (summaries)
         if isinstance(doc.get("sessionId"), str) and doc["sessionId"]:
@@ -199,6 +198,7 @@ def _file_rows(f: _File, quarantine: Quarantine) -> None:
         f.undo = None
         with guard(quarantine, FORMAT, f.path, lineno, raw, undo=f.rollback):
             _line_rows(f, lineno, doc, last_usage, last_stop)
+    return f
 
 
 def _line_rows(f: _File, lineno: int, doc: dict[str, Any], last_usage: dict[str, Any],
@@ -386,21 +386,12 @@ def read_claude_code(
     rows: list[Row] = []
     runs: list[dict[str, Any]] = []
     seqs: dict[str, int] = {}
-    with Progress(len(files), desc="read_claude_code", unit="file", enabled=progress) as bar:
-        for k, p in enumerate(files, start=1):
-            bar.next_file(p.name, k, len(files))
-            f = _File(p, tenant)
-            try:
-                _file_rows(f, quarantine)
-            except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
-                quarantine.bad(unexpected_input(exc, [str(p)]))
-                bar.update(1)
-                continue
-            for r in f.rows:  # a session split over files (resumed) continues its seq
-                r["seq"] += seqs.get(r["run_id"], 0)
-            for run_id, st in f.state.items():
-                seqs[run_id] = seqs.get(run_id, 0) + st["seq"]
-            rows.extend(f.rows)
-            runs.extend(f.runs.values())
-            bar.update(1)
+    for _, f in each_file(files, lambda p: _file_rows(_File(p, tenant), quarantine), quarantine,
+                          desc="read_claude_code", progress=progress):
+        for r in f.rows:  # a session split over files (resumed) continues its seq
+            r["seq"] += seqs.get(r["run_id"], 0)
+        for run_id, st in f.state.items():
+            seqs[run_id] = seqs.get(run_id, 0) + st["seq"]
+        rows.extend(f.rows)
+        runs.extend(f.runs.values())
     return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)

@@ -43,14 +43,12 @@ from typing import Any
 from .._json import args_hash, canonical_json
 from ..eventlog.log import EventLog
 from ._common import (
-    UNEXPECTED,
     ErrorPolicy,
-    Progress,
     Quarantine,
+    each_file,
     expand_paths,
     keep_tenants,
     owner_and_filter,
-    unexpected_input,
 )
 from ._records import (
     Row,
@@ -506,27 +504,18 @@ def read_codex(
     rows: list[Row] = []
     runs: list[dict[str, Any]] = []
     seen: dict[str, Path] = {}
-    with Progress(len(files), desc="read_codex", unit="file", enabled=progress) as bar:
-        for k, p in enumerate(files, start=1):
-            bar.next_file(p.name, k, len(files))
-            try:
-                frows, header = _file_rows(p, quarantine)
-            except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
-                quarantine.bad(unexpected_input(exc, [str(p)]))
-                bar.update(1)
-                continue
-            if header is not None:
-                first = seen.get(header["run_id"])
-                if first is not None:
-                    quarantine.bad(bad(FORMAT, p, None, "duplicate_session",
-                                       f"holds session {header['run_id']}, already loaded "
-                                       f"from {first}",
-                                       fix="Load one copy of the rollout (remove the other), "
-                                           'or pass errors="quarantine" to skip this one.'))
-                    bar.update(1)
-                    continue
-                seen[header["run_id"]] = p
-                rows.extend(frows)
-                runs.append(header)
-            bar.update(1)
+    for p, (frows, header) in each_file(files, lambda p: _file_rows(p, quarantine), quarantine,
+                                        desc="read_codex", progress=progress):
+        if header is None:
+            continue
+        first = seen.get(header["run_id"])
+        if first is not None:
+            quarantine.bad(bad(FORMAT, p, None, "duplicate_session",
+                               f"holds session {header['run_id']}, already loaded from {first}",
+                               fix="Load one copy of the rollout (remove the other), "
+                                   'or pass errors="quarantine" to skip this one.'))
+            continue
+        seen[header["run_id"]] = p
+        rows.extend(frows)
+        runs.append(header)
     return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)
