@@ -29,20 +29,16 @@ from typing import Any
 from .._json import args_hash, canonical_json
 from ..eventlog.log import EventLog
 from ._common import (
-    UNEXPECTED,
     ErrorPolicy,
-    Progress,
     Quarantine,
     expand_paths,
     keep_tenants,
     owner_and_filter,
-    unexpected_input,
 )
 from ._messages import decode_arguments, read_reply
-from ._platform import Item, dedupe, raw_of, records, sniff_records, trace_runs
+from ._platform import Item, read_traces, sniff_records
 from ._records import (
     Row,
-    bad,
     epoch_to_iso,
     guard,
     payload_of,
@@ -342,41 +338,28 @@ def read_phoenix(
     tenant, wanted = owner_and_filter(owner, tenant_id, fmt=FORMAT)
     quarantine = Quarantine(errors, tenant_id=tenant)
     files = expand_paths(path, patterns=_PATTERNS)
-    rows: list[Row] = []
-    runs: list[dict[str, Any]] = []
     # spans of each trace across every file: a trace split over files is one run, and a
     # trace exported twice is read once (dedupe)
-    traces: dict[str, list[Item]] = {}
-    meta: dict[str, dict[str, Any]] = {}
-    n = 0
-    with Progress(len(files), desc="read_phoenix", unit="file", enabled=progress) as bar:
-        for k, p in enumerate(files, start=1):
-            bar.next_file(p.name, k, len(files))
-            try:
-                for line, raw, span in records(p, FORMAT, quarantine, _unwrap):
-                    n += 1
-                    tid = _ctx(span, "trace_id")
-                    if tid is None or not str(tid):
-                        quarantine.bad(bad(FORMAT, p, line, "missing_trace",
-                                           "is a span without 'context.trace_id'",
-                                           field="context.trace_id"), raw_of(raw, span))
-                        continue
-                    tid = str(tid)
-                    traces.setdefault(tid, []).append((n, line, raw, span, p))
-                    m = meta.setdefault(tid, {"format": FORMAT, "file": str(p)})
-                    if not span.get("parent_id"):
-                        m.setdefault("name", span.get("name"))
-                        sess = attr(span, "session.id")
-                        if sess is not None:
-                            m.setdefault("session_id", sess)
-            except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
-                quarantine.bad(unexpected_input(exc, [str(p)]))
-            bar.update(1)
-    traces = dedupe(traces, _span_key, FORMAT, quarantine, "span")
-    more, more_runs = trace_runs(traces, _trace_rows, meta, FORMAT, quarantine)
-    rows.extend(more)
-    runs.extend(more_runs)
+    rows, runs = read_traces(files, FORMAT, quarantine, progress=progress, unwrap=_unwrap,
+                             trace_of=_trace_of, note=_note, key_of=_span_key, what="span",
+                             missing=("is a span without 'context.trace_id'",
+                                      "context.trace_id"), trace_rows=_trace_rows)
     return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)
+
+
+def _trace_of(span: dict[str, Any]) -> str | None:
+    """A span's trace (``context.trace_id``, as text)."""
+    tid = _ctx(span, "trace_id")
+    return str(tid) if tid is not None else None
+
+
+def _note(span: dict[str, Any], attrs: dict[str, Any]) -> None:
+    """A root span's name and session, in its trace's run attrs."""
+    if not span.get("parent_id"):
+        attrs.setdefault("name", span.get("name"))
+        sess = attr(span, "session.id")
+        if sess is not None:
+            attrs.setdefault("session_id", sess)
 
 
 def _span_key(span: dict[str, Any]) -> Any:
