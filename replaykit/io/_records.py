@@ -20,6 +20,7 @@ from .._json import (
     JSONDecodeError,
     JSONLoneSurrogate,
     JSONTooDeep,
+    args_hash,
     canonical_json,
     loads,
     lone_surrogate_line,
@@ -29,8 +30,8 @@ from ..eventlog.log import RUNS_SCHEMA, EventLog
 from ..schema import empty_events, events_table
 from ._common import UNEXPECTED, Quarantine, compressed, is_int64, iter_lines, unreadable
 
-__all__ = ["Row", "bad", "decode_json", "guard", "head_text", "json_lines", "line_error",
-           "payload_of", "raw_of", "rows_to_log", "text_of"]
+__all__ = ["Row", "bad", "decode_json", "first_line", "guard", "head_text", "json_lines",
+           "line_error", "payload_of", "raw_of", "rows_to_log", "text_of", "tool_rows"]
 
 Row = dict[str, Any]
 
@@ -68,6 +69,30 @@ def head_text(path: Path, n: int = 8192) -> bytes | None:
             return fh.read(n)
     except OSError:
         return None
+
+
+def first_line(head: bytes) -> tuple[bytes, dict[str, Any] | None] | None:
+    r"""The first non-blank line of a JSON Lines file's head (a byte-order mark skipped) and
+    the object it holds: None for the object when the line is not one (not JSON, cut short
+    by the head read, or another JSON value); None when the head holds no line at all.
+
+    For the transcript readers' ``sniff``, which look at line 1 only.
+
+    Example:
+        >>> first_line(b'\n{"type": "user"}\n{"type": "assistant"}')
+        (b'{"type": "user"}', {'type': 'user'})
+        >>> first_line(b'{"type": "us'), first_line(b"  \n")
+        ((b'{"type": "us', None), None)
+    """
+    for raw in head.lstrip(b"\xef\xbb\xbf").split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            doc = json.loads(raw)
+        except (ValueError, RecursionError):
+            return raw, None
+        return raw, doc if isinstance(doc, dict) else None
+    return None
 
 
 def json_lines(path: Path, fmt: str, quarantine: Quarantine
@@ -218,6 +243,27 @@ def payload_of(doc: Any, fmt: str, path: Path, line: int | None) -> str:
     except (TypeError, ValueError) as exc:
         raise bad(fmt, path, line, "bad_value", f"holds a value JSON cannot encode ({exc})"
                   ) from None
+
+
+def tool_rows(base: Row, ref: str | None, name: str | None, args: Any, *, step: int | None,
+              payload: str, result: dict[str, Any], ended: str | None, text: str | None,
+              fmt: str, path: Path, line: int | None) -> list[Row]:
+    """The two rows of one recorded tool execution (a platform export's tool span or run):
+    its ``tool_call`` (``args``, None read as ``{}``: ``args_hash`` and canonical JSON text;
+    ``payload``: the record's) and its ``tool_result`` (at ``ended``, else the call's time;
+    ``text``; its payload the ``result`` document). Both take ``base``'s columns, share
+    ``ref_id`` and ``tool_name``, and sit at ``step``; the result has no event id of its own.
+
+    Raises:
+        LoadError: ``too_deep`` / ``bad_value`` when ``result`` cannot be encoded as JSON.
+    """
+    args = args if args is not None else {}
+    return [{**base, "kind": "tool_call", "ref_id": ref, "tool_name": name, "step": step,
+             "is_error": False, "args_hash": args_hash(args), "text": canonical_json(args),
+             "payload": payload},
+            {**base, "kind": "tool_result", "ref_id": ref, "tool_name": name, "step": step,
+             "event_id": None, "ts": ended or base["ts"], "text": text,
+             "payload": payload_of(result, fmt, path, line)}]
 
 
 def text_of(content: Any) -> str | None:

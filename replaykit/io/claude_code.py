@@ -47,6 +47,7 @@ from ._common import (
 from ._records import (
     Row,
     bad,
+    first_line,
     guard,
     head_text,
     json_lines,
@@ -99,7 +100,8 @@ def sniff(path: Path) -> str | None:
     head = head_text(p, 1 << 16)
     if head is None:
         return "cannot be read"
-    first = _first_object(head)
+    line = first_line(head)
+    first = line[1] if line is not None else None
     if first is None:
         if b"\n" not in head.strip() and _CUT_HEAD.search(head) and _CUT_KEYS.search(head):
             return None  # a first line longer than the head read, in Claude Code's shape
@@ -110,20 +112,6 @@ def sniff(path: Path) -> str | None:
     if typ in ("file-history-snapshot", "queue-operation") or any(k in first for k in _MARKERS):
         return None
     return "line 1 has none of Claude Code's keys (sessionId, parentUuid, leafUuid)"
-
-
-def _first_object(head: bytes) -> dict[str, Any] | None:
-    import json
-
-    for raw in head.lstrip(b"\xef\xbb\xbf").split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            doc = json.loads(raw)
-        except (ValueError, RecursionError):
-            return None
-        return doc if isinstance(doc, dict) else None
-    return None
 
 
 #: user-line texts Claude Code writes itself: the output of a local command (no turn)

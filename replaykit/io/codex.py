@@ -53,6 +53,7 @@ from ._common import (
 from ._records import (
     Row,
     bad,
+    first_line,
     guard,
     head_text,
     json_lines,
@@ -94,27 +95,23 @@ def sniff(path: Path) -> str | None:
     head = head_text(p, 1 << 16)
     if head is None:
         return "cannot be read"
-    for raw in head.lstrip(b"\xef\xbb\xbf").split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            doc = json.loads(raw)
-        except (ValueError, RecursionError):
-            if re.match(rb'\s*\{"timestamp":"[^"]*","type":"session_meta"', raw) or \
-                    re.match(rb'\s*\{"id":"[^"]*","timestamp":"[^"]*","instructions":', raw):
-                return None  # a long first line cut by the head read
-            return "line 1 is not a JSON object"
-        if not isinstance(doc, dict):
-            return "line 1 is not a JSON object"
-        if doc.get("type") in LINE_TYPES and "payload" in doc:
-            return None
-        if _legacy_meta(doc):
-            return None  # the mid-2025 layout: a bare session header, then bare items
-        return (f"line 1 is not a rollout line (type={doc.get('type')!r}; expected "
-                "session_meta, response_item, event_msg, turn_context or compacted with a "
-                "payload, or the mid-2025 layout's session header {id, timestamp, "
-                "instructions})")
-    return "the file is empty"
+    line = first_line(head)
+    if line is None:
+        return "the file is empty"
+    raw, doc = line
+    if doc is None:
+        if re.match(rb'\s*\{"timestamp":"[^"]*","type":"session_meta"', raw) or \
+                re.match(rb'\s*\{"id":"[^"]*","timestamp":"[^"]*","instructions":', raw):
+            return None  # a long first line cut by the head read
+        return "line 1 is not a JSON object"
+    if doc.get("type") in LINE_TYPES and "payload" in doc:
+        return None
+    if _legacy_meta(doc):
+        return None  # the mid-2025 layout: a bare session header, then bare items
+    return (f"line 1 is not a rollout line (type={doc.get('type')!r}; expected "
+            "session_meta, response_item, event_msg, turn_context or compacted with a "
+            "payload, or the mid-2025 layout's session header {id, timestamp, "
+            "instructions})")
 
 
 _LEGACY_META_KEYS = {"id", "timestamp", "instructions", "git"}

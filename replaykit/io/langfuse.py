@@ -55,6 +55,7 @@ from ._records import (
     payload_of,
     rows_to_log,
     tokens,
+    tool_rows,
 )
 
 __all__ = ["FORMAT", "OBSERVATION_TYPES", "read_langfuse", "sniff"]
@@ -448,22 +449,15 @@ def _trace_rows(trace_id: str, recs: list[Item], quarantine: Quarantine) -> list
                 args = decode_arguments(rec.get("input"))
                 if args is None and oid in asked:  # the span keeps no input: the call's
                     args = asked[oid][1]
-                args = args if args is not None else {}
                 name = _tool_name(rec)
-                rows.append({**base, "kind": "tool_call", "ref_id": oid, "tool_name": name,
-                             "turn": 1, "step": step or None, "is_error": False,
-                             "args_hash": args_hash(args), "text": canonical_json(args),
-                             "payload": payload})
                 end = first_of(rec, "endTime", "end_time")
                 result = {"id": oid, "part": "result", "name": name, "endTime": end,
                           "output": rec.get("output"), "level": rec.get("level"),
                           "statusMessage": first_of(rec, "statusMessage", "status_message")}
-                rows.append({**base, "kind": "tool_result", "ref_id": oid, "tool_name": name,
-                             "turn": 1, "step": step or None, "event_id": None,
-                             "ts": _ts(end) or base["ts"],
-                             "text": result["statusMessage"] if failed else
-                             result_text(rec.get("output")),
-                             "payload": payload_of(result, FORMAT, path, line)})
+                rows.extend(tool_rows(
+                    {**base, "turn": 1}, oid, name, args, step=step or None, payload=payload,
+                    result=result, ended=_ts(end), text=result["statusMessage"] if failed
+                    else result_text(rec.get("output")), fmt=FORMAT, path=path, line=line))
             else:
                 kind = "error" if failed and otype == "EVENT" else "other"
                 rows.append({**base, "kind": kind, "turn": 1, "step": step or None,

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._json import args_hash, canonical_json
+from .._json import canonical_json
 from ..eventlog.log import EventLog
 from ._common import (
     ErrorPolicy,
@@ -45,6 +45,7 @@ from ._records import (
     payload_of,
     rows_to_log,
     tokens,
+    tool_rows,
 )
 
 __all__ = ["FORMAT", "RUN_TYPES", "read_langsmith", "sniff"]
@@ -228,20 +229,15 @@ def _trace_rows(trace_id: str, runs: list[Item], quarantine: Quarantine) -> list
                              "text": _output_text(run.get("outputs")) if not err else
                              str(err)[:2000], "payload": payload})
             elif rtype == "tool":
-                args = decode_arguments(run.get("inputs"))
-                args = args if args is not None else {}
-                rows.append({**base, "type": "tool", "kind": "tool_call", "ref_id": rid,
-                             "step": step or None, "tool_name": name, "is_error": False,
-                             "args_hash": args_hash(args), "text": canonical_json(args),
-                             "payload": payload})
                 result = {"id": rid, "part": "result", "name": name,
                           "end_time": run.get("end_time"), "outputs": run.get("outputs"),
                           "error": err}
-                rows.append({**base, "type": "tool", "kind": "tool_result", "ref_id": rid,
-                             "ts": _ts(run.get("end_time")) or base["ts"], "step": step or None,
-                             "tool_name": name, "event_id": None,
-                             "text": str(err) if err else _output_text(run.get("outputs")),
-                             "payload": payload_of(result, FORMAT, path, line)})
+                rows.extend(tool_rows(
+                    {**base, "type": "tool"}, rid, name, decode_arguments(run.get("inputs")),
+                    step=step or None, payload=payload, result=result,
+                    ended=_ts(run.get("end_time")),
+                    text=str(err) if err else _output_text(run.get("outputs")), fmt=FORMAT,
+                    path=path, line=line))
             else:
                 rows.append({**base, "type": rtype, "kind": "session" if is_root else "other",
                              "step": None if is_root else (step or None),

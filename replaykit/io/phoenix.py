@@ -26,7 +26,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._json import args_hash, canonical_json
 from ..eventlog.log import EventLog
 from ._common import (
     ErrorPolicy,
@@ -45,6 +44,7 @@ from ._records import (
     rows_to_log,
     text_of,
     tokens,
+    tool_rows,
 )
 
 __all__ = ["FINISH", "FORMAT", "SPAN_KINDS", "attr", "listed", "read_phoenix", "sniff"]
@@ -281,25 +281,19 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
                 # the tool's parameter schema, read only when there is no input.value
                 args = decode_arguments(attr(span, "input.value") or attr(
                     span, "tool.parameters"))
-                args = args if args is not None else {}
                 cid = attr(span, "tool_call.id")
                 if not isinstance(cid, str) or not cid:
                     hit = next((i for i, (n, _) in enumerate(pending) if n == tname), None)
                     cid = pending.pop(hit)[1] if hit is not None else sid
-                rows.append({**base, "kind": "tool_call", "ref_id": cid, "tool_name": tname,
-                             "step": step or None, "is_error": False,
-                             "args_hash": args_hash(args), "text": canonical_json(args),
-                             "payload": payload})
                 output = attr(span, "output.value")
                 result = {"span_id": sid, "part": "result", "end_time": span.get("end_time"),
                           "output": output, "status_code": span.get("status_code"),
                           "status_message": span.get("status_message")}
-                rows.append({**base, "kind": "tool_result", "ref_id": cid, "tool_name": tname,
-                             "step": step or None, "event_id": None,
-                             "ts": _ts(span.get("end_time")) or base["ts"],
-                             "text": span.get("status_message") if failed else (
-                                 output if isinstance(output, str) else text_of(output)),
-                             "payload": payload_of(result, FORMAT, path, line)})
+                rows.extend(tool_rows(
+                    base, cid, tname, args, step=step or None, payload=payload, result=result,
+                    ended=_ts(span.get("end_time")), text=span.get("status_message") if failed
+                    else (output if isinstance(output, str) else text_of(output)),
+                    fmt=FORMAT, path=path, line=line))
             else:
                 root = not span.get("parent_id")
                 rows.append({**base, "kind": "session" if root else "other",
