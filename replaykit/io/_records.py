@@ -31,7 +31,8 @@ from ..schema import empty_events, events_table
 from ._common import UNEXPECTED, Quarantine, compressed, is_int64, iter_lines, unreadable
 
 __all__ = ["Row", "bad", "decode_json", "first_line", "guard", "head_text", "json_lines",
-           "line_error", "payload_of", "raw_of", "rows_to_log", "text_of", "tool_rows"]
+           "jsonl_head", "line_error", "payload_of", "raw_of", "rows_to_log", "text_of",
+           "tool_rows"]
 
 Row = dict[str, Any]
 
@@ -93,6 +94,24 @@ def first_line(head: bytes) -> tuple[bytes, dict[str, Any] | None] | None:
             return raw, None
         return raw, doc if isinstance(doc, dict) else None
     return None
+
+
+def jsonl_head(path: Path | str) -> tuple[bytes, tuple[bytes, dict[str, Any] | None] | None] | str:
+    """The head (64 KiB) of a ``.jsonl`` file and its line 1 (:func:`first_line`), or why
+    the file is not looked at: its extension is not ``.jsonl``, or it cannot be read. For the
+    transcript readers' ``sniff``.
+
+    Example:
+        >>> jsonl_head("notes.txt")
+        "extension '.txt' is not .jsonl"
+    """
+    p = Path(path)
+    if p.suffix.lower() != ".jsonl":
+        return f"extension {p.suffix or '(none)'!r} is not .jsonl"
+    head = head_text(p, 1 << 16)
+    if head is None:
+        return "cannot be read"
+    return head, first_line(head)
 
 
 def json_lines(path: Path, fmt: str, quarantine: Quarantine

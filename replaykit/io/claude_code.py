@@ -47,10 +47,9 @@ from ._common import (
 from ._records import (
     Row,
     bad,
-    first_line,
     guard,
-    head_text,
     json_lines,
+    jsonl_head,
     payload_of,
     rows_to_log,
     text_of,
@@ -94,13 +93,10 @@ def sniff(path: Path) -> str | None:
     >>> sniff(Path("tests/data/claude_code/spotter/short.jsonl")) is None
     True
     """
-    p = Path(path)
-    if p.suffix.lower() != ".jsonl":
-        return f"extension {p.suffix or '(none)'!r} is not .jsonl"
-    head = head_text(p, 1 << 16)
-    if head is None:
-        return "cannot be read"
-    line = first_line(head)
+    read = jsonl_head(path)
+    if isinstance(read, str):
+        return read
+    head, line = read
     first = line[1] if line is not None else None
     if first is None:
         if b"\n" not in head.strip() and _CUT_HEAD.search(head) and _CUT_KEYS.search(head):

@@ -53,10 +53,9 @@ from ._common import (
 from ._records import (
     Row,
     bad,
-    first_line,
     guard,
-    head_text,
     json_lines,
+    jsonl_head,
     payload_of,
     rows_to_log,
     text_of,
@@ -89,13 +88,10 @@ def sniff(path: Path) -> str | None:
     ...            "019c8a70-dda7-7f33-98ea-f30553347322.jsonl")) is None
     True
     """
-    p = Path(path)
-    if p.suffix.lower() != ".jsonl":
-        return f"extension {p.suffix or '(none)'!r} is not .jsonl"
-    head = head_text(p, 1 << 16)
-    if head is None:
-        return "cannot be read"
-    line = first_line(head)
+    read = jsonl_head(path)
+    if isinstance(read, str):
+        return read
+    _, line = read
     if line is None:
         return "the file is empty"
     raw, doc = line
