@@ -11,10 +11,11 @@ and the replay engine.
 
 from __future__ import annotations
 
-import importlib as _importlib
 import sys as _sys
 import types as _types
 import typing as _typing
+
+from .._base.delegates import lazy_exports
 
 if _typing.TYPE_CHECKING:
     from ._dask import dask_compare
@@ -76,13 +77,4 @@ class _Package(_types.ModuleType):
 _sys.modules[__name__].__class__ = _Package
 
 
-def __getattr__(name: str) -> object:
-    if name in _EXPORTS:
-        value = getattr(_importlib.import_module(_EXPORTS[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

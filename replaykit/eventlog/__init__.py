@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-import importlib as _importlib
 import typing as _typing
+
+from .._base.delegates import lazy_exports
 
 if _typing.TYPE_CHECKING:
     from ._runs import RunKey
@@ -29,14 +30,4 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> object:
-    """Import the module behind a public name on first use (PEP 562)."""
-    if name in _EXPORTS:
-        value = getattr(_importlib.import_module(_EXPORTS[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

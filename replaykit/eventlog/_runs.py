@@ -3,33 +3,20 @@ grain)."""
 
 from __future__ import annotations
 
-import types
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._base.delegates import lazy_module
 from ..schema import run_starts
 from ..tenancy import compact_dictionaries
 
 if TYPE_CHECKING:
     import pandas as pd
-    import pyarrow.dataset as ds
-else:
-
-    class _OnUse(types.ModuleType):
-        """A module imported on first use of one of its names: loading a log and the
-        ``replaykit summary`` table need neither pandas nor ``pyarrow.dataset`` (which
-        imports pandas); pandas is about half of the command's start-up."""
-
-        def __getattr__(self, name: str) -> Any:
-            import importlib
-
-            return getattr(importlib.import_module(self.__name__), name)
-
-    pd = _OnUse("pandas")
-    ds = _OnUse("pyarrow.dataset")
+else:  # imported on first use (pandas is about half of the command line's start-up)
+    pd = lazy_module("pandas")
 
 __all__ = ["RunKey"]
 

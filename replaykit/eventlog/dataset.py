@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import types
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._base.delegates import lazy_module
 from ..errors import LoadError, refuse_special_file
 from ..schema import EVENTS_SCHEMA, QUARANTINE_SCHEMA, empty_events
 from ..tenancy import (
@@ -30,20 +30,9 @@ from .log import RUNS_SCHEMA, TENANT_KEY, EventLog, _as_quarantine
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow.dataset as ds
-else:
-
-    class _OnUse(types.ModuleType):
-        """A module imported on first use of one of its names: loading a log and the
-        ``replaykit summary`` table need neither pandas nor ``pyarrow.dataset`` (which
-        imports pandas); pandas is about half of the command's start-up."""
-
-        def __getattr__(self, name: str) -> Any:
-            import importlib
-
-            return getattr(importlib.import_module(self.__name__), name)
-
-    pd = _OnUse("pandas")
-    ds = _OnUse("pyarrow.dataset")
+else:  # imported on first use (pandas is about half of the command line's start-up)
+    pd = lazy_module("pandas")
+    ds = lazy_module("pyarrow.dataset")
 
 __all__ = ["read_parquet"]
 

@@ -6,7 +6,6 @@ import heapq
 import html
 import os
 import re
-import types
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -16,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._base.delegates import provider
+from .._base.delegates import lazy_module, provider
 from ..errors import SchemaError
 from ..schema import (
     EVENTS_SCHEMA,
@@ -40,21 +39,8 @@ from ._runs import RunKey, _distinct_strings, _RunIndex, _segment_sums, _str_val
 
 if TYPE_CHECKING:
     import pandas as pd
-    import pyarrow.dataset as ds
-else:
-
-    class _OnUse(types.ModuleType):
-        """A module imported on first use of one of its names: loading a log and the
-        ``replaykit summary`` table need neither pandas nor ``pyarrow.dataset`` (which
-        imports pandas); pandas is about half of the command's start-up."""
-
-        def __getattr__(self, name: str) -> Any:
-            import importlib
-
-            return getattr(importlib.import_module(self.__name__), name)
-
-    pd = _OnUse("pandas")
-    ds = _OnUse("pyarrow.dataset")
+else:  # imported on first use (pandas is about half of the command line's start-up)
+    pd = lazy_module("pandas")
 
 __all__ = ["EventLog", "RUNS_SCHEMA", "concat"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import glob as _glob
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pyarrow as pa
 
@@ -27,6 +27,7 @@ __all__ = [
     "Progress",
     "Quarantine",
     "SpecialFileWarning",
+    "each_file",
     "expand_paths",
     "iter_lines",
     "keep_tenants",
@@ -146,6 +147,42 @@ def unexpected_input(exc: BaseException, sources: Iterable[str]) -> LoadError:
         fix="This input hits a case replaykit does not check yet; please report it with the "
             "file. Loading the files one by one shows which one it is.",
     )
+
+
+_T = TypeVar("_T")
+
+
+def each_file(files: Sequence[Path], read: Callable[[Path], _T], quarantine: Quarantine, *,
+              desc: str, progress: bool | None) -> Iterator[tuple[Path, _T]]:
+    """``(path, read(path))`` for each file in turn, under a progress bar over the files.
+
+    The readers' per-file guard: an error of :data:`UNEXPECTED` that no specific check of
+    ``read`` caught is one quarantine row naming the file (:func:`unexpected_input`; raised
+    under ``errors="raise"``) and the file yields nothing; what ``read`` had already done
+    stays done. The caller's use of each result runs outside the guard.
+
+    Example:
+        >>> q = Quarantine("quarantine")
+        >>> sizes = {"b.jsonl": 2}
+        >>> [n for _, n in each_file([Path("a.jsonl"), Path("b.jsonl")],
+        ...                          lambda p: sizes[p.name], q, desc="demo", progress=False)]
+        [2]
+        >>> q.rows[0]["reason"], q.rows[0]["source"]
+        ('unexpected_input', 'a.jsonl')
+
+    Raises:
+        LoadError: under ``errors="raise"``, for a file ``read`` fails on unexpectedly.
+    """
+    with Progress(len(files), desc=desc, unit="file", enabled=progress) as bar:
+        for k, p in enumerate(files, start=1):
+            bar.next_file(p.name, k, len(files))
+            try:
+                out = read(p)
+            except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
+                quarantine.bad(unexpected_input(exc, [str(p)]))
+            else:
+                yield p, out
+            bar.update(1)
 
 
 def unreadable(source: str, exc: OSError) -> LoadError:

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .._base.json import canonical_json
 from ..errors import LoadError
-from ._common import UNEXPECTED, Quarantine, compressed, unexpected_input, unreadable
-from ._records import bad, decode_json, head_text, json_lines
+from ._common import UNEXPECTED, Quarantine, compressed, each_file, unexpected_input, unreadable
+from ._records import bad, decode_json, head_text, json_lines, raw_of
 
-__all__ = ["DuplicateRecordWarning", "Item", "Record", "dedupe", "first_of", "raw_of", "records",
-           "sniff_records"]
+__all__ = ["DuplicateRecordWarning", "Item", "Record", "dedupe", "first_of", "raw_of",
+           "read_traces", "records", "sniff_records"]
 
 Record = tuple[int | None, str | None, dict[str, Any]]
 
@@ -47,12 +47,6 @@ def _decode_cell(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: _decode_cell(x) for k, x in v.items()}
     return v
-
-
-def _json_default(v: Any) -> Any:
-    if hasattr(v, "isoformat"):
-        return v.isoformat()
-    return str(v)
 
 
 def records(path: Path, fmt: str, quarantine: Quarantine,
@@ -181,17 +175,6 @@ def _table_records(table: Any) -> list[dict[str, Any]]:
     if not cols:
         return [{} for _ in range(table.num_rows)]
     return [dict(zip(names, v, strict=True)) for v in zip(*cols, strict=True)]
-
-
-def raw_of(raw: str | None, rec: dict[str, Any]) -> str | None:
-    """The raw text of a record for a quarantine row: the line as read, or (for CSV / Parquet
-    rows) the record as JSON."""
-    if raw is not None:
-        return raw
-    try:
-        return json.dumps(rec, default=_json_default)
-    except (TypeError, ValueError, RecursionError):
-        return None
 
 
 def _looks_like_record(doc: Mapping[str, Any]) -> bool:
@@ -349,3 +332,47 @@ def trace_runs(traces: dict[str, list[Item]], trace_rows: Callable[..., list[dic
             runs.append({"run_id": tid, "format": fmt, "source": trows[0]["source"],
                          "created_at": trows[0]["ts"], "attrs": meta[tid]})
     return rows, runs
+
+
+def read_traces(files: Sequence[Path], fmt: str, quarantine: Quarantine, *,
+                progress: bool | None, unwrap: Callable[[Any], list[Any] | None],
+                trace_of: Callable[[dict[str, Any]], Any], missing: tuple[str, str],
+                note: Callable[[dict[str, Any], dict[str, Any]], None],
+                key_of: Callable[[dict[str, Any]], Any], what: str,
+                trace_rows: Callable[..., list[dict[str, Any]]],
+                merge: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any] | None]
+                | None = None, number: bool = True
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The event rows and the runs table rows of a platform export's files: one run per trace.
+
+    The records of every file (:func:`records`, with the format's ``unwrap``) are grouped by
+    trace (``trace_of(record)``), across files: a trace whose records sit in several files is
+    one run. A record with no trace id is quarantined as ``missing_trace`` (``missing``: its
+    detail and field). ``note(record, attrs)`` adds what a record says about its trace to the
+    run's ``attrs`` (which start as ``{"format", "file"}``). Copies of one record are then
+    kept once (:func:`dedupe` with ``key_of``, ``what`` and ``merge``) and each trace is
+    mapped to rows by :func:`trace_runs` (``trace_rows``, ``number``).
+
+    Raises:
+        LoadError: under ``errors="raise"``, the first bad record or file.
+    """
+    traces: dict[str, list[Item]] = {}
+    meta: dict[str, dict[str, Any]] = {}
+    n = 0
+
+    def read(p: Path) -> None:
+        nonlocal n
+        for line, raw, rec in records(p, fmt, quarantine, unwrap):
+            n += 1
+            tid = trace_of(rec)
+            if not isinstance(tid, str) or not tid:
+                quarantine.bad(bad(fmt, p, line, "missing_trace", missing[0], field=missing[1]),
+                               raw_of(raw, rec))
+                continue
+            traces.setdefault(tid, []).append((n, line, raw, rec, p))
+            note(rec, meta.setdefault(tid, {"format": fmt, "file": str(p)}))
+
+    for _ in each_file(files, read, quarantine, desc=f"read_{fmt}", progress=progress):
+        pass
+    traces = dedupe(traces, key_of, fmt, quarantine, what, merge=merge)
+    return trace_runs(traces, trace_rows, meta, fmt, quarantine, number=number)

@@ -8,7 +8,8 @@ row) into row dicts; :func:`rows_to_log` turns the row dicts of every file into 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from datetime import UTC
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from .._base.json import (
     JSONDecodeError,
     JSONLoneSurrogate,
     JSONTooDeep,
+    args_hash,
     canonical_json,
     loads,
     lone_surrogate_line,
@@ -26,10 +28,11 @@ from .._base.json import (
 from ..errors import LoadError
 from ..eventlog.log import RUNS_SCHEMA, EventLog
 from ..schema import empty_events, events_table
-from ._common import Quarantine, compressed, is_int64, iter_lines, unreadable
+from ._common import UNEXPECTED, Quarantine, compressed, is_int64, iter_lines, unreadable
 
-__all__ = ["Row", "arrays_to_log", "bad", "decode_json", "head_text", "json_lines", "line_error",
-           "payload_of", "row_arrays", "rows_to_log", "text_of"]
+__all__ = ["Row", "arrays_to_log", "bad", "decode_json", "first_line", "guard", "head_text",
+           "json_lines", "jsonl_head", "line_error", "payload_of", "raw_of", "row_arrays",
+           "rows_to_log", "text_of", "tool_rows"]
 
 Row = dict[str, Any]
 
@@ -67,6 +70,48 @@ def head_text(path: Path, n: int = 8192) -> bytes | None:
             return fh.read(n)
     except OSError:
         return None
+
+
+def first_line(head: bytes) -> tuple[bytes, dict[str, Any] | None] | None:
+    r"""The first non-blank line of a JSON Lines file's head (a byte-order mark skipped) and
+    the object it holds: None for the object when the line is not one (not JSON, cut short
+    by the head read, or another JSON value); None when the head holds no line at all.
+
+    For the transcript readers' ``sniff``, which look at line 1 only.
+
+    Example:
+        >>> first_line(b'\n{"type": "user"}\n{"type": "assistant"}')
+        (b'{"type": "user"}', {'type': 'user'})
+        >>> first_line(b'{"type": "us'), first_line(b"  \n")
+        ((b'{"type": "us', None), None)
+    """
+    for raw in head.lstrip(b"\xef\xbb\xbf").split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            doc = json.loads(raw)
+        except (ValueError, RecursionError):
+            return raw, None
+        return raw, doc if isinstance(doc, dict) else None
+    return None
+
+
+def jsonl_head(path: Path | str) -> tuple[bytes, tuple[bytes, dict[str, Any] | None] | None] | str:
+    """The head (64 KiB) of a ``.jsonl`` file and its line 1 (:func:`first_line`), or why
+    the file is not looked at: its extension is not ``.jsonl``, or it cannot be read. For the
+    transcript readers' ``sniff``.
+
+    Example:
+        >>> jsonl_head("notes.txt")
+        "extension '.txt' is not .jsonl"
+    """
+    p = Path(path)
+    if p.suffix.lower() != ".jsonl":
+        return f"extension {p.suffix or '(none)'!r} is not .jsonl"
+    head = head_text(p, 1 << 16)
+    if head is None:
+        return "cannot be read"
+    return head, first_line(head)
 
 
 def json_lines(path: Path, fmt: str, quarantine: Quarantine
@@ -140,6 +185,74 @@ def line_error(exc: BaseException, fmt: str, path: Path | str, line: int | None)
                    'Pass errors="quarantine" to load the other records.')
 
 
+def _json_default(v: Any) -> Any:
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    return str(v)
+
+
+def raw_of(raw: str | bytes | None, rec: dict[str, Any]) -> str | bytes | None:
+    """The raw text of a record for a quarantine row: the line as read, or (for CSV / Parquet
+    rows, read without one) the record as JSON."""
+    if raw is not None:
+        return raw
+    try:
+        return json.dumps(rec, default=_json_default)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+class guard:  # noqa: N801 - used as a statement: ``with guard(...):``
+    """One record mapped whole or quarantined whole: the readers' per-record guard.
+
+    ``with guard(quarantine, fmt, path, line, raw):`` around the mapping of one record (a
+    transcript line, an export's run / observation / span): a :class:`LoadError` it raises (a
+    specific check), or an error of :data:`~replaykit.io._common.UNEXPECTED` (the last-resort
+    guard: :func:`line_error`), becomes one quarantine row with the record's raw text (under
+    ``errors="raise"`` the LoadError is raised) and the reading goes on with the next record.
+    ``rec``: the record, whose JSON is the raw text when ``raw`` is None (CSV / Parquet rows;
+    encoded only when the record goes bad). ``undo``: called first, to take back what the
+    record's mapping changed (counters, rows already made), so a bad record leaves no trace.
+
+    Example:
+        >>> q = Quarantine("quarantine")
+        >>> with guard(q, "demo", "f.jsonl", 3, b"{}"):
+        ...     raise KeyError("type")
+        >>> q.rows[0]["reason"], q.rows[0]["line"]
+        ('unexpected_input', 3)
+
+    Raises:
+        LoadError: under ``errors="raise"``, the record's error (:meth:`Quarantine.bad`).
+    """
+
+    __slots__ = ("fmt", "line", "path", "quarantine", "raw", "rec", "undo")
+
+    def __init__(self, quarantine: Quarantine, fmt: str, path: Path | str, line: int | None,
+                 raw: str | bytes | None, rec: dict[str, Any] | None = None,
+                 undo: Callable[[], object] | None = None) -> None:
+        self.quarantine, self.fmt, self.path, self.line = quarantine, fmt, path, line
+        self.raw, self.rec, self.undo = raw, rec, undo
+
+    def __enter__(self) -> guard:
+        return self
+
+    def __exit__(self, typ: type[BaseException] | None, exc: BaseException | None,
+                 tb: object) -> bool:
+        if exc is None:
+            return False
+        if isinstance(exc, LoadError):
+            err = exc
+        elif isinstance(exc, UNEXPECTED):  # a last-resort guard; specific checks come first
+            err = line_error(exc, self.fmt, self.path, self.line)
+        else:
+            return False
+        if self.undo is not None:
+            self.undo()
+        raw = self.raw if self.rec is None else raw_of(self.raw, self.rec)
+        self.quarantine.bad(err, raw)
+        return True
+
+
 def payload_of(doc: Any, fmt: str, path: Path, line: int | None) -> str:
     """The canonical JSON text of ``doc`` (raises ``too_deep`` when it nests too deep)."""
     try:
@@ -149,6 +262,27 @@ def payload_of(doc: Any, fmt: str, path: Path, line: int | None) -> str:
     except (TypeError, ValueError) as exc:
         raise bad(fmt, path, line, "bad_value", f"holds a value JSON cannot encode ({exc})"
                   ) from None
+
+
+def tool_rows(base: Row, ref: str | None, name: str | None, args: Any, *, step: int | None,
+              payload: str, result: dict[str, Any], ended: str | None, text: str | None,
+              fmt: str, path: Path, line: int | None) -> list[Row]:
+    """The two rows of one recorded tool execution (a platform export's tool span or run):
+    its ``tool_call`` (``args``, None read as ``{}``: ``args_hash`` and canonical JSON text;
+    ``payload``: the record's) and its ``tool_result`` (at ``ended``, else the call's time;
+    ``text``; its payload the ``result`` document). Both take ``base``'s columns, share
+    ``ref_id`` and ``tool_name``, and sit at ``step``; the result has no event id of its own.
+
+    Raises:
+        LoadError: ``too_deep`` / ``bad_value`` when ``result`` cannot be encoded as JSON.
+    """
+    args = args if args is not None else {}
+    return [{**base, "kind": "tool_call", "ref_id": ref, "tool_name": name, "step": step,
+             "is_error": False, "args_hash": args_hash(args), "text": canonical_json(args),
+             "payload": payload},
+            {**base, "kind": "tool_result", "ref_id": ref, "tool_name": name, "step": step,
+             "event_id": None, "ts": ended or base["ts"], "text": text,
+             "payload": payload_of(result, fmt, path, line)}]
 
 
 def text_of(content: Any) -> str | None:

@@ -36,25 +36,22 @@ from typing import Any
 
 from .._base import native as _native
 from .._base.json import args_hash, canonical_json
-from ..errors import LoadError
 from ..eventlog.log import EventLog
 from ._common import (
-    UNEXPECTED,
     ErrorPolicy,
-    Progress,
     Quarantine,
+    each_file,
     expand_paths,
     keep_tenants,
     owner_and_filter,
-    unexpected_input,
 )
 from ._records import (
     Row,
     arrays_to_log,
     bad,
-    head_text,
+    guard,
     json_lines,
-    line_error,
+    jsonl_head,
     payload_of,
     row_arrays,
     rows_to_log,
@@ -99,13 +96,11 @@ def sniff(path: Path) -> str | None:
     >>> sniff(Path("tests/data/claude_code/spotter/short.jsonl")) is None
     True
     """
-    p = Path(path)
-    if p.suffix.lower() != ".jsonl":
-        return f"extension {p.suffix or '(none)'!r} is not .jsonl"
-    head = head_text(p, 1 << 16)
-    if head is None:
-        return "cannot be read"
-    first = _first_object(head)
+    read = jsonl_head(path)
+    if isinstance(read, str):
+        return read
+    head, line = read
+    first = line[1] if line is not None else None
     if first is None:
         if b"\n" not in head.strip() and _CUT_HEAD.search(head) and _CUT_KEYS.search(head):
             return None  # a first line longer than the head read, in Claude Code's shape
@@ -116,20 +111,6 @@ def sniff(path: Path) -> str | None:
     if typ in ("file-history-snapshot", "queue-operation") or any(k in first for k in _MARKERS):
         return None
     return "line 1 has none of Claude Code's keys (sessionId, parentUuid, leafUuid)"
-
-
-def _first_object(head: bytes) -> dict[str, Any] | None:
-    import json
-
-    for raw in head.lstrip(b"\xef\xbb\xbf").split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            doc = json.loads(raw)
-        except (ValueError, RecursionError):
-            return None
-        return doc if isinstance(doc, dict) else None
-    return None
 
 
 #: user-line texts Claude Code writes itself: the output of a local command (no turn)
@@ -181,7 +162,8 @@ class _File:
         return session, None
 
 
-def _file_rows(f: _File, quarantine: Quarantine) -> None:
+def _file_rows(f: _File, quarantine: Quarantine) -> _File:
+    """Read the lines of ``f``'s file into its rows and runs (returns ``f``)."""
     lines = list(json_lines(f.path, FORMAT, quarantine))
     for _, _, doc in lines:  # the file's session: for lines that name none (summaries)
         if isinstance(doc.get("sessionId"), str) and doc["sessionId"]:
@@ -201,14 +183,9 @@ def _file_rows(f: _File, quarantine: Quarantine) -> None:
                 last_stop[msg["id"]] = msg["stop_reason"]
     for lineno, raw, doc in lines:
         f.undo = None
-        try:
+        with guard(quarantine, FORMAT, f.path, lineno, raw, undo=f.rollback):
             _line_rows(f, lineno, doc, last_usage, last_stop)
-        except LoadError as exc:
-            f.rollback()
-            quarantine.bad(exc, raw)
-        except UNEXPECTED as exc:  # a last-resort guard, per line; specific checks come first
-            f.rollback()
-            quarantine.bad(line_error(exc, FORMAT, f.path, lineno), raw)
+    return f
 
 
 def _line_rows(f: _File, lineno: int, doc: dict[str, Any], last_usage: dict[str, Any],
@@ -401,41 +378,44 @@ def read_claude_code(
     parts: list[dict[str, Any]] = []
     entry_base: list[int] = []  # per native (file, run): the run's rows in earlier files
     native_from: int | None = None  # first native row not yet in parts
-    with Progress(len(files), desc="read_claude_code", unit="file", enabled=progress) as bar:
-        for k, p in enumerate(files, start=1):
-            bar.next_file(p.name, k, len(files))
-            if scanned is not None and scanned.ok[k - 1]:
-                if rows:
-                    parts.append(row_arrays(rows))
-                    rows = []
-                if native_from is None:
-                    native_from = scanned.row_start[k - 1]
-                for e in range(scanned.run_start[k - 1], scanned.run_start[k]):
-                    run_id, parent, created_at, attrs, count = scanned.runs[e]
-                    entry_base.append(seqs.get(run_id, 0))
-                    seqs[run_id] = seqs.get(run_id, 0) + count
-                    runs.append({"run_id": run_id, "parent_run_id": parent, "format": FORMAT,
-                                 "source": f"{FORMAT}:{p}", "created_at": created_at,
-                                 "attrs": {"format": FORMAT, "file": str(p), **dict(attrs)}})
-                bar.update(1)
-                continue
-            if native_from is not None:
-                parts.append(scanned.part(native_from, scanned.row_start[k - 1]))  # type: ignore[union-attr]
-                native_from = None
-            f = _File(p, tenant)
-            try:
-                _file_rows(f, quarantine)
-            except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
-                quarantine.bad(unexpected_input(exc, [str(p)]))
-                bar.update(1)
-                continue
-            for r in f.rows:  # a session split over files (resumed) continues its seq
-                r["seq"] += seqs.get(r["run_id"], 0)
-            for run_id, st in f.state.items():
-                seqs[run_id] = seqs.get(run_id, 0) + st["seq"]
-            rows.extend(f.rows)
-            runs.extend(f.runs.values())
-            bar.update(1)
+    position = iter(range(len(files)))
+    at = [0]  # the index of the file read last
+
+    def read(p: Path) -> int | _File:  # a native file's index, or the reference's reading
+        k = at[0] = next(position)
+        if scanned is not None and scanned.ok[k]:
+            return k
+        f = _File(p, tenant)
+        _file_rows(f, quarantine)
+        return f
+
+    for p, got in each_file(files, read, quarantine, desc="read_claude_code",
+                            progress=progress):
+        if isinstance(got, int):  # read by the native core: its runs, its rows stay there
+            assert scanned is not None
+            if rows:
+                parts.append(row_arrays(rows))
+                rows = []
+            if native_from is None:
+                native_from = scanned.row_start[got]
+            for e in range(scanned.run_start[got], scanned.run_start[got + 1]):
+                run_id, parent, created_at, attrs, count = scanned.runs[e]
+                entry_base.append(seqs.get(run_id, 0))
+                seqs[run_id] = seqs.get(run_id, 0) + count
+                runs.append({"run_id": run_id, "parent_run_id": parent, "format": FORMAT,
+                             "source": f"{FORMAT}:{p}", "created_at": created_at,
+                             "attrs": {"format": FORMAT, "file": str(p), **dict(attrs)}})
+            continue
+        if native_from is not None:  # the native rows before this file, as one slice
+            assert scanned is not None
+            parts.append(scanned.part(native_from, scanned.row_start[at[0]]))
+            native_from = None
+        for r in got.rows:  # a session split over files (resumed) continues its seq
+            r["seq"] += seqs.get(r["run_id"], 0)
+        for run_id, st in got.state.items():
+            seqs[run_id] = seqs.get(run_id, 0) + st["seq"]
+        rows.extend(got.rows)
+        runs.extend(got.runs.values())
     if scanned is None or not any(scanned.ok):
         return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)
     if native_from is not None:
@@ -492,7 +472,7 @@ def _native_scan(files: list[Path]) -> _Scanned | None:
     try:
         got = _native.core().scan_claude_code_files(
             [os.fsencode(p) for p in files], [p.stem for p in files],
-            [f"{FORMAT}:{p}" for p in files], max(1, min(4, os.cpu_count() or 1)))
+            [f"{FORMAT}:{p}" for p in files], _native.threads())
     except (RuntimeError, UnicodeEncodeError):  # a panic (counted by _native.panics())
         return None
     return _Scanned(got)

@@ -36,28 +36,26 @@ import json
 import os
 import re
 from collections.abc import Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from .._base.json import args_hash, canonical_json
-from ..errors import LoadError
 from ..eventlog.log import EventLog
 from ._common import (
-    UNEXPECTED,
     ErrorPolicy,
-    Progress,
     Quarantine,
+    each_file,
     expand_paths,
     keep_tenants,
     owner_and_filter,
-    unexpected_input,
 )
 from ._records import (
     Row,
     bad,
-    head_text,
+    guard,
     json_lines,
-    line_error,
+    jsonl_head,
     payload_of,
     rows_to_log,
     text_of,
@@ -90,33 +88,26 @@ def sniff(path: Path) -> str | None:
     ...            "019c8a70-dda7-7f33-98ea-f30553347322.jsonl")) is None
     True
     """
-    p = Path(path)
-    if p.suffix.lower() != ".jsonl":
-        return f"extension {p.suffix or '(none)'!r} is not .jsonl"
-    head = head_text(p, 1 << 16)
-    if head is None:
-        return "cannot be read"
-    for raw in head.lstrip(b"\xef\xbb\xbf").split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            doc = json.loads(raw)
-        except (ValueError, RecursionError):
-            if re.match(rb'\s*\{"timestamp":"[^"]*","type":"session_meta"', raw) or \
-                    re.match(rb'\s*\{"id":"[^"]*","timestamp":"[^"]*","instructions":', raw):
-                return None  # a long first line cut by the head read
-            return "line 1 is not a JSON object"
-        if not isinstance(doc, dict):
-            return "line 1 is not a JSON object"
-        if doc.get("type") in LINE_TYPES and "payload" in doc:
-            return None
-        if _legacy_meta(doc):
-            return None  # the mid-2025 layout: a bare session header, then bare items
-        return (f"line 1 is not a rollout line (type={doc.get('type')!r}; expected "
-                "session_meta, response_item, event_msg, turn_context or compacted with a "
-                "payload, or the mid-2025 layout's session header {id, timestamp, "
-                "instructions})")
-    return "the file is empty"
+    read = jsonl_head(path)
+    if isinstance(read, str):
+        return read
+    _, line = read
+    if line is None:
+        return "the file is empty"
+    raw, doc = line
+    if doc is None:
+        if re.match(rb'\s*\{"timestamp":"[^"]*","type":"session_meta"', raw) or \
+                re.match(rb'\s*\{"id":"[^"]*","timestamp":"[^"]*","instructions":', raw):
+            return None  # a long first line cut by the head read
+        return "line 1 is not a JSON object"
+    if doc.get("type") in LINE_TYPES and "payload" in doc:
+        return None
+    if _legacy_meta(doc):
+        return None  # the mid-2025 layout: a bare session header, then bare items
+    return (f"line 1 is not a rollout line (type={doc.get('type')!r}; expected "
+            "session_meta, response_item, event_msg, turn_context or compacted with a "
+            "payload, or the mid-2025 layout's session header {id, timestamp, "
+            "instructions})")
 
 
 _LEGACY_META_KEYS = {"id", "timestamp", "instructions", "git"}
@@ -237,15 +228,10 @@ def _file_rows(path: Path, quarantine: Quarantine) -> tuple[list[Row], dict[str,
 
     for lineno, raw, doc in lines:
         saved = {k: st[k] for k in ("turn", "step", "in_call", "call", "total")}
-        try:
+        # a quarantined line changes no turn, call or token total
+        with guard(quarantine, FORMAT, path, lineno, raw, undo=partial(st.update, saved)):
             rows.extend(_line_rows(path, src, sid, lineno, doc, st, has_tasks, has_ui_user,
                                    len(rows), originals.get(lineno, doc)))
-        except LoadError as exc:
-            st.update(saved)  # a quarantined line changes no turn, call or token total
-            quarantine.bad(exc, raw)
-        except UNEXPECTED as exc:  # a last-resort guard, per line; specific checks come first
-            st.update(saved)
-            quarantine.bad(line_error(exc, FORMAT, path, lineno), raw)
     if st["leading"]:
         _counts_to_next_call(rows)
     _move_usage(rows)
@@ -511,27 +497,18 @@ def read_codex(
     rows: list[Row] = []
     runs: list[dict[str, Any]] = []
     seen: dict[str, Path] = {}
-    with Progress(len(files), desc="read_codex", unit="file", enabled=progress) as bar:
-        for k, p in enumerate(files, start=1):
-            bar.next_file(p.name, k, len(files))
-            try:
-                frows, header = _file_rows(p, quarantine)
-            except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
-                quarantine.bad(unexpected_input(exc, [str(p)]))
-                bar.update(1)
-                continue
-            if header is not None:
-                first = seen.get(header["run_id"])
-                if first is not None:
-                    quarantine.bad(bad(FORMAT, p, None, "duplicate_session",
-                                       f"holds session {header['run_id']}, already loaded "
-                                       f"from {first}",
-                                       fix="Load one copy of the rollout (remove the other), "
-                                           'or pass errors="quarantine" to skip this one.'))
-                    bar.update(1)
-                    continue
-                seen[header["run_id"]] = p
-                rows.extend(frows)
-                runs.append(header)
-            bar.update(1)
+    for p, (frows, header) in each_file(files, lambda p: _file_rows(p, quarantine), quarantine,
+                                        desc="read_codex", progress=progress):
+        if header is None:
+            continue
+        first = seen.get(header["run_id"])
+        if first is not None:
+            quarantine.bad(bad(FORMAT, p, None, "duplicate_session",
+                               f"holds session {header['run_id']}, already loaded from {first}",
+                               fix="Load one copy of the rollout (remove the other), "
+                                   'or pass errors="quarantine" to skip this one.'))
+            continue
+        seen[header["run_id"]] = p
+        rows.extend(frows)
+        runs.append(header)
     return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)

@@ -30,17 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from .._base.json import args_hash, canonical_json
-from ..errors import LoadError
 from ..eventlog.log import EventLog
 from ._common import (
-    UNEXPECTED,
     ErrorPolicy,
-    Progress,
     Quarantine,
     expand_paths,
     keep_tenants,
     owner_and_filter,
-    unexpected_input,
 )
 from ._messages import (
     decode_arguments,
@@ -51,15 +47,15 @@ from ._messages import (
     text_or_json,
     tool_name,
 )
-from ._platform import Item, dedupe, first_of, raw_of, records, sniff_records, trace_runs
+from ._platform import Item, first_of, read_traces, sniff_records
 from ._records import (
     Row,
-    bad,
     epoch_to_iso,
-    line_error,
+    guard,
     payload_of,
     rows_to_log,
     tokens,
+    tool_rows,
 )
 
 __all__ = ["FORMAT", "OBSERVATION_TYPES", "read_langfuse", "sniff"]
@@ -377,7 +373,7 @@ def _trace_rows(trace_id: str, recs: list[Item], quarantine: Quarantine) -> list
     answered: set[str] = set()
     for k, (_, line, raw, rec, path) in enumerate(ordered):
         src = f"{FORMAT}:{path}"
-        try:
+        with guard(quarantine, FORMAT, path, line, raw, rec):  # per record
             oid = rec.get("id") if isinstance(rec.get("id"), str) else None
             otype = str(rec.get("type") or "SPAN").upper()
             doc = {key: v for key, v in rec.items() if key != "_record"}
@@ -453,30 +449,19 @@ def _trace_rows(trace_id: str, recs: list[Item], quarantine: Quarantine) -> list
                 args = decode_arguments(rec.get("input"))
                 if args is None and oid in asked:  # the span keeps no input: the call's
                     args = asked[oid][1]
-                args = args if args is not None else {}
                 name = _tool_name(rec)
-                rows.append({**base, "kind": "tool_call", "ref_id": oid, "tool_name": name,
-                             "turn": 1, "step": step or None, "is_error": False,
-                             "args_hash": args_hash(args), "text": canonical_json(args),
-                             "payload": payload})
                 end = first_of(rec, "endTime", "end_time")
                 result = {"id": oid, "part": "result", "name": name, "endTime": end,
                           "output": rec.get("output"), "level": rec.get("level"),
                           "statusMessage": first_of(rec, "statusMessage", "status_message")}
-                rows.append({**base, "kind": "tool_result", "ref_id": oid, "tool_name": name,
-                             "turn": 1, "step": step or None, "event_id": None,
-                             "ts": _ts(end) or base["ts"],
-                             "text": result["statusMessage"] if failed else
-                             result_text(rec.get("output")),
-                             "payload": payload_of(result, FORMAT, path, line)})
+                rows.extend(tool_rows(
+                    {**base, "turn": 1}, oid, name, args, step=step or None, payload=payload,
+                    result=result, ended=_ts(end), text=result["statusMessage"] if failed
+                    else result_text(rec.get("output")), fmt=FORMAT, path=path, line=line))
             else:
                 kind = "error" if failed and otype == "EVENT" else "other"
                 rows.append({**base, "kind": kind, "turn": 1, "step": step or None,
                              "text": name, "payload": payload})
-        except LoadError as exc:
-            quarantine.bad(exc, raw_of(raw, rec))
-        except UNEXPECTED as exc:  # a last-resort guard, per record
-            quarantine.bad(line_error(exc, FORMAT, path, line), raw_of(raw, rec))
     return rows
 
 
@@ -555,41 +540,27 @@ def read_langfuse(
     tenant, wanted = owner_and_filter(owner, tenant_id, fmt=FORMAT)
     quarantine = Quarantine(errors, tenant_id=tenant)
     files = expand_paths(path, patterns=_PATTERNS)
-    rows: list[Row] = []
-    runs: list[dict[str, Any]] = []
     # records of each trace across every file: a trace whose observations sit in several
     # files is one run, and a trace exported twice is read once (dedupe)
-    traces: dict[str, list[Item]] = {}
-    meta: dict[str, dict[str, Any]] = {}
-    n = 0
-    with Progress(len(files), desc="read_langfuse", unit="file", enabled=progress) as bar:
-        for k, p in enumerate(files, start=1):
-            bar.next_file(p.name, k, len(files))
-            try:
-                for line, raw, rec in records(p, FORMAT, quarantine, _unwrap):
-                    n += 1
-                    tid = rec.get("id") if _is_trace(rec) else first_of(rec, "traceId",
-                                                                       "trace_id")
-                    if not isinstance(tid, str) or not tid:
-                        quarantine.bad(bad(FORMAT, p, line, "missing_trace",
-                                           "is an observation without a string 'traceId'",
-                                           field="traceId"), raw_of(raw, rec))
-                        continue
-                    traces.setdefault(tid, []).append((n, line, raw, rec, p))
-                    m = meta.setdefault(tid, {"format": FORMAT, "file": str(p)})
-                    if _is_trace(rec):
-                        for key in ("name", "sessionId", "userId", "release", "version",
-                                    "environment", "tags", "metadata"):
-                            if rec.get(key) is not None:
-                                m.setdefault(key, rec[key])
-            except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
-                quarantine.bad(unexpected_input(exc, [str(p)]))
-            bar.update(1)
-    traces = dedupe(traces, _record_key, FORMAT, quarantine, "record")
-    more, more_runs = trace_runs(traces, _trace_rows, meta, FORMAT, quarantine)
-    rows.extend(more)
-    runs.extend(more_runs)
+    rows, runs = read_traces(files, FORMAT, quarantine, progress=progress, unwrap=_unwrap,
+                             trace_of=_trace_of, note=_note, key_of=_record_key, what="record",
+                             missing=("is an observation without a string 'traceId'",
+                                      "traceId"), trace_rows=_trace_rows)
     return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)
+
+
+def _trace_of(rec: dict[str, Any]) -> Any:
+    """The trace a record belongs to: a trace record's ``id``, an observation's ``traceId``."""
+    return rec.get("id") if _is_trace(rec) else first_of(rec, "traceId", "trace_id")
+
+
+def _note(rec: dict[str, Any], attrs: dict[str, Any]) -> None:
+    """A trace record's fields, in its run's attrs."""
+    if _is_trace(rec):
+        for key in ("name", "sessionId", "userId", "release", "version", "environment",
+                    "tags", "metadata"):
+            if rec.get(key) is not None:
+                attrs.setdefault(key, rec[key])
 
 
 def _record_key(rec: dict[str, Any]) -> Any:

@@ -27,29 +27,25 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._base.json import args_hash, canonical_json
-from ..errors import LoadError
+from .._base.json import canonical_json
 from ..eventlog.log import EventLog
 from ._common import (
-    UNEXPECTED,
     ErrorPolicy,
-    Progress,
     Quarantine,
     expand_paths,
     keep_tenants,
     owner_and_filter,
-    unexpected_input,
 )
 from ._messages import decode_arguments, read_reply, text_or_json
-from ._platform import Item, canonical, dedupe, first_of, raw_of, records, sniff_records, trace_runs
+from ._platform import Item, canonical, first_of, read_traces, sniff_records
 from ._records import (
     Row,
-    bad,
     epoch_to_iso,
-    line_error,
+    guard,
     payload_of,
     rows_to_log,
     tokens,
+    tool_rows,
 )
 
 __all__ = ["FORMAT", "RUN_TYPES", "read_langsmith", "sniff"]
@@ -206,7 +202,7 @@ def _trace_rows(trace_id: str, runs: list[Item], quarantine: Quarantine) -> list
     root_end: tuple[Any, Any, bool] | None = None
     for _, line, raw, run, path in runs:
         src = f"{FORMAT}:{path}"
-        try:
+        with guard(quarantine, FORMAT, path, line, raw, run):  # per record
             rtype = run.get("run_type")
             rtype = rtype if isinstance(rtype, str) else "chain"
             rid = run.get("id") if isinstance(run.get("id"), str) else None
@@ -233,30 +229,21 @@ def _trace_rows(trace_id: str, runs: list[Item], quarantine: Quarantine) -> list
                              "text": _output_text(run.get("outputs")) if not err else
                              str(err)[:2000], "payload": payload})
             elif rtype == "tool":
-                args = decode_arguments(run.get("inputs"))
-                args = args if args is not None else {}
-                rows.append({**base, "type": "tool", "kind": "tool_call", "ref_id": rid,
-                             "step": step or None, "tool_name": name, "is_error": False,
-                             "args_hash": args_hash(args), "text": canonical_json(args),
-                             "payload": payload})
                 result = {"id": rid, "part": "result", "name": name,
                           "end_time": run.get("end_time"), "outputs": run.get("outputs"),
                           "error": err}
-                rows.append({**base, "type": "tool", "kind": "tool_result", "ref_id": rid,
-                             "ts": _ts(run.get("end_time")) or base["ts"], "step": step or None,
-                             "tool_name": name, "event_id": None,
-                             "text": str(err) if err else _output_text(run.get("outputs")),
-                             "payload": payload_of(result, FORMAT, path, line)})
+                rows.extend(tool_rows(
+                    {**base, "type": "tool"}, rid, name, decode_arguments(run.get("inputs")),
+                    step=step or None, payload=payload, result=result,
+                    ended=_ts(run.get("end_time")),
+                    text=str(err) if err else _output_text(run.get("outputs")), fmt=FORMAT,
+                    path=path, line=line))
             else:
                 rows.append({**base, "type": rtype, "kind": "session" if is_root else "other",
                              "step": None if is_root else (step or None),
                              "text": name, "payload": payload})
                 if is_root and run.get("end_time") is not None:
                     root_end = (run.get("end_time"), err, bool(err))
-        except LoadError as exc:
-            quarantine.bad(exc, raw_of(raw, run))
-        except UNEXPECTED as exc:  # a last-resort guard, per record
-            quarantine.bad(line_error(exc, FORMAT, path, line), raw_of(raw, run))
     if root_end is not None:
         end, err, failed = root_end
         rows.append({"run_id": trace_id, "ts": _ts(end), "type": "trace_end",
@@ -300,46 +287,35 @@ def read_langsmith(
     tenant, wanted = owner_and_filter(owner, tenant_id, fmt=FORMAT)
     quarantine = Quarantine(errors, tenant_id=tenant)
     files = expand_paths(path, patterns=_PATTERNS)
-    rows: list[Row] = []
-    runs: list[dict[str, Any]] = []
     # runs of each trace across every file: a trace split over files is one run, a run
     # exported twice is read once, a post and its patch in two files are one run (dedupe)
-    traces: dict[str, list[Item]] = {}
-    meta: dict[str, dict[str, Any]] = {}
-    n = 0
-    with Progress(len(files), desc="read_langsmith", unit="file", enabled=progress) as bar:
-        for k, p in enumerate(files, start=1):
-            bar.next_file(p.name, k, len(files))
-            try:
-                for line, raw, rec in records(p, FORMAT, quarantine, _unwrap):
-                    n += 1
-                    tid = first_of(rec, "trace_id")
-                    if not isinstance(tid, str):
-                        dotted = rec.get("dotted_order")
-                        tid = dotted.split(".")[0][-36:] if isinstance(dotted, str) and \
-                            len(dotted) >= 36 else None
-                    if not isinstance(tid, str) or not tid:
-                        quarantine.bad(bad(FORMAT, p, line, "missing_trace",
-                                           "is a run with neither 'trace_id' nor "
-                                           "'dotted_order'", field="trace_id"), raw_of(raw, rec))
-                        continue
-                    traces.setdefault(tid, []).append((n, line, raw, rec, p))
-                    m = meta.setdefault(tid, {"format": FORMAT, "file": str(p)})
-                    if not rec.get("parent_run_id"):
-                        for key in ("name", "session_id", "session_name", "status", "tags"):
-                            if rec.get(key) is not None:
-                                m.setdefault(key, rec[key])
-                        extra = rec.get("extra")
-                        if isinstance(extra, dict) and isinstance(extra.get("runtime"), dict):
-                            m.setdefault("runtime", extra["runtime"])
-            except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
-                quarantine.bad(unexpected_input(exc, [str(p)]))
-            bar.update(1)
-    traces = dedupe(traces, _run_key, FORMAT, quarantine, "run", merge=_merge_parts)
-    more, more_runs = trace_runs(traces, _trace_rows, meta, FORMAT, quarantine, number=False)
-    rows.extend(more)
-    runs.extend(more_runs)
+    rows, runs = read_traces(files, FORMAT, quarantine, progress=progress, unwrap=_unwrap,
+                             trace_of=_trace_of, note=_note, key_of=_run_key, what="run",
+                             merge=_merge_parts, number=False,
+                             missing=("is a run with neither 'trace_id' nor 'dotted_order'",
+                                      "trace_id"), trace_rows=_trace_rows)
     return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)
+
+
+def _trace_of(rec: dict[str, Any]) -> Any:
+    """A run's trace: its ``trace_id``, else the root id that starts its ``dotted_order``."""
+    tid = first_of(rec, "trace_id")
+    if not isinstance(tid, str):
+        dotted = rec.get("dotted_order")
+        tid = dotted.split(".")[0][-36:] if isinstance(dotted, str) and len(dotted) >= 36 \
+            else None
+    return tid
+
+
+def _note(rec: dict[str, Any], attrs: dict[str, Any]) -> None:
+    """A root run's fields (and its ``extra.runtime``), in its trace's run attrs."""
+    if not rec.get("parent_run_id"):
+        for key in ("name", "session_id", "session_name", "status", "tags"):
+            if rec.get(key) is not None:
+                attrs.setdefault(key, rec[key])
+        extra = rec.get("extra")
+        if isinstance(extra, dict) and isinstance(extra.get("runtime"), dict):
+            attrs.setdefault("runtime", extra["runtime"])
 
 
 def _run_key(run: dict[str, Any]) -> Any:

@@ -26,30 +26,25 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._base.json import args_hash, canonical_json
-from ..errors import LoadError
 from ..eventlog.log import EventLog
 from ._common import (
-    UNEXPECTED,
     ErrorPolicy,
-    Progress,
     Quarantine,
     expand_paths,
     keep_tenants,
     owner_and_filter,
-    unexpected_input,
 )
 from ._messages import decode_arguments, read_reply
-from ._platform import Item, dedupe, raw_of, records, sniff_records, trace_runs
+from ._platform import Item, read_traces, sniff_records
 from ._records import (
     Row,
-    bad,
     epoch_to_iso,
-    line_error,
+    guard,
     payload_of,
     rows_to_log,
     text_of,
     tokens,
+    tool_rows,
 )
 
 __all__ = ["FINISH", "FORMAT", "SPAN_KINDS", "attr", "listed", "read_phoenix", "sniff"]
@@ -241,7 +236,7 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
     pending: list[tuple[str | None, str]] = []
     for _, line, raw, span, path in spans:
         src = f"{FORMAT}:{path}"
-        try:
+        with guard(quarantine, FORMAT, path, line, raw, span):  # per record
             sid = _ctx(span, "span_id")
             sid = str(sid) if sid is not None else None
             kind = _kind(span)
@@ -286,34 +281,24 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
                 # the tool's parameter schema, read only when there is no input.value
                 args = decode_arguments(attr(span, "input.value") or attr(
                     span, "tool.parameters"))
-                args = args if args is not None else {}
                 cid = attr(span, "tool_call.id")
                 if not isinstance(cid, str) or not cid:
                     hit = next((i for i, (n, _) in enumerate(pending) if n == tname), None)
                     cid = pending.pop(hit)[1] if hit is not None else sid
-                rows.append({**base, "kind": "tool_call", "ref_id": cid, "tool_name": tname,
-                             "step": step or None, "is_error": False,
-                             "args_hash": args_hash(args), "text": canonical_json(args),
-                             "payload": payload})
                 output = attr(span, "output.value")
                 result = {"span_id": sid, "part": "result", "end_time": span.get("end_time"),
                           "output": output, "status_code": span.get("status_code"),
                           "status_message": span.get("status_message")}
-                rows.append({**base, "kind": "tool_result", "ref_id": cid, "tool_name": tname,
-                             "step": step or None, "event_id": None,
-                             "ts": _ts(span.get("end_time")) or base["ts"],
-                             "text": span.get("status_message") if failed else (
-                                 output if isinstance(output, str) else text_of(output)),
-                             "payload": payload_of(result, FORMAT, path, line)})
+                rows.extend(tool_rows(
+                    base, cid, tname, args, step=step or None, payload=payload, result=result,
+                    ended=_ts(span.get("end_time")), text=span.get("status_message") if failed
+                    else (output if isinstance(output, str) else text_of(output)),
+                    fmt=FORMAT, path=path, line=line))
             else:
                 root = not span.get("parent_id")
                 rows.append({**base, "kind": "session" if root else "other",
                              "step": None if root else (step or None), "text": name,
                              "payload": payload})
-        except LoadError as exc:
-            quarantine.bad(exc, raw_of(raw, span))
-        except UNEXPECTED as exc:  # a last-resort guard, per record
-            quarantine.bad(line_error(exc, FORMAT, path, line), raw_of(raw, span))
     return rows
 
 
@@ -347,41 +332,28 @@ def read_phoenix(
     tenant, wanted = owner_and_filter(owner, tenant_id, fmt=FORMAT)
     quarantine = Quarantine(errors, tenant_id=tenant)
     files = expand_paths(path, patterns=_PATTERNS)
-    rows: list[Row] = []
-    runs: list[dict[str, Any]] = []
     # spans of each trace across every file: a trace split over files is one run, and a
     # trace exported twice is read once (dedupe)
-    traces: dict[str, list[Item]] = {}
-    meta: dict[str, dict[str, Any]] = {}
-    n = 0
-    with Progress(len(files), desc="read_phoenix", unit="file", enabled=progress) as bar:
-        for k, p in enumerate(files, start=1):
-            bar.next_file(p.name, k, len(files))
-            try:
-                for line, raw, span in records(p, FORMAT, quarantine, _unwrap):
-                    n += 1
-                    tid = _ctx(span, "trace_id")
-                    if tid is None or not str(tid):
-                        quarantine.bad(bad(FORMAT, p, line, "missing_trace",
-                                           "is a span without 'context.trace_id'",
-                                           field="context.trace_id"), raw_of(raw, span))
-                        continue
-                    tid = str(tid)
-                    traces.setdefault(tid, []).append((n, line, raw, span, p))
-                    m = meta.setdefault(tid, {"format": FORMAT, "file": str(p)})
-                    if not span.get("parent_id"):
-                        m.setdefault("name", span.get("name"))
-                        sess = attr(span, "session.id")
-                        if sess is not None:
-                            m.setdefault("session_id", sess)
-            except UNEXPECTED as exc:  # a last-resort guard; specific checks come first
-                quarantine.bad(unexpected_input(exc, [str(p)]))
-            bar.update(1)
-    traces = dedupe(traces, _span_key, FORMAT, quarantine, "span")
-    more, more_runs = trace_runs(traces, _trace_rows, meta, FORMAT, quarantine)
-    rows.extend(more)
-    runs.extend(more_runs)
+    rows, runs = read_traces(files, FORMAT, quarantine, progress=progress, unwrap=_unwrap,
+                             trace_of=_trace_of, note=_note, key_of=_span_key, what="span",
+                             missing=("is a span without 'context.trace_id'",
+                                      "context.trace_id"), trace_rows=_trace_rows)
     return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)
+
+
+def _trace_of(span: dict[str, Any]) -> str | None:
+    """A span's trace (``context.trace_id``, as text)."""
+    tid = _ctx(span, "trace_id")
+    return str(tid) if tid is not None else None
+
+
+def _note(span: dict[str, Any], attrs: dict[str, Any]) -> None:
+    """A root span's name and session, in its trace's run attrs."""
+    if not span.get("parent_id"):
+        attrs.setdefault("name", span.get("name"))
+        sess = attr(span, "session.id")
+        if sess is not None:
+            attrs.setdefault("session_id", sess)
 
 
 def _span_key(span: dict[str, Any]) -> Any:

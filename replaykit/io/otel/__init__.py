@@ -343,6 +343,26 @@ def _parts(messages: Any, kind: str) -> list[dict[str, Any]]:
             for p in m["parts"] if isinstance(p, dict) and p.get("type") == kind]
 
 
+def _call_rows(parts: list[dict[str, Any]], base: dict[str, Any], t: Any, covered: set[str],
+               asked: set[str], **flags: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``(row, part)`` of each ``tool_call`` message part whose call no tool span records
+    (``covered``) and no earlier row gave (``asked``, updated here): a ``tool_call`` row at
+    sort time ``t`` (``flags``: extra columns, e.g. ``_input`` for the input history's)."""
+    out: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for part in parts:
+        cid = _loose_text(part.get("id"))
+        if cid is None or cid in covered or cid in asked:
+            continue
+        asked.add(cid)
+        args = part.get("arguments")
+        parsed, args_text = _maybe_json(args)
+        out.append(({**base, "type": "gen_ai.tool_call", "kind": "tool_call", "_t": t, **flags,
+                     "ref_id": cid, "tool_name": _loose_text(part.get("name")),
+                     "text": args_text,
+                     "args_hash": args_hash(parsed) if args is not None else None}, part))
+    return out
+
+
 def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
                   covered: set[str], answered: set[str], asked: set[str]
                   ) -> list[dict[str, Any]]:
@@ -372,18 +392,8 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
         text = reply.text if reply.known else (out if isinstance(out, str) else None)
         # tool calls in the history the model was given, when nothing before recorded them
         # (the span that asked for them was not captured, or sits in an unread trace)
-        for part in _parts(v["inp"], "tool_call"):
-            cid = _loose_text(part.get("id"))
-            if cid is None or cid in covered or cid in asked:
-                continue
-            asked.add(cid)
-            args = part.get("arguments")
-            parsed, args_text = _maybe_json(args)
-            extra.append(({**base, "type": "gen_ai.tool_call", "kind": "tool_call",
-                           "_t": start, "_input": True, "ref_id": cid,
-                           "tool_name": _loose_text(part.get("name")), "text": args_text,
-                           "args_hash": args_hash(parsed) if args is not None else None},
-                          part))
+        extra.extend(_call_rows(_parts(v["inp"], "tool_call"), base, start, covered, asked,
+                                _input=True))
         # tool results the model was given, first seen here, with no tool span of their own
         for part in _parts(v["inp"], "tool_call_response"):
             cid = _loose_text(part.get("id"))
@@ -406,17 +416,7 @@ def _rows_of_span(rec: dict[str, Any], v: dict[str, Any], root: bool,
                      "finish": finish, "is_error": err, "input_tokens": v["input_tokens"],
                      "output_tokens": v["output_tokens"], "text": text})
         # tool calls the model asked for, when no tool span records them
-        for part in _parts(out, "tool_call"):
-            cid = _loose_text(part.get("id"))
-            if cid is None or cid in covered or cid in asked:
-                continue
-            asked.add(cid)
-            args = part.get("arguments")
-            parsed, args_text = _maybe_json(args)
-            extra.append(({**base, "type": "gen_ai.tool_call", "kind": "tool_call", "_t": end,
-                           "ref_id": cid, "tool_name": _loose_text(part.get("name")),
-                           "text": args_text,
-                           "args_hash": args_hash(parsed) if args is not None else None}, part))
+        extra.extend(_call_rows(_parts(out, "tool_call"), base, end, covered, asked))
     elif op == "execute_tool":
         call_id = v["call_id"] or rec["spanId"]
         tool = v["tool_name"]
