@@ -310,3 +310,20 @@ def test_a_view_no_file_can_match_gives_empty_results(semester) -> None:
     assert partitions(nobody) == [] and rk.verify_chain(nobody).empty
     cs = rk.cohorts(view, by="semester")
     assert cs.labels == [] and cs.runs_df().empty
+
+
+def test_the_scaling_doc_semester_story_runs(tmp_path, monkeypatch) -> None:
+    """docs/scaling.md's "A semester of logs" Python blocks run, in order, on generated
+    exports (the section's folder names), and its cohort comparison is the in-memory one."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "scaling.md").read_text()
+    section = doc.split("## A semester of logs", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    assert len(blocks) == 3
+    make_exports(tmp_path / "exports")
+    monkeypatch.chdir(tmp_path)
+    ns: dict = {}
+    for i, code in enumerate(blocks):
+        exec(compile(code, f"docs/scaling.md semester block {i + 1}", "exec"), ns)
+    assert ns["report"].rows == 2_400 and ns["small"].num_runs == 1
+    frames_equal(ns["by_term"].summary(),
+                 rk.cohorts(rk.read_parquet("semester"), by="semester").summary())
