@@ -55,12 +55,19 @@ class Dataset:
     :meth:`EventLog.to_parquet`: filters are recorded, and pushed into the Parquet scan when
     something is computed. Build it with :func:`open_dataset`.
 
+    :func:`replaykit.cohorts`, :func:`replaykit.fold`, :func:`replaykit.compare` and
+    :func:`replaykit.verify_chain` take a Dataset and run out of core on the Dask engine, one
+    task per part file the filters can match (:meth:`engine_partitions`), with the in-memory
+    engine's answer on :meth:`load` (Dask's threaded scheduler, or a cluster with
+    ``client=``).
+
     Example:
         >>> ds = rk.open_dataset("semester/")  # doctest: +SKIP
         >>> ds.runs_df()  # from the side files: no event is read  # doctest: +SKIP
         >>> week = ds.filter(since="2026-03-02", until="2026-03-08")  # doctest: +SKIP
         >>> week.tools_df()  # one part file at a time  # doctest: +SKIP
         >>> ds.run("chat_42", tenant_id="acme").calls_df()  # doctest: +SKIP
+        >>> rk.cohorts(ds, by="semester").compare("2025-fall", "2026-spring")  # doctest: +SKIP
     """
 
     def __init__(self, path: str | os.PathLike[str], *, tenant_id: list[str] | None = None,
@@ -249,8 +256,10 @@ class Dataset:
     def load_runs(self) -> pa.Table:
         """The view's ``_runs.parquet`` rows (run headers)."""
         runs = []
+        pins = pin_folders(self.path, self._tenants)  # the generation the parts are read from
         for tenant in self.tenants:
-            f = self.path / _dir_of(self.path, tenant) / RUNS_FILE
+            name = _dir_of(self.path, tenant)
+            f = pins.get(name, self.path / name) / RUNS_FILE
             if f.exists():
                 runs.append(pq.read_table(f).cast(RUNS_SCHEMA))
         t = pa.concat_tables(runs) if runs else RUNS_SCHEMA.empty_table()
@@ -388,7 +397,8 @@ def open_dataset(path: str | os.PathLike[str]) -> Dataset:
     """A lazy handle on a dataset written by :func:`replaykit.ingest` (or
     :meth:`EventLog.to_parquet`): ``runs_df()`` from the side files, ``calls_df()`` /
     ``tools_df()`` / ``turns_df()`` one part file at a time, ``filter(...)`` pushed into the
-    scan, ``load()`` / ``run(...)`` for an ordinary EventLog.
+    scan, ``load()`` / ``run(...)`` for an ordinary EventLog; ``rk.cohorts`` / ``rk.fold`` /
+    ``rk.compare`` / ``rk.verify_chain`` take it and run out of core (docs/scaling.md).
 
     >>> ds = rk.open_dataset("semester/")  # doctest: +SKIP
     >>> ds.filter(tenant_id="acme").runs_df()  # doctest: +SKIP
