@@ -327,3 +327,21 @@ def test_the_scaling_doc_semester_story_runs(tmp_path, monkeypatch) -> None:
     assert ns["report"].rows == 2_400 and ns["small"].num_runs == 1
     frames_equal(ns["by_term"].summary(),
                  rk.cohorts(rk.read_parquet("semester"), by="semester").summary())
+
+
+def test_a_view_runs_on_a_cluster_with_client(semester) -> None:
+    """client=: the view's partitions (their filters among them) cross to worker processes."""
+    distributed = pytest.importorskip("distributed")
+    root, log = semester
+    view = rk.open_dataset(root).filter(tenant_id=["acme", "globex"], since="2026-01-01")
+    whole = rk.open_dataset(root).filter(tenant_id="acme")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        got = rk.fold(view, rk.agent(), client=client).final()
+        cohorts = rk.cohorts(view, by="semester", client=client).summary()
+        chain = rk.verify_chain(whole, client=client)
+    want = rk.fold(view.load(), rk.agent()).final()
+    assert _final_json(got) == _final_json(want) and len(got) == 12
+    frames_equal(cohorts, rk.cohorts(view.load(), by="semester").summary())
+    frames_equal(chain, rk.verify_chain(whole.load()))
