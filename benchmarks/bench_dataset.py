@@ -102,4 +102,6 @@ def run(quick: bool = True) -> list[dict[str, Any]]:
 
 if __name__ == "__main__":  # pragma: no cover
     for r in run(quick=os.environ.get("REPLAYKIT_BENCH_QUICK", "1") == "1"):
-        print(r["name"], r["value"], r["unit"], "baseline", r["baseline"], "ratio", r["ratio"])
+        print(r["name"], r["value"], r["unit"], "baseline", r["baseline"], "ratio", r["ratio"],
+              "baseline CPU", r["baseline_cpu_s"], "baseline peak RSS MB",
+              r["baseline_peak_rss_mb"])
