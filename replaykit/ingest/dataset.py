@@ -173,13 +173,15 @@ class Dataset:
             EngineError: ``check=True`` and two files of one tenant hold overlapping run ids
                 (a run split across files; per-run results would be wrong).
         """
-        pins = pin_folders(self.path, self._tenants)
+        if not self.path.exists():
+            raise FileNotFoundError(f"{self.path}: no such Parquet dataset")
+        pins = pin_folders(self.path, self._tenants)  # one generation of each tenant
         by_dir = {v: k for k, v in pins.items()}
         root = self.path.absolute()
         runs = None if self._runs is None else sorted(self._runs)
         expr = self._expr()
         kept: list[tuple[str, str, str, Path, tuple[str, str] | None]] = []
-        for tenant, f in self.files():
+        for tenant, f in partition_files(self.path, self._tenants, pins=pins):
             span = _footer_spans(f)
             run_span = span.get("run_id")
             if runs is not None and run_span is not None and not _any_within(runs, *run_span):
