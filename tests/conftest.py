@@ -83,6 +83,8 @@ _SLOW_TESTS = {
     ("test_lint", "test_mypy_is_clean"), ("test_lint", "test_native_crate_tests_pass"),
     ("test_lint", "test_native_crate_is_clippy_clean"),
     ("test_docs", "test_readme_quickstart_runs"),
+    ("test_dataset_engine", "test_the_scaling_doc_semester_story_runs"),
+    ("test_dataset_engine", "test_a_view_runs_on_a_cluster_with_client"),
     ("test_setup", "test_saving_a_notebook_in_lab_changes_nothing_git_sees"),
     ("test_setup", "test_dev_install_sets_up_the_nbstripout_filter"),
     ("test_native", "test_seeded_fuzz_inputs"),

@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ("fold", "integrity", "sql", "compare", "widgets", "cohorts", "report", "dask",
-          "parquet", "access")
+          "parquet", "access", "dataset")
 
 
 @pytest.mark.slow

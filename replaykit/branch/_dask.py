@@ -30,6 +30,7 @@ from ..engine import (
     file_index,
     implements,
     is_dask_dataframe,
+    is_partition_source,
     partitions,
     require_dask,
     run_partitions,
@@ -212,8 +213,8 @@ def _by_task(where: pd.DataFrame, task_of_pos: np.ndarray, n_tasks: int) -> list
 def _side(src: Any) -> Any:
     """How tasks read one side: a :class:`FileIndex` (a dataset path), the EventLog, or None
     (a dask.dataframe: its partitions are task inputs)."""
-    if isinstance(src, (str, os.PathLike)):
-        return file_index(src)
+    if isinstance(src, (str, os.PathLike)) or is_partition_source(src):
+        return file_index(src)  # a Dataset view: its files, its filters in every read
     return None if is_dask_dataframe(src) else src
 
 
@@ -225,7 +226,8 @@ def dask_compare(base: Any, replay: Any, pairs: pd.DataFrame | None = None, *,
     """``rk.compare(base, replay, engine="dask")``: the local result, computed per partition.
 
     ``base`` and ``replay`` are each a Parquet dataset path (:meth:`EventLog.to_parquet`
-    layout), an EventLog, or a dask.dataframe in the canonical schema whose partitions hold
+    layout), a :class:`replaykit.ingest.Dataset` view (its filters pushed into every read),
+    an EventLog, or a dask.dataframe in the canonical schema whose partitions hold
     whole runs (the caller's contract: the engine cannot check it up front; a run split
     across partitions gives wrong metrics).
 
@@ -251,9 +253,11 @@ def dask_compare(base: Any, replay: Any, pairs: pd.DataFrame | None = None, *,
 
     require_dask()
     for s in (base, replay):
-        if not (isinstance(s, (str, os.PathLike, EventLog)) or is_dask_dataframe(s)):
-            raise TypeError("compare with engine='dask' takes Parquet dataset paths, EventLogs "
-                            f"or dask.dataframes in the canonical schema, got {type(s).__name__}")
+        if not (isinstance(s, (str, os.PathLike, EventLog)) or is_dask_dataframe(s)
+                or is_partition_source(s)):
+            raise TypeError("compare with engine='dask' takes Parquet dataset paths, Datasets "
+                            "(rk.open_dataset), EventLogs or dask.dataframes in the canonical "
+                            f"schema, got {type(s).__name__}")
     if pairs is not None:
         missing = {"base_run_id", "replay_run_id"} - set(pairs.columns)
         if missing:

@@ -201,7 +201,9 @@ def compare(base_log: EventLog, replay_log: EventLog, pairs: pd.DataFrame | None
 
     ``engine="dask"`` (optional ``client=``) computes the same frame partition by partition
     from Parquet dataset paths, EventLogs or dask.dataframes whose partitions hold whole runs
-    (see docs/scaling.md).
+    (see docs/scaling.md). When either side is a :class:`replaykit.ingest.Dataset`
+    (:func:`replaykit.open_dataset`; its filters pushed into each file's scan) the call runs
+    that way too, on Dask's threaded scheduler unless ``client=``.
 
     Example:
         >>> df = rk.compare(log, res.events)  # doctest: +SKIP
@@ -212,10 +214,14 @@ def compare(base_log: EventLog, replay_log: EventLog, pairs: pd.DataFrame | None
         KeyError: a pair names a run that is not in its log.
         ValueError: ``pairs`` lacks base_run_id / replay_run_id.
     """
-    if engine != "local":
+    from ..engine import is_partition_source
+
+    if engine != "local" or is_partition_source(base_log) or is_partition_source(replay_log):
         from ..engine import dispatch  # branch/_dask.py registers the implementation
 
-        return dispatch(engine, compare, base_log, replay_log, pairs, client=client)
+        # a Dataset (rk.open_dataset) runs out of core, partition by partition, on Dask
+        return dispatch("dask" if engine == "local" else engine, compare, base_log,
+                        replay_log, pairs, client=client)
     bt, rt = _table(base_log), _table(replay_log)
     B, R = _frame(bt), _frame(rt)
     if pairs is None:

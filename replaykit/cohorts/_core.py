@@ -661,7 +661,10 @@ def cohorts(log: EventLog, by: ByArg = "semester", *,
             column or a callable; default the run's first prompt).
         engine: ``"local"`` or ``"dask"`` (``log`` may then be a Parquet dataset path or a
             dask.dataframe; per-run measures are computed per partition, and replay-based
-            methods are unavailable); ``client``: its ``distributed.Client``.
+            methods are unavailable); ``client``: its ``distributed.Client``. A
+            :class:`replaykit.ingest.Dataset` (:func:`replaykit.open_dataset`, filters
+            pushed into the scan) always runs that way, on Dask's threaded scheduler
+            unless ``client=`` names a cluster.
 
     Example:
         >>> import replaykit as rk
@@ -673,15 +676,21 @@ def cohorts(log: EventLog, by: ByArg = "semester", *,
         100
 
     Raises:
-        TypeError: ``log`` is not an EventLog, or ``tenant_id`` is an empty string.
+        TypeError: ``log`` is not an EventLog (or a Dataset), or ``tenant_id`` is an empty
+            string.
+        MissingExtraError: a Dataset (or ``engine="dask"``) without the ``dask`` extra.
         KeyError: the log has none of the given tenants; ``by`` names nothing.
         ValueError: an unknown ``cache_mode`` or an invalid calendar.
     """
-    if engine != "local":
+    from ..engine import is_partition_source
+
+    if engine != "local" or is_partition_source(log):
         from ..engine import dispatch  # cohorts/_dask.py registers the implementation
 
-        return dispatch(engine, cohorts, log, by, tenant_id=tenant_id, calendar=calendar,
-                        cache=cache, cache_mode=cache_mode, pair_on=pair_on, client=client)
+        # a Dataset (rk.open_dataset) runs out of core, partition by partition, on Dask
+        return dispatch("dask" if engine == "local" else engine, cohorts, log, by,
+                        tenant_id=tenant_id, calendar=calendar, cache=cache,
+                        cache_mode=cache_mode, pair_on=pair_on, client=client)
     if not isinstance(log, EventLog):
         raise TypeError(f"log must be a replaykit.EventLog, got {type(log).__name__}")
     if tenant_id is not None:

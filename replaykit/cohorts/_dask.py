@@ -82,6 +82,12 @@ def dask_cohorts(source: Any, by: Any = "semester", *, tenant_id: Any = None,
                          client=client, desc="cohorts", progress=progress)
     if tenants is not None and not sum(len(r[0]) for r in res):
         raise KeyError(f"tenant(s) {tenants} not in the source")
+    # a partition without a row of the view (its filters pushed into the scan) gives frames
+    # of no run, whose dtypes would widen the others' in the concatenation
+    res = [r for r in res if len(r[0])]
+    if not res:  # nothing matched: the frames of no run
+        empty = Cohorts(EventLog(empty_events()), **kw)
+        res = [(empty._frame(), empty._tool_counts())]
     runs = pd.concat([r[0] for r in res], ignore_index=True)
     tools = pd.concat([r[1] for r in res], ignore_index=True).fillna(0).astype(np.int64)
     tools = tools[sorted(tools.columns)] if len(tools.columns) else tools

@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -39,7 +39,8 @@ from ..tenancy import (
     partition_dir_tenant,
 )
 
-__all__ = ["EngineError", "Partition", "partitions", "write_partitioned"]
+__all__ = ["EngineError", "Partition", "PartitionSource", "is_partition_source", "partitions",
+           "write_partitioned"]
 
 #: Default size of one partition written by :func:`write_partitioned` (events, approximate:
 #: a partition closes at the first run boundary at or after this many events).
@@ -77,6 +78,9 @@ class Partition:
         root: the dataset root (its tenant folders' ``_runs.parquet`` hold run header
             metadata).
         table: the events of an in-memory partition (None otherwise).
+        filter: a ``pyarrow.dataset`` expression pushed into the file's scan (the filters of
+            a :class:`replaykit.ingest.Dataset` view; None: every row). Row groups whose
+            statistics cannot match are skipped.
     """
 
     name: str
@@ -85,6 +89,7 @@ class Partition:
     tenant_id: str | None = None
     root: str | None = None
     table: pa.Table | None = None
+    filter: Any = None
 
     def load(self, data: Any = None) -> EventLog:
         """The partition as a sorted, canonical :class:`EventLog` (``data``: a pandas
@@ -97,9 +102,9 @@ class Partition:
             return EventLog(_canonical(pa.Table.from_pandas(data, preserve_index=False)))
         assert self.path is not None
         if self.tenant_id is None:
-            return EventLog(_canonical(pq.read_table(self.path)))
+            return EventLog(_canonical(pq.read_table(self.path, filters=self.filter)))
         # the same partition check as read_parquet: rows must be the folder's tenant's
-        return EventLog(read_partition_files([(self.tenant_id, self.path)]))
+        return EventLog(read_partition_files([(self.tenant_id, self.path)], filter=self.filter))
 
     def run_meta(self, log: EventLog) -> pa.Table | None:
         """Rows of the dataset's ``_runs.parquet`` for the runs of ``log`` (None: none)."""
@@ -366,12 +371,18 @@ class FileIndex:
         ranged: tenant -> (lows, highs, positions in ``files``) of its files with
             statistics, sorted by low.
         unranged: tenant -> positions in ``files`` of its files without statistics.
+        tenants: the folder tenant of each file of ``files`` (empty: read from the path, a
+            ``tenant_id=<id>`` folder right under ``root``).
+        filter: a ``pyarrow.dataset`` expression ANDed into every read (a
+            :class:`replaykit.ingest.Dataset` view's filters; None: none).
     """
 
     root: str
     files: tuple[str, ...]
     ranged: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
     unranged: dict[str, np.ndarray]
+    tenants: tuple[str, ...] = ()
+    filter: Any = None
 
     def lookup(self, tenants: list[str] | None, run_ids: list[str]) -> list[str]:
         """The files that can hold any of ``run_ids`` of ``tenants`` (None: any tenant), in
@@ -410,24 +421,38 @@ class FileIndex:
         if not files:
             return EventLog(empty_events())
         owned = []
+        tenant_of = dict(zip(self.files, self.tenants, strict=True)) if self.tenants else {}
         for f in files:  # the folder's tenant (checked when the index was built)
-            tenant, _ = partition_dir_tenant(Path(f).relative_to(self.root).parts[0])
+            tenant = tenant_of.get(f)
+            if tenant is None:
+                tenant, _ = partition_dir_tenant(Path(f).relative_to(self.root).parts[0])
             assert tenant is not None
             owned.append((tenant, f))
+        expr = ds.field("run_id").isin(run_ids)
+        if self.filter is not None:
+            expr = expr & self.filter
         # the same partition check as read_parquet: rows must be the folder's tenant's
-        return EventLog(read_partition_files(owned, filter=ds.field("run_id").isin(run_ids)))
+        return EventLog(read_partition_files(owned, filter=expr))
 
 
-def file_index(source: str | os.PathLike[str]) -> FileIndex:
+def file_index(source: Any) -> FileIndex:
     """The :class:`FileIndex` of a dataset in the :meth:`EventLog.to_parquet` layout (its
-    footers are checked as :func:`partitions` checks them).
+    footers are checked as :func:`partitions` checks them), or of a
+    :class:`PartitionSource` (a :class:`replaykit.ingest.Dataset` view: only its files, its
+    filters ANDed into every read).
 
     Raises:
         FileNotFoundError: no such dataset, or it holds no partition files.
         EngineError: two files of one tenant hold overlapping run ids.
     """
-    root = Path(source).absolute()  # workers may have another working directory
-    parts = _file_partitions(root, check=False)
+    if is_partition_source(source):
+        parts = source.engine_partitions(check=False)
+        root = Path(source.path).absolute()
+        expr = parts[0].filter if parts else None  # one view: the same filter on each
+    else:
+        root = Path(source).absolute()  # workers may have another working directory
+        parts = _file_partitions(root, check=False)
+        expr = None
     ranges = [_run_range(p.path) for p in parts if p.path is not None]
     _check_no_split(parts, ranges)
     ranged: dict[str, list[tuple[str, str, int]]] = {}
@@ -445,13 +470,31 @@ def file_index(source: str | os.PathLike[str]) -> FileIndex:
                           np.asarray([s[1] for s in spans], dtype=str),
                           np.asarray([s[2] for s in spans], dtype=np.int64))
     return FileIndex(root=str(root), files=tuple(str(p.path) for p in parts), ranged=arrays,
-                     unranged={t: np.asarray(v, dtype=np.int64) for t, v in unranged.items()})
+                     unranged={t: np.asarray(v, dtype=np.int64) for t, v in unranged.items()},
+                     tenants=tuple(str(p.tenant_id) for p in parts), filter=expr)
 
 
 def _table_partitions(log: EventLog, partition_events: int) -> list[Partition]:
     t = log.table
     return [Partition(name=f"partition {i}", index=i, table=t.slice(a, b - a))
             for i, (a, b) in enumerate(_cuts(t, partition_events))]
+
+
+class PartitionSource(Protocol):
+    """A lazy view of a dataset that plans its own partitions (what
+    :class:`replaykit.ingest.Dataset` is): ``engine_partitions(check=...)`` gives its
+    run-aligned file partitions, each carrying the view's filters (``Partition.filter``),
+    and ``path`` is the dataset root. The engine takes it wherever it takes a dataset path,
+    without importing the layer that defines it."""
+
+    path: Any
+
+    def engine_partitions(self, *, check: bool = True) -> list[Partition]: ...
+
+
+def is_partition_source(obj: Any) -> bool:
+    """Whether ``obj`` is a :class:`PartitionSource` (e.g. a :class:`replaykit.ingest.Dataset`)."""
+    return callable(getattr(obj, "engine_partitions", None)) and hasattr(obj, "path")
 
 
 def partitions(
@@ -461,8 +504,10 @@ def partitions(
 
     ``source``: a dataset directory (:meth:`EventLog.to_parquet` / :func:`write_partitioned`
     layout; one partition per file, checked with ``check=True`` from the Parquet footers not
-    to split runs), or an :class:`EventLog` (cut into slices of about ``partition_events``
-    events at run boundaries). dask.dataframe sources are handled by the Dask engine.
+    to split runs), a :class:`PartitionSource` (a :class:`replaykit.ingest.Dataset` view: the
+    files its filters can match, each with the filters pushed into its scan), or an
+    :class:`EventLog` (cut into slices of about ``partition_events`` events at run
+    boundaries). dask.dataframe sources are handled by the Dask engine.
 
     >>> parts = partitions("events/")  # doctest: +SKIP
     >>> parts[0].name  # doctest: +SKIP
@@ -478,7 +523,10 @@ def partitions(
         return _file_partitions(Path(source).absolute(), check)
     if isinstance(source, EventLog):
         return _table_partitions(source, partition_events)
+    if is_partition_source(source):
+        return list(source.engine_partitions(check=check))
     raise TypeError(
-        "source must be a Parquet dataset path, an EventLog or a dask.dataframe in the "
+        "source must be a Parquet dataset path, a replaykit.ingest.Dataset, an EventLog or a "
+        "dask.dataframe in the "
         f"canonical schema, got {type(source).__name__}"
     )

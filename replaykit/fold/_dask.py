@@ -18,6 +18,7 @@ from ..engine import (
     Partition,
     concat_frames,
     implements,
+    is_partition_source,
     require_dask,
     run_partitions,
     run_to_parquet,
@@ -69,6 +70,11 @@ class DaskStateFrame:
         return f"DaskStateFrame({len(self.partitions)} partitions of {self.source!r})"
 
     def _collect(self, what: str) -> pd.DataFrame:
+        if not self.partitions:  # e.g. a Dataset view no file can match: no run, same columns
+            from ..schema import empty_events
+
+            empty = Partition(name="partition 0", index=0, table=empty_events())
+            return _fold_part(empty, None, self.projections, self.state_hash, what)
         return run_partitions(_fold_part, self.partitions, data=self._data,
                               args=(self.projections, self.state_hash, what),
                               combine=concat_frames, client=self.client, desc="fold",
@@ -109,6 +115,8 @@ class DaskStateFrame:
             log = self.source.filter(tenant_id=tenant_id, run_ids=run_id)
         elif isinstance(self.source, (str, os.PathLike)):
             log = read_parquet(self.source, tenant_id=tenant_id, run_ids=run_id)
+        elif is_partition_source(self.source):  # a Dataset view: its filters apply
+            log = self.source.filter(tenant_id=tenant_id, runs=[run_id]).load()
         else:
             raise NotImplementedError("at() on a dask.dataframe source: fold the run locally")
         return fold(log, self.projections, state_hash=self.state_hash).at(
@@ -121,7 +129,8 @@ def dask_fold(source: Any, projections: Any, *, state_hash: bool = True, client:
               progress: bool | None = None) -> DaskStateFrame:
     """``rk.fold(source, projections, engine="dask")``: a lazy :class:`DaskStateFrame`.
 
-    ``source``: a Parquet dataset path (EventLog.to_parquet / write_partitioned layout), an
+    ``source``: a Parquet dataset path (EventLog.to_parquet / write_partitioned layout), a
+    :class:`replaykit.ingest.Dataset` view (its filters pushed into each file's scan), an
     EventLog (cut at run boundaries into ~``partition_events``-event partitions) or a
     dask.dataframe in the canonical schema whose partitions hold whole runs.
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .._base import native as _native
-from ..engine import dispatch
+from ..engine import dispatch, is_partition_source
 from ..errors import ReplayError
 from ..eventlog.log import EventLog, to_pandas
 from ..schema import validate
@@ -336,12 +336,15 @@ def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True,
             :class:`replaykit.fold.DaskStateFrame` (``final()``, ``steps_df()``,
             ``to_parquet()``); see docs/scaling.md.
         client: a ``distributed.Client`` for ``engine="dask"`` (default: the current one).
+            A :class:`replaykit.ingest.Dataset` (:func:`replaykit.open_dataset`) always folds
+            out of core that way (its filters pushed into each file's scan; Dask's threaded
+            scheduler unless ``client=``).
         threads: fold on at most this many threads (None: every core the process may use,
             capped by ``REPLAYKIT_THREADS``; ``replaykit._base.native.threads``); the same
             frame on any count. A lazy ``state_hash`` is computed later on the default.
 
     Returns:
-        a :class:`StateFrame` (with ``engine="dask"``: a lazy
+        a :class:`StateFrame` (with ``engine="dask"`` or a Dataset: a lazy
         :class:`replaykit.fold.DaskStateFrame`).
 
     Raises:
@@ -352,8 +355,10 @@ def fold(log: EventLog | pa.Table, projections: Any, *, state_hash: bool = True,
     >>> import replaykit as rk  # doctest: +SKIP
     >>> rk.fold(log, rk.agent()).final()  # doctest: +SKIP
     """
-    if engine != "local":  # fold/_dask.py registers the implementation
-        return dispatch(engine, fold, log, projections, state_hash=state_hash, client=client)
+    if engine != "local" or is_partition_source(log):  # fold/_dask.py registers it
+        # a Dataset (rk.open_dataset) runs out of core, partition by partition, on Dask
+        return dispatch("dask" if engine == "local" else engine, fold, log, projections,
+                        state_hash=state_hash, client=client)
     table = log.table if isinstance(log, EventLog) else validate(log)
     fields = resolve_projections(projections)
     with _native.using_threads(threads):

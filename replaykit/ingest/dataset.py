@@ -4,6 +4,8 @@ asked; the grain tables are computed one part file at a time)."""
 from __future__ import annotations
 
 import os
+import re
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,13 +14,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..engine import Partition
+from ..engine._parts import _check_no_split
 from ..eventlog.dataset import (
     RUNS_FILE,
     _partition_dirs,
     partition_files,
     pin_folders,
     read_parquet,
-    read_partition_files,
 )
 from ..eventlog.log import RUN_STAT_COLUMNS, RUNS_SCHEMA, EventLog, runs_frame
 from ..tenancy import check_tenant_ids, partition_dir_tenant
@@ -52,12 +55,19 @@ class Dataset:
     :meth:`EventLog.to_parquet`: filters are recorded, and pushed into the Parquet scan when
     something is computed. Build it with :func:`open_dataset`.
 
+    :func:`replaykit.cohorts`, :func:`replaykit.fold`, :func:`replaykit.compare` and
+    :func:`replaykit.verify_chain` take a Dataset and run out of core on the Dask engine, one
+    task per part file the filters can match (:meth:`engine_partitions`), with the in-memory
+    engine's answer on :meth:`load` (Dask's threaded scheduler, or a cluster with
+    ``client=``).
+
     Example:
         >>> ds = rk.open_dataset("semester/")  # doctest: +SKIP
         >>> ds.runs_df()  # from the side files: no event is read  # doctest: +SKIP
         >>> week = ds.filter(since="2026-03-02", until="2026-03-08")  # doctest: +SKIP
         >>> week.tools_df()  # one part file at a time  # doctest: +SKIP
         >>> ds.run("chat_42", tenant_id="acme").calls_df()  # doctest: +SKIP
+        >>> rk.cohorts(ds, by="semester").compare("2025-fall", "2026-spring")  # doctest: +SKIP
     """
 
     def __init__(self, path: str | os.PathLike[str], *, tenant_id: list[str] | None = None,
@@ -118,6 +128,12 @@ class Dataset:
         return expr
 
     @property
+    def whole_runs(self) -> bool:
+        """Whether the view holds its runs whole: it filters by tenant and run at most (a
+        time window or event types keep only some rows of a run)."""
+        return self._since is None and self._until is None and self._types is None
+
+    @property
     def tenants(self) -> list[str]:
         """The tenants of the view (folder names; no file is opened)."""
         out = []
@@ -141,14 +157,62 @@ class Dataset:
         not applied: use ``len(view.load())`` for those)."""
         return sum(pq.ParquetFile(f).metadata.num_rows for _, f in self.files())
 
+    def engine_partitions(self, *, check: bool = True) -> list[Partition]:
+        """The view's work for the engine (:func:`replaykit.engine.partitions`): one
+        :class:`~replaykit.engine.Partition` per part file that can hold a row of the view,
+        each carrying the view's filters (``Partition.filter``, pushed into its scan).
+
+        Only the view's tenants' folders are listed; each listed file's footer is read once,
+        and a file whose statistics say it cannot match (its run-id range holds none of the
+        view's runs, its ``ts`` range lies outside the time window) gets no partition, so
+        no task opens it. Partitions are in (tenant, first run id) order, the order of the
+        loaded log's runs.
+
+        Raises:
+            FileNotFoundError: the dataset folder does not exist.
+            EngineError: ``check=True`` and two files of one tenant hold overlapping run ids
+                (a run split across files; per-run results would be wrong).
+        """
+        if not self.path.exists():
+            raise FileNotFoundError(f"{self.path}: no such Parquet dataset")
+        pins = pin_folders(self.path, self._tenants)  # one generation of each tenant
+        by_dir = {v: k for k, v in pins.items()}
+        root = self.path.absolute()
+        runs = None if self._runs is None else sorted(self._runs)
+        expr = self._expr()
+        kept: list[tuple[str, str, str, Path, tuple[str, str] | None]] = []
+        for tenant, f in partition_files(self.path, self._tenants, pins=pins):
+            span = _footer_spans(f)
+            run_span = span.get("run_id")
+            if runs is not None and run_span is not None and not _any_within(runs, *run_span):
+                continue
+            ts_span = span.get("ts")
+            if ts_span is not None and (
+                    (self._since is not None and ts_span[1] < self._since)
+                    or (self._until is not None and ts_span[0] > self._until)):
+                continue
+            folder = f.parent
+            while folder not in by_dir and folder != folder.parent:
+                folder = folder.parent
+            rel = f.relative_to(folder) if folder in by_dir else Path(f.name)
+            name = f"{by_dir.get(folder, _dir_of(root, tenant))}/{rel.as_posix()}"
+            kept.append((tenant, "" if run_span is None else str(run_span[0]), name, f,
+                         None if run_span is None else (str(run_span[0]), str(run_span[1]))))
+        kept.sort(key=lambda k: (k[0], k[1], _natural(k[2])))
+        parts = [Partition(name=name, index=i, path=str(f.absolute()), tenant_id=tenant,
+                           root=str(root), filter=expr)
+                 for i, (tenant, _, name, f, _) in enumerate(kept)]
+        if check:
+            _check_no_split(parts, [k[4] for k in kept])
+        return parts
+
     def partitions(self) -> Iterator[EventLog]:
         """The view one part file at a time, each an EventLog of whole runs (the filters
-        pushed into the scan)."""
-        expr = self._expr()
-        for tenant, f in self.files():
-            table = read_partition_files([(tenant, f)], filter=expr)
-            if table.num_rows:
-                yield EventLog(table)
+        pushed into the scan; files whose footer statistics cannot match are not opened)."""
+        for part in self.engine_partitions(check=False):
+            log = part.load()
+            if len(log):
+                yield log
 
     # ------------------------------------------------------------------ tables
     def runs_df(self) -> pd.DataFrame:
@@ -156,7 +220,7 @@ class Dataset:
         numbers ``ingest`` keeps beside each tenant's parts and ``_runs.parquet``) when the
         view filters by tenant and run at most; otherwise (a time window, event types, or a
         dataset without those side files) computed part file by part file."""
-        exact = self._since is None and self._until is None and self._types is None
+        exact = self.whole_runs
         stats, runs = [], []
         pins = pin_folders(self.path, self._tenants)
         for tenant in self.tenants:
@@ -194,8 +258,10 @@ class Dataset:
     def load_runs(self) -> pa.Table:
         """The view's ``_runs.parquet`` rows (run headers)."""
         runs = []
+        pins = pin_folders(self.path, self._tenants)  # the generation the parts are read from
         for tenant in self.tenants:
-            f = self.path / _dir_of(self.path, tenant) / RUNS_FILE
+            name = _dir_of(self.path, tenant)
+            f = pins.get(name, self.path / name) / RUNS_FILE
             if f.exists():
                 runs.append(pq.read_table(f).cast(RUNS_SCHEMA))
         t = pa.concat_tables(runs) if runs else RUNS_SCHEMA.empty_table()
@@ -267,6 +333,56 @@ class Dataset:
         return f"Dataset({str(self.path)!r}{extra})"
 
 
+_DIGITS = re.compile(r"(\d+)")
+
+
+def _natural(name: str) -> tuple[Any, ...]:
+    return tuple(int(v) if v.isdigit() else v for v in _DIGITS.split(name))
+
+
+def _footer_spans(path: Path) -> dict[str, tuple[Any, Any]]:
+    """(min, max) of the ``run_id`` and ``ts`` columns of a part file, over its row groups,
+    from its footer (a column without statistics in some row group is left out: nothing
+    can be skipped on it). An unreadable footer gives nothing (its task then fails and
+    names the file)."""
+    try:
+        md = pq.ParquetFile(path).metadata
+    except (OSError, pa.ArrowException):
+        return {}
+    if md.num_rows == 0:
+        return {}
+    cols = {md.schema.column(i).path: i for i in range(md.num_columns)}
+    out: dict[str, tuple[Any, Any]] = {}
+    for name in ("run_id", "ts"):
+        i = cols.get(name)
+        if i is None:
+            continue
+        lo = hi = None
+        for g in range(md.num_row_groups):
+            st = md.row_group(g).column(i).statistics
+            if md.row_group(g).num_rows == 0:
+                continue
+            if st is None or not st.has_min_max:
+                lo = None
+                break
+            mn, mx = st.min, st.max
+            if isinstance(mn, bytes):
+                mn, mx = mn.decode(), mx.decode()
+            lo = mn if lo is None or mn < lo else lo
+            hi = mx if hi is None or mx > hi else hi
+        if lo is not None:
+            out[name] = (lo, hi)
+    if "ts" in out:  # aware datetimes, compared with the view's UTC bounds
+        out["ts"] = (_utc(out["ts"][0]), _utc(out["ts"][1]))
+    return out
+
+
+def _any_within(sorted_values: list[str], lo: str, hi: str) -> bool:
+    """Whether any of ``sorted_values`` lies in [lo, hi]."""
+    i = bisect_left(sorted_values, lo)
+    return i < len(sorted_values) and sorted_values[i] <= hi
+
+
 def _dir_of(root: Path, tenant: str) -> str:
     from ..tenancy import partition_dir_name
 
@@ -283,7 +399,8 @@ def open_dataset(path: str | os.PathLike[str]) -> Dataset:
     """A lazy handle on a dataset written by :func:`replaykit.ingest` (or
     :meth:`EventLog.to_parquet`): ``runs_df()`` from the side files, ``calls_df()`` /
     ``tools_df()`` / ``turns_df()`` one part file at a time, ``filter(...)`` pushed into the
-    scan, ``load()`` / ``run(...)`` for an ordinary EventLog.
+    scan, ``load()`` / ``run(...)`` for an ordinary EventLog; ``rk.cohorts`` / ``rk.fold`` /
+    ``rk.compare`` / ``rk.verify_chain`` take it and run out of core (docs/scaling.md).
 
     >>> ds = rk.open_dataset("semester/")  # doctest: +SKIP
     >>> ds.filter(tenant_id="acme").runs_df()  # doctest: +SKIP

@@ -298,14 +298,18 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     row to exist with that hash, so a run may have grown since it was anchored).
 
     ``engine="dask"`` (optional ``client=``) checks a Parquet dataset path, EventLog or
-    dask.dataframe partition by partition and returns the same frame (docs/scaling.md).
+    dask.dataframe partition by partition and returns the same frame (docs/scaling.md). A
+    :class:`replaykit.ingest.Dataset` (:func:`replaykit.open_dataset`) is always checked that
+    way (its tenant and run filters pushed into each file's scan: the result is that of
+    ``view.load()``; a view that keeps only some rows of its runs, by time or event type, is
+    refused).
     ``threads``: check on at most this many threads (None: every core the process may use,
     capped by ``REPLAYKIT_THREADS``; ``replaykit._base.native.threads``); the same frame on any.
 
     Raises:
         TypeError: ``log`` or ``expected_heads`` has the wrong type.
         ValueError: a table lacks the needed columns; a manifest or ``derived=False`` with
-            ``engine="dask"``.
+            ``engine="dask"`` or a Dataset; a Dataset filtered by time or event type.
         ManifestError: (a ``ValueError``) ``expected_heads`` anchors nothing (an empty
             mapping, frame, table or list: a log with a run deleted would pass), lacks
             run_id/row_hash, holds a row_hash that is not a string or a seq that is not an
@@ -319,17 +323,30 @@ def verify_chain(log: EventLog | pa.Table, expected_heads: Any = None, *,
     >>> problems.empty  # doctest: +SKIP
     True
     """
-    if engine != "local":
+    from ..engine import is_partition_source
+
+    if engine != "local" or is_partition_source(log):
+        # a Dataset (rk.open_dataset) runs out of core, partition by partition, on Dask
+        where = "a Dataset" if engine == "local" else f"engine={engine!r}"
         if not derived:
-            raise ValueError("derived=False is supported by engine='local' only")
+            raise ValueError(f"derived=False is supported by engine='local' only, not on "
+                             f"{where} (load() the view first)")
         if _as_manifest(expected_heads) is not None:
             raise ValueError(
-                "a ChainManifest is checked by engine='local' only; pass "
+                f"a ChainManifest is checked by engine='local' only, not on {where}; pass "
                 "expected_heads=manifest.heads() to check its heads per partition"
             )
+        if not getattr(log, "whole_runs", True):
+            raise ValueError(
+                f"verify_chain checks whole runs, and {log!r} keeps only some rows of its runs "
+                "(a time window or event types): every cut would be reported, and checks "
+                "across runs (a child's parent_run_id from its parent's spawn row) would see "
+                "only the parts in one file. Filter the Dataset by tenant_id / runs only, or "
+                "check the rows it keeps with verify_chain(view.load())")
         from ..engine import dispatch  # _integrity_dask.py registers the implementation
 
-        return dispatch(engine, verify_chain, log, expected_heads, client=client)
+        return dispatch("dask" if engine == "local" else engine, verify_chain, log,
+                        expected_heads, client=client)
     with _native.using_threads(threads) as n_threads:
         return _verify_local(log, expected_heads, derived, n_threads)
 
