@@ -88,6 +88,10 @@ def json_changes(before: Any, after: Any) -> list[dict[str, Any]]:
     if not isinstance(before, (dict, list)) or not isinstance(after, (dict, list)) \
             or type(before) is not type(after):
         return [{"path": "", "op": "changed", "before": before, "after": after}]
+    if type(before) is dict:  # most replayed pairs: answered without jsonpatch
+        fast = _dict_changes(before, after)
+        if fast is not None:
+            return fast
     rows: list[dict[str, Any]] = []
     doc = copy.deepcopy(before)
     for op in jsonpatch.make_patch(before, after).patch:
@@ -118,6 +122,132 @@ def json_changes(before: Any, after: Any) -> list[dict[str, Any]]:
 
 def _none(v: Any) -> Any:
     return None if v is _MISSING else v
+
+
+class _Unsure(Exception):
+    """The documents hold something :func:`_dict_changes` leaves to jsonpatch (a list that
+    differs, a member both removed and added somewhere, a value that is not plain JSON)."""
+
+
+#: JSON leaves compared by ``==`` once their types match (a float by its text)
+_LEAVES = (str, int, bool, type(None))
+_JSON_TYPES = (*_LEAVES, float, dict, list)
+
+
+def _json_equal(x: Any, y: Any) -> bool:
+    """Whether jsonpatch sees no difference between two JSON values: equal as JSON text
+    (``1``, ``1.0`` and ``true`` differ, and so do ``0.0`` and ``-0.0``; two NaNs are the
+    same; object members in any order). Raises :class:`_Unsure` for a value that is not
+    plain JSON (jsonpatch decides those)."""
+    tx, ty = type(x), type(y)
+    if tx not in _JSON_TYPES or ty not in _JSON_TYPES:
+        raise _Unsure
+    if tx is not ty:
+        return False  # JSON values of different types never read the same
+    if tx is float:
+        return repr(x) == repr(y)  # json.dumps writes a float as its repr (NaN, Infinity)
+    if tx in _LEAVES:
+        return bool(x == y)
+    if tx is dict:
+        if any(type(k) is not str for k in x) or any(type(k) is not str for k in y):
+            raise _Unsure
+        return len(x) == len(y) and all(k in y and _json_equal(v, y[k]) for k, v in x.items())
+    return len(x) == len(y) and all(_json_equal(a, b) for a, b in zip(x, y, strict=True))
+
+
+try:  # the fast extra: JSON text in C, to tell equal values from merely == ones
+    from orjson import OPT_SORT_KEYS as _SORT
+    from orjson import dumps as _fast_dumps
+except ImportError:  # pragma: no cover - orjson is in the fast extra
+    _fast_dumps = None  # type: ignore[assignment]
+
+
+def _same(x: Any, y: Any) -> bool:
+    """:func:`_json_equal`, in C where it can be: values that are ``==`` are the same JSON
+    when orjson writes them alike with sorted members (it tells ``1``, ``1.0``, ``true``,
+    ``0.0`` and ``-0.0`` apart); values that are not ``==`` differ unless they hold a float
+    (a NaN is unequal to itself); the walk decides the rest."""
+    if x is y and type(x) in _JSON_TYPES:
+        return True
+    if x == y:
+        if _fast_dumps is not None:
+            try:
+                return bool(_fast_dumps(x, option=_SORT) == _fast_dumps(y, option=_SORT))
+            except (TypeError, ValueError):  # an integer beyond 64 bits, deep nesting ...
+                pass
+    elif not _holds_float(x):
+        return False
+    return _json_equal(x, y)
+
+
+def _holds_float(v: Any) -> bool:
+    t = type(v)
+    if t is float:
+        return True
+    if t is dict:
+        return any(_holds_float(x) for x in v.values())
+    if t is list:
+        return any(_holds_float(x) for x in v)
+    return False
+
+
+def _escape(key: str) -> str:
+    """One object member's name in a JSON pointer (RFC 6901: ``~`` -> ``~0``, ``/`` ->
+    ``~1``)."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _copy(v: Any) -> Any:
+    return copy.deepcopy(v) if type(v) in (dict, list) else v
+
+
+def _dict_changes(before: dict[str, Any], after: dict[str, Any]
+                  ) -> list[dict[str, Any]] | None:
+    """:func:`json_changes` of two objects without jsonpatch, when the answer is certain
+    to be jsonpatch's: every difference is a member added, a member removed (not both in one
+    document: an added value equal to a removed one would be a move) or a value replaced,
+    and no two lists differ (jsonpatch matches list items up). The rows come in jsonpatch's
+    order: per object its removed members, its added members, then its common members
+    depth first. None when that does not hold (the caller asks jsonpatch)."""
+    rows: list[dict[str, Any]] = []
+    seen = {"added": False, "removed": False}
+
+    def walk(path: str, src: dict[str, Any], dst: dict[str, Any]) -> None:
+        if any(type(k) is not str for k in src) or any(type(k) is not str for k in dst):
+            raise _Unsure
+        for k, v in src.items():
+            if k not in dst:
+                seen["removed"] = True
+                rows.append({"path": f"{path}/{_escape(k)}", "op": "removed",
+                             "before": _copy(v), "after": None})
+        for k, v in dst.items():
+            if k not in src:
+                seen["added"] = True
+                rows.append({"path": f"{path}/{_escape(k)}", "op": "added", "before": None,
+                             "after": _copy(v)})
+        if seen["added"] and seen["removed"]:
+            raise _Unsure  # perhaps a move
+        for k, x in src.items():
+            if k not in dst:
+                continue
+            y = dst[k]
+            if _same(x, y):
+                continue
+            tx, ty = type(x), type(y)
+            if tx is dict and ty is dict:
+                walk(f"{path}/{_escape(k)}", x, y)
+            elif (tx is list and ty is list) or tx not in _JSON_TYPES \
+                    or ty not in _JSON_TYPES:
+                raise _Unsure  # jsonpatch matches list items up; other types: its call
+            else:  # a replaced value (of another type, or a leaf)
+                rows.append({"path": f"{path}/{_escape(k)}", "op": "changed",
+                             "before": _copy(x), "after": _copy(y)})
+
+    try:
+        walk("", before, after)
+    except (_Unsure, RecursionError):
+        return None
+    return rows
 
 
 try:  # the fast extra: the same values as json.loads wherever orjson accepts the text
