@@ -87,8 +87,12 @@ def _content_status(status: np.ndarray, b: pa.Table, r: pa.Table, i: np.ndarray,
     # each pair's format (the recording's source prefix) says which members are its envelope
     b_src = _str(b.column("source").take(bi)).to_pylist() \
         if len(todo) and "source" in b.column_names else []
-    for k in todo.tolist():  # (content_changed's answer, keeping the rows it read)
-        differs[k], rows = _content_changes(bp[k].as_py(), rp[k].as_py(),
+    # the pairs' texts as Python strings once (not a scalar per pair and side)
+    todo_arr = pa.array(todo, pa.int64())
+    b_text = bp.take(todo_arr).to_pylist()
+    r_text = rp.take(todo_arr).to_pylist()
+    for n, k in enumerate(todo.tolist()):  # (content_changed's answer, keeping its rows)
+        differs[k], rows = _content_changes(b_text[n], r_text[n],
                                             format_of(b_src[k]) if b_src else None)
         if rows and changes is not None and b_seq[k] is not None and r_seq[k] is not None:
             changes[(int(b_seq[k]), int(r_seq[k]))] = rows

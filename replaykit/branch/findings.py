@@ -198,7 +198,14 @@ def _escape(key: str) -> str:
 
 
 def _copy(v: Any) -> Any:
-    return copy.deepcopy(v) if type(v) in (dict, list) else v
+    """A copy of a JSON value (plain dicts, lists and leaves: what ``_dict_changes`` walks;
+    ``copy.deepcopy`` without its generic dispatch)."""
+    t = type(v)
+    if t is dict:
+        return {k: _copy(x) for k, x in v.items()}
+    if t is list:
+        return [_copy(x) for x in v]
+    return v
 
 
 def _dict_changes(before: dict[str, Any], after: dict[str, Any]
@@ -403,52 +410,75 @@ def changes_df(result: Any) -> pd.DataFrame:
         cols_ev).to_pylist()}
     r_rows = {r["seq"]: r for r in rep_t.take(pa.array(want_r, pa.int64())).select(
         cols_ev).to_pylist()}
-    out: list[dict[str, Any]] = []
     # pairs the diff already decoded and diffed (ReplayResult._pair_changes): not again
     pair_changes = getattr(result, "_pair_changes", None) or {}
-    for k, d in diff.iterrows():  # changed events only (bounded by the divergence)
-        bs = None if pd.isna(d["base_seq"]) else int(d["base_seq"])
-        rs = None if pd.isna(d["replay_seq"]) else int(d["replay_seq"])
+    out: dict[str, list[Any]] = {c: [] for c in cols}
+    group_of: dict[tuple[str, str | None], str | None] = {}  # per (path, format), once
+    label_of: dict[str, str] = {}
+    rows_k = diff.index.tolist()
+    statuses = diff["status"].tolist()
+    b_seqs = [None if pd.isna(x) else int(x) for x in diff["base_seq"].tolist()]
+    r_seqs = [None if pd.isna(x) else int(x) for x in diff["replay_seq"].tolist()]
+    for k, status, bs, rs in zip(rows_k, statuses, b_seqs, r_seqs, strict=True):
+        # changed events only (bounded by the divergence)
         b = b_rows.get(bs) if bs is not None else None
         r = r_rows.get(rs) if rs is not None else None
         ev = r or b or {}
-        bp = _decode(b["payload"]) if b else None
-        rp = _decode(r["payload"]) if r else None
+        known = pair_changes.get((bs, rs)) if b is not None and r is not None else None
+        # the replayed payload is read for its fixture id and provenance: a text that
+        # cannot hold those members (no such name, no escape) is not decoded again
+        rtext = r["payload"] if r else None
+        rp = _decode(rtext) if r and (known is None or not isinstance(rtext, str) or "\\"
+                                      in rtext or "fixtureId" in rtext
+                                      or "provenance" in rtext) else None
         step = pr[rs] if rs is not None else pb[bs] if bs is not None else -1
         fmt = format_of((b or r or {}).get("source"))  # the recording's format
-        base = {"row": int(k), "step": step,
-                "base_seq": bs, "replay_seq": rs, "kind": ev.get("kind"),
-                "tool_name": ev.get("tool_name"), "ref_id": ev.get("ref_id"),
-                "origin": origin.get(rs) if rs is not None else None,
-                "status": d["status"],
-                "fixture_id": rp.get("fixtureId") if isinstance(rp, Mapping) else None,
-                "provenance": rp.get("provenance") if isinstance(rp, Mapping) else None}
+        head = (int(k), step, bs, rs, ev.get("kind"), ev.get("tool_name"), ev.get("ref_id"),
+                origin.get(rs) if rs is not None else None, status)
+        fx = rp.get("fixtureId") if isinstance(rp, Mapping) else None
+        pv = rp.get("provenance") if isinstance(rp, Mapping) else None
         if b is None or r is None:
-            whole = rp if r is not None else bp
+            whole = rp if r is not None else _decode(b["payload"]) if b else None
             # (two levels: the event's members and a message's; a paused replay has a whole
             # removed event per step it did not reach)
             shown = _json(content_first(whole, fmt, depth=2), sort=False)
-            out.append(base | {"path": "", "label": "(whole event)",
-                               "op": "added" if r is not None else "removed",
-                               "before": None if r is not None else shown,
-                               "after": shown if r is not None else None,
-                               "key": True, "bookkeeping": None})
-            continue
-        known = pair_changes.get((bs, rs)) if bs is not None and rs is not None else None
-        found = known if known is not None else json_changes(bp, rp)
-        for c in sorted(found, key=lambda c: c["path"]):  # reading order
-            group = _group(c["path"], fmt)
-            out.append(base | {"path": c["path"], "label": _label(c["path"]), "op": c["op"],
-                               "before": None if c["op"] == "added"
-                               else _value_json(c["before"], fmt, c["path"]),
-                               "after": None if c["op"] == "removed"
-                               else _value_json(c["after"], fmt, c["path"]),
-                               "key": group is None, "bookkeeping": group})
+            found = [("", "(whole event)", "added" if r is not None else "removed",
+                      None if r is not None else shown, shown if r is not None else None,
+                      True, None)]
+        else:
+            changes = known if known is not None else json_changes(_decode(b["payload"]),
+                                                                    rp if rp is not None
+                                                                    else _decode(rtext))
+            found = []
+            for c in sorted(changes, key=lambda c: c["path"]):  # reading order
+                path, op = c["path"], c["op"]
+                g = group_of.get((path, fmt), _MISSING)
+                if g is _MISSING:
+                    g = group_of[(path, fmt)] = _group(path, fmt)
+                lab = label_of.get(path)
+                if lab is None:
+                    lab = label_of[path] = _label(path)
+                found.append((path, lab, op,
+                              None if op == "added" else _value_json(c["before"], fmt, path),
+                              None if op == "removed" else _value_json(c["after"], fmt, path),
+                              g is None, g))
+        for path, lab, op, before, after, key, g in found:
+            for c, v in zip(_HEAD_COLS, head, strict=True):
+                out[c].append(v)
+            for c, v in zip(_CHANGE_COLS, (path, lab, op, before, after, key, g, fx, pv),
+                            strict=True):
+                out[c].append(v)
     df = pd.DataFrame(out, columns=cols)
     # the agent's content first, then the envelope (a stable sort: step order within each)
     df = df.sort_values("key", ascending=False, kind="stable").reset_index(drop=True)
     return df.astype({"row": "int64", "step": "int64", "base_seq": "Int64",
                       "replay_seq": "Int64", "key": "bool", "bookkeeping": "object"})
+
+
+_HEAD_COLS = ("row", "step", "base_seq", "replay_seq", "kind", "tool_name", "ref_id",
+              "origin", "status")
+_CHANGE_COLS = ("path", "label", "op", "before", "after", "key", "bookkeeping",
+                "fixture_id", "provenance")
 
 
 def _group(path: str, fmt: str | None) -> str | None:
