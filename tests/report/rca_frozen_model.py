@@ -6,8 +6,10 @@ complete diffs), the summary's sentences, its unsupported rows and open requirem
 metrics and the first divergence. ``cases()`` builds the generated replays it is recorded
 for. ``PYTHONPATH=. python tests/report/rca_frozen_model.py`` (from the repository root)
 rewrites ``tests/report/data/rca_frozen.json`` from the current code; the file committed
-was written by the implementation before the report was made faster (commit 5b2e269), and
-``test_report_frozen.py`` compares today's code with it.
+was written by the implementation before the report was made faster (commit 5b2e269, run
+with that checkout on ``PYTHONPATH``), and ``test_report_frozen.py`` compares today's code
+with it. ``html`` holds a digest of each section of the page (the reproducibility stamp
+aside): the page renders the same values the same way.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -69,6 +72,9 @@ def model(result: Any) -> dict[str, Any]:
         "metrics": _plain(rep.data["metrics"]),
         "first_divergence": _plain(rep.data["first_divergence"]),
         "sections": rep.sections,
+        # every section's HTML but the reproducibility stamp (its time and versions)
+        "html": {sid: digest(body) for sid, body in re.findall(
+            r'<section id="([^"]+)">(.*?)</section>', rep.html, flags=re.S) if sid != "repro"},
     }
 
 
@@ -102,7 +108,7 @@ def cases(folder: Path) -> Iterator[tuple[str, Any]]:
 
 
 #: parts frozen in full (the others as a digest plus their row count and first rows)
-FULL = ("summary", "metrics", "first_divergence", "sections")
+FULL = ("summary", "metrics", "first_divergence", "sections", "html")
 HEAD_ROWS = 25
 
 

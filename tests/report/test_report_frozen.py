@@ -48,7 +48,7 @@ def test_report_model_is_unchanged(today: dict[str, dict[str, Any]], case: str) 
     got = rca_model.freeze(today[case])
     want = FROZEN[case]
     # the readable parts first (a difference shows as values, not as a digest)
-    for part in ("sections", "metrics", "first_divergence"):
+    for part in ("sections", "metrics", "first_divergence", "html"):
         assert got[part] == want[part], part
     gs, ws = got["summary"], want["summary"]
     for k in ("answer", "verdict", "counts", "rows", "requirements"):
