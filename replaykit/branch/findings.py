@@ -238,15 +238,18 @@ def _dict_changes(before: dict[str, Any], after: dict[str, Any]
             if k not in dst:
                 continue
             y = dst[k]
-            if _same(x, y):
-                continue
             tx, ty = type(x), type(y)
             if tx is dict and ty is dict:
-                walk(f"{path}/{_escape(k)}", x, y)
-            elif (tx is list and ty is list) or tx not in _JSON_TYPES \
-                    or ty not in _JSON_TYPES:
-                raise _Unsure  # jsonpatch matches list items up; other types: its call
-            else:  # a replaced value (of another type, or a leaf)
+                # two objects: equal ones are skipped, others walked (a walk that finds
+                # nothing, e.g. NaN against NaN, adds no row, as jsonpatch's does not)
+                if not (x is y or (x == y and _same(x, y))):
+                    walk(f"{path}/{_escape(k)}", x, y)
+            elif tx is list and ty is list:
+                if not _same(x, y):
+                    raise _Unsure  # jsonpatch matches list items up
+            elif tx not in _JSON_TYPES or ty not in _JSON_TYPES:
+                raise _Unsure  # not plain JSON: jsonpatch's call
+            elif not _json_equal(x, y):  # a replaced value (of another type, or a leaf)
                 rows.append({"path": f"{path}/{_escape(k)}", "op": "changed",
                              "before": _copy(x), "after": _copy(y)})
 
@@ -765,23 +768,45 @@ def _source_phrase(result: Any, ev: Any, patched_by: Mapping[int, list[str]]) ->
     return origin
 
 
-def _patched_by(result: Any) -> dict[int, list[str]]:
-    """replay seq -> ids of the interventions applied to that event (from ``replayPatch``)."""
-    from .patches import PATCH_RECORD_KEY
+class _PatchedBy(Mapping[int, list[str]]):
+    """replay seq -> ids of the interventions applied to that event (from ``replayPatch``),
+    read when asked: the findings name a few events, so a replay with many patched events
+    decodes only the payloads of those."""
 
-    ann = result.annotations_df()
-    seqs = ann.loc[ann["origin"] == "patched", "seq"].astype("int64").tolist()
-    if not seqs:
-        return {}
-    t = result.events.table
-    pos = _positions_of(t, seqs)
-    out: dict[int, list[str]] = {}
-    for s, p in zip(seqs, t.take([pos[s] for s in seqs]).column("payload").to_pylist(),
-                    strict=True):
-        doc = _decode(p)
-        recs = doc.get(PATCH_RECORD_KEY, []) if isinstance(doc, Mapping) else []
-        out[s] = [str(r.get("interventionId")) for r in recs if r.get("status") == "applied"]
-    return out
+    def __init__(self, result: Any) -> None:
+        ann = result.annotations_df()
+        self._seqs = ann.loc[ann["origin"] == "patched", "seq"].astype("int64").tolist()
+        self._known = set(self._seqs)
+        self._t = result.events.table
+        self._pos: dict[int, int] | None = None
+        self._got: dict[int, list[str]] = {}
+
+    def __getitem__(self, s: int) -> list[str]:
+        from .patches import PATCH_RECORD_KEY
+
+        if s not in self._known:
+            raise KeyError(s)
+        got = self._got.get(s)
+        if got is None:
+            if self._pos is None:
+                self._pos = _positions_of(self._t, self._seqs)
+            doc = _decode(self._t.column("payload")[self._pos[s]].as_py())
+            recs = doc.get(PATCH_RECORD_KEY, []) if isinstance(doc, Mapping) else []
+            got = self._got[s] = [str(r.get("interventionId")) for r in recs
+                                  if r.get("status") == "applied"]
+        return got
+
+    def __iter__(self) -> Any:
+        return iter(self._seqs)
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+
+def _patched_by(result: Any) -> Mapping[int, list[str]]:
+    """replay seq -> ids of the interventions applied to that event (from ``replayPatch``),
+    each decoded on first use."""
+    return _PatchedBy(result)
 
 
 #: Event kinds a run's terminal state is not read from when they trail its last agent event
@@ -907,6 +932,7 @@ def unsupported_df(result: Any, *, changes: pd.DataFrame | None = None) -> pd.Da
         >>> unsupported_df(done)[["step", "reason"]]  # doctest: +SKIP
     """
     import numpy as np
+    import pyarrow as pa
 
     cols = list(UNSUPPORTED_COLUMNS)
     t = result.events.table
@@ -985,6 +1011,12 @@ def unsupported_df(result: Any, *, changes: pd.DataFrame | None = None) -> pd.Da
     if len(calls) and len(req_pos):
         last_req = np.searchsorted(req_pos, calls) - 1
         offered: dict[int, list[str] | None] = {}
+        # the payload texts of the changed requests before a call, taken in one go (not a
+        # scalar per request out of a chunked column)
+        qs_ = np.unique(req_pos[last_req[last_req >= 0]])
+        qs_ = qs_[changed[qs_]]
+        texts = dict(zip(qs_.tolist(), t.column("payload").take(pa.array(
+            qs_, pa.int64())).to_pylist(), strict=True))
         for p, k in zip(calls.tolist(), last_req.tolist(), strict=True):
             if k < 0 or not isinstance(tool[p], str):
                 continue
@@ -992,7 +1024,7 @@ def unsupported_df(result: Any, *, changes: pd.DataFrame | None = None) -> pd.Da
             if not changed[q]:
                 continue  # the request is the recorded one: the recording offered the tool
             if q not in offered:
-                offered[q] = _offered_tools(_decode(t.column("payload")[q].as_py()))
+                offered[q] = _offered_tools(_decode(texts[q]))
             names = offered[q]
             if names is None or tool[p] in names:
                 continue
