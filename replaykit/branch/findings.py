@@ -24,7 +24,7 @@ from .._envelope import (
     said_first,
     terminal_state,
 )
-from .._json import _has_long_int
+from .._json import _has_long_int, gc_paused
 
 __all__ = ["BOOKKEEPING_KEYS", "Summary", "UNSUPPORTED_COLUMNS", "changes_df",
            "content_changed", "fixture_spec", "json_changes", "summarize", "unsupported_df"]
@@ -416,13 +416,28 @@ def changes_df(result: Any) -> pd.DataFrame:
     # pairs the diff already decoded and diffed (ReplayResult._pair_changes): not again
     pair_changes = getattr(result, "_pair_changes", None) or {}
     out: dict[str, list[Any]] = {c: [] for c in cols}
-    group_of: dict[tuple[str, str | None], str | None] = {}  # per (path, format), once
-    label_of: dict[str, str] = {}
     rows_k = diff.index.tolist()
     statuses = diff["status"].tolist()
     b_seqs = [None if pd.isna(x) else int(x) for x in diff["base_seq"].tolist()]
     r_seqs = [None if pd.isna(x) else int(x) for x in diff["replay_seq"].tolist()]
-    for k, status, bs, rs in zip(rows_k, statuses, b_seqs, r_seqs, strict=True):
+    with gc_paused():  # no garbage among the rows: the cyclic collector waits
+        _change_rows(out, zip(rows_k, statuses, b_seqs, r_seqs, strict=True), b_rows, r_rows,
+                     pair_changes, pr, pb, origin)
+    df = pd.DataFrame(out, columns=cols)
+    # the agent's content first, then the envelope (a stable sort: step order within each)
+    df = df.sort_values("key", ascending=False, kind="stable").reset_index(drop=True)
+    return df.astype({"row": "int64", "step": "int64", "base_seq": "Int64",
+                      "replay_seq": "Int64", "key": "bool", "bookkeeping": "object"})
+
+
+def _change_rows(out: dict[str, list[Any]], diff_rows: Any, b_rows: Mapping[Any, Any],
+                 r_rows: Mapping[Any, Any], pair_changes: Mapping[Any, Any],
+                 pr: Mapping[int, int], pb: Mapping[int, int],
+                 origin: Mapping[Any, str]) -> None:
+    """:func:`changes_df`'s rows, appended column-wise to ``out``."""
+    group_of: dict[tuple[str, str | None], str | None] = {}  # per (path, format), once
+    label_of: dict[str, str] = {}
+    for k, status, bs, rs in diff_rows:
         # changed events only (bounded by the divergence)
         b = b_rows.get(bs) if bs is not None else None
         r = r_rows.get(rs) if rs is not None else None
@@ -471,11 +486,6 @@ def changes_df(result: Any) -> pd.DataFrame:
             for c, v in zip(_CHANGE_COLS, (path, lab, op, before, after, key, g, fx, pv),
                             strict=True):
                 out[c].append(v)
-    df = pd.DataFrame(out, columns=cols)
-    # the agent's content first, then the envelope (a stable sort: step order within each)
-    df = df.sort_values("key", ascending=False, kind="stable").reset_index(drop=True)
-    return df.astype({"row": "int64", "step": "int64", "base_seq": "Int64",
-                      "replay_seq": "Int64", "key": "bool", "bookkeeping": "object"})
 
 
 _HEAD_COLS = ("row", "step", "base_seq", "replay_seq", "kind", "tool_name", "ref_id",
@@ -500,8 +510,14 @@ def _value_json(v: Any, fmt: str | None, path: str) -> str:
     return _json(v)
 
 
+#: ``json.dumps(v, ensure_ascii=False, sort_keys=...)``'s encoders, built once (dumps builds
+#: one per call when given options)
+_ENCODERS = {True: json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode,
+             False: json.JSONEncoder(ensure_ascii=False, sort_keys=False).encode}
+
+
 def _json(v: Any, sort: bool = True) -> str:
-    return json.dumps(v, ensure_ascii=False, sort_keys=sort)
+    return _ENCODERS[sort](v)
 
 
 def _base_table(result: Any) -> Any:
