@@ -88,8 +88,8 @@ def json_changes(before: Any, after: Any) -> list[dict[str, Any]]:
     if not isinstance(before, (dict, list)) or not isinstance(after, (dict, list)) \
             or type(before) is not type(after):
         return [{"path": "", "op": "changed", "before": before, "after": after}]
-    if type(before) is dict:  # most replayed pairs: answered without jsonpatch
-        fast = _dict_changes(before, after)
+    if isinstance(before, dict) and type(before) is dict and isinstance(after, dict):
+        fast = _dict_changes(before, after)  # most replayed pairs: without jsonpatch
         if fast is not None:
             return fast
     rows: list[dict[str, Any]] = []
@@ -460,9 +460,10 @@ def _change_rows(out: dict[str, list[Any]], diff_rows: Any, b_rows: Mapping[Any,
             # (two levels: the event's members and a message's; a paused replay has a whole
             # removed event per step it did not reach)
             shown = _json(content_first(whole, fmt, depth=2), sort=False)
-            found = [("", "(whole event)", "added" if r is not None else "removed",
-                      None if r is not None else shown, shown if r is not None else None,
-                      True, None)]
+            found: list[tuple[Any, ...]] = [(
+                "", "(whole event)", "added" if r is not None else "removed",
+                None if r is not None else shown, shown if r is not None else None, True,
+                None)]
         else:
             changes = known if known is not None else json_changes(_decode(b["payload"]),
                                                                     rp if rp is not None

@@ -6,10 +6,12 @@ complete diffs), the summary's sentences, its unsupported rows and open requirem
 metrics and the first divergence. ``cases()`` builds the generated replays it is recorded
 for. ``PYTHONPATH=. python tests/report/rca_frozen_model.py`` (from the repository root)
 rewrites ``tests/report/data/rca_frozen.json`` from the current code; the file committed
-was written by the implementation before the report was made faster (commit 5b2e269, run
-with that checkout on ``PYTHONPATH``), and ``test_report_frozen.py`` compares today's code
-with it. ``html`` holds a digest of each section of the page (the reproducibility stamp
-aside): the page renders the same values the same way.
+was written by the implementation before the report was made faster (this branch at
+commit 5b2e269; the ``html`` digests were added from a checkout of ae6bf83 on
+``PYTHONPATH``, whose report code differs from 5b2e269 in import paths only, and which gave
+every other value unchanged), and ``test_report_frozen.py`` compares today's code with it.
+``html`` holds a digest of each section of the page (the reproducibility stamp aside): the
+page renders the same values the same way.
 """
 
 from __future__ import annotations

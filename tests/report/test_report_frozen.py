@@ -1,6 +1,6 @@
 """The RCA report made faster (issue 44 item 4) says what it said before, value for value.
 
-``data/rca_frozen.json`` was written by ``PYTHONPATH=. python tests/report/rca_frozen_model.py`` from the
+``data/rca_frozen.json`` was written by ``tests/report/rca_frozen_model.py`` from the
 implementation before the speed-up (commit 5b2e269): for generated replays of three sizes
 and seeds (greedy decoding after a checkpoint, a changed tool call served by a fixture:
 copied-output findings on every later model call) and for the bundled sample's branch (a
@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import rca_frozen_model as rca_model
 
 pytest.importorskip("plotly")
