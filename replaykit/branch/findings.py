@@ -62,11 +62,14 @@ def _pointer_get(doc: Any, path: str) -> Any:
 def json_changes(before: Any, after: Any) -> list[dict[str, Any]]:
     """The structural difference of two JSON values: one row per changed path.
 
-    Built on :func:`jsonpatch.make_patch`; each row has ``path`` (a JSON pointer), ``op``
-    (``changed``, ``added`` or ``removed``), ``before`` and ``after`` (absent sides are None
-    with ``op`` saying which). A move becomes a removal and an addition. Paths follow RFC 6902:
-    within a list whose length changes, an index names the position in the list as changed
-    by the rows before it (object keys are never renumbered).
+    The rows of :func:`jsonpatch.make_patch` (two objects whose differences are only members
+    added, removed or replaced are walked directly, with jsonpatch's order and comparisons;
+    a changed list or a possible move goes through jsonpatch); each row has ``path`` (a JSON
+    pointer), ``op`` (``changed``, ``added`` or ``removed``), ``before`` and ``after``
+    (absent sides are None with ``op`` saying which). A move becomes a removal and an
+    addition. Paths follow RFC 6902: within a list whose length changes, an index names the
+    position in the list as changed by the rows before it (object keys are never
+    renumbered).
 
     >>> for row in json_changes({"a": 1, "b": [1, 2]}, {"a": 2, "b": [1], "c": "x"}):
     ...     print(row)
