@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._base.json import canonical_json
+from .._base.json import canonical_json, gc_paused
 from ._selectors import _ARGS_KEYS, _TOOL_KEYS, _find, _str
 
 __all__ = []
@@ -87,11 +87,19 @@ def _content_status(status: np.ndarray, b: pa.Table, r: pa.Table, i: np.ndarray,
     # each pair's format (the recording's source prefix) says which members are its envelope
     b_src = _str(b.column("source").take(bi)).to_pylist() \
         if len(todo) and "source" in b.column_names else []
-    for k in todo.tolist():  # (content_changed's answer, keeping the rows it read)
-        differs[k], rows = _content_changes(bp[k].as_py(), rp[k].as_py(),
-                                            format_of(b_src[k]) if b_src else None)
-        if rows and changes is not None and b_seq[k] is not None and r_seq[k] is not None:
-            changes[(int(b_seq[k]), int(r_seq[k]))] = rows
+    # the pairs' texts as Python strings once (not a scalar per pair and side)
+    todo_arr = pa.array(todo, pa.int64())
+    b_text = bp.take(todo_arr).to_pylist()
+    r_text = rp.take(todo_arr).to_pylist()
+    # (the decoded documents and the rows kept are no garbage: the cyclic collector, which
+    # would walk the whole heap again and again while they are allocated, waits)
+    with gc_paused():
+        for n, k in enumerate(todo.tolist()):  # (content_changed's answer and its rows)
+            differs[k], rows = _content_changes(b_text[n], r_text[n],
+                                                format_of(b_src[k]) if b_src else None)
+            if rows and changes is not None and b_seq[k] is not None \
+                    and r_seq[k] is not None:
+                changes[(int(b_seq[k]), int(r_seq[k]))] = rows
     out[pair[differs]] = "changed"
     return out
 

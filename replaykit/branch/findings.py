@@ -24,7 +24,7 @@ from .._base.envelope import (
     said_first,
     terminal_state,
 )
-from .._base.json import _has_long_int
+from .._base.json import _has_long_int, gc_paused
 
 __all__ = ["BOOKKEEPING_KEYS", "Summary", "UNSUPPORTED_COLUMNS", "changes_df",
            "content_changed", "fixture_spec", "json_changes", "summarize", "unsupported_df"]
@@ -62,11 +62,14 @@ def _pointer_get(doc: Any, path: str) -> Any:
 def json_changes(before: Any, after: Any) -> list[dict[str, Any]]:
     """The structural difference of two JSON values: one row per changed path.
 
-    Built on :func:`jsonpatch.make_patch`; each row has ``path`` (a JSON pointer), ``op``
-    (``changed``, ``added`` or ``removed``), ``before`` and ``after`` (absent sides are None
-    with ``op`` saying which). A move becomes a removal and an addition. Paths follow RFC 6902:
-    within a list whose length changes, an index names the position in the list as changed
-    by the rows before it (object keys are never renumbered).
+    The rows of :func:`jsonpatch.make_patch` (two objects whose differences are only members
+    added, removed or replaced are walked directly, with jsonpatch's order and comparisons;
+    a changed list or a possible move goes through jsonpatch); each row has ``path`` (a JSON
+    pointer), ``op`` (``changed``, ``added`` or ``removed``), ``before`` and ``after``
+    (absent sides are None with ``op`` saying which). A move becomes a removal and an
+    addition. Paths follow RFC 6902: within a list whose length changes, an index names the
+    position in the list as changed by the rows before it (object keys are never
+    renumbered).
 
     >>> for row in json_changes({"a": 1, "b": [1, 2]}, {"a": 2, "b": [1], "c": "x"}):
     ...     print(row)
@@ -88,6 +91,10 @@ def json_changes(before: Any, after: Any) -> list[dict[str, Any]]:
     if not isinstance(before, (dict, list)) or not isinstance(after, (dict, list)) \
             or type(before) is not type(after):
         return [{"path": "", "op": "changed", "before": before, "after": after}]
+    if isinstance(before, dict) and type(before) is dict and isinstance(after, dict):
+        fast = _dict_changes(before, after)  # most replayed pairs: without jsonpatch
+        if fast is not None:
+            return fast
     rows: list[dict[str, Any]] = []
     doc = copy.deepcopy(before)
     for op in jsonpatch.make_patch(before, after).patch:
@@ -118,6 +125,142 @@ def json_changes(before: Any, after: Any) -> list[dict[str, Any]]:
 
 def _none(v: Any) -> Any:
     return None if v is _MISSING else v
+
+
+class _Unsure(Exception):
+    """The documents hold something :func:`_dict_changes` leaves to jsonpatch (a list that
+    differs, a member both removed and added somewhere, a value that is not plain JSON)."""
+
+
+#: JSON leaves compared by ``==`` once their types match (a float by its text)
+_LEAVES = (str, int, bool, type(None))
+_JSON_TYPES = (*_LEAVES, float, dict, list)
+
+
+def _json_equal(x: Any, y: Any) -> bool:
+    """Whether jsonpatch sees no difference between two JSON values: equal as JSON text
+    (``1``, ``1.0`` and ``true`` differ, and so do ``0.0`` and ``-0.0``; two NaNs are the
+    same; object members in any order). Raises :class:`_Unsure` for a value that is not
+    plain JSON (jsonpatch decides those)."""
+    tx, ty = type(x), type(y)
+    if tx not in _JSON_TYPES or ty not in _JSON_TYPES:
+        raise _Unsure
+    if tx is not ty:
+        return False  # JSON values of different types never read the same
+    if tx is float:
+        return repr(x) == repr(y)  # json.dumps writes a float as its repr (NaN, Infinity)
+    if tx in _LEAVES:
+        return bool(x == y)
+    if tx is dict:
+        if any(type(k) is not str for k in x) or any(type(k) is not str for k in y):
+            raise _Unsure
+        return len(x) == len(y) and all(k in y and _json_equal(v, y[k]) for k, v in x.items())
+    return len(x) == len(y) and all(_json_equal(a, b) for a, b in zip(x, y, strict=True))
+
+
+try:  # the fast extra: JSON text in C, to tell equal values from merely == ones
+    from orjson import OPT_SORT_KEYS as _SORT
+    from orjson import dumps as _fast_dumps
+except ImportError:  # pragma: no cover - orjson is in the fast extra
+    _fast_dumps = None  # type: ignore[assignment]
+
+
+def _same(x: Any, y: Any) -> bool:
+    """:func:`_json_equal`, in C where it can be: values that are ``==`` are the same JSON
+    when orjson writes them alike with sorted members (it tells ``1``, ``1.0``, ``true``,
+    ``0.0`` and ``-0.0`` apart); values that are not ``==`` differ unless they hold a float
+    (a NaN is unequal to itself); the walk decides the rest."""
+    if x is y and type(x) in _JSON_TYPES:
+        return True
+    if x == y:
+        if _fast_dumps is not None:
+            try:
+                return bool(_fast_dumps(x, option=_SORT) == _fast_dumps(y, option=_SORT))
+            except (TypeError, ValueError):  # an integer beyond 64 bits, deep nesting ...
+                pass
+    elif not _holds_float(x):
+        return False
+    return _json_equal(x, y)
+
+
+def _holds_float(v: Any) -> bool:
+    t = type(v)
+    if t is float:
+        return True
+    if t is dict:
+        return any(_holds_float(x) for x in v.values())
+    if t is list:
+        return any(_holds_float(x) for x in v)
+    return False
+
+
+def _escape(key: str) -> str:
+    """One object member's name in a JSON pointer (RFC 6901: ``~`` -> ``~0``, ``/`` ->
+    ``~1``)."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _copy(v: Any) -> Any:
+    """A copy of a JSON value (plain dicts, lists and leaves: what ``_dict_changes`` walks;
+    ``copy.deepcopy`` without its generic dispatch)."""
+    t = type(v)
+    if t is dict:
+        return {k: _copy(x) for k, x in v.items()}
+    if t is list:
+        return [_copy(x) for x in v]
+    return v
+
+
+def _dict_changes(before: dict[str, Any], after: dict[str, Any]
+                  ) -> list[dict[str, Any]] | None:
+    """:func:`json_changes` of two objects without jsonpatch, when the answer is certain
+    to be jsonpatch's: every difference is a member added, a member removed (not both in one
+    document: an added value equal to a removed one would be a move) or a value replaced,
+    and no two lists differ (jsonpatch matches list items up). The rows come in jsonpatch's
+    order: per object its removed members, its added members, then its common members
+    depth first. None when that does not hold (the caller asks jsonpatch)."""
+    rows: list[dict[str, Any]] = []
+    seen = {"added": False, "removed": False}
+
+    def walk(path: str, src: dict[str, Any], dst: dict[str, Any]) -> None:
+        if any(type(k) is not str for k in src) or any(type(k) is not str for k in dst):
+            raise _Unsure
+        for k, v in src.items():
+            if k not in dst:
+                seen["removed"] = True
+                rows.append({"path": f"{path}/{_escape(k)}", "op": "removed",
+                             "before": _copy(v), "after": None})
+        for k, v in dst.items():
+            if k not in src:
+                seen["added"] = True
+                rows.append({"path": f"{path}/{_escape(k)}", "op": "added", "before": None,
+                             "after": _copy(v)})
+        if seen["added"] and seen["removed"]:
+            raise _Unsure  # perhaps a move
+        for k, x in src.items():
+            if k not in dst:
+                continue
+            y = dst[k]
+            tx, ty = type(x), type(y)
+            if tx is dict and ty is dict:
+                # two objects: equal ones are skipped, others walked (a walk that finds
+                # nothing, e.g. NaN against NaN, adds no row, as jsonpatch's does not)
+                if not (x is y or (x == y and _same(x, y))):
+                    walk(f"{path}/{_escape(k)}", x, y)
+            elif tx is list and ty is list:
+                if not _same(x, y):
+                    raise _Unsure  # jsonpatch matches list items up
+            elif tx not in _JSON_TYPES or ty not in _JSON_TYPES:
+                raise _Unsure  # not plain JSON: jsonpatch's call
+            elif not _json_equal(x, y):  # a replaced value (of another type, or a leaf)
+                rows.append({"path": f"{path}/{_escape(k)}", "op": "changed",
+                             "before": _copy(x), "after": _copy(y)})
+
+    try:
+        walk("", before, after)
+    except (_Unsure, RecursionError):
+        return None
+    return rows
 
 
 try:  # the fast extra: the same values as json.loads wherever orjson accepts the text
@@ -273,52 +416,86 @@ def changes_df(result: Any) -> pd.DataFrame:
         cols_ev).to_pylist()}
     r_rows = {r["seq"]: r for r in rep_t.take(pa.array(want_r, pa.int64())).select(
         cols_ev).to_pylist()}
-    out: list[dict[str, Any]] = []
     # pairs the diff already decoded and diffed (ReplayResult._pair_changes): not again
     pair_changes = getattr(result, "_pair_changes", None) or {}
-    for k, d in diff.iterrows():  # changed events only (bounded by the divergence)
-        bs = None if pd.isna(d["base_seq"]) else int(d["base_seq"])
-        rs = None if pd.isna(d["replay_seq"]) else int(d["replay_seq"])
-        b = b_rows.get(bs) if bs is not None else None
-        r = r_rows.get(rs) if rs is not None else None
-        ev = r or b or {}
-        bp = _decode(b["payload"]) if b else None
-        rp = _decode(r["payload"]) if r else None
-        step = pr[rs] if rs is not None else pb[bs] if bs is not None else -1
-        fmt = format_of((b or r or {}).get("source"))  # the recording's format
-        base = {"row": int(k), "step": step,
-                "base_seq": bs, "replay_seq": rs, "kind": ev.get("kind"),
-                "tool_name": ev.get("tool_name"), "ref_id": ev.get("ref_id"),
-                "origin": origin.get(rs) if rs is not None else None,
-                "status": d["status"],
-                "fixture_id": rp.get("fixtureId") if isinstance(rp, Mapping) else None,
-                "provenance": rp.get("provenance") if isinstance(rp, Mapping) else None}
-        if b is None or r is None:
-            whole = rp if r is not None else bp
-            # (two levels: the event's members and a message's; a paused replay has a whole
-            # removed event per step it did not reach)
-            shown = _json(content_first(whole, fmt, depth=2), sort=False)
-            out.append(base | {"path": "", "label": "(whole event)",
-                               "op": "added" if r is not None else "removed",
-                               "before": None if r is not None else shown,
-                               "after": shown if r is not None else None,
-                               "key": True, "bookkeeping": None})
-            continue
-        known = pair_changes.get((bs, rs)) if bs is not None and rs is not None else None
-        found = known if known is not None else json_changes(bp, rp)
-        for c in sorted(found, key=lambda c: c["path"]):  # reading order
-            group = _group(c["path"], fmt)
-            out.append(base | {"path": c["path"], "label": _label(c["path"]), "op": c["op"],
-                               "before": None if c["op"] == "added"
-                               else _value_json(c["before"], fmt, c["path"]),
-                               "after": None if c["op"] == "removed"
-                               else _value_json(c["after"], fmt, c["path"]),
-                               "key": group is None, "bookkeeping": group})
+    out: dict[str, list[Any]] = {c: [] for c in cols}
+    rows_k = diff.index.tolist()
+    statuses = diff["status"].tolist()
+    b_seqs = [None if pd.isna(x) else int(x) for x in diff["base_seq"].tolist()]
+    r_seqs = [None if pd.isna(x) else int(x) for x in diff["replay_seq"].tolist()]
+    with gc_paused():  # no garbage among the rows: the cyclic collector waits
+        _change_rows(out, zip(rows_k, statuses, b_seqs, r_seqs, strict=True), b_rows, r_rows,
+                     pair_changes, pr, pb, origin)
     df = pd.DataFrame(out, columns=cols)
     # the agent's content first, then the envelope (a stable sort: step order within each)
     df = df.sort_values("key", ascending=False, kind="stable").reset_index(drop=True)
     return df.astype({"row": "int64", "step": "int64", "base_seq": "Int64",
                       "replay_seq": "Int64", "key": "bool", "bookkeeping": "object"})
+
+
+def _change_rows(out: dict[str, list[Any]], diff_rows: Any, b_rows: Mapping[Any, Any],
+                 r_rows: Mapping[Any, Any], pair_changes: Mapping[Any, Any],
+                 pr: Mapping[int, int], pb: Mapping[int, int],
+                 origin: Mapping[Any, str]) -> None:
+    """:func:`changes_df`'s rows, appended column-wise to ``out``."""
+    group_of: dict[tuple[str, str | None], str | None] = {}  # per (path, format), once
+    label_of: dict[str, str] = {}
+    for k, status, bs, rs in diff_rows:
+        # changed events only (bounded by the divergence)
+        b = b_rows.get(bs) if bs is not None else None
+        r = r_rows.get(rs) if rs is not None else None
+        ev = r or b or {}
+        known = pair_changes.get((bs, rs)) if b is not None and r is not None else None
+        # the replayed payload is read for its fixture id and provenance: a text that
+        # cannot hold those members (no such name, no escape) is not decoded again
+        rtext = r["payload"] if r else None
+        rp = _decode(rtext) if r and (known is None or not isinstance(rtext, str) or "\\"
+                                      in rtext or "fixtureId" in rtext
+                                      or "provenance" in rtext) else None
+        step = pr[rs] if rs is not None else pb[bs] if bs is not None else -1
+        fmt = format_of((b or r or {}).get("source"))  # the recording's format
+        head = (int(k), step, bs, rs, ev.get("kind"), ev.get("tool_name"), ev.get("ref_id"),
+                origin.get(rs) if rs is not None else None, status)
+        fx = rp.get("fixtureId") if isinstance(rp, Mapping) else None
+        pv = rp.get("provenance") if isinstance(rp, Mapping) else None
+        if b is None or r is None:
+            whole = rp if r is not None else _decode(b["payload"]) if b else None
+            # (two levels: the event's members and a message's; a paused replay has a whole
+            # removed event per step it did not reach)
+            shown = _json(content_first(whole, fmt, depth=2), sort=False)
+            found: list[tuple[Any, ...]] = [(
+                "", "(whole event)", "added" if r is not None else "removed",
+                None if r is not None else shown, shown if r is not None else None, True,
+                None)]
+        else:
+            changes = known if known is not None else json_changes(_decode(b["payload"]),
+                                                                    rp if rp is not None
+                                                                    else _decode(rtext))
+            found = []
+            for c in sorted(changes, key=lambda c: c["path"]):  # reading order
+                path, op = c["path"], c["op"]
+                g = group_of.get((path, fmt), _MISSING)
+                if g is _MISSING:
+                    g = group_of[(path, fmt)] = _group(path, fmt)
+                lab = label_of.get(path)
+                if lab is None:
+                    lab = label_of[path] = _label(path)
+                found.append((path, lab, op,
+                              None if op == "added" else _value_json(c["before"], fmt, path),
+                              None if op == "removed" else _value_json(c["after"], fmt, path),
+                              g is None, g))
+        for path, lab, op, before, after, key, g in found:
+            for c, v in zip(_HEAD_COLS, head, strict=True):
+                out[c].append(v)
+            for c, v in zip(_CHANGE_COLS, (path, lab, op, before, after, key, g, fx, pv),
+                            strict=True):
+                out[c].append(v)
+
+
+_HEAD_COLS = ("row", "step", "base_seq", "replay_seq", "kind", "tool_name", "ref_id",
+              "origin", "status")
+_CHANGE_COLS = ("path", "label", "op", "before", "after", "key", "bookkeeping",
+                "fixture_id", "provenance")
 
 
 def _group(path: str, fmt: str | None) -> str | None:
@@ -337,8 +514,14 @@ def _value_json(v: Any, fmt: str | None, path: str) -> str:
     return _json(v)
 
 
+#: ``json.dumps(v, ensure_ascii=False, sort_keys=...)``'s encoders, built once (dumps builds
+#: one per call when given options)
+_ENCODERS = {True: json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode,
+             False: json.JSONEncoder(ensure_ascii=False, sort_keys=False).encode}
+
+
 def _json(v: Any, sort: bool = True) -> str:
-    return json.dumps(v, ensure_ascii=False, sort_keys=sort)
+    return _ENCODERS[sort](v)
 
 
 def _base_table(result: Any) -> Any:
@@ -605,23 +788,45 @@ def _source_phrase(result: Any, ev: Any, patched_by: Mapping[int, list[str]]) ->
     return origin
 
 
-def _patched_by(result: Any) -> dict[int, list[str]]:
-    """replay seq -> ids of the interventions applied to that event (from ``replayPatch``)."""
-    from .patches import PATCH_RECORD_KEY
+class _PatchedBy(Mapping[int, list[str]]):
+    """replay seq -> ids of the interventions applied to that event (from ``replayPatch``),
+    read when asked: the findings name a few events, so a replay with many patched events
+    decodes only the payloads of those."""
 
-    ann = result.annotations_df()
-    seqs = ann.loc[ann["origin"] == "patched", "seq"].astype("int64").tolist()
-    if not seqs:
-        return {}
-    t = result.events.table
-    pos = _positions_of(t, seqs)
-    out: dict[int, list[str]] = {}
-    for s, p in zip(seqs, t.take([pos[s] for s in seqs]).column("payload").to_pylist(),
-                    strict=True):
-        doc = _decode(p)
-        recs = doc.get(PATCH_RECORD_KEY, []) if isinstance(doc, Mapping) else []
-        out[s] = [str(r.get("interventionId")) for r in recs if r.get("status") == "applied"]
-    return out
+    def __init__(self, result: Any) -> None:
+        ann = result.annotations_df()
+        self._seqs = ann.loc[ann["origin"] == "patched", "seq"].astype("int64").tolist()
+        self._known = set(self._seqs)
+        self._t = result.events.table
+        self._pos: dict[int, int] | None = None
+        self._got: dict[int, list[str]] = {}
+
+    def __getitem__(self, s: int) -> list[str]:
+        from .patches import PATCH_RECORD_KEY
+
+        if s not in self._known:
+            raise KeyError(s)
+        got = self._got.get(s)
+        if got is None:
+            if self._pos is None:
+                self._pos = _positions_of(self._t, self._seqs)
+            doc = _decode(self._t.column("payload")[self._pos[s]].as_py())
+            recs = doc.get(PATCH_RECORD_KEY, []) if isinstance(doc, Mapping) else []
+            got = self._got[s] = [str(r.get("interventionId")) for r in recs
+                                  if r.get("status") == "applied"]
+        return got
+
+    def __iter__(self) -> Any:
+        return iter(self._seqs)
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+
+def _patched_by(result: Any) -> Mapping[int, list[str]]:
+    """replay seq -> ids of the interventions applied to that event (from ``replayPatch``),
+    each decoded on first use."""
+    return _PatchedBy(result)
 
 
 #: Event kinds a run's terminal state is not read from when they trail its last agent event
@@ -747,6 +952,7 @@ def unsupported_df(result: Any, *, changes: pd.DataFrame | None = None) -> pd.Da
         >>> unsupported_df(done)[["step", "reason"]]  # doctest: +SKIP
     """
     import numpy as np
+    import pyarrow as pa
 
     cols = list(UNSUPPORTED_COLUMNS)
     t = result.events.table
@@ -825,6 +1031,12 @@ def unsupported_df(result: Any, *, changes: pd.DataFrame | None = None) -> pd.Da
     if len(calls) and len(req_pos):
         last_req = np.searchsorted(req_pos, calls) - 1
         offered: dict[int, list[str] | None] = {}
+        # the payload texts of the changed requests before a call, taken in one go (not a
+        # scalar per request out of a chunked column)
+        qs_ = np.unique(req_pos[last_req[last_req >= 0]])
+        qs_ = qs_[changed[qs_]]
+        texts = dict(zip(qs_.tolist(), t.column("payload").take(pa.array(
+            qs_, pa.int64())).to_pylist(), strict=True))
         for p, k in zip(calls.tolist(), last_req.tolist(), strict=True):
             if k < 0 or not isinstance(tool[p], str):
                 continue
@@ -832,7 +1044,7 @@ def unsupported_df(result: Any, *, changes: pd.DataFrame | None = None) -> pd.Da
             if not changed[q]:
                 continue  # the request is the recorded one: the recording offered the tool
             if q not in offered:
-                offered[q] = _offered_tools(_decode(t.column("payload")[q].as_py()))
+                offered[q] = _offered_tools(_decode(texts[q]))
             names = offered[q]
             if names is None or tool[p] in names:
                 continue

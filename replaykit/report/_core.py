@@ -10,7 +10,7 @@ import platform
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -580,8 +580,12 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
 
     steps = _transcript_steps(rep_t.num_rows, step)
     uns = summary.unsupported
-    flags = {int(k): "; ".join(g["sentence"]) for k, g in uns.groupby("step")} \
-        if len(uns) else {}
+    flags: dict[int, str] = {}  # each step's sentences, in step order (one pass, no groupby)
+    if len(uns):
+        by_step: dict[int, list[str]] = {}
+        for k, text in zip(uns["step"].tolist(), uns["sentence"].tolist(), strict=True):
+            by_step.setdefault(int(k), []).append(text)
+        flags = {k: "; ".join(by_step[k]) for k in sorted(by_step)}
     body = (("<h3>Replayed run</h3>" if intervened else
              f"<h3>{esc(side_b)}: {esc(result.b_run_id)}</h3>") + transcript_html(
         rep_t, origins=_seq_map(annotations, "provenance", rep_t, steps), steps=steps,
@@ -784,6 +788,14 @@ def _value_text(r: Any) -> str:
 VALUES_PER_ROW = 3
 
 
+class _Change(NamedTuple):
+    path: Any
+    op: Any
+    label: Any
+    before: Any
+    after: Any
+
+
 def _values_by_row(changes: pd.DataFrame, rows: Any) -> list[str]:
     """Per diff_df row: its key value changes as ``path: before -> after; ...``."""
     if not len(changes):
@@ -792,20 +804,31 @@ def _values_by_row(changes: pd.DataFrame, rows: Any) -> list[str]:
 
     want = [int(r) for r in rows]
     mine = changes[changes["row"].isin(want)]  # only the rows asked for
-    key = mine[mine["key"]]
+    # per diff row, in frame order: plain lists, not a pandas group per row
+    cells = zip(mine["row"].tolist(), mine["key"].tolist(), mine["path"].tolist(),
+                mine["op"].tolist(), mine["label"].tolist(), mine["before"].tolist(),
+                mine["after"].tolist(),
+                mine["bookkeeping"].tolist() if "bookkeeping" in mine.columns
+                else [None] * len(mine), strict=True)
+    key_rows: dict[int, list[_Change]] = {}
+    bk_rows: dict[int, list[Any]] = {}
+    for row, key, path, op, label, before, after, group in cells:
+        if key:
+            key_rows.setdefault(int(row), []).append(_Change(path, op, label, before, after))
+        elif "bookkeeping" in mine.columns and group != "replay":
+            bk_rows.setdefault(int(row), []).append(group)
     text = {}
-    for k, g in key.groupby("row"):  # what the agent sent or got first; three, then a count
-        g = g.iloc[said_first(g["path"].astype(str).tolist(), g["op"].astype(str).tolist())]
-        parts = [_value_text(r) for r in g.head(VALUES_PER_ROW).itertuples()]
+    for k in sorted(key_rows):  # what the agent sent or got first; three, then a count
+        g = key_rows[k]
+        g = [g[i] for i in said_first([str(c.path) for c in g], [str(c.op) for c in g])]
+        parts = [_value_text(r) for r in g[:VALUES_PER_ROW]]
         if len(g) > VALUES_PER_ROW:
             parts.append(f"{len(g) - VALUES_PER_ROW:,} more")
-        text[int(k)] = "; ".join(parts)
+        text[k] = "; ".join(parts)
     # then the envelope, counted (not the replay's own record: the source column says it)
-    if "bookkeeping" in mine.columns:
-        bk = mine[~mine["key"] & (mine["bookkeeping"] != "replay")]
-        for k, g in bk.groupby("row"):
-            head = text.get(int(k), "")
-            text[int(k)] = (head + "; " if head else "") + bookkeeping_phrase(g["bookkeeping"])
+    for k in sorted(bk_rows):
+        head = text.get(k, "")
+        text[k] = (head + "; " if head else "") + bookkeeping_phrase(bk_rows[k])
     return [text.get(r, "") for r in want]
 
 
