@@ -1,7 +1,8 @@
 """The environment `make demo` builds, seen from the dev one: which distributions it installs
-and which modules it does not have (tests/test_demo_env.py runs the notebooks with those
-modules blocked, so a notebook or README example that needs more than `make demo` installs
-fails in the suite, not for a newcomer).
+and which modules it does not have (the suite runs the notebooks under nbval and the README's
+examples with those modules blocked -- tests/conftest.py, tests/test_docs.py -- so a notebook
+or README example that needs more than `make demo` installs fails in the suite, not for a
+newcomer).
 
 Derived, never listed by hand: the extras are the ones the Makefile's ``.installed-base``
 recipe installs, resolved through pyproject.toml's ``[project.optional-dependencies]`` (the
