@@ -8,7 +8,10 @@ is a failure, never a skip.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -85,7 +88,6 @@ _SLOW_TESTS = {
     ("test_docs", "test_readme_quickstart_runs"),
     ("test_dataset_engine", "test_the_scaling_doc_semester_story_runs"),
     ("test_dataset_engine", "test_a_view_runs_on_a_cluster_with_client"),
-    ("test_setup", "test_saving_a_notebook_in_lab_changes_nothing_git_sees"),
     ("test_setup", "test_dev_install_sets_up_the_nbstripout_filter"),
     ("test_native", "test_seeded_fuzz_inputs"),
     ("test_datasets", "test_no_drift_sample_reads_as_no_drift_over_many_seeds"),
@@ -150,3 +152,60 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
         if capped:
             _cap_examples(item, CHECK_EXAMPLES)
+
+
+# ------------------------------------------------------------------ notebooks as after `make demo`
+# nbval's kernels run the notebooks with only what `make demo` installs importable (issue 42,
+# item 1): each starts with IPYTHONDIR set to a folder whose IPython start-up file blocks every
+# other installed module (tools/demo_env.py, kernel_ipythondir), before the first cell. So the
+# one nbval pass checks both that each notebook runs and that it runs after `make demo` alone.
+# A kernel that did not block fails its notebook's first cell (the start-up file's marker is
+# checked); tests/test_demo_env.py checks the mechanism itself and that it can fail.
+sys.path.insert(0, str(REPO / "tools"))
+import demo_env  # noqa: E402
+
+sys.path.remove(str(REPO / "tools"))
+
+
+class _DemoEnvKernels:
+    """Registered as a plugin (not a conftest hook, which pytest would apply only to items
+    under tests/): sets IPYTHONDIR while an nbval notebook's first cell is set up, when nbval
+    starts the notebook's kernel, and checks that the kernel blocked the modules."""
+
+    def __init__(self) -> None:
+        self.folder: Path | None = None
+        self.started: set[str] = set()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Iterator[None]:
+        path = Path(str(getattr(item, "path", item.fspath)))
+        notebook = str(path)
+        if path.suffix != ".ipynb" or notebook in self.started:
+            return (yield)
+        self.started.add(notebook)
+        if self.folder is None:
+            self.folder = demo_env.kernel_ipythondir(
+                Path(tempfile.mkdtemp(prefix="replaykit-demo-ipython-")))
+        before = set(demo_env.kernel_markers(self.folder))
+        old = os.environ.get("IPYTHONDIR")
+        os.environ["IPYTHONDIR"] = str(self.folder)
+        try:
+            result = yield
+        finally:
+            if old is None:
+                del os.environ["IPYTHONDIR"]
+            else:
+                os.environ["IPYTHONDIR"] = old
+        new = set(demo_env.kernel_markers(self.folder)) - before
+        assert new, (f"{path.name}: its kernel did not block what `make demo` does not install "
+                     f"(no marker from {self.folder}/profile_default/startup)")
+        return result
+
+    def pytest_unconfigure(self) -> None:
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.pluginmanager.has_plugin("replaykit-demo-env-kernels"):
+        config.pluginmanager.register(_DemoEnvKernels(), "replaykit-demo-env-kernels")

@@ -11,16 +11,21 @@ Two checks, for the suite's time budget:
   `make demo` installs, and the demo extras hold those replaykit asks for by name in a
   ``MissingExtraError`` on the notebooks' paths (sql, frames, dask, inspect) -- values read
   from the files, not listed here;
-* slow (``make test``): each notebook executed in a fresh kernel with every module outside
-  the demo environment blocked (an import of one raises ModuleNotFoundError, so replaykit's
-  own lazy imports -- ADBC for ``read_sql``, ``distributed`` for ``engine="dask"``,
-  ``inspect_ai`` -- fail exactly as they would after `make demo`). Building a real venv per run
-  (a minute of installs and the native build) would not fit the suite.
+* slow (``make test``): each notebook executed with every module outside the demo environment
+  blocked (an import of one raises ModuleNotFoundError, so replaykit's own lazy imports --
+  ADBC for ``read_sql``, ``distributed`` for ``engine="dask"``, ``inspect_ai`` -- fail exactly
+  as they would after `make demo`). That is nbval's own pass over notebooks/ (`make test`):
+  tests/conftest.py starts nbval's kernels with an IPython start-up file that blocks them
+  (``demo_env.kernel_ipythondir``) and fails a notebook whose kernel did not; this module
+  checks the mechanism and that the check can fail. The README's Python blocks run in a
+  blocked interpreter in tests/test_docs.py (test_readme_quickstart_runs). Building a real
+  venv per run (a minute of installs and the native build) would not fit the suite.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import re
 import shutil
 import sys
@@ -116,30 +121,8 @@ def test_blocking_works_as_make_demo_would_fail(tmp_path: Path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("notebook", [p.name for p in NOTEBOOKS])
-def test_each_notebook_runs_with_only_what_make_demo_installs(notebook: str, tmp_path: Path):
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(ROOT / "notebooks" / notebook, 4)
-    guard = nbformat.v4.new_code_cell(
-        f"import sys\nsys.path.insert(0, {str(ROOT / 'tools')!r})\nimport demo_env\n"
-        "_blocked = demo_env.block()\nassert 'pytest' in _blocked")
-    nb.cells.insert(0, guard)
-    work = tmp_path / "notebooks"
-    work.mkdir()
-    (tmp_path / "data").symlink_to(ROOT / "data")  # the bundled samples, as in a checkout
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "data").symlink_to(ROOT / "tests" / "data")  # real files (nb 12)
-    client = NotebookClient(nb, timeout=900, kernel_name="python3",
-                            resources={"metadata": {"path": str(work)}})
-    client.execute()  # raises CellExecutionError naming the cell and the error
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-              if o.get("output_type") == "error"]
-    assert errors == []
-
-
-@pytest.mark.slow
-def test_the_notebook_run_fails_as_make_demo_did_without_an_extra(tmp_path: Path):
+def test_the_notebook_run_fails_as_make_demo_did_without_an_extra(tmp_path: Path,
+                                                                  blocked: set[str]):
     """The check can fail: with the extras `make demo` installed before (no sql), notebook
     05 stops at rk.read_sql with the MissingExtraError a newcomer saw."""
     from nbclient import NotebookClient
@@ -153,39 +136,22 @@ def test_the_notebook_run_fails_as_make_demo_did_without_an_extra(tmp_path: Path
                  count=1, flags=re.S)
     (root / "Makefile").write_text(old, encoding="utf-8")
     assert demo_env.demo_extras(root) == ["fast", "replay", "viz", "lab"]
+    ipython = demo_env.kernel_ipythondir(tmp_path / "ipython", root)
     nb = nbformat.read(ROOT / "notebooks" / "05_integrity_and_databases.ipynb", 4)
+    # the kernel blocked before the first cell, as the suite's nbval kernels do
     nb.cells.insert(0, nbformat.v4.new_code_cell(
-        f"import sys\nsys.path.insert(0, {str(ROOT / 'tools')!r})\nimport demo_env\n"
-        f"from pathlib import Path\ndemo_env.block(Path({str(root)!r}))"))
+        "import importlib.util, sys\nassert 'demo_env' in sys.modules\n"
+        "assert importlib.util.find_spec('pytest') is None\n"
+        "assert importlib.util.find_spec('adbc_driver_sqlite') is None\n"
+        "assert importlib.util.find_spec('plotly') is not None"))
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "data").symlink_to(ROOT / "data")
     client = NotebookClient(nb, timeout=900, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path / "notebooks")}})
     with pytest.raises(CellExecutionError) as info:
-        client.execute()
+        client.execute(env=dict(os.environ, IPYTHONDIR=str(ipython)))
     assert "MissingExtraError" in str(info.value)
     assert 'pip install "replaykit[sql]"' in str(info.value)
-
-
-@pytest.mark.slow
-def test_every_readme_python_block_runs_with_only_what_make_demo_installs(tmp_path: Path):
-    """The README's Python blocks, in order, in one fresh interpreter that sees only the
-    demo environment (its polars, DuckDB and Dask examples raised MissingExtraError there)."""
-    import subprocess
-
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    assert any("to_polars" in b for b in blocks) and any("dask" in b for b in blocks)
-    (tmp_path / "data").symlink_to(ROOT / "data")
-    script = tmp_path / "readme.py"
-    script.write_text(
-        f"import sys\nsys.path.insert(0, {str(ROOT / 'tools')!r})\nimport demo_env\n"
-        "assert 'pytest' in demo_env.block()\n"
-        f"blocks = {blocks!r}\nns = {{}}\n"
-        "for i, code in enumerate(blocks):\n"
-        "    exec(compile(code, f'README.md python block {i + 1}', 'exec'), ns)\n"
-        "print('ran', len(blocks))\n", encoding="utf-8")
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
-                          text=True, check=False, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.strip().splitlines()[-1] == f"ran {len(blocks)}"
+    # one kernel, which hid the modules the old extras do not install (sql's among them)
+    markers = demo_env.kernel_markers(ipython)
+    assert len(markers) == 1 and list(markers.values())[0] > len(blocked)

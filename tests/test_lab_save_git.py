@@ -6,6 +6,11 @@ A scratch git checkout holds a committed notebook, the tools `make lab` runs and
 started with tools/lab.py, as `make lab` does; in headless Chromium (Playwright) the notebook
 is opened, a cell is run (an execution count and outputs) and the notebook saved with Ctrl+S.
 The saved file on disk holds the run; `git status --porcelain` and `git diff` are empty.
+Then, with the filter Lab registered, two more notebooks are saved the way Lab's server saves
+them (its contents manager as tools/jupyter_lab_config.py configures it, with outputs,
+execution counts, the kernel's language_info and kernelspec, widget state, cell timings): git
+still sees nothing, a real change to a cell is seen (and not staged by the post-save hook), and
+what git would commit is byte for byte what is committed.
 
 Marked slow (tests/conftest.py: a browser and a JupyterLab server). Skips locally without
 Chromium, Playwright or JupyterLab; fails when CI=true.
@@ -30,6 +35,9 @@ from test_report_browser import ARGS, _ci, _need_browser
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = "01_quickstart.ipynb"
+#: saved through the contents manager Lab's server uses, with the metadata a kernel writes: one
+#: with the language_info a kernel adds, one with hidden test cells
+OTHERS = ["02_state_and_replay.ipynb", "05_integrity_and_databases.ipynb"]
 TOOLS = ["lab.py", "jupyter_lab_config.py", "nbclean.py", "setup_git_filters.sh"]
 
 
@@ -47,7 +55,8 @@ def _git(repo: Path, *args: str, env: dict[str, str]) -> str:
 def _checkout(repo: Path, env: dict[str, str]) -> None:
     (repo / "notebooks").mkdir(parents=True)
     (repo / "tools").mkdir()
-    shutil.copy(ROOT / "notebooks" / NOTEBOOK, repo / "notebooks" / NOTEBOOK)
+    for name in (NOTEBOOK, *OTHERS):
+        shutil.copy(ROOT / "notebooks" / name, repo / "notebooks" / name)
     for name in TOOLS:
         shutil.copy(ROOT / "tools" / name, repo / "tools" / name)
     for name in (".gitattributes", ".gitignore"):
@@ -152,3 +161,64 @@ def test_saving_a_notebook_in_lab_leaves_git_status_clean(tmp_path: Path) -> Non
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    _save_as_lab_server_does(repo, env)
+
+
+def _save_as_lab_server_does(repo: Path, env: dict[str, str]) -> None:
+    """Run and save OTHERS the way JupyterLab does (its contents manager writes the model:
+    outputs, execution counts, the kernel's language_info and kernelspec, cell timings) in
+    ``repo``, whose filter Lab registered: `git status` stays clean and the committed bytes are
+    unchanged; a real change is seen."""
+    import asyncio
+    import runpy
+
+    import nbformat
+    from traitlets.config import Config
+
+    committed = {n: _git_bytes(repo, "show", f"HEAD:notebooks/{n}", env=env) for n in OTHERS}
+    assert [n for n in OTHERS if committed[n] != (ROOT / "notebooks" / n).read_bytes()] == []
+    cfg = Config()
+    runpy.run_path(str(repo / "tools" / "jupyter_lab_config.py"),
+                   init_globals={"get_config": lambda: cfg})
+    manager = cfg.ServerApp.contents_manager_class(root_dir=str(repo))
+    assert manager._post_save_hooks
+
+    class cm:  # the async manager Lab's server uses, called as the server calls it
+        get = staticmethod(lambda *a, **k: asyncio.run(manager.get(*a, **k)))
+        save = staticmethod(lambda *a, **k: asyncio.run(manager.save(*a, **k)))
+    for name in OTHERS:
+        model = cm.get(f"notebooks/{name}", content=True)
+        nb = model["content"]
+        nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)",
+                                     "language": "python", "name": "python3"}
+        nb.metadata["language_info"] = {
+            "codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
+            "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+            "pygments_lexer": "ipython3", "version": sys.version.split()[0]}
+        nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+        for k, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+            cell.execution_count = k + 1
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="x\n"),
+                            nbformat.v4.new_output("execute_result", execution_count=k + 1,
+                                                   data={"text/plain": "2"})]
+            cell.metadata["execution"] = {"iopub.execute_input": "2026-01-01T00:00:00Z"}
+            cell.metadata["scrolled"] = True
+        cm.save({"type": "notebook", "format": "json", "content": nb}, f"notebooks/{name}")
+        saved = nbformat.read(repo / "notebooks" / name, 4)  # the working copy has outputs
+        assert any(c.get("outputs") for c in saved.cells if c.cell_type == "code")
+    assert _git(repo, "status", "--porcelain", env=env) == ""
+    assert _git(repo, "diff", "HEAD", env=env) == ""
+    # a real change to a cell (of the notebook saved in Lab) is still seen, and not staged
+    # by the hook
+    model = cm.get(f"notebooks/{NOTEBOOK}", content=True)
+    model["content"].cells[0].source += "\n\nA new sentence."
+    cm.save({"type": "notebook", "format": "json", "content": model["content"]},
+            f"notebooks/{NOTEBOOK}")
+    assert _git(repo, "status", "--porcelain", env=env) == f" M notebooks/{NOTEBOOK}\n"
+    for name in OTHERS:  # what git would commit is byte for byte what is committed
+        assert _git_bytes(repo, "show", f":notebooks/{name}", env=env) == committed[name], name
+
+
+def _git_bytes(repo: Path, *args: str, env: dict[str, str]) -> bytes:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          env=env).stdout

@@ -1,7 +1,8 @@
 """The environment `make demo` builds, seen from the dev one: which distributions it installs
-and which modules it does not have (tests/test_demo_env.py runs the notebooks with those
-modules blocked, so a notebook or README example that needs more than `make demo` installs
-fails in the suite, not for a newcomer).
+and which modules it does not have (the suite runs the notebooks under nbval and the README's
+examples with those modules blocked -- tests/conftest.py, tests/test_docs.py -- so a notebook
+or README example that needs more than `make demo` installs fails in the suite, not for a
+newcomer).
 
 Derived, never listed by hand: the extras are the ones the Makefile's ``.installed-base``
 recipe installs, resolved through pyproject.toml's ``[project.optional-dependencies]`` (the
@@ -141,3 +142,58 @@ def block(root: Path = ROOT) -> set[str]:
     sys.path_importer_cache.clear()
     importlib.invalidate_caches()
     return hidden
+
+
+#: The IPython start-up file :func:`kernel_ipythondir` writes: every kernel started with that
+#: folder as ``IPYTHONDIR`` blocks what `make demo` does not install before the first cell, as
+#: :func:`block` does, and leaves a marker (``blocked-<pid>``, the number of hidden modules) in
+#: the folder; if blocking fails the kernel exits at once (every cell then fails).
+_STARTUP = '''\
+def _replaykit_demo_env() -> None:
+    import os, sys
+    from pathlib import Path
+    try:
+        sys.path.insert(0, {tools!r})
+        try:
+            import demo_env
+        finally:
+            sys.path.remove({tools!r})
+        hidden = demo_env.block(Path({root!r}))
+        assert "pytest" in hidden, "pytest is not blocked"
+        Path({marker!r}, f"blocked-{{os.getpid()}}").write_text(str(len(hidden)))
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        os._exit(3)
+
+
+_replaykit_demo_env()
+del _replaykit_demo_env
+'''
+
+
+def kernel_ipythondir(folder: Path, root: Path = ROOT) -> Path:
+    """Make ``folder`` an IPython directory whose kernels see only what `make demo` installs
+    (with the Makefile and pyproject.toml of ``root``): a kernel started with
+    ``IPYTHONDIR=<folder>`` in its environment runs a start-up file that calls :func:`block`
+    before any cell. The suite's nbval kernels run the notebooks this way (tests/conftest.py).
+    Returns ``folder``.
+
+    >>> import tempfile
+    >>> d = kernel_ipythondir(Path(tempfile.mkdtemp()))
+    >>> (d / "profile_default" / "startup" / "00-demo-env.py").is_file()
+    True
+    """
+    startup = folder / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    (startup / "00-demo-env.py").write_text(
+        _STARTUP.format(tools=str(ROOT / "tools"), root=str(root), marker=str(folder)),
+        encoding="utf-8")
+    return folder
+
+
+def kernel_markers(folder: Path) -> dict[int, int]:
+    """The kernels started with ``folder`` (a :func:`kernel_ipythondir`) that blocked the
+    modules: process id -> number of hidden modules."""
+    return {int(p.name.partition("-")[2]): int(p.read_text() or 0)
+            for p in folder.glob("blocked-*")}
