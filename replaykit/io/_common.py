@@ -24,6 +24,8 @@ __all__ = [
     "INT64_MAX",
     "INT64_MIN",
     "ErrorPolicy",
+    "Paths",
+    "Tenants",
     "Progress",
     "Quarantine",
     "SpecialFileWarning",
@@ -41,6 +43,10 @@ __all__ = [
 ]
 
 ErrorPolicy = Literal["raise", "quarantine"]
+#: what every ``read_*`` takes as ``path``: a file, a folder, a glob, or several of them
+Paths = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
+#: what every ``read_*`` takes as ``tenant_id``: one tenant id, several, or None (all)
+Tenants = str | Sequence[str] | None
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 #: epoch milliseconds accepted as event times: years 1 to 9999 (what a timestamp[us] holds and

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,9 @@ from .._base.json import args_hash, canonical_json
 from ..eventlog.log import EventLog
 from ._common import (
     ErrorPolicy,
+    Paths,
     Quarantine,
+    Tenants,
     each_file,
     expand_paths,
     keep_tenants,
@@ -332,14 +333,8 @@ def _input_tokens(usage: dict[str, Any], path: Path, lineno: int) -> int | None:
     return sum(p for p in parts if p is not None)
 
 
-def read_claude_code(
-    path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-    *,
-    owner: str | None = None,
-    tenant_id: str | Sequence[str] | None = None,
-    errors: ErrorPolicy = "raise",
-    progress: bool | None = None,
-) -> EventLog:
+def read_claude_code(path: Paths, *, owner: str | None = None, tenant_id: Tenants = None,
+                     errors: ErrorPolicy = "raise", progress: bool | None = None) -> EventLog:
     """Load Claude Code transcripts (a file, a project folder, ``~/.claude/projects``, a glob).
 
     Every ``*.jsonl`` under a folder is read (subagent transcripts under

@@ -33,9 +33,7 @@ The rollouts record no tenant: the caller names the owner (``tenant_id=``).
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -44,7 +42,9 @@ from .._base.json import args_hash, canonical_json
 from ..eventlog.log import EventLog
 from ._common import (
     ErrorPolicy,
+    Paths,
     Quarantine,
+    Tenants,
     each_file,
     expand_paths,
     keep_tenants,
@@ -458,14 +458,8 @@ def _line_rows(path: Path, src: str, sid: str, lineno: int, doc: dict[str, Any],
     return [row]
 
 
-def read_codex(
-    path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-    *,
-    owner: str | None = None,
-    tenant_id: str | Sequence[str] | None = None,
-    errors: ErrorPolicy = "raise",
-    progress: bool | None = None,
-) -> EventLog:
+def read_codex(path: Paths, *, owner: str | None = None, tenant_id: Tenants = None,
+               errors: ErrorPolicy = "raise", progress: bool | None = None) -> EventLog:
     """Load Codex CLI rollout files (a file, ``~/.codex/sessions``, any folder, a glob).
 
     Every ``*.jsonl`` under a folder is read and all of them form one log, one run per

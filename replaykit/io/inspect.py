@@ -26,7 +26,6 @@ import os
 import re
 import warnings
 import zipfile
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +37,10 @@ from ..eventlog.log import RUNS_SCHEMA, EventLog
 from ..schema import empty_events, events_table
 from ._common import (
     ErrorPolicy,
+    Paths,
     Progress,
     Quarantine,
+    Tenants,
     expand_paths,
     is_int64,
     keep_tenants,
@@ -382,14 +383,8 @@ def _sample_rows(sample: Any, run_id: str, src: str) -> tuple[list[dict[str, Any
     return rows, attrs
 
 
-def read_inspect(
-    path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-    *,
-    owner: str | None = None,
-    tenant_id: str | Sequence[str] | None = None,
-    errors: ErrorPolicy = "raise",
-    progress: bool | None = None,
-) -> EventLog:
+def read_inspect(path: Paths, *, owner: str | None = None, tenant_id: Tenants = None,
+                 errors: ErrorPolicy = "raise", progress: bool | None = None) -> EventLog:
     """Load Inspect AI eval logs (``.eval`` or ``.json``): one run per sample and epoch.
 
     Logs are read with ``inspect_ai.log.read_eval_log`` (attachments resolved). Run ids are

@@ -23,9 +23,7 @@ One replaykit run per Langfuse trace (``run_id`` = ``traceId``); observations ar
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +31,9 @@ from .._base.json import args_hash, canonical_json
 from ..eventlog.log import EventLog
 from ._common import (
     ErrorPolicy,
+    Paths,
     Quarantine,
+    Tenants,
     expand_paths,
     keep_tenants,
     owner_and_filter,
@@ -510,14 +510,8 @@ def _inside_generation(rec: dict[str, Any], by_id: dict[Any, dict[str, Any]]) ->
     return False
 
 
-def read_langfuse(
-    path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-    *,
-    owner: str | None = None,
-    tenant_id: str | Sequence[str] | None = None,
-    errors: ErrorPolicy = "raise",
-    progress: bool | None = None,
-) -> EventLog:
+def read_langfuse(path: Paths, *, owner: str | None = None, tenant_id: Tenants = None,
+                  errors: ErrorPolicy = "raise", progress: bool | None = None) -> EventLog:
     """Load Langfuse exports (traces and observations): one replaykit run per trace.
 
     Args:

@@ -22,8 +22,6 @@ the caller names the owner.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +29,9 @@ from .._base.json import canonical_json
 from ..eventlog.log import EventLog
 from ._common import (
     ErrorPolicy,
+    Paths,
     Quarantine,
+    Tenants,
     expand_paths,
     keep_tenants,
     owner_and_filter,
@@ -257,14 +257,8 @@ def _trace_rows(trace_id: str, runs: list[Item], quarantine: Quarantine) -> list
     return rows
 
 
-def read_langsmith(
-    path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-    *,
-    owner: str | None = None,
-    tenant_id: str | Sequence[str] | None = None,
-    errors: ErrorPolicy = "raise",
-    progress: bool | None = None,
-) -> EventLog:
+def read_langsmith(path: Paths, *, owner: str | None = None, tenant_id: Tenants = None,
+                   errors: ErrorPolicy = "raise", progress: bool | None = None) -> EventLog:
     """Load LangSmith run exports: one replaykit run per LangSmith trace.
 
     Args:

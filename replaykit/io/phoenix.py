@@ -20,16 +20,16 @@ no tenant: the caller names the owner.
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..eventlog.log import EventLog
 from ._common import (
     ErrorPolicy,
+    Paths,
     Quarantine,
+    Tenants,
     expand_paths,
     keep_tenants,
     owner_and_filter,
@@ -302,14 +302,8 @@ def _trace_rows(trace_id: str, spans: list[Item], quarantine: Quarantine) -> lis
     return rows
 
 
-def read_phoenix(
-    path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-    *,
-    owner: str | None = None,
-    tenant_id: str | Sequence[str] | None = None,
-    errors: ErrorPolicy = "raise",
-    progress: bool | None = None,
-) -> EventLog:
+def read_phoenix(path: Paths, *, owner: str | None = None, tenant_id: Tenants = None,
+                 errors: ErrorPolicy = "raise", progress: bool | None = None) -> EventLog:
     """Load Arize Phoenix span exports: one replaykit run per trace.
 
     Args:

@@ -48,7 +48,8 @@ fn check(data: &[u8]) {
 
 fuzz_target!(|data: &[u8]| {
     check(data);
-    let mut after = b"{\"type\":\"user\",\"sessionId\":\"s\",\"message\":{\"content\":\"hi\"}}\n".to_vec();
+    let mut after =
+        b"{\"type\":\"user\",\"sessionId\":\"s\",\"message\":{\"content\":\"hi\"}}\n".to_vec();
     after.extend_from_slice(data);
     check(&after);
 });

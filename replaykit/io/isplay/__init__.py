@@ -21,14 +21,15 @@ per fixture (:mod:`replaykit.branch.types`, :mod:`replaykit.branch.fixtures`,
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ...eventlog.log import EventLog
 from .._common import (
     ErrorPolicy,
+    Paths,
     Progress,
     Quarantine,
+    Tenants,
     expand_paths,
     keep_tenants,
     owner_and_filter,
@@ -59,14 +60,8 @@ __all__ = [
 ]
 
 
-def read_isplay(
-    path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-    *,
-    owner: str | None = None,
-    tenant_id: str | Sequence[str] | None = None,
-    errors: ErrorPolicy = "raise",
-    progress: bool | None = None,
-) -> EventLog:
+def read_isplay(path: Paths, *, owner: str | None = None, tenant_id: Tenants = None,
+                errors: ErrorPolicy = "raise", progress: bool | None = None) -> EventLog:
     """Load isplay run exports (``isplay.run/v1``) into an :class:`~replaykit.EventLog`.
 
     ``path`` is a file, a folder (searched recursively for ``*.json``/``*.jsonl``/``*.ndjson``;

@@ -26,11 +26,10 @@ Field-by-field mapping: ``docs/formats/otel.md``.
 
 from __future__ import annotations
 
-import os
 import re
 import warnings
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +43,10 @@ from ...schema import empty_events, events_table
 from .._common import (
     UNEXPECTED,
     ErrorPolicy,
+    Paths,
     Progress,
     Quarantine,
+    Tenants,
     compressed,
     expand_paths,
     iter_lines,
@@ -580,14 +581,8 @@ def _output_text(messages: Any) -> str | None:
     return "".join(out) if out else None
 
 
-def read_otel(
-    path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-    *,
-    owner: str | None = None,
-    tenant_id: str | Sequence[str] | None = None,
-    errors: ErrorPolicy = "raise",
-    progress: bool | None = None,
-) -> EventLog:
+def read_otel(path: Paths, *, owner: str | None = None, tenant_id: Tenants = None,
+              errors: ErrorPolicy = "raise", progress: bool | None = None) -> EventLog:
     """Load OpenTelemetry GenAI trace and log exports (OTLP/JSON or protobuf) into an EventLog.
 
     Pass a trace export and its log export together (a folder or a list): log records join
