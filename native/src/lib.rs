@@ -14,6 +14,7 @@ pub mod cols;
 pub mod gather;
 pub mod hash;
 pub mod json;
+pub mod otlp;
 pub mod pleach;
 pub mod toh;
 

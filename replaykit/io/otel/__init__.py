@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ... import _native
 from ..._json import JSONDecodeError, args_hash, canonical_json, loads
 from ...errors import LoadError
 from ...eventlog.log import RUNS_SCHEMA, EventLog
@@ -55,6 +56,7 @@ from .._common import (
     unreadable,
 )
 from .._messages import read_reply, tool_name
+from . import _nativepath
 from ._decode import (
     _log_record,
     _logs_of,
@@ -643,6 +645,11 @@ def read_otel(
             else:
                 parsed = _json_documents(f, bar, quarantine)
             for line, doc, raw in parsed:
+                if isinstance(doc, _nativepath.Records):  # decoded by the native core
+                    src = str(f)
+                    recs.extend((rec, src, line) for rec in doc.spans)
+                    logs.extend((item, src, line) for item in doc.logs)
+                    continue
                 try:
                     spans = list(_spans_of(doc))
                     records = list(_logs_of(doc))
@@ -706,6 +713,10 @@ def _json_documents(f: Path, bar: Any, quarantine: Quarantine
                     ) -> Iterator[tuple[int, Any, bytes | None]]:
     """The JSON documents of one file: (line, document, raw text); bad ones quarantined (in
     file order, as they are reached)."""
+    native = _native_documents(f, bar, quarantine)
+    if native is not False:
+        yield from native
+        return
     try:
         if f.suffix.lower() in _LINE_SUFFIXES:
             docs = [(ln, raw) for ln, raw in iter_lines(f, bar) if raw.strip()]
@@ -1010,3 +1021,44 @@ def _runs(rows: list[dict[str, Any]], tenant: str) -> pa.Table:
                                            "resource": by_run[i]["resource"]}) for i in ids],
                           pa.large_string()),
     }, schema=RUNS_SCHEMA)
+
+
+def _native_documents(f: Path, bar: Any, quarantine: Quarantine
+                      ) -> list[tuple[int, Any, bytes | None]] | bool:
+    """:func:`_json_documents` on the native path (``_nativepath``): the documents the core
+    decoded as :class:`Records` (raw text None), the others decoded here as the reference
+    does; False when the core is off (the reference reads the file)."""
+    if not _nativepath.NATIVE or not _native.enabled():
+        return False
+    try:
+        data = f.read_bytes()
+    except OSError as exc:  # one bad row; the other files load
+        quarantine.bad(unreadable(str(f), exc))
+        return []
+    got = _nativepath.native_documents(data, f.suffix.lower() in _LINE_SUFFIXES)
+    if got is None:
+        return False
+    bar.update(len(data))
+    if got:
+        _, a, b, _ = got[0]
+        packed_err = compressed(str(f), data[a:min(b, a + 8)])
+        if packed_err is not None:
+            quarantine.bad(packed_err)
+            return []
+    out: list[tuple[int, Any, bytes | None]] = []
+    for line, a, b, records in got:
+        if records is not None:
+            out.append((line, records, None))
+            continue
+        raw = data[a:b]
+        if line == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]  # a UTF-8 byte order mark, as sniff accepts
+        try:
+            doc = loads(raw)
+        except _BAD_JSON as exc:
+            quarantine.bad(LoadError(source=str(f), line=line, reason="bad_json",
+                                     detail=f"is not valid JSON ({exc})",
+                                     fix="Re-export the traces as OTLP/JSON."), raw)
+            continue
+        out.append((line, doc, raw))
+    return out
