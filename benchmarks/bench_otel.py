@@ -62,8 +62,8 @@ def write_file(path: Path, size: int) -> int:
     with open(path, "w", encoding="utf-8") as fh:
         while written < size:
             for d in docs:
-                line = _TRACE.sub(lambda m: f'"traceId":"{_retag(m.group(1), k)}"', d)
-                line = _CONV.sub(lambda m: f'{m.group(1)}{m.group(2)}-{k:08x}"', line)
+                line = _TRACE.sub(lambda m, k=k: f'"traceId":"{_retag(m.group(1), k)}"', d)
+                line = _CONV.sub(lambda m, k=k: f'{m.group(1)}{m.group(2)}-{k:08x}"', line)
                 fh.write(line + "\n")
                 written += len(line) + 1
                 n += 1

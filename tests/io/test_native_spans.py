@@ -361,6 +361,20 @@ def test_bad_documents_both_paths(tmp_path: Path, case: str, errors: str) -> Non
     both(f, errors)
 
 
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("errors", ["quarantine", "raise"])
+def test_bad_documents_in_any_order_both_paths(tmp_path: Path, seed: int, errors: str) -> None:
+    """Quarantine rows (and the error raised first) in the reference's order: a bad
+    document's rows when its line is reached, after the spans of the lines before it."""
+    rng = random.Random(seed)
+    lines = [_BAD[c] for c in rng.sample(sorted(_BAD), 6)]
+    lines += [json.dumps(_gen_export(rng, 1)[0]) for _ in range(3)]
+    rng.shuffle(lines)
+    f = tmp_path / "x.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    both(f, errors)
+
+
 def test_declines_what_it_does_not_decide() -> None:
     for case in ("not_json", "no_spans", "snake_case", "no_ids", "negative_time",
                  "op_not_a_string", "bad_resource", "long_int", "bad_id", "nan",

@@ -714,7 +714,7 @@ def _json_documents(f: Path, bar: Any, quarantine: Quarantine
     """The JSON documents of one file: (line, document, raw text); bad ones quarantined (in
     file order, as they are reached)."""
     native = _native_documents(f, bar, quarantine)
-    if native is not False:
+    if native is not None:
         yield from native
         return
     try:
@@ -1024,31 +1024,36 @@ def _runs(rows: list[dict[str, Any]], tenant: str) -> pa.Table:
 
 
 def _native_documents(f: Path, bar: Any, quarantine: Quarantine
-                      ) -> list[tuple[int, Any, bytes | None]] | bool:
+                      ) -> Iterator[tuple[int, Any, bytes | None]] | None:
     """:func:`_json_documents` on the native path (``_nativepath``): the documents the core
     decoded as :class:`Records` (raw text None), the others decoded here as the reference
-    does; False when the core is off (the reference reads the file)."""
+    does (a bad one quarantined when it is reached, as there); None when the core is off
+    (the reference reads the file)."""
     if not _nativepath.NATIVE or not _native.enabled():
-        return False
+        return None
     try:
         data = f.read_bytes()
     except OSError as exc:  # one bad row; the other files load
         quarantine.bad(unreadable(str(f), exc))
-        return []
+        return iter(())
     got = _nativepath.native_documents(data, f.suffix.lower() in _LINE_SUFFIXES)
     if got is None:
-        return False
+        return None
     bar.update(len(data))
     if got:
         _, a, b, _ = got[0]
         packed_err = compressed(str(f), data[a:min(b, a + 8)])
         if packed_err is not None:
             quarantine.bad(packed_err)
-            return []
-    out: list[tuple[int, Any, bytes | None]] = []
+            return iter(())
+    return _native_items(f, data, got, quarantine)
+
+
+def _native_items(f: Path, data: bytes, got: list[tuple[int, int, int, Any]],
+                  quarantine: Quarantine) -> Iterator[tuple[int, Any, bytes | None]]:
     for line, a, b, records in got:
         if records is not None:
-            out.append((line, records, None))
+            yield line, records, None
             continue
         raw = data[a:b]
         if line == 1 and raw.startswith(b"\xef\xbb\xbf"):
@@ -1060,5 +1065,4 @@ def _native_documents(f: Path, bar: Any, quarantine: Quarantine
                                      detail=f"is not valid JSON ({exc})",
                                      fix="Re-export the traces as OTLP/JSON."), raw)
             continue
-        out.append((line, doc, raw))
-    return out
+        yield line, doc, raw

@@ -21,9 +21,9 @@ from typing import Any
 from ... import _native
 
 try:
-    from orjson import loads as _fast_loads
+    import orjson as _json_module
 except ImportError:  # pragma: no cover - orjson is a dependency
-    from json import loads as _fast_loads
+    import json as _json_module  # type: ignore[no-redef]
 
 #: decode documents with the native core when it is built and enabled (False: reference)
 NATIVE = True
@@ -35,7 +35,7 @@ class Records:
     __slots__ = ("logs", "spans")
 
     def __init__(self, text: bytes) -> None:
-        self.spans, self.logs = _fast_loads(text)
+        self.spans, self.logs = _json_module.loads(text)
 
 
 def native_documents(data: bytes, lines: bool) -> list[tuple[int, int, int, Any]] | None:
