@@ -1039,6 +1039,51 @@ mod tests {
         assert_eq!(docs[0].end - docs[0].start, SPAN.len());
     }
 
+    /// The tape accepts exactly what `json::Scanner::value` accepts (validation is shared).
+    #[test]
+    fn tape_validates_as_the_scanner() {
+        let base = SPAN.as_bytes();
+        let tokens: [&[u8]; 12] = [
+            b"{", b"}", b"[", b"]", b",", b":", b"\"", b"\\", b"1e999", b"-", b"nul", b"\xff",
+        ];
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let deep = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
+        let too_deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
+        let mut inputs: Vec<Vec<u8>> = vec![deep.into_bytes(), too_deep.into_bytes()];
+        for _ in 0..3000 {
+            let mut v = base.to_vec();
+            for _ in 0..(next() % 3) {
+                let i = (next() as usize) % (v.len() + 1);
+                if next() % 2 == 0 && i < v.len() {
+                    v.remove(i);
+                } else {
+                    let t = tokens[(next() as usize) % tokens.len()];
+                    v.splice(i..i, t.iter().copied());
+                }
+            }
+            inputs.push(v);
+        }
+        let mut accepted = 0;
+        for v in &inputs {
+            let mut a = Scanner::new(v);
+            let ok_a = a.value(0).is_ok();
+            let mut b = Scanner::new(v);
+            let ok_b = build(&mut b, &mut Vec::new(), 0, None).is_ok();
+            assert_eq!(ok_a, ok_b, "{}", String::from_utf8_lossy(v));
+            if ok_a {
+                assert_eq!(a.pos, b.pos);
+                accepted += 1;
+            }
+        }
+        assert!(accepted > 100 && accepted < inputs.len(), "{accepted}");
+    }
+
     #[test]
     fn long_ints_in_copied_values() {
         assert!(long_int_free(b"[1,2.5,\"12345678901234567890\"]").is_ok());
