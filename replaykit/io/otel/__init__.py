@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ... import _native
 from ..._json import JSONDecodeError, args_hash, canonical_json, loads
 from ...errors import LoadError
 from ...eventlog.log import RUNS_SCHEMA, EventLog
@@ -56,7 +55,6 @@ from .._common import (
     unreadable,
 )
 from .._messages import read_reply, tool_name
-from . import _nativepath
 from ._decode import (
     _log_record,
     _logs_of,
@@ -69,6 +67,9 @@ from ._decode import (
 )
 from ._forms import content as _content
 from ._forms import is_genai_event as _is_genai_event
+from ._nativepath import Records as _Records
+from ._nativepath import native_documents as _native_scan
+from ._nativepath import use_native as _use_native
 from ._proto import SUFFIXES as PROTO_SUFFIXES
 from ._proto import documents as _proto_documents
 from ._proto import sniff as _proto_sniff
@@ -645,7 +646,7 @@ def read_otel(
             else:
                 parsed = _json_documents(f, bar, quarantine)
             for line, doc, raw in parsed:
-                if isinstance(doc, _nativepath.Records):  # decoded by the native core
+                if isinstance(doc, _Records):  # decoded by the native core
                     src = str(f)
                     recs.extend((rec, src, line) for rec in doc.spans)
                     logs.extend((item, src, line) for item in doc.logs)
@@ -1029,14 +1030,14 @@ def _native_documents(f: Path, bar: Any, quarantine: Quarantine
     decoded as :class:`Records` (raw text None), the others decoded here as the reference
     does (a bad one quarantined when it is reached, as there); None when the core is off
     (the reference reads the file)."""
-    if not _nativepath.NATIVE or not _native.enabled():
+    if not _use_native():
         return None
     try:
         data = f.read_bytes()
     except OSError as exc:  # one bad row; the other files load
         quarantine.bad(unreadable(str(f), exc))
         return iter(())
-    got = _nativepath.native_documents(data, f.suffix.lower() in _LINE_SUFFIXES)
+    got = _native_scan(data, f.suffix.lower() in _LINE_SUFFIXES)
     if got is None:
         return None
     bar.update(len(data))

@@ -38,6 +38,11 @@ class Records:
         self.spans, self.logs = _json_module.loads(text)
 
 
+def use_native() -> bool:
+    """True when documents are to be decoded by the native core (built, enabled, NATIVE)."""
+    return NATIVE and _native.enabled()
+
+
 def native_documents(data: bytes, lines: bool) -> list[tuple[int, int, int, Any]] | None:
     """``(line, start, end, records)`` of every document of a file's bytes (``lines``: one
     per non-blank line, else the whole file): ``records`` is a :class:`Records`, or None
