@@ -15,6 +15,7 @@ pub mod gather;
 pub mod hash;
 pub mod json;
 pub mod lines;
+pub mod otlp;
 pub mod par;
 pub mod pleach;
 pub mod toh;

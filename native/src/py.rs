@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use crate::cols::{Bits, BoolCol, F64Col, I64Col, Offsets, StrCol};
-use crate::{chain, gather, hash, pleach, toh, transcripts};
+use crate::{chain, gather, hash, otlp, pleach, toh, transcripts};
 
 static PANICS: AtomicU64 = AtomicU64::new(0);
 
@@ -467,6 +467,27 @@ fn scan_claude_code_files<'py>(
     s!("text", out.text);
     s!("payload", out.payload);
     (got.ok, row_start, run_start, runs, run, seq, line, cols).into_pyobject(py)
+}
+
+/// Decode the OTLP/JSON documents of a file (`lines`: one per non-blank line, else the whole
+/// file; see `otlp.rs`). Returns None when the core panicked, else a list of
+/// `(line, start, end, records)`: `records` is the `[[span, ...], [log record, ...]]` JSON
+/// text of the document, or None when the reference must read `data[start:end]`.
+#[pyfunction]
+fn scan_otlp_json<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    lines: bool,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    let Some(docs) = scan_buffer(py, data, "data", |b| Some(otlp::scan(b, lines)))? else {
+        return Ok(None);
+    };
+    let out = PyList::empty(py);
+    for d in docs {
+        let text = d.text.map(|t| pyo3::types::PyBytes::new(py, &t));
+        out.append((d.line, d.start, d.end, text))?;
+    }
+    Ok(Some(out))
 }
 
 /// Run `f` over the bytes of two contiguous buffers (`offsets`: int64 offsets into `data`)
@@ -1151,6 +1172,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan_pleach_block, m)?)?;
     m.add_function(wrap_pyfunction!(scan_toh_file, m)?)?;
     m.add_function(wrap_pyfunction!(scan_claude_code_files, m)?)?;
+    m.add_function(wrap_pyfunction!(scan_otlp_json, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_many, m)?)?;
     m.add_function(wrap_pyfunction!(tool_args_many, m)?)?;
     m.add_function(wrap_pyfunction!(text_hashes, m)?)?;

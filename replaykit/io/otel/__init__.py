@@ -68,6 +68,9 @@ from ._decode import (
 )
 from ._forms import content as _content
 from ._forms import is_genai_event as _is_genai_event
+from ._nativepath import Records as _Records
+from ._nativepath import native_documents as _native_scan
+from ._nativepath import use_native as _use_native
 from ._proto import SUFFIXES as PROTO_SUFFIXES
 from ._proto import documents as _proto_documents
 from ._proto import sniff as _proto_sniff
@@ -638,6 +641,11 @@ def read_otel(path: Paths, *, owner: str | None = None, tenant_id: Tenants = Non
             else:
                 parsed = _json_documents(f, bar, quarantine)
             for line, doc, raw in parsed:
+                if isinstance(doc, _Records):  # decoded by the native core
+                    src = str(f)
+                    recs.extend((rec, src, line) for rec in doc.spans)
+                    logs.extend((item, src, line) for item in doc.logs)
+                    continue
                 try:
                     spans = list(_spans_of(doc))
                     records = list(_logs_of(doc))
@@ -701,6 +709,10 @@ def _json_documents(f: Path, bar: Any, quarantine: Quarantine
                     ) -> Iterator[tuple[int, Any, bytes | None]]:
     """The JSON documents of one file: (line, document, raw text); bad ones quarantined (in
     file order, as they are reached)."""
+    native = _native_documents(f, bar, quarantine)
+    if native is not None:
+        yield from native
+        return
     try:
         if f.suffix.lower() in _LINE_SUFFIXES:
             docs = [(ln, raw) for ln, raw in iter_lines(f, bar) if raw.strip()]
@@ -1005,3 +1017,48 @@ def _runs(rows: list[dict[str, Any]], tenant: str) -> pa.Table:
                                            "resource": by_run[i]["resource"]}) for i in ids],
                           pa.large_string()),
     }, schema=RUNS_SCHEMA)
+
+
+def _native_documents(f: Path, bar: Any, quarantine: Quarantine
+                      ) -> Iterator[tuple[int, Any, bytes | None]] | None:
+    """:func:`_json_documents` on the native path (``_nativepath``): the documents the core
+    decoded as :class:`Records` (raw text None), the others decoded here as the reference
+    does (a bad one quarantined when it is reached, as there); None when the core is off
+    (the reference reads the file)."""
+    if not _use_native():
+        return None
+    try:
+        data = f.read_bytes()
+    except OSError as exc:  # one bad row; the other files load
+        quarantine.bad(unreadable(str(f), exc))
+        return iter(())
+    got = _native_scan(data, f.suffix.lower() in _LINE_SUFFIXES)
+    if got is None:
+        return None
+    bar.update(len(data))
+    if got:
+        _, a, b, _ = got[0]
+        packed_err = compressed(str(f), data[a:min(b, a + 8)])
+        if packed_err is not None:
+            quarantine.bad(packed_err)
+            return iter(())
+    return _native_items(f, data, got, quarantine)
+
+
+def _native_items(f: Path, data: bytes, got: list[tuple[int, int, int, Any]],
+                  quarantine: Quarantine) -> Iterator[tuple[int, Any, bytes | None]]:
+    for line, a, b, records in got:
+        if records is not None:
+            yield line, records, None
+            continue
+        raw = data[a:b]
+        if line == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]  # a UTF-8 byte order mark, as sniff accepts
+        try:
+            doc = loads(raw)
+        except _BAD_JSON as exc:
+            quarantine.bad(LoadError(source=str(f), line=line, reason="bad_json",
+                                     detail=f"is not valid JSON ({exc})",
+                                     fix="Re-export the traces as OTLP/JSON."), raw)
+            continue
+        yield line, doc, raw
