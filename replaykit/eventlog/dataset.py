@@ -533,6 +533,26 @@ def _scan_files(paths: list[str], fmt: Any, schema: pa.Schema, names: list[str],
     return out
 
 
+def utc_time(value: Any) -> Any:
+    """A time bound (``since`` / ``until``) as a UTC ``pandas.Timestamp``: a naive time or
+    text without an offset is read as UTC, an aware one (or text with an offset) converted.
+
+    Example:
+        >>> import datetime as dt
+        >>> str(utc_time(dt.datetime(2025, 1, 1, 2, tzinfo=dt.timezone(dt.timedelta(hours=2)))))
+        '2025-01-01 00:00:00+00:00'
+        >>> str(utc_time("2025-01-01"))
+        '2025-01-01 00:00:00+00:00'
+
+    Raises:
+        ValueError: not a time pandas can read.
+    """
+    import pandas as pd
+
+    ts = pd.Timestamp(value)
+    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+
+
 def read_parquet(
     path: str | os.PathLike[str],
     *,
@@ -582,7 +602,7 @@ def read_parquet(
         raise ValueError(f'errors must be "raise" or "quarantine", got {errors!r}')
     for bound in (since, until):  # a bad bound is the caller's error: raised as itself, here
         if bound is not None:
-            pd.Timestamp(bound, tz="UTC")
+            utc_time(bound)
     try:
         return _read_dataset(root, tenant_id, run_ids, types, since, until, errors, kinds)
     except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
@@ -620,10 +640,10 @@ def _read_dataset(root: Path, tenant_id: str | Sequence[str] | None,
     if kinds is not None:
         _and(ds.field("kind").isin(_values(kinds)))
     if since is not None:
-        _and(ds.field("ts") >= pa.scalar(pd.Timestamp(since, tz="UTC").as_unit("us"),
+        _and(ds.field("ts") >= pa.scalar(utc_time(since).as_unit("us"),
                                           type=pa.timestamp("us", tz="UTC")))
     if until is not None:
-        _and(ds.field("ts") <= pa.scalar(pd.Timestamp(until, tz="UTC").as_unit("us"),
+        _and(ds.field("ts") <= pa.scalar(utc_time(until).as_unit("us"),
                                           type=pa.timestamp("us", tz="UTC")))
     bad: list[dict[str, Any]] = []
     pins = pin_folders(root, tenants)  # side files and parts of the same generation

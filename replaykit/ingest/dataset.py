@@ -22,6 +22,7 @@ from ..eventlog.dataset import (
     partition_files,
     pin_folders,
     read_parquet,
+    utc_time,
 )
 from ..eventlog.log import RUN_STAT_COLUMNS, RUNS_SCHEMA, EventLog, runs_frame
 from ..tenancy import check_tenant_ids, partition_dir_tenant
@@ -35,15 +36,8 @@ __all__ = ["Dataset", "open_dataset"]
 
 
 def _utc(v: Any) -> Any:
-    """A time bound as a UTC ``pandas.Timestamp`` (naive times are UTC; aware ones converted).
-
-    Raises:
-        ValueError: not a time pandas can read.
-    """
-    import pandas as pd
-
-    ts = pd.Timestamp(v)
-    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+    """A time bound as a UTC ``pandas.Timestamp`` (:func:`replaykit.eventlog.dataset.utc_time`)."""
+    return utc_time(v)
 
 
 def _values(v: str | Sequence[str] | None) -> list[str] | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -128,6 +130,17 @@ def test_parquet_round_trip_and_pushdown(tmp_path):
     assert r2.table.column("seq").to_pylist() == [5]
     timed = rk.read_parquet(out, since="1970-01-01T00:00:12Z", until="1970-01-01T00:00:21Z")
     assert sorted(timed.table.column("seq").to_pylist()) == [0, 2, 3, 5]
+    # the same window as aware datetimes in another zone, naive (UTC) datetimes and text with
+    # an offset: one meaning, no error
+    plus2 = dt.timezone(dt.timedelta(hours=2))
+    for since, until in [
+        (dt.datetime(1970, 1, 1, 2, 0, 12, tzinfo=plus2), dt.datetime(1970, 1, 1, 2, 0, 21,
+                                                                     tzinfo=plus2)),
+        (dt.datetime(1970, 1, 1, 0, 0, 12), dt.datetime(1970, 1, 1, 0, 0, 21)),
+        ("1970-01-01T02:00:12+02:00", "1970-01-01T02:00:21+02:00"),
+    ]:
+        same = rk.read_parquet(out, since=since, until=until)
+        assert same.table.equals(timed.table), (since, until)
     with pytest.raises(FileExistsError):
         log.to_parquet(out)
     log.to_parquet(out, overwrite=True)
