@@ -106,8 +106,8 @@ def _need_dask() -> None:
         pytest.skip("the dask extra is not installed")
 
 
-@pytest.fixture(scope="session")
-def client():
+@pytest.fixture(scope="module")  # closed with its module: a current client left behind would
+def client():  # take over the threaded scheduler of every later module on this xdist worker
     _need_dask()
     from distributed import Client, LocalCluster
 
