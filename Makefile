@@ -76,9 +76,13 @@ system-deps:
 
 # The whole suite on every core (pytest-xdist; --dist loadscope keeps each test module and
 # each notebook -- whose cells nbval runs in order in one kernel -- on one worker), the slowest
-# tests named at the end.
+# tests named at the end. The Rust crate's test binary and clippy's check are compiled first
+# (build, not test: tests/test_lint.py then only runs them; after a change to native/ the
+# compile was 30 s of one worker's test time).
 test: $(VENV)/.installed-dev $(VENV)/.installed-native system-deps
 	$(PYC)
+	cargo test --quiet --no-run --no-default-features --manifest-path native/Cargo.toml
+	cargo clippy --quiet --release --manifest-path native/Cargo.toml --all-targets -- -D warnings
 	$(PYTEST) -q tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider \
 		-n $(TEST_WORKERS) --dist loadscope --durations=15
 
