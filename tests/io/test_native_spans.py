@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import random
 import warnings
 from pathlib import Path
@@ -24,47 +23,26 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from _native_paths import native_path, require_core
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import replaykit as rk
-from replaykit._base import native as _native
 from replaykit.errors import ReplayKitError
 from replaykit.io.otel import _nativepath
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted([*(ROOT / "tests" / "data" / "otel").rglob("*.json"),
                   *(ROOT / "data" / "otel").rglob("*.json")])
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 @pytest.fixture(autouse=True)
 def _core_built() -> None:
-    if not _native.available():
-        if IN_CI:
-            pytest.fail("the native core (replaykit._core) is not built, and CI=true")
-        pytest.skip("the native core is not built (make demo builds it)")
-
-
-class _Path:
-    """Switch REPLAYKIT_NATIVE for one load (read on every call)."""
-
-    def __init__(self, native: bool) -> None:
-        self.native = native
-
-    def __enter__(self) -> None:
-        self.saved = os.environ.get("REPLAYKIT_NATIVE")
-        os.environ["REPLAYKIT_NATIVE"] = "1" if self.native else "0"
-
-    def __exit__(self, *exc: object) -> None:
-        if self.saved is None:
-            os.environ.pop("REPLAYKIT_NATIVE", None)
-        else:
-            os.environ["REPLAYKIT_NATIVE"] = self.saved
+    require_core()
 
 
 def _load(path: Any, native: bool, errors: str) -> tuple[str, Any, list[str]]:
-    with _Path(native), warnings.catch_warnings(record=True) as caught:
+    with native_path(native), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             out: tuple[str, Any] = ("ok", rk.read_otel(path, owner="t", errors=errors,  # type: ignore[arg-type]
@@ -75,7 +53,7 @@ def _load(path: Any, native: bool, errors: str) -> tuple[str, Any, list[str]]:
 
 
 def _hashes(log: Any) -> list[Any]:
-    with _Path(False):
+    with native_path(False):
         return rk.stamp_chain(log).table.column("row_hash").to_pylist()
 
 
@@ -111,7 +89,7 @@ def both(path: Any, errors: str = "quarantine") -> Any:
 
 
 def _decoded(data: bytes, lines: bool) -> list[Any]:
-    with _Path(True):
+    with native_path(True):
         got = _nativepath.native_documents(data, lines)
     assert got is not None
     return got

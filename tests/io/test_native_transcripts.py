@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from _native_paths import native_path, require_core
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,36 +31,15 @@ from replaykit.errors import ReplayKitError
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 CC = DATA / "claude_code"
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 @pytest.fixture(autouse=True)
 def _core_built() -> None:
-    if not _native.available():
-        if IN_CI:
-            pytest.fail("the native core (replaykit._core) is not built, and CI=true")
-        pytest.skip("the native core is not built (make demo builds it)")
-
-
-class _Path:
-    """Switch REPLAYKIT_NATIVE for one load (read on every call)."""
-
-    def __init__(self, native: bool) -> None:
-        self.native = native
-
-    def __enter__(self) -> None:
-        self.saved = os.environ.get("REPLAYKIT_NATIVE")
-        os.environ["REPLAYKIT_NATIVE"] = "1" if self.native else "0"
-
-    def __exit__(self, *exc: object) -> None:
-        if self.saved is None:
-            os.environ.pop("REPLAYKIT_NATIVE", None)
-        else:
-            os.environ["REPLAYKIT_NATIVE"] = self.saved
+    require_core()
 
 
 def _load(path: Any, native: bool, errors: str) -> tuple[str, Any]:
-    with _Path(native):
+    with native_path(native):
         try:
             return ("ok", rk.read_claude_code(path, owner="t", errors=errors,  # type: ignore[arg-type]
                                               progress=False))
@@ -73,7 +53,7 @@ def _dictionaries(table: pa.Table) -> dict[str, list[Any]]:
 
 
 def _hashes(log: Any) -> list[Any]:
-    with _Path(False):
+    with native_path(False):
         return rk.stamp_chain(log).table.column("row_hash").to_pylist()
 
 
@@ -153,7 +133,7 @@ def test_real_samples_token_convention() -> None:
     """input_tokens: every prompt token (input + cache reads + cache writes) of the last line
     of each message id, once per id, recomputed here from the raw lines."""
     path = CC / "claude-code-viewer" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
-    with _Path(True):
+    with native_path(True):
         log = rk.read_claude_code(path, owner="t", progress=False)
     last: dict[str, dict[str, Any]] = {}
     for raw in path.read_text(encoding="utf-8").splitlines():

@@ -13,7 +13,6 @@ In CI (``CI=true``) the core must be built: a missing extension fails, never ski
 from __future__ import annotations
 
 import json
-import os
 import random
 import warnings
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from _native_paths import native_path, require_core
 from _toh_mutations import _mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -32,36 +32,15 @@ from replaykit.errors import ReplayKitError
 from replaykit.io.toh import _nativepath
 
 DATA = Path(__file__).resolve().parents[2] / "data"
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 @pytest.fixture(autouse=True)
 def _core_built() -> None:
-    if not _native.available():
-        if IN_CI:
-            pytest.fail("the native core (replaykit._core) is not built, and CI=true")
-        pytest.skip("the native core is not built (make demo builds it)")
-
-
-class _Path:
-    """Switch REPLAYKIT_NATIVE for one load (read on every call)."""
-
-    def __init__(self, native: bool) -> None:
-        self.native = native
-
-    def __enter__(self) -> None:
-        self.saved = os.environ.get("REPLAYKIT_NATIVE")
-        os.environ["REPLAYKIT_NATIVE"] = "1" if self.native else "0"
-
-    def __exit__(self, *exc: object) -> None:
-        if self.saved is None:
-            os.environ.pop("REPLAYKIT_NATIVE", None)
-        else:
-            os.environ["REPLAYKIT_NATIVE"] = self.saved
+    require_core()
 
 
 def _load(path: Any, native: bool, errors: str) -> tuple[str, Any, list[str]]:
-    with _Path(native), warnings.catch_warnings(record=True) as caught:
+    with native_path(native), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             out: tuple[str, Any] = ("ok", rk.read_toh(path, owner="t", errors=errors,  # type: ignore[arg-type]
@@ -77,7 +56,7 @@ def _dictionaries(table: pa.Table) -> dict[str, list[Any]]:
 
 
 def _hashes(log: Any) -> list[Any]:
-    with _Path(False):
+    with native_path(False):
         try:
             return rk.stamp_chain(log).table.column("row_hash").to_pylist()
         except ValueError as exc:  # a seq beyond 2**53 cannot be hashed
@@ -113,7 +92,7 @@ def both(path: Any, errors: str = "quarantine") -> Any:
 
 
 def _native_reads(data: bytes) -> bool:
-    with _Path(True):
+    with native_path(True):
         return _nativepath.native_file(data) is not None
 
 
