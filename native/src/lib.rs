@@ -10,6 +10,7 @@
 
 pub mod canon;
 pub mod chain;
+pub mod codex;
 pub mod cols;
 pub mod gather;
 pub mod hash;

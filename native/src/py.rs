@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use crate::cols::{Bits, BoolCol, F64Col, I64Col, Offsets, StrCol};
-use crate::{chain, gather, hash, otlp, pleach, toh, transcripts};
+use crate::{chain, codex, gather, hash, otlp, pleach, toh, transcripts};
 
 static PANICS: AtomicU64 = AtomicU64::new(0);
 
@@ -418,6 +418,38 @@ fn scan_claude_code_files<'py>(
         transcripts::scan_claude_code_files(&paths, &stems, &sources, threads)
     })
     .ok_or_else(|| PyRuntimeError::new_err("scan_claude_code_files panicked"))?;
+    files_tuple(py, got)
+}
+
+/// Scan Codex rollouts (`codex.rs`): `paths` as bytes, `fallbacks` (each file's session id
+/// when its session_meta names none), `sources`, `threads`. Returns the tuple
+/// `scan_claude_code_files` returns; each file read natively has at most one run, whose attrs
+/// are `[("meta", <canonical JSON of the session_meta payload>)]` when it has one. Errors: a
+/// panic (a bug) is a `RuntimeError`; the caller then reads every file with the reference.
+#[pyfunction]
+fn scan_codex_files<'py>(
+    py: Python<'py>,
+    paths: Vec<Vec<u8>>,
+    fallbacks: Vec<String>,
+    sources: Vec<String>,
+    threads: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
+    use std::os::unix::ffi::OsStrExt;
+    let paths: Vec<std::path::PathBuf> = paths
+        .iter()
+        .map(|p| std::path::Path::new(std::ffi::OsStr::from_bytes(p)).to_path_buf())
+        .collect();
+    let fallbacks: Vec<Vec<u8>> = fallbacks.into_iter().map(String::into_bytes).collect();
+    let sources: Vec<Vec<u8>> = sources.into_iter().map(String::into_bytes).collect();
+    let got = guarded(py, move || {
+        codex::scan_codex_files(&paths, &fallbacks, &sources, threads)
+    })
+    .ok_or_else(|| PyRuntimeError::new_err("scan_codex_files panicked"))?;
+    files_tuple(py, got)
+}
+
+/// The Python tuple of scanned transcript files (`scan_claude_code_files`' return value).
+fn files_tuple(py: Python<'_>, got: transcripts::CcFiles) -> PyResult<Bound<'_, PyTuple>> {
     let out = got.out;
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     let runs = PyList::empty(py);
@@ -1172,6 +1204,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan_pleach_block, m)?)?;
     m.add_function(wrap_pyfunction!(scan_toh_file, m)?)?;
     m.add_function(wrap_pyfunction!(scan_claude_code_files, m)?)?;
+    m.add_function(wrap_pyfunction!(scan_codex_files, m)?)?;
     m.add_function(wrap_pyfunction!(scan_otlp_json, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_many, m)?)?;
     m.add_function(wrap_pyfunction!(tool_args_many, m)?)?;

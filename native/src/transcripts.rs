@@ -64,7 +64,7 @@ pub struct CcOut {
 }
 
 impl CcOut {
-    fn new(rows: usize, bytes: usize) -> Self {
+    pub(crate) fn new(rows: usize, bytes: usize) -> Self {
         let s = || StrCol::new(false, rows, rows * 8);
         CcOut {
             runs: Vec::new(),
@@ -138,7 +138,7 @@ impl CcOut {
         self.is_error.values.append(&o.is_error.values);
     }
 
-    fn overflows(&self) -> bool {
+    pub(crate) fn overflows(&self) -> bool {
         [
             &self.run_id,
             &self.parent_run_id,
@@ -228,7 +228,7 @@ fn text_of_items<'v>(items: impl Iterator<Item = &'v V<'v>>, out: &mut Vec<u8>) 
 }
 
 /// `text_of(content)` of any value.
-fn text_of(v: Option<&V<'_>>) -> Option<Vec<u8>> {
+pub(crate) fn text_of(v: Option<&V<'_>>) -> Option<Vec<u8>> {
     match v {
         None | Some(V::Null) => None,
         Some(V::Str(s)) => Some(s.to_vec()),
@@ -258,7 +258,7 @@ fn text_of(v: Option<&V<'_>>) -> Option<Vec<u8>> {
 
 /// A token count: None when absent or null, a non-negative 64-bit integer, else bail (the
 /// reference quarantines `bad_tokens`, or the value is a float it converts).
-fn tokens(v: Option<&V<'_>>) -> R<Option<i64>> {
+pub(crate) fn tokens(v: Option<&V<'_>>) -> R<Option<i64>> {
     match v {
         None | Some(V::Null) => Ok(None),
         Some(V::Int(t)) => match parse_i64(t) {
@@ -313,7 +313,7 @@ struct Line<'v, 'a> {
     made: usize,
 }
 
-fn push_opt(c: &mut StrCol, v: Option<&[u8]>) {
+pub(crate) fn push_opt(c: &mut StrCol, v: Option<&[u8]>) {
     match v {
         Some(s) => c.push(s),
         None => c.push_null(),
@@ -431,6 +431,20 @@ pub fn scan_claude_code_files(
     stems: &[Vec<u8>],
     sources: &[Vec<u8>],
     threads: usize,
+) -> CcFiles {
+    scan_files(paths, stems, sources, threads, scan)
+}
+
+/// The file driver every JSON-lines transcript format shares (Claude Code here, Codex in
+/// `codex.rs`): read each file, map it with `scan(bytes, stem, source)` (Err: the reference
+/// reads that file), on up to `threads` threads in contiguous groups of about equal size,
+/// and join the rows in file order.
+pub fn scan_files(
+    paths: &[std::path::PathBuf],
+    stems: &[Vec<u8>],
+    sources: &[Vec<u8>],
+    threads: usize,
+    scan: fn(&[u8], &[u8], &[u8]) -> R<CcOut>,
 ) -> CcFiles {
     let n = paths.len();
     let one = |i: usize| -> Option<CcOut> {

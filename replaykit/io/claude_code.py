@@ -59,6 +59,7 @@ from ._records import (
     text_of,
     tokens,
 )
+from ._scanned import Scanned
 
 __all__ = ["FORMAT", "LINE_TYPES", "read_claude_code", "sniff"]
 
@@ -421,47 +422,7 @@ def read_claude_code(path: Paths, *, owner: str | None = None, tenant_id: Tenant
     return keep_tenants(arrays_to_log(parts, runs, tenant, quarantine), tenant, wanted)
 
 
-class _Scanned:
-    """The transcripts the native core read (``native/src/transcripts.rs``): which files it
-    read (``ok``), each file's first row and run, the runs, and every row's columns."""
-
-    def __init__(self, got: tuple[Any, ...]) -> None:
-        import numpy as np
-
-        ok, row_start, run_start, runs, run, seq, line, columns = got
-        self.ok: list[bool] = ok
-        self.row_start = np.frombuffer(row_start, dtype=np.int64).tolist()
-        self.run_start = np.frombuffer(run_start, dtype=np.int64).tolist()
-        self.runs: list[tuple[Any, ...]] = runs
-        self.run = np.frombuffer(run, dtype=np.int64)
-        self.seq_local = np.frombuffer(seq, dtype=np.int64)
-        self.cols: dict[str, Any] = {name: _native.to_arrow(c) for name, c in columns}
-        self.cols["source_line"] = _native.to_arrow(("int64", len(self.run), 0, None, line,
-                                                     None))
-        self.seq: Any = None
-        self._parts: list[dict[str, Any]] = []
-
-    def seq_base(self, entry_base: list[int]) -> None:
-        """Each row's seq: its seq in its file plus its run's rows in earlier files."""
-        import numpy as np
-        import pyarrow as pa
-
-        base = np.asarray(entry_base, dtype=np.int64)
-        self.seq = pa.array(self.seq_local + base[self.run])
-        for part in self._parts:
-            part["seq"] = self.seq.slice(part["_start"], part["_stop"] - part["_start"])
-            del part["_start"], part["_stop"]
-
-    def part(self, start: int, stop: int) -> dict[str, Any]:
-        """The columns of rows ``start:stop`` (``seq`` is filled in by :meth:`seq_base`)."""
-        part: dict[str, Any] = {name: c.slice(start, stop - start)
-                                for name, c in self.cols.items()}
-        part["_start"], part["_stop"] = start, stop
-        self._parts.append(part)
-        return part
-
-
-def _native_scan(files: list[Path]) -> _Scanned | None:
+def _native_scan(files: list[Path]) -> Scanned | None:
     """The native core's reading of ``files`` (None: it failed as a whole, a bug: then the
     reference reads every file)."""
     try:
@@ -470,4 +431,4 @@ def _native_scan(files: list[Path]) -> _Scanned | None:
             [f"{FORMAT}:{p}" for p in files], _native.threads())
     except (RuntimeError, UnicodeEncodeError):  # a panic (counted by _native.panics())
         return None
-    return _Scanned(got)
+    return Scanned(got)

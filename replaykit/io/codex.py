@@ -33,12 +33,14 @@ The rollouts record no tenant: the caller names the owner (``tenant_id=``).
 from __future__ import annotations
 
 import json
+import os
 import re
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .._base.json import args_hash, canonical_json
+from .._base import native as _native
+from .._base.json import args_hash, canonical_json, loads
 from ..eventlog.log import EventLog
 from ._common import (
     ErrorPolicy,
@@ -52,15 +54,18 @@ from ._common import (
 )
 from ._records import (
     Row,
+    arrays_to_log,
     bad,
     guard,
     json_lines,
     jsonl_head,
     payload_of,
+    row_arrays,
     rows_to_log,
     text_of,
     tokens,
 )
+from ._scanned import Scanned
 
 __all__ = ["FORMAT", "LINE_TYPES", "read_codex", "sniff"]
 
@@ -216,8 +221,7 @@ def _file_rows(path: Path, quarantine: Quarantine) -> tuple[list[Row], dict[str,
                  and isinstance(d.get("payload"), dict)), None)
     sid = meta.get("id") if isinstance(meta, dict) else None
     if not isinstance(sid, str) or not sid:
-        m = _ID_RE.search(path.name)
-        sid = m.group(1) if m else path.stem
+        sid = _fallback_id(path)
     has_tasks = any(d.get("type") == "event_msg" and isinstance(d.get("payload"), dict)
                     and d["payload"].get("type") == "task_started" for _, _, d in lines)
     has_ui_user = any(d.get("type") == "event_msg" and isinstance(d.get("payload"), dict)
@@ -235,20 +239,29 @@ def _file_rows(path: Path, quarantine: Quarantine) -> tuple[list[Row], dict[str,
     if st["leading"]:
         _counts_to_next_call(rows)
     _move_usage(rows)
-    header = None
-    if rows:
-        attrs: dict[str, Any] = {"format": FORMAT, "file": str(path)}
-        if isinstance(meta, dict):
-            for key in ("cli_version", "originator", "source", "cwd", "model_provider",
-                        "git", "forked_from_id"):
-                if meta.get(key) is not None:
-                    attrs[key] = meta[key]
-        header = {"run_id": sid, "parent_run_id": meta.get("forked_from_id") if isinstance(
-            meta, dict) and isinstance(meta.get("forked_from_id"), str) else None,
-            "format": FORMAT, "source": src,
-            "created_at": meta.get("timestamp") if isinstance(meta, dict) else rows[0]["ts"],
-            "attrs": attrs}
-    return rows, header
+    return rows, (_header(path, sid, meta, rows[0]["ts"]) if rows else None)
+
+
+def _header(path: Path, sid: str, meta: Any, first_ts: str | None) -> dict[str, Any]:
+    """The run of a file with rows: session ``sid``, attributes from its session_meta
+    payload ``meta`` (None when it has none; then ``created_at`` is the first row's time)."""
+    attrs: dict[str, Any] = {"format": FORMAT, "file": str(path)}
+    if isinstance(meta, dict):
+        for key in ("cli_version", "originator", "source", "cwd", "model_provider",
+                    "git", "forked_from_id"):
+            if meta.get(key) is not None:
+                attrs[key] = meta[key]
+    return {"run_id": sid, "parent_run_id": meta.get("forked_from_id") if isinstance(
+        meta, dict) and isinstance(meta.get("forked_from_id"), str) else None,
+        "format": FORMAT, "source": f"{FORMAT}:{path}",
+        "created_at": meta.get("timestamp") if isinstance(meta, dict) else first_ts,
+        "attrs": attrs}
+
+
+def _fallback_id(path: Path) -> str:
+    """The session id of a rollout whose session_meta names none: the file name's id."""
+    m = _ID_RE.search(path.name)
+    return m.group(1) if m else path.stem
 
 
 def _is_output(doc: dict[str, Any]) -> bool:
@@ -488,21 +501,94 @@ def read_codex(path: Paths, *, owner: str | None = None, tenant_id: Tenants = No
     tenant, wanted = owner_and_filter(owner, tenant_id, fmt=FORMAT)
     quarantine = Quarantine(errors, tenant_id=tenant)
     files = expand_paths(path, patterns=_PATTERNS)
-    rows: list[Row] = []
+    scanned = _native_scan(files) if _native.enabled() and files else None
+    # each loaded file's rows in file order: row dicts (the reference's reading) or the
+    # range of the native rows that are its own
+    loaded: list[list[Row] | tuple[int, int]] = []
     runs: list[dict[str, Any]] = []
     seen: dict[str, Path] = {}
-    for p, (frows, header) in each_file(files, lambda p: _file_rows(p, quarantine), quarantine,
-                                        desc="read_codex", progress=progress):
+    position = iter(range(len(files)))
+
+    def read(p: Path) -> int | tuple[list[Row], dict[str, Any] | None]:
+        k = next(position)  # a native file's index, or the reference's reading
+        if scanned is not None and scanned.ok[k]:
+            return k
+        return _file_rows(p, quarantine)
+
+    for p, got in each_file(files, read, quarantine, desc="read_codex", progress=progress):
+        frows: list[Row] | tuple[int, int]
+        if isinstance(got, int):  # read by the native core: at most one run, its rows
+            assert scanned is not None
+            first, last = scanned.run_start[got], scanned.run_start[got + 1]
+            header = _native_header(p, scanned.runs[first]) if last > first else None
+            frows = (scanned.row_start[got], scanned.row_start[got + 1])
+        else:
+            frows, header = got
         if header is None:
             continue
-        first = seen.get(header["run_id"])
-        if first is not None:
+        first_p = seen.get(header["run_id"])
+        if first_p is not None:
             quarantine.bad(bad(FORMAT, p, None, "duplicate_session",
-                               f"holds session {header['run_id']}, already loaded from {first}",
+                               f"holds session {header['run_id']}, already loaded from "
+                               f"{first_p}",
                                fix="Load one copy of the rollout (remove the other), "
                                    'or pass errors="quarantine" to skip this one.'))
             continue
         seen[header["run_id"]] = p
-        rows.extend(frows)
+        loaded.append(frows)
         runs.append(header)
-    return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)
+    if scanned is None or not any(scanned.ok):
+        rows = [r for part in loaded if isinstance(part, list) for r in part]
+        return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)
+    return keep_tenants(arrays_to_log(_parts(loaded, scanned), runs, tenant, quarantine),
+                        tenant, wanted)
+
+
+def _parts(loaded: list[list[Row] | tuple[int, int]], scanned: Scanned) -> list[dict[str, Any]]:
+    """The loaded files' rows as column parts in file order: adjacent native ranges as one
+    slice of the native columns, the reference's row dicts between them as arrays."""
+    parts: list[dict[str, Any]] = []
+    rows: list[Row] = []
+    span: list[int] | None = None  # the native range being extended
+    for part in loaded:
+        if isinstance(part, tuple):
+            if rows:
+                parts.append(row_arrays(rows))
+                rows = []
+            if span is not None and span[1] == part[0]:
+                span[1] = part[1]
+                continue
+            if span is not None:
+                parts.append(scanned.part(*span))
+            span = list(part)
+        else:
+            if span is not None:
+                parts.append(scanned.part(*span))
+                span = None
+            rows.extend(part)
+    if span is not None:
+        parts.append(scanned.part(*span))
+    if rows:
+        parts.append(row_arrays(rows))
+    scanned.seq_base([0] * len(scanned.runs))  # one run per file: seq is the file's own
+    return parts
+
+
+def _native_header(path: Path, run: tuple[Any, ...]) -> dict[str, Any]:
+    """The run header of a file the native core read (its run: ``(sid, parent, first row's
+    time, [("meta", session_meta payload as canonical JSON)], rows)``)."""
+    sid, _, first_ts, attrs, _ = run
+    meta_text = dict(attrs).get("meta")
+    return _header(path, sid, loads(meta_text) if meta_text is not None else None, first_ts)
+
+
+def _native_scan(files: list[Path]) -> Scanned | None:
+    """The native core's reading of ``files`` (``native/src/codex.rs``; None: it failed as a
+    whole, a bug: then the reference reads every file)."""
+    try:
+        got = _native.core().scan_codex_files(
+            [os.fsencode(p) for p in files], [_fallback_id(p) for p in files],
+            [f"{FORMAT}:{p}" for p in files], _native.threads())
+    except (RuntimeError, UnicodeEncodeError):  # a panic (counted by _native.panics())
+        return None
+    return Scanned(got)
