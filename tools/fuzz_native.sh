@@ -5,8 +5,9 @@
 # chain (any bytes as the hash chain's content buffers and as payload spans for the typed reader),
 # pleach_block (any bytes into the JSONL block scanner
 # and the tool-argument reader), toh_file (any bytes into the toh file scanner, also after a
-# session header), claude_code (any bytes into the Claude Code transcript scanner, also after a
-# clean line), otlp_json (any bytes into the OTLP/JSON span and log-record decoder, as a
+# session header), claude_code (any bytes into both JSON-lines transcript scanners, the Claude
+# Code one and the Codex one: each input runs through each mapping, also after a clean line of
+# each format; one target for both, so CI's fuzz step keeps its 30 s per target), otlp_json (any bytes into the OTLP/JSON span and log-record decoder, as a
 # document, as JSON lines and as a span's attribute value) and canonical (any text into
 # canonical JSON). A crash, a
 # panic or a broken invariant fails the run and leaves the input in native/fuzz/artifacts/.
@@ -32,6 +33,8 @@ head -c 4000 ../../data/pleach/harness_event_log.jsonl > corpus/pleach_block/see
 printf '{"b":[1.5,-0,1e16,"\\u00e9"],"a":{"x":null}}' > corpus/canonical/seed-object
 head -c 4000 ../../data/toh/garden-report/session.jsonl > corpus/toh_file/seed-sample
 head -c 4000 ../../tests/data/claude_code/spotter/short.jsonl > corpus/claude_code/seed-sample
+head -c 4000 ../../tests/data/codex/localpush/rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl \
+    > corpus/claude_code/seed-codex
 status=0
 cp ../../tests/data/otel/interlingua/otel-genai-openai-v2.otlp.json corpus/otlp_json/seed-sample
 for target in pleach_block toh_file claude_code otlp_json canonical spans chain; do

@@ -119,7 +119,10 @@ fn is_count(e: &Env<'_, '_>) -> R<bool> {
     Ok(e.typ == b"event_msg"
         && pt == Some(b"token_count")
         && matches!(info, Some(V::Obj(_)))
-        && matches!(info.and_then(|i| i.get(b"last_token_usage")), Some(V::Obj(_))))
+        && matches!(
+            info.and_then(|i| i.get(b"last_token_usage")),
+            Some(V::Obj(_))
+        ))
 }
 
 /// One row, before the file's post-passes move the tokens.
@@ -160,7 +163,9 @@ struct St {
 /// Whether Python's `json.loads` could read `s` as an object (its first byte after
 /// whitespace is `{`).
 fn may_be_object(s: &[u8]) -> bool {
-    s.iter().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r')) == Some(&b'{')
+    s.iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        == Some(&b'{')
 }
 
 /// True when Python's `json.loads` surely fails on `s`: not even a lenient reading accepts it
@@ -647,7 +652,8 @@ fn line_rows<'v, 'a>(
     let new_call = |st: &mut St| {
         st.step += 1;
         st.in_call = true;
-        st.call = Some(format!("{}:{}.{}", String::from_utf8_lossy(sid), st.turn, st.step).into_bytes());
+        st.call =
+            Some(format!("{}:{}.{}", String::from_utf8_lossy(sid), st.turn, st.step).into_bytes());
     };
     let owned = |s: Option<&[u8]>| s.map(|s| s.to_vec());
     match typ {
@@ -887,8 +893,8 @@ fn move_usage(rows: &mut [Row<'_, '_>]) -> R<()> {
                     rows[i].kind = b"other";
                 }
             }
-        } else if !first.contains_key(&rf) {
-            first.insert(rf, i);
+        } else if let std::collections::hash_map::Entry::Vacant(v) = first.entry(rf) {
+            v.insert(i);
             rows[i].finish = true;
         }
     }
@@ -909,4 +915,155 @@ pub fn scan_codex_files(
 /// Scan one rollout's bytes (None: the reference must read it).
 pub fn scan_codex(file: &[u8], fallback: &[u8]) -> Option<CcOut> {
     scan(file, fallback, b"").ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strs(c: &crate::cols::StrCol) -> Vec<Option<String>> {
+        let offs: Vec<usize> = match &c.offsets {
+            crate::cols::Offsets::I32(v) => v.iter().map(|&x| x as usize).collect(),
+            crate::cols::Offsets::I64(v) => v.iter().map(|&x| x as usize).collect(),
+        };
+        (0..c.len())
+            .map(|i| {
+                let valid = c.valid.bytes[i / 8] & (1 << (i % 8)) != 0;
+                valid.then(|| String::from_utf8(c.data[offs[i]..offs[i + 1]].to_vec()).unwrap())
+            })
+            .collect()
+    }
+
+    const ROLLOUT: &str = concat!(
+        r#"{"timestamp":"t0","type":"session_meta","payload":{"id":"s","cwd":"/w"}}"#,
+        "\n",
+        r#"{"timestamp":"t1","type":"event_msg","payload":{"type":"task_started","turn_id":"u1"}}"#,
+        "\n",
+        r#"{"timestamp":"t2","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}"#,
+        "\n",
+        r#"{"timestamp":"t3","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"b\":1,\"a\":2}","call_id":"c1"}}"#,
+        "\n",
+        r#"{"timestamp":"t4","type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":10,"output_tokens":2},"total_token_usage":{"t":1}}}}"#,
+        "\n",
+        r#"{"timestamp":"t5","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"{\"output\":\"ok\",\"metadata\":{\"exit_code\":1}}"}}"#,
+        "\n",
+        r#"{"timestamp":"t6","type":"event_msg","payload":{"type":"task_complete","last_agent_message":"done"}}"#,
+        "\n",
+    );
+
+    #[test]
+    fn maps_a_rollout_as_the_reference() {
+        let out = scan_codex(ROLLOUT.as_bytes(), b"f").unwrap();
+        assert_eq!(out.runs.len(), 1);
+        assert_eq!(out.runs[0].run_id, b"s");
+        assert_eq!(out.runs[0].rows, 8);
+        assert_eq!(out.runs[0].attrs[0].1, br#"{"cwd":"/w","id":"s"}"#);
+        assert_eq!(out.line, vec![1, 2, 3, 4, 4, 5, 6, 7]);
+        assert_eq!(out.seq, (0..8).collect::<Vec<i64>>());
+        assert_eq!(
+            strs(&out.kind),
+            [
+                "session",
+                "turn_start",
+                "user_message",
+                "model_response",
+                "tool_call",
+                "other",
+                "tool_result",
+                "turn_end"
+            ]
+            .map(|s| Some(s.to_string()))
+        );
+        // the count's tokens moved onto the call's own row; the count row becomes other
+        assert_eq!(out.input_tokens.get(3), Some(10));
+        assert_eq!(out.output_tokens.get(3), Some(2));
+        assert_eq!(out.input_tokens.get(5), None);
+        assert_eq!(strs(&out.finish)[3].as_deref(), Some("unknown"));
+        assert_eq!(strs(&out.ref_id)[3].as_deref(), Some("s:1.1"));
+        assert_eq!(strs(&out.text)[4].as_deref(), Some(r#"{"a":2,"b":1}"#));
+        assert_eq!(strs(&out.text)[6].as_deref(), Some("ok"));
+        assert_eq!(strs(&out.tool_name)[6].as_deref(), Some("shell"));
+        assert_eq!(out.is_error.values.bytes[0] & (1 << 6), 1 << 6);
+        assert!(strs(&out.payload)[3]
+            .as_deref()
+            .unwrap()
+            .contains(r#""contentPart":"call""#));
+        assert_eq!(strs(&out.typ)[1].as_deref(), Some("event_msg.task_started"));
+    }
+
+    #[test]
+    fn mid_2025_layout_and_leading_counts() {
+        let legacy = concat!(
+            r#"{"id":"s","timestamp":"t","instructions":null}"#,
+            "\n",
+            r#"{"record_type":"state"}"#,
+            "\n",
+            r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"x"}]}"#,
+            "\n"
+        );
+        let out = scan_codex(legacy.as_bytes(), b"f").unwrap();
+        assert_eq!(
+            strs(&out.typ),
+            ["session_meta", "state", "response_item.message"].map(|s| Some(s.to_string()))
+        );
+        assert_eq!(strs(&out.ts)[1], None);
+        // Codex 0.40: the count comes before the call it reports
+        let leading = concat!(
+            r#"{"type":"session_meta","payload":{"id":"s"}}"#,
+            "\n",
+            r#"{"type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":5}}}}"#,
+            "\n",
+            r#"{"type":"response_item","payload":{"type":"reasoning","summary":[{"text":"a"},{"text":"b"}]}}"#,
+            "\n"
+        );
+        let out = scan_codex(leading.as_bytes(), b"f").unwrap();
+        assert_eq!(strs(&out.ref_id)[1].as_deref(), Some("s:0.1"));
+        assert_eq!(out.input_tokens.get(1), None);
+        assert_eq!(out.input_tokens.get(2), Some(5));
+        assert_eq!(strs(&out.text)[2].as_deref(), Some("a\n\nb"));
+    }
+
+    #[test]
+    fn json_loads_superset() {
+        for sure_not in [
+            "",
+            "  ",
+            "[REDACTED x]",
+            "{bad",
+            "*** Begin",
+            "{\"a\":1} x",
+            "[1,]",
+        ] {
+            assert!(py_json_fails(sure_not.as_bytes()), "{sure_not}");
+        }
+        for maybe in [
+            "NaN",
+            "-Infinity",
+            "{\"a\": NaN}",
+            "[\"\\ud800\"]",
+            "1e400",
+            "1",
+            "[]",
+        ] {
+            assert!(!py_json_fails(maybe.as_bytes()), "{maybe}");
+        }
+    }
+
+    #[test]
+    fn refuses_what_the_reference_quarantines_or_is_unsure_of() {
+        for bad in [
+            "{\"type\":\"event_msg\"}\nnot json\n",
+            "[1]\n",
+            "{\"payload\":{}}\n",
+            "{\"type\":\"x\",\"payload\":[1]}\n",
+            "{\"type\":\"event_msg\",\"payload\":{\"type\":\"token_count\",\"info\":{\"last_token_usage\":{\"input_tokens\":-1}}}}\n",
+            "{\"type\":\"event_msg\",\"payload\":{\"type\":\"task_started\",\"turn_id\":5}}\n",
+            "{\"type\":\"response_item\",\"payload\":{\"type\":\"function_call\",\"arguments\":\"NaN\"}}\n",
+            "{\"type\":\"response_item\",\"payload\":{\"type\":\"function_call_output\",\"output\":\"{\\\"a\\\":NaN}\"}}\n",
+            "{\"type\":\"response_item\",\"payload\":{\"type\":[1]}}\n",
+        ] {
+            assert!(scan_codex(bad.as_bytes(), b"f").is_none(), "{bad}");
+        }
+        assert_eq!(scan_codex(b"\n\n", b"f").unwrap().runs.len(), 0);
+    }
 }

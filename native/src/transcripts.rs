@@ -435,6 +435,9 @@ pub fn scan_claude_code_files(
     scan_files(paths, stems, sources, threads, scan)
 }
 
+/// A format's mapping of one file: `(bytes, stem or fallback id, source)` to its rows.
+pub type FileScan = fn(&[u8], &[u8], &[u8]) -> R<CcOut>;
+
 /// The file driver every JSON-lines transcript format shares (Claude Code here, Codex in
 /// `codex.rs`): read each file, map it with `scan(bytes, stem, source)` (Err: the reference
 /// reads that file), on up to `threads` threads in contiguous groups of about equal size,
@@ -444,7 +447,7 @@ pub fn scan_files(
     stems: &[Vec<u8>],
     sources: &[Vec<u8>],
     threads: usize,
-    scan: fn(&[u8], &[u8], &[u8]) -> R<CcOut>,
+    scan: FileScan,
 ) -> CcFiles {
     let n = paths.len();
     let one = |i: usize| -> Option<CcOut> {

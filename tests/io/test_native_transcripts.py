@@ -19,9 +19,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from _native_paths import native_path, require_core
+from _native_paths import assert_same, native_path, require_core
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -45,35 +44,6 @@ def _load(path: Any, native: bool, errors: str) -> tuple[str, Any]:
                                               progress=False))
         except ReplayKitError as exc:
             return ("error", (type(exc).__name__, getattr(exc, "reason", None), str(exc)))
-
-
-def _dictionaries(table: pa.Table) -> dict[str, list[Any]]:
-    return {name: [c.dictionary.to_pylist() for c in table.column(name).chunks]
-            for name in table.column_names if pa.types.is_dictionary(table.column(name).type)}
-
-
-def _hashes(log: Any) -> list[Any]:
-    with native_path(False):
-        return rk.stamp_chain(log).table.column("row_hash").to_pylist()
-
-
-def assert_same(a: tuple[str, Any], b: tuple[str, Any]) -> None:
-    assert a[0] == b[0], (a[1], b[1])
-    if a[0] == "error":
-        assert a[1] == b[1]
-        return
-    x, y = a[1], b[1]
-    assert x.table.schema.equals(y.table.schema, check_metadata=True)
-    for name in x.table.column_names:
-        cx, cy = x.table.column(name), y.table.column(name)
-        assert cx.equals(cy), (f"column {name} differs", [
-            (i, p, q) for i, (p, q) in enumerate(zip(cx.to_pylist(), cy.to_pylist(),
-                                                     strict=True)) if p != q][:3])
-    assert _dictionaries(x.table) == _dictionaries(y.table)
-    assert x.runs.equals(y.runs), (x.runs.to_pylist()[:2], y.runs.to_pylist()[:2])
-    assert x.quarantine.equals(y.quarantine), (
-        x.quarantine.to_pylist()[:3], y.quarantine.to_pylist()[:3])
-    assert _hashes(x) == _hashes(y)
 
 
 def both(path: Any, errors: str = "quarantine") -> Any:

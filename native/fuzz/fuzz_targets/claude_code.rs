@@ -1,16 +1,26 @@
-//! Any bytes into the Claude Code transcript scanner, as they are and after a clean line: it
-//! must never panic, and a file it accepts must have consistent columns (one value per row in
-//! each), canonical payloads that are JSON objects, line numbers that never fall, run indexes
-//! inside the run list and per-run row counts that add up.
+//! Any bytes into the JSON-lines transcript scanners, Claude Code's and Codex's (one target
+//! for both: the same input runs through each mapping), as they are and after a clean line of
+//! each format: they must never panic, and a file one accepts must have consistent columns
+//! (one value per row in each), canonical payloads that are JSON objects, line numbers that
+//! never fall, run indexes inside the run list and per-run row counts that add up.
 #![no_main]
+use _core::codex::scan_codex;
 use _core::json::Scanner;
-use _core::transcripts::scan_claude_code;
+use _core::transcripts::{scan_claude_code, CcOut};
 use libfuzzer_sys::fuzz_target;
 
 fn check(data: &[u8]) {
-    let Some(out) = scan_claude_code(data, b"agent-fuzz") else {
-        return;
-    };
+    if let Some(out) = scan_claude_code(data, b"agent-fuzz") {
+        check_out(&out);
+    }
+    if let Some(out) = scan_codex(data, b"fuzz") {
+        assert!(out.runs.len() <= 1, "a rollout is at most one run");
+        assert!(out.seq.iter().enumerate().all(|(i, &s)| s == i as i64));
+        check_out(&out);
+    }
+}
+
+fn check_out(out: &CcOut) {
     let n = out.len();
     assert_eq!(out.seq.len(), n);
     assert_eq!(out.line.len(), n);
@@ -52,4 +62,8 @@ fuzz_target!(|data: &[u8]| {
         b"{\"type\":\"user\",\"sessionId\":\"s\",\"message\":{\"content\":\"hi\"}}\n".to_vec();
     after.extend_from_slice(data);
     check(&after);
+    let mut rollout =
+        b"{\"timestamp\":\"t\",\"type\":\"session_meta\",\"payload\":{\"id\":\"s\"}}\n".to_vec();
+    rollout.extend_from_slice(data);
+    check(&rollout);
 });
