@@ -28,6 +28,7 @@
 //! session_meta payload)` when the file has one: the caller builds the run header from it
 //! exactly as the reference does.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::json::{Bail, R};
@@ -144,7 +145,8 @@ struct Row<'v, 'a> {
     output_tokens: Option<i64>,
     usage: bool,
     reasoning: bool,
-    text: Option<Vec<u8>>,
+    /// borrowed from the line's tree where the text is one string of it (no copy)
+    text: Option<Cow<'v, [u8]>>,
     written: &'v V<'a>,
     call_part: bool,
     next_call: bool,
@@ -376,6 +378,27 @@ fn args_of(ptype: &[u8], pl: Option<&V<'_>>) -> R<([u8; 32], Vec<u8>)> {
     Ok((hash32(&canon), canon))
 }
 
+/// `text_of(v)`, borrowing from the tree when the text is one of its strings (a string, or a
+/// list of one part: the usual message content).
+fn text_cow<'v>(v: Option<&'v V<'_>>) -> Option<Cow<'v, [u8]>> {
+    match v {
+        Some(V::Str(s)) => Some(Cow::Borrowed(&s[..])),
+        Some(V::Arr(items)) if items.len() == 1 => {
+            let one: &[u8] = match &items[0] {
+                V::Str(s) => s,
+                p @ V::Obj(_) => match p.get(b"text") {
+                    Some(V::Str(t)) => t,
+                    None | Some(V::Null) => str_of(p.get(b"thinking")).unwrap_or(b""),
+                    _ => b"",
+                },
+                _ => b"",
+            };
+            Some(Cow::Borrowed(one))
+        }
+        other => text_of(other).map(Cow::Owned),
+    }
+}
+
 /// A reasoning item's readable text (`_reasoning_text`).
 fn reasoning_text(pl: Option<&V<'_>>) -> Option<Vec<u8>> {
     for key in [&b"summary"[..], b"content"] {
@@ -409,36 +432,40 @@ fn doc_error(doc: &V<'_>) -> bool {
 }
 
 /// `(_output_error(out), _output_text(out))` of a tool output.
-fn output_of(out: Option<&V<'_>>) -> R<(bool, Option<Vec<u8>>)> {
+fn output_of<'v>(out: Option<&'v V<'_>>) -> R<(bool, Option<Cow<'v, [u8]>>)> {
     match out {
         Some(V::Str(s)) => {
+            let whole = || Some(Cow::Borrowed(&s[..]));
+            if !may_be_object(s) {
+                return Ok((false, whole())); // json.loads gives no object: the text as is
+            }
             match parse_text(s) {
                 Ok(doc @ V::Obj(_)) => {
                     let text = match doc.get(b"output") {
-                        Some(V::Str(o)) => o.to_vec(),
-                        _ => s.to_vec(),
+                        Some(V::Str(o)) => Some(Cow::Owned(o.to_vec())),
+                        _ => whole(),
                     };
-                    Ok((doc_error(&doc), Some(text)))
+                    Ok((doc_error(&doc), text))
                 }
-                Ok(_) => Ok((false, Some(s.to_vec()))),
+                Ok(_) => Ok((false, whole())),
                 // json.loads may read an object the strict tree does not (NaN, ...)
-                Err(_) if py_json_fails(s) || !may_be_object(s) => Ok((false, Some(s.to_vec()))),
+                Err(_) if py_json_fails(s) => Ok((false, whole())),
                 Err(_) => Err(Bail),
             }
         }
         Some(o @ V::Obj(_)) => {
             let text = match o.get(b"content") {
-                Some(V::Str(c)) => Some(c.to_vec()),
+                Some(V::Str(c)) => Some(Cow::Borrowed(&c[..])),
                 None | Some(V::Null) => {
                     let mut t = Vec::new();
                     write(o, &mut t);
-                    Some(t)
+                    Some(Cow::Owned(t))
                 }
-                c => text_of(c),
+                c => text_cow(c),
             };
             Ok((doc_error(o), text))
         }
-        other => Ok((false, text_of(other))),
+        other => Ok((false, text_cow(other))),
     }
 }
 
@@ -655,7 +682,7 @@ fn line_rows<'v, 'a>(
         st.call =
             Some(format!("{}:{}.{}", String::from_utf8_lossy(sid), st.turn, st.step).into_bytes());
     };
-    let owned = |s: Option<&[u8]>| s.map(|s| s.to_vec());
+    let owned = |s: Option<&'v [u8]>| s.map(Cow::Borrowed);
     match typ {
         b"session_meta" => {
             r.kind = b"session";
@@ -744,7 +771,7 @@ fn line_rows<'v, 'a>(
             }
             match ptype {
                 Some(b"message") => {
-                    let text = text_of(get(b"content"));
+                    let text = text_cow(get(b"content"));
                     if assistant {
                         r.kind = b"model_response";
                         r.ref_id = st.call.clone();
@@ -764,7 +791,7 @@ fn line_rows<'v, 'a>(
                     r.kind = b"model_chunk";
                     r.reasoning = true;
                     r.ref_id = st.call.clone();
-                    r.text = reasoning_text(pl);
+                    r.text = reasoning_text(pl).map(Cow::Owned);
                 }
                 Some(t) if TOOL_CALLS.contains(&t) => {
                     let call_id = if truthy(get(b"call_id")) {
@@ -772,7 +799,7 @@ fn line_rows<'v, 'a>(
                     } else {
                         get(b"id")
                     };
-                    let call_id = owned(str_of(call_id));
+                    let call_id = str_of(call_id).map(|s| s.to_vec());
                     let name = sget(b"name").unwrap_or(t).to_vec();
                     let (hash, text) = args_of(t, pl)?;
                     st.tools.insert(call_id.clone(), name.clone());
@@ -780,10 +807,10 @@ fn line_rows<'v, 'a>(
                     r.ref_id = call_id;
                     r.tool_name = Some(name);
                     r.args_hash = Some(hash);
-                    r.text = Some(text);
+                    r.text = Some(Cow::Owned(text));
                 }
                 Some(t) if TOOL_OUTPUTS.contains(&t) => {
-                    let call_id = owned(sget(b"call_id"));
+                    let call_id = sget(b"call_id").map(|s| s.to_vec());
                     let (err, text) = output_of(get(b"output"))?;
                     r.kind = b"tool_result";
                     r.tool_name = st.tools.get(&call_id).cloned();
