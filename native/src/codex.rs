@@ -25,8 +25,8 @@
 //!
 //! Per file, the one run (none for a file without rows) carries the session id, the first
 //! row's `ts` as `created_at`, and as its only attribute `("meta", canonical JSON of the
-//! session_meta payload)` when the file has one: the caller builds the run header from it
-//! exactly as the reference does.
+//! session_meta payload's members the header reads)` when the file has one: the caller builds
+//! the run header from it exactly as the reference does.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -62,6 +62,19 @@ const MIRRORS: [&[u8]; 6] = [
     b"agent_reasoning_raw_content",
     b"agent_message_delta",
     b"agent_reasoning_delta",
+];
+
+/// The session_meta members `io/codex._header` reads.
+const HEADER_KEYS: [&[u8]; 9] = [
+    b"cli_version",
+    b"cwd",
+    b"forked_from_id",
+    b"git",
+    b"id",
+    b"model_provider",
+    b"originator",
+    b"source",
+    b"timestamp",
 ];
 
 fn one_of(t: Option<&[u8]>, set: &[&[u8]]) -> bool {
@@ -571,9 +584,21 @@ pub fn scan(file: &[u8], fallback: &[u8], source: &[u8]) -> R<CcOut> {
     let mut out = CcOut::new(rows.len(), file.len());
     if !rows.is_empty() {
         let mut attrs = Vec::new();
-        if let Some(m) = meta {
-            let mut j = Vec::new();
-            write(m, &mut j);
+        if let Some(V::Obj(members)) = meta {
+            // the members the run's header reads (not the long instructions)
+            let mut j = vec![b'{'];
+            for (k, v) in members
+                .iter()
+                .filter(|(k, _)| HEADER_KEYS.contains(&&k[..]))
+            {
+                if j.len() > 1 {
+                    j.push(b',');
+                }
+                crate::canon::write_str(k, &mut j);
+                j.push(b':');
+                write(v, &mut j);
+            }
+            j.push(b'}');
             attrs.push(("meta", j));
         }
         out.runs.push(RunHead {
@@ -985,6 +1010,9 @@ mod tests {
         assert_eq!(out.runs[0].run_id, b"s");
         assert_eq!(out.runs[0].rows, 8);
         assert_eq!(out.runs[0].attrs[0].1, br#"{"cwd":"/w","id":"s"}"#);
+        let big = ROLLOUT.replacen(r#""cwd":"/w""#, r#""cwd":"/w","instructions":"long""#, 1);
+        let out2 = scan_codex(big.as_bytes(), b"f").unwrap();
+        assert_eq!(out2.runs[0].attrs[0].1, br#"{"cwd":"/w","id":"s"}"#);
         assert_eq!(out.line, vec![1, 2, 3, 4, 4, 5, 6, 7]);
         assert_eq!(out.seq, (0..8).collect::<Vec<i64>>());
         assert_eq!(
