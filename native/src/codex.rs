@@ -183,149 +183,37 @@ fn may_be_object(s: &[u8]) -> bool {
         == Some(&b'{')
 }
 
-/// True when Python's `json.loads` surely fails on `s`: not even a lenient reading accepts it
-/// (JSON plus everything the standard library also takes: `NaN`, `Infinity`, any `\\u`
-/// escape, control characters, any number's size, any depth up to a bound).
+/// True when Python's `json.loads` surely fails on `s`, given that the strict tree (`json.rs`,
+/// the crate's one tokenizer) refused it. The tree refuses exactly standard JSON's errors plus
+/// what replaykit's rules add (depth > 200, unpaired surrogate escapes, integers of more than
+/// 4300 digits, which `json.loads` refuses too, numbers that overflow a double); `json.loads`
+/// accepts standard JSON plus `NaN` / `Infinity` / `-Infinity`. So `json.loads` surely fails
+/// unless the text holds one of those literals, a `\u` escape, more than 200 opening brackets,
+/// or a number that may overflow (an exponent after a digit, or a run of 300 digits); then
+/// this is not sure (false).
 fn py_json_fails(s: &[u8]) -> bool {
-    struct P<'s> {
-        s: &'s [u8],
-        i: usize,
+    let has = |w: &[u8]| memchr::memmem::find(s, w).is_some();
+    if has(b"NaN") || has(b"Infinity") || has(b"\\u") {
+        return false;
     }
-    impl P<'_> {
-        fn ws(&mut self) {
-            while matches!(self.s.get(self.i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-                self.i += 1;
+    if s.iter().filter(|&&b| b == b'[' || b == b'{').count() > crate::json::MAX_DEPTH {
+        return false;
+    }
+    let mut run = 0usize;
+    for (i, &b) in s.iter().enumerate() {
+        if b.is_ascii_digit() {
+            run += 1;
+            if run >= 300 {
+                return false;
             }
-        }
-        fn lit(&mut self, w: &[u8]) -> bool {
-            if self.s[self.i..].starts_with(w) {
-                self.i += w.len();
-                true
-            } else {
-                false
+        } else {
+            if matches!(b, b'e' | b'E') && i > 0 && s[i - 1].is_ascii_digit() {
+                return false;
             }
-        }
-        fn digits(&mut self) -> usize {
-            let a = self.i;
-            while matches!(self.s.get(self.i), Some(b'0'..=b'9')) {
-                self.i += 1;
-            }
-            self.i - a
-        }
-        /// Some(true): a value read; Some(false): surely none; None: too deep to tell.
-        fn value(&mut self, depth: usize) -> Option<bool> {
-            if depth > 500 {
-                return None;
-            }
-            self.ws();
-            let Some(&c) = self.s.get(self.i) else {
-                return Some(false);
-            };
-            match c {
-                b'{' | b'[' => {
-                    let close = if c == b'{' { b'}' } else { b']' };
-                    self.i += 1;
-                    self.ws();
-                    if self.s.get(self.i) == Some(&close) {
-                        self.i += 1;
-                        return Some(true);
-                    }
-                    loop {
-                        if c == b'{' {
-                            self.ws();
-                            if self.s.get(self.i) != Some(&b'"') || !self.string() {
-                                return Some(false);
-                            }
-                            self.ws();
-                            if !self.lit(b":") {
-                                return Some(false);
-                            }
-                        }
-                        if !self.value(depth + 1)? {
-                            return Some(false);
-                        }
-                        self.ws();
-                        match self.s.get(self.i) {
-                            Some(b',') => self.i += 1,
-                            Some(&x) if x == close => {
-                                self.i += 1;
-                                return Some(true);
-                            }
-                            _ => return Some(false),
-                        }
-                    }
-                }
-                b'"' => Some(self.string()),
-                b't' => Some(self.lit(b"true")),
-                b'f' => Some(self.lit(b"false")),
-                b'n' => Some(self.lit(b"null")),
-                b'N' => Some(self.lit(b"NaN")),
-                b'I' => Some(self.lit(b"Infinity")),
-                b'-' | b'0'..=b'9' => {
-                    if c == b'-' {
-                        self.i += 1;
-                        if self.lit(b"Infinity") {
-                            return Some(true);
-                        }
-                    }
-                    if self.digits() == 0 {
-                        return Some(false);
-                    }
-                    if self.s.get(self.i) == Some(&b'.') {
-                        let at = self.i;
-                        self.i += 1;
-                        if self.digits() == 0 {
-                            self.i = at; // "1." reads as 1, then "." is extra data
-                        }
-                    }
-                    if matches!(self.s.get(self.i), Some(b'e' | b'E')) {
-                        let at = self.i;
-                        self.i += 1;
-                        if matches!(self.s.get(self.i), Some(b'+' | b'-')) {
-                            self.i += 1;
-                        }
-                        if self.digits() == 0 {
-                            self.i = at;
-                        }
-                    }
-                    Some(true)
-                }
-                _ => Some(false),
-            }
-        }
-        /// a string from its opening quote: any escape of one character or \\u + 4 hex
-        fn string(&mut self) -> bool {
-            self.i += 1;
-            while let Some(&c) = self.s.get(self.i) {
-                self.i += 1;
-                match c {
-                    b'"' => return true,
-                    b'\\' => match self.s.get(self.i) {
-                        Some(b'u') => {
-                            let hex = self.s.get(self.i + 1..self.i + 5);
-                            if !hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) {
-                                return false;
-                            }
-                            self.i += 5;
-                        }
-                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => self.i += 1,
-                        _ => return false,
-                    },
-                    _ => {}
-                }
-            }
-            false
+            run = 0;
         }
     }
-    let mut p = P { s, i: 0 };
-    match p.value(0) {
-        Some(true) => {
-            p.ws();
-            p.i != s.len() // extra data
-        }
-        Some(false) => true,
-        None => false,
-    }
+    true
 }
 
 /// `args_hash` and `canonical_json` of a tool argument that is a string: hashed by the JSON
@@ -1079,7 +967,8 @@ mod tests {
     }
 
     #[test]
-    fn json_loads_superset() {
+    fn what_json_loads_surely_refuses() {
+        // (called on text the strict tree refused)
         for sure_not in [
             "",
             "  ",
@@ -1091,17 +980,19 @@ mod tests {
         ] {
             assert!(py_json_fails(sure_not.as_bytes()), "{sure_not}");
         }
+        let deep = "[".repeat(201);
         for maybe in [
             "NaN",
             "-Infinity",
             "{\"a\": NaN}",
             "[\"\\ud800\"]",
             "1e400",
-            "1",
-            "[]",
+            "[2E9",
+            &deep,
         ] {
             assert!(!py_json_fails(maybe.as_bytes()), "{maybe}");
         }
+        assert!(!py_json_fails("9".repeat(300).as_bytes()));
     }
 
     #[test]
