@@ -20,10 +20,13 @@ use crate::cols::{BoolCol, I64Col, StrCol};
 use crate::json::{parse_i64, Bail, R};
 use crate::lines::{hash32, lines, objects, parse_text, truthy, write, V};
 
+/// One run's header: `(run_id, created_at, attrs as canonical JSON)`.
+pub type RunHead = (Vec<u8>, Option<Vec<u8>>, Vec<u8>);
+
 /// The rows of one or more files, in the reference's order, with their runs.
 pub struct PlatOut {
-    /// per run: `(run_id, created_at, attrs as canonical JSON)`
-    pub runs: Vec<(Vec<u8>, Option<Vec<u8>>, Vec<u8>)>,
+    /// one header per run
+    pub runs: Vec<RunHead>,
     pub run_id: StrCol,
     pub source: StrCol,
     pub seq: Vec<i64>,
@@ -507,6 +510,9 @@ fn attr<'v, 'a>(span: &'v V<'a>, key: &[u8]) -> R<Option<&'v V<'a>>> {
     })
 }
 
+/// Members of a dict rebuilt from numbered keys (`rest of the key -> value`).
+type Members<'v, 'a> = Vec<(&'v [u8], &'v V<'a>)>;
+
 /// A dict as `listed` and `_asked` see it: a value of the tree, or one rebuilt from numbered
 /// flat keys (`rest of the key -> value`).
 enum M<'v, 'a> {
@@ -566,7 +572,7 @@ fn listed<'v, 'a>(span: &'v V<'a>, key: &[u8]) -> R<Option<Vec<M<'v, 'a>>>> {
     };
     let mut prefix = key.to_vec();
     prefix.push(b'.');
-    let mut items: Vec<(u64, Vec<(&'v [u8], &'v V<'a>)>)> = Vec::new();
+    let mut items: Vec<(u64, Members<'v, 'a>)> = Vec::new();
     for (k, x) in attrs {
         let Some(rest) = k.strip_prefix(prefix.as_slice()) else {
             continue;
@@ -641,7 +647,7 @@ fn asked(msgs: &[M<'_, '_>], out: &mut Asked) -> R<()> {
             }
             continue;
         }
-        let mut found: Vec<(u64, Vec<(&[u8], &V<'_>)>)> = Vec::new();
+        let mut found: Vec<(u64, Members<'_, '_>)> = Vec::new();
         for (k, v) in m.items() {
             let Some(rest) = k.strip_prefix(PRE) else {
                 continue;
@@ -1103,7 +1109,7 @@ pub struct PlatFiles {
 }
 
 enum Got {
-    Ok(PlatOut, Vec<Vec<u8>>),
+    Ok(Box<PlatOut>, Vec<Vec<u8>>),
     No(Traces),
 }
 
@@ -1123,7 +1129,7 @@ pub fn scan_phoenix_files(
             return Got::No(Traces::default()); // unreadable: no records in the reference
         };
         match phoenix_file(&data, &names[i], &sources[i]) {
-            Ok((o, ids)) => Got::Ok(o, ids),
+            Ok((o, ids)) => Got::Ok(Box::new(o), ids),
             Err(_) => Got::No(traces_of(&data)),
         }
     };
@@ -1177,9 +1183,9 @@ pub fn scan_phoenix_files(
     for (p, &t) in parts.into_iter().zip(&take) {
         if let (true, Got::Ok(o, _)) = (t, p) {
             if out.is_empty() && out.runs.is_empty() {
-                out = o;
+                out = *o;
             } else {
-                out.append(o);
+                out.append(*o);
             }
         }
         row_start.push(out.len() as i64);
@@ -1306,35 +1312,5 @@ mod tests {
         assert_eq!(t2, br#""{\"b\": 1, \"a\": 2}""#);
         let (h3, _) = args_cols(None).unwrap();
         assert_eq!(&h3[..], &hash32(b"{}")[..]);
-    }
-}
-#[cfg(test)]
-mod timing {
-    #[test]
-    #[ignore]
-    fn time_parts() {
-        let f = std::fs::read("/tmp/plat/big.jsonl").unwrap();
-        for _ in 0..2 {
-            let t = std::time::Instant::now();
-            let n = crate::lines::lines(&f).count();
-            let a = t.elapsed();
-            let t = std::time::Instant::now();
-            let d = crate::lines::objects(&f).unwrap();
-            let b = t.elapsed();
-            let t = std::time::Instant::now();
-            let mut tot = 0;
-            for (_, v) in &d {
-                tot += super::canon(v).len();
-            }
-            let c = t.elapsed();
-            drop(d);
-            let t = std::time::Instant::now();
-            let o = super::phoenix_file(&f, b"x", b"y").ok().unwrap();
-            let e = t.elapsed();
-            eprintln!(
-                "lines {n} {a:?} parse {b:?} canon {c:?} ({tot}) whole {e:?} rows {}",
-                o.0.len()
-            );
-        }
     }
 }
