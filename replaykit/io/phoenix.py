@@ -322,6 +322,10 @@ def read_phoenix(path: Paths, *, owner: str | None = None, tenant_id: Tenants = 
             ``compressed``.
         FileNotFoundError: nothing matches ``path``.
 
+    With the native core, JSON Lines files are mapped by ``native/src/platform.rs`` (the same
+    rows, runs, quarantine and warnings as this reader's; ``REPLAYKIT_NATIVE=0`` reads every
+    file here); a file it is unsure of, or one sharing a trace with another file, is read here.
+
     Example:
         >>> log = rk.read_phoenix("data/phoenix", owner="me")  # doctest: +SKIP
     """
