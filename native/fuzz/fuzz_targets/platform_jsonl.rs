@@ -54,8 +54,8 @@ fn check(data: &[u8]) {
 
 fuzz_target!(|data: &[u8]| {
     check(data);
-    let mut after = b"{\"context\":{\"trace_id\":\"t\",\"span_id\":\"r\"},\"span_kind\":\"CHAIN\"}\n"
-        .to_vec();
+    let mut after =
+        b"{\"context\":{\"trace_id\":\"t\",\"span_id\":\"r\"},\"span_kind\":\"CHAIN\"}\n".to_vec();
     after.extend_from_slice(data);
     check(&after);
 });
