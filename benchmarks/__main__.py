@@ -187,7 +187,7 @@ def report(results: dict[str, Any]) -> list[str]:
 
 # Benchmark modules exposing run(quick) -> [{name, value, unit, baseline, ratio, target}, ...]
 _SUITES = ("fold", "integrity", "sql", "compare", "widgets", "cohorts", "report", "dask",
-           "parquet", "access", "transcripts", "ingest", "dataset", "otel")
+           "parquet", "access", "transcripts", "ingest", "dataset", "otel", "platform")
 
 
 def _run_suite(name: str, quick: bool) -> list[dict[str, Any]]:

@@ -7,9 +7,11 @@
 # and the tool-argument reader), toh_file (any bytes into the toh file scanner, also after a
 # session header), claude_code (any bytes into both JSON-lines transcript scanners, the Claude
 # Code one and the Codex one: each input runs through each mapping, also after a clean line of
-# each format; one target for both, so CI's fuzz step keeps its 30 s per target), otlp_json (any bytes into the OTLP/JSON span and log-record decoder, as a
-# document, as JSON lines and as a span's attribute value) and canonical (any text into
-# canonical JSON). A crash, a
+# each format; one target for both, so CI's fuzz step keeps its 30 s per target), otlp_json (any
+# bytes into the OTLP/JSON span and log-record decoder, as a document, as JSON lines and as a
+# span's attribute value), platform_jsonl (any bytes into the tracing-platform JSON Lines
+# scanner, Phoenix spans, also after a clean span line) and canonical (any text into canonical
+# JSON). A crash, a
 # panic or a broken invariant fails the run and leaves the input in native/fuzz/artifacts/.
 # Needs the nightly toolchain (libFuzzer's instrumentation) and cargo-fuzz, which this script
 # installs from crates.io when it is missing (a few minutes, once per machine).
@@ -28,16 +30,18 @@ fi
 cd native/fuzz
 # seeds: the bundled sample's lines (the corpus folder is git-ignored and grows run to run)
 mkdir -p corpus/pleach_block corpus/canonical corpus/spans corpus/chain corpus/toh_file \
-    corpus/claude_code corpus/otlp_json
+    corpus/claude_code corpus/otlp_json corpus/platform_jsonl
 head -c 4000 ../../data/pleach/harness_event_log.jsonl > corpus/pleach_block/seed-sample
 printf '{"b":[1.5,-0,1e16,"\\u00e9"],"a":{"x":null}}' > corpus/canonical/seed-object
 head -c 4000 ../../data/toh/garden-report/session.jsonl > corpus/toh_file/seed-sample
 head -c 4000 ../../tests/data/claude_code/spotter/short.jsonl > corpus/claude_code/seed-sample
 head -c 4000 ../../tests/data/codex/localpush/rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl \
     > corpus/claude_code/seed-codex
+head -c 4000 ../../tests/data/phoenix/recorded/spans_rest.jsonl > corpus/platform_jsonl/seed-rest
+head -c 4000 ../../tests/data/phoenix/recorded/spans_dataframe.jsonl > corpus/platform_jsonl/seed-df
 status=0
 cp ../../tests/data/otel/interlingua/otel-genai-openai-v2.otlp.json corpus/otlp_json/seed-sample
-for target in pleach_block toh_file claude_code otlp_json canonical spans chain; do
+for target in pleach_block toh_file claude_code otlp_json platform_jsonl canonical spans chain; do
     echo "== cargo fuzz run $target for ${SECONDS_PER_TARGET}s"
     log="$(mktemp)"
     if cargo +nightly fuzz run -O "$target" "corpus/$target" -- \

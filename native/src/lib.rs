@@ -18,6 +18,7 @@ pub mod json;
 pub mod lines;
 pub mod otlp;
 pub mod par;
+pub mod platform;
 pub mod pleach;
 pub mod toh;
 pub mod transcripts;

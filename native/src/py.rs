@@ -1197,6 +1197,68 @@ fn panics() -> u64 {
     PANICS.load(Ordering::Relaxed)
 }
 
+/// Scan Phoenix span exports in JSON Lines (`platform.rs`): `(ok, row_start, run_start, runs,
+/// seq, line, columns)` as `scan_claude_code_files` returns them; `runs` a list of
+/// `(run_id, created_at, attrs JSON text)`. Errors: a panic (a bug) is a `RuntimeError`;
+/// the caller then reads every file with the reference.
+#[pyfunction]
+fn scan_phoenix_files<'py>(
+    py: Python<'py>,
+    paths: Vec<Vec<u8>>,
+    names: Vec<String>,
+    sources: Vec<String>,
+    threads: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
+    use std::os::unix::ffi::OsStrExt;
+    let paths: Vec<std::path::PathBuf> = paths
+        .iter()
+        .map(|p| std::path::Path::new(std::ffi::OsStr::from_bytes(p)).to_path_buf())
+        .collect();
+    let names: Vec<Vec<u8>> = names.into_iter().map(String::into_bytes).collect();
+    let sources: Vec<Vec<u8>> = sources.into_iter().map(String::into_bytes).collect();
+    let got = guarded(py, move || {
+        crate::platform::scan_phoenix_files(&paths, &names, &sources, threads)
+    })
+    .ok_or_else(|| PyRuntimeError::new_err("scan_phoenix_files panicked"))?;
+    let out = got.out;
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let runs = PyList::empty(py);
+    for (id, created, attrs) in &out.runs {
+        runs.append((text(id), created.as_deref().map(text), text(attrs)))?;
+    }
+    let row_start = buf(py, Storage::I64(got.row_start))?;
+    let run_start = buf(py, Storage::I64(got.run_start))?;
+    let seq = buf(py, Storage::I64(out.seq))?;
+    let line = buf(py, Storage::I64(out.line))?;
+    let cols = PyList::empty(py);
+    for (name, c) in [
+        ("run_id", out.run_id),
+        ("source", out.source),
+        ("type", out.typ),
+        ("kind", out.kind),
+        ("ts", out.ts),
+        ("event_id", out.event_id),
+        ("ref_id", out.ref_id),
+        ("tool_name", out.tool_name),
+        ("args_hash", out.args_hash),
+        ("finish", out.finish),
+        ("text", out.text),
+        ("payload", out.payload),
+    ] {
+        cols.append((name, str_col(py, c)?))?;
+    }
+    for (name, c) in [
+        ("turn", out.turn),
+        ("step", out.step),
+        ("input_tokens", out.input_tokens),
+        ("output_tokens", out.output_tokens),
+    ] {
+        cols.append((name, i64_col(py, c)?))?;
+    }
+    cols.append(("is_error", bool_col(py, out.is_error)?))?;
+    (got.ok, row_start, run_start, runs, seq, line, cols).into_pyobject(py)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -1223,5 +1285,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(panics, m)?)?;
     m.add_function(wrap_pyfunction!(set_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(scan_phoenix_files, m)?)?;
     Ok(())
 }

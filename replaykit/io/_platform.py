@@ -376,3 +376,78 @@ def read_traces(files: Sequence[Path], fmt: str, quarantine: Quarantine, *,
         pass
     traces = dedupe(traces, key_of, fmt, quarantine, what, merge=merge)
     return trace_runs(traces, trace_rows, meta, fmt, quarantine, number=number)
+
+
+class NativeTraces:
+    """The files a native platform scanner read (``native/src/platform.rs``): which files it
+    decided (``ok``; a file it declines, or one sharing a trace with another file, is the
+    reference's), each file's first row and run, the runs ``(run_id, created_at, attrs JSON
+    text)`` and every row's columns, in the reference's order."""
+
+    def __init__(self, got: tuple[Any, ...]) -> None:
+        import numpy as np
+        import pyarrow as pa
+
+        from .._base import native as _native
+
+        ok, row_start, run_start, runs, seq, line, columns = got
+        self.ok: list[bool] = ok
+        self.row_start: list[int] = np.frombuffer(row_start, dtype=np.int64).tolist()
+        self.run_start: list[int] = np.frombuffer(run_start, dtype=np.int64).tolist()
+        self.runs: list[tuple[str, str | None, str]] = runs
+        n = self.row_start[-1]
+        self.cols: dict[str, Any] = {name: _native.to_arrow(c) for name, c in columns}
+        self.cols["seq"] = _native.to_arrow(("int64", n, 0, None, seq, None))
+        self.cols["source_line"] = _native.to_arrow(("int64", n, 0, None, line, None))
+        self.cols["parent_run_id"] = pa.nulls(n, pa.string())
+        self.cols["chunk_type"] = pa.nulls(n, pa.string())
+
+    def part(self, start: int, stop: int) -> dict[str, Any]:
+        """The columns of rows ``start:stop``."""
+        return {name: c.slice(start, stop - start) for name, c in self.cols.items()}
+
+
+def joined_log(files: Sequence[Path], scanned: NativeTraces, rows: list[dict[str, Any]],
+               runs: list[dict[str, Any]], fmt: str, tenant: str,
+               quarantine: Quarantine) -> Any:
+    """One EventLog of the native rows and the reference's (``rows`` / ``runs``:
+    :func:`read_traces` of the files the scanner declined), in the reference's order: runs
+    by the file that first holds them (the native files' traces are in no other file), each
+    run's rows together."""
+    from itertools import groupby
+
+    from ._records import arrays_to_log, row_arrays
+
+    index = {str(p): k for k, p in enumerate(files)}
+    by_file: dict[int, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+    at = 0
+    counts = [(rid, len(list(g))) for rid, g in groupby(r["run_id"] for r in rows)]
+    for run, (rid, count) in zip(runs, counts, strict=True):
+        assert run["run_id"] == rid
+        part = by_file.setdefault(index[run["attrs"]["file"]], ([], []))
+        part[0].extend(rows[at:at + count])
+        part[1].append(run)
+        at += count
+    parts: list[dict[str, Any]] = []
+    all_runs: list[dict[str, Any]] = []
+    native_from: int | None = None
+    for k, p in enumerate(files):
+        if scanned.ok[k]:
+            if native_from is None:
+                native_from = scanned.row_start[k]
+            for run_id, created_at, attrs in scanned.runs[scanned.run_start[k]:
+                                                          scanned.run_start[k + 1]]:
+                all_runs.append({"run_id": run_id, "format": fmt, "source": f"{fmt}:{p}",
+                                 "created_at": created_at, "attrs": json.loads(attrs)})
+            continue
+        if native_from is not None:
+            parts.append(scanned.part(native_from, scanned.row_start[k]))
+            native_from = None
+        if k in by_file:
+            ref_rows, ref_runs = by_file[k]
+            if ref_rows:
+                parts.append(row_arrays(ref_rows))
+            all_runs.extend(ref_runs)
+    if native_from is not None:
+        parts.append(scanned.part(native_from, scanned.row_start[-1]))
+    return arrays_to_log(parts, all_runs, tenant, quarantine)

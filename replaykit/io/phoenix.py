@@ -20,10 +20,12 @@ no tenant: the caller names the owner.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
+from .._base import native as _native
 from ..eventlog.log import EventLog
 from ._common import (
     ErrorPolicy,
@@ -35,7 +37,7 @@ from ._common import (
     owner_and_filter,
 )
 from ._messages import decode_arguments, read_reply
-from ._platform import Item, read_traces, sniff_records
+from ._platform import Item, NativeTraces, joined_log, read_traces, sniff_records
 from ._records import (
     Row,
     epoch_to_iso,
@@ -320,19 +322,47 @@ def read_phoenix(path: Paths, *, owner: str | None = None, tenant_id: Tenants = 
             ``compressed``.
         FileNotFoundError: nothing matches ``path``.
 
+    With the native core, JSON Lines files are mapped by ``native/src/platform.rs`` (the same
+    rows, runs, quarantine and warnings as this reader's; ``REPLAYKIT_NATIVE=0`` reads every
+    file here); a file it is unsure of, or one sharing a trace with another file, is read here.
+
     Example:
         >>> log = rk.read_phoenix("data/phoenix", owner="me")  # doctest: +SKIP
     """
     tenant, wanted = owner_and_filter(owner, tenant_id, fmt=FORMAT)
     quarantine = Quarantine(errors, tenant_id=tenant)
     files = expand_paths(path, patterns=_PATTERNS)
+    # JSON Lines files are mapped by the native core (native/src/platform.rs) when it is
+    # sure; the files it declines (and every file when any is not JSON Lines) are read here
+    scanned = _native_scan(files)
+    ref = files if scanned is None else [p for p, ok in zip(files, scanned.ok, strict=True)
+                                         if not ok]
     # spans of each trace across every file: a trace split over files is one run, and a
     # trace exported twice is read once (dedupe)
-    rows, runs = read_traces(files, FORMAT, quarantine, progress=progress, unwrap=_unwrap,
+    rows, runs = read_traces(ref, FORMAT, quarantine, progress=progress, unwrap=_unwrap,
                              trace_of=_trace_of, note=_note, key_of=_span_key, what="span",
                              missing=("is a span without 'context.trace_id'",
                                       "context.trace_id"), trace_rows=_trace_rows)
-    return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)
+    if scanned is None:
+        return keep_tenants(rows_to_log(rows, runs, tenant, quarantine), tenant, wanted)
+    return keep_tenants(joined_log(files, scanned, rows, runs, FORMAT, tenant, quarantine),
+                        tenant, wanted)
+
+
+def _native_scan(files: list[Path]) -> NativeTraces | None:
+    """The native core's reading of Phoenix JSON Lines ``files`` (``native/src/platform.rs``);
+    None: the reference reads them all (the core is off or failed, some file is not JSON
+    Lines, or the core declined every file)."""
+    if not files or not _native.enabled() or any(
+            p.suffix.lower() not in (".jsonl", ".ndjson") for p in files):
+        return None
+    try:
+        got = NativeTraces(_native.core().scan_phoenix_files(
+            [os.fsencode(p) for p in files], [str(p) for p in files],
+            [f"{FORMAT}:{p}" for p in files], _native.threads()))
+    except (RuntimeError, UnicodeEncodeError):  # a panic (counted by _native.panics())
+        return None
+    return got if any(got.ok) else None
 
 
 def _trace_of(span: dict[str, Any]) -> str | None:
