@@ -75,8 +75,9 @@ system-deps:
 	bash tools/install_system_deps.sh
 
 # The whole suite on every core (pytest-xdist; --dist loadscope keeps each test module and
-# each notebook -- whose cells nbval runs in order in one kernel -- on one worker), the slowest
-# tests named at the end. The Rust crate's test binary and clippy's check are compiled first
+# each notebook -- whose cells nbval runs in order in one kernel -- on one worker; files handed
+# out costliest first, by tests/durations.json: see tests/conftest.py), the slowest tests named
+# at the end. The Rust crate's test binary and clippy's check are compiled first
 # (build, not test: tests/test_lint.py then only runs them; after a change to native/ the
 # compile was 30 s of one worker's test time).
 test: $(VENV)/.installed-dev $(VENV)/.installed-native system-deps
@@ -84,7 +85,7 @@ test: $(VENV)/.installed-dev $(VENV)/.installed-native system-deps
 	cargo test --quiet --no-run --no-default-features --manifest-path native/Cargo.toml
 	cargo clippy --quiet --release --manifest-path native/Cargo.toml --all-targets -- -D warnings
 	$(PYTEST) -q tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider \
-		-n $(TEST_WORKERS) --dist loadscope --durations=15
+		-n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=15
 
 # Development: the tests without the slow components (marker "slow": browser, JupyterLab,
 # PostgreSQL, corpus, Dask cluster, benchmark and fuzzing tests, whole-tool lint runs; see
@@ -94,7 +95,7 @@ test: $(VENV)/.installed-dev $(VENV)/.installed-native system-deps
 check: $(VENV)/.installed-dev $(VENV)/.installed-native
 	$(PYC)
 	$(PYTEST) -q tests -p no:cacheprovider -p no:nbval -n $(TEST_WORKERS) \
-		--dist loadscope -m "not slow" --hypothesis-profile=check --durations=10
+		--dist loadscope --no-loadscope-reorder -m "not slow" --hypothesis-profile=check --durations=10
 
 lab: $(VENV)/.installed-base
 	$(BIN)/python tools/lab.py $(BIN)/jupyter $(LAB_ARGS)

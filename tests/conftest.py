@@ -152,6 +152,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
         if capped:
             _cap_examples(item, CHECK_EXAMPLES)
+    items[:] = longest_first(items)
+
+
+# ------------------------------------------------------------------ the order files run in
+#: Each test file's (or notebook's) summed test time, measured (tools/test_durations.py). Used
+#: only to order: `--dist loadscope` keeps a file on one pytest-xdist worker and hands files out
+#: in collection order (`--no-loadscope-reorder` in the Makefile: xdist's own order, most tests
+#: first, ran the one-test files that take a minute -- the benchmark smoke run, the JupyterLab
+#: save -- last, one worker busy while the other idled). Costliest first, the short files fill
+#: the end. A file not listed counts as UNLISTED_SECONDS per test.
+DURATIONS = REPO / "tests" / "durations.json"
+UNLISTED_SECONDS = 0.3
+
+
+def longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` with whole files ordered by their measured cost, costliest first; each file's
+    tests keep their order (nbval runs a notebook's cells in order in one kernel), and files of
+    equal cost keep collection order, so every worker collects the same sequence."""
+    import json
+
+    known: dict[str, float] = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        path = Path(str(getattr(item, "path", item.fspath)))
+        try:
+            rel = path.resolve().relative_to(REPO).as_posix()
+        except ValueError:
+            rel = path.as_posix()
+        files.setdefault(rel, []).append(item)
+    cost = {rel: known.get(rel, UNLISTED_SECONDS * len(group)) for rel, group in files.items()}
+    order = sorted(files, key=lambda rel: -cost[rel])  # stable: ties keep collection order
+    return [item for rel in order for item in files[rel]]
 
 
 # ------------------------------------------------------------------ notebooks as after `make demo`

@@ -74,3 +74,50 @@ def test_the_check_profile_caps_an_explicit_max_examples():
     assert 0 < len(calls) <= CHECK_EXAMPLES  # was 200
     assert 0 < len(small_calls) <= 3  # a lower count is kept
     assert settings.get_profile("check").max_examples == CHECK_EXAMPLES
+
+
+def test_make_keeps_the_costliest_first_order_xdist_would_undo():
+    """xdist's loadscope re-sorts files by their number of tests unless told not to; the
+    order conftest gives (costliest file first) only holds with --no-loadscope-reorder."""
+    for target in ("test", "check"):
+        assert "--no-loadscope-reorder" in " ".join(_make_n(target).strip().splitlines()[-2:])
+
+
+def _item(path: Path, name: str) -> SimpleNamespace:
+    return SimpleNamespace(path=path, fspath=path, name=name)
+
+
+def test_longest_first_orders_whole_files_by_cost_and_keeps_each_files_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    import conftest
+
+    durations = tmp_path / "durations.json"
+    durations.write_text(json.dumps({"tests/a.py": 1.0, "tests/b.py": 50.0,
+                                     "notebooks/n.ipynb": 9.0}))
+    monkeypatch.setattr(conftest, "DURATIONS", durations)
+    root = conftest.REPO
+    a, b, c = root / "tests/a.py", root / "tests/b.py", root / "tests/c.py"
+    nb = root / "notebooks/n.ipynb"
+    items = [_item(a, "a1"), _item(c, "c1"), _item(b, "b1"), _item(nb, "Cell 0"),
+             _item(a, "a2"), _item(b, "b2"), _item(nb, "Cell 1"), _item(c, "c2")]
+    got = [i.name for i in conftest.longest_first(items)]  # type: ignore[arg-type]
+    # b (50 s), the notebook (9 s), a (1 s), c unlisted (2 tests x 0.3 s = 0.6 s)
+    assert got == ["b1", "b2", "Cell 0", "Cell 1", "a1", "a2", "c1", "c2"]
+    durations.write_text(json.dumps({}))  # nothing measured: collection order, files whole
+    got = [i.name for i in conftest.longest_first(items)]  # type: ignore[arg-type]
+    assert got == ["a1", "a2", "c1", "c2", "b1", "b2", "Cell 0", "Cell 1"]
+
+
+def test_durations_name_files_that_exist():
+    """A renamed or deleted test file left in tests/durations.json would keep its old cost
+    and order nothing; tools/test_durations.py rewrites the file from a JUnit report."""
+    import json
+
+    import conftest
+
+    known = json.loads(conftest.DURATIONS.read_text())
+    assert len(known) > 100
+    missing = [rel for rel in known if not (conftest.REPO / rel).is_file()]
+    assert not missing, missing
