@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .._base import native
 from ..errors import FormatDetectionError, LoadError
 from ..eventlog.log import EventLog
 from ..io import _PATTERNS as PATTERNS
@@ -38,6 +39,9 @@ from ..schema import QUARANTINE_SCHEMA, quarantine_table
 
 #: staging row group: small, so a range read skips most of every chunk by its statistics
 STAGING_ROW_GROUP = 4_096
+#: staging files are read back only by (tenant, run) range: statistics on those two columns
+#: alone, dictionary pages for the columns that repeat (as the part files)
+STAGING_STATISTICS = ["tenant_id", "run_id"]
 PLEACH = "pleach"
 SPAWN_TYPE = "subagent.spawned"
 
@@ -221,22 +225,80 @@ def parse(todo: list[Source], staging: Path, *, owner: str | None, errors: str,
     for s in todo:
         if s.format is None:
             on_bytes(s.size, 0, 1)
-    for u in units:
-        if u.end >= 0:  # a large pleach file, streamed chunk by chunk
-            s = u.sources[0]
-            with open(s.path, "rb") as fh:
-                for _, data, off in _line_blocks(fh, chunk_bytes):
-                    log = _read_chunk(s, staging / "chunk.jsonl", data, off, errors)
-                    _stage(out, staging, log, [s], u.fmt)
-                    on_bytes(len(data), len(log), 0)
-            on_bytes(0, 0, 1)
-            continue
-        log = read_unit(u, owner=owner, errors=errors, tmp=staging)
-        _stage(out, staging, log, u.sources, u.fmt)
-        on_bytes(u.nbytes, len(log), len(u.sources))
+    with _StagingWriter(out, native.threads() > 1) as writer:
+        for u in units:
+            if u.end >= 0:  # a large pleach file, streamed chunk by chunk
+                s = u.sources[0]
+                with open(s.path, "rb") as fh:
+                    for _, data, off in _line_blocks(fh, chunk_bytes):
+                        n = len(data)
+                        log = _read_chunk(s, staging / "chunk.jsonl", data, off, errors)
+                        del data
+                        _stage(out, staging, log, [s], u.fmt, writer=writer)
+                        on_bytes(n, len(log), 0)
+                        del log
+                on_bytes(0, 0, 1)
+                continue
+            log = read_unit(u, owner=owner, errors=errors, tmp=staging)
+            _stage(out, staging, log, u.sources, u.fmt, writer=writer)
+            on_bytes(u.nbytes, len(log), len(u.sources))
+            del log
     for s in todo:
         s.input_rows = s.loaded + s.quarantined
     return out
+
+
+class _StagingWriter:
+    """Writes staging files, on a thread of its own when ``background`` (the next unit is
+    parsed meanwhile; at most one write is in flight, so one parsed unit more is held);
+    leaving the block waits for the last write (and re-raises its error)."""
+
+    def __init__(self, out: Staged, background: bool) -> None:
+        self.out = out
+        self.pool: Any = None
+        if background:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(1, thread_name_prefix="replaykit-staging")
+        self.pending: Any = None
+
+    def write(self, table: pa.Table, path: Path) -> None:
+        self.wait()
+        if self.pool is None:
+            self.out.disk_bytes += _write_staging(table, path)
+        else:
+            self.pending = self.pool.submit(_write_staging, table, path)
+
+    def wait(self) -> None:
+        if self.pending is not None:
+            fut, self.pending = self.pending, None
+            self.out.disk_bytes += fut.result()
+
+    def __enter__(self) -> _StagingWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if exc[0] is None:
+                self.wait()
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(wait=True)
+
+
+def _write_staging(table: pa.Table, path: Path) -> int:
+    """One staging file (sorted by tenant, run: small row groups, statistics on those two
+    columns); returns its size."""
+    pq.write_table(table, path, row_group_size=STAGING_ROW_GROUP,
+                   write_statistics=STAGING_STATISTICS,
+                   use_dictionary=[f.name for f in table.schema
+                                   if f.name in STAGING_STATISTICS
+                                   or pa.types.is_dictionary(f.type)
+                                   or not (pa.types.is_string(f.type)
+                                           or pa.types.is_large_string(f.type))])
+    size = path.stat().st_size
+    pa.default_memory_pool().release_unused()
+    return size
 
 
 def read_unit(u: Unit, *, owner: str | None, errors: str, tmp: Path | None) -> EventLog:
@@ -286,27 +348,28 @@ def _batches(group: list[Source], budget: int) -> Iterator[list[Source]]:
         yield batch
 
 
-def _line_blocks(fh: Any, chunk_bytes: int) -> Iterator[tuple[int, bytes, int]]:
-    """A file read in line-aligned blocks of about ``chunk_bytes``: (offset, bytes, lines
-    before it)."""
+def _line_blocks(fh: Any, chunk_bytes: int) -> Iterator[tuple[int, Any, int]]:
+    """A file read in line-aligned blocks of about ``chunk_bytes``: (offset, bytes (or a
+    memoryview of them), lines before it). Each block is read once into one buffer (the
+    next read starts after its last newline), not copied."""
     line_off = 0
     pos = 0
-    carry = b""
+    data = b""
     while True:
-        block = fh.read(chunk_bytes)
-        data = carry + block
-        if not block:
-            if data:
-                yield pos, data, line_off
+        fh.seek(pos)
+        del data  # (the previous block: freed before the next is read)
+        data = fh.read(chunk_bytes)
+        if not data:
             return
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            carry = data
-            continue
-        piece, carry = data[:cut + 1], data[cut + 1:]
-        yield pos, piece, line_off
-        pos += len(piece)
-        line_off += piece.count(b"\n")
+        cut = data.rfind(b"\n") if len(data) == chunk_bytes else len(data) - 1
+        while cut < 0:  # a line longer than the chunk: read on to its end
+            more = fh.read(chunk_bytes)
+            data += more
+            cut = data.rfind(b"\n") if len(more) == chunk_bytes else len(data) - 1
+        end = cut + 1
+        yield pos, (data if end == len(data) else memoryview(data)[:end]), line_off
+        pos += end
+        line_off += data.count(b"\n", 0, end)
 
 
 def _read_chunk(s: Source, tmp: Path, data: bytes, line_off: int, errors: str) -> EventLog:
@@ -370,7 +433,7 @@ def _add_quarantine(out: Staged, q: pa.Table, names: dict[str, Source], first: S
 
 
 def _stage(out: Staged, staging: Path | None, log: EventLog, batch: list[Source],
-           fmt: str) -> None:
+           fmt: str, writer: _StagingWriter | None = None) -> None:
     """One parsed unit into staging: events file (kept in ``out.tables`` when ``staging`` is
     None), key counts, quarantine, headers, spawns."""
     names: dict[str, Source] = {}
@@ -406,10 +469,12 @@ def _stage(out: Staged, staging: Path | None, log: EventLog, batch: list[Source]
             out.mem_bytes += st.nbytes
         else:
             f = staging / f"ev-{len(out.files)}.parquet"
-            pq.write_table(st, f, row_group_size=STAGING_ROW_GROUP)
             out.files.append(f)
             out.spans.append(spans)
-            out.disk_bytes += f.stat().st_size
+            if writer is None:
+                out.disk_bytes += _write_staging(st, f)
+            else:
+                writer.write(st, f)
         if fmt == PLEACH:
             out.spawns.append(spawns_of(t))
     pa.default_memory_pool().release_unused()  # the unit's buffers back to the OS
