@@ -46,6 +46,20 @@ PLEACH = "pleach"
 SPAWN_TYPE = "subagent.spawned"
 
 
+def _pmap(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """``[fn(x) for x in items]``, on :func:`replaykit._base.native.threads` threads when
+    there are many: the per-file steps (stat, side-file check, format sniffing, digest) wait
+    on opening and reading each file more than they compute, so a folder of many small
+    files is read with those waits overlapped. Results in order; the first error raised."""
+    n = native.threads()
+    if n <= 1 or len(items) < 16:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(n, thread_name_prefix="replaykit-files") as pool:
+        return list(pool.map(fn, items, chunksize=8))
+
+
 class CopyWarning(UserWarning):
     """A source holds the same bytes as one already ingested under another path: skipped."""
 
@@ -90,13 +104,21 @@ def discover(sources: list[str | os.PathLike[str]], into: Path | None = None) ->
         # a file is resolved only when the dataset may lie inside this source
         is_dir = base.is_dir()
         may_hold = inside is not None and (not is_dir or inside.is_relative_to(base.resolve()))
-        for f in expand_paths(arg, patterns=PATTERNS):
-            if may_hold and f.resolve().is_relative_to(inside):  # type: ignore[arg-type]
-                continue  # the dataset's own files, when it lies inside a source folder
+        files = expand_paths(arg, patterns=PATTERNS)
+        if may_hold:  # the dataset's own files, when it lies inside a source folder
+            files = [f for f in files
+                     if not f.resolve().is_relative_to(inside)]  # type: ignore[arg-type]
+
+        def look(f: Path) -> os.stat_result | None:
+            """The file's stat, or None for a side file of a format (not a log)."""
             if any(check(f) for check in side_checks):
+                return None
+            return f.stat()
+
+        for f, st in zip(files, _pmap(look, files), strict=True):
+            if st is None:
                 continue
             key = f.relative_to(base).as_posix() if is_dir else f.name
-            st = f.stat()
             if key in found and found[key].path.resolve() != f.resolve():
                 raise ValueError(
                     f"{f} and {found[key].path} are both {key!r} relative to the paths given; "
@@ -119,12 +141,16 @@ def classify(found: list[Source], known: dict[str, dict[str, Any]]) -> None:
     """Set each source's status against the manifest: unchanged (same size and mtime, or the
     same digest), changed, new, or a copy of another source (same digest elsewhere)."""
     by_digest = {e["digest"]: k for k, e in known.items() if e.get("digest")}
+    fresh = [s for s in found if (old := known.get(s.key)) is None
+             or old["size"] != s.size or old["mtime_ns"] != s.mtime_ns]
+    digests = dict(zip([id(s) for s in fresh], _pmap(lambda s: digest(s.path), fresh),
+                       strict=True))
     for s in found:
         old = known.get(s.key)
         if old is not None and old["size"] == s.size and old["mtime_ns"] == s.mtime_ns:
             s.status, s.digest = "unchanged", old["digest"]
             continue
-        s.digest = digest(s.path)
+        s.digest = digests[id(s)]
         if old is not None and old.get("digest") == s.digest:
             s.status = "unchanged"
             continue
@@ -181,9 +207,18 @@ def plan_units(todo: list[Source], out: Staged, *, errors: str, chunk_bytes: int
     large pleach files into byte ranges now (the Dask engine; the local pass streams them)."""
     units: list[Unit] = []
     by_format: dict[str, list[Source]] = {}
-    for s in todo:
+
+    def sniff(s: Source) -> str | FormatDetectionError:
         try:
-            s.format = detect_format(s.path)
+            return detect_format(s.path)
+        except FormatDetectionError as exc:
+            return exc
+
+    for s, fmt in zip(todo, _pmap(sniff, todo), strict=True):
+        try:
+            if isinstance(fmt, FormatDetectionError):
+                raise fmt
+            s.format = fmt
         except FormatDetectionError as exc:
             try:
                 with open(s.path, "rb") as fh:
