@@ -313,9 +313,10 @@ def bench_analyses(work: Path, events: int, subset: int = 2_000_000) -> list[dic
     last ingest of :func:`bench_big`) against the same calls on the in-memory log of the
     input's first ``subset`` events; each side in its own child process."""
     root = work / "out-ingest"
+    subset = min(subset, events)
     sub = work / f"pleach-{subset}.jsonl"
     if not sub.exists():
-        make_pleach(sub, min(subset, events))  # the same bytes as the input's first rows
+        make_pleach(sub, subset)  # the same bytes as the input's first rows
     ds = child(_ANALYSES, str(root), "dataset")
     mem = child(_ANALYSES, str(sub), "memory")
     for side in (ds, mem):
