@@ -203,7 +203,7 @@ def ingest(
         _store.apply_pending(root)  # a commit a killed ingest left half-done
         manifest = _store.read_manifest(root)
         _store.collect_garbage(root, manifest)
-        found = discover(args, into=root)
+        found = discover(args, into=root, known=manifest.sources)
         classify(found, manifest.sources)
         todo = [s for s in found if s.status in ("new", "changed")]
         touched_meta = [s for s in found if s.status == "unchanged"

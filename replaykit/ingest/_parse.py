@@ -56,8 +56,12 @@ def _pmap(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
         return [fn(x) for x in items]
     from concurrent.futures import ThreadPoolExecutor
 
+    # a few slices per thread (one task per file would cost more than a file's own work)
+    k = min(len(items), 4 * n)
+    slices = [items[len(items) * i // k:len(items) * (i + 1) // k] for i in range(k)]
     with ThreadPoolExecutor(n, thread_name_prefix="replaykit-files") as pool:
-        return list(pool.map(fn, items, chunksize=8))
+        done = list(pool.map(lambda part: [fn(x) for x in part], slices))
+    return [y for part in done for y in part]
 
 
 class CopyWarning(UserWarning):
@@ -81,9 +85,12 @@ class Source:
     quarantined: int = 0
 
 
-def discover(sources: list[str | os.PathLike[str]], into: Path | None = None) -> list[Source]:
+def discover(sources: list[str | os.PathLike[str]], into: Path | None = None,
+             known: dict[str, dict[str, Any]] | None = None) -> list[Source]:
     """The files of ``sources`` (files, directories searched recursively, globs), as
-    :func:`replaykit.read_events` finds them, minus the formats' side files.
+    :func:`replaykit.read_events` finds them, minus the formats' side files. A file the
+    manifest (``known``) holds with the same size and mtime was not a side file when it was
+    ingested and is not checked again.
 
     Raises:
         FileNotFoundError: a path or glob matches nothing.
@@ -109,16 +116,23 @@ def discover(sources: list[str | os.PathLike[str]], into: Path | None = None) ->
             files = [f for f in files
                      if not f.resolve().is_relative_to(inside)]  # type: ignore[arg-type]
 
-        def look(f: Path) -> os.stat_result | None:
-            """The file's stat, or None for a side file of a format (not a log)."""
+        def look(f: Path, base: Path = base, is_dir: bool = is_dir
+                 ) -> tuple[str, os.stat_result] | None:
+            """The file's manifest key and stat, or None for a side file of a format."""
+            key = f.relative_to(base).as_posix() if is_dir else f.name
+            st = f.stat()
+            old = known.get(key) if known else None
+            if old is not None and old["size"] == st.st_size \
+                    and old["mtime_ns"] == st.st_mtime_ns:
+                return key, st  # ingested as a log, unchanged since
             if any(check(f) for check in side_checks):
                 return None
-            return f.stat()
+            return key, st
 
-        for f, st in zip(files, _pmap(look, files), strict=True):
-            if st is None:
+        for f, got in zip(files, _pmap(look, files), strict=True):
+            if got is None:
                 continue
-            key = f.relative_to(base).as_posix() if is_dir else f.name
+            key, st = got
             if key in found and found[key].path.resolve() != f.resolve():
                 raise ValueError(
                     f"{f} and {found[key].path} are both {key!r} relative to the paths given; "
