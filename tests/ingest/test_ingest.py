@@ -432,7 +432,7 @@ def test_the_concurrent_merge_writes_the_dataset_of_one_thread(
         return real_write(table, path)
 
     monkeypatch.setattr(_parse, "_write_staging", spy_write)
-    files = split(pleach_lines, tmp_path / "src", 3, seed=5, dups=4)
+    files = split(pleach_lines[:700], tmp_path / "src", 3, seed=5, dups=4)
     roots = {n: tmp_path / f"ds-{n}" for n in (1, 4)}
     # small ranges (partition_events) and a limit that stages pieces to disk (a quarter of
     # the limit stays in memory)
@@ -448,7 +448,7 @@ def test_the_concurrent_merge_writes_the_dataset_of_one_thread(
         assert a[name].equals(b[name]), name
     # then a changed file: its runs' part files are rewritten (dirty ranges), concurrently too
     with open(files[1], "ab") as fh:
-        fh.write(b"".join(pleach_lines[:40]))
+        fh.write(b"".join(pleach_lines[:30]))
     seen.clear()
     for n, root in roots.items():
         rk.ingest(tmp_path / "src", root, memory_limit="1MB", partition_events=50,
