@@ -368,6 +368,11 @@ def test_bad_arguments_are_named(tmp_path: Path) -> None:
         parse_size("lots")
     with pytest.raises(ValueError, match="errors"):
         rk.ingest(DATA / "pleach", tmp_path / "x", errors="ignore")
+    from replaykit.errors import SettingError
+
+    with pytest.raises(SettingError, match="threads="):
+        rk.ingest(DATA / "pleach", tmp_path / "x", threads=0)
+    assert not (tmp_path / "x").exists()  # refused before anything is written
     plain_ds = tmp_path / "plain"
     rk.read_pleach(DATA / "pleach" / "harness_event_log.jsonl").to_parquet(plain_ds)
     with pytest.raises(IngestError, match="not written by ingest"):
