@@ -17,11 +17,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .._base import native
 from ..eventlog.dataset import NO_TENANT_QUARANTINE_FILE
 from ..io._common import Progress, check_errors_arg, require_tenant
 from ..tenancy import PARTITION_PREFIX, partition_dir_name
 from . import _store
-from ._merge import HEADERS_SCHEMA, QUAR_SCHEMA, TenantJob, merge_tenant
+from ._merge import HEADERS_SCHEMA, QUAR_SCHEMA, TenantJob, merge_tenants
 from ._parse import SPAWNS_SCHEMA, Source, classify, discover, parse
 from ._store import IngestError, Lock, Manifest
 
@@ -101,6 +102,7 @@ def ingest(
     wait: bool = False,
     engine: str = "local",
     client: Any = None,
+    threads: int | None = None,
 ) -> IngestReport:
     """Stream logs of any supported format into a run-aligned Parquet dataset, incrementally.
 
@@ -120,6 +122,12 @@ def ingest(
     Bounded memory: large pleach JSONL files are read in line-aligned chunks and other
     files in batches (about ``memory_limit / 8`` bytes each), staged to sorted Parquet, then
     merged run range by run range; see docs/scaling.md, "A semester of logs".
+
+    Threads: the readers parse on :func:`replaykit._base.native.threads` threads, a staging
+    file is written while the next chunk is parsed, and the merge works on that many run
+    ranges (of any tenants) at once, each range sized to its share of the memory limit.
+    The dataset does not depend on the thread count (except where the limit is so tight
+    that a range's share cuts part files smaller).
 
     Past one machine: ``engine="dask"`` parses the files (and byte ranges of large pleach
     files) on the Dask workers and partitions the events by run with Dask's own shuffle
@@ -147,6 +155,8 @@ def ingest(
         wait: wait for another ingest into ``into`` instead of failing.
         engine: ``"local"`` (this process) or ``"dask"`` (see above).
         client: a ``distributed.Client`` for ``engine="dask"`` (default: the current one).
+        threads: at most this many threads (None: every core this process may use, capped
+            by ``REPLAYKIT_THREADS``).
 
     Returns:
         an :class:`IngestReport` (``report.to_dict()`` is what ``replaykit ingest --json``
@@ -159,6 +169,7 @@ def ingest(
         LoadError: a bad row under ``errors="raise"`` (nothing is changed).
         FileNotFoundError: a source matches nothing.
         ValueError: a bad ``memory_limit`` / ``errors`` / ``partition_events`` / ``engine``.
+        SettingError: a bad ``threads`` or ``REPLAYKIT_THREADS``.
         MissingExtraError: ``engine="dask"`` without the ``dask`` extra.
 
     Example:
@@ -168,6 +179,7 @@ def ingest(
     """
     t0 = time.perf_counter()
     check_errors_arg(errors)
+    native.threads(threads)  # a bad threads= raises here, before anything is written
     limit = parse_size(memory_limit)
     if partition_events < 1:
         raise ValueError(f"partition_events must be >= 1, got {partition_events}")
@@ -187,11 +199,11 @@ def ingest(
     from ..io.pleach import _system_memory_pool
 
     # the system allocator returns freed memory to the OS (as read_pleach does while loading)
-    with Lock(root, wait=wait), _system_memory_pool():
+    with Lock(root, wait=wait), _system_memory_pool(), native.using_threads(threads):
         _store.apply_pending(root)  # a commit a killed ingest left half-done
         manifest = _store.read_manifest(root)
         _store.collect_garbage(root, manifest)
-        found = discover(args, into=root)
+        found = discover(args, into=root, known=manifest.sources)
         classify(found, manifest.sources)
         todo = [s for s in found if s.status in ("new", "changed")]
         touched_meta = [s for s in found if s.status == "unchanged"
@@ -301,7 +313,9 @@ def _run(root: Path, manifest: Manifest, todo: list[Source], *, owner: str | Non
     staged_rows = int(pc.sum(keys.column("rows")).as_py() or 0) if keys.num_rows else 0
     # in memory ~4x the staging files' bytes (and the kept tables' own bytes)
     per_row = max(64, (4 * staged.disk_bytes + staged.mem_bytes or 1) // max(1, staged_rows))
-    target = max(1_000, min(partition_events, limit // 4 // per_row))
+    # the merge works on `workers` ranges at once: each gets its share of the budget
+    workers = native.threads()
+    target = max(1_000, min(partition_events, limit // 4 // per_row // workers))
     new_manifest = Manifest(sources=json.loads(json.dumps(manifest.sources)),
                             tenants=json.loads(json.dumps(manifest.tenants)), generation=gen)
     links: list[tuple[str, str]] = []
@@ -336,7 +350,7 @@ def _run(root: Path, manifest: Manifest, todo: list[Source], *, owner: str | Non
         finally:
             dask_run.release()
     else:
-        dones = (merge_tenant(j) for _, _, j in jobs)  # one tenant at a time
+        dones = merge_tenants([j for _, _, j in jobs], workers=workers)
     for (enc, info, job), done in zip(jobs, dones, strict=True):
         tenant = job.tenant
         report.parts_written += len(done["written"])

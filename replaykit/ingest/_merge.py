@@ -223,15 +223,47 @@ def merge_range(ctx: RangeContext, old: Path | None, staged: pa.Table | None, ou
 def merge_tenant(job: TenantJob) -> dict[str, Any]:
     """Write the tenant's new generation into ``job.out``; returns its summary (parts written,
     linked, next part number, per-source loaded / quarantined counts)."""
-    job.out.mkdir(parents=True)
-    plan = plan_tenant(job)
-    ctx = range_context(job, plan)
-    results = []
-    for i, (lo, hi, old) in enumerate(plan.groups):
-        staged = _read_range(job.staged, job.mem, job.tenant, lo, hi) \
-            if job.staged or job.mem else None
-        results.append(merge_range(ctx, old, staged, job.out, str(i)))
-    return finish_tenant(job, plan, results)
+    return merge_tenants([job], workers=1)[0]
+
+
+def _one_range(job: TenantJob, ctx: RangeContext, i: int, lo: str, hi: str,
+               old: Path | None) -> dict[str, Any]:
+    staged = _read_range(job.staged, job.mem, job.tenant, lo, hi) \
+        if job.staged or job.mem else None
+    return merge_range(ctx, old, staged, job.out, str(i))
+
+
+def merge_tenants(jobs: list[TenantJob], workers: int) -> list[dict[str, Any]]:
+    """:func:`merge_tenant` of every job, their ranges (of all tenants) merged on ``workers``
+    threads at once (Arrow's reads, sorts, takes and Parquet writes release the GIL; the
+    caller sizes the ranges so that ``workers`` of them fit the memory limit together).
+    Each range writes its own temporary files, named ``part-<k>`` in range order by
+    :func:`finish_tenant` afterwards, so the dataset is the same for any ``workers``."""
+    plans: list[tuple[TenantPlan, RangeContext]] = []
+    tasks: list[tuple[int, int, str, str, Path | None]] = []
+    for j, job in enumerate(jobs):
+        job.out.mkdir(parents=True)
+        plan = plan_tenant(job)
+        plans.append((plan, range_context(job, plan)))
+        tasks.extend((j, i, lo, hi, old) for i, (lo, hi, old) in enumerate(plan.groups))
+
+    def run(task: tuple[int, int, str, str, Path | None]) -> dict[str, Any]:
+        j, i, lo, hi, old = task
+        return _one_range(jobs[j], plans[j][1], i, lo, hi, old)
+
+    if workers <= 1 or len(tasks) <= 1:
+        results = [run(t) for t in tasks]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(workers, len(tasks)),
+                                thread_name_prefix="replaykit-merge") as pool:
+            results = list(pool.map(run, tasks))  # in task order; the first error re-raised
+    per_job: list[list[dict[str, Any]]] = [[] for _ in jobs]
+    for (j, *_), res in zip(tasks, results, strict=True):
+        per_job[j].append(res)
+    return [finish_tenant(job, plan, res)
+            for job, (plan, _), res in zip(jobs, plans, per_job, strict=True)]
 
 
 def finish_tenant(job: TenantJob, plan: TenantPlan,
@@ -448,9 +480,27 @@ def _keys(table: pa.Table) -> pa.Table:
     return g.rename_columns(["run_id", "source", "rows"]).cast(KEYS_SCHEMA)
 
 
+#: min/max statistics only on the columns the readers prune on (run ranges of the files,
+#: ``since=`` / ``until=`` on ``ts``, run slices on ``seq``); dictionary pages only for the
+#: columns that repeat (not the payload, text, hashes and ids: Parquet would build a
+#: dictionary per page and fall back to plain). About a fifth less CPU than the defaults.
+PART_STATISTICS = ["run_id", "ts", "seq"]
+_NO_DICTIONARY = {"event_id", "ref_id", "args_hash", "cache_key", "text", "payload",
+                  "prev_hash", "row_hash"}
+
+
+def part_write_options(schema: pa.Schema) -> dict[str, Any]:
+    """The ``pq.write_table`` options of a part file of ``schema`` (see PART_STATISTICS)."""
+    return {"write_statistics": [n for n in PART_STATISTICS if n in schema.names],
+            "use_dictionary": [f.name for f in schema if f.name not in _NO_DICTIONARY
+                               and not pa.types.is_large_string(f.type)]}
+
+
 def _write_part(part: pa.Table, tenant: str, path: Path) -> None:
-    """One part file as :func:`replaykit.engine.write_partitioned` writes it."""
+    """One part file as :func:`replaykit.engine.write_partitioned` writes it (the same
+    columns and types; statistics and dictionary pages where the readers use them)."""
     body = part.drop_columns(["tenant_id"])
     body = compact_dictionaries(body).replace_schema_metadata(
         {**(body.schema.metadata or {}), TENANT_KEY: tenant.encode("utf-8")})
-    pq.write_table(body, path, row_group_size=min(1_000_000, max(1, part.num_rows)))
+    pq.write_table(body, path, row_group_size=min(1_000_000, max(1, part.num_rows)),
+                   **part_write_options(body.schema))

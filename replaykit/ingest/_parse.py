@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .._base import native
 from ..errors import FormatDetectionError, LoadError
 from ..eventlog.log import EventLog
 from ..io import _PATTERNS as PATTERNS
@@ -38,8 +39,29 @@ from ..schema import QUARANTINE_SCHEMA, quarantine_table
 
 #: staging row group: small, so a range read skips most of every chunk by its statistics
 STAGING_ROW_GROUP = 4_096
+#: staging files are read back only by (tenant, run) range: statistics on those two columns
+#: alone, dictionary pages for the columns that repeat (as the part files)
+STAGING_STATISTICS = ["tenant_id", "run_id"]
 PLEACH = "pleach"
 SPAWN_TYPE = "subagent.spawned"
+
+
+def _pmap(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """``[fn(x) for x in items]``, on :func:`replaykit._base.native.threads` threads when
+    there are many: the per-file steps (stat, side-file check, format sniffing, digest) wait
+    on opening and reading each file more than they compute, so a folder of many small
+    files is read with those waits overlapped. Results in order; the first error raised."""
+    n = native.threads()
+    if n <= 1 or len(items) < 16:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    # a few slices per thread (one task per file would cost more than a file's own work)
+    k = min(len(items), 4 * n)
+    slices = [items[len(items) * i // k:len(items) * (i + 1) // k] for i in range(k)]
+    with ThreadPoolExecutor(n, thread_name_prefix="replaykit-files") as pool:
+        done = list(pool.map(lambda part: [fn(x) for x in part], slices))
+    return [y for part in done for y in part]
 
 
 class CopyWarning(UserWarning):
@@ -63,9 +85,12 @@ class Source:
     quarantined: int = 0
 
 
-def discover(sources: list[str | os.PathLike[str]], into: Path | None = None) -> list[Source]:
+def discover(sources: list[str | os.PathLike[str]], into: Path | None = None,
+             known: dict[str, dict[str, Any]] | None = None) -> list[Source]:
     """The files of ``sources`` (files, directories searched recursively, globs), as
-    :func:`replaykit.read_events` finds them, minus the formats' side files.
+    :func:`replaykit.read_events` finds them, minus the formats' side files. A file the
+    manifest (``known``) holds with the same size and mtime was not a side file when it was
+    ingested and is not checked again.
 
     Raises:
         FileNotFoundError: a path or glob matches nothing.
@@ -86,13 +111,28 @@ def discover(sources: list[str | os.PathLike[str]], into: Path | None = None) ->
         # a file is resolved only when the dataset may lie inside this source
         is_dir = base.is_dir()
         may_hold = inside is not None and (not is_dir or inside.is_relative_to(base.resolve()))
-        for f in expand_paths(arg, patterns=PATTERNS):
-            if may_hold and f.resolve().is_relative_to(inside):  # type: ignore[arg-type]
-                continue  # the dataset's own files, when it lies inside a source folder
-            if any(check(f) for check in side_checks):
-                continue
+        files = expand_paths(arg, patterns=PATTERNS)
+        if may_hold:  # the dataset's own files, when it lies inside a source folder
+            files = [f for f in files
+                     if not f.resolve().is_relative_to(inside)]  # type: ignore[arg-type]
+
+        def look(f: Path, base: Path = base, is_dir: bool = is_dir
+                 ) -> tuple[str, os.stat_result] | None:
+            """The file's manifest key and stat, or None for a side file of a format."""
             key = f.relative_to(base).as_posix() if is_dir else f.name
             st = f.stat()
+            old = known.get(key) if known else None
+            if old is not None and old["size"] == st.st_size \
+                    and old["mtime_ns"] == st.st_mtime_ns:
+                return key, st  # ingested as a log, unchanged since
+            if any(check(f) for check in side_checks):
+                return None
+            return key, st
+
+        for f, got in zip(files, _pmap(look, files), strict=True):
+            if got is None:
+                continue
+            key, st = got
             if key in found and found[key].path.resolve() != f.resolve():
                 raise ValueError(
                     f"{f} and {found[key].path} are both {key!r} relative to the paths given; "
@@ -115,12 +155,16 @@ def classify(found: list[Source], known: dict[str, dict[str, Any]]) -> None:
     """Set each source's status against the manifest: unchanged (same size and mtime, or the
     same digest), changed, new, or a copy of another source (same digest elsewhere)."""
     by_digest = {e["digest"]: k for k, e in known.items() if e.get("digest")}
+    fresh = [s for s in found if (old := known.get(s.key)) is None
+             or old["size"] != s.size or old["mtime_ns"] != s.mtime_ns]
+    digests = dict(zip([id(s) for s in fresh], _pmap(lambda s: digest(s.path), fresh),
+                       strict=True))
     for s in found:
         old = known.get(s.key)
         if old is not None and old["size"] == s.size and old["mtime_ns"] == s.mtime_ns:
             s.status, s.digest = "unchanged", old["digest"]
             continue
-        s.digest = digest(s.path)
+        s.digest = digests[id(s)]
         if old is not None and old.get("digest") == s.digest:
             s.status = "unchanged"
             continue
@@ -177,9 +221,18 @@ def plan_units(todo: list[Source], out: Staged, *, errors: str, chunk_bytes: int
     large pleach files into byte ranges now (the Dask engine; the local pass streams them)."""
     units: list[Unit] = []
     by_format: dict[str, list[Source]] = {}
-    for s in todo:
+
+    def sniff(s: Source) -> str | FormatDetectionError:
         try:
-            s.format = detect_format(s.path)
+            return detect_format(s.path)
+        except FormatDetectionError as exc:
+            return exc
+
+    for s, fmt in zip(todo, _pmap(sniff, todo), strict=True):
+        try:
+            if isinstance(fmt, FormatDetectionError):
+                raise fmt
+            s.format = fmt
         except FormatDetectionError as exc:
             try:
                 with open(s.path, "rb") as fh:
@@ -221,22 +274,80 @@ def parse(todo: list[Source], staging: Path, *, owner: str | None, errors: str,
     for s in todo:
         if s.format is None:
             on_bytes(s.size, 0, 1)
-    for u in units:
-        if u.end >= 0:  # a large pleach file, streamed chunk by chunk
-            s = u.sources[0]
-            with open(s.path, "rb") as fh:
-                for _, data, off in _line_blocks(fh, chunk_bytes):
-                    log = _read_chunk(s, staging / "chunk.jsonl", data, off, errors)
-                    _stage(out, staging, log, [s], u.fmt)
-                    on_bytes(len(data), len(log), 0)
-            on_bytes(0, 0, 1)
-            continue
-        log = read_unit(u, owner=owner, errors=errors, tmp=staging)
-        _stage(out, staging, log, u.sources, u.fmt)
-        on_bytes(u.nbytes, len(log), len(u.sources))
+    with _StagingWriter(out, native.threads() > 1) as writer:
+        for u in units:
+            if u.end >= 0:  # a large pleach file, streamed chunk by chunk
+                s = u.sources[0]
+                with open(s.path, "rb") as fh:
+                    for _, data, off in _line_blocks(fh, chunk_bytes):
+                        n = len(data)
+                        log = _read_chunk(s, staging / "chunk.jsonl", data, off, errors)
+                        del data
+                        _stage(out, staging, log, [s], u.fmt, writer=writer)
+                        on_bytes(n, len(log), 0)
+                        del log
+                on_bytes(0, 0, 1)
+                continue
+            log = read_unit(u, owner=owner, errors=errors, tmp=staging)
+            _stage(out, staging, log, u.sources, u.fmt, writer=writer)
+            on_bytes(u.nbytes, len(log), len(u.sources))
+            del log
     for s in todo:
         s.input_rows = s.loaded + s.quarantined
     return out
+
+
+class _StagingWriter:
+    """Writes staging files, on a thread of its own when ``background`` (the next unit is
+    parsed meanwhile; at most one write is in flight, so one parsed unit more is held);
+    leaving the block waits for the last write (and re-raises its error)."""
+
+    def __init__(self, out: Staged, background: bool) -> None:
+        self.out = out
+        self.pool: Any = None
+        if background:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(1, thread_name_prefix="replaykit-staging")
+        self.pending: Any = None
+
+    def write(self, table: pa.Table, path: Path) -> None:
+        self.wait()
+        if self.pool is None:
+            self.out.disk_bytes += _write_staging(table, path)
+        else:
+            self.pending = self.pool.submit(_write_staging, table, path)
+
+    def wait(self) -> None:
+        if self.pending is not None:
+            fut, self.pending = self.pending, None
+            self.out.disk_bytes += fut.result()
+
+    def __enter__(self) -> _StagingWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if exc[0] is None:
+                self.wait()
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(wait=True)
+
+
+def _write_staging(table: pa.Table, path: Path) -> int:
+    """One staging file (sorted by tenant, run: small row groups, statistics on those two
+    columns); returns its size."""
+    pq.write_table(table, path, row_group_size=STAGING_ROW_GROUP,
+                   write_statistics=STAGING_STATISTICS,
+                   use_dictionary=[f.name for f in table.schema
+                                   if f.name in STAGING_STATISTICS
+                                   or pa.types.is_dictionary(f.type)
+                                   or not (pa.types.is_string(f.type)
+                                           or pa.types.is_large_string(f.type))])
+    size = path.stat().st_size
+    pa.default_memory_pool().release_unused()
+    return size
 
 
 def read_unit(u: Unit, *, owner: str | None, errors: str, tmp: Path | None) -> EventLog:
@@ -286,27 +397,28 @@ def _batches(group: list[Source], budget: int) -> Iterator[list[Source]]:
         yield batch
 
 
-def _line_blocks(fh: Any, chunk_bytes: int) -> Iterator[tuple[int, bytes, int]]:
-    """A file read in line-aligned blocks of about ``chunk_bytes``: (offset, bytes, lines
-    before it)."""
+def _line_blocks(fh: Any, chunk_bytes: int) -> Iterator[tuple[int, Any, int]]:
+    """A file read in line-aligned blocks of about ``chunk_bytes``: (offset, bytes (or a
+    memoryview of them), lines before it). Each block is read once into one buffer (the
+    next read starts after its last newline), not copied."""
     line_off = 0
     pos = 0
-    carry = b""
+    data = b""
     while True:
-        block = fh.read(chunk_bytes)
-        data = carry + block
-        if not block:
-            if data:
-                yield pos, data, line_off
+        fh.seek(pos)
+        del data  # (the previous block: freed before the next is read)
+        data = fh.read(chunk_bytes)
+        if not data:
             return
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            carry = data
-            continue
-        piece, carry = data[:cut + 1], data[cut + 1:]
-        yield pos, piece, line_off
-        pos += len(piece)
-        line_off += piece.count(b"\n")
+        cut = data.rfind(b"\n") if len(data) == chunk_bytes else len(data) - 1
+        while cut < 0:  # a line longer than the chunk: read on to its end
+            more = fh.read(chunk_bytes)
+            data += more
+            cut = data.rfind(b"\n") if len(more) == chunk_bytes else len(data) - 1
+        end = cut + 1
+        yield pos, (data if end == len(data) else memoryview(data)[:end]), line_off
+        pos += end
+        line_off += data.count(b"\n", 0, end)
 
 
 def _read_chunk(s: Source, tmp: Path, data: bytes, line_off: int, errors: str) -> EventLog:
@@ -370,7 +482,7 @@ def _add_quarantine(out: Staged, q: pa.Table, names: dict[str, Source], first: S
 
 
 def _stage(out: Staged, staging: Path | None, log: EventLog, batch: list[Source],
-           fmt: str) -> None:
+           fmt: str, writer: _StagingWriter | None = None) -> None:
     """One parsed unit into staging: events file (kept in ``out.tables`` when ``staging`` is
     None), key counts, quarantine, headers, spawns."""
     names: dict[str, Source] = {}
@@ -406,10 +518,12 @@ def _stage(out: Staged, staging: Path | None, log: EventLog, batch: list[Source]
             out.mem_bytes += st.nbytes
         else:
             f = staging / f"ev-{len(out.files)}.parquet"
-            pq.write_table(st, f, row_group_size=STAGING_ROW_GROUP)
             out.files.append(f)
             out.spans.append(spans)
-            out.disk_bytes += f.stat().st_size
+            if writer is None:
+                out.disk_bytes += _write_staging(st, f)
+            else:
+                writer.write(st, f)
         if fmt == PLEACH:
             out.spawns.append(spawns_of(t))
     pa.default_memory_pool().release_unused()  # the unit's buffers back to the OS

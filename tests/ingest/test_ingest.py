@@ -368,6 +368,11 @@ def test_bad_arguments_are_named(tmp_path: Path) -> None:
         parse_size("lots")
     with pytest.raises(ValueError, match="errors"):
         rk.ingest(DATA / "pleach", tmp_path / "x", errors="ignore")
+    from replaykit.errors import SettingError
+
+    with pytest.raises(SettingError, match="threads="):
+        rk.ingest(DATA / "pleach", tmp_path / "x", threads=0)
+    assert not (tmp_path / "x").exists()  # refused before anything is written
     plain_ds = tmp_path / "plain"
     rk.read_pleach(DATA / "pleach" / "harness_event_log.jsonl").to_parquet(plain_ds)
     with pytest.raises(IngestError, match="not written by ingest"):
@@ -395,3 +400,91 @@ def test_bad_arguments_are_named(tmp_path: Path) -> None:
         rk.ingest(f, tmp_path / "z", errors="raise", memory_limit="8MB", progress=False)
     assert not list((tmp_path / "z").glob("tenant_id=*"))  # nothing written
     assert not list((tmp_path / "z" / "_ingest").glob("*"))  # and nothing left beside it
+
+
+# ------------------------------------------------------------------ threads
+def _dataset_files(root: Path) -> dict[str, pa.Table]:
+    """Every Parquet file of an ingested dataset by its path under the tenant links (part
+    files and side tables), read as plain columns."""
+    import pyarrow.parquet as pq
+
+    return {str(p.relative_to(root)): plain(pq.read_table(p))
+            for p in sorted(root.glob("tenant_id=*/*.parquet"))}
+
+
+def test_the_concurrent_merge_writes_the_dataset_of_one_thread(
+        tmp_path: Path, pleach_lines: list[bytes], monkeypatch: pytest.MonkeyPatch) -> None:
+    import replaykit._base.native as native
+    from replaykit.ingest import _merge
+
+    monkeypatch.setattr(native, "cores", lambda: 4)  # (a 1-core runner still gets threads)
+    monkeypatch.delenv(native.ENV_THREADS, raising=False)
+    seen: set[str] = set()
+    real = _merge.merge_range
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.add(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_merge, "merge_range", spy)
+    from replaykit.ingest import _parse
+
+    staged: list[str] = []
+    real_write = _parse._write_staging
+
+    def spy_write(table, path):  # type: ignore[no-untyped-def]
+        staged.append(threading.current_thread().name)
+        return real_write(table, path)
+
+    monkeypatch.setattr(_parse, "_write_staging", spy_write)
+    files = split(pleach_lines[:700], tmp_path / "src", 3, seed=5, dups=4)
+    roots = {n: tmp_path / f"ds-{n}" for n in (1, 4)}
+    # small ranges (partition_events) and a limit that stages pieces to disk (a quarter of
+    # the limit stays in memory)
+    for n, root in roots.items():
+        rk.ingest(tmp_path / "src", root, memory_limit="1MB", partition_events=50,
+                  threads=n, progress=False)
+    assert any(name.startswith("replaykit-merge") for name in seen)  # ranges ran in the pool
+    assert any(name.startswith("replaykit-staging") for name in staged)  # and staging wrote
+    a, b = _dataset_files(roots[1]), _dataset_files(roots[4])
+    assert len([k for k in a if "/part-" in k]) > 6
+    assert a.keys() == b.keys()
+    for name in a:
+        assert a[name].equals(b[name]), name
+    # then a changed file: its runs' part files are rewritten (dirty ranges), concurrently too
+    with open(files[1], "ab") as fh:
+        fh.write(b"".join(pleach_lines[:30]))
+    seen.clear()
+    for n, root in roots.items():
+        rk.ingest(tmp_path / "src", root, memory_limit="1MB", partition_events=50,
+                  threads=n, progress=False)
+    assert any(name.startswith("replaykit-merge") for name in seen)
+    a, b = _dataset_files(roots[1]), _dataset_files(roots[4])
+    assert a.keys() == b.keys()
+    for name in a:
+        assert a[name].equals(b[name]), name
+    same_log(rk.read_parquet(roots[4]), reference(files, tmp_path))
+    partitions(roots[4])
+    check_counts(roots[4])
+
+
+@settings(max_examples=30, deadline=None)
+@given(lines=st.lists(st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"")),
+                      max_size=30),
+       tail=st.booleans(), chunk=st.integers(1, 64))
+def test_line_blocks_cut_a_file_at_newlines_without_losing_a_byte(
+        lines: list[bytes], tail: bool, chunk: int) -> None:
+    import io
+
+    from replaykit.ingest._parse import _line_blocks
+
+    data = b"\n".join(lines) + (b"" if tail else b"\n" if lines else b"")
+    got = list(_line_blocks(io.BytesIO(data), chunk))
+    assert b"".join(bytes(d) for _, d, _ in got) == data
+    pos = 0
+    for i, (off, d, line_off) in enumerate(got):
+        assert off == pos and line_off == data[:pos].count(b"\n")
+        assert len(d) > 0
+        if i < len(got) - 1:  # every block but the last ends a line
+            assert bytes(d).endswith(b"\n")
+        pos += len(d)
