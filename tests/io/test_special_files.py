@@ -188,3 +188,24 @@ def test_cli_and_python_use_one_rule(tmp_path):
             with pytest.raises(CliFileError, match=KIND_WORDS[kind].replace("(", r"\(")
                                .replace(")", r"\)")):
                 check_input_path(str(p))
+
+
+def test_the_same_file_named_twice_is_read_once_and_hard_links_both(tmp_path):
+    """expand_paths drops a file named again through a symbolic link, ``..`` or its folder,
+    in the order first named; two hard links are two names of the content and both stay
+    (read_events then reports the copy), as when every name was resolved."""
+    import os
+
+    from replaykit.io._common import expand_paths
+
+    d = tmp_path / "logs"
+    (d / "sub").mkdir(parents=True)
+    a, b = d / "a.jsonl", d / "sub" / "b.jsonl"
+    a.write_text("{}\n")
+    b.write_text("{}\n")
+    (tmp_path / "link.jsonl").symlink_to(a)
+    os.link(b, d / "c.jsonl")
+    got = expand_paths([tmp_path / "link.jsonl", d, d / "sub" / ".." / "a.jsonl", b],
+                       patterns=("*.jsonl",))
+    assert got == [tmp_path / "link.jsonl", d / "c.jsonl", d / "sub" / "b.jsonl"]
+    assert expand_paths(d, patterns=("*.jsonl", "a.*")) == [a, d / "c.jsonl", b]
