@@ -196,11 +196,14 @@ class EventLog:
 
     @classmethod
     def _loaded(cls, table: pa.Table, *, runs: pa.Table | None, quarantine: pa.Table | None,
-                extras: dict[str, pa.Table] | None, text_checked: bool) -> EventLog:
-        """``EventLog(table, ..., sort=False)`` for a loader that sorted ``table``; with
-        ``text_checked`` (its every text column is known UTF-8: the pleach loader's native
-        scan checked the bytes it came from) the validation leaves out the UTF-8 pass, the
-        rest (types, nulls, kinds, order) is the same."""
+                extras: dict[str, pa.Table] | None, text_checked: bool,
+                sort: bool = False) -> EventLog:
+        """``EventLog(table, ..., sort=sort)`` for a loader; with ``text_checked`` (its every
+        text column is known UTF-8: the pleach and toh loaders' native scans checked the
+        bytes it came from) the validation leaves out the UTF-8 pass, the rest (types,
+        nulls, kinds, order) is the same."""
+        if sort and table.schema.names[:len(EVENTS_SCHEMA)] == EVENTS_SCHEMA.names:
+            table = sort_events(table)
         _validate(table, text=not text_checked)
         self = cls.__new__(cls)
         self._setup(table, runs, quarantine, extras)

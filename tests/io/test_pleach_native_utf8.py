@@ -136,3 +136,36 @@ def test_a_block_with_bad_bytes_is_checked(tmp_path: Path,
     assert log.table.column("seq").to_pylist() == [0]
     assert log.quarantine.column("reason").to_pylist() == ["bad_utf8"]
     assert text_is_utf8(log.table)
+
+
+def test_toh_native_scan_leaves_out_the_pass(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_toh: the same rule (its native scan checks each file's bytes are UTF-8)."""
+    from replaykit.datasets import generate_toh
+    from replaykit.io.toh import _nativepath
+
+    path = generate_toh(tmp_path / "s" / "session.jsonl", events=300, seed=3)
+    with native_path(True):
+        assert _nativepath.native_file(path.read_bytes()) is not None  # read natively
+    with native_path(False):
+        reference = rk.read_toh(path, owner="t", progress=False)
+    passes = _utf8_passes(monkeypatch)
+    with native_path(True):
+        log = rk.read_toh(path, owner="t", progress=False)
+    assert passes == []
+    assert text_is_utf8(log.table)
+    assert log.table.equals(reference.table)
+    # a byte that is not UTF-8 in one line: the scan declines, the table is checked
+    lines = path.read_bytes().split(b"\n")
+    k = next(i for i, ln in enumerate(lines) if i and b'"' in ln)
+    at = lines[k].rindex(b'"')
+    lines[k] = lines[k][:at] + b"\xff" + lines[k][at:]
+    bad = tmp_path / "b" / "session.jsonl"
+    bad.parent.mkdir()
+    bad.write_bytes(b"\n".join(lines))
+    passes.clear()
+    with native_path(True):
+        log = rk.read_toh(bad, owner="t", errors="quarantine", progress=False)
+    assert passes == [len(log)]
+    assert "bad_utf8" in log.quarantine.column("reason").to_pylist()
+    assert text_is_utf8(log.table)
