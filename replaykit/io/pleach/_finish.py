@@ -50,13 +50,8 @@ def _finish(
     n = env.num_rows
     prev_hash, row_hash = env.column("prev_hash"), env.column("row_hash")
     env = env.drop_columns(["prev_hash", "row_hash"])
-    # the three dictionaries (one hash pass over each column) built at once on replaykit's
-    # threads (Arrow's kernels release the GIL)
-    with ThreadPoolExecutor(min(3, _native.threads())) as pool:
-        got_tenant = pool.submit(_encoded, env.column("tenant_id"))
-        got_chat = pool.submit(_encoded, env.column("chat_id"))
-        got_tk = pool.submit(_type_and_kind, env.column("event_type"))
-        tenant, chat, type_kind = got_tenant.result(), got_chat.result(), got_tk.result()
+    tenant = env.column("tenant_id").dictionary_encode().combine_chunks()
+    chat = env.column("chat_id").dictionary_encode().combine_chunks()
     seq = env.column("sequence_number").to_numpy()
 
     # One stable sort by (tenant_id, chat_id, sequence_number) finds the duplicates (equal
@@ -74,7 +69,6 @@ def _finish(
         idx = pa.array(kept)
         ts = ts.take(idx)
         env = pa.table({c: _take_runs(env.column(c), kept) for c in env.column_names})
-        type_kind = _type_and_kind(env.column("event_type"))  # (the kept rows' dictionary)
         typed = pa.table({c: _take_runs(typed.column(c), kept) for c in typed.column_names})
         tenant, chat = tenant.take(idx), chat.take(idx)
         line, src_idx, seq = line[keep], src_idx[keep], seq[keep]
@@ -86,10 +80,9 @@ def _finish(
     if _native.enabled():
         # the native core gathers every column into run order (its threads, no GIL); the
         # inputs are handed over in a dict so each is freed as soon as it is used
-        state: dict[str, Any] = {"type_kind": type_kind, "typed": typed, "tenant": tenant,
-                                 "chat": chat, "seq": seq, "ts": ts, "line": line,
-                                 "src_idx": src_idx}
-        del env, typed, tenant, chat, seq, ts, line, src_idx, type_kind
+        state: dict[str, Any] = {"env": env, "typed": typed, "tenant": tenant, "chat": chat,
+                                 "seq": seq, "ts": ts, "line": line, "src_idx": src_idx}
+        del env, typed, tenant, chat, seq, ts, line, src_idx
         table, child = _native_columns(state, source_names, big_columns, order, big_order)
         return _fill_derived(table, child), dup_by_source
     # The big columns are copied into sorted order on replaykit's threads (Arrow's
@@ -105,7 +98,8 @@ def _finish(
     with ThreadPoolExecutor(min(_native.threads(), len(big_columns))) as pool:
         names = sorted(big_columns, key=lambda k: -big_columns[k].nbytes)
         copies = {name: pool.submit(copy_big, name) for name in names}
-        cols = {**type_kind, **{c: typed.column(c) for c in typed.column_names}}
+        cols = {**_type_and_kind(env.column("event_type")),
+                **{c: typed.column(c) for c in typed.column_names}}
         del typed
         child = cols.pop("_child")
         source = pa.DictionaryArray.from_arrays(
@@ -130,7 +124,7 @@ def _finish(
             },
             sort=False, combine=big_order is None,  # the take below makes them contiguous
         )
-        del env, cols, tenant, chat, ts, line, src_idx, seq, blank, type_kind
+        del env, cols, tenant, chat, ts, line, src_idx, seq, blank
         if big_order is not None:
             idx = pa.array(order)
             table, child = table.take(idx), child.take(idx)
@@ -138,11 +132,6 @@ def _finish(
     for name, big in done.items():
         table = table.set_column(table.schema.get_field_index(name), table.schema.field(name), big)
     return _fill_derived(table, child), dup_by_source
-
-
-def _encoded(col: pa.ChunkedArray) -> pa.DictionaryArray:
-    """``col`` dictionary-encoded, as one array."""
-    return col.dictionary_encode().combine_chunks()
 
 
 def _duplicates(
@@ -175,16 +164,17 @@ def _native_columns(
 ) -> tuple[pa.Table, pa.Array]:
     """_finish's table, its columns put into run order by the native core (``_native.take``).
 
-    ``state`` (type_kind, typed, tenant, chat, seq, ts, line, src_idx: _finish's inputs, popped
+    ``state`` (env, typed, tenant, chat, seq, ts, line, src_idx: _finish's inputs, popped
     here so each is freed once used) gives the small columns, built (dictionaries, casts)
     first; then each large text column is copied on every thread, source chunk by source
     chunk, each chunk released once copied (``_native.take_freeing``); then the small
     columns are gathered in one call, spread over the threads. Peak memory: about the
     inputs. The same table as the reference's takes.
     """
-    typed = state.pop("typed")
-    cols = {**state.pop("type_kind"), **{c: typed.column(c) for c in typed.column_names}}
-    del typed
+    env, typed = state.pop("env"), state.pop("typed")
+    cols = {**_type_and_kind(env.column("event_type")),
+            **{c: typed.column(c) for c in typed.column_names}}
+    del env, typed
     child = cols.pop("_child")
     src_idx = state.pop("src_idx")
     source = pa.DictionaryArray.from_arrays(
