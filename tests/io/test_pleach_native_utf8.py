@@ -61,7 +61,7 @@ def _export(draw: Any) -> tuple[str, list[dict[str, Any]]]:
     return "".join(json.dumps(r, ensure_ascii=ascii_only) + "\n" for r in rows), rows
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(export=_export())
 def test_native_scan_text_is_utf8_without_the_pass(
