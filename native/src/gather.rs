@@ -263,11 +263,11 @@ fn take_with(
     locs: Option<&[u64]>,
     threads: usize,
 ) -> Result<Gathered, String> {
-    let offsets = check(layout, chunks)?;
+    let n = order.len();
+    let offsets = check_on(layout, chunks, threads_for(n, threads))?;
     let offsets = &offsets;
     let loc = Locator::new(chunks);
     let total = loc.total();
-    let n = order.len();
     // every index checked once; rows are then located chunk by chunk (orders come in runs)
     if let Some(&r) = order.iter().find(|&&r| r < 0 || r as u64 >= total as u64) {
         return Err(format!("index {r} beyond the column's {total} rows"));
@@ -286,37 +286,74 @@ fn take_with(
         single: (chunks.len() == 1).then(|| chunks[0].offset),
     };
     let locate = &locate;
-    // validity
+    let t = threads_for(n, threads);
+    let ranges = byte_ranges(n, t);
+    // validity: each range of whole bitmap bytes on its own
     let any_nulls = chunks.iter().any(|c| c.valid.is_some());
     let mut nulls = 0usize;
     let valid = if any_nulls {
         let mut bits = vec![0u8; n.div_ceil(8)];
-        let mut h = 0usize;
-        for k in 0..n {
-            let (c, i) = locate.at(k, &mut h);
-            if chunks[c].valid.is_none_or(|v| bit(v, i)) {
-                bits[k >> 3] |= 1 << (k & 7);
-            } else {
-                nulls += 1;
-            }
+        let mut tasks: Vec<(usize, usize, &mut [u8])> = Vec::with_capacity(ranges.len());
+        let mut rest = bits.as_mut_slice();
+        for &(lo, hi) in &ranges {
+            let (v, tail) = rest.split_at_mut(hi.div_ceil(8) - lo / 8);
+            tasks.push((lo, hi, v));
+            rest = tail;
         }
+        let missing = std::sync::atomic::AtomicUsize::new(0);
+        crate::par::run_tasks(tasks, t, |(lo, hi, v)| {
+            let mut h = 0usize;
+            let mut m = 0usize;
+            for k in lo..hi {
+                let (c, i) = locate.at(k, &mut h);
+                if chunks[c].valid.is_none_or(|bm| bit(bm, i)) {
+                    let j = k - lo;
+                    v[j >> 3] |= 1 << (j & 7);
+                } else {
+                    m += 1;
+                }
+            }
+            missing.fetch_add(m, std::sync::atomic::Ordering::Relaxed);
+        });
+        nulls = missing.into_inner();
         (nulls > 0).then_some(bits)
     } else {
         None
     };
-    let t = threads_for(n, threads);
     let values = match layout {
         Layout::Str32 | Layout::Str64 => {
-            // output offsets: one pass, serial
-            let mut offs: Vec<usize> = Vec::with_capacity(n + 1);
+            // output offsets: each range's bytes summed, then each range's offsets written
+            // from its start (two passes over the ranges, in parallel)
+            let sums = crate::par::map_ranges(&ranges, t, |lo, hi| {
+                let mut h = 0usize;
+                let mut size = 0usize;
+                for k in lo..hi {
+                    let (c, i) = locate.at(k, &mut h);
+                    size += offsets[c].get(i + 1) - offsets[c].get(i);
+                }
+                size
+            });
+            let mut offs: Vec<usize> = vec![0; n + 1];
             let mut size = 0usize;
-            offs.push(0);
-            let mut h = 0usize;
-            for k in 0..n {
-                let (c, i) = locate.at(k, &mut h);
-                let (lo, hi) = (offsets[c].get(i), offsets[c].get(i + 1));
-                size += hi - lo;
-                offs.push(size);
+            {
+                let mut tasks: Vec<(usize, usize, usize, &mut [usize])> =
+                    Vec::with_capacity(ranges.len());
+                let mut rest = &mut offs[1..];
+                for (&(lo, hi), &s) in ranges.iter().zip(&sums) {
+                    let (o, tail) = rest.split_at_mut(hi - lo);
+                    tasks.push((lo, hi, size, o));
+                    rest = tail;
+                    size += s;
+                }
+                crate::par::run_tasks(tasks, t, |(lo, hi, base, o)| {
+                    let mut h = 0usize;
+                    let mut at = base;
+                    for k in lo..hi {
+                        let (c, i) = locate.at(k, &mut h);
+                        at += offsets[c].get(i + 1) - offsets[c].get(i);
+                        o[k - lo] = at;
+                    }
+                });
             }
             if layout == Layout::Str32 && size > i32::MAX as usize {
                 return Err("string data beyond 2 GB: use large offsets".into());
@@ -501,17 +538,33 @@ pub struct Plan {
 }
 
 /// The [`Plan`] of gathering `order` (global row numbers over `chunks`, none repeated) of a
-/// string column.
+/// string column, on the core's thread count ([`crate::par::threads`]).
 pub fn plan(layout: Layout, chunks: &[Chunk<'_>], order: &[i64]) -> Result<Plan, String> {
+    plan_with(layout, chunks, order, 0)
+}
+
+/// [`plan`] on up to `threads` threads (0: the core's count). `order` is cut into ranges of
+/// whole bytes of the validity bitmap, several per thread: a first pass checks each range's
+/// rows and sums their lengths, and a second writes each range's output offsets, validity and
+/// its rows' destinations (each row's slot is claimed by an atomic swap, so a repeated row is
+/// an error whichever range meets it first). The same plan on any thread count.
+pub fn plan_with(
+    layout: Layout,
+    chunks: &[Chunk<'_>],
+    order: &[i64],
+    threads: usize,
+) -> Result<Plan, String> {
+    use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+    const _: () = assert!(std::mem::align_of::<AtomicI64>() == std::mem::align_of::<i64>());
     if !matches!(layout, Layout::Str32 | Layout::Str64) {
         return Err("plan of a string column".into());
     }
-    let offsets = check(layout, chunks)?;
+    let n = order.len();
+    let t = threads_for(n, threads);
+    let offsets = check_on(layout, chunks, t)?;
+    let offsets = &offsets;
     let loc = Locator::new(chunks);
     let total = loc.total();
-    if let Some(&r) = order.iter().find(|&&r| r < 0 || r as u64 >= total as u64) {
-        return Err(format!("index {r} beyond the column's {total} rows"));
-    }
     let locate = Loc {
         locs: None,
         order,
@@ -519,44 +572,125 @@ pub fn plan(layout: Layout, chunks: &[Chunk<'_>], order: &[i64]) -> Result<Plan,
         chunks,
         single: (chunks.len() == 1).then(|| chunks[0].offset),
     };
-    let n = order.len();
-    let mut out = Vec::with_capacity(n + 1);
-    let mut dest = vec![-1i64; total];
-    let mut size = 0i64;
-    out.push(0i64);
-    let mut h = 0usize;
-    for (k, &r) in order.iter().enumerate() {
-        let (c, i) = locate.at(k, &mut h);
-        let slot = &mut dest[r as usize];
-        if *slot >= 0 {
-            return Err(format!("row {r} is taken twice"));
+    let locate = &locate;
+    let ranges = byte_ranges(n, t);
+    // pass 1: every index in range, and the bytes of each range's rows
+    let sizes = crate::par::map_ranges(&ranges, t, |lo, hi| -> Result<i64, String> {
+        let part = &order[lo..hi];
+        if let Some(&r) = part.iter().find(|&&r| r < 0 || r as u64 >= total as u64) {
+            return Err(format!("index {r} beyond the column's {total} rows"));
         }
-        *slot = size;
-        size += (offsets[c].get(i + 1) - offsets[c].get(i)) as i64;
-        out.push(size);
-    }
-    let mut nulls = 0usize;
-    let valid = if chunks.iter().any(|c| c.valid.is_some()) {
-        let mut bits = vec![0u8; n.div_ceil(8)];
         let mut h = 0usize;
-        for k in 0..n {
+        let mut size = 0i64;
+        for k in lo..hi {
             let (c, i) = locate.at(k, &mut h);
-            if chunks[c].valid.is_none_or(|v| bit(v, i)) {
-                bits[k >> 3] |= 1 << (k & 7);
-            } else {
-                nulls += 1;
-            }
+            size += (offsets[c].get(i + 1) - offsets[c].get(i)) as i64;
         }
-        (nulls > 0).then_some(bits)
-    } else {
-        None
-    };
+        Ok(size)
+    });
+    let mut base = Vec::with_capacity(ranges.len());
+    let mut size = 0i64;
+    for s in sizes {
+        base.push(size);
+        size += s?;
+    }
+    // pass 2: offsets, destinations and validity, each range into its own part
+    let mut out = vec![0i64; n + 1];
+    let mut dest = vec![-1i64; total];
+    // SAFETY: AtomicI64 has the size and (asserted above) the alignment of i64; `dest` is
+    // only accessed through this view until the view is dropped below
+    let slots: &[AtomicI64] =
+        unsafe { &*(dest.as_mut_slice() as *mut [i64] as *const [AtomicI64]) };
+    let with_valid = chunks.iter().any(|c| c.valid.is_some());
+    let mut bits = vec![0u8; if with_valid { n.div_ceil(8) } else { 0 }];
+    let nulls = AtomicUsize::new(0);
+    let twice = AtomicI64::new(-1);
+    {
+        let mut tasks: Vec<PlanPart<'_>> = Vec::with_capacity(ranges.len());
+        let (mut out_rest, mut bit_rest) = (&mut out[1..], bits.as_mut_slice());
+        for (&(lo, hi), &b) in ranges.iter().zip(&base) {
+            let (o, ot) = out_rest.split_at_mut(hi - lo);
+            let nb = if with_valid {
+                hi.div_ceil(8) - lo / 8
+            } else {
+                0
+            };
+            let (v, vt) = bit_rest.split_at_mut(nb);
+            tasks.push((lo, hi, b, o, v));
+            out_rest = ot;
+            bit_rest = vt;
+        }
+        crate::par::run_tasks(tasks, t, |(lo, hi, b, o, v)| {
+            let mut h = 0usize;
+            let mut size = b;
+            let mut missing = 0usize;
+            for k in lo..hi {
+                let (c, i) = locate.at(k, &mut h);
+                let r = order[k];
+                if slots[r as usize].swap(size, Ordering::Relaxed) >= 0 {
+                    twice.store(r, Ordering::Relaxed);
+                }
+                size += (offsets[c].get(i + 1) - offsets[c].get(i)) as i64;
+                o[k - lo] = size;
+                if with_valid {
+                    if chunks[c].valid.is_none_or(|bm| bit(bm, i)) {
+                        let j = k - lo / 8 * 8;
+                        v[j >> 3] |= 1 << (j & 7);
+                    } else {
+                        missing += 1;
+                    }
+                }
+            }
+            nulls.fetch_add(missing, Ordering::Relaxed);
+        });
+    }
+    let r = twice.load(Ordering::Relaxed);
+    if r >= 0 {
+        return Err(format!("row {r} is taken twice"));
+    }
+    let nulls = nulls.into_inner();
     Ok(Plan {
         offsets: out,
         dest,
-        valid,
+        valid: (nulls > 0).then_some(bits),
         nulls,
     })
+}
+
+/// A range of [`plan_with`]'s rows: (first, end, bytes before it, its output offsets, its
+/// validity bytes).
+type PlanPart<'a> = (usize, usize, i64, &'a mut [i64], &'a mut [u8]);
+
+/// `0..n` cut into ranges for [`plan_with`]: about [`crate::par::CHUNKS_PER_THREAD`] per
+/// thread, each starting at a multiple of 8 (a whole byte of a validity bitmap).
+fn byte_ranges(n: usize, threads: usize) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (lo, hi) in crate::par::ranges(n, threads, 8192) {
+        let (lo, hi) = (lo / 8 * 8, if hi == n { n } else { hi / 8 * 8 });
+        match out.last_mut() {
+            Some(last) if lo < last.1 || hi <= lo => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
+/// [`check`] of the chunks, spread over up to `threads` threads (one chunk at a time each).
+fn check_on<'a>(
+    layout: Layout,
+    chunks: &[Chunk<'a>],
+    threads: usize,
+) -> Result<Vec<Offs<'a>>, String> {
+    if threads <= 1 || chunks.len() <= 1 {
+        return check(layout, chunks);
+    }
+    let ranges: Vec<(usize, usize)> = (0..chunks.len()).map(|k| (k, k + 1)).collect();
+    let got = crate::par::map_ranges(&ranges, threads, |a, b| check(layout, &chunks[a..b]));
+    let mut out = Vec::with_capacity(chunks.len());
+    for g in got {
+        out.extend(g?);
+    }
+    Ok(out)
 }
 
 /// Copy each row of a string chunk to its place in `out`: row `i` of the chunk (row
@@ -737,6 +871,71 @@ mod tests {
         let b = take(Layout::Str64, &chunks, &order, 3).unwrap();
         assert_eq!(strs(&a), strs(&b));
         assert_eq!(strs(&a)[0].as_deref(), Some(refs[99_999]));
+    }
+
+    #[test]
+    fn plan_and_take_with_nulls_over_chunks_match_one_thread() {
+        // 3 chunks (the middle one sliced and with nulls), 150,001 rows: the parallel
+        // offsets, validity and destinations equal the serial ones, bit for bit
+        let items: Vec<String> = (0..150_001).map(|i| "x".repeat(i % 13)).collect();
+        let refs: Vec<&str> = items.iter().map(|s| s.as_str()).collect();
+        let (o1, d1) = spans_of(&refs[..40_000]);
+        let (o2, d2) = spans_of(&refs[39_995..100_000]);
+        let (o3, d3) = spans_of(&refs[100_000..]);
+        let v2: Vec<u8> = (0..(60_005usize).div_ceil(8))
+            .map(|i| if i % 7 == 3 { 0b1011_0111 } else { 0xff })
+            .collect();
+        let chunks = [
+            Chunk {
+                offset: 0,
+                len: 40_000,
+                valid: None,
+                b1: &o1,
+                b2: &d1,
+            },
+            Chunk {
+                offset: 5,
+                len: 60_000,
+                valid: Some(&v2),
+                b1: &o2,
+                b2: &d2,
+            },
+            Chunk {
+                offset: 0,
+                len: 50_001,
+                valid: None,
+                b1: &o3,
+                b2: &d3,
+            },
+        ];
+        // a permutation in runs (as a sort's order of a log file), reversed in places
+        let mut order: Vec<i64> = (0..150_001i64).collect();
+        for run in order.chunks_mut(997).step_by(3) {
+            run.reverse();
+        }
+        order.rotate_left(12_345);
+        let one = plan_with(Layout::Str64, &chunks, &order, 1).unwrap();
+        for t in [2, 3, 8] {
+            let p = plan_with(Layout::Str64, &chunks, &order, t).unwrap();
+            assert_eq!(p.offsets, one.offsets);
+            assert_eq!(p.dest, one.dest);
+            assert_eq!((p.nulls, &p.valid), (one.nulls, &one.valid));
+            let a = take(Layout::Str64, &chunks, &order, 1).unwrap();
+            let b = take(Layout::Str64, &chunks, &order, t).unwrap();
+            assert_eq!(strs(&a), strs(&b));
+            assert_eq!((a.nulls, &a.valid), (b.nulls, &b.valid));
+            assert_eq!((a.nulls, &a.valid), (one.nulls, &one.valid));
+        }
+        assert!(one.nulls > 0);
+        // a row taken twice, or out of range, is an error on any count
+        let mut twice = order.clone();
+        twice[140_000] = twice[3];
+        let mut beyond = order.clone();
+        beyond[100_000] = 150_001;
+        for t in [1, 2, 8] {
+            assert!(plan_with(Layout::Str64, &chunks, &twice, t).is_err());
+            assert!(plan_with(Layout::Str64, &chunks, &beyond, t).is_err());
+        }
     }
 
     #[test]

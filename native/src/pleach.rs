@@ -13,7 +13,7 @@
 //! [`scan_line`].
 
 use crate::canon;
-use crate::cols::{BoolCol, I64Col, StrCol};
+use crate::cols::{Bits, BoolCol, I64Col, StrCol};
 use crate::json::{decoded, is_ws, parse_i64, unescape_into, Bail, Kind, Scanner, Str, R};
 use sha2::{Digest, Sha256};
 
@@ -95,30 +95,6 @@ impl Derived {
             lean: false,
             args_bytes: 0,
         }
-    }
-
-    /// Rows of `o` after these (row numbers of `py_hash_rows` shifted by `base`).
-    fn append(&mut self, o: &Derived, base: i64) {
-        self.turn.append(&o.turn);
-        for (a, b) in [
-            (&mut self.event_id, &o.event_id),
-            (&mut self.ref_id, &o.ref_id),
-            (&mut self.tool_name, &o.tool_name),
-            (&mut self.args_hash, &o.args_hash),
-            (&mut self.cache_key, &o.cache_key),
-            (&mut self.finish, &o.finish),
-            (&mut self.child, &o.child),
-            (&mut self.args, &o.args),
-            (&mut self.text, &o.text),
-        ] {
-            a.append(b);
-        }
-        self.is_error.values.append(&o.is_error.values);
-        self.input_tokens.append(&o.input_tokens);
-        self.output_tokens.append(&o.output_tokens);
-        self.py_hash_rows
-            .extend(o.py_hash_rows.iter().map(|&r| r + base));
-        self.args_bytes += o.args_bytes;
     }
 
     /// True when a 32-bit column's offsets would overflow (the caller then declines).
@@ -975,7 +951,17 @@ pub fn derive_payloads(codes: &[u8], offs: &[u8], data: &[u8]) -> Result<Option<
     if n == 0 {
         return Ok(Some(Derived::new(0, 0))); // (also no offsets at all: nothing to read)
     }
-    let threads = crate::par::threads();
+    derive_on(codes, offs, data, n, crate::par::threads())
+}
+
+/// [`derive_payloads`] of `n` rows on up to `threads` threads (the offsets checked).
+fn derive_on(
+    codes: &[u8],
+    offs: &[u8],
+    data: &[u8],
+    n: usize,
+    threads: usize,
+) -> Result<Option<Derived>, String> {
     if threads < 2 || n < 8192 {
         let got = derive_range(codes, offs, data, 0, n);
         return Ok(got.filter(|d| !d.overflows()));
@@ -984,17 +970,105 @@ pub fn derive_payloads(codes: &[u8], offs: &[u8], data: &[u8]) -> Result<Option<
     let parts: Vec<Option<Derived>> = crate::par::map_ranges(&ranges, threads, |lo, hi| {
         derive_range(codes, offs, data, lo, hi)
     });
-    let mut parts = parts.into_iter();
-    let Some(Some(mut out)) = parts.next() else {
+    let Some(parts) = parts.into_iter().collect::<Option<Vec<Derived>>>() else {
         return Ok(None);
     };
-    let mut base = out.turn.values.len() as i64;
-    for p in parts {
-        let Some(p) = p else { return Ok(None) };
-        out.append(&p, base);
-        base += p.turn.values.len() as i64;
-    }
+    let out = Derived::concat(parts, threads);
     Ok((!out.overflows()).then_some(out))
+}
+
+/// A column of [`Derived`] and the same column of the parts that follow it, for
+/// [`Derived::concat`].
+enum Join<'a> {
+    Str(&'a mut StrCol, Vec<&'a StrCol>),
+    Int(&'a mut I64Col, Vec<&'a I64Col>),
+    Bool(&'a mut Bits, Vec<&'a Bits>),
+}
+
+impl Join<'_> {
+    fn run(self) {
+        match self {
+            Join::Str(a, rest) => {
+                a.data.reserve(rest.iter().map(|b| b.data.len()).sum());
+                let rows: usize = rest.iter().map(|b| b.len()).sum();
+                match &mut a.offsets {
+                    crate::cols::Offsets::I32(v) => v.reserve(rows),
+                    crate::cols::Offsets::I64(v) => v.reserve(rows),
+                }
+                a.valid.bytes.reserve(rows.div_ceil(8) + 1);
+                rest.into_iter().for_each(|b| a.append(b));
+            }
+            Join::Int(a, rest) => {
+                let rows: usize = rest.iter().map(|b| b.values.len()).sum();
+                a.values.reserve(rows);
+                a.valid.bytes.reserve(rows.div_ceil(8) + 1);
+                rest.into_iter().for_each(|b| a.append(b));
+            }
+            Join::Bool(a, rest) => {
+                a.bytes
+                    .reserve(rest.iter().map(|b| b.bytes.len()).sum::<usize>() + 1);
+                rest.into_iter().for_each(|b| a.append(b));
+            }
+        }
+    }
+}
+
+impl Derived {
+    /// The parts (consecutive ranges of rows, in order) as one: the same as appending each
+    /// to the first, with every column joined on a task of its own (the
+    /// largest first) on up to `threads` threads, each column's room reserved once.
+    fn concat(mut parts: Vec<Derived>, threads: usize) -> Derived {
+        if parts.is_empty() {
+            return Derived::new(0, 0);
+        }
+        let rest = parts.split_off(1);
+        let mut out = parts.pop().expect("one part");
+        let mut base = out.turn.values.len() as i64;
+        for p in &rest {
+            out.py_hash_rows
+                .extend(p.py_hash_rows.iter().map(|&r| r + base));
+            out.args_bytes += p.args_bytes;
+            base += p.turn.values.len() as i64;
+        }
+        let strs = |f: fn(&Derived) -> &StrCol| rest.iter().map(f).collect::<Vec<_>>();
+        let ints = |f: fn(&Derived) -> &I64Col| rest.iter().map(f).collect::<Vec<_>>();
+        let Derived {
+            turn,
+            event_id,
+            ref_id,
+            tool_name,
+            args_hash,
+            cache_key,
+            is_error,
+            finish,
+            input_tokens,
+            output_tokens,
+            child,
+            args,
+            text,
+            ..
+        } = &mut out;
+        let jobs = vec![
+            Join::Str(text, strs(|d| &d.text)),
+            Join::Str(args, strs(|d| &d.args)),
+            Join::Str(ref_id, strs(|d| &d.ref_id)),
+            Join::Str(args_hash, strs(|d| &d.args_hash)),
+            Join::Str(cache_key, strs(|d| &d.cache_key)),
+            Join::Str(event_id, strs(|d| &d.event_id)),
+            Join::Str(tool_name, strs(|d| &d.tool_name)),
+            Join::Str(finish, strs(|d| &d.finish)),
+            Join::Str(child, strs(|d| &d.child)),
+            Join::Int(turn, ints(|d| &d.turn)),
+            Join::Int(input_tokens, ints(|d| &d.input_tokens)),
+            Join::Int(output_tokens, ints(|d| &d.output_tokens)),
+            Join::Bool(
+                &mut is_error.values,
+                rest.iter().map(|d| &d.is_error.values).collect(),
+            ),
+        ];
+        crate::par::run_tasks(jobs, threads, Join::run);
+        out
+    }
 }
 
 /// Whitespace helper for tests and the fuzz target: true when `b` holds only JSON whitespace.
@@ -1182,6 +1256,36 @@ mod tests {
         assert_eq!(got.input_tokens.get(2), Some(3));
         let want: Vec<i64> = (0..2000).map(|j| (j * k + 1) as i64).collect();
         assert_eq!(got.py_hash_rows, want);
+        // the same on any thread count: one range, or ranges joined column by column
+        let cols = |d: &Derived| {
+            [
+                &d.event_id,
+                &d.ref_id,
+                &d.tool_name,
+                &d.args_hash,
+                &d.cache_key,
+                &d.finish,
+                &d.child,
+                &d.args,
+                &d.text,
+            ]
+            .map(strs)
+        };
+        let ints = |d: &Derived| {
+            (0..many.len())
+                .map(|i| (d.turn.get(i), d.input_tokens.get(i), d.output_tokens.get(i)))
+                .collect::<Vec<_>>()
+        };
+        let one = derive_on(&codes, &o, &d, many.len(), 1).unwrap().unwrap();
+        for t in [2, 3, 7] {
+            let p = derive_on(&codes, &o, &d, many.len(), t).unwrap().unwrap();
+            assert_eq!(cols(&p), cols(&one), "{t} threads");
+            assert_eq!(ints(&p), ints(&one), "{t} threads");
+            assert_eq!(p.is_error.values.bytes, one.is_error.values.bytes);
+            assert_eq!(p.is_error.values.len, one.is_error.values.len);
+            assert_eq!(p.py_hash_rows, one.py_hash_rows);
+            assert_eq!(p.args_bytes, one.args_bytes);
+        }
         // declined: a payload it is not sure of; errors: bad offsets, codes not one per row
         let (o, d) = spans_of(&["{}", r#"{"t\u006fol":"a"}"#]);
         assert!(derive_payloads(&[0, 5], &o, &d).unwrap().is_none());

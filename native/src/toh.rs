@@ -691,7 +691,7 @@ pub fn scan_file_with(file: &[u8], threads: usize) -> Option<TohOut> {
     }
     for part in parts {
         let part = part?;
-        first.append(part)?;
+        first.append(part, threads)?;
     }
     let mut out = first.out;
     fill_call_ids(&mut out);
@@ -711,9 +711,10 @@ struct Chunk {
 }
 
 impl Chunk {
-    /// Append the next chunk: None when the two envelope modes differ (the reference
-    /// quarantines the later lines).
-    fn append(&mut self, o: Chunk) -> Option<()> {
+    /// Append the next chunk, each column on a task of its own (the largest first) on up to
+    /// `threads` threads: None when the two envelope modes differ (the reference quarantines
+    /// the later lines).
+    fn append(&mut self, o: Chunk, threads: usize) -> Option<()> {
         match (self.env_full, o.env_full) {
             (Some(a), Some(b)) if a != b => return None,
             (None, b) => self.env_full = b,
@@ -722,38 +723,71 @@ impl Chunk {
         let events = self.out.len() as i64;
         let full = self.env_full == Some(true);
         let lines = self.lines;
-        let a = &mut self.out;
-        let b = o.out;
-        // the payload column (most of the bytes) is joined on a second thread while this one
-        // joins the rest: the copy into fresh pages is bound by page faults, not bandwidth
-        let (payload, b_payload) = (&mut a.payload, &b.payload);
-        std::thread::scope(|sc| {
-            sc.spawn(move || payload.append(b_payload));
-            a.text.append(&b.text);
-        });
-        a.line.extend(b.line.iter().map(|l| l + lines));
-        if full {
-            a.seq.extend_from_slice(&b.seq);
-        } else {
-            a.seq.extend(b.seq.iter().map(|s| s + events));
+        let b = &o.out;
+        // every column joined on a task of its own: the copy into fresh pages is bound by
+        // page faults, not bandwidth, so the columns are spread over the threads (the payload,
+        // most of the bytes, first)
+        let TohOut {
+            line,
+            seq,
+            time,
+            typ,
+            payload,
+            turn,
+            step,
+            chunk_type,
+            text,
+            ref_id,
+            tool_name,
+            args_hash,
+            cache_key,
+            is_error,
+            finish,
+            input_tokens,
+            output_tokens,
+            event_id,
+            call_kind,
+            py_hash_rows,
+            ..
+        } = &mut self.out;
+        type Task<'t> = Box<dyn FnOnce() + Send + 't>;
+        let strs: [(&mut StrCol, &StrCol); 10] = [
+            (typ, &b.typ),
+            (chunk_type, &b.chunk_type),
+            (ref_id, &b.ref_id),
+            (tool_name, &b.tool_name),
+            (args_hash, &b.args_hash),
+            (cache_key, &b.cache_key),
+            (finish, &b.finish),
+            (event_id, &b.event_id),
+            (text, &b.text),
+            (payload, &b.payload),
+        ];
+        let mut tasks: Vec<Task<'_>> = Vec::with_capacity(20);
+        for (a, c) in strs.into_iter().rev() {
+            tasks.push(Box::new(move || a.append(c)));
         }
-        a.time.append(&b.time);
-        a.typ.append(&b.typ);
-        a.turn.append(&b.turn);
-        a.step.append(&b.step);
-        a.chunk_type.append(&b.chunk_type);
-        a.ref_id.append(&b.ref_id);
-        a.tool_name.append(&b.tool_name);
-        a.args_hash.append(&b.args_hash);
-        a.cache_key.append(&b.cache_key);
-        a.is_error.values.append(&b.is_error.values);
-        a.finish.append(&b.finish);
-        a.input_tokens.append(&b.input_tokens);
-        a.output_tokens.append(&b.output_tokens);
-        a.event_id.append(&b.event_id);
-        a.call_kind.extend_from_slice(&b.call_kind);
-        a.py_hash_rows
-            .extend(b.py_hash_rows.iter().map(|r| r + events));
+        tasks.push(Box::new(move || {
+            line.extend(b.line.iter().map(|l| l + lines));
+            call_kind.extend_from_slice(&b.call_kind);
+            py_hash_rows.extend(b.py_hash_rows.iter().map(|r| r + events));
+        }));
+        tasks.push(Box::new(move || {
+            if full {
+                seq.extend_from_slice(&b.seq);
+            } else {
+                seq.extend(b.seq.iter().map(|s| s + events));
+            }
+            time.append(&b.time);
+        }));
+        tasks.push(Box::new(move || {
+            turn.append(&b.turn);
+            step.append(&b.step);
+            input_tokens.append(&b.input_tokens);
+            output_tokens.append(&b.output_tokens);
+            is_error.values.append(&b.is_error.values);
+        }));
+        crate::par::run_tasks(tasks, threads, |f| f());
         self.lines += o.lines;
         Some(())
     }
@@ -1423,6 +1457,21 @@ mod tests {
             assert_eq!(one.time.valid.bytes, many.time.valid.bytes);
             assert_eq!(one.is_error.values.bytes, many.is_error.values.bytes);
             assert_eq!(one.py_hash_rows, many.py_hash_rows);
+            // every other column, joined on its own task
+            for (a, b) in [
+                (&one.typ, &many.typ),
+                (&one.chunk_type, &many.chunk_type),
+                (&one.ref_id, &many.ref_id),
+                (&one.tool_name, &many.tool_name),
+                (&one.cache_key, &many.cache_key),
+                (&one.finish, &many.finish),
+                (&one.event_id, &many.event_id),
+            ] {
+                assert_eq!(strs(a), strs(b));
+            }
+            assert_eq!(i64s(&one.step), i64s(&many.step));
+            assert_eq!(i64s(&one.output_tokens), i64s(&many.output_tokens));
+            assert_eq!(one.call_kind, many.call_kind);
         }
         let ids = strs(&one.call_id);
         assert_eq!(ids[1].as_deref(), Some("t1.s2.c0")); // members of the packed row

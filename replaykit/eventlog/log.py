@@ -21,6 +21,7 @@ from ..schema import (
     EVENTS_SCHEMA,
     QUARANTINE_SCHEMA,
     _dictionary_rank,
+    _validate,
     empty_events,
     escape_table_utf8,
     invalid_utf8_columns,
@@ -191,6 +192,25 @@ class EventLog:
             canonical = table.schema.names[:len(EVENTS_SCHEMA)] == EVENTS_SCHEMA.names
             table = sort_events(table) if canonical else table
         validate(table)
+        self._setup(table, runs, quarantine, extras)
+
+    @classmethod
+    def _loaded(cls, table: pa.Table, *, runs: pa.Table | None, quarantine: pa.Table | None,
+                extras: dict[str, pa.Table] | None, text_checked: bool,
+                sort: bool = False) -> EventLog:
+        """``EventLog(table, ..., sort=sort)`` for a loader; with ``text_checked`` (its every
+        text column is known UTF-8: the pleach and toh loaders' native scans checked the
+        bytes it came from) the validation leaves out the UTF-8 pass, the rest (types,
+        nulls, kinds, order) is the same."""
+        if sort and table.schema.names[:len(EVENTS_SCHEMA)] == EVENTS_SCHEMA.names:
+            table = sort_events(table)
+        _validate(table, text=not text_checked)
+        self = cls.__new__(cls)
+        self._setup(table, runs, quarantine, extras)
+        return self
+
+    def _setup(self, table: pa.Table, runs: pa.Table | None, quarantine: pa.Table | None,
+               extras: dict[str, pa.Table] | None) -> None:
         self._table = table
         self._runs = _empty_runs() if runs is None else _checked_runs(runs.cast(RUNS_SCHEMA))
         self._quarantine = _as_quarantine(quarantine)

@@ -341,12 +341,18 @@ def _read_pleach(
 ) -> EventLog:
     quarantine = Quarantine(policy)
     parts, counts_rows = _read_files(files, quarantine, tenants, progress)
+    # every row read by the native scan: the block's bytes were checked UTF-8, and so is
+    # every text column made of them (slices, text the scan decoded or wrote, hex hashes)
+    # or by Python (file names, event kinds): the table's UTF-8 pass is left out
+    # (tests/io/test_pleach_native_utf8.py). Parquet parts and the reference's are checked.
+    text_checked = bool(parts) and all(part.native for _, part in parts)
     table, dup_by_source = _finish(parts, quarantine)
     counts = _counts_table(counts_rows, dup_by_source, _scope_quarantine(quarantine, tenants))
     runs = _runs_table(table)
     extras = {"pleach_counts": counts}
     # the rows are already in (tenant_id, run_id, seq) order: EventLog only validates that
-    return EventLog(table, runs=runs, quarantine=quarantine.table(), extras=extras, sort=False)
+    return EventLog._loaded(table, runs=runs, quarantine=quarantine.table(), extras=extras,
+                            text_checked=text_checked)
 
 
 def _read_files(

@@ -139,12 +139,13 @@ def _check_rows(
     keep &= ~bad_any
     extra = (part.args, part.hashes, part.text)
     if keep.all():
-        return _Part(env, ts, part.payload, part.typed, part.line, None, *extra)
+        return _Part(env, ts, part.payload, part.typed, part.line, None, *extra,
+                     native=part.native)
     idx = pa.array(np.flatnonzero(keep))
     args, hashes, text = (None if a is None else a.take(idx) for a in extra)
     return _Part(
         env.take(idx), ts.take(idx), part.payload.take(idx), part.typed.take(idx),
-        part.line[keep], None, args, hashes, text,
+        part.line[keep], None, args, hashes, text, native=part.native,
     )
 
 

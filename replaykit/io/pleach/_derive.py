@@ -430,6 +430,14 @@ def _type_codes(event_type: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
     return lut[idx]
 
 
+def _one_array(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """``col`` as one array without a copy when it has one chunk (Arrow's ``combine_chunks``
+    copies even one: the payload of 300,000 rows is ~47 MB)."""
+    if isinstance(col, pa.ChunkedArray):
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
+
+
 def native_derived(table: pa.Table) -> tuple[dict[str, pa.Array], list[Any]] | None:
     """:func:`_derived` of ``table`` by the native core (``replaykit._core.derive_pleach``:
     one pass over the payloads, GIL released, every core), or None when the core is off or
@@ -437,13 +445,11 @@ def native_derived(table: pa.Table) -> tuple[dict[str, pa.Array], list[Any]] | N
     ``text`` sources are the one ``text`` column (its coalesce, the same first non-null)."""
     if not _native.enabled() or not table.num_rows:
         return None
-    typ = table.column("type")
-    typ = typ.combine_chunks() if isinstance(typ, pa.ChunkedArray) else typ
+    typ = _one_array(table.column("type"))
     if (pa.types.is_dictionary(typ.type) and not typ.null_count
             and not typ.dictionary.null_count):
         # the stored encoding as it is (kind follows each value; `type` is not compared)
-        pl = table.column("payload")
-        pl = pl.combine_chunks() if isinstance(pl, pa.ChunkedArray) else pl
+        pl = _one_array(table.column("payload"))  # (a loaded log's: one chunk, not copied)
         pl = pl.cast(pl.type.value_type) if pa.types.is_dictionary(pl.type) else pl
         etype, payload = typ, pl.cast(pa.large_string())  # (as _derive_inputs reads it)
     else:

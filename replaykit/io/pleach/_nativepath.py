@@ -66,5 +66,6 @@ def native_block(block: bytes | bytearray | memoryview
         hashes=hashes,
         text=cols["text"],
         checked=bool(clean),
+        native=True,
     )
     return n_lines, line, part

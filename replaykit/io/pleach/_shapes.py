@@ -94,6 +94,9 @@ class _Part:
     text: pa.Array | None = None
     # the native core found every row passing _check_rows' checks but the timestamp's
     checked: bool = False
+    # read by the native core, which checked the block's bytes are UTF-8: every text column
+    # of the part is (slices of them, or text it decoded or wrote; see _read_pleach)
+    native: bool = False
 
 
 @dataclass
