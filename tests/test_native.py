@@ -745,3 +745,25 @@ def test_fold_state_hash_same_both_paths(generated: dict[str, Path]) -> None:
         with _Path(native):
             frames.append(rk.fold(log, rk.agent()).state_hash())
     assert np.array_equal(np.asarray(frames[0]), np.asarray(frames[1]))
+
+
+def test_floats_half_way_between_two_shortest_texts_read_as_repr_writes_them() -> None:
+    """A float whose shortest text has two candidates that both read back (the value lies
+    half-way between them: 70368744177664.625 is ``.62`` or ``.63``) is written as repr and
+    orjson write it, the nearer and then the even one, by the core's canonical JSON too."""
+    from replaykit.io.pleach._derive import _tool_args
+    from replaykit.io.pleach._shapes import _Part
+
+    rng = np.random.default_rng(7)
+    values = [70368744177664.62, 123456789012345.67, 2.0 ** 60 + 2048.0]
+    values += [float(2 ** int(b) + int(c) / 100) for b, c in
+               zip(rng.integers(40, 53, 400), rng.integers(0, 100, 400), strict=True)]
+    payloads = pa.array([json.dumps({"args": {"v": v}, "tool": "t"}) for v in values],
+                        pa.large_string())
+    n = len(values)
+    part = _Part(env=pa.table({"event_type": pa.array(["tool.called"] * n)}),
+                 created_at=pa.nulls(n, pa.string()), payload=payloads, typed=pa.table({}),
+                 line=np.zeros(n, np.int64))
+    with _Path(True):
+        got, _ = _tool_args(part, {})
+    assert got.to_pylist() == [canonical_json({"v": v}) for v in values]

@@ -193,8 +193,24 @@ fn push_escape(c: u8, out: &mut Vec<u8>) {
 /// A float as orjson writes it (Python's `repr`, except that negative exponents are written
 /// without a leading zero, `1e-7`, and magnitudes of 1e-5 in plain decimal, `0.000015`).
 pub fn float_text(x: f64, out: &mut Vec<u8>) {
-    // shortest round-trip digits and the decimal exponent, from Rust's own formatting
-    let sci = format!("{:e}", x);
+    // shortest round-trip digits and the decimal exponent, from Rust's own formatting; where
+    // two digit strings of that length both read back as `x` (the value lies half-way), repr
+    // writes the one nearer the exact value, ties to even: Rust's precision formatting rounds
+    // the exact value that way (70368744177664.625: repr `.62`, shortest `{:e}` `.63`)
+    let mut sci = format!("{:e}", x);
+    let n = sci
+        .split('e')
+        .next()
+        .unwrap_or("")
+        .bytes()
+        .filter(u8::is_ascii_digit)
+        .count();
+    if n > 1 {
+        let near = format!("{:.*e}", n - 1, x);
+        if near != sci && near.parse::<f64>() == Ok(x) {
+            sci = near;
+        }
+    }
     let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let neg = mant.starts_with('-');
@@ -244,6 +260,23 @@ pub fn float_text(x: f64, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn float_ties_are_written_as_repr_writes_them() {
+        // shortest digits that read back, the nearer of two, ties to even (Python's repr)
+        for (x, want) in [
+            (70368744177664.62, "70368744177664.62"),
+            (0.3, "0.3"),
+            (1e22, "1e+22"),
+            (5e-324, "5e-324"),
+            (2.0f64.powi(60) + 2048.0, "1.152921504606849e+18"),
+            (123456789012345.67, "123456789012345.67"),
+        ] {
+            let mut o = Vec::new();
+            float_text(x, &mut o);
+            assert_eq!(String::from_utf8(o).unwrap(), want);
+        }
+    }
 
     fn c(t: &str) -> String {
         String::from_utf8(canonical(t.as_bytes()).unwrap()).unwrap()
