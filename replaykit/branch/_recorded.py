@@ -89,19 +89,33 @@ def _content_status(status: np.ndarray, b: pa.Table, r: pa.Table, i: np.ndarray,
         if len(todo) and "source" in b.column_names else []
     # the pairs' texts as Python strings once (not a scalar per pair and side)
     todo_arr = pa.array(todo, pa.int64())
-    b_text = bp.take(todo_arr).to_pylist()
-    r_text = rp.take(todo_arr).to_pylist()
+    b_take, r_take = bp.take(todo_arr), rp.take(todo_arr)
+    b_text, r_text = b_take.to_pylist(), r_take.to_pylist()
+    # which texts hold a run of 19 digits (an integer orjson would not keep: those decode
+    # with json.loads), searched column-wise once instead of per text
+    b_long = _long_int_runs(b_take)
+    r_long = _long_int_runs(r_take)
     # (the decoded documents and the rows kept are no garbage: the cyclic collector, which
     # would walk the whole heap again and again while they are allocated, waits)
     with gc_paused():
         for n, k in enumerate(todo.tolist()):  # (content_changed's answer and its rows)
             differs[k], rows = _content_changes(b_text[n], r_text[n],
-                                                format_of(b_src[k]) if b_src else None)
+                                                format_of(b_src[k]) if b_src else None,
+                                                (b_long[n], r_long[n]))
             if rows and changes is not None and b_seq[k] is not None \
                     and r_seq[k] is not None:
                 changes[(int(b_seq[k]), int(r_seq[k]))] = rows
     out[pair[differs]] = "changed"
     return out
+
+
+def _long_int_runs(texts: pa.Array) -> list[bool]:
+    """Per text: whether it holds a run of 19 ASCII digits (``_base.json._has_long_int``'s
+    test, as one regular-expression pass in Arrow); null texts read False."""
+    if not len(texts):
+        return []
+    hit = pc.match_substring_regex(texts, "[0-9]{19}")
+    return np.asarray(pc.fill_null(hit, False), dtype=bool).tolist()
 
 
 #: Event columns besides the payload whose difference makes an aligned pair ``changed``.

@@ -123,7 +123,19 @@ class ReplayResult:
         tenants = self.events.tenants or ([self.branch.tenant_id] if self.branch else [])
         if tenants and isinstance(self.base, EventLog):
             state["base"] = self.base.filter(tenant_id=tenants)
+        state.pop("_base_view", None)  # a view of the whole base: rebuilt on demand
         return state
+
+    def _base_run(self) -> EventLog:
+        """The base run as one EventLog view, made once (``base.run(...)`` gives a new view
+        with a new table per call, and the stamps' memo knows a table by its identity: the
+        metrics, the diff and the findings ask for the same view)."""
+        got = getattr(self, "_base_view", None)
+        if got is None:
+            got = self._base_view = (
+                self.base.run(self.branch.run_id, tenant_id=self.branch.tenant_id)
+                if self.branch is not None else self.base)
+        return got
 
     def __repr__(self) -> str:
         return (f"ReplayResult(status={self.status!r}, events={len(self.events)}, "
@@ -220,9 +232,9 @@ class ReplayResult:
         from .._base.align import align, expand
         from .compare import event_signatures
 
-        base = self.base.run(self.branch.run_id, tenant_id=self.branch.tenant_id) \
-            if self.branch is not None else self.base
-        b = base.table
+        # (a RunComparison borrows this method: its base is run A's log itself)
+        view = getattr(self, "_base_run", None)
+        b = (view() if callable(view) else self.base).table
         r = self.events.table
         # Near-linear alignment (replaykit._base.align), then column-wise takes: no per-event loop.
         status, i, j = expand(align(event_signatures(b), event_signatures(r)))
@@ -284,8 +296,7 @@ class ReplayResult:
         if self._metrics is None:
             from .compare import compare
 
-            base = self.base.run(self.branch.run_id, tenant_id=self.branch.tenant_id) \
-                if self.branch is not None else self.base
+            base = self._base_run()
             pairs = pd.DataFrame({
                 "tenant_id": [base.tenants[0]], "base_run_id": [base.run_ids[0]],
                 "replay_run_id": [self.run_id], "status": [self.status],
