@@ -82,7 +82,7 @@ def json_changes(before: Any, after: Any) -> list[dict[str, Any]]:
         MissingExtraError: jsonpatch is not installed (``pip install "replaykit[replay]"``).
     """
     try:
-        import jsonpatch
+        import jsonpatch  # noqa: F401 -- the extra's check, before any work
     except ImportError:  # pragma: no cover - jsonpatch ships with the replay extra
         from ..errors import MissingExtraError
 
