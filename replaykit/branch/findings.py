@@ -344,12 +344,15 @@ def content_changed(before: Any, after: Any, fmt: str | None = None) -> bool:
 
 
 def _content_changes(before: Any, after: Any, fmt: str | None = None,
-                     long_ints: tuple[bool | None, bool | None] = (None, None)
-                     ) -> tuple[bool, list[dict[str, Any]]]:
+                     long_ints: tuple[bool | None, bool | None] = (None, None),
+                     on_after: Any = None) -> tuple[bool, list[dict[str, Any]]]:
     """:func:`content_changed`'s answer and the :func:`json_changes` rows it read (none
     when the decoded payloads are equal). ``long_ints``: whether each text holds a run of
-    19 digits, when known (see :func:`_decode`)."""
+    19 digits, when known (see :func:`_decode`); ``on_after``: called with the decoded
+    ``after`` (what a caller reads from it besides the diff)."""
     b, a = _decode(before, long_ints[0]), _decode(after, long_ints[1])
+    if on_after is not None:
+        on_after(a)
     if b == a:
         return False, []
     # the decoded documents are this call's own: the rows may hold their values
@@ -1177,6 +1180,12 @@ def unsupported_df(result: Any, *, changes: pd.DataFrame | None = None) -> pd.Da
         # scalar per request out of a chunked column)
         qs_ = np.unique(req_pos[last_req[last_req >= 0]])
         qs_ = qs_[changed[qs_]]
+        # the diff decoded most of them already and kept their offered tools, by row
+        known: Mapping[int, list[str] | None] = getattr(result, "_request_tools", None) or {}
+        for q in qs_.tolist():
+            if q in known:
+                offered[q] = known[q]
+        qs_ = qs_[[q not in offered for q in qs_.tolist()]] if len(qs_) else qs_
         texts = dict(zip(qs_.tolist(), t.column("payload").take(pa.array(
             qs_, pa.int64())).to_pylist(), strict=True))
         for p, k in zip(calls.tolist(), last_req.tolist(), strict=True):

@@ -116,6 +116,9 @@ class ReplayResult:
         # the JSON changes of the aligned pairs the diff had to decode, by (base_seq,
         # replay_seq): changes_df reuses them instead of diffing those payloads again
         self._pair_changes: dict[tuple[int, int], list[dict[str, Any]]] = {}
+        # the tools each replayed payload the diff decoded offers, by its row in the events
+        # table: unsupported_df reads them instead of decoding those payloads again
+        self._request_tools: dict[int, list[str] | None] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         # a pickled result carries the replayed tenant's part of the base only (issue 30)
@@ -251,7 +254,9 @@ class ReplayResult:
         order = ["status", "base_seq", "replay_seq", "base_kind", "replay_kind",
                  "base_tool", "replay_tool"]
         cols["status"] = pa.array(_content_status(np.asarray(status, dtype=object), b, r, i, j,
-                                                  changes=self._pair_changes),
+                                                  changes=self._pair_changes,
+                                                  offered=getattr(self, "_request_tools",
+                                                                  None)),
                                   type=pa.string())
         df = pa.table({k: cols[k] for k in order}).to_pandas()
         return df.astype({"base_seq": "Int64", "replay_seq": "Int64", "status": "string",

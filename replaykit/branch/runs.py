@@ -565,6 +565,7 @@ def summarize_runs(result: Any, *, changes: pd.DataFrame | None = None) -> Any:
     from .findings import (
         EVENTS_NAMED,
         Summary,
+        _positions_of,
         _values_phrase,
         changes_df,
     )
@@ -642,11 +643,21 @@ def summarize_runs(result: Any, *, changes: pd.DataFrame | None = None) -> Any:
             who = ev.tool_name if isinstance(ev.tool_name, str) and ev.tool_name else ev.kind
             d = diff.loc[ev.row]
             a_kind, a_tool = d["base_kind"], d["base_tool"]
-            a_what = event_words(a_kind, tool_name=a_tool)
+            a_pos = _positions_of(a_t, [int(d["base_seq"])]) if pd.notna(d["base_seq"]) else {}
+            a_at = a_pos.get(int(d["base_seq"])) if a_pos else None
+            a_what = event_words(  # the source's own event type for one no category fits
+                a_kind, tool_name=a_tool,
+                type_=a_t.column("type")[a_at].as_py() if a_at is not None else None,
+                is_error=bool(a_t.column("is_error")[a_at].as_py()) if a_at is not None
+                else False)
             if a_kind != ev.kind or (isinstance(a_tool, str) and a_tool != ev.tool_name):
                 # aligned, but not the same action: say what each run did there
+                b_at = _positions_of(b_t, [int(ev.replay_seq)]).get(int(ev.replay_seq)) \
+                    if pd.notna(ev.replay_seq) else None
                 did = {"tool_call": f"calls {who}", "tool_result": f"gets {who}'s result"}.get(
-                    str(ev.kind), f"has {event_words(ev.kind, tool_name=ev.tool_name)}")
+                    str(ev.kind), "has " + event_words(
+                        ev.kind, tool_name=ev.tool_name,
+                        type_=b_t.column("type")[b_at].as_py() if b_at is not None else None))
                 add("outcome", f"At step {int(ev.step):,} {B} {did} where {A} has {a_what}.",
                     "changes", "diff_df() kinds and tools of an aligned pair", at=int(ev.step))
                 continue

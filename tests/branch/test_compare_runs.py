@@ -99,6 +99,15 @@ def test_two_real_claude_code_sessions(cc: Any) -> None:
         assert "[Request interrupted by user" in json.dumps(users[-1]["message"])
     assert "both end the same way (interrupted by the user)" in s.answer
     assert not any(k in s.answer for k in ("turn_end", "model_response", "(other)"))
+    # where they part and every aligned pair of different actions, in words: the prompts
+    # are user messages; a line no category fits reads by the transcript's own type
+    assert f"(run A has a user message \"{a_prompt[:10]}" in s.answer
+    assert not re.search(r"\bhas (other|tool_call|tool_result|model_request|model_response|"
+                         r"user_message)\b", s.text)
+    types = {t for t, k in zip(a_t.column("type").to_pylist(), a_t.column("kind").to_pylist(),
+                               strict=True) if k == "other"}
+    for said in re.findall(r"run A has an? ([\w-]+) log entry", s.text):
+        assert said in types
 
 
 def test_a_session_against_itself(cc: Any) -> None:
