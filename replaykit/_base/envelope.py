@@ -1,5 +1,5 @@
 """Envelope and content: which members of each format's event payload are bookkeeping, and
-the words for how a run ended.
+the words for how a run ended and for what an event is.
 
 Every loader keeps the source's event as ``payload``, envelope included: a Claude Code line
 carries its working directory, git branch, Claude Code version, uuids and timestamp beside the
