@@ -1,5 +1,5 @@
 """Envelope and content: which members of each format's event payload are bookkeeping, and
-the words for how a run ended.
+the words for how a run ended and for what an event is.
 
 Every loader keeps the source's event as ``payload``, envelope included: a Claude Code line
 carries its working directory, git branch, Claude Code version, uuids and timestamp beside the
@@ -34,8 +34,8 @@ from functools import lru_cache
 from typing import Any
 
 __all__ = ["BOOKKEEPING", "BOOKKEEPING_GROUPS", "REPLAY_BOOKKEEPING", "SAID",
-           "bookkeeping_group", "bookkeeping_phrase", "content_first", "format_of",
-           "is_bookkeeping", "said_first", "terminal_state"]
+           "bookkeeping_group", "bookkeeping_phrase", "content_first", "event_words",
+           "format_of", "is_bookkeeping", "said_first", "terminal_state"]
 
 #: What a replay writes into the events it produces (every format): how it produced the
 #: event, not what the event says.
@@ -350,6 +350,49 @@ def _error_text(doc: Any) -> str | None:
             return got
     reason = box.get("reason")
     return _message(reason.get("error")) if isinstance(reason, Mapping) else None
+
+
+#: each event kind in words a reviewer reads (``event_words``); a tool call and a tool's
+#: result name the tool, and ``other`` names the source's own event type
+_KIND_WORDS = {
+    "session": "the session record", "user_message": "a user message",
+    "model_request": "a model request", "model_chunk": "a streamed part of a model answer",
+    "model_response": "a model answer", "turn_start": "the start of a turn",
+    "turn_end": "the end of a turn", "step_start": "the start of a step",
+    "step_end": "the end of a step", "approval_request": "a request for the user's approval",
+    "approval_decision": "the user's answer to an approval request",
+    "subagent_start": "a subagent starting", "subagent_end": "a subagent ending",
+    "checkpoint": "a checkpoint", "intervention": "an intervention record",
+    "error": "an error",
+}
+
+
+def event_words(kind: str | None, *, tool_name: str | None = None,
+                type_: str | None = None, is_error: bool = False) -> str:
+    """What one event is, in words a reviewer understands (where two runs part, say):
+    the tool a call or result names, the source's own event type for an event no loader
+    category fits (never the bare kind ``other``).
+
+    >>> event_words("tool_call", tool_name="Bash")
+    'a call to Bash'
+    >>> event_words("tool_result", tool_name="Read", is_error=True)
+    'a failed result of Read'
+    >>> event_words("other", type_="file-history-snapshot")
+    'a file-history-snapshot log entry'
+    >>> event_words("model_response")
+    'a model answer'
+    """
+    tool = tool_name if isinstance(tool_name, str) and tool_name else None
+    if kind == "tool_call":
+        return f"a call to {tool}" if tool else "a tool call (no tool named)"
+    if kind == "tool_result":
+        what = "a failed result" if is_error else "the result"
+        return f"{what} of {tool}" if tool else f"{what} of a tool call"
+    words = _KIND_WORDS.get(str(kind))
+    if words is not None:
+        return words
+    typ = type_ if isinstance(type_, str) and type_ else None
+    return f"a {typ} log entry" if typ else "a log entry of no known kind"
 
 
 def terminal_state(kind: str | None, *, finish: str | None = None,

@@ -43,7 +43,8 @@ def _shared_sources(t: pa.Table) -> pa.Table:
 
 def _content_status(status: np.ndarray, b: pa.Table, r: pa.Table, i: np.ndarray,
                     j: np.ndarray, *,
-                    changes: dict[tuple[int, int], list[dict[str, Any]]] | None = None
+                    changes: dict[tuple[int, int], list[dict[str, Any]]] | None = None,
+                    offered: dict[int, list[str] | None] | None = None
                     ) -> np.ndarray:
     """``status`` with every ``same`` pair whose events differ in any field turned
     ``changed``: the signature alignment sees kind, tool, arguments and text only, so a
@@ -57,10 +58,12 @@ def _content_status(status: np.ndarray, b: pa.Table, r: pa.Table, i: np.ndarray,
     :data:`replaykit._base.envelope.BOOKKEEPING`: working directory, uuids, timestamps ...) does
     not count. ``changes``, when given, receives each decoded
     pair's :func:`~replaykit.branch.findings.json_changes` rows by ``(base_seq, replay_seq)``
-    (``changes_df`` reuses them).
+    (``changes_df`` reuses them); ``offered``, when given, the tools each decoded replayed
+    payload offers (``findings._offered_tools``), by its row in ``r`` (``unsupported_df``
+    reuses them instead of decoding those payloads again).
     """
     from .._base.envelope import format_of
-    from .findings import _content_changes
+    from .findings import _content_changes, _offered_tools
 
     out = status.copy()
     pair = np.flatnonzero((status == "same") & (i >= 0) & (j >= 0))
@@ -89,19 +92,45 @@ def _content_status(status: np.ndarray, b: pa.Table, r: pa.Table, i: np.ndarray,
         if len(todo) and "source" in b.column_names else []
     # the pairs' texts as Python strings once (not a scalar per pair and side)
     todo_arr = pa.array(todo, pa.int64())
-    b_text = bp.take(todo_arr).to_pylist()
-    r_text = rp.take(todo_arr).to_pylist()
+    b_take, r_take = bp.take(todo_arr), rp.take(todo_arr)
+    b_text, r_text = b_take.to_pylist(), r_take.to_pylist()
+    # which texts hold a run of 19 digits (an integer orjson would not keep: those decode
+    # with json.loads), searched column-wise once instead of per text
+    b_long = _long_int_runs(b_take)
+    r_long = _long_int_runs(r_take)
     # (the decoded documents and the rows kept are no garbage: the cyclic collector, which
     # would walk the whole heap again and again while they are allocated, waits)
+    r_rows = j[pair].tolist() if offered is not None else []
+    lists: dict[tuple[str, ...], list[str]] = {}  # one list per distinct tool set
+
+    def keep_tools(doc: Any, row: int) -> None:
+        names = _offered_tools(doc)
+        if names is not None:
+            names = lists.setdefault(tuple(names), names)
+        assert offered is not None
+        offered[row] = names
+
     with gc_paused():
         for n, k in enumerate(todo.tolist()):  # (content_changed's answer and its rows)
-            differs[k], rows = _content_changes(b_text[n], r_text[n],
-                                                format_of(b_src[k]) if b_src else None)
+            differs[k], rows = _content_changes(
+                b_text[n], r_text[n], format_of(b_src[k]) if b_src else None,
+                (b_long[n], r_long[n]),
+                (lambda doc, row=r_rows[k]: keep_tools(doc, row)) if offered is not None
+                else None)
             if rows and changes is not None and b_seq[k] is not None \
                     and r_seq[k] is not None:
                 changes[(int(b_seq[k]), int(r_seq[k]))] = rows
     out[pair[differs]] = "changed"
     return out
+
+
+def _long_int_runs(texts: pa.Array) -> list[bool]:
+    """Per text: whether it holds a run of 19 ASCII digits (``_base.json._has_long_int``'s
+    test, as one regular-expression pass in Arrow); null texts read False."""
+    if not len(texts):
+        return []
+    hit = pc.match_substring_regex(texts, "[0-9]{19}")
+    return np.asarray(pc.fill_null(hit, False), dtype=bool).tolist()
 
 
 #: Event columns besides the payload whose difference makes an aligned pair ``changed``.

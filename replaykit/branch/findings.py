@@ -10,6 +10,7 @@ structural JSON diff (paths, before, after) the report, the summary and the Diff
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -81,18 +82,29 @@ def json_changes(before: Any, after: Any) -> list[dict[str, Any]]:
         MissingExtraError: jsonpatch is not installed (``pip install "replaykit[replay]"``).
     """
     try:
-        import jsonpatch
+        import jsonpatch  # noqa: F401 -- the extra's check, before any work
     except ImportError:  # pragma: no cover - jsonpatch ships with the replay extra
         from ..errors import MissingExtraError
 
         raise MissingExtraError("replaykit.branch.findings", "replay", "jsonpatch") from None
+    return _json_changes(before, after)
+
+
+def _json_changes(before: Any, after: Any, copy_values: bool = True
+                  ) -> list[dict[str, Any]]:
+    """:func:`json_changes`; ``copy_values=False`` lets the rows of an object pair walked
+    directly hold the documents' own values (for documents decoded only to be diffed: no
+    one else holds them, so a copy is wasted)."""
+    import jsonpatch
+
     if before == after:
         return []
     if not isinstance(before, (dict, list)) or not isinstance(after, (dict, list)) \
             or type(before) is not type(after):
         return [{"path": "", "op": "changed", "before": before, "after": after}]
     if isinstance(before, dict) and type(before) is dict and isinstance(after, dict):
-        fast = _dict_changes(before, after)  # most replayed pairs: without jsonpatch
+        # most replayed pairs: without jsonpatch
+        fast = _dict_changes(before, after, copy_values)
         if fast is not None:
             return fast
     rows: list[dict[str, Any]] = []
@@ -200,18 +212,26 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def _copy(v: Any) -> Any:
+def _as_is(v: Any) -> Any:
+    return v
+
+
+def _copy_json(v: Any) -> Any:
     """A copy of a JSON value (plain dicts, lists and leaves: what ``_dict_changes`` walks;
     ``copy.deepcopy`` without its generic dispatch)."""
     t = type(v)
     if t is dict:
-        return {k: _copy(x) for k, x in v.items()}
+        return {k: _copy_json(x) for k, x in v.items()}
     if t is list:
-        return [_copy(x) for x in v]
+        return [_copy_json(x) for x in v]
     return v
 
 
-def _dict_changes(before: dict[str, Any], after: dict[str, Any]
+#: the key types of an object whose members :func:`_dict_changes` walks (strings only)
+_STR_KEYS = frozenset({str})
+
+
+def _dict_changes(before: dict[str, Any], after: dict[str, Any], copy_values: bool = True
                   ) -> list[dict[str, Any]] | None:
     """:func:`json_changes` of two objects without jsonpatch, when the answer is certain
     to be jsonpatch's: every difference is a member added, a member removed (not both in one
@@ -221,9 +241,11 @@ def _dict_changes(before: dict[str, Any], after: dict[str, Any]
     depth first. None when that does not hold (the caller asks jsonpatch)."""
     rows: list[dict[str, Any]] = []
     seen = {"added": False, "removed": False}
+    _copy = _copy_json if copy_values else _as_is
 
     def walk(path: str, src: dict[str, Any], dst: dict[str, Any]) -> None:
-        if any(type(k) is not str for k in src) or any(type(k) is not str for k in dst):
+        # every key a str (not a subclass): the set of the key types, built in C
+        if not (set(map(type, src)) <= _STR_KEYS and set(map(type, dst)) <= _STR_KEYS):
             raise _Unsure
         for k, v in src.items():
             if k not in dst:
@@ -250,6 +272,10 @@ def _dict_changes(before: dict[str, Any], after: dict[str, Any]
             elif tx is list and ty is list:
                 if not _same(x, y):
                     raise _Unsure  # jsonpatch matches list items up
+            elif tx is ty and tx in _LEAVES:  # two leaves of one type (no float): by ==
+                if x != y:
+                    rows.append({"path": f"{path}/{_escape(k)}", "op": "changed",
+                                 "before": x, "after": y})
             elif tx not in _JSON_TYPES or ty not in _JSON_TYPES:
                 raise _Unsure  # not plain JSON: jsonpatch's call
             elif not _json_equal(x, y):  # a replaced value (of another type, or a leaf)
@@ -270,14 +296,16 @@ except ImportError:  # pragma: no cover - orjson is in the fast extra
     _fast_loads = None  # type: ignore[assignment]
 
 
-def _decode(payload: Any) -> Any:
+def _decode(payload: Any, long_int: bool | None = None) -> Any:
     """``json.loads(payload)``, or ``payload`` itself when it is not JSON text. orjson
     decodes first; text it refuses (NaN, lone surrogates, deep nesting, broken JSON) and text
     holding a run of 19 digits (an integer orjson would turn into a float) go to
-    ``json.loads``, so the value is always json.loads'."""
+    ``json.loads``, so the value is always json.loads'. ``long_int``: whether the text holds
+    such a run, when the caller already knows (e.g. from one search over many texts)."""
     if not isinstance(payload, str) or not payload:
         return payload
-    if _fast_loads is not None and not _has_long_int(payload):
+    if _fast_loads is not None and not (_has_long_int(payload) if long_int is None
+                                        else long_int):
         try:
             return _fast_loads(payload)
         except _FastError:
@@ -288,6 +316,7 @@ def _decode(payload: Any) -> Any:
         return payload
 
 
+@functools.lru_cache(maxsize=8192)
 def _is_bookkeeping(path: str, fmt: str | None = None) -> bool:
     """Whether a changed path is bookkeeping in format ``fmt``'s payloads (the replay's own
     keys, :data:`BOOKKEEPING_KEYS`, in every format; see :mod:`replaykit._base.envelope`)."""
@@ -314,14 +343,21 @@ def content_changed(before: Any, after: Any, fmt: str | None = None) -> bool:
     return _content_changes(before, after, fmt)[0]
 
 
-def _content_changes(before: Any, after: Any, fmt: str | None = None
-                     ) -> tuple[bool, list[dict[str, Any]]]:
+def _content_changes(before: Any, after: Any, fmt: str | None = None,
+                     long_ints: tuple[bool | None, bool | None] = (None, None),
+                     on_after: Any = None) -> tuple[bool, list[dict[str, Any]]]:
     """:func:`content_changed`'s answer and the :func:`json_changes` rows it read (none
-    when the decoded payloads are equal)."""
-    b, a = _decode(before), _decode(after)
+    when the decoded payloads are equal). ``long_ints``: whether each text holds a run of
+    19 digits, when known (see :func:`_decode`); ``on_after``: called with the decoded
+    ``after`` (what a caller reads from it besides the diff)."""
+    b, a = _decode(before, long_ints[0]), _decode(after, long_ints[1])
+    if on_after is not None:
+        on_after(a)
     if b == a:
         return False, []
-    rows = json_changes(b, a)
+    # the decoded documents are this call's own: the rows may hold their values
+    rows = _json_changes(b, a, copy_values=not (isinstance(before, str)
+                                                and isinstance(after, str)))
     return any(not _is_bookkeeping(c["path"], fmt) for c in rows), rows
 
 
@@ -402,27 +438,22 @@ def changes_df(result: Any) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     base_t = _base_table(result)
     rep_t = result.events.table
-    pb = _positions_of(base_t, diff["base_seq"].dropna())
-    pr = _positions_of(rep_t, diff["replay_seq"].dropna())
-    ann = result.annotations_df()
-    origin = dict(zip(ann["seq"].astype("int64"), ann["origin"].astype(str), strict=True))
-    want_b = [pb[int(s)] for s in diff["base_seq"].dropna()]
-    want_r = [pr[int(s)] for s in diff["replay_seq"].dropna()]
-    cols_ev = ["seq", "kind", "tool_name", "ref_id", "payload", "source"]
-    import pyarrow as pa
-
-    # typed positions: an empty list (only added, or only removed events) takes no rows
-    b_rows = {r["seq"]: r for r in base_t.take(pa.array(want_b, pa.int64())).select(
-        cols_ev).to_pylist()}
-    r_rows = {r["seq"]: r for r in rep_t.take(pa.array(want_r, pa.int64())).select(
-        cols_ev).to_pylist()}
+    # both sides' seqs as plain ints (None: the side has no event), read column-wise
+    b_seqs, r_seqs = _int_list(diff["base_seq"]), _int_list(diff["replay_seq"])
+    b_have = [x for x in b_seqs if x is not None]
+    r_have = [x for x in r_seqs if x is not None]
+    pb = _positions_of(base_t, b_have)
+    pr = _positions_of(rep_t, r_have)
+    origin = _origins(result.annotations_df(), r_have)
+    want_b = [pb[s] for s in b_have]
+    want_r = [pr[s] for s in r_have]
+    b_rows = _event_tuples(base_t, want_b)
+    r_rows = _event_tuples(rep_t, want_r)
     # pairs the diff already decoded and diffed (ReplayResult._pair_changes): not again
     pair_changes = getattr(result, "_pair_changes", None) or {}
     out: dict[str, list[Any]] = {c: [] for c in cols}
     rows_k = diff.index.tolist()
     statuses = diff["status"].tolist()
-    b_seqs = [None if pd.isna(x) else int(x) for x in diff["base_seq"].tolist()]
-    r_seqs = [None if pd.isna(x) else int(x) for x in diff["replay_seq"].tolist()]
     with gc_paused():  # no garbage among the rows: the cyclic collector waits
         _change_rows(out, zip(rows_k, statuses, b_seqs, r_seqs, strict=True), b_rows, r_rows,
                      pair_changes, pr, pb, origin)
@@ -433,45 +464,107 @@ def changes_df(result: Any) -> pd.DataFrame:
                       "replay_seq": "Int64", "key": "bool", "bookkeeping": "object"})
 
 
+#: the event columns :func:`_change_rows` reads, in the order of :func:`_event_tuples`' tuples
+_EV_KIND, _EV_TOOL, _EV_REF, _EV_PAYLOAD, _EV_SOURCE = range(5)
+
+
+def _event_tuples(t: Any, positions: list[int]) -> dict[Any, tuple[Any, ...]]:
+    """``seq -> (kind, tool_name, ref_id, payload, source)`` of the events of ``t`` at
+    ``positions``: one Python list per column, zipped (not a dict per row)."""
+    import pyarrow as pa
+
+    # typed positions: an empty list (only added, or only removed events) takes no rows
+    sub = t.take(pa.array(positions, pa.int64())).select(
+        ["seq", "kind", "tool_name", "ref_id", "payload", "source"])
+    cols = []
+    for col in sub.columns:  # dictionary columns decoded in Arrow (not a scalar per row)
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        cols.append(col.to_pylist())
+    return {c[0]: c[1:] for c in zip(*cols, strict=True)} if cols[0] else {}
+
+
+def _int_list(col: pd.Series) -> list[int | None]:
+    """A column of integer values (any numeric dtype, missing values) as Python ints and
+    None, without a Python step per pandas scalar."""
+    import numpy as np
+
+    missing = col.isna().to_numpy(dtype=bool)
+    vals = col.fillna(0).to_numpy(dtype=np.int64).tolist()
+    return [None if m else v for m, v in zip(missing.tolist(), vals, strict=True)]
+
+
+def _origins(ann: pd.DataFrame, seqs: Sequence[int]) -> dict[int, str]:
+    """``seq -> annotations_df().origin`` (as text) for the given replay seqs only (a seq
+    annotated twice: its last row, as a dict built over every row would hold)."""
+    import numpy as np
+
+    if not len(ann) or not len(seqs):
+        return {}
+    keys = pd.Index(ann["seq"].to_numpy(dtype=np.int64))
+    vals = ann["origin"].astype(str).to_numpy(dtype=object)
+    if not keys.is_unique:
+        keep = ~keys.duplicated(keep="last")
+        keys, vals = keys[keep], vals[keep]
+    want = np.unique(np.asarray(seqs, dtype=np.int64))
+    idx = keys.get_indexer(want)
+    ok = idx >= 0
+    return dict(zip(want[ok].tolist(), vals[idx[ok]].tolist(), strict=True))
+
+
 def _change_rows(out: dict[str, list[Any]], diff_rows: Any, b_rows: Mapping[Any, Any],
                  r_rows: Mapping[Any, Any], pair_changes: Mapping[Any, Any],
                  pr: Mapping[int, int], pb: Mapping[int, int],
                  origin: Mapping[Any, str]) -> None:
-    """:func:`changes_df`'s rows, appended column-wise to ``out``."""
+    """:func:`changes_df`'s rows, appended column-wise to ``out``: the changed paths' columns
+    per change, the event's columns once per event and spread over its changes at the end
+    (not appended per change); each value's JSON text once per distinct value
+    (:class:`_ValueTexts`)."""
     group_of: dict[tuple[str, str | None], str | None] = {}  # per (path, format), once
     label_of: dict[str, str] = {}
+    texts = _ValueTexts()
+    heads: list[tuple[Any, ...]] = []
+    counts: list[int] = []
+    c_path, c_label, c_op = out["path"], out["label"], out["op"]
+    c_before, c_after, c_key, c_group = out["before"], out["after"], out["key"], \
+        out["bookkeeping"]
+    c_fx, c_pv = out["fixture_id"], out["provenance"]
     for k, status, bs, rs in diff_rows:
         # changed events only (bounded by the divergence)
         b = b_rows.get(bs) if bs is not None else None
         r = r_rows.get(rs) if rs is not None else None
-        ev = r or b or {}
+        ev = r if r is not None else b if b is not None else _NO_EVENT
         known = pair_changes.get((bs, rs)) if b is not None and r is not None else None
         # the replayed payload is read for its fixture id and provenance: a text that
         # cannot hold those members (no such name, no escape) is not decoded again
-        rtext = r["payload"] if r else None
-        rp = _decode(rtext) if r and (known is None or not isinstance(rtext, str) or "\\"
-                                      in rtext or "fixtureId" in rtext
-                                      or "provenance" in rtext) else None
+        rtext = r[_EV_PAYLOAD] if r is not None else None
+        rp = _decode(rtext) if r is not None and (
+            known is None or not isinstance(rtext, str) or "\\" in rtext
+            or "fixtureId" in rtext or "provenance" in rtext) else None
         step = pr[rs] if rs is not None else pb[bs] if bs is not None else -1
-        fmt = format_of((b or r or {}).get("source"))  # the recording's format
-        head = (int(k), step, bs, rs, ev.get("kind"), ev.get("tool_name"), ev.get("ref_id"),
-                origin.get(rs) if rs is not None else None, status)
+        # the recording's format
+        fmt = format_of((b if b is not None else ev)[_EV_SOURCE])
         fx = rp.get("fixtureId") if isinstance(rp, Mapping) else None
         pv = rp.get("provenance") if isinstance(rp, Mapping) else None
         if b is None or r is None:
-            whole = rp if r is not None else _decode(b["payload"]) if b else None
+            whole = rp if r is not None else _decode(b[_EV_PAYLOAD]) if b is not None \
+                else None
             # (two levels: the event's members and a message's; a paused replay has a whole
             # removed event per step it did not reach)
             shown = _json(content_first(whole, fmt, depth=2), sort=False)
-            found: list[tuple[Any, ...]] = [(
-                "", "(whole event)", "added" if r is not None else "removed",
-                None if r is not None else shown, shown if r is not None else None, True,
-                None)]
+            c_path.append("")
+            c_label.append("(whole event)")
+            c_op.append("added" if r is not None else "removed")
+            c_before.append(None if r is not None else shown)
+            c_after.append(shown if r is not None else None)
+            c_key.append(True)
+            c_group.append(None)
+            n = 1
         else:
-            changes = known if known is not None else json_changes(_decode(b["payload"]),
+            changes = known if known is not None else json_changes(_decode(b[_EV_PAYLOAD]),
                                                                     rp if rp is not None
                                                                     else _decode(rtext))
-            found = []
+            n = len(changes)
             for c in sorted(changes, key=lambda c: c["path"]):  # reading order
                 path, op = c["path"], c["op"]
                 g = group_of.get((path, fmt), _MISSING)
@@ -480,16 +573,64 @@ def _change_rows(out: dict[str, list[Any]], diff_rows: Any, b_rows: Mapping[Any,
                 lab = label_of.get(path)
                 if lab is None:
                     lab = label_of[path] = _label(path)
-                found.append((path, lab, op,
-                              None if op == "added" else _value_json(c["before"], fmt, path),
-                              None if op == "removed" else _value_json(c["after"], fmt, path),
-                              g is None, g))
-        for path, lab, op, before, after, key, g in found:
-            for c, v in zip(_HEAD_COLS, head, strict=True):
-                out[c].append(v)
-            for c, v in zip(_CHANGE_COLS, (path, lab, op, before, after, key, g, fx, pv),
-                            strict=True):
-                out[c].append(v)
+                c_path.append(path)
+                c_label.append(lab)
+                c_op.append(op)
+                c_before.append(None if op == "added" else texts(c["before"], fmt, path))
+                c_after.append(None if op == "removed" else texts(c["after"], fmt, path))
+                c_key.append(g is None)
+                c_group.append(g)
+        if n:
+            heads.append((int(k), step, bs, rs, ev[_EV_KIND], ev[_EV_TOOL], ev[_EV_REF],
+                          origin.get(rs) if rs is not None else None, status))
+            counts.append(n)
+            c_fx.extend([fx] * n)
+            c_pv.extend([pv] * n)
+    # each event's columns, once per changed path of it
+    for i, c in enumerate(_HEAD_COLS):
+        col = out[c]
+        for h, n in zip(heads, counts, strict=True):
+            col.extend([h[i]] * n)
+
+
+#: the columns of a diff row with no event on either side
+_NO_EVENT = (None, None, None, None, None)
+
+
+class _ValueTexts:
+    """:func:`_value_json`, remembered per distinct value: a leaf by its type and value (not
+    a zero float: ``0.0`` and ``-0.0`` are equal keys with different texts), an object or list by
+    (format, path, its exact JSON text from orjson). Values orjson cannot write exactly (a
+    NaN or infinity reads ``null`` there; integers beyond 64 bits, non-string keys) are not
+    remembered, only computed."""
+
+    def __init__(self) -> None:
+        self._leaf: dict[tuple[type, Any], str] = {}
+        self._tree: dict[tuple[str | None, str, bytes], str] = {}
+
+    def __call__(self, v: Any, fmt: str | None, path: str) -> str:
+        t = type(v)
+        # (a float equal to another is the same float, and reads the same, unless it is a
+        # zero: 0.0 == -0.0; a NaN never finds itself)
+        if t is str or t is int or t is bool or v is None or (t is float and v != 0.0):
+            lk = (t, v)
+            got = self._leaf.get(lk)
+            if got is None:
+                got = self._leaf[lk] = _json(v)
+            return got
+        if (t is dict or t is list) and _fast_dumps is not None:
+            try:
+                raw = _fast_dumps(v)
+            except (TypeError, ValueError):
+                return _value_json(v, fmt, path)
+            if b"null" in raw:  # perhaps a NaN or an infinity (orjson writes null)
+                return _value_json(v, fmt, path)
+            tk = (fmt, path, raw)
+            got = self._tree.get(tk)
+            if got is None:
+                got = self._tree[tk] = _value_json(v, fmt, path)
+            return got
+        return _value_json(v, fmt, path)
 
 
 _HEAD_COLS = ("row", "step", "base_seq", "replay_seq", "kind", "tool_name", "ref_id",
@@ -525,13 +666,14 @@ def _json(v: Any, sort: bool = True) -> str:
 
 
 def _base_table(result: Any) -> Any:
-    if result.branch is not None:
-        return result.base.run(result.branch.run_id, tenant_id=result.branch.tenant_id).table
-    return result.base.table
+    return _base_table_log(result).table
 
 
 def _base_table_log(result: Any) -> Any:
     """The base run of ``result`` as an EventLog."""
+    view = getattr(result, "_base_run", None)  # a ReplayResult's one view of it
+    if callable(view):
+        return view()
     b = result.branch
     return result.base.run(b.run_id, tenant_id=b.tenant_id) if b is not None else result.base
 
@@ -544,7 +686,8 @@ def _positions_of(t: Any, seqs: Any) -> dict[int, int]:
     """``_positions(t)`` for the given seqs only (those in ``t``), looked up column-wise."""
     import numpy as np
 
-    want = np.asarray([int(s) for s in seqs], dtype=np.int64)
+    want = np.asarray(seqs.to_numpy(dtype=np.int64) if isinstance(seqs, pd.Series)
+                      else [int(s) for s in seqs], dtype=np.int64)
     idx = pd.Index(t.column("seq").to_numpy())
     if not idx.is_unique:  # a seq twice: the dict keeps its last position
         full = _positions(t)
@@ -910,7 +1053,9 @@ def _offered_tools(doc: Any) -> list[str] | None:
     >>> _offered_tools({"prompt": "hi"}) is None
     True
     """
-    if not isinstance(doc, Mapping):
+    # (decoded JSON is plain dicts, lists and strings: exact type checks first, the abstract
+    # Mapping check, which is slow, only for anything else)
+    if type(doc) is not dict and not isinstance(doc, Mapping):
         return None
     listed = doc.get("tools")
     for k in ("settings", "request", "data", "params"):
@@ -922,7 +1067,7 @@ def _offered_tools(doc: Any) -> list[str] | None:
     for t in listed:
         if isinstance(t, str):
             names.append(t)
-        elif isinstance(t, Mapping):
+        elif type(t) is dict or isinstance(t, Mapping):
             fn = t.get("function")
             name = t.get("name") or t.get("toolName") or (
                 fn.get("name") if isinstance(fn, Mapping) else None)
@@ -1012,8 +1157,8 @@ def unsupported_df(result: Any, *, changes: pd.DataFrame | None = None) -> pd.Da
         qs = [q for q in req_of.get(ref[p], []) if q < p] if ref[p] is not None else []
         q = qs[-1] if qs else None
         if q is not None and changed[q]:
-            why = (f"its request at step {q:,} changed"
-                   + (f" ({labels(q)})" if labels(q) else ""))
+            said = labels(q)
+            why = f"its request at step {q:,} changed" + (f" ({said})" if said else "")
             because = q
         else:
             because = int(before[p])
@@ -1035,6 +1180,12 @@ def unsupported_df(result: Any, *, changes: pd.DataFrame | None = None) -> pd.Da
         # scalar per request out of a chunked column)
         qs_ = np.unique(req_pos[last_req[last_req >= 0]])
         qs_ = qs_[changed[qs_]]
+        # the diff decoded most of them already and kept their offered tools, by row
+        known: Mapping[int, list[str] | None] = getattr(result, "_request_tools", None) or {}
+        for q in qs_.tolist():
+            if q in known:
+                offered[q] = known[q]
+        qs_ = qs_[[q not in offered for q in qs_.tolist()]] if len(qs_) else qs_
         texts = dict(zip(qs_.tolist(), t.column("payload").take(pa.array(
             qs_, pa.int64())).to_pylist(), strict=True))
         for p, k in zip(calls.tolist(), last_req.tolist(), strict=True):

@@ -116,6 +116,9 @@ class ReplayResult:
         # the JSON changes of the aligned pairs the diff had to decode, by (base_seq,
         # replay_seq): changes_df reuses them instead of diffing those payloads again
         self._pair_changes: dict[tuple[int, int], list[dict[str, Any]]] = {}
+        # the tools each replayed payload the diff decoded offers, by its row in the events
+        # table: unsupported_df reads them instead of decoding those payloads again
+        self._request_tools: dict[int, list[str] | None] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         # a pickled result carries the replayed tenant's part of the base only (issue 30)
@@ -123,7 +126,19 @@ class ReplayResult:
         tenants = self.events.tenants or ([self.branch.tenant_id] if self.branch else [])
         if tenants and isinstance(self.base, EventLog):
             state["base"] = self.base.filter(tenant_id=tenants)
+        state.pop("_base_view", None)  # a view of the whole base: rebuilt on demand
         return state
+
+    def _base_run(self) -> EventLog:
+        """The base run as one EventLog view, made once (``base.run(...)`` gives a new view
+        with a new table per call, and the stamps' memo knows a table by its identity: the
+        metrics, the diff and the findings ask for the same view)."""
+        got = getattr(self, "_base_view", None)
+        if got is None:
+            got = self._base_view = (
+                self.base.run(self.branch.run_id, tenant_id=self.branch.tenant_id)
+                if self.branch is not None else self.base)
+        return got
 
     def __repr__(self) -> str:
         return (f"ReplayResult(status={self.status!r}, events={len(self.events)}, "
@@ -220,9 +235,9 @@ class ReplayResult:
         from .._base.align import align, expand
         from .compare import event_signatures
 
-        base = self.base.run(self.branch.run_id, tenant_id=self.branch.tenant_id) \
-            if self.branch is not None else self.base
-        b = base.table
+        # (a RunComparison borrows this method: its base is run A's log itself)
+        view = getattr(self, "_base_run", None)
+        b = (view() if callable(view) else self.base).table
         r = self.events.table
         # Near-linear alignment (replaykit._base.align), then column-wise takes: no per-event loop.
         status, i, j = expand(align(event_signatures(b), event_signatures(r)))
@@ -239,7 +254,9 @@ class ReplayResult:
         order = ["status", "base_seq", "replay_seq", "base_kind", "replay_kind",
                  "base_tool", "replay_tool"]
         cols["status"] = pa.array(_content_status(np.asarray(status, dtype=object), b, r, i, j,
-                                                  changes=self._pair_changes),
+                                                  changes=self._pair_changes,
+                                                  offered=getattr(self, "_request_tools",
+                                                                  None)),
                                   type=pa.string())
         df = pa.table({k: cols[k] for k in order}).to_pandas()
         return df.astype({"base_seq": "Int64", "replay_seq": "Int64", "status": "string",
@@ -284,8 +301,7 @@ class ReplayResult:
         if self._metrics is None:
             from .compare import compare
 
-            base = self.base.run(self.branch.run_id, tenant_id=self.branch.tenant_id) \
-                if self.branch is not None else self.base
+            base = self._base_run()
             pairs = pd.DataFrame({
                 "tenant_id": [base.tenants[0]], "base_run_id": [base.run_ids[0]],
                 "replay_run_id": [self.run_id], "status": [self.status],

@@ -502,13 +502,19 @@ def _counts_text(counts: Mapping[str, int], limit: int = 6) -> str:
 
 
 def _event_name(t: pa.Table, pos: int, other: pa.Table | None = None) -> str:
-    """``tool_call Bash`` / ``model_response`` / ``(no event)`` for position ``pos``; with
-    the start of its text when ``other`` has an event of the same kind and tool there."""
+    """What the event at position ``pos`` is, in words a reviewer reads
+    (:func:`replaykit._base.envelope.event_words`: ``a call to Bash``, ``a model answer``,
+    ``a file-history-snapshot log entry``, never a bare kind such as ``other``); with the
+    start of its text, or "with other arguments", when ``other`` has an event of the same
+    kind and tool there."""
+    from .._base.envelope import event_words
+
     if not 0 <= pos < t.num_rows:
         return "no event (the run has ended)"
     kind = t.column("kind")[pos].as_py()
     tool = t.column("tool_name")[pos].as_py()
-    name = f"{kind} {tool}" if tool else str(kind)
+    name = event_words(kind, tool_name=tool, type_=t.column("type")[pos].as_py(),
+                       is_error=bool(t.column("is_error")[pos].as_py()))
     if other is not None and 0 <= pos < other.num_rows \
             and other.column("kind")[pos].as_py() == kind \
             and other.column("tool_name")[pos].as_py() == tool:
@@ -518,7 +524,7 @@ def _event_name(t: pa.Table, pos: int, other: pa.Table | None = None) -> str:
 
             name += " " + _short(" ".join(text.split()), 50)
         elif t.column("args_hash")[pos].as_py() != other.column("args_hash")[pos].as_py():
-            name += " (other arguments)"
+            name += " with other arguments"
     return name
 
 
@@ -555,9 +561,11 @@ def summarize_runs(result: Any, *, changes: pd.DataFrame | None = None) -> Any:
     and their tool activity, then the key changed values, how each run ends, the strength of
     the evidence and what such a comparison can and cannot show (:data:`RECORDED_CAVEAT`).
     Rules: docs/report.md ("Two recorded runs")."""
+    from .._base.envelope import event_words
     from .findings import (
         EVENTS_NAMED,
         Summary,
+        _positions_of,
         _values_phrase,
         changes_df,
     )
@@ -635,11 +643,21 @@ def summarize_runs(result: Any, *, changes: pd.DataFrame | None = None) -> Any:
             who = ev.tool_name if isinstance(ev.tool_name, str) and ev.tool_name else ev.kind
             d = diff.loc[ev.row]
             a_kind, a_tool = d["base_kind"], d["base_tool"]
-            a_what = (f"{a_kind} {a_tool}" if isinstance(a_tool, str) else str(a_kind))
+            a_pos = _positions_of(a_t, [int(d["base_seq"])]) if pd.notna(d["base_seq"]) else {}
+            a_at = a_pos.get(int(d["base_seq"])) if a_pos else None
+            a_what = event_words(  # the source's own event type for one no category fits
+                a_kind, tool_name=a_tool,
+                type_=a_t.column("type")[a_at].as_py() if a_at is not None else None,
+                is_error=bool(a_t.column("is_error")[a_at].as_py()) if a_at is not None
+                else False)
             if a_kind != ev.kind or (isinstance(a_tool, str) and a_tool != ev.tool_name):
                 # aligned, but not the same action: say what each run did there
+                b_at = _positions_of(b_t, [int(ev.replay_seq)]).get(int(ev.replay_seq)) \
+                    if pd.notna(ev.replay_seq) else None
                 did = {"tool_call": f"calls {who}", "tool_result": f"gets {who}'s result"}.get(
-                    str(ev.kind), f"has {ev.kind}")
+                    str(ev.kind), "has " + event_words(
+                        ev.kind, tool_name=ev.tool_name,
+                        type_=b_t.column("type")[b_at].as_py() if b_at is not None else None))
                 add("outcome", f"At step {int(ev.step):,} {B} {did} where {A} has {a_what}.",
                     "changes", "diff_df() kinds and tools of an aligned pair", at=int(ev.step))
                 continue
@@ -698,8 +716,8 @@ def summarize_runs(result: Any, *, changes: pd.DataFrame | None = None) -> Any:
                   "call(s) each); recorded runs, no intervention.")
     else:
         where = step if step >= 0 else 0
-        answer = (f"Different: the runs part at step {where:,} ({A} "
-                  f"{_event_name(a_t, where, b_t)}, {B} {_event_name(b_t, where, a_t)}); "
+        answer = (f"Different: the runs part at step {where:,} ({A} has "
+                  f"{_event_name(a_t, where, b_t)}, {B} has {_event_name(b_t, where, a_t)}); "
                   f"tool calls "
                   f"{A} {len(a_seq):,} ({_counts_text(a_counts, 4)}) vs {B} {len(b_seq):,} "
                   f"({_counts_text(b_counts, 4)}), {dist:,} edit(s) apart; "

@@ -403,7 +403,9 @@ def rca(result: Any, *, title: str | None = None, question: str | None = None,
     tenant = tenant_id or (branch.tenant_id if branch is not None else
                            (result.events.tenants[0] if len(result.events) else ""))
     if branch is not None:
-        base_log = result.base.run(branch.run_id, tenant_id=branch.tenant_id)
+        view = getattr(result, "_base_run", None)  # the view the metrics and findings use
+        base_log = view() if callable(view) else \
+            result.base.run(branch.run_id, tenant_id=branch.tenant_id)
         bdict = branch.to_dict()
     else:
         base_log = result.base

@@ -216,6 +216,14 @@ def _model_ids(t: pa.Table) -> list[str]:
     kind = pc.cast(t.column("kind"), pa.string())
     m = pc.fill_null(pc.is_in(kind, pa.array(["model_request", "model_response"])), False)
     payloads = t.column("payload").filter(m)
+    # only payloads whose text can name one of the fields are parsed: a member "model",
+    # "provider" or "modelId" appears in the text as that quoted name, unless escaped
+    # (texts with a \u escape are kept too)
+    can = None
+    for needle in ('"model"', '"provider"', '"modelId"', "\\u"):
+        hit = pc.match_substring(payloads, needle)
+        can = hit if can is None else pc.or_(can, hit)
+    payloads = payloads.filter(pc.fill_null(can, False))
     if not len(payloads):
         return []
     found: set[str] = set()

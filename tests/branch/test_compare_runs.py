@@ -8,6 +8,7 @@ in the test, not with replaykit's metric code.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,15 @@ def test_two_real_claude_code_sessions(cc: Any) -> None:
         assert "[Request interrupted by user" in json.dumps(users[-1]["message"])
     assert "both end the same way (interrupted by the user)" in s.answer
     assert not any(k in s.answer for k in ("turn_end", "model_response", "(other)"))
+    # where they part and every aligned pair of different actions, in words: the prompts
+    # are user messages; a line no category fits reads by the transcript's own type
+    assert f"(run A has a user message \"{a_prompt[:10]}" in s.answer
+    assert not re.search(r"\bhas (other|tool_call|tool_result|model_request|model_response|"
+                         r"user_message)\b", s.text)
+    types = {t for t, k in zip(a_t.column("type").to_pylist(), a_t.column("kind").to_pylist(),
+                               strict=True) if k == "other"}
+    for said in re.findall(r"run A has an? ([\w-]+) log entry", s.text):
+        assert said in types
 
 
 def test_a_session_against_itself(cc: Any) -> None:
@@ -245,6 +255,32 @@ def test_generated_runs_values() -> None:
     assert rk.compare_runs(log).metrics == cmp.metrics
 
 
+def test_where_the_runs_part_is_said_in_words() -> None:
+    # the first divergence names what each run did there, not its kind: the tool called,
+    # and for an event no category fits (kind "other") the source's own event type
+    cmp = rk.compare_runs(_log({"a": RUN_A, "b": RUN_B}), runs=("a", "b"))
+    s = cmp.summary()
+    assert ("The runs first differ at step 1: run A has a call to read with other "
+            "arguments, run B has a call to read with other arguments;") in s.text
+    assert s.answer.startswith("Different: the runs part at step 1 (run A has a call to "
+                               "read with other arguments, run B has a call to read with "
+                               "other arguments);")
+    log = _log({"a": RUN_A[:1] + [("other", None, None, None)] + RUN_A[1:], "b": RUN_B})
+    cols = log.table.to_pydict()
+    cols["type"] = ["file-history-snapshot" if k == "other" else t
+                    for k, t in zip(cols["kind"], cols["type"], strict=True)]
+    parted = rk.compare_runs(rk.EventLog(events_table(cols)), runs=("a", "b")).summary()
+    assert ("The runs first differ at step 1: run A has a file-history-snapshot log entry, "
+            "run B has a call to read;") in parted.text
+    assert "(run A has a file-history-snapshot log entry, run B has a call to read)" \
+        in parted.answer
+    assert "has other" not in parted.text + parted.answer
+    # a run that ends first: said so
+    short = rk.compare_runs(_log({"a": RUN_A[:2], "b": RUN_A}), runs=("a", "b")).summary()
+    assert "run A has no event (the run has ended), run B has the result of read" \
+        in short.answer
+
+
 def test_sets_paired_by_prompt_and_column() -> None:
     a = _log({"a1": RUN_A, "a2": [("user_message", None, None, "write docs")],
               "a3": [("user_message", None, None, "unpaired")]})
@@ -297,4 +333,13 @@ def test_properties(a: list, b: list) -> None:
     want = next((i for i in range(max(len(sig), len(sig_b)))
                  if i >= len(sig) or i >= len(sig_b) or sig[i] != sig_b[i]), -1)
     assert ab.first_divergence == want
-    assert ("associations, not causes" in ab.summary().answer) == (want != -1)
+    answer = ab.summary().answer
+    assert ("associations, not causes" in answer) == (want != -1)
+    if want != -1:  # each side's event at the divergence in words, never by its bare kind
+        for side, evs in (("run A", a), ("run B", b)):
+            k, tool = (evs[want][0], evs[want][1]) if want < len(evs) else (None, None)
+            said = {"tool_call": f"a call to {tool}", "user_message": "a user message",
+                    "model_response": "a model answer",
+                    None: "no event (the run has ended)"}[k]
+            assert f"{side} has {said}" in answer
+        assert not re.search(r"has (tool_call|user_message|model_response|other)\b", answer)

@@ -88,3 +88,43 @@ def test_fast_path_answers_the_replay_pairs_and_hands_over_the_rest() -> None:
     # a member removed and another added: perhaps a move, jsonpatch decides
     assert findings._dict_changes({"a": 1}, {"b": 1}) is None
     assert json_changes({"a": 1}, {"b": 1}) == old_json_changes({"a": 1}, {"b": 1})
+
+
+@settings(max_examples=120, deadline=None)
+@given(data=st.data())
+def test_the_diffs_own_decoding_gives_the_same_rows(data: Any) -> None:
+    # the diff's content status decodes payload texts itself: with the 19-digit runs found
+    # by one Arrow pass, and rows that hold the decoded documents' own values (no copies);
+    # the rows are still the jsonpatch rows of json.loads' values
+    import json
+
+    import pyarrow as pa
+
+    from replaykit.branch._recorded import _long_int_runs
+
+    before = data.draw(_DOC)
+    after = _edit(data.draw, before)
+    texts = [json.dumps(before), json.dumps(after)]
+    flags = _long_int_runs(pa.array(texts, pa.string()))
+    assert flags == [findings._has_long_int(t) for t in texts]
+    seen: list[Any] = []
+    got = findings._content_changes(texts[0], texts[1], "claude_code", tuple(flags),
+                                    seen.append)
+    want = old_json_changes(json.loads(texts[0]), json.loads(texts[1]))
+    assert repr(got[1]) == repr(want)
+    assert repr(got) == repr(findings._content_changes(texts[0], texts[1], "claude_code"))
+    assert repr(seen) == repr([json.loads(texts[1])])  # the decoded "after", once
+
+
+@settings(max_examples=120, deadline=None)
+@given(values=st.lists(st.tuples(_VALUE, st.sampled_from([None, "claude_code"]),
+                                 st.sampled_from(["/a", "/message", "/cwd"])), max_size=8))
+def test_value_texts_are_value_json_whatever_was_asked_before(values: list[Any]) -> None:
+    # changes_df remembers each distinct value's JSON text: the text is _value_json's for
+    # every value, asked in any order and again (1 / 1.0 / True, 0.0 / -0.0, NaN, 2**70)
+    texts = findings._ValueTexts()
+    for v, fmt, path in values + values[::-1]:
+        assert texts(v, fmt, path) == findings._value_json(v, fmt, path)
+    zero = findings._ValueTexts()
+    assert [zero(x, None, "/a") for x in (0.0, -0.0, 0, False, 1, 1.0, True)] == [
+        "0.0", "-0.0", "0", "false", "1", "1.0", "true"]
