@@ -449,8 +449,8 @@ def expand_paths(
         if p.is_dir():
             # one walk per pattern, each match stat-ed once (a folder of 10,000 files: four
             # stats and a realpath per file cost 2 s; sorted by parts as Path's order is)
-            matches = {f for pat in patterns for f in p.rglob(pat)}
-            found = _skip_special(sorted(matches, key=lambda f: f.parts), str(p), stats)
+            walked = {f for pat in patterns for f in p.rglob(pat)}
+            found = _skip_special(sorted(walked, key=lambda f: f.parts), str(p), stats)
             if not found:
                 raise FileNotFoundError(
                     f"{p}: directory holds no files matching {', '.join(patterns)}"
@@ -482,8 +482,8 @@ def expand_paths(
         inodes[key] = inodes.get(key, 0) + 1
     seen: set[Path] = set()
     unique = []
-    for f, key in zip(out, keys, strict=True):
-        if key is not None and inodes[key] == 1:
+    for f, ino in zip(out, keys, strict=True):
+        if ino is not None and inodes[ino] == 1:
             unique.append(f)
             continue
         real = f.resolve()
