@@ -520,9 +520,9 @@ def _event_name(t: pa.Table, pos: int, other: pa.Table | None = None) -> str:
             and other.column("tool_name")[pos].as_py() == tool:
         text = t.column("text")[pos].as_py()
         if isinstance(text, str) and text.strip():
-            from .findings import _short
+            words = " ".join(text.split())  # quoted whole: the sentence goes on after it
+            name += ' "' + (words if len(words) <= 48 else words[:47] + "\u2026") + '"'
 
-            name += " " + _short(" ".join(text.split()), 50)
         elif t.column("args_hash")[pos].as_py() != other.column("args_hash")[pos].as_py():
             name += " with other arguments"
     return name

@@ -343,3 +343,15 @@ def test_properties(a: list, b: list) -> None:
                     None: "no event (the run has ended)"}[k]
             assert f"{side} has {said}" in answer
         assert not re.search(r"has (tool_call|user_message|model_response|other)\b", answer)
+
+
+def test_where_runs_part_quotes_each_text_whole_even_cut() -> None:
+    """Two runs whose first messages differ: each is quoted with its closing mark, a long
+    one cut with an ellipsis inside the quotes, so the sentence reads on."""
+    long_a = "fix the failing test in   the parser module\nand then run the whole suite again"
+    a = [("user_message", None, None, long_a), ("model_response", None, None, "ok")]
+    b = [("user_message", None, None, "fix it"), ("model_response", None, None, "ok")]
+    ans = rk.compare_runs(_log({"a": a, "b": b}), runs=("a", "b")).summary().answer
+    cut = " ".join(long_a.split())[:47] + "\u2026"
+    assert f'run A has a user message "{cut}"' in ans, ans
+    assert 'run B has a user message "fix it"' in ans, ans
