@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _json_mutations import mutate, raw_mutation
 from _native_paths import assert_same, native_path, require_core
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -245,47 +246,17 @@ _VALUES = [0, -1, 2**63, 2**64, 1.5, 1.0, -0.0, True, None, "", "x", "\x01", 'q"
            {"input_tokens": -1}, {"input_tokens": 1.0}, {"input_tokens": 2**63}]
 
 
+#: the members a mutation adds or overwrites (the shapes the scanner keys on)
+_KEYS = ["type", "message", "content", "isSidechain", "agentId", "sessionId", "usage", "id",
+         "isMeta", "error", "input", "requestId", "contentIndex"]
+
+
 def _mutate(obj: Any, rng: random.Random) -> Any:
-    """A copy of ``obj`` with one random change at a random depth."""
-    if isinstance(obj, dict) and obj:
-        obj = dict(obj)
-        key = rng.choice(list(obj))
-        op = rng.random()
-        if op < 0.45:
-            obj[key] = _mutate(obj[key], rng)
-        elif op < 0.65:
-            obj[key] = rng.choice(_VALUES)
-        elif op < 0.8:
-            del obj[key]
-        else:
-            obj[rng.choice(["type", "message", "content", "isSidechain", "agentId", "sessionId",
-                            "usage", "id", "isMeta", "error", "input", "requestId",
-                            "contentIndex"])] = rng.choice(_VALUES)
-        return obj
-    if isinstance(obj, list) and obj:
-        obj = list(obj)
-        i = rng.randrange(len(obj))
-        if rng.random() < 0.7:
-            obj[i] = _mutate(obj[i], rng)
-        else:
-            del obj[i]
-        return obj
-    return rng.choice(_VALUES)
+    return mutate(obj, rng, _VALUES, _KEYS)
 
 
 def _raw_mutation(line: str, rng: random.Random) -> str:
-    """Damage at the text level: cut, a stray byte, a BOM, a duplicate key, NaN."""
-    op = rng.randrange(5)
-    if op == 0:
-        return line[: rng.randrange(len(line))]
-    if op == 1:
-        i = rng.randrange(len(line))
-        return line[:i] + rng.choice(["\x00", "}", '"', "\\", "\u2028"]) + line[i:]
-    if op == 2:
-        return "\ufeff" + line
-    if op == 3:
-        return line.replace('"type":', '"type":"x","type":', 1)
-    return line.replace("1", "NaN", 1)
+    return raw_mutation(line, rng)
 
 
 @pytest.mark.parametrize("seed", range(8))
