@@ -390,6 +390,20 @@ fn scan_toh_file<'py>(
     ))
 }
 
+/// File paths as the OS names them (the bytes Python's `os.fsencode` gave).
+fn os_paths(paths: &[Vec<u8>]) -> Vec<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    paths
+        .iter()
+        .map(|p| std::path::Path::new(std::ffi::OsStr::from_bytes(p)).to_path_buf())
+        .collect()
+}
+
+/// Texts as their UTF-8 bytes, for the scanners' byte-level writers.
+fn utf8_bytes(texts: Vec<String>) -> Vec<Vec<u8>> {
+    texts.into_iter().map(String::into_bytes).collect()
+}
+
 /// Scan Claude Code transcripts: `paths` (file system paths as bytes), `stems` (their names
 /// without the suffix), `sources` (each file's `source` value), on up to `threads` threads.
 /// Returns `(ok, row_start, run_start, runs, run, seq, line, columns)`: `ok` a list of bools
@@ -407,13 +421,9 @@ fn scan_claude_code_files<'py>(
     sources: Vec<String>,
     threads: usize,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    use std::os::unix::ffi::OsStrExt;
-    let paths: Vec<std::path::PathBuf> = paths
-        .iter()
-        .map(|p| std::path::Path::new(std::ffi::OsStr::from_bytes(p)).to_path_buf())
-        .collect();
-    let stems: Vec<Vec<u8>> = stems.into_iter().map(String::into_bytes).collect();
-    let sources: Vec<Vec<u8>> = sources.into_iter().map(String::into_bytes).collect();
+    let paths = os_paths(&paths);
+    let stems = utf8_bytes(stems);
+    let sources = utf8_bytes(sources);
     let got = guarded(py, move || {
         transcripts::scan_claude_code_files(&paths, &stems, &sources, threads)
     })
@@ -434,13 +444,9 @@ fn scan_codex_files<'py>(
     sources: Vec<String>,
     threads: usize,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    use std::os::unix::ffi::OsStrExt;
-    let paths: Vec<std::path::PathBuf> = paths
-        .iter()
-        .map(|p| std::path::Path::new(std::ffi::OsStr::from_bytes(p)).to_path_buf())
-        .collect();
-    let fallbacks: Vec<Vec<u8>> = fallbacks.into_iter().map(String::into_bytes).collect();
-    let sources: Vec<Vec<u8>> = sources.into_iter().map(String::into_bytes).collect();
+    let paths = os_paths(&paths);
+    let fallbacks = utf8_bytes(fallbacks);
+    let sources = utf8_bytes(sources);
     let got = guarded(py, move || {
         codex::scan_codex_files(&paths, &fallbacks, &sources, threads)
     })
@@ -1209,13 +1215,9 @@ fn scan_phoenix_files<'py>(
     sources: Vec<String>,
     threads: usize,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    use std::os::unix::ffi::OsStrExt;
-    let paths: Vec<std::path::PathBuf> = paths
-        .iter()
-        .map(|p| std::path::Path::new(std::ffi::OsStr::from_bytes(p)).to_path_buf())
-        .collect();
-    let names: Vec<Vec<u8>> = names.into_iter().map(String::into_bytes).collect();
-    let sources: Vec<Vec<u8>> = sources.into_iter().map(String::into_bytes).collect();
+    let paths = os_paths(&paths);
+    let names = utf8_bytes(names);
+    let sources = utf8_bytes(sources);
     let got = guarded(py, move || {
         crate::platform::scan_phoenix_files(&paths, &names, &sources, threads)
     })
